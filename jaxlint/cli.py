@@ -1,0 +1,154 @@
+"""The ``jaxlint`` command: ``check``, ``rules``, ``explain``."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+from typing import Optional, Sequence
+
+from . import __version__, reporters
+from .config import ConfigError, load_config
+from .engine import FileResult, check_path, is_selected, select_rules
+from .files import discover
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_worker_rules = None
+
+
+def _codes(value: str) -> list:
+    return [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jaxlint", description="Find code that wastes accelerator time in JAX programs.")
+    p.add_argument("--version", action="version", version=f"jaxlint {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    c = sub.add_parser("check", help="check Python files and folders (default: .)")
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    c.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (replaces config)")
+    c.add_argument("--ignore", type=_codes, help="comma-separated code prefixes to skip (replaces config)")
+    c.add_argument("--extend-select", type=_codes, default=[], help="add to the selected prefixes")
+    c.add_argument("--extend-ignore", type=_codes, default=[], help="add to the ignored prefixes")
+    c.add_argument("--format", choices=sorted(reporters.FORMATS), default="text")
+    c.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    c.add_argument("--statistics", action="store_true", help="print a count per code at the end")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    sub.add_parser("rules", help="list the rules")
+    e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
+    e.add_argument("code")
+    return p
+
+
+def _init_worker(codes: Sequence[str]) -> None:
+    global _worker_rules
+    from jaxlint_rules import RULES_BY_CODE
+
+    _worker_rules = [RULES_BY_CODE[c]() for c in codes]
+
+
+def _check_one(path: str) -> FileResult:
+    return check_path(path, _worker_rules)
+
+
+def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
+    """Check files with the selected rule codes, in parallel when it pays."""
+    if jobs <= 0:
+        jobs = os.cpu_count() or 1
+    if jobs == 1 or len(files) < 8:
+        _init_worker(codes)
+        return [_check_one(f) for f in files]
+    methods = multiprocessing.get_all_start_methods()
+    mp = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunk = max(1, min(16, len(files) // (jobs * 4)))
+    with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes),)) as pool:
+        return list(pool.imap(_check_one, files, chunksize=chunk))
+
+
+def cmd_check(args) -> int:
+    from jaxlint_rules import ALL_RULES
+
+    try:
+        if args.config:
+            from .config import Config  # noqa: F401
+            cfg = load_config(os.path.dirname(os.path.abspath(args.config)))
+        else:
+            cfg = load_config(args.paths[0] if args.paths else ".")
+    except ConfigError as e:
+        print(f"jaxlint: config error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        for p in missing:
+            print(f"jaxlint: no such file or folder: {p}", file=sys.stderr)
+        return EXIT_ERROR
+    select = (args.select if args.select is not None else cfg.select) + args.extend_select
+    ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
+    codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
+    files = list(discover(args.paths, cfg))
+    results = run_files(files, codes, args.jobs)
+    findings = []
+    internal = []
+    for res in results:
+        per_file = cfg.ignored_for(res.path) if cfg.per_file_ignores else []
+        for f in res.findings:
+            if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
+                continue
+            if per_file and any(f.code.startswith(p) for p in per_file):
+                continue
+            findings.append(f)
+        internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
+    findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
+    sys.stdout.write(reporters.FORMATS[args.format](findings))
+    if args.statistics and findings:
+        sys.stdout.write(reporters.statistics(findings))
+    for msg in internal:
+        print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
+    if internal:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def cmd_rules() -> int:
+    from jaxlint_rules import ALL_RULES
+
+    for r in ALL_RULES:
+        print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
+    return EXIT_CLEAN
+
+
+def cmd_explain(code: str) -> int:
+    from jaxlint_rules import RULES_BY_CODE
+
+    rule = RULES_BY_CODE.get(code.upper())
+    if rule is None:
+        print(f"jaxlint: unknown rule {code!r}; `jaxlint rules` lists them", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(rule.explain())
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
+        return int(e.code or 0)
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "rules":
+            return cmd_rules()
+        if args.command == "explain":
+            return cmd_explain(args.code)
+        parser.print_help()
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN

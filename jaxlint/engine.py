@@ -1,0 +1,137 @@
+"""The one rule engine both front ends share: source -> tree -> model -> findings."""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import tokenize
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from .model import build_model
+from .noqa import NoqaMap
+from .rule import Finding, Rule
+
+PARSE_ERROR = "JAX000"
+
+# Words whose absence from a file means no rule can fire: the model is not built for it.
+_JAX_MARKERS = ("jax", "equinox", "flax")
+
+if sys.version_info >= (3, 11):
+    # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and
+    # lets the model walk 2,000 chained ``elif``s. 3.10 keeps its limit; RecursionError is caught.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list = field(default_factory=list)
+    internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like the interpreter would: BOM and PEP 263 coding cookies honoured."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+    return data.decode(encoding)
+
+
+def _parse_error(line: int, col: int, why: str) -> Finding:
+    return Finding(max(line, 1), max(col, 0), PARSE_ERROR, f"could not parse: {why}", "parse-error")
+
+
+def parse_source(text: str, path: str = "<unknown>") -> tuple[Optional[ast.Module], Optional[Finding]]:
+    try:
+        return ast.parse(text, filename=path), None
+    except SyntaxError as e:
+        col = (e.offset or 1) - 1
+        msg = e.msg if e.msg else "invalid syntax"
+        return None, _parse_error(e.lineno or 1, col, msg)
+    except ValueError as e:  # null bytes on Python < 3.12
+        return None, _parse_error(1, 0, str(e))
+    except (RecursionError, MemoryError):
+        return None, _parse_error(1, 0, "too deeply nested for the Python parser")
+
+
+def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
+              text: Optional[str] = None) -> list[Finding]:
+    """Build the model once and run every rule on it. A rule that crashes is recorded in
+    ``result.internal_errors`` (when given) and the other rules still run."""
+    if text is not None and not any(w in text for w in _JAX_MARKERS):
+        return []
+    try:
+        model = build_model(tree)
+    except RecursionError:
+        return [_parse_error(1, 0, "too deeply nested to analyze")]
+    if not model.imports_jax:
+        return []
+    out: list[Finding] = []
+    for rule in rules:
+        try:
+            out.extend(rule.check(model))
+        except RecursionError:
+            out.append(_parse_error(1, 0, "too deeply nested to analyze"))
+        except Exception as e:  # a bug in a rule must not hide the other rules' findings
+            if result is None:
+                raise
+            result.internal_errors.append(f"{rule.code}: {type(e).__name__}: {e}")
+    out.sort()
+    return out
+
+
+def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
+    """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding."""
+    result = FileResult(path)
+    if isinstance(data, bytes):
+        try:
+            text = decode_source(data)
+        except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+            reason = e.reason if isinstance(e, UnicodeDecodeError) else str(e)
+            result.findings.append(_parse_error(1, 0, f"not valid source text ({reason})"))
+            return result
+    else:
+        text = data
+    tree, error = parse_source(text, path)
+    if error is not None:
+        result.findings.append(error)
+        return result
+    findings = run_rules(tree, rules, result, text)
+    if noqa and findings and "noqa" in text.lower():
+        nmap = NoqaMap(text)
+        findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
+    result.findings = [f.with_path(path) for f in findings]
+    return result
+
+
+def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        res = FileResult(path)
+        res.findings.append(Finding(1, 0, PARSE_ERROR, f"could not read: {e.strerror or e}", "parse-error", path))
+        return res
+    return check_source(data, path, rules, noqa)
+
+
+def select_rules(all_rules: Iterable[type], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
+    """Instances of the rules whose codes match a ``select`` prefix and no ``ignore`` prefix
+    (the longer matching prefix wins, as in flake8)."""
+    chosen = []
+    for cls in all_rules:
+        if is_selected(cls.code, select, ignore):
+            chosen.append(cls())
+    return chosen
+
+
+def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    sel = max((len(p) for p in select if code.startswith(p)), default=-1) if select else 0
+    ign = max((len(p) for p in ignore if code.startswith(p)), default=-1)
+    if sel < 0:
+        return False
+    return ign < 0 or sel > ign

@@ -1,0 +1,29 @@
+"""Which files ``jaxlint check`` reads."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, Sequence
+
+from .config import Config
+
+
+def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
+    """Python files under the given paths. A file named explicitly is always checked; folders are
+    walked recursively, skipping excluded folders and files (virtualenvs, build output, .git...)."""
+    seen = set()
+    for path in paths:
+        if os.path.isfile(path):
+            if path not in seen:
+                seen.add(path)
+                yield path
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d))
+                             and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg")))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    full = os.path.join(root, name)
+                    if full not in seen and not config.is_excluded(full):
+                        seen.add(full)
+                        yield full

@@ -1,0 +1,34 @@
+"""The flake8 front end: runs the shared engine on the tree flake8 already parsed.
+
+flake8 handles selection (``--select/--extend-ignore``) and ``# noqa`` itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from . import __version__
+from .engine import run_rules
+
+
+class JaxlintChecker:
+    name = "jaxlint"
+    version = __version__
+    _rules = None
+
+    def __init__(self, tree: ast.Module, filename: str = "") -> None:
+        self.tree = tree
+        self.filename = filename
+
+    @classmethod
+    def rules(cls):
+        if cls._rules is None:
+            from jaxlint_rules import ALL_RULES
+
+            cls._rules = [r() for r in ALL_RULES]
+        return cls._rules
+
+    def run(self) -> Iterator[tuple]:
+        for f in run_rules(self.tree, self.rules()):
+            yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -1,0 +1,1261 @@
+"""The module model: one walk over a module's AST that every rule reads.
+
+It answers the questions the rules need and nothing more:
+
+* what a name means (imports and aliases, with local shadowing): :meth:`ModuleModel.resolve`;
+* which functions are traced (jit/pmap, transforms, lax bodies, same-module callees),
+  with static arguments and which parameters hold tracers: :class:`FunctionInfo`;
+* where a node runs: its scope, the loops around it in its own function, and the ``if``
+  tests guarding it: :class:`Context`, :meth:`ModuleModel.hot_loop`;
+* which expressions hold JAX values: :meth:`ModuleModel.is_jax`;
+* the jit wrappers created in the module: :attr:`ModuleModel.jit_wraps`.
+
+The walk records contexts and bindings; everything that needs inference (value kinds,
+callable lookups) is computed lazily and memoized, so rules only pay for what they ask.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+from . import names as N
+
+FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+_BUILTINS = frozenset(dir(builtins))
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+# --------------------------------------------------------------------------- records
+
+
+class Loop:
+    """A ``for``/``while`` loop or a comprehension."""
+
+    __slots__ = ("node", "kind", "parent", "children", "calls", "iter_jax_nodes", "_jax_work", "depth")
+
+    def __init__(self, node: ast.AST, kind: str, parent: Optional["Loop"], depth: int):
+        self.node = node
+        self.kind = kind  # "for" | "while" | "comprehension"
+        self.parent = parent
+        self.children: list[Loop] = []
+        self.calls: list[ast.Call] = []  # calls that run per iteration, not inside a nested loop
+        self.iter_jax_nodes: list[tuple[ast.AST, "Scope"]] = []  # iterables of nested comprehension generators
+        self._jax_work: Optional[bool] = None
+        self.depth = depth
+
+    def target_names(self) -> set[str]:
+        node = self.node
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            return _names_in(node.target)
+        if isinstance(node, _COMPS):
+            out: set[str] = set()
+            for gen in node.generators:
+                out |= _names_in(gen.target)
+            return out
+        return set()
+
+
+@dataclass(eq=False)
+class Context:
+    """Where a node runs. Shared by all nodes with the same surroundings."""
+
+    scope: "Scope"
+    loops: tuple = ()  # Loop records, outermost first, within the node's own function
+    guards: tuple = ()  # (if-test expression, number of loops around that if)
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: FuncNode
+    name: str
+    qualname: str
+    scope: "Scope"  # the function's own scope
+    parent: Optional["FunctionInfo"]
+    cls: Optional["ClassInfo"]
+    params: list[str]  # positional parameters in order (posonly + regular)
+    kwonly: list[str]
+    decorators: list[str] = field(default_factory=list)  # resolved qualnames of decorators
+    traced: bool = False
+    trace_reasons: list[str] = field(default_factory=list)
+    jit_entry: Optional["JitWrap"] = None  # set when the function itself is compiled by a jit wrapper
+    static_argnums: set = field(default_factory=set)
+    static_argnames: set = field(default_factory=set)
+    tracer_params: set = field(default_factory=set)
+    calls: list = field(default_factory=list)  # calls in the body, not in nested functions
+    returns: list = field(default_factory=list)  # returned expressions
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None and not isinstance(self.node, ast.Lambda)
+
+    def static_names(self) -> set[str]:
+        out = set(self.static_argnames)
+        for i in self.static_argnums:
+            if -len(self.params) <= i < len(self.params):
+                out.add(self.params[i])
+        return out
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: ast.ClassDef
+    methods: dict = field(default_factory=dict)  # name -> FunctionInfo
+    self_attrs: dict = field(default_factory=dict)  # attribute -> [value expressions assigned to self.attr]
+
+
+@dataclass(eq=False)
+class JitWrap:
+    """A place where a jit/pmap wrapper is created: a call ``jax.jit(f, ...)`` or a decorator."""
+
+    node: ast.AST  # the Call, or the decorated FunctionDef
+    kind: str  # "jit" | "pmap" | "filter_jit"
+    spelling: str  # how the user wrote the wrapper, e.g. "jax.jit"
+    target: Optional[ast.AST]  # the wrapped callable expression (None for decorators)
+    func: Optional[FunctionInfo]  # the decorated function, for decorators
+    ctx: Context
+    static_argnums: set = field(default_factory=set)
+    static_argnames: set = field(default_factory=set)
+    decorator: bool = False
+
+
+class Scope:
+    __slots__ = ("node", "kind", "parent", "imports", "events", "func", "cls", "globals", "defs")
+
+    def __init__(self, node: ast.AST, kind: str, parent: Optional["Scope"]):
+        self.node = node
+        self.kind = kind  # "module" | "function" | "class"
+        self.parent = parent
+        self.imports: dict[str, str] = {}
+        self.events: dict[str, list[_Event]] = {}
+        self.func: Optional[FunctionInfo] = None
+        self.cls: Optional[ClassInfo] = None
+        self.globals: set[str] = set()
+        self.defs: dict[str, FunctionInfo] = {}
+
+
+class _Event:
+    """One binding of a name: a parameter, assignment, loop target, def, ..."""
+
+    __slots__ = ("pos", "kind", "value", "path", "node", "scope")
+
+    def __init__(self, pos, kind, value, path, node, scope):
+        self.pos = pos
+        self.kind = kind  # "param" | "assign" | "aug" | "for" | "def" | "other"
+        self.value = value
+        self.path = path  # index path into a tuple-unpacking target
+        self.node = node
+        self.scope = scope
+
+
+def _names_in(target: ast.AST) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: set[str] = set()
+        for elt in target.elts:
+            out |= _names_in(elt)
+        return out
+    if isinstance(target, ast.Starred):
+        return _names_in(target.value)
+    return set()
+
+
+def _pos(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.AST) -> tuple:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _int_set(node: Optional[ast.AST]) -> set:
+    """Literal ints (or one int) from a static_argnums-like argument."""
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return {node.value}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        v = node.operand.value
+        return {-v} if isinstance(v, int) else set()
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out: set = set()
+        for elt in node.elts:
+            out |= _int_set(elt)
+        return out
+    return set()
+
+
+def _str_set(node: Optional[ast.AST]) -> set:
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out: set = set()
+        for elt in node.elts:
+            out |= _str_set(elt)
+        return out
+    return set()
+
+
+def call_arg(call: ast.Call, index: int, keyword: Optional[str]) -> Optional[ast.AST]:
+    """The argument at a position or keyword, if the call spells it out."""
+    if keyword is not None:
+        for kw in call.keywords:
+            if kw.arg == keyword:
+                return kw.value
+    if index is not None and index < len(call.args):
+        arg = call.args[index]
+        if not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return arg
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class ModuleModel:
+    """Everything the rules know about one module. Build with :func:`build_model`."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.module_scope = Scope(tree, "module", None)
+        self.functions: list[FunctionInfo] = []
+        self.func_of_node: dict[int, FunctionInfo] = {}
+        self.classes: dict[int, ClassInfo] = {}
+        self.loops: list[Loop] = []
+        self.calls: list[ast.Call] = []
+        self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
+        self.joined_strs: list[ast.JoinedStr] = []
+        self.percent_formats: list[ast.BinOp] = []
+        self.jit_wraps: list[JitWrap] = []
+        self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
+        self.imports_jax = False
+        self._resolve_memo: dict[int, Optional[str]] = {}
+        self._kind_memo: dict[int, bool] = {}
+        self._callable_memo: dict[int, object] = {}
+        self._returns_memo: dict[int, Optional[bool]] = {}
+
+    # ----------------------------------------------------------- name resolution
+
+    def resolve(self, expr: ast.AST, scope: Optional[Scope] = None) -> Optional[str]:
+        """The canonical qualified name an expression refers to, or None.
+
+        ``jnp.zeros`` -> ``jax.numpy.zeros`` after ``import jax.numpy as jnp``; a local
+        variable that shadows the import resolves to None; an unshadowed builtin resolves to
+        ``builtins.<name>``.
+        """
+        key = id(expr)
+        memo = self._resolve_memo
+        if key in memo:
+            return memo[key]
+        if scope is None:
+            scope = self.scope_at(expr)
+        result = self._resolve(expr, scope, 0)
+        memo[key] = result
+        return result
+
+    def _resolve(self, expr: ast.AST, scope: Scope, depth: int) -> Optional[str]:
+        if depth > 20:
+            return None
+        if isinstance(expr, ast.Attribute):
+            base = self._resolve(expr.value, scope, depth + 1)
+            return N.canonical(base + "." + expr.attr) if base else None
+        if not isinstance(expr, ast.Name):
+            return None
+        name = expr.id
+        s: Optional[Scope] = scope
+        first = True
+        while s is not None:
+            if s.kind == "class" and not first:
+                s = s.parent
+                continue
+            first = False
+            if name in s.globals:
+                s = self.module_scope
+                continue
+            if name in s.imports:
+                imp = s.imports[name]
+                return imp or None
+            evs = s.events.get(name)
+            if evs:
+                # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
+                if all(ev.kind == "assign" and ev.path is None and isinstance(ev.value, (ast.Name, ast.Attribute))
+                       for ev in evs):
+                    targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
+                    if len(targets) == 1:
+                        return targets.pop()
+                return None
+            s = s.parent
+        if name in _BUILTINS:
+            return "builtins." + name
+        return None
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        ctx = self.ctx.get(id(node))
+        return ctx.scope if ctx is not None else self.module_scope
+
+    # ----------------------------------------------------------- contexts
+
+    def context(self, node: ast.AST) -> Optional[Context]:
+        return self.ctx.get(id(node))
+
+    def function_at(self, node: ast.AST) -> Optional[FunctionInfo]:
+        """The innermost function a (recorded) node runs in, or None at module/class level."""
+        ctx = self.ctx.get(id(node))
+        if ctx is None:
+            return None
+        s: Optional[Scope] = ctx.scope
+        while s is not None and s.kind == "class":
+            s = s.parent
+        return s.func if s is not None else None
+
+    def in_traced_code(self, node: ast.AST) -> bool:
+        f = self.function_at(node)
+        return f is not None and f.traced
+
+    def loop_runs_jax_work(self, loop: Loop) -> bool:
+        """Whether one iteration of the loop (nested loops included) dispatches JAX work."""
+        if loop._jax_work is None:
+            loop._jax_work = False  # cycle guard
+            direct = any(self.is_jax_work(c) for c in loop.calls)
+            if not direct:
+                direct = any(self.is_jax(it, sc) for it, sc in loop.iter_jax_nodes)
+            loop._jax_work = direct or any(self.loop_runs_jax_work(ch) for ch in loop.children)
+        return loop._jax_work
+
+    def is_jax_work(self, call: ast.Call) -> bool:
+        if self.is_jax(call):
+            return True
+        return self.callable_info(call.func, self.scope_at(call)) is not None
+
+    def hot_loop(self, ctx: Context) -> Optional[Loop]:
+        """The loop whose every iteration a node with this context runs in, when that loop is the
+        innermost one dispatching JAX work. A node in an outer loop after an inner JAX loop (an
+        epoch loop around a step loop) runs once per many steps, and gets None."""
+        for loop in reversed(ctx.loops):
+            if not self.loop_runs_jax_work(loop):
+                continue
+            if any(self.loop_runs_jax_work(ch) for ch in loop.children):
+                return None
+            return loop
+        return None
+
+    def periodic_guard(self, ctx: Context, loop: Loop) -> bool:
+        """Whether an ``if`` inside ``loop`` and around the node makes it run only now and then:
+        ``if step % 100 == 0``, ``if i == n - 1``, ``if (i + 1) % every == 0 and i > 0``."""
+        idx = ctx.loops.index(loop)
+        names: Optional[set] = None
+        for test, depth in ctx.guards:
+            if depth <= idx:
+                continue
+            if names is None:
+                names = set()
+                for lp in ctx.loops[idx:]:
+                    names |= lp.target_names() | self._counters(lp)
+            if _is_periodic(test, names):
+                return True
+        return False
+
+    def _counters(self, loop: Loop) -> set[str]:
+        """Names incremented in the loop body (``step += 1``)."""
+        out = set()
+        body = getattr(loop.node, "body", [])
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                    out.add(node.target.id)
+        return out
+
+    # ----------------------------------------------------------- values
+
+    def is_jax(self, expr: Optional[ast.AST], scope: Optional[Scope] = None) -> bool:
+        """Whether the expression certainly holds a JAX array (or a pytree of them).
+        Inside traced code such a value is a tracer."""
+        if expr is None:
+            return False
+        key = id(expr)
+        memo = self._kind_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # cycle guard
+        if scope is None:
+            scope = self.scope_at(expr)
+        result = self._kind(expr, scope)
+        memo[key] = result
+        return result
+
+    def _kind(self, e: ast.AST, scope: Scope) -> bool:
+        t = type(e)
+        if t is ast.Name:
+            return self._name_kind(e.id, scope, _pos(e))
+        if t is ast.Call:
+            return self._call_kind(e, scope)
+        if t is ast.Attribute:
+            if e.attr in N.METADATA_ATTRS:
+                return False
+            return self.is_jax(e.value, scope)
+        if t is ast.Subscript:
+            return self.is_jax(e.value, scope)
+        if t is ast.BinOp:
+            if isinstance(e.op, ast.Mod) and isinstance(e.left, (ast.Constant, ast.JoinedStr)):
+                return False  # "%s" % x is a string
+            return self.is_jax(e.left, scope) or self.is_jax(e.right, scope)
+        if t is ast.UnaryOp:
+            return not isinstance(e.op, ast.Not) and self.is_jax(e.operand, scope)
+        if t is ast.Compare:
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return False
+            return self.is_jax(e.left, scope) or any(self.is_jax(c, scope) for c in e.comparators)
+        if t is ast.IfExp:
+            return self.is_jax(e.body, scope) or self.is_jax(e.orelse, scope)
+        if t is ast.NamedExpr:
+            return self.is_jax(e.value, scope)
+        if t in (ast.Tuple, ast.List):
+            return any(self.is_jax(x.value if isinstance(x, ast.Starred) else x, scope) for x in e.elts)
+        if t is ast.Starred:
+            return self.is_jax(e.value, scope)
+        return False
+
+    def _call_kind(self, call: ast.Call, scope: Scope) -> bool:
+        func = call.func
+        qn = self.resolve(func, scope)
+        if qn is not None:
+            if N.produces_array(qn):
+                return True
+            if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.HOST_BUILTINS or qn in N.FORMAT_BUILTINS:
+                return False
+            if qn.startswith(("builtins.", "numpy.", "math.")):
+                return False
+        if isinstance(func, ast.Attribute):
+            # x.at[i].set(v)
+            if func.attr in N.AT_METHODS and isinstance(func.value, ast.Subscript):
+                inner = func.value.value
+                if isinstance(inner, ast.Attribute) and inner.attr == "at":
+                    return True
+            if qn is None and self.is_jax(func.value, scope):
+                return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS
+        info = self.callable_info(func, scope)
+        if info is not None:
+            return True
+        local = self.local_functions(func, scope)
+        if local:
+            return any(self.returns_jax(f) for f in local)
+        return False
+
+    def _name_kind(self, name: str, scope: Scope, pos: tuple) -> bool:
+        s: Optional[Scope] = scope
+        own = True
+        while s is not None:
+            if s.kind == "class" and not own:
+                s = s.parent
+                continue
+            if name in s.globals:
+                s = self.module_scope
+                own = False
+                continue
+            if name in s.imports:
+                return False
+            evs = s.events.get(name)
+            if evs:
+                ev = None
+                if own:
+                    for cand in evs:
+                        if cand.pos <= pos:
+                            ev = cand
+                        else:
+                            break
+                if ev is None:
+                    ev = evs[-1]
+                return self._event_kind(ev)
+            s = s.parent
+            own = False
+        return False
+
+    def _event_kind(self, ev: _Event) -> bool:
+        kind = ev.kind
+        if kind == "param":
+            f = ev.scope.func
+            return f is not None and ev.value in f.tracer_params
+        if kind == "assign":
+            value = ev.value
+            for i in ev.path or ():
+                if isinstance(value, (ast.Tuple, ast.List)) and i < len(value.elts) and not any(
+                        isinstance(x, ast.Starred) for x in value.elts):
+                    value = value.elts[i]
+                else:
+                    break
+            return self.is_jax(value, ev.scope)
+        if kind == "aug":
+            node = ev.node
+            if self.is_jax(node.value, ev.scope):
+                return True
+            return self._name_kind(node.target.id, ev.scope, _pos(node))
+        if kind == "for":
+            return self.is_jax(ev.value, ev.scope)
+        return False
+
+    # ----------------------------------------------------------- callables
+
+    def callable_info(self, func: ast.AST, scope: Optional[Scope] = None) -> Optional[JitWrap]:
+        """If calling ``func`` runs compiled/transformed JAX code, the wrapper that made it.
+
+        Recognises ``jax.jit(f)(x)``, names bound to ``jax.jit(...)``/``jax.grad(...)``, functions
+        decorated with a jit wrapper or transform, ``partial`` of those, and ``self.attr`` set to a
+        jit wrapper in any method of the class.
+        """
+        key = id(func)
+        if key in self._callable_memo:
+            return self._callable_memo[key]  # type: ignore[return-value]
+        self._callable_memo[key] = None
+        if scope is None:
+            scope = self.scope_at(func)
+        result = self._callable(func, scope, 0)
+        self._callable_memo[key] = result
+        return result
+
+    def _callable(self, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
+        if depth > 8:
+            return None
+        if isinstance(func, ast.Call):
+            qn = self.resolve(func.func, scope)
+            if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
+                return self._wrap_for_call(func)
+            if qn == N.PARTIAL and func.args:
+                return self._callable(func.args[0], scope, depth + 1)
+            # partial(jax.jit, static_argnums=...)(f)
+            if isinstance(func.func, ast.Call) and self._jit_factory(func.func, scope):
+                return self._wrap_for_call(func)
+            return None
+        if isinstance(func, ast.Name):
+            ev = self._binding(func.id, scope, _pos(func))
+            if ev is None:
+                return None
+            if ev.kind == "def":
+                f = self.func_of_node.get(id(ev.node))
+                if f is not None and f.jit_entry is not None:
+                    return f.jit_entry
+                if f is not None and f.traced and any(r.startswith("@") for r in f.trace_reasons):
+                    return _TRANSFORMED
+                return None
+            if ev.kind == "assign" and ev.path is None:
+                return self._callable(ev.value, ev.scope, depth + 1)
+            return None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self._class_of(scope)
+            if cls is not None:
+                for value in cls.self_attrs.get(func.attr, ()):
+                    info = self._callable(value, self._scope_of_value(value), depth + 1)
+                    if info is not None:
+                        return info
+                meth = cls.methods.get(func.attr)
+                if meth is not None and meth.jit_entry is not None:
+                    return meth.jit_entry
+        return None
+
+    def _scope_of_value(self, value: ast.AST) -> Scope:
+        return self.scope_at(value)
+
+    def _binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
+        s: Optional[Scope] = scope
+        own = True
+        while s is not None:
+            if s.kind == "class" and not own:
+                s = s.parent
+                continue
+            if name in s.imports:
+                return None
+            evs = s.events.get(name)
+            if evs:
+                ev = None
+                if own:
+                    for cand in evs:
+                        if cand.pos <= pos:
+                            ev = cand
+                        else:
+                            break
+                return ev if ev is not None else evs[-1]
+            s = s.parent
+            own = False
+        return None
+
+    def _class_of(self, scope: Scope) -> Optional[ClassInfo]:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.kind == "class":
+                return s.cls
+            if s.kind == "function" and s.func is not None and s.func.cls is not None:
+                return s.func.cls
+            s = s.parent
+        return None
+
+    def _jit_factory(self, call: ast.Call, scope: Scope) -> Optional[str]:
+        """``partial(jax.jit, ...)`` or ``jax.jit(static_argnums=...)``: a decorator that jits."""
+        qn = self.resolve(call.func, scope)
+        if qn == N.PARTIAL and call.args:
+            inner = self.resolve(call.args[0], scope)
+            if inner in N.JIT_WRAPPERS:
+                return inner
+        if qn in N.JIT_WRAPPERS and not call.args:
+            return qn
+        return None
+
+    def _wrap_for_call(self, call: ast.Call) -> JitWrap:
+        for w in self._wraps_by_call.get(id(call), ()):
+            return w
+        return _TRANSFORMED
+
+    def local_functions(self, expr: ast.AST, scope: Scope, depth: int = 0) -> list[FunctionInfo]:
+        """The functions of this module an expression names: a def in scope, ``self.method``,
+        a lambda, ``partial(f, ...)``, or the function inside ``jax.jit(f)``/``jax.grad(f)``."""
+        if depth > 8:
+            return []
+        if isinstance(expr, ast.Lambda):
+            f = self.func_of_node.get(id(expr))
+            return [f] if f else []
+        if isinstance(expr, ast.Name):
+            ev = self._binding(expr.id, scope, _pos(expr))
+            if ev is None:
+                return []
+            if ev.kind == "def":
+                f = self.func_of_node.get(id(ev.node))
+                return [f] if f else []
+            if ev.kind == "assign" and ev.path is None:
+                return self.local_functions(ev.value, ev.scope, depth + 1)
+            return []
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls"):
+            cls = self._class_of(scope)
+            if cls is not None and expr.attr in cls.methods:
+                return [cls.methods[expr.attr]]
+            return []
+        if isinstance(expr, ast.Call):
+            qn = self.resolve(expr.func, scope)
+            if (qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS) and expr.args:
+                return self.local_functions(expr.args[0], scope, depth + 1)
+        return []
+
+    def returns_jax(self, f: FunctionInfo) -> bool:
+        key = id(f)
+        if key in self._returns_memo:
+            return bool(self._returns_memo[key])
+        self._returns_memo[key] = False
+        result = any(self.is_jax(r, f.scope) for r in f.returns)
+        self._returns_memo[key] = result
+        return result
+
+    # ----------------------------------------------------------- iteration helpers
+
+    def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                yield sub
+
+
+class _Transformed(JitWrap):
+    pass
+
+
+# Stands for "a callable made by a transform whose wrapper we did not record" (e.g. jax.grad(f)).
+_TRANSFORMED = _Transformed(node=ast.Pass(), kind="transform", spelling="", target=None, func=None,
+                            ctx=Context(scope=Scope(ast.Module(body=[], type_ignores=[]), "module", None)))
+
+
+def _is_periodic(test: ast.AST, loop_names: set[str]) -> bool:
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And):
+            return any(_is_periodic(v, loop_names) for v in test.values)
+        return all(_is_periodic(v, loop_names) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _has_mod(test.operand)
+    if isinstance(test, ast.Compare):
+        if _has_mod(test):
+            return True
+        if any(isinstance(op, (ast.Eq, ast.In)) for op in test.ops):
+            mentioned = set()
+            for part in [test.left, *test.comparators]:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Name):
+                        mentioned.add(n.id)
+            return bool(mentioned & loop_names)
+    return False
+
+
+def _has_mod(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- building
+
+
+def build_model(tree: ast.Module) -> ModuleModel:
+    """Walk the tree once, then work out which functions are traced."""
+    model = ModuleModel(tree)
+    model._wraps_by_call = {}
+    _Builder(model).run(tree)
+    _TraceAnalysis(model).run()
+    return model
+
+
+class _Builder:
+    """The single walk: scopes, bindings, loops, guards, calls."""
+
+    def __init__(self, model: ModuleModel):
+        self.m = model
+        self.scope = model.module_scope
+        self.loops: tuple = ()
+        self.guards: tuple = ()
+        self.func: Optional[FunctionInfo] = None
+        self.loop: Optional[Loop] = None
+        self.cur = Context(self.scope)
+        self.qual: list[str] = []
+        self.handlers = {}
+        for name in dir(self):
+            if name.startswith("v_"):
+                self.handlers[getattr(ast, name[2:])] = getattr(self, name)
+
+    def run(self, tree: ast.Module) -> None:
+        self.body(tree.body)
+
+    # -- plumbing
+
+    def _refresh(self) -> None:
+        self.cur = Context(self.scope, self.loops, self.guards)
+
+    def body(self, stmts: list) -> None:
+        ctx = self.m.ctx
+        for stmt in stmts:
+            ctx[id(stmt)] = self.cur
+            self.visit(stmt)
+
+    def visit(self, node: ast.AST) -> None:
+        handler = self.handlers.get(type(node))
+        if handler is not None:
+            handler(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    def visit_all(self, nodes) -> None:
+        for n in nodes:
+            if n is not None:
+                self.visit(n)
+
+    def bind(self, name: str, kind: str, value, path, node, pos) -> None:
+        self.scope.events.setdefault(name, []).append(_Event(pos, kind, value, path, node, self.scope))
+
+    def bind_target(self, target: ast.AST, value, pos, kind: str = "assign", path: tuple = ()) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, kind, value, path if kind == "assign" and path else None, target, pos)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    self.bind_target(elt.value, value, pos, kind, path + (10 ** 6,))
+                else:
+                    self.bind_target(elt, value, pos, kind, path + (i,))
+        elif isinstance(target, ast.Starred):
+            self.bind_target(target.value, value, pos, kind, path)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            cls = self.func.cls if self.func is not None else None
+            if cls is not None and value is not None and not path:
+                cls.self_attrs.setdefault(target.attr, []).append(value)
+
+    # -- imports
+
+    def v_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.scope.imports[alias.asname] = N.canonical(alias.name)
+            else:
+                top = alias.name.split(".")[0]
+                self.scope.imports[top] = top
+            if alias.name.split(".")[0] in ("jax", "equinox", "flax"):
+                self.m.imports_jax = True
+
+    def v_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = "." * node.level + (node.module or "")
+        if node.level == 0 and mod.split(".")[0] in ("jax", "equinox", "flax"):
+            self.m.imports_jax = True
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            full = f"{mod}.{alias.name}" if mod and not mod.endswith(".") else mod + alias.name
+            self.scope.imports[local] = N.canonical(full) if node.level == 0 else ""
+
+    def v_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    # -- definitions
+
+    def _function(self, node: FuncNode, name: str) -> FunctionInfo:
+        m = self.m
+        a = node.args
+        params = [p.arg for p in a.posonlyargs] + [p.arg for p in a.args]
+        kwonly = [p.arg for p in a.kwonlyargs]
+        cls = self.scope.cls if self.scope.kind == "class" else None
+        scope = Scope(node, "function", self.scope)
+        qual = ".".join(self.qual + [name])
+        fi = FunctionInfo(node=node, name=name, qualname=qual, scope=scope, parent=self.func, cls=cls,
+                          params=params, kwonly=kwonly)
+        scope.func = fi
+        m.functions.append(fi)
+        m.func_of_node[id(node)] = fi
+        m.ctx[id(node)] = self.cur
+        pos = _pos(node)
+        for p in params + kwonly + ([a.vararg.arg] if a.vararg else []) + ([a.kwarg.arg] if a.kwarg else []):
+            scope.events.setdefault(p, []).append(_Event(pos, "param", p, None, node, scope))
+        if cls is not None and not isinstance(node, ast.Lambda):
+            cls.methods[name] = fi
+        return fi
+
+    def _enter(self, fi: FunctionInfo, name: str):
+        saved = (self.scope, self.loops, self.guards, self.func, self.loop, self.cur)
+        self.scope, self.loops, self.guards, self.func, self.loop = fi.scope, (), (), fi, None
+        self.qual.append(name)
+        self._refresh()
+        return saved
+
+    def _leave(self, saved) -> None:
+        self.scope, self.loops, self.guards, self.func, self.loop, self.cur = saved
+        self.qual.pop()
+
+    def v_FunctionDef(self, node) -> None:
+        self.visit_all(node.decorator_list)
+        self.visit_all(node.args.defaults)
+        self.visit_all(node.args.kw_defaults)
+        fi = self._function(node, node.name)
+        self.bind(node.name, "def", None, None, node, _pos(node))
+        self.scope.defs[node.name] = fi
+        saved = self._enter(fi, node.name)
+        self.body(node.body)
+        self._leave(saved)
+
+    v_AsyncFunctionDef = v_FunctionDef
+
+    def v_Lambda(self, node: ast.Lambda) -> None:
+        self.visit_all(node.args.defaults)
+        self.visit_all(node.args.kw_defaults)
+        fi = self._function(node, "<lambda>")
+        fi.returns.append(node.body)
+        saved = self._enter(fi, "<lambda>")
+        self.visit(node.body)
+        self._leave(saved)
+
+    def v_ClassDef(self, node: ast.ClassDef) -> None:
+        self.visit_all(node.decorator_list)
+        self.visit_all(node.bases)
+        self.visit_all(node.keywords)
+        self.bind(node.name, "other", None, None, node, _pos(node))
+        info = ClassInfo(node)
+        self.m.classes[id(node)] = info
+        scope = Scope(node, "class", self.scope)
+        scope.cls = info
+        saved = (self.scope, self.cur)
+        self.scope = scope
+        self.qual.append(node.name)
+        self._refresh()
+        self.body(node.body)
+        self.qual.pop()
+        self.scope, self.cur = saved
+
+    # -- bindings
+
+    def v_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        self.visit_all(node.targets)
+        pos = _end(node)
+        for t in node.targets:
+            self.bind_target(t, node.value, pos)
+
+    def v_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self.visit(node.target)
+            self.bind_target(node.target, node.value, _end(node))
+
+    def v_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        self.visit(node.target)
+        if isinstance(node.target, ast.Name):
+            self.bind(node.target.id, "aug", None, None, node, _end(node))
+
+    def v_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        self.bind_target(node.target, node.value, _end(node))
+
+    def v_With(self, node) -> None:
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self.visit(item.optional_vars)
+                for n in _names_in(item.optional_vars):
+                    self.bind(n, "other", None, None, item, _end(item.context_expr))
+        self.body(node.body)
+
+    v_AsyncWith = v_With
+
+    def v_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self.bind(node.name, "other", None, None, node, _pos(node))
+        self.body(node.body)
+
+    def v_Try(self, node) -> None:
+        self.body(node.body)
+        for h in node.handlers:
+            self.v_ExceptHandler(h)
+        self.body(node.orelse)
+        self.body(node.finalbody)
+
+    v_TryStar = v_Try
+
+    def v_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            if self.func is not None:
+                self.func.returns.append(node.value)
+
+    # -- control flow
+
+    def _push_loop(self, node: ast.AST, kind: str) -> tuple:
+        loop = Loop(node, kind, self.loop, len(self.loops))
+        self.m.loops.append(loop)
+        if self.loop is not None:
+            self.loop.children.append(loop)
+        saved = (self.loops, self.loop, self.cur)
+        self.loops = self.loops + (loop,)
+        self.loop = loop
+        self._refresh()
+        return saved
+
+    def _pop_loop(self, saved: tuple) -> None:
+        self.loops, self.loop, self.cur = saved
+
+    def v_For(self, node) -> None:
+        self.visit(node.iter)
+        self.bind_target(node.target, node.iter, _end(node.target), kind="for")
+        saved = self._push_loop(node, "for")
+        self.loop.iter_jax_nodes.append((node.iter, self.scope))
+        self.body(node.body)
+        self._pop_loop(saved)
+        self.body(node.orelse)
+
+    v_AsyncFor = v_For
+
+    def v_While(self, node: ast.While) -> None:
+        saved = self._push_loop(node, "while")
+        self.m.ctx[id(node.test)] = self.cur
+        self.m.ifs.append(node)
+        self.visit(node.test)
+        self.body(node.body)
+        self._pop_loop(saved)
+        self.body(node.orelse)
+
+    def v_If(self, node: ast.If) -> None:
+        self.m.ifs.append(node)
+        self.visit(node.test)
+        saved_guards, saved_cur = self.guards, self.cur
+        self.guards = self.guards + ((node.test, len(self.loops)),)
+        self._refresh()
+        self.body(node.body)
+        self.guards, self.cur = saved_guards, saved_cur
+        self.body(node.orelse)
+
+    def v_IfExp(self, node: ast.IfExp) -> None:
+        self.m.ctx[id(node)] = self.cur
+        self.m.ifs.append(node)
+        self.visit(node.test)
+        self.visit(node.body)
+        self.visit(node.orelse)
+
+    def v_Assert(self, node: ast.Assert) -> None:
+        self.m.ifs.append(node)
+        self.visit(node.test)
+        if node.msg is not None:
+            self.visit(node.msg)
+
+    def _comprehension(self, node, elts: list) -> None:
+        gens = node.generators
+        self.visit(gens[0].iter)
+        saved = self._push_loop(node, "comprehension")
+        for i, gen in enumerate(gens):
+            if i:
+                self.visit(gen.iter)
+                self.loop.iter_jax_nodes.append((gen.iter, self.scope))
+            else:
+                self.loop.iter_jax_nodes.append((gen.iter, self.scope))
+            self.bind_target(gen.target, gen.iter, _end(gen.target), kind="for")
+            self.visit_all(gen.ifs)
+        self.visit_all(elts)
+        self._pop_loop(saved)
+
+    def v_ListComp(self, node) -> None:
+        self._comprehension(node, [node.elt])
+
+    v_SetComp = v_ListComp
+    v_GeneratorExp = v_ListComp
+
+    def v_DictComp(self, node) -> None:
+        self._comprehension(node, [node.key, node.value])
+
+    # -- expressions of interest
+
+    def v_Call(self, node: ast.Call) -> None:
+        m = self.m
+        m.ctx[id(node)] = self.cur
+        m.calls.append(node)
+        if self.func is not None:
+            self.func.calls.append(node)
+        if self.loop is not None:
+            self.loop.calls.append(node)
+        self.visit(node.func)
+        for a in node.args:
+            self.visit(a)
+        for kw in node.keywords:
+            self.visit(kw.value)
+
+    def v_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.m.ctx[id(node)] = self.cur
+        self.m.joined_strs.append(node)
+        for v in node.values:
+            self.visit(v)
+
+    def v_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            self.m.ctx[id(node)] = self.cur
+            self.m.percent_formats.append(node)
+        self.visit(node.left)
+        self.visit(node.right)
+
+    def v_Name(self, node: ast.Name) -> None:
+        pass
+
+    def v_Constant(self, node: ast.Constant) -> None:
+        pass
+
+
+class _TraceAnalysis:
+    """Which functions are traced, with static arguments and tracer parameters."""
+
+    def __init__(self, model: ModuleModel):
+        self.m = model
+
+    def run(self) -> None:
+        m = self.m
+        if not m.imports_jax:
+            return
+        for fi in m.functions:
+            if not isinstance(fi.node, ast.Lambda):
+                self._decorators(fi)
+        for call in m.calls:
+            self._call(call)
+        self._propagate()
+
+    # -- marking
+
+    def _mark(self, fi: FunctionInfo, reason: str, tracers) -> bool:
+        changed = not fi.traced
+        fi.traced = True
+        if reason not in fi.trace_reasons:
+            fi.trace_reasons.append(reason)
+        new = set(tracers) - fi.tracer_params
+        if new:
+            fi.tracer_params |= new
+            changed = True
+        return changed
+
+    def _all_params(self, fi: FunctionInfo, static: set) -> set:
+        a = fi.node.args
+        names = list(fi.params) + list(fi.kwonly)
+        if a.vararg:
+            names.append(a.vararg.arg)
+        if a.kwarg:
+            names.append(a.kwarg.arg)
+        if fi.is_method and fi.params and fi.params[0] in ("self", "cls"):
+            names = names[1:] if names and names[0] == fi.params[0] else names
+        return {n for n in names if n not in static}
+
+    def _policy_params(self, fi: FunctionInfo, policy: str, call: Optional[ast.Call], bound: bool) -> set:
+        if policy == "unknown":
+            return set()
+        params = fi.params[1:] if bound and fi.params else fi.params
+        if policy == "argnums":
+            nums = {0}
+            if call is not None:
+                given = _kw(call, "argnums")
+                if given is not None:
+                    nums = _int_set(given)
+            return {params[i] for i in nums if -len(params) <= i < len(params)}
+        if policy == "vmap" and call is not None:
+            axes = call_arg(call, 1, "in_axes")
+            if isinstance(axes, ast.Constant) and axes.value is None:
+                return set()
+            if isinstance(axes, (ast.Tuple, ast.List)):
+                return {params[i] for i, ax in enumerate(axes.elts)
+                        if i < len(params) and not (isinstance(ax, ast.Constant) and ax.value is None)}
+        return self._all_params(fi, set())
+
+    # -- decorators
+
+    def _decorators(self, fi: FunctionInfo) -> None:
+        m = self.m
+        scope = fi.scope.parent or m.module_scope
+        for dec in fi.node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            qn = m.resolve(target, scope)
+            if qn:
+                fi.decorators.append(qn)
+            factory = m._jit_factory(dec, scope) if isinstance(dec, ast.Call) else None
+            if qn in N.JIT_WRAPPERS and not isinstance(dec, ast.Call):
+                self._jit_entry(fi, JitWrap(node=fi.node, kind=N.JIT_WRAPPERS[qn], spelling=ast.unparse(dec),
+                                            target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True))
+            elif factory is not None:
+                wrap = JitWrap(node=fi.node, kind=N.JIT_WRAPPERS[factory], spelling=_spelling(dec, m, scope),
+                               target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True)
+                _statics(wrap, dec)
+                self._jit_entry(fi, wrap)
+            elif qn in N.TRANSFORMS:
+                self._mark(fi, "@" + qn, self._policy_params(fi, N.TRANSFORMS[qn],
+                                                              dec if isinstance(dec, ast.Call) else None, False))
+            elif qn == N.PARTIAL and isinstance(dec, ast.Call) and dec.args:
+                inner = m.resolve(dec.args[0], scope)
+                if inner in N.TRANSFORMS:
+                    self._mark(fi, "@" + inner, self._policy_params(fi, N.TRANSFORMS[inner], dec, False))
+                elif inner:
+                    fi.decorators.append(inner)
+
+    def _jit_entry(self, fi: FunctionInfo, wrap: JitWrap, bound: bool = False) -> None:
+        self.m.jit_wraps.append(wrap)
+        if fi.jit_entry is None:
+            fi.jit_entry = wrap
+        fi.static_argnums |= wrap.static_argnums
+        fi.static_argnames |= wrap.static_argnames
+        static = set(fi.static_names())
+        if bound and fi.params:
+            # static_argnums of a bound method count from the first parameter after self
+            static = set(fi.static_argnames) | {fi.params[1:][i] for i in wrap.static_argnums
+                                                 if -len(fi.params[1:]) <= i < len(fi.params[1:])}
+            fi.static_argnames |= static
+        tracers = set() if wrap.kind == "filter_jit" else self._all_params(fi, static)
+        self._mark(fi, "@" + wrap.spelling if wrap.decorator else wrap.spelling, tracers)
+
+    # -- calls
+
+    def _call(self, call: ast.Call) -> None:
+        m = self.m
+        scope = m.scope_at(call)
+        qn = m.resolve(call.func, scope)
+        factory = m._jit_factory(call.func, scope) if isinstance(call.func, ast.Call) else None
+        if (qn in N.JIT_WRAPPERS and (call.args or _kw(call, "fun") is not None)) or factory is not None:
+            kind = N.JIT_WRAPPERS[factory or qn]
+            target = call_arg(call, 0, "fun") if call.args or _kw(call, "fun") is not None else None
+            if target is None and call.args:
+                target = call.args[0]
+            spelling = _spelling(call.func, m, scope) if factory is None else _spelling(call.func, m, scope)
+            wrap = JitWrap(node=call, kind=kind, spelling=spelling, target=target, func=None, ctx=m.ctx[id(call)])
+            _statics(wrap, call)
+            if factory is not None:
+                _statics(wrap, call.func)
+            targets = m.local_functions(target, scope) if target is not None else []
+            if len(targets) == 1:
+                wrap.func = targets[0]
+            m._wraps_by_call.setdefault(id(call), []).append(wrap)
+            if targets:
+                bound = isinstance(target, ast.Attribute)
+                for fi in targets:
+                    self._jit_entry(fi, wrap, bound=bound and fi.is_method)
+            else:
+                m.jit_wraps.append(wrap)
+            return
+        if qn in N.TRANSFORMS:
+            target = call_arg(call, 0, "fun")
+            if target is None:
+                return
+            bound = isinstance(target, ast.Attribute)
+            for fi in m.local_functions(target, scope):
+                self._mark(fi, qn, self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method))
+            return
+        bodies = N.LAX_BODIES.get(qn or "")
+        if bodies:
+            for idx, kw in bodies:
+                arg = call_arg(call, idx, kw)
+                if arg is None:
+                    continue
+                elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+                for elt in elts:
+                    bound = isinstance(elt, ast.Attribute)
+                    for fi in m.local_functions(elt, scope):
+                        self._mark(fi, qn, self._all_params(fi, set()) if not bound else
+                                   self._all_params(fi, set()))
+
+    # -- same-module callees of traced code
+
+    def _propagate(self) -> None:
+        m = self.m
+        work = [f for f in m.functions if f.traced]
+        budget = 50 * (len(m.functions) + 1)
+        while work and budget > 0:
+            budget -= 1
+            f = work.pop()
+            for call in f.calls:
+                qn = m.resolve(call.func, f.scope)
+                if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.LAX_BODIES or qn == N.PARTIAL:
+                    continue
+                targets = m.local_functions(call.func, f.scope)
+                if not targets:
+                    continue
+                via_attr = isinstance(call.func, ast.Attribute)
+                for g in targets:
+                    if g is f:
+                        continue
+                    params = g.params[1:] if via_attr and g.is_method else g.params
+                    tracers = set()
+                    star = False
+                    for i, arg in enumerate(call.args):
+                        if isinstance(arg, ast.Starred):
+                            star = True
+                            break
+                        if i < len(params) and m.is_jax(arg, f.scope):
+                            tracers.add(params[i])
+                    for kw in call.keywords:
+                        if kw.arg and m.is_jax(kw.value, f.scope):
+                            tracers.add(kw.arg)
+                    if star and g.node.args.vararg is not None and any(m.is_jax(a, f.scope) for a in call.args):
+                        tracers.add(g.node.args.vararg.arg)
+                    tracers -= g.static_names()
+                    if self._mark(g, "called from " + f.qualname, tracers):
+                        m._kind_memo.clear()
+                        m._returns_memo.clear()
+                        work.append(g)
+
+
+def _statics(wrap: JitWrap, call: ast.Call) -> None:
+    for kw in call.keywords:
+        if kw.arg in ("static_argnums", "static_broadcasted_argnums"):
+            wrap.static_argnums |= _int_set(kw.value)
+        elif kw.arg == "static_argnames":
+            wrap.static_argnames |= _str_set(kw.value)
+
+
+def _spelling(func: ast.AST, m: ModuleModel, scope: Scope) -> str:
+    """How the user wrote a jit wrapper: ``jax.jit``, ``jit``, ``eqx.filter_jit``."""
+    if isinstance(func, ast.Call):
+        qn = m.resolve(func.func, scope)
+        if qn == N.PARTIAL and func.args:
+            return ast.unparse(func.args[0])
+        return ast.unparse(func.func)
+    return ast.unparse(func)

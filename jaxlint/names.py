@@ -1,0 +1,171 @@
+"""What jaxlint knows about JAX's public API: which qualified names jit, transform,
+run control-flow bodies, produce arrays, or sync with the host.
+
+Everything here is data keyed by canonical qualified names (``jax.numpy.zeros``);
+the module model turns a user's spelling (``jnp.zeros``, ``from jax import jit as J``)
+into these names.
+"""
+
+from __future__ import annotations
+
+# Internal module paths that users (and jax itself) import, mapped to the public name.
+CANONICAL_PREFIXES = (
+    ("jax._src.api.", "jax."),
+    ("jax._src.numpy.lax_numpy.", "jax.numpy."),
+    ("jax._src.numpy.", "jax.numpy."),
+    ("jax._src.lax.lax.", "jax.lax."),
+    ("jax._src.lax.control_flow.", "jax.lax."),
+    ("jax._src.lax.", "jax.lax."),
+    ("jax._src.random.", "jax.random."),
+    ("jax._src.nn.functions.", "jax.nn."),
+    ("jax.api.", "jax."),
+    ("jax.experimental.shard_map.", "jax."),
+    ("flax.experimental.nnx.", "flax.nnx."),
+)
+
+# Wrappers that compile a function: name -> kind.
+JIT_WRAPPERS = {
+    "jax.jit": "jit",
+    "jax.pmap": "pmap",
+    "equinox.filter_jit": "filter_jit",
+    "equinox.filter_pmap": "filter_jit",
+    "flax.nnx.jit": "jit",
+    "flax.nnx.pmap": "pmap",
+}
+
+# Transformations that trace the function they are given (argument 0 or keyword).
+# policy: which parameters of the transformed function receive tracers.
+#   "all"      every parameter (minus static_argnums where the transform has them)
+#   "argnums"  only the differentiated ones (argnums, default 0)
+#   "vmap"     every parameter whose in_axes entry is not None
+#   "unknown"  the library decides per value (equinox/nnx filters): none are assumed
+TRANSFORMS = {
+    "jax.vmap": "vmap",
+    "jax.grad": "argnums",
+    "jax.value_and_grad": "argnums",
+    "jax.jacfwd": "argnums",
+    "jax.jacrev": "argnums",
+    "jax.hessian": "argnums",
+    "jax.checkpoint": "all",
+    "jax.remat": "all",
+    "jax.eval_shape": "all",
+    "jax.make_jaxpr": "all",
+    "jax.linearize": "all",
+    "jax.jvp": "all",
+    "jax.vjp": "all",
+    "jax.shard_map": "all",
+    "jax.named_call": "all",
+    "equinox.filter_vmap": "unknown",
+    "equinox.filter_grad": "unknown",
+    "equinox.filter_value_and_grad": "unknown",
+    "equinox.filter_checkpoint": "unknown",
+    "flax.nnx.vmap": "unknown",
+    "flax.nnx.grad": "unknown",
+    "flax.nnx.value_and_grad": "unknown",
+    "flax.nnx.remat": "unknown",
+}
+
+# Control-flow primitives whose callable arguments become traced bodies:
+# name -> list of (positional index, keyword name); a list/tuple there holds several bodies.
+LAX_BODIES = {
+    "jax.lax.scan": [(0, "f")],
+    "jax.lax.fori_loop": [(2, "body_fun")],
+    "jax.lax.while_loop": [(0, "cond_fun"), (1, "body_fun")],
+    "jax.lax.cond": [(1, "true_fun"), (2, "false_fun")],
+    "jax.lax.switch": [(1, "branches")],
+    "jax.lax.map": [(0, "f")],
+    "jax.lax.associative_scan": [(0, "fn")],
+    "flax.nnx.scan": [(0, "f")],
+    "flax.nnx.fori_loop": [(2, "body_fun")],
+    "flax.nnx.while_loop": [(0, "cond_fun"), (1, "body_fun")],
+    "flax.nnx.cond": [(1, "true_fun"), (2, "false_fun")],
+    "flax.nnx.switch": [(1, "branches")],
+}
+
+# Calls under these prefixes return JAX arrays (or pytrees of them)...
+ARRAY_PRODUCER_PREFIXES = (
+    "jax.numpy.",
+    "jax.random.",
+    "jax.lax.",
+    "jax.nn.",
+    "jax.scipy.",
+    "jax.ops.",
+)
+ARRAY_PRODUCERS = {"jax.device_put", "jax.device_put_replicated", "jax.device_put_sharded", "jax.block_until_ready"}
+
+# ...except these, which return Python objects, dtypes, shapes or functions.
+NON_ARRAY_RESULTS = {
+    "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype", "jax.numpy.result_type",
+    "jax.numpy.issubdtype", "jax.numpy.iinfo", "jax.numpy.finfo", "jax.numpy.promote_types",
+    "jax.numpy.can_cast", "jax.numpy.isscalar", "jax.numpy.iterable", "jax.numpy.broadcast_shapes",
+    "jax.numpy.ndarray", "jax.numpy.save", "jax.numpy.savez", "jax.numpy.load", "jax.numpy.printoptions",
+    "jax.numpy.set_printoptions", "jax.numpy.get_printoptions", "jax.numpy.isdtype", "jax.numpy.vectorize",
+    "jax.numpy.frompyfunc", "jax.numpy.iscomplexobj", "jax.numpy.isrealobj",
+    "jax.random.key_impl", "jax.random.default_prng_impl",
+    "jax.lax.broadcast_shapes", "jax.lax.Precision", "jax.lax.conv_dimension_numbers",
+    "jax.lax.ConvDimensionNumbers", "jax.lax.GatherDimensionNumbers", "jax.lax.ScatterDimensionNumbers",
+    "jax.lax.padtype_to_pads", "jax.lax.axis_size", "jax.lax.dtype", "jax.lax.DotAlgorithmPreset",
+}
+NON_ARRAY_PREFIXES = ("jax.nn.initializers.", "jax.numpy.linalg.LinAlg", "jax.lax.linalg.")
+
+# Attributes of an array that are host-side metadata, not arrays.
+METADATA_ATTRS = {
+    "shape", "ndim", "dtype", "size", "nbytes", "itemsize", "sharding", "device", "devices",
+    "aval", "weak_type", "committed", "is_fully_addressable", "is_fully_replicated", "__class__",
+    "addressable_shards", "global_shards", "format",
+}
+# Array methods that return host values (they are the transfers).
+HOST_METHODS = {"item", "tolist", "__array__", "__float__", "__int__", "__bool__", "__index__", "tobytes"}
+# Array methods that return something other than an array without syncing.
+NON_ARRAY_METHODS = {"copy_to_host_async", "is_deleted", "delete", "on_device_size_in_bytes", "addressable_data",
+                     "unsafe_buffer_pointer", "devices", "platform"}
+# Methods whose name and a receiver that is certainly an array make the result an array.
+AT_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply", "get"}
+
+# Builtins that pull a value to the host.
+HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}
+FORMAT_BUILTINS = {"builtins.str", "builtins.repr", "builtins.format", "builtins.print"}
+
+# Real NumPy entry points that copy a device array to host memory.
+NUMPY_FETCH = {"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"}
+# NumPy functions that are fine on a tracer (they read metadata only).
+NUMPY_TRACER_SAFE = {
+    "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.isscalar", "numpy.iterable",
+    "numpy.dtype", "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.can_cast",
+    "numpy.broadcast_shapes", "numpy.ndarray", "numpy.isdtype", "numpy.min_scalar_type",
+}
+
+TIMERS = {
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
+    "time.monotonic_ns", "time.process_time", "timeit.default_timer", "timeit.timeit", "timeit.repeat",
+    "timeit.Timer",
+}
+
+CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
+
+BLOCK_UNTIL_READY = "jax.block_until_ready"
+DEVICE_GET = "jax.device_get"
+PARTIAL = "functools.partial"
+
+
+CANONICAL_NAMES = {"jax.experimental.pjit.pjit": "jax.jit", "jax.api": "jax"}
+
+
+def canonical(name: str) -> str:
+    """The public spelling of a qualified name (``jax._src.api.jit`` -> ``jax.jit``)."""
+    if name in CANONICAL_NAMES:
+        return CANONICAL_NAMES[name]
+    for old, new in CANONICAL_PREFIXES:
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def produces_array(qualname: str) -> bool:
+    if qualname in ARRAY_PRODUCERS:
+        return True
+    if qualname in NON_ARRAY_RESULTS or qualname.startswith(NON_ARRAY_PREFIXES):
+        return False
+    return qualname.startswith(ARRAY_PRODUCER_PREFIXES)

@@ -1,0 +1,68 @@
+"""The rule base class and the finding record every front end reports."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
+
+from .model import ModuleModel
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    line: int
+    col: int  # 0-based, as flake8 expects from a plugin
+    code: str
+    message: str
+    name: str = ""
+    path: str = ""
+
+    def with_path(self, path: str) -> "Finding":
+        return Finding(self.line, self.col, self.code, self.message, self.name, path)
+
+
+class Rule:
+    """One check. Subclasses set the class attributes and implement :meth:`check`.
+
+    ``bad`` must trigger exactly this rule and ``good`` must trigger nothing; the test suite
+    runs both, and ``jaxlint explain`` prints them.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # what it does, one sentence
+    rationale: ClassVar[str]  # why it costs accelerator time (or fails)
+    bad: ClassVar[str]
+    good: ClassVar[str]
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    def finding(self, node: ast.AST, message: str) -> Finding:
+        return Finding(node.lineno, node.col_offset, self.code, message, self.name)
+
+    @classmethod
+    def explain(cls) -> str:
+        def block(text: str) -> str:
+            return textwrap.indent(textwrap.dedent(text).strip("\n"), "    ")
+
+        return (
+            f"{cls.code} {cls.name}\n\n"
+            f"What it does\n    {cls.summary}\n\n"
+            f"Why it is slow or wrong\n{textwrap.indent(textwrap.fill(cls.rationale, 76), '    ')}\n\n"
+            f"Example\n{block(cls.bad)}\n\n"
+            f"Use instead\n{block(cls.good)}\n\n"
+            f"Suppress one line with `# noqa: {cls.code}`.\n"
+        )
+
+
+def unparse(node: ast.AST, limit: int = 40) -> str:
+    """A short source spelling of an expression for messages."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse handles every parsed node
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,291 @@
+"""JAX2xx: device-to-host transfers that stall the accelerator."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from jaxlint import names as N
+from jaxlint.model import Context, Loop, ModuleModel
+from jaxlint.rule import Finding, Rule, unparse
+
+
+def host_fetch(model: ModuleModel, call: ast.Call) -> Optional[str]:
+    """If the call copies a JAX value to the host, how to name it in a message (``float(loss)``)."""
+    scope = model.scope_at(call)
+    func = call.func
+    qn = model.resolve(func, scope)
+    args = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
+        if args and model.is_jax(args[0], scope):
+            return f"`{unparse(func)}({unparse(args[0], 30)})`"
+        return None
+    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+        if model.is_jax(func.value, scope):
+            return f"`{unparse(func.value, 30)}.{func.attr}()`"
+    return None
+
+
+def formats_jax(model: ModuleModel, call: ast.Call) -> bool:
+    """print/str/repr/format/logging/str.format calls that format a JAX value."""
+    scope = model.scope_at(call)
+    func = call.func
+    qn = model.resolve(func, scope)
+    is_fmt = qn in N.FORMAT_BUILTINS
+    if not is_fmt and isinstance(func, ast.Attribute):
+        if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+            is_fmt = True
+        elif func.attr in N.LOG_METHODS:
+            if qn is not None and qn.startswith("logging."):
+                is_fmt = True
+            elif qn is None:
+                recv = unparse(func.value, 80).lower()
+                is_fmt = "log" in recv.rsplit(".", 1)[-1]
+    if not is_fmt:
+        return False
+    values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
+    return any(_formats(model, v, scope) for v in values)
+
+
+def _formats(model: ModuleModel, value: ast.AST, scope) -> bool:
+    if isinstance(value, ast.Starred):
+        value = value.value
+    if isinstance(value, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) and model.is_jax(v.value, scope) for v in value.values)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
+        return _formats(model, value.right, scope)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return any(_formats(model, v, scope) for v in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(v is not None and _formats(model, v, scope) for v in value.values)
+    return model.is_jax(value, scope)
+
+
+def per_iteration_loop(model: ModuleModel, ctx: Optional[Context]) -> Optional[Loop]:
+    """The JAX loop a host-side node runs in every iteration of, unless a periodic ``if`` guards it."""
+    if ctx is None or not ctx.loops:
+        return None
+    f = ctx.scope.func
+    if f is not None and f.traced:
+        return None
+    loop = model.hot_loop(ctx)
+    if loop is None or model.periodic_guard(ctx, loop):
+        return None
+    return loop
+
+
+class HostTransferInLoop(Rule):
+    code = "JAX201"
+    name = "host-transfer-in-loop"
+    summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`, `x.item()`, `x.tolist()`, `np.asarray(x)`, "
+               "`jax.device_get(x)` and print/f-string/logging of `x`, where `x` is a JAX value, that run every "
+               "iteration of a loop dispatching JAX work.")
+    rationale = ("JAX dispatches work asynchronously: the Python loop runs ahead while the accelerator computes. "
+                 "Reading a value on the host waits for all queued work and copies it back, so the next step "
+                 "cannot be queued until it arrives. Done every step, the accelerator idles between steps. "
+                 "Fetch every N steps (`if step % 100 == 0:`), accumulate on device, or fetch after the loop.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(params, batch):
+            loss = jnp.mean((params - batch) ** 2)
+            return params - 0.1 * loss, loss
+
+        def train(params, batches):
+            for batch in batches:
+                params, loss = train_step(params, batch)
+                print(f"loss {float(loss):.4f}")
+            return params
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(params, batch):
+            loss = jnp.mean((params - batch) ** 2)
+            return params - 0.1 * loss, loss
+
+        def train(params, batches):
+            for step, batch in enumerate(batches):
+                params, loss = train_step(params, batch)
+                if step % 100 == 0:
+                    print(f"loss {float(loss):.4f}")
+            return params
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        reported: set = set()
+        for call in model.calls:
+            what = host_fetch(model, call)
+            if what is None and formats_jax(model, call):
+                what = f"`{unparse(call.func)}(...)` of a JAX value"
+                reported.update(id(n) for a in call.args for n in ast.walk(a))
+            if what is None:
+                continue
+            if per_iteration_loop(model, model.context(call)) is not None:
+                reported.update(id(n) for a in call.args for n in ast.walk(a))
+                yield self._report(call, what)
+        for node in model.joined_strs:
+            if id(node) in reported:
+                continue
+            scope = model.scope_at(node)
+            if _formats(model, node, scope) and per_iteration_loop(model, model.context(node)):
+                yield self._report(node, "an f-string of a JAX value")
+        for node in model.percent_formats:
+            if id(node) in reported:
+                continue
+            scope = model.scope_at(node)
+            if _formats(model, node.right, scope) and per_iteration_loop(model, model.context(node)):
+                yield self._report(node, "`%`-formatting a JAX value")
+        for node in model.ifs:
+            test = node.test
+            ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
+            if ctx is None or not model.is_jax(test, ctx.scope):
+                continue
+            if per_iteration_loop(model, ctx) is not None:
+                kind = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
+                        ast.Assert: "`assert`"}[type(node)]
+                yield self._report(test, f"{kind} on the JAX value `{unparse(test, 30)}`")
+
+    def _report(self, node: ast.AST, what: str) -> Finding:
+        return self.finding(node, f"{what} syncs with the device every iteration; keep it on device, "
+                                  "fetch every N steps or after the loop")
+
+
+class BlockUntilReadyInLoop(Rule):
+    code = "JAX202"
+    name = "block-until-ready-in-loop"
+    summary = "Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a loop of JAX work."
+    rationale = ("Blocking every step empties JAX's asynchronous dispatch queue: the host waits for the device, "
+                 "then the device waits for the host to dispatch the next step. Block once after the loop, or "
+                 "only in a timing harness (loops that read `time.perf_counter()` are not reported).")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return jnp.tanh(x) * 2.0
+
+        def run(x, n):
+            for _ in range(n):
+                x = step(x)
+                x.block_until_ready()
+            return x
+    """
+    good = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return jnp.tanh(x) * 2.0
+
+        def run(x, n):
+            for _ in range(n):
+                x = step(x)
+            return x.block_until_ready()
+
+        def benchmark(x, n):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                step(x).block_until_ready()
+                print(time.perf_counter() - t0)
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for call in model.calls:
+            func = call.func
+            qn = model.resolve(func)
+            if not (qn == N.BLOCK_UNTIL_READY or (isinstance(func, ast.Attribute)
+                                                   and func.attr == "block_until_ready" and qn is None)):
+                continue
+            ctx = model.context(call)
+            loop = per_iteration_loop(model, ctx)
+            if loop is None or _timing_harness(model, ctx):
+                continue
+            yield self.finding(call, "`block_until_ready()` every iteration stalls asynchronous dispatch; "
+                                     "block once after the loop")
+
+
+def _timing_harness(model: ModuleModel, ctx: Context) -> bool:
+    """The loop (or the function around it) reads a timer: blocking is how one measures."""
+    def timer(calls) -> bool:
+        return any(model.resolve(c.func) in N.TIMERS for c in calls)
+
+    def loop_calls(loop: Loop):
+        yield from loop.calls
+        for ch in loop.children:
+            yield from loop_calls(ch)
+
+    if timer(loop_calls(ctx.loops[0])):
+        return True
+    f = ctx.scope.func
+    if f is not None:
+        return timer(f.calls)
+    return timer(c for c in model.calls if model.scope_at(c) is model.module_scope)
+
+
+_SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
+
+
+class HostConversionInTracedCode(Rule):
+    code = "JAX203"
+    name = "host-conversion-in-traced-code"
+    summary = ("Finds `float()`, `int()`, `bool()`, `.item()`, `.tolist()` and NumPy or `math` functions applied "
+               "to a tracer inside jitted (or otherwise traced) code.")
+    rationale = ("Inside `jax.jit` a value is an abstract tracer with no number in it yet. Converting it to a "
+                 "Python or NumPy value raises a ConcretizationTypeError/TracerArrayConversionError, or, under "
+                 "transforms that allow it, bakes a constant into the program. Use `jnp` functions, keep the value "
+                 "as an array, or mark the argument static.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def normalize(x):
+            scale = float(jnp.max(jnp.abs(x)))
+            return x / np.maximum(scale, 1e-6)
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def normalize(x):
+            scale = jnp.max(jnp.abs(x))
+            return x / jnp.maximum(scale, 1e-6)
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for call in model.calls:
+            f = model.function_at(call)
+            if f is None or not f.traced:
+                continue
+            scope = model.scope_at(call)
+            func = call.func
+            qn = model.resolve(func, scope)
+            values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+            values += [kw.value for kw in call.keywords]
+            what = None
+            if qn in N.HOST_BUILTINS:
+                if values and model.is_jax(values[0], scope):
+                    what = f"`{unparse(func)}()`"
+            elif qn is not None and (qn.startswith("numpy.") or qn.startswith("math.")):
+                if qn not in _SAFE_ON_TRACERS and not qn.startswith(("numpy.random.", "numpy.testing.")):
+                    if any(model.is_jax(v, scope) for v in values):
+                        what = f"`{unparse(func)}()`"
+            elif isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+                if model.is_jax(func.value, scope):
+                    what = f"`.{func.attr}()`"
+            if what is not None:
+                yield self.finding(call, f"{what} on a tracer inside traced code fails or freezes a constant; "
+                                         "use jax.numpy, or make the argument static")
+
+
+RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode]
