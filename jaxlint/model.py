@@ -25,6 +25,7 @@ from . import names as N
 
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 _BUILTINS = frozenset(dir(builtins))
+_DICT_VIEWS = frozenset({"items", "keys", "values"})
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
@@ -34,7 +35,8 @@ _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 class Loop:
     """A ``for``/``while`` loop or a comprehension."""
 
-    __slots__ = ("node", "kind", "parent", "children", "calls", "iter_jax_nodes", "_jax_work", "depth")
+    __slots__ = ("node", "kind", "parent", "children", "calls", "iter_jax_nodes", "_jax_work", "_direct",
+                 "depth", "bounded", "steplike")
 
     def __init__(self, node: ast.AST, kind: str, parent: Optional["Loop"], depth: int):
         self.node = node
@@ -44,7 +46,16 @@ class Loop:
         self.calls: list[ast.Call] = []  # calls that run per iteration, not inside a nested loop
         self.iter_jax_nodes: list[tuple[ast.AST, "Scope"]] = []  # iterables of nested comprehension generators
         self._jax_work: Optional[bool] = None
+        self._direct: Optional[bool] = None
         self.depth = depth
+        iterable = getattr(node, "iter", None)
+        if isinstance(node, _COMPS):
+            iterable = node.generators[0].iter
+        # A loop over a literal list of options or a short literal range runs a bounded, small number
+        # of times: per-iteration costs there are per-call costs of the code around it.
+        self.bounded = iterable is not None and _is_bounded(iterable)
+        # A loop that looks like a step loop: ``while``, ``range``/``count`` iteration.
+        self.steplike = kind == "while" or (iterable is not None and _is_steplike(iterable))
 
     def target_names(self) -> set[str]:
         node = self.node
@@ -58,6 +69,40 @@ class Loop:
         return set()
 
 
+def _is_bounded(it: ast.AST) -> bool:
+    if isinstance(it, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return True
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
+        if it.func.id == "range" and it.args and all(isinstance(a, ast.Constant) and isinstance(a.value, int)
+                                                    for a in it.args):
+            vals = [a.value for a in it.args]
+            try:
+                return len(range(*vals)) <= BOUNDED_TRIPS
+            except (TypeError, ValueError):
+                return False
+        if it.func.id in ("enumerate", "zip", "reversed", "product") and it.args:
+            return all(_is_bounded(a) for a in it.args if not isinstance(a, ast.Starred))
+    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "product"
+            and it.args):
+        return all(_is_bounded(a) for a in it.args if not isinstance(a, ast.Starred))
+    return False
+
+
+def _is_steplike(it: ast.AST) -> bool:
+    while isinstance(it, ast.Call) and it.args:
+        name = it.func.attr if isinstance(it.func, ast.Attribute) else getattr(it.func, "id", "")
+        if name in ("range", "count", "trange", "islice"):
+            return True
+        if name in ("enumerate", "tqdm", "reversed"):
+            it = it.args[0]
+            continue
+        return False
+    return isinstance(it, ast.Call) and getattr(it.func, "attr", getattr(it.func, "id", "")) == "count"
+
+
+BOUNDED_TRIPS = 16
+
+
 @dataclass(eq=False)
 class Context:
     """Where a node runs. Shared by all nodes with the same surroundings."""
@@ -65,6 +110,7 @@ class Context:
     scope: "Scope"
     loops: tuple = ()  # Loop records, outermost first, within the node's own function
     guards: tuple = ()  # (if-test expression, number of loops around that if)
+    raising: bool = False  # inside a ``raise`` statement or an ``assert`` message: runs at most once
 
 
 @dataclass(eq=False)
@@ -119,6 +165,7 @@ class JitWrap:
     static_argnums: set = field(default_factory=set)
     static_argnames: set = field(default_factory=set)
     decorator: bool = False
+    inline: bool = False  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
 
 
 class Scope:
@@ -245,6 +292,7 @@ class ModuleModel:
         self._kind_memo: dict[int, bool] = {}
         self._callable_memo: dict[int, object] = {}
         self._returns_memo: dict[int, Optional[bool]] = {}
+        self._event_memo: dict[int, bool] = {}
 
     # ----------------------------------------------------------- name resolution
 
@@ -324,48 +372,105 @@ class ModuleModel:
         f = self.function_at(node)
         return f is not None and f.traced
 
+    def effective_children(self, loop: Loop) -> Iterator[Loop]:
+        """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
+        are seen through, as if their bodies were written out."""
+        for ch in loop.children:
+            if ch.bounded:
+                yield from self.effective_children(ch)
+            else:
+                yield ch
+
+    def _direct_work(self, loop: Loop) -> bool:
+        if loop._direct is None:
+            loop._direct = False
+            eager_counts = loop.steplike
+            work = False
+            for call in loop.calls:
+                if self.callable_info(call.func, self.scope_at(call)) is not None:
+                    work = True
+                    break
+                if eager_counts and self.is_jax(call):
+                    work = True
+                    break
+            if not work:
+                work = any(self._iterates_array(it, sc) for it, sc in loop.iter_jax_nodes)
+            if not work:
+                work = any(ch.bounded and self._direct_work(ch) for ch in loop.children)
+            loop._direct = work
+        return loop._direct
+
+    def _iterates_array(self, it: ast.AST, scope: Scope) -> bool:
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
+            return False
+        return self.is_jax(it, scope)
+
     def loop_runs_jax_work(self, loop: Loop) -> bool:
-        """Whether one iteration of the loop (nested loops included) dispatches JAX work."""
+        """Whether one iteration of the loop (nested loops included) dispatches JAX work: a call of a
+        compiled or transformed function, iteration over an array, or, in step-like loops (``while``,
+        ``range``), any array operation."""
         if loop._jax_work is None:
             loop._jax_work = False  # cycle guard
-            direct = any(self.is_jax_work(c) for c in loop.calls)
-            if not direct:
-                direct = any(self.is_jax(it, sc) for it, sc in loop.iter_jax_nodes)
-            loop._jax_work = direct or any(self.loop_runs_jax_work(ch) for ch in loop.children)
+            loop._jax_work = self._direct_work(loop) or any(
+                self.loop_runs_jax_work(ch) for ch in self.effective_children(loop))
         return loop._jax_work
-
-    def is_jax_work(self, call: ast.Call) -> bool:
-        if self.is_jax(call):
-            return True
-        return self.callable_info(call.func, self.scope_at(call)) is not None
 
     def hot_loop(self, ctx: Context) -> Optional[Loop]:
         """The loop whose every iteration a node with this context runs in, when that loop is the
         innermost one dispatching JAX work. A node in an outer loop after an inner JAX loop (an
-        epoch loop around a step loop) runs once per many steps, and gets None."""
+        epoch loop around a step loop) runs once per many steps, and gets None; so does a node in
+        a ``raise`` statement."""
+        if ctx.raising:
+            return None
         for loop in reversed(ctx.loops):
-            if not self.loop_runs_jax_work(loop):
+            if loop.bounded or not self.loop_runs_jax_work(loop):
                 continue
-            if any(self.loop_runs_jax_work(ch) for ch in loop.children):
+            if any(self.loop_runs_jax_work(ch) for ch in self.effective_children(loop)):
                 return None
             return loop
         return None
 
-    def periodic_guard(self, ctx: Context, loop: Loop) -> bool:
-        """Whether an ``if`` inside ``loop`` and around the node makes it run only now and then:
-        ``if step % 100 == 0``, ``if i == n - 1``, ``if (i + 1) % every == 0 and i > 0``."""
-        idx = ctx.loops.index(loop)
+    def periodic_guard(self, ctx: Context, loop: Optional[Loop] = None) -> bool:
+        """Whether an ``if`` inside a loop around the node makes it run only now and then:
+        ``if step % 100 == 0``, ``if i == n - 1``, ``if (i + 1) % every == 0 and i > 0``. A guard in
+        an outer loop counts too: a periodic evaluation loop runs only periodically."""
         names: Optional[set] = None
         for test, depth in ctx.guards:
-            if depth <= idx:
+            if depth == 0:
                 continue
             if names is None:
                 names = set()
-                for lp in ctx.loops[idx:]:
+                for lp in ctx.loops:
                     names |= lp.target_names() | self._counters(lp)
             if _is_periodic(test, names):
                 return True
         return False
+
+    def in_timing_harness(self, ctx: Context) -> bool:
+        """Whether the node's loops, or the function around them, read a timer or call a
+        measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
+        benchmark, blocking and compiling per configuration is the point."""
+        def timed(calls) -> bool:
+            for c in calls:
+                if self.resolve(c.func) in N.TIMERS:
+                    return True
+                f = c.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in N.MEASURE_NAMES:
+                    return True
+            return False
+
+        def loop_calls(loop: Loop):
+            yield from loop.calls
+            for ch in loop.children:
+                yield from loop_calls(ch)
+
+        if ctx.loops and timed(loop_calls(ctx.loops[0])):
+            return True
+        f = ctx.scope.func
+        if f is not None:
+            return timed(f.calls)
+        return timed(c for c in self.calls if self.scope_at(c) is self.module_scope)
 
     def _counters(self, loop: Loop) -> set[str]:
         """Names incremented in the loop body (``step += 1``)."""
@@ -483,6 +588,16 @@ class ModuleModel:
         return False
 
     def _event_kind(self, ev: _Event) -> bool:
+        key = id(ev)
+        memo = self._event_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # cycle guard: ``x += 1`` seen through its own binding
+        result = self._event_kind_uncached(ev)
+        memo[key] = result
+        return result
+
+    def _event_kind_uncached(self, ev: _Event) -> bool:
         kind = ev.kind
         if kind == "param":
             f = ev.scope.func
@@ -502,8 +617,23 @@ class ModuleModel:
                 return True
             return self._name_kind(node.target.id, ev.scope, _pos(node))
         if kind == "for":
-            return self.is_jax(ev.value, ev.scope)
+            it = ev.value
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
+                # for k, v in tree.items(): keys are Python values
+                if it.func.attr == "keys" or (it.func.attr == "items" and ev.path and ev.path[0] == 0):
+                    return False
+                return self.is_jax(it.func.value, ev.scope)
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
+                if not it.args or (ev.path and ev.path[0] == 0):
+                    return False
+                return self.is_jax(it.args[0], ev.scope)
+            return self.is_jax(it, ev.scope)
         return False
+
+    def clear_value_memos(self) -> None:
+        self._kind_memo.clear()
+        self._returns_memo.clear()
+        self._event_memo.clear()
 
     # ----------------------------------------------------------- callables
 
@@ -719,6 +849,7 @@ class _Builder:
         self.guards: tuple = ()
         self.func: Optional[FunctionInfo] = None
         self.loop: Optional[Loop] = None
+        self.raising = False
         self.cur = Context(self.scope)
         self.qual: list[str] = []
         self.handlers = {}
@@ -732,7 +863,7 @@ class _Builder:
     # -- plumbing
 
     def _refresh(self) -> None:
-        self.cur = Context(self.scope, self.loops, self.guards)
+        self.cur = Context(self.scope, self.loops, self.guards, self.raising)
 
     def body(self, stmts: list) -> None:
         ctx = self.m.ctx
@@ -758,7 +889,7 @@ class _Builder:
 
     def bind_target(self, target: ast.AST, value, pos, kind: str = "assign", path: tuple = ()) -> None:
         if isinstance(target, ast.Name):
-            self.bind(target.id, kind, value, path if kind == "assign" and path else None, target, pos)
+            self.bind(target.id, kind, value, path or None, target, pos)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 if isinstance(elt, ast.Starred):
@@ -822,14 +953,15 @@ class _Builder:
         return fi
 
     def _enter(self, fi: FunctionInfo, name: str):
-        saved = (self.scope, self.loops, self.guards, self.func, self.loop, self.cur)
+        saved = (self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising)
         self.scope, self.loops, self.guards, self.func, self.loop = fi.scope, (), (), fi, None
+        self.raising = False
         self.qual.append(name)
         self._refresh()
         return saved
 
     def _leave(self, saved) -> None:
-        self.scope, self.loops, self.guards, self.func, self.loop, self.cur = saved
+        self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising = saved
         self.qual.pop()
 
     def v_FunctionDef(self, node) -> None:
@@ -923,6 +1055,16 @@ class _Builder:
 
     v_TryStar = v_Try
 
+    def _raising(self, nodes) -> None:
+        saved = self.raising, self.cur
+        self.raising = True
+        self._refresh()
+        self.visit_all(nodes)
+        self.raising, self.cur = saved
+
+    def v_Raise(self, node: ast.Raise) -> None:
+        self._raising([node.exc, node.cause])
+
     def v_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             self.visit(node.value)
@@ -986,7 +1128,7 @@ class _Builder:
         self.m.ifs.append(node)
         self.visit(node.test)
         if node.msg is not None:
-            self.visit(node.msg)
+            self._raising([node.msg])
 
     def _comprehension(self, node, elts: list) -> None:
         gens = node.generators
@@ -1238,13 +1380,14 @@ class _TraceAnalysis:
                         tracers.add(g.node.args.vararg.arg)
                     tracers -= g.static_names()
                     if self._mark(g, "called from " + f.qualname, tracers):
-                        m._kind_memo.clear()
-                        m._returns_memo.clear()
+                        m.clear_value_memos()
                         work.append(g)
 
 
 def _statics(wrap: JitWrap, call: ast.Call) -> None:
     for kw in call.keywords:
+        if kw.arg == "inline" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
+            wrap.inline = True
         if kw.arg in ("static_argnums", "static_broadcasted_argnums"):
             wrap.static_argnums |= _int_set(kw.value)
         elif kw.arg == "static_argnames":

@@ -133,6 +133,7 @@ NUMPY_TRACER_SAFE = {
     "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.isscalar", "numpy.iterable",
     "numpy.dtype", "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.can_cast",
     "numpy.broadcast_shapes", "numpy.ndarray", "numpy.isdtype", "numpy.min_scalar_type",
+    "numpy.iscomplexobj", "numpy.isrealobj", "numpy.dtypes",
 }
 
 TIMERS = {
@@ -140,6 +141,9 @@ TIMERS = {
     "time.monotonic_ns", "time.process_time", "timeit.default_timer", "timeit.timeit", "timeit.repeat",
     "timeit.Timer",
 }
+
+# Helpers whose call marks a benchmark or tuning harness.
+MEASURE_NAMES = {"measure", "benchmark", "bench", "timeit", "time_fn", "profile", "autotune"}
 
 CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}
 
@@ -157,9 +161,10 @@ def canonical(name: str) -> str:
     """The public spelling of a qualified name (``jax._src.api.jit`` -> ``jax.jit``)."""
     if name in CANONICAL_NAMES:
         return CANONICAL_NAMES[name]
+    dotted = name + "."
     for old, new in CANONICAL_PREFIXES:
-        if name.startswith(old):
-            return new + name[len(old):]
+        if dotted.startswith(old):
+            return (new + name[len(old):]) if len(name) >= len(old) else new[:-1]
     return name
 
 

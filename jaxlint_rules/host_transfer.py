@@ -69,7 +69,7 @@ def per_iteration_loop(model: ModuleModel, ctx: Optional[Context]) -> Optional[L
     if f is not None and f.traced:
         return None
     loop = model.hot_loop(ctx)
-    if loop is None or model.periodic_guard(ctx, loop):
+    if loop is None or model.periodic_guard(ctx):
         return None
     return loop
 
@@ -206,28 +206,10 @@ class BlockUntilReadyInLoop(Rule):
                 continue
             ctx = model.context(call)
             loop = per_iteration_loop(model, ctx)
-            if loop is None or _timing_harness(model, ctx):
+            if loop is None or model.in_timing_harness(ctx):
                 continue
             yield self.finding(call, "`block_until_ready()` every iteration stalls asynchronous dispatch; "
                                      "block once after the loop")
-
-
-def _timing_harness(model: ModuleModel, ctx: Context) -> bool:
-    """The loop (or the function around it) reads a timer: blocking is how one measures."""
-    def timer(calls) -> bool:
-        return any(model.resolve(c.func) in N.TIMERS for c in calls)
-
-    def loop_calls(loop: Loop):
-        yield from loop.calls
-        for ch in loop.children:
-            yield from loop_calls(ch)
-
-    if timer(loop_calls(ctx.loops[0])):
-        return True
-    f = ctx.scope.func
-    if f is not None:
-        return timer(f.calls)
-    return timer(c for c in model.calls if model.scope_at(c) is model.module_scope)
 
 
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE

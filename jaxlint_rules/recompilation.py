@@ -98,7 +98,7 @@ def _bound_name(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     """The JAX101 description for a wrapper, or None when it does not apply."""
     ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node):
+    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or model.in_timing_harness(ctx):
         return None
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
@@ -187,7 +187,7 @@ class JitPerCall(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
             outer = wrap.func.parent if wrap.decorator and wrap.func else model.function_at(wrap.node)
-            if outer is None or outer.traced or isinstance(outer.node, ast.Lambda):
+            if outer is None or outer.traced or isinstance(outer.node, ast.Lambda) or wrap.inline:
                 continue
             if _called_once(outer) or _cached(outer):
                 continue
@@ -200,17 +200,26 @@ class JitPerCall(Rule):
             if what is None:
                 continue
             name = _bound_name(model, wrap)
-            if not _calls_of(model, outer.calls, wrap.node, name):
+            uses = [c for c in outer.calls if _calls_of(model, [c], wrap.node, name)]
+            if not uses:
                 continue
+            if any(model.context(c).loops for c in uses):
+                continue  # called in a loop of the same call: the compile is amortized over it
             if name is not None and _escapes(outer, name):
                 continue
             yield self.finding(wrap.node, f"`{wrap.spelling}` of {what} is rebuilt and recompiled on every call "
                                           f"of `{outer.name}`; jit once and reuse it")
 
 
-def _called_once(f: FunctionInfo) -> bool:
-    name = f.name
-    return name in _RUN_ONCE or name.startswith(("test", "setUp")) or name.endswith("_test")
+def _called_once(f: Optional[FunctionInfo]) -> bool:
+    """Entry points and tests (and functions nested in them) run once per process or test."""
+    while f is not None:
+        name = f.name
+        if (name in _RUN_ONCE or name.startswith(("test", "setUp")) or name.endswith("_test")
+                or "example" in name or "benchmark" in name):
+            return True
+        f = f.parent
+    return False
 
 
 def _cached(f: FunctionInfo) -> bool:
@@ -273,6 +282,8 @@ class StaticArgChurn(Rule):
             if ctx is None or not ctx.loops or model.in_traced_code(call):
                 continue
             wrap = model.callable_info(call.func, ctx.scope)
+            if wrap is not None and (wrap.static_argnums or wrap.static_argnames) and model.in_timing_harness(ctx):
+                continue
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
             params = list(wrap.func.params) if wrap.func is not None else []
