@@ -1183,11 +1183,61 @@ class _Builder:
         self.visit(node.left)
         self.visit(node.right)
 
+    # Fast paths for the commonest nodes (ast.iter_child_nodes is slow).
+
     def v_Name(self, node: ast.Name) -> None:
         pass
 
-    def v_Constant(self, node: ast.Constant) -> None:
-        pass
+    v_Constant = v_Name
+    v_Pass = v_Name
+    v_Break = v_Name
+    v_Continue = v_Name
+
+    def v_Attribute(self, node: ast.Attribute) -> None:
+        self.visit(node.value)
+
+    def v_Expr(self, node) -> None:
+        self.visit(node.value)
+
+    v_Starred = v_Expr
+    v_keyword = v_Expr
+    v_FormattedValue = v_Expr
+    v_Await = v_Expr
+
+    def v_Subscript(self, node: ast.Subscript) -> None:
+        self.visit(node.value)
+        self.visit(node.slice)
+
+    def v_Tuple(self, node) -> None:
+        for elt in node.elts:
+            self.visit(elt)
+
+    v_List = v_Tuple
+    v_Set = v_Tuple
+
+    def v_Compare(self, node: ast.Compare) -> None:
+        self.visit(node.left)
+        for c in node.comparators:
+            self.visit(c)
+
+    def v_BoolOp(self, node: ast.BoolOp) -> None:
+        for v in node.values:
+            self.visit(v)
+
+    def v_UnaryOp(self, node: ast.UnaryOp) -> None:
+        self.visit(node.operand)
+
+    def v_Dict(self, node: ast.Dict) -> None:
+        for k in node.keys:
+            if k is not None:
+                self.visit(k)
+        for v in node.values:
+            self.visit(v)
+
+    def v_Slice(self, node: ast.Slice) -> None:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                self.visit(part)
 
 
 class _TraceAnalysis:

@@ -6,17 +6,17 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint import names as N
-from jaxlint.model import FunctionInfo, JitWrap, Loop, ModuleModel
+from jaxlint.model import FunctionInfo, JitWrap, Loop, ModuleModel, Scope
 from jaxlint.rule import Finding, Rule, unparse
 
 
-def new_callable(model: ModuleModel, target: Optional[ast.AST], inside: tuple) -> Optional[str]:
+def new_callable(model: ModuleModel, target: Optional[ast.AST], inside, scope: Scope) -> Optional[str]:
     """If ``target`` is a callable object created anew each time the code in ``inside`` runs
     (a lambda, partial, bound method, transformed function, or a def in that region), say what
-    it is. ``inside`` is a tuple of Loop records or a FunctionInfo: the region that repeats."""
+    it is. ``inside`` is a tuple of Loop records or a FunctionInfo: the region that repeats;
+    ``scope`` is the scope the target expression is evaluated in."""
     if target is None:
         return None
-    scope = model.scope_at(target) if model.context(target) else None
     if isinstance(target, ast.Lambda):
         return "a lambda"
     if isinstance(target, ast.Call):
@@ -27,12 +27,12 @@ def new_callable(model: ModuleModel, target: Optional[ast.AST], inside: tuple) -
             return f"the result of `{unparse(target.func)}(...)`"
         return None
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        funcs = model.local_functions(target, scope or model.module_scope)
+        funcs = model.local_functions(target, scope)
         if funcs and funcs[0].is_method:
             return f"the bound method `{unparse(target)}`"
         return None
     if isinstance(target, ast.Name):
-        ev = model._binding(target.id, scope or model.module_scope, (target.lineno, target.col_offset))
+        ev = model._binding(target.id, scope, (target.lineno, target.col_offset))
         if ev is None:
             return None
         if ev.kind == "def":
@@ -40,7 +40,7 @@ def new_callable(model: ModuleModel, target: Optional[ast.AST], inside: tuple) -
             what = f"the function `{target.id}` defined there"
         elif ev.kind == "assign" and ev.path is None and isinstance(ev.value, (ast.Lambda, ast.Call)):
             created = ev.value
-            desc = new_callable(model, ev.value, inside)
+            desc = new_callable(model, ev.value, inside, ev.scope)
             if desc is None:
                 return None
             what = f"`{target.id}`, {desc} made there"
@@ -103,7 +103,7 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
     else:
-        what = new_callable(model, wrap.target, ctx.loops)
+        what = new_callable(model, wrap.target, ctx.loops, ctx.scope)
     if what is None:
         return None
     loop = ctx.loops[-1]
@@ -196,7 +196,7 @@ class JitPerCall(Rule):
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
-                what = new_callable(model, wrap.target, outer)
+                what = new_callable(model, wrap.target, outer, wrap.ctx.scope)
             if what is None:
                 continue
             name = _bound_name(model, wrap)
