@@ -11,7 +11,8 @@ import io
 import re
 import tokenize
 
-NOQA_RE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]*(?:[,\s]+[A-Z][0-9]*)*))?", re.IGNORECASE)
+# The same pattern flake8 uses, so a comment means the same thing to both front ends.
+NOQA_RE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 ALL = None
 
 

@@ -1,0 +1,100 @@
+"""Hostile input: one clean line per broken file, the other files still checked, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from jaxlint.engine import check_source
+from jaxlint_rules import ALL_RULES
+
+RULES = [r() for r in ALL_RULES]
+
+GOOD_BAD = textwrap.dedent("""\
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def run(x, n):
+        for i in range(n):
+            x = step(x)
+            print(float(x))
+        return x
+""")
+
+NESTED_100 = "import jax\nx = " + "(" * 100 + "1" + ")" * 100 + "\n"
+NESTED_CALLS = "import jax.numpy as jnp\nx = " + "jnp.abs(" * 150 + "1" + ")" * 150 + "\n"
+ELIF_2000 = "import jax\nif x == 0:\n    pass\n" + "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 2000))
+LONG_FUNCTION = "import jax\nimport jax.numpy as jnp\ndef f(x):\n" + "".join(
+    f"    x = jnp.sin(x) + {i}\n" for i in range(5000)) + "    return x\n"
+
+CASES = {
+    "syntax_error": (b"import jax\ndef f(:\n    pass\n", "JAX000", 2),
+    "undecodable": (b"import jax\nx = '\xff\xfe\xfa'\n", "JAX000", 1),
+    "bad_coding_cookie": (b"# -*- coding: klingon -*-\nimport jax\n", "JAX000", 1),
+    "null_byte": (b"import jax\nx = 1\x00\n", "JAX000", None),
+    "deep_parens": (("import jax\nx = " + "(" * 1000 + "1" + ")" * 1000 + "\n").encode(), "JAX000", None),
+    "unterminated_string": (b"import jax\nx = '''abc\n", "JAX000", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_broken_file_gives_one_clean_jax000(name):
+    data, code, line = CASES[name]
+    res = check_source(data, f"{name}.py", RULES)
+    assert [f.code for f in res.findings] == [code]
+    f = res.findings[0]
+    assert f.message.startswith("could not parse: ") and "\n" not in f.message
+    if line is not None:
+        assert f.line == line
+    assert res.internal_errors == []
+
+
+@pytest.mark.parametrize("src", [b"", b"\n\n", b"# just a comment\n", NESTED_100.encode(),
+                                 NESTED_CALLS.encode(), ELIF_2000.encode(), LONG_FUNCTION.encode()],
+                         ids=["empty", "blank", "comment", "nested100", "nested_calls", "elif2000", "long_function"])
+def test_valid_but_unusual_files_are_checked_without_errors(src):
+    res = check_source(src, "t.py", RULES)
+    assert res.findings == [] and res.internal_errors == []
+
+
+@pytest.mark.parametrize("transform", [
+    lambda s: b"\xef\xbb\xbf" + s,  # BOM
+    lambda s: s.replace(b"\n", b"\r\n"),  # CRLF
+    lambda s: b"# -*- coding: latin-1 -*-\n" + s.replace(b"x * 2", b"x * 2  # \xe9t\xe9"),
+    lambda s: s.replace(b"    ", b"\t"),  # tabs
+], ids=["bom", "crlf", "latin1", "tabs"])
+def test_encodings_and_line_endings_still_find_the_pitfall(transform):
+    src = transform(GOOD_BAD.encode())
+    res = check_source(src, "t.py", RULES)
+    codes = [f.code for f in res.findings]
+    assert codes == ["JAX201"], res.findings
+
+
+def test_cli_checks_other_files_and_prints_no_traceback(tmp_path):
+    for name, (data, _, _) in CASES.items():
+        (tmp_path / f"{name}.py").write_bytes(data)
+    (tmp_path / "zz_real.py").write_text(GOOD_BAD)
+    (tmp_path / "long.py").write_text(LONG_FUNCTION)
+    (tmp_path / "elif.py").write_text(ELIF_2000)
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "-j2", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert sum(" JAX000 could not parse: " in line for line in lines) == len(CASES)
+    assert any(line.startswith(str(tmp_path / "zz_real.py") + ":10:") and "JAX201" in line for line in lines)
+    assert len(lines) == len(CASES) + 1
+
+
+def test_unreadable_path_is_reported_not_raised(tmp_path):
+    d = tmp_path / "dir.py"
+    d.mkdir()  # a folder named like a module is walked, not read
+    (tmp_path / "x.py").write_text(GOOD_BAD)
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr == ""

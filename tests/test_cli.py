@@ -1,0 +1,209 @@
+"""The `jaxlint` command: output formats, exit codes, selection, config, noqa, discovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from jaxlint.cli import main
+
+BAD = textwrap.dedent("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def run(x, n):
+        for i in range(n):
+            x = step(x)
+            print(float(x))
+            x.block_until_ready()
+        return x
+""")
+GOOD = textwrap.dedent("""
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def run(x, n):
+        for i in range(n):
+            x = step(x)
+        return float(x)
+""")
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text) if isinstance(text, str) else path.write_bytes(text)
+    return path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_text_output_is_flake8_format_and_exit_1(tmp_path, capsys):
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, _ = run(capsys, "check", str(p))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{p}:12:15: JAX201 `float(x)` syncs with the device every iteration; keep it on device, "
+        "fetch every N steps or after the loop",
+        f"{p}:13:9: JAX202 `block_until_ready()` every iteration stalls asynchronous dispatch; "
+        "block once after the loop",
+    ]
+
+
+def test_clean_file_exits_0_and_prints_nothing(tmp_path, capsys):
+    p = write(tmp_path, "good.py", GOOD)
+    assert run(capsys, "check", str(p)) == (0, "", "")
+
+
+def test_json_output(tmp_path, capsys):
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, _ = run(capsys, "check", "--format", "json", str(p))
+    rows = json.loads(out)
+    assert code == 1
+    assert [(r["line"], r["col"], r["code"], r["name"]) for r in rows] == [
+        (12, 15, "JAX201", "host-transfer-in-loop"), (13, 9, "JAX202", "block-until-ready-in-loop")]
+    assert all(r["path"] == str(p) and r["message"] for r in rows)
+
+
+def test_select_and_ignore_prefixes(tmp_path, capsys):
+    p = write(tmp_path, "bad.py", BAD)
+    _, out, _ = run(capsys, "check", "--select", "JAX202", str(p))
+    assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
+    _, out, _ = run(capsys, "check", "--ignore", "JAX20", str(p))
+    assert out == ""
+    _, out, _ = run(capsys, "check", "--extend-ignore", "JAX201", str(p))
+    assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
+
+
+def test_exit_zero_and_statistics(tmp_path, capsys):
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, _ = run(capsys, "check", "--exit-zero", "--statistics", str(p))
+    assert code == 0
+    stats = [line for line in out.splitlines() if not line.startswith(str(p))]
+    assert [s.split()[:2] for s in stats] == [["1", "JAX201"], ["1", "JAX202"]]
+
+
+def test_noqa_bare_and_with_codes(tmp_path, capsys):
+    src = BAD.replace("print(float(x))", "print(float(x))  # noqa: JAX201").replace(
+        "x.block_until_ready()", "x.block_until_ready()  # noqa")
+    p = write(tmp_path, "bad.py", src)
+    assert run(capsys, "check", str(p))[:2] == (0, "")
+
+
+def test_noqa_for_another_code_does_not_suppress(tmp_path, capsys):
+    p = write(tmp_path, "bad.py", BAD.replace("print(float(x))", "print(float(x))  # noqa: JAX202,E501"))
+    _, out, _ = run(capsys, "check", "--select", "JAX201", str(p))
+    assert ":12:" in out
+
+
+def test_noqa_on_any_line_of_a_multiline_statement(tmp_path, capsys):
+    src = BAD.replace("print(float(x))", "print(\n                float(x),\n            )  # noqa: JAX201")
+    p = write(tmp_path, "bad.py", src)
+    _, out, _ = run(capsys, "check", "--select", "JAX201", str(p))
+    assert out == ""
+
+
+def test_folder_walk_skips_venv_git_build_and_pycache(tmp_path, capsys):
+    write(tmp_path, "pkg/train.py", BAD)
+    for skipped in (".git/x.py", "venv/lib/x.py", "build/x.py", "pkg/__pycache__/x.py", "env2/x.py"):
+        write(tmp_path, skipped, BAD)
+    write(tmp_path, "env2/pyvenv.cfg", "home = /usr\n")  # a virtualenv with an unusual name
+    write(tmp_path, "pkg/notes.txt", BAD)
+    _, out, _ = run(capsys, "check", str(tmp_path))
+    assert {line.split(":")[0] for line in out.splitlines()} == {str(tmp_path / "pkg/train.py")}
+
+
+def test_pyproject_config_select_ignore_per_file_and_exclude(tmp_path, capsys):
+    write(tmp_path, "pyproject.toml", textwrap.dedent("""
+        [tool.jaxlint]
+        ignore = ["JAX202"]
+        exclude = ["generated"]
+        [tool.jaxlint.per-file-ignores]
+        "scripts/*.py" = ["JAX201"]
+    """))
+    write(tmp_path, "src/a.py", BAD)
+    write(tmp_path, "scripts/b.py", BAD)
+    write(tmp_path, "generated/c.py", BAD)
+    _, out, _ = run(capsys, "check", str(tmp_path))
+    assert [(os.path.relpath(line.split(":")[0], tmp_path), line.split()[1]) for line in out.splitlines()] == [
+        ("src/a.py", "JAX201")]
+    # the command line replaces the config's ignore list
+    _, out, _ = run(capsys, "check", "--ignore", "JAX201", str(tmp_path / "src"))
+    assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
+
+
+def test_config_found_by_walking_up(tmp_path, capsys):
+    write(tmp_path, "pyproject.toml", "[tool.jaxlint]\nselect = [\"JAX202\"]\n")
+    p = write(tmp_path, "a/b/c/bad.py", BAD)
+    _, out, _ = run(capsys, "check", str(p))
+    assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
+
+
+def test_bad_config_is_a_usage_error(tmp_path, capsys):
+    write(tmp_path, "pyproject.toml", "[tool.jaxlint]\nselekt = [\"JAX2\"]\n")
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", str(p))
+    assert code == 2 and out == ""
+    assert "unknown [tool.jaxlint] key(s): selekt" in err
+
+
+def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
+    code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
+    assert code == 2 and "no such file or folder" in err
+    assert run(capsys, "check", "--format", "xml", str(tmp_path))[0] == 2
+
+
+def test_parallel_and_serial_runs_agree(tmp_path, capsys):
+    for i in range(12):
+        write(tmp_path, f"m{i:02}.py", BAD if i % 2 else GOOD)
+    _, serial, _ = run(capsys, "check", "-j", "1", str(tmp_path))
+    _, parallel, _ = run(capsys, "check", "-j", "2", str(tmp_path))
+    assert serial == parallel
+    assert len(serial.splitlines()) == 12
+
+
+def test_rules_and_explain(capsys):
+    code, out, _ = run(capsys, "rules")
+    assert code == 0
+    codes = [line.split()[0] for line in out.splitlines()]
+    assert codes == sorted(codes) and {"JAX101", "JAX102", "JAX103", "JAX201", "JAX202", "JAX203"} <= set(codes)
+    code, out, _ = run(capsys, "explain", "jax101")
+    assert code == 0
+    assert out.startswith("JAX101 jit-in-loop")
+    for heading in ("What it does", "Why it is slow or wrong", "Example", "Use instead", "# noqa: JAX101"):
+        assert heading in out
+    assert run(capsys, "explain", "JAX999")[0] == 2
+
+
+def test_console_script_runs_as_module(tmp_path):
+    p = write(tmp_path, "bad.py", BAD)
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(p)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout.count("JAX20") == 2 and proc.stderr == ""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_static_path_never_imports_jax(tmp_path, jobs):
+    for i in range(10):
+        write(tmp_path, f"m{i}.py", BAD)
+    code = ("import sys; from jaxlint.cli import main; rc = main(['check', '-j', %r, %r]); "
+            "assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules, 'jax imported'; "
+            "print('rc', rc)") % (jobs, str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip().endswith("rc 1"), proc.stderr

@@ -1,0 +1,96 @@
+"""The flake8 front end reports exactly what `jaxlint check` reports, and never imports jax."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>JAX\d+) (?P<msg>.*)$")
+
+
+def parse(out: str) -> set:
+    rows = set()
+    for line in out.splitlines():
+        m = LINE.match(line)
+        assert m, f"unexpected output line: {line!r}"
+        rows.add((str(Path(m["path"]).resolve()), int(m["line"]), int(m["col"]), m["code"], m["msg"]))
+    return rows
+
+
+def flake8(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flake8", "--select", "JAX", *args],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+def test_flake8_and_jaxlint_check_agree_on_fixtures():
+    f8 = flake8("-j1", str(FIXTURES))
+    jl = subprocess.run([sys.executable, "-m", "jaxlint", "check", "-j1", str(FIXTURES)],
+                        capture_output=True, text=True)
+    assert f8.returncode == 1 and jl.returncode == 1, (f8.stderr, jl.stderr)
+    from_flake8, from_cli = parse(f8.stdout), parse(jl.stdout)
+    assert len(from_cli) >= 10
+    assert from_flake8 == from_cli
+
+
+def test_plugin_is_registered():
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True)
+    assert "jaxlint" in proc.stdout
+
+
+BAD = textwrap.dedent("""\
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def run(x, n):
+        for i in range(n):
+            x = step(x)
+            print(float(x)){noqa}
+        return x
+""")
+
+
+@pytest.mark.parametrize("noqa, expected", [("", 1), ("  # noqa: JAX201", 0), ("  # noqa", 0),
+                                             ("  # noqa: JAX202", 1)])
+def test_flake8_honours_noqa_for_plugin_codes(tmp_path, noqa, expected):
+    p = tmp_path / "t.py"
+    p.write_text(BAD.format(noqa=noqa))
+    out = flake8(str(p), cwd=tmp_path).stdout
+    assert len(out.splitlines()) == expected
+    if expected:
+        assert ":10:15: JAX201 " in out
+
+
+def test_flake8_extend_ignore_and_config(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(BAD.format(noqa=""))
+    assert flake8("--extend-ignore", "JAX201", str(p), cwd=tmp_path).stdout == ""
+    (tmp_path / ".flake8").write_text("[flake8]\nextend-ignore = JAX2\n")
+    assert flake8(str(p), cwd=tmp_path).stdout == ""
+
+
+def test_flake8_on_a_file_does_not_import_jax(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text(BAD.format(noqa=""))
+    code = textwrap.dedent(f"""
+        import sys
+        from flake8.main.application import Application
+        app = Application()
+        app.run(["--select", "JAX", "-j1", {str(p)!r}])
+        assert app.result_count == 1, app.result_count
+        assert "jaxlint" in sys.modules, "the plugin did not run"
+        leaked = sorted(m for m in sys.modules if m == "jax" or m.startswith(("jax.", "jaxlib")))
+        assert not leaked, leaked
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
