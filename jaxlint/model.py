@@ -54,8 +54,9 @@ class Loop:
         # A loop over a literal list of options or a short literal range runs a bounded, small number
         # of times: per-iteration costs there are per-call costs of the code around it.
         self.bounded = iterable is not None and _is_bounded(iterable)
-        # A loop that looks like a step loop: ``while``, ``range``/``count`` iteration.
-        self.steplike = kind == "while" or (iterable is not None and _is_steplike(iterable))
+        # Whether plain array operations in the body count as JAX work: not in loops over the
+        # parts of a structure (``for k, v in tree.items()``), where they are trace-time bookkeeping.
+        self.steplike = kind == "while" or iterable is None or not _is_structural(iterable)
 
     def target_names(self) -> set[str]:
         node = self.node
@@ -85,6 +86,28 @@ def _is_bounded(it: ast.AST) -> bool:
     if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "product"
             and it.args):
         return all(_is_bounded(a) for a in it.args if not isinstance(a, ast.Starred))
+    return False
+
+
+def _waits(call: ast.Call) -> bool:
+    """``block_until_ready`` waits for work already dispatched; it dispatches none."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr == "block_until_ready"
+
+
+def _is_structural(it: ast.AST) -> bool:
+    """Iteration over the parts of one structure (dict items, zipped leaves, a pytree's leaves):
+    trace-time bookkeeping in library code rather than a loop over steps or batches."""
+    while isinstance(it, ast.Call):
+        f = it.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in _DICT_VIEWS or name in ("zip", "leaves", "tree_leaves", "tree_flatten", "flatten",
+                                           "tree_flatten_with_path", "leaves_with_path", "safe_zip"):
+            return True
+        if name in ("enumerate", "reversed", "sorted", "list", "tuple") and it.args:
+            it = it.args[0]
+            continue
+        return False
     return False
 
 
@@ -186,9 +209,10 @@ class Scope:
 class _Event:
     """One binding of a name: a parameter, assignment, loop target, def, ..."""
 
-    __slots__ = ("pos", "kind", "value", "path", "node", "scope")
+    __slots__ = ("pos", "kind", "value", "path", "node", "scope", "loops")
 
-    def __init__(self, pos, kind, value, path, node, scope):
+    def __init__(self, pos, kind, value, path, node, scope, loops=()):
+        self.loops = loops  # the loops around the binding, in its function
         self.pos = pos
         self.kind = kind  # "param" | "assign" | "aug" | "for" | "def" | "other"
         self.value = value
@@ -208,6 +232,10 @@ def _names_in(target: ast.AST) -> set[str]:
     if isinstance(target, ast.Starred):
         return _names_in(target.value)
     return set()
+
+
+def _contains(node: ast.AST, pos: tuple) -> bool:
+    return (node.lineno, node.col_offset) <= pos <= _end(node)
 
 
 def _pos(node: ast.AST) -> tuple:
@@ -350,8 +378,19 @@ class ModuleModel:
         return None
 
     def scope_at(self, node: ast.AST) -> Scope:
+        """The scope a node is evaluated in. Calls, statements, defs and lambdas have it recorded;
+        for any other node it is found from its position (the innermost function around it)."""
         ctx = self.ctx.get(id(node))
-        return ctx.scope if ctx is not None else self.module_scope
+        if ctx is not None:
+            return ctx.scope
+        pos = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        best: Optional[FunctionInfo] = None
+        for f in self.functions:
+            fn = f.node
+            start = (fn.lineno, fn.col_offset)
+            if start < pos <= _end(fn) and (best is None or start >= (best.node.lineno, best.node.col_offset)):
+                best = f
+        return best.scope if best is not None else self.module_scope
 
     # ----------------------------------------------------------- contexts
 
@@ -387,6 +426,8 @@ class ModuleModel:
             eager_counts = loop.steplike
             work = False
             for call in loop.calls:
+                if _waits(call):
+                    continue
                 if self.callable_info(call.func, self.scope_at(call)) is not None:
                     work = True
                     break
@@ -452,7 +493,7 @@ class ModuleModel:
         benchmark, blocking and compiling per configuration is the point."""
         def timed(calls) -> bool:
             for c in calls:
-                if self.resolve(c.func) in N.TIMERS:
+                if self.resolve(c.func, self.scope_at(c)) in N.TIMERS:
                     return True
                 f = c.func
                 name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
@@ -469,6 +510,12 @@ class ModuleModel:
             return True
         f = ctx.scope.func
         if f is not None:
+            g: Optional[FunctionInfo] = f
+            while g is not None:
+                lowered = g.name.lower()
+                if any(word in lowered for word in N.MEASURE_NAMES):
+                    return True
+                g = g.parent
             return timed(f.calls)
         return timed(c for c in self.calls if self.scope_at(c) is self.module_scope)
 
@@ -555,7 +602,19 @@ class ModuleModel:
             return True
         local = self.local_functions(func, scope)
         if local:
-            return any(self.returns_jax(f) for f in local)
+            # A helper whose result is an array only because its parameters held tracers where it
+            # was traced returns whatever it is given here: NumPy in, NumPy out.
+            args_jax = None
+            for f in local:
+                if not self.returns_jax(f):
+                    continue
+                if not f.tracer_params:
+                    return True
+                if args_jax is None:
+                    args_jax = any(self.is_jax(a, scope) for a in call.args) or any(
+                        self.is_jax(kw.value, scope) for kw in call.keywords)
+                if args_jax:
+                    return True
         return False
 
     def _name_kind(self, name: str, scope: Scope, pos: tuple) -> bool:
@@ -574,15 +633,26 @@ class ModuleModel:
             evs = s.events.get(name)
             if evs:
                 ev = None
+                later = ()
                 if own:
-                    for cand in evs:
+                    for i, cand in enumerate(evs):
                         if cand.pos <= pos:
                             ev = cand
                         else:
+                            later = evs[i:]
                             break
                 if ev is None:
                     ev = evs[-1]
-                return self._event_kind(ev)
+                if self._event_kind(ev):
+                    return True
+                # A binding later in a loop that also holds this use reaches it on the next
+                # iteration: ``while delta > tol: ...; delta = jnp.max(...)``.
+                # (Not when the name is rebound in the loop before the use, e.g. as the for target.)
+                for cand in later:
+                    for lp in cand.loops:
+                        if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and self._event_kind(cand):
+                            return True
+                return False
             s = s.parent
             own = False
         return False
@@ -885,7 +955,7 @@ class _Builder:
                 self.visit(n)
 
     def bind(self, name: str, kind: str, value, path, node, pos) -> None:
-        self.scope.events.setdefault(name, []).append(_Event(pos, kind, value, path, node, self.scope))
+        self.scope.events.setdefault(name, []).append(_Event(pos, kind, value, path, node, self.scope, self.loops))
 
     def bind_target(self, target: ast.AST, value, pos, kind: str = "assign", path: tuple = ()) -> None:
         if isinstance(target, ast.Name):

@@ -200,7 +200,7 @@ class BlockUntilReadyInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for call in model.calls:
             func = call.func
-            qn = model.resolve(func)
+            qn = model.resolve(func, model.scope_at(call))
             if not (qn == N.BLOCK_UNTIL_READY or (isinstance(func, ast.Attribute)
                                                    and func.attr == "block_until_ready" and qn is None)):
                 continue

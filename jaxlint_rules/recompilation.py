@@ -197,7 +197,7 @@ class JitPerCall(Rule):
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
                 what = new_callable(model, wrap.target, outer, wrap.ctx.scope)
-            if what is None:
+            if what is None or _wraps_callable_param(model, wrap, outer):
                 continue
             name = _bound_name(model, wrap)
             uses = [c for c in outer.calls if _calls_of(model, [c], wrap.node, name)]
@@ -209,6 +209,33 @@ class JitPerCall(Rule):
                 continue
             yield self.finding(wrap.node, f"`{wrap.spelling}` of {what} is rebuilt and recompiled on every call "
                                           f"of `{outer.name}`; jit once and reuse it")
+
+
+def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo) -> bool:
+    """A higher-order helper that jits around a function it was given (``def check(fun): ...
+    jax.jit(lambda *a: fun(*a))``): a new function each call, so there is no cache to reuse."""
+    params = set(outer.params) | set(outer.kwonly)
+    if wrap.decorator:
+        body = wrap.node
+    else:
+        target = wrap.target
+        funcs = model.local_functions(target, wrap.ctx.scope) if target is not None else []
+        body = funcs[0].node if funcs else target
+    if body is None:
+        return False
+    inner = model.func_of_node.get(id(body))
+    if inner is not None:
+        params -= set(inner.scope.events)  # the nested function's own names shadow the outer ones
+    for node in ast.walk(body):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in params:
+                return True
+            qn = model.resolve(f, wrap.ctx.scope)
+            if (qn == N.PARTIAL or qn in N.TRANSFORMS) and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id in params:
+                return True
+    return False
 
 
 def _called_once(f: Optional[FunctionInfo]) -> bool:

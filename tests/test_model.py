@@ -1,0 +1,604 @@
+"""Unit tests of the module model (jaxlint.model.build_model): name resolution, traced
+functions, loop contexts and JAX-value inference."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from jaxlint.model import ModuleModel, build_model
+
+
+def build(src: str) -> tuple[ast.Module, ModuleModel]:
+    tree = ast.parse(textwrap.dedent(src))
+    return tree, build_model(tree)
+
+
+def loads(tree: ast.AST, spelled: str) -> list[ast.AST]:
+    """Name/Attribute nodes read in the tree whose source is ``spelled``, in source order."""
+    out = [n for n in ast.walk(tree)
+           if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and ast.unparse(n) == spelled]
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def call_to(tree: ast.AST, name: str) -> ast.Call:
+    """The (only) call of a plain name ``name(...)``."""
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+    assert len(found) == 1, f"{len(found)} calls to {name}"
+    return found[0]
+
+
+def func(model: ModuleModel, name: str):
+    found = [f for f in model.functions if f.name == name]
+    assert len(found) == 1, f"{len(found)} functions named {name}"
+    return found[0]
+
+
+# --------------------------------------------------------------------------- resolve
+
+
+@pytest.mark.parametrize("imports, spelled, qualname", [
+    ("import jax", "jax.jit", "jax.jit"),
+    ("import jax", "jax.numpy.zeros", "jax.numpy.zeros"),
+    ("import jax as J", "J.jit", "jax.jit"),
+    ("from jax import jit", "jit", "jax.jit"),
+    ("from jax import jit as J", "J", "jax.jit"),
+    ("from jax import numpy as jnp", "jnp.zeros", "jax.numpy.zeros"),
+    ("import jax.numpy as jnp", "jnp.zeros", "jax.numpy.zeros"),
+    ("import jax.numpy as np", "np.zeros", "jax.numpy.zeros"),
+    ("import numpy as np", "np.zeros", "numpy.zeros"),
+    ("from functools import partial", "partial", "functools.partial"),
+    ("from jax import lax", "lax.scan", "jax.lax.scan"),
+    ("import jax", "float", "builtins.float"),
+    ("import jax", "print", "builtins.print"),
+])
+def test_resolve_import_spellings(imports, spelled, qualname):
+    tree, m = build(f"""
+    {imports}
+    value = {spelled}
+    """)
+    (node,) = loads(tree, spelled)
+    assert m.resolve(node) == qualname
+
+
+def test_resolve_import_spellings_inside_a_function():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def f(x):
+        return jax.jit(jnp.sin), np.zeros(3), float(x)
+    """)
+    assert [m.resolve(n) for n in loads(tree, "jax.jit")] == ["jax.jit"]
+    assert [m.resolve(n) for n in loads(tree, "jnp.sin")] == ["jax.numpy.sin"]
+    assert [m.resolve(n) for n in loads(tree, "np.zeros")] == ["numpy.zeros"]
+    assert [m.resolve(n) for n in loads(tree, "float")] == ["builtins.float"]
+
+
+def test_resolve_parameter_shadowing_an_import():
+    tree, m = build("""
+    import jax.numpy as jnp
+
+    def f(jnp):
+        return jnp.zeros(3)
+
+    y = jnp.zeros(3)
+    """)
+    inner, outer = loads(tree, "jnp.zeros")
+    assert m.resolve(inner) is None
+    assert m.resolve(outer) == "jax.numpy.zeros"
+
+
+def test_resolve_local_variable_shadowing_an_import():
+    tree, m = build("""
+    import jax.numpy as jnp
+
+    def f():
+        jnp = load_backend()
+        return jnp.zeros(3)
+    """)
+    (node,) = loads(tree, "jnp.zeros")
+    assert m.resolve(node) is None
+
+
+def test_resolve_local_shadowing_outside_a_call():
+    # Same as above, but the attribute is not the callee of a call, so no rule resolved it while
+    # the model was built: resolve() must still see the function's scope.
+    tree, m = build("""
+    import jax.numpy as jnp
+
+    def f():
+        jnp = load_backend()
+        zeros = jnp.zeros
+        return zeros(3)
+    """)
+    (node,) = loads(tree, "jnp.zeros")
+    assert m.resolve(node) is None
+
+
+def test_resolve_user_defined_print_shadows_the_builtin():
+    tree, m = build("""
+    import jax
+
+    def print(*args):
+        pass
+
+    print("hello")
+    float("1.5")
+    """)
+    (p,) = loads(tree, "print")
+    (f,) = loads(tree, "float")
+    assert m.resolve(p) is None
+    assert m.resolve(f) == "builtins.float"
+
+
+# --------------------------------------------------------------------------- traced functions
+
+
+def test_decorators_jit_and_pmap():
+    _, m = build("""
+    import jax
+    from jax import jit
+
+    @jax.jit
+    def a(x, y):
+        return x + y
+
+    @jit
+    def b(x):
+        return x
+
+    @jax.pmap
+    def c(x):
+        return x
+    """)
+    for name, params in [("a", {"x", "y"}), ("b", {"x"}), ("c", {"x"})]:
+        f = func(m, name)
+        assert f.traced, name
+        assert f.static_names() == set(), name
+        assert f.tracer_params == params, name
+
+
+def test_partial_jit_with_static_argnums_and_argnames():
+    _, m = build("""
+    from functools import partial
+    import jax
+
+    @partial(jax.jit, static_argnums=1)
+    def by_num(x, n):
+        return x
+
+    @partial(jax.jit, static_argnames=("n",))
+    def by_name(x, n):
+        return x
+
+    @partial(jax.jit, static_argnums=(1, 2))
+    def several(x, n, mode):
+        return x
+    """)
+    for name in ("by_num", "by_name"):
+        f = func(m, name)
+        assert f.traced
+        assert f.static_names() == {"n"}
+        assert f.tracer_params == {"x"}
+    several = func(m, "several")
+    assert several.static_names() == {"n", "mode"}
+    assert several.tracer_params == {"x"}
+
+
+def test_equinox_and_flax_nnx_jit():
+    _, m = build("""
+    import equinox as eqx
+    from flax import nnx
+
+    @eqx.filter_jit
+    def e(model, x):
+        return model(x)
+
+    @nnx.jit
+    def n(model, x):
+        return model(x)
+    """)
+    e, n = func(m, "e"), func(m, "n")
+    assert e.traced and n.traced
+    # filter_jit decides per value which arguments are traced: none is assumed to be a tracer.
+    assert e.tracer_params == set()
+    assert n.tracer_params == {"model", "x"}
+
+
+def test_jit_call_binding_a_new_name_and_rebinding_the_same_name():
+    _, m = build("""
+    import jax
+
+    def f(x):
+        return x * 2
+
+    f2 = jax.jit(f)
+
+    def g(x, k):
+        return x
+
+    g = jax.jit(g, static_argnums=1)
+    """)
+    f, g = func(m, "f"), func(m, "g")
+    assert f.traced and f.tracer_params == {"x"}
+    assert g.traced and g.static_names() == {"k"} and g.tracer_params == {"x"}
+
+
+def test_jit_of_a_bound_method():
+    _, m = build("""
+    import jax
+
+    class Model:
+        def __init__(self):
+            self.fast = jax.jit(self.apply, static_argnums=1)
+
+        def apply(self, x, training):
+            return x
+    """)
+    apply = func(m, "apply")
+    assert apply.traced
+    # static_argnums of a bound method count from the parameter after self
+    assert "training" in apply.static_names()
+    assert apply.tracer_params == {"x"}
+    assert not func(m, "__init__").traced
+
+
+@pytest.mark.parametrize("call, bodies", [
+    ("lax.scan(body, 0.0, xs)", ["body"]),
+    ("lax.fori_loop(0, 10, body, xs)", ["body"]),
+    ("lax.while_loop(cond, body, xs)", ["cond", "body"]),
+    ("lax.cond(xs.sum() > 0, body, other, xs)", ["body", "other"]),
+    ("lax.switch(1, [body, other], xs)", ["body", "other"]),
+    ("lax.map(body, xs)", ["body"]),
+])
+def test_lax_control_flow_bodies_are_traced(call, bodies):
+    _, m = build(f"""
+    import jax
+    from jax import lax
+
+    def body(a, b=None):
+        return a
+
+    def cond(a):
+        return a
+
+    def other(a):
+        return a
+
+    def run(xs):
+        return {call}
+    """)
+    for name in ("body", "cond", "other"):
+        f = func(m, name)
+        assert f.traced == (name in bodies), name
+        if name in bodies:
+            assert "a" in f.tracer_params
+    assert not func(m, "run").traced
+
+
+def test_lax_scan_lambda_body_is_traced():
+    _, m = build("""
+    from jax import lax
+
+    def run(xs):
+        return lax.scan(lambda c, x: (c + x, x), 0.0, xs)
+    """)
+    (lam,) = [f for f in m.functions if f.name == "<lambda>"]
+    assert lam.traced and lam.tracer_params == {"c", "x"}
+
+
+def test_transforms_grad_and_vmap():
+    _, m = build("""
+    import jax
+
+    def loss(w, x):
+        return (w * x).sum()
+
+    def per_example(x, scale):
+        return x * scale
+
+    def by_argnums(a, b, c):
+        return a * b * c
+
+    def jitted_loss(w, x):
+        return (w * x).sum()
+
+    grad_fn = jax.grad(loss)
+    batched = jax.vmap(per_example, in_axes=(0, None))
+    g2 = jax.grad(by_argnums, argnums=(0, 2))
+    jit_grad = jax.jit(jax.grad(jitted_loss))
+    """)
+    loss = func(m, "loss")
+    assert loss.traced and loss.tracer_params == {"w"}  # grad alone traces only the argnums
+    jitted = func(m, "jitted_loss")
+    assert jitted.traced and jitted.tracer_params == {"w", "x"}  # under jit every argument is a tracer
+    per_example = func(m, "per_example")
+    assert per_example.traced and per_example.tracer_params == {"x"}
+    by_argnums = func(m, "by_argnums")
+    assert by_argnums.traced and by_argnums.tracer_params == {"a", "c"}
+
+
+def test_vmap_decorator_and_plain_vmap():
+    _, m = build("""
+    import jax
+
+    @jax.vmap
+    def dist(a, b):
+        return ((a - b) ** 2).sum()
+
+    def norm(v):
+        return (v ** 2).sum()
+
+    norms = jax.vmap(norm)
+    """)
+    assert func(m, "dist").tracer_params == {"a", "b"}
+    assert func(m, "norm").traced and func(m, "norm").tracer_params == {"v"}
+
+
+def test_same_module_callees_are_traced_with_their_tracer_params():
+    _, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def dense(x, w, activation):
+        return activation_fn(x @ w, activation)
+
+    def activation_fn(h, activation):
+        return jnp.tanh(h) if activation == "tanh" else h
+
+    def make_mask(n):
+        return n
+
+    @jax.jit
+    def forward(x, w):
+        mask = make_mask(8)
+        return dense(x, w, "tanh") * mask
+    """)
+    dense = func(m, "dense")
+    assert dense.traced and dense.tracer_params == {"x", "w"}
+    act = func(m, "activation_fn")
+    assert act.traced and act.tracer_params == {"h"}
+    mask = func(m, "make_mask")
+    assert mask.tracer_params == set()
+
+
+def test_untraced_functions_stay_untraced():
+    _, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return jnp.sin(x)
+
+    def train(x, n):
+        for _ in range(n):
+            x = step(x)
+        return x
+
+    def helper(y):
+        return y + 1
+
+    value = helper(3)
+    """)
+    for name in ("train", "helper"):
+        f = func(m, name)
+        assert not f.traced, name
+        assert f.tracer_params == set(), name
+    assert func(m, "step").traced
+
+
+def test_pure_callback_host_function_is_not_traced():
+    _, m = build("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def host_fn(x):
+        return np.asarray(x) * 2
+
+    @jax.jit
+    def f(x):
+        return jax.pure_callback(host_fn, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+    """)
+    assert func(m, "f").traced
+    assert not func(m, "host_fn").traced
+
+
+# --------------------------------------------------------------------------- loop contexts
+
+
+_LOOPS = """
+import jax
+import jax.numpy as jnp
+
+def f(xs, n, verbose, log_every):
+    for x in body_iter(xs):
+        in_body(x)
+    else:
+        in_else()
+    while in_test(n):
+        pass
+    ys = [in_comp(x) for x in xs]
+    for step in range(n):
+        if step % 100 == 0:
+            g_mod()
+        if step == n - 1:
+            g_last()
+        if (step + 1) % log_every == 0 and step > 0:
+            g_every()
+        if verbose:
+            g_verbose()
+        unguarded()
+    i = 0
+    while i < n:
+        if i % 10 == 0:
+            g_counter()
+        i += 1
+"""
+
+
+def _loop_kinds(m: ModuleModel, call: ast.Call) -> list[tuple[str, int]]:
+    return [(lp.kind, lp.node.lineno) for lp in m.context(call).loops]
+
+
+def test_context_loops():
+    tree, m = build(_LOOPS)
+    assert _loop_kinds(m, call_to(tree, "in_body")) == [("for", 6)]
+    assert _loop_kinds(m, call_to(tree, "body_iter")) == []  # the iterable is evaluated once
+    assert _loop_kinds(m, call_to(tree, "in_else")) == []  # the else clause runs once
+    assert _loop_kinds(m, call_to(tree, "in_test")) == [("while", 10)]  # the test runs every iteration
+    assert _loop_kinds(m, call_to(tree, "in_comp")) == [("comprehension", 12)]
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("g_mod", True),
+    ("g_last", True),
+    ("g_every", True),
+    ("g_verbose", False),
+    ("unguarded", False),
+    ("g_counter", True),
+])
+def test_periodic_guard(name, periodic):
+    tree, m = build(_LOOPS)
+    ctx = m.context(call_to(tree, name))
+    (loop,) = ctx.loops
+    assert m.periodic_guard(ctx, loop) is periodic
+
+
+_NEST = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def train_step(p, b):
+    return p - b, jnp.sum(b)
+
+def train(p, epochs, batches, metrics):
+    for epoch in range(epochs):
+        for b in batches:
+            p, loss = train_step(p, b)
+            in_step(loss)
+            for k, v in metrics.items():
+                in_small(v)
+        after_steps(loss)
+    for name in metrics:
+        no_jax(name)
+    return p
+"""
+
+
+def test_hot_loop_is_the_innermost_loop_running_jax_work():
+    tree, m = build(_NEST)
+    step_loop = m.context(call_to(tree, "train_step")).loops[-1]
+    assert step_loop.node.lineno == 11
+    assert m.hot_loop(m.context(call_to(tree, "in_step"))) is step_loop
+    # A small host-side loop inside the step loop: the step loop is still the one that counts.
+    assert m.hot_loop(m.context(call_to(tree, "in_small"))) is step_loop
+    # In the epoch loop after the step loop: runs once per epoch.
+    assert m.hot_loop(m.context(call_to(tree, "after_steps"))) is None
+    # A loop with no JAX work at all.
+    assert m.hot_loop(m.context(call_to(tree, "no_jax"))) is None
+
+
+def test_loop_runs_jax_work():
+    tree, m = build(_NEST)
+    epoch_loop, step_loop = m.context(call_to(tree, "train_step")).loops
+    small = m.context(call_to(tree, "in_small")).loops[-1]
+    other = m.context(call_to(tree, "no_jax")).loops[-1]
+    assert m.loop_runs_jax_work(step_loop)
+    assert m.loop_runs_jax_work(epoch_loop)  # through the nested step loop
+    assert not m.loop_runs_jax_work(small)
+    assert not m.loop_runs_jax_work(other)
+
+
+# --------------------------------------------------------------------------- JAX values
+
+
+_VALUES = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def train_step(params, batch):
+    loss = jnp.mean((params - batch) ** 2)
+    return params - 0.1 * loss, loss
+
+def loss_fn(w, x):
+    return jnp.sum((x @ w) ** 2)
+
+def run(params, batch, key, w, x):
+    a = jnp.zeros(3)
+    k1, k2 = jax.random.split(key)
+    r = jax.random.normal(k1, (3,))
+    s = a.shape
+    n = a.shape[0]
+    params, loss = train_step(params, batch)
+    val, grads = jax.value_and_grad(loss_fn)(w, x)
+    c = jnp.sum(a)
+    before = sink(c)
+    c = float(c)
+    lr = 0.1 * 3
+    h = np.asarray(a)
+    u = some_lib.compute(a)
+    t = a.tolist()
+    return sink(a, k1, r, s, n, params, loss, val, grads, c, lr, h, u, t, batch)
+"""
+
+_JAX = {"a", "k1", "r", "params", "loss", "val", "grads"}
+_NOT_JAX = {"s", "n", "c", "lr", "h", "u", "t", "batch"}
+
+
+def _sink_args(tree: ast.AST) -> tuple[ast.Call, list[ast.Name]]:
+    sinks = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "sink"]
+    last = max(sinks, key=lambda c: c.lineno)
+    return last, last.args
+
+
+@pytest.mark.parametrize("name", sorted(_JAX | _NOT_JAX))
+def test_is_jax(name):
+    tree, m = build(_VALUES)
+    call, args = _sink_args(tree)
+    (arg,) = [a for a in args if a.id == name]
+    assert m.is_jax(arg, m.scope_at(call)) is (name in _JAX)
+
+
+def test_is_jax_follows_rebinding_by_position():
+    tree, m = build(_VALUES)
+    first = min((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "sink"),
+                key=lambda c: c.lineno)
+    # ``c`` is still the jnp.sum result here; it becomes a Python float only on the next line.
+    assert m.is_jax(first.args[0], m.scope_at(first))
+
+
+def test_is_jax_on_expressions():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        y = jnp.ones(3)
+        return sink(jnp.ones(3) + 1, y * 2.0, y[0], y.shape, y.T, y.at[0].set(1.0), 3.0 * 2)
+    """)
+    call = call_to(tree, "sink")
+    got = [m.is_jax(a, m.scope_at(call)) for a in call.args]
+    assert got == [True, True, True, False, True, True, False]
+
+
+def test_is_jax_without_explicit_scope():
+    # is_jax(expr) documents scope as optional; a name read inside a function must still be
+    # looked up in that function, not at module level.
+    tree, m = build("""
+    import jax.numpy as jnp
+
+    def f():
+        a = jnp.zeros(3)
+        return sink(a)
+    """)
+    (arg,) = call_to(tree, "sink").args
+    assert m.is_jax(arg)

@@ -1,0 +1,744 @@
+"""Tests of the host-transfer rules: JAX201, JAX202, JAX203.
+
+Positive cases mark every line where a finding is expected with ``# expect: CODE`` (as the
+fixtures do) and compare the engine's findings of *all* rules with those marks, so a case
+also fails when another rule fires on it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+import jaxlint_rules
+from jaxlint.engine import check_source
+from jaxlint_rules.host_transfer import BlockUntilReadyInLoop, HostConversionInTracedCode, HostTransferInLoop
+
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+
+
+def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    """(line, code) of every finding in ``src`` (dedented), optionally of one code only."""
+    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
+
+
+def expected(src: str) -> list[tuple[int, str]]:
+    """(line, code) for every ``# expect: CODE`` comment in ``src`` (dedented)."""
+    out = []
+    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
+        m = _EXPECT.search(line)
+        if m:
+            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+    return sorted(out)
+
+
+def assert_marked(src: str) -> None:
+    want = expected(src)
+    assert want, "a positive case needs at least one expect mark"
+    assert findings(src) == want
+
+
+# --------------------------------------------------------------------------- the rules' own examples
+
+
+@pytest.mark.parametrize("rule", [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode])
+def test_bad_example_triggers_exactly_its_rule(rule):
+    got = findings(rule.bad)
+    assert got, f"{rule.code}.bad triggers nothing"
+    assert {code for _, code in got} == {rule.code}
+
+
+@pytest.mark.parametrize("rule", [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode])
+def test_good_example_triggers_nothing(rule):
+    assert findings(rule.good) == []
+
+
+# --------------------------------------------------------------------------- JAX201 positives
+
+_TRAIN_STEP = """
+    import logging
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def train_step(params, batch):
+        loss = jnp.mean((params - batch) ** 2)
+        return params - 0.1 * loss, {"loss": loss, "norm": jnp.linalg.norm(params)}
+"""
+
+
+def test_jax201_fetches_of_a_tuple_unpacked_jit_result():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(metrics["loss"].item())  # expect: JAX201
+            norm = float(metrics["norm"])  # expect: JAX201
+            host = jax.device_get(metrics)  # expect: JAX201
+            snapshot = np.asarray(params)  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_value_and_grad_result_in_loop():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss_fn(w, x, y):
+        return jnp.mean((x @ w - y) ** 2)
+
+    def fit(w, data, lr=1e-2):
+        losses = []
+        for x, y in data:
+            loss, grad = jax.value_and_grad(loss_fn)(w, x, y)
+            w = w - lr * grad
+            losses.append(loss.item())  # expect: JAX201
+            print(grad.tolist())  # expect: JAX201
+        return w, losses
+    """)
+
+
+def test_jax201_formatting_jax_values_every_step():
+    assert_marked(_TRAIN_STEP + """
+    log = logging.getLogger(__name__)
+
+    def train(params, batches, pbar):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            print(f"step {step} loss {metrics['loss']:.4f}")  # expect: JAX201
+            pbar.set_description("loss %.4f" % metrics["loss"])  # expect: JAX201
+            msg = "norm {:.3f}".format(metrics["norm"])  # expect: JAX201
+            log.info("step %d loss %s", step, metrics["loss"])  # expect: JAX201
+            logging.warning("norm %s", metrics["norm"])  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_branching_on_a_jax_value():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            if jnp.isnan(metrics["loss"]):  # expect: JAX201
+                raise FloatingPointError("loss is NaN")
+            stop = bool(metrics["norm"] > 1e3)  # expect: JAX201
+            if stop:
+                break
+        return params
+    """)
+
+
+def test_jax201_while_test_on_a_jax_value():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def sweep(x):
+        return 0.5 * (x + 2.0 / x)
+
+    def newton_sqrt2(x, tol=1e-6):
+        err = jnp.abs(x * x - 2.0)
+        while err > tol:  # expect: JAX201
+            x = sweep(x)
+            err = jnp.abs(x * x - 2.0)
+        return x
+    """)
+
+
+def test_jax201_while_test_on_value_rebound_in_the_loop():
+    # The first test sees a Python float, but every later one sees the JAX array assigned at
+    # the end of the previous iteration: this is a per-iteration sync all the same.
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def relax(x):
+        return 0.5 * x
+
+    def solve(x, tol):
+        delta = float("inf")
+        while delta > tol:  # expect: JAX201
+            new = relax(x)
+            delta = jnp.max(jnp.abs(new - x))
+            x = new
+        return x
+    """)
+
+
+def test_jax201_eager_evaluation_loop_over_batches():
+    # No jit here, but every batch dispatches jnp work and int() waits for it before the next
+    # batch can be queued; accumulating on device and converting once after the loop avoids that.
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def accuracy(w, batches):
+        correct = 0
+        for x, y in batches:
+            logits = jnp.dot(jnp.asarray(x), w)
+            correct += int(jnp.sum(jnp.argmax(logits, axis=-1) == y))  # expect: JAX201
+        return correct
+    """)
+
+
+def test_jax201_small_host_loop_inside_the_step_loop():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            for name, value in metrics.items():
+                history[name].append(float(value))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_jitted_method_of_a_trainer_class():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class Trainer:
+        def __init__(self, lr):
+            self.lr = lr
+            self._step = jax.jit(self.step)
+
+        def step(self, params, batch):
+            loss = jnp.mean((params - batch) ** 2)
+            return params - self.lr * loss, loss
+
+        def fit(self, params, batches):
+            for batch in batches:
+                params, loss = self._step(params, batch)
+                print("loss", loss)  # expect: JAX201
+            return params
+    """)
+
+
+def test_jax201_innermost_jax_loop_of_a_nest():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, epochs, batches):
+        for epoch in range(epochs):
+            for batch in batches:
+                params, metrics = train_step(params, batch)
+                print(epoch, float(metrics["loss"]))  # expect: JAX201
+        return params
+    """)
+
+
+# --------------------------------------------------------------------------- JAX201 negatives
+
+
+def test_jax201_periodic_guards_are_not_reported():
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, num_steps, log_every):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            if step % 100 == 0:
+                print(f"step {step} loss {float(metrics['loss']):.4f}")
+            if step == num_steps - 1:
+                print("final norm", metrics["norm"].item())
+            if (step + 1) % log_every == 0 and step > 0:
+                logging.info("loss %s", metrics["loss"])
+        return params
+    """) == []
+
+
+def test_jax201_periodic_guard_on_a_counter_in_a_while_loop():
+    assert findings(_TRAIN_STEP + """
+    def train(params, it):
+        step = 0
+        while True:
+            batch = next(it, None)
+            if batch is None:
+                break
+            params, metrics = train_step(params, batch)
+            step += 1
+            if step % 50 == 0:
+                print(float(metrics["loss"]))
+        return params
+    """) == []
+
+
+def test_jax201_epoch_level_fetch_after_step_loop_is_not_reported():
+    assert findings(_TRAIN_STEP + """
+    def train(params, epochs, batches):
+        for epoch in range(epochs):
+            for batch in batches:
+                params, metrics = train_step(params, batch)
+            print(f"epoch {epoch} loss {float(metrics['loss']):.4f}")
+            if jnp.isnan(metrics["loss"]):
+                raise FloatingPointError(epoch)
+        return params
+    """) == []
+
+
+def test_jax201_fetch_after_the_loop_and_in_its_else_is_not_reported():
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches):
+        losses = []
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            losses.append(metrics["loss"])
+        else:
+            print("last loss", float(metrics["loss"]))
+        history = np.asarray(jnp.stack(losses))
+        print(history.tolist())
+        return params, history
+    """) == []
+
+
+def test_jax201_python_and_numpy_values_are_not_reported():
+    assert findings(_TRAIN_STEP + """
+    import math
+
+    def lr_at(step, total):
+        return 0.5 * (1 + math.cos(math.pi * step / total))
+
+    def train(params, batches, total):
+        seen = 0
+        for step, raw in enumerate(batches):
+            batch = np.asarray(raw, dtype=np.float32)
+            params, metrics = train_step(params, batch)
+            seen += batch.shape[0]
+            lr = lr_at(step, total)
+            print(f"lr {lr:.5f} seen {seen} mean {float(batch.mean()):.3f}")
+            if lr < 1e-4:
+                break
+        return params
+    """) == []
+
+
+def test_jax201_unknown_library_results_are_not_reported():
+    assert findings(_TRAIN_STEP + """
+    from sklearn.metrics import accuracy_score
+
+    def train(params, batches, labels):
+        for batch, y in zip(batches, labels):
+            params, metrics = train_step(params, batch)
+            acc = accuracy_score(y, y)
+            print(float(acc), int(len(y)))
+        return params
+    """) == []
+
+
+def test_jax201_loop_without_jax_work_is_not_reported():
+    assert findings("""
+    import jax.numpy as jnp
+
+    def report(x, names):
+        total = jnp.sum(x)
+        for name in names:
+            print(name, total)
+    """) == []
+
+
+def test_jax201_loop_inside_traced_code_is_not_reported():
+    # Python loops inside jit unroll at trace time; print there shows the tracer, no transfer.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def rollout(x):
+        for _ in range(4):
+            x = jnp.tanh(x)
+            print(x)
+        return x
+    """) == []
+
+
+# --------------------------------------------------------------------------- JAX202 positives
+
+_STEP = """
+    import time
+    import timeit
+
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(params, batch):
+        return jax.tree_util.tree_map(lambda p: p - 0.1 * jnp.mean(batch), params)
+"""
+
+
+def test_jax202_method_and_function_forms_in_a_for_loop():
+    assert_marked(_STEP + """
+    def train(params, batches):
+        for batch in batches:
+            params = step(params, batch)
+            jax.block_until_ready(params)  # expect: JAX202
+        return params
+
+    def decode(params, x, n):
+        for _ in range(n):
+            x = step(params, x)
+            x.block_until_ready()  # expect: JAX202
+        return x
+    """)
+
+
+def test_jax202_from_import_and_chained_call():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    from jax import block_until_ready
+
+    @jax.jit
+    def step(x):
+        return jnp.tanh(x) * 2.0
+
+    def run(x, n):
+        for _ in range(n):
+            x = block_until_ready(step(x))  # expect: JAX202
+            step(x).block_until_ready()  # expect: JAX202
+        return x
+    """)
+
+
+def test_jax202_while_loop():
+    assert_marked(_STEP + """
+    def train(params, it, max_steps):
+        i = 0
+        while i < max_steps:
+            params = step(params, next(it))
+            params = jax.block_until_ready(params)  # expect: JAX202
+            i += 1
+        return params
+    """)
+
+
+def test_jax202_small_host_loop_inside_the_step_loop():
+    assert_marked(_STEP + """
+    def train(params, batches):
+        for batch in batches:
+            params = step(params, batch)
+            for leaf in jax.tree_util.tree_leaves(params):
+                leaf.block_until_ready()  # expect: JAX202
+        return params
+    """)
+
+
+def test_jax202_jitted_method_in_a_class():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class Simulator:
+        def __init__(self, dt):
+            self.dt = dt
+            self._advance = jax.jit(self.advance)
+
+        def advance(self, state):
+            return state + self.dt * jnp.sin(state)
+
+        def run(self, state, steps):
+            for _ in range(steps):
+                state = self._advance(state)
+                state.block_until_ready()  # expect: JAX202
+            return state
+    """)
+
+
+# --------------------------------------------------------------------------- JAX202 negatives
+
+
+def test_jax202_timing_harness_in_the_loop_body_is_not_reported():
+    assert findings(_STEP + """
+    def bench(params, batch, iters):
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            step(params, batch)["w"].block_until_ready()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+    """) == []
+
+
+def test_jax202_timing_harness_around_the_loop_is_not_reported():
+    assert findings(_STEP + """
+    def throughput(params, batches):
+        start = timeit.default_timer()
+        for batch in batches:
+            params = step(params, batch)
+            jax.block_until_ready(params)
+        return len(batches) / (timeit.default_timer() - start)
+
+    def wall(params, batches):
+        t0 = time.time()
+        for batch in batches:
+            jax.block_until_ready(step(params, batch))
+        return time.time() - t0
+    """) == []
+
+
+def test_jax202_periodic_guard_is_not_reported():
+    assert findings(_STEP + """
+    def train(params, batches, sync_every):
+        for i, batch in enumerate(batches):
+            params = step(params, batch)
+            if i % sync_every == 0:
+                jax.block_until_ready(params)
+            if i == len(batches) - 1:
+                params = jax.block_until_ready(params)
+        return params
+    """) == []
+
+
+def test_jax202_block_after_the_loop_is_not_reported():
+    assert findings(_STEP + """
+    def train(params, epochs, batches):
+        for epoch in range(epochs):
+            for batch in batches:
+                params = step(params, batch)
+            jax.block_until_ready(params)  # once per epoch
+        return params.block_until_ready()
+    """) == []
+
+
+def test_jax202_waiting_for_all_dispatched_results_is_not_reported():
+    # Dispatch everything first, then wait: the waiting loop runs no JAX work of its own.
+    assert findings(_STEP + """
+    def evaluate(params, batches):
+        outs = [step(params, b) for b in batches]
+        for out in outs:
+            jax.block_until_ready(out)
+        return outs
+    """) == []
+
+
+# --------------------------------------------------------------------------- JAX203 positives
+
+
+def test_jax203_builtins_on_tracers_in_jit():
+    assert_marked("""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def clip_grad(g, max_norm):
+        norm = float(jnp.linalg.norm(g))  # expect: JAX203
+        return g * jnp.minimum(1.0, max_norm / norm)
+
+    @partial(jax.jit, static_argnums=1)
+    def top_k(logits, k):
+        best = int(jnp.argmax(logits))  # expect: JAX203
+        return logits[best], bool(logits[best] > 0)  # expect: JAX203
+    """)
+
+
+def test_jax203_numpy_and_math_in_lax_bodies():
+    assert_marked("""
+    import math
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    def cumulative(xs):
+        def body(carry, x):
+            carry = carry + np.dot(x, x)  # expect: JAX203
+            return carry, carry
+        return lax.scan(body, 0.0, xs)
+
+    def decay(x, steps):
+        def body(i, x):
+            return x * math.exp(-0.1 * i)  # expect: JAX203
+        return lax.fori_loop(0, steps, body, x)
+
+    def safe_log(x):
+        return lax.cond(x > 0, lambda v: np.log(v), lambda v: jnp.zeros_like(v), x)  # expect: JAX203
+    """)
+
+
+def test_jax203_item_and_tolist_under_grad_and_vmap():
+    # Under grad alone .item() does not raise: it freezes `scale` as a constant, so its gradient
+    # is silently dropped. Under vmap .tolist() raises a ConcretizationTypeError.
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w, x):
+        scale = w.sum().item()  # expect: JAX203
+        return jnp.sum((x @ w) ** 2) / scale
+
+    def featurize(x):
+        feats = x.tolist()  # expect: JAX203
+        return jnp.asarray(feats)
+
+    grad_fn = jax.grad(loss)
+    batched = jax.vmap(featurize)
+    """)
+
+
+def test_jax203_same_module_helper_called_with_a_tracer():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def standardize(x, eps):
+        return (x - x.mean()) / np.sqrt(x.var() + eps)  # expect: JAX203
+
+    @jax.jit
+    def forward(params, x):
+        h = standardize(x @ params, 1e-5)
+        return jnp.tanh(h)
+    """)
+
+
+def test_jax203_jit_wrapped_function_and_method():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def energy(x):
+        return np.asarray(x).sum()  # expect: JAX203
+
+    fast_energy = jax.jit(energy)
+
+    class Model:
+        def __init__(self):
+            self.apply = jax.jit(self.forward)
+
+        def forward(self, x):
+            return jnp.tanh(x) * float(x.max())  # expect: JAX203
+    """)
+
+
+def test_jax203_pmap_and_while_loop():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    @jax.pmap
+    def normalize_shard(x):
+        return x / np.linalg.norm(x)  # expect: JAX203
+
+    def iterate(x):
+        def cond(state):
+            return float(state[0]) > 1e-3  # expect: JAX203
+        def body(state):
+            return state[0] / 2, state[1] + 1
+        return lax.while_loop(cond, body, (x, 0))
+    """)
+
+
+# --------------------------------------------------------------------------- JAX203 negatives
+
+
+def test_jax203_static_arguments_are_not_reported():
+    assert findings("""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @partial(jax.jit, static_argnums=1)
+    def pad_to(x, n):
+        return jnp.pad(x, (0, int(n) - x.shape[0]))
+
+    @partial(jax.jit, static_argnames=("num_heads",))
+    def split_heads(x, num_heads):
+        return x.reshape(x.shape[0], int(num_heads), -1) * np.float32(1.0 / np.sqrt(num_heads))
+    """) == []
+
+
+def test_jax203_shapes_and_dtypes_are_not_reported():
+    assert findings("""
+    import math
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def attention(q, k):
+        batch = int(q.shape[0])
+        size = np.prod(q.shape)
+        dt = np.dtype(q.dtype)
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        scores = (q @ k.T).reshape(batch, -1) * scale
+        return scores.astype(dt) / size
+    """) == []
+
+
+def test_jax203_numpy_metadata_functions_are_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def cast_like(x, y):
+        if np.ndim(x) != len(np.shape(y)):
+            raise ValueError("rank mismatch")
+        dt = np.result_type(x, y)
+        if np.issubdtype(dt, np.floating):
+            return x.astype(dt) + y
+        return x + y
+    """) == []
+
+
+def test_jax203_helper_only_called_with_constants_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def causal_mask(n):
+        return np.tril(np.ones((n, n), dtype=bool))
+
+    @jax.jit
+    def masked_scores(q, k):
+        scores = q @ k.T
+        return jnp.where(causal_mask(8), scores, -jnp.inf)
+    """) == []
+
+
+def test_jax203_pure_callback_host_function_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def host_percentile(x):
+        return np.asarray(np.percentile(np.asarray(x), 95.0), dtype=np.float32)
+
+    @jax.jit
+    def clip_outliers(x):
+        p95 = jax.pure_callback(host_percentile, jax.ShapeDtypeStruct((), jnp.float32), x)
+        return jnp.minimum(x, p95)
+    """) == []
+
+
+def test_jax203_untraced_code_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def predict(w, x):
+        return jnp.tanh(x @ w)
+
+    def evaluate(w, x, y):
+        pred = predict(w, x)
+        return float(np.mean(np.asarray(pred) == y)), int(jnp.argmax(pred))
+    """) == []
