@@ -617,7 +617,11 @@ class ModuleModel:
                     return True
         return False
 
-    def _name_kind(self, name: str, scope: Scope, pos: tuple) -> bool:
+    def _lookup(self, name: str, scope: Scope, pos: tuple):
+        """The binding of ``name`` that reaches ``pos`` in ``scope``, with the bindings after it in
+        the same scope: ``(event, later)``; None when the name is an import or unbound. In the
+        node's own scope this is the last binding before ``pos`` (the first use before any binding
+        sees the last one, as a loop would); in enclosing scopes, their last binding."""
         s: Optional[Scope] = scope
         own = True
         while s is not None:
@@ -625,36 +629,34 @@ class ModuleModel:
                 s = s.parent
                 continue
             if name in s.globals:
-                s = self.module_scope
-                own = False
+                s, own = self.module_scope, False
                 continue
             if name in s.imports:
-                return False
+                return None
             evs = s.events.get(name)
             if evs:
-                ev = None
-                later = ()
                 if own:
                     for i, cand in enumerate(evs):
-                        if cand.pos <= pos:
-                            ev = cand
-                        else:
-                            later = evs[i:]
-                            break
-                if ev is None:
-                    ev = evs[-1]
-                if self._event_kind(ev):
+                        if cand.pos > pos:
+                            return (evs[i - 1] if i else evs[-1]), evs[i:]
+                return evs[-1], ()
+            s, own = s.parent, False
+        return None
+
+    def _name_kind(self, name: str, scope: Scope, pos: tuple) -> bool:
+        found = self._lookup(name, scope, pos)
+        if found is None:
+            return False
+        ev, later = found
+        if self._event_kind(ev):
+            return True
+        # A binding later in a loop that also holds this use reaches it on the next iteration:
+        # ``while delta > tol: ...; delta = jnp.max(...)`` (not when the name is rebound in the
+        # loop before the use, e.g. as the for target).
+        for cand in later:
+            for lp in cand.loops:
+                if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and self._event_kind(cand):
                     return True
-                # A binding later in a loop that also holds this use reaches it on the next
-                # iteration: ``while delta > tol: ...; delta = jnp.max(...)``.
-                # (Not when the name is rebound in the loop before the use, e.g. as the for target.)
-                for cand in later:
-                    for lp in cand.loops:
-                        if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and self._event_kind(cand):
-                            return True
-                return False
-            s = s.parent
-            own = False
         return False
 
     def _event_kind(self, ev: _Event) -> bool:
@@ -767,27 +769,8 @@ class ModuleModel:
         return self.scope_at(value)
 
     def _binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
-        s: Optional[Scope] = scope
-        own = True
-        while s is not None:
-            if s.kind == "class" and not own:
-                s = s.parent
-                continue
-            if name in s.imports:
-                return None
-            evs = s.events.get(name)
-            if evs:
-                ev = None
-                if own:
-                    for cand in evs:
-                        if cand.pos <= pos:
-                            ev = cand
-                        else:
-                            break
-                return ev if ev is not None else evs[-1]
-            s = s.parent
-            own = False
-        return None
+        found = self._lookup(name, scope, pos)
+        return found[0] if found is not None else None
 
     def _class_of(self, scope: Scope) -> Optional[ClassInfo]:
         s: Optional[Scope] = scope
@@ -1271,8 +1254,12 @@ class _Builder:
 
     v_Starred = v_Expr
     v_keyword = v_Expr
-    v_FormattedValue = v_Expr
     v_Await = v_Expr
+
+    def v_FormattedValue(self, node: ast.FormattedValue) -> None:
+        self.visit(node.value)
+        if node.format_spec is not None:
+            self.visit(node.format_spec)
 
     def v_Subscript(self, node: ast.Subscript) -> None:
         self.visit(node.value)
