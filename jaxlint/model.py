@@ -133,6 +133,7 @@ class Context:
     scope: "Scope"
     loops: tuple = ()  # Loop records, outermost first, within the node's own function
     guards: tuple = ()  # (if-test expression, number of loops around that if)
+    branches: tuple = ()  # (id of an If, 0 for its body / 1 for its else): paths that exclude each other
     raising: bool = False  # inside a ``raise`` statement or an ``assert`` message: runs at most once
 
 
@@ -155,6 +156,8 @@ class FunctionInfo:
     tracer_params: set = field(default_factory=set)
     calls: list = field(default_factory=list)  # calls in the body, not in nested functions
     returns: list = field(default_factory=list)  # returned expressions
+    subscripts: list = field(default_factory=list)  # x[...] reads in the body, not in nested functions
+    loops: list = field(default_factory=list)  # loops in the body, not in nested functions
 
     @property
     def is_method(self) -> bool:
@@ -313,6 +316,10 @@ class ModuleModel:
         self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
         self.joined_strs: list[ast.JoinedStr] = []
         self.percent_formats: list[ast.BinOp] = []
+        self.stores: list[tuple] = []  # (Subscript or Attribute target, "assign" | "aug" | "del")
+        self.expr_values: set[int] = set()  # ids of expressions evaluated as statements (results unused)
+        self.bool_nodes: list[ast.AST] = []  # BoolOp and ``not`` nodes: they call bool() on operands
+        self.decls: list[ast.AST] = []  # Global / Nonlocal statements
         self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
         self.imports_jax = False
@@ -903,6 +910,7 @@ class _Builder:
         self.func: Optional[FunctionInfo] = None
         self.loop: Optional[Loop] = None
         self.raising = False
+        self.branches: tuple = ()
         self.cur = Context(self.scope)
         self.qual: list[str] = []
         self.handlers = {}
@@ -916,7 +924,7 @@ class _Builder:
     # -- plumbing
 
     def _refresh(self) -> None:
-        self.cur = Context(self.scope, self.loops, self.guards, self.raising)
+        self.cur = Context(self.scope, self.loops, self.guards, self.branches, self.raising)
 
     def body(self, stmts: list) -> None:
         ctx = self.m.ctx
@@ -981,6 +989,12 @@ class _Builder:
 
     def v_Global(self, node: ast.Global) -> None:
         self.scope.globals.update(node.names)
+        self.m.ctx[id(node)] = self.cur
+        self.m.decls.append(node)
+
+    def v_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.m.ctx[id(node)] = self.cur
+        self.m.decls.append(node)
 
     # -- definitions
 
@@ -1006,15 +1020,16 @@ class _Builder:
         return fi
 
     def _enter(self, fi: FunctionInfo, name: str):
-        saved = (self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising)
+        saved = (self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising, self.branches)
         self.scope, self.loops, self.guards, self.func, self.loop = fi.scope, (), (), fi, None
         self.raising = False
+        self.branches = ()
         self.qual.append(name)
         self._refresh()
         return saved
 
     def _leave(self, saved) -> None:
-        self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising = saved
+        self.scope, self.loops, self.guards, self.func, self.loop, self.cur, self.raising, self.branches = saved
         self.qual.pop()
 
     def v_FunctionDef(self, node) -> None:
@@ -1058,22 +1073,40 @@ class _Builder:
 
     # -- bindings
 
+    def _store(self, target: ast.AST, kind: str) -> None:
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            self.m.ctx[id(target)] = self.cur
+            self.m.stores.append((target, kind))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._store(elt, kind)
+        elif isinstance(target, ast.Starred):
+            self._store(target.value, kind)
+
     def v_Assign(self, node: ast.Assign) -> None:
         self.visit(node.value)
         self.visit_all(node.targets)
         pos = _end(node)
         for t in node.targets:
+            self._store(t, "assign")
             self.bind_target(t, node.value, pos)
+
+    def v_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self.visit(t)
+            self._store(t, "del")
 
     def v_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.visit(node.value)
             self.visit(node.target)
+            self._store(node.target, "assign")
             self.bind_target(node.target, node.value, _end(node))
 
     def v_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
         self.visit(node.target)
+        self._store(node.target, "aug")
         if isinstance(node.target, ast.Name):
             self.bind(node.target.id, "aug", None, None, node, _end(node))
 
@@ -1129,6 +1162,9 @@ class _Builder:
     def _push_loop(self, node: ast.AST, kind: str) -> tuple:
         loop = Loop(node, kind, self.loop, len(self.loops))
         self.m.loops.append(loop)
+        self.m.ctx[id(node)] = self.cur
+        if self.func is not None:
+            self.func.loops.append(loop)
         if self.loop is not None:
             self.loop.children.append(loop)
         saved = (self.loops, self.loop, self.cur)
@@ -1163,12 +1199,17 @@ class _Builder:
     def v_If(self, node: ast.If) -> None:
         self.m.ifs.append(node)
         self.visit(node.test)
-        saved_guards, saved_cur = self.guards, self.cur
+        saved_guards, saved_branches, saved_cur = self.guards, self.branches, self.cur
         self.guards = self.guards + ((node.test, len(self.loops)),)
+        self.branches = saved_branches + ((id(node), 0),)
         self._refresh()
         self.body(node.body)
-        self.guards, self.cur = saved_guards, saved_cur
-        self.body(node.orelse)
+        self.guards = saved_guards
+        if node.orelse:
+            self.branches = saved_branches + ((id(node), 1),)
+            self._refresh()
+            self.body(node.orelse)
+        self.branches, self.cur = saved_branches, saved_cur
 
     def v_IfExp(self, node: ast.IfExp) -> None:
         self.m.ctx[id(node)] = self.cur
@@ -1249,12 +1290,15 @@ class _Builder:
     def v_Attribute(self, node: ast.Attribute) -> None:
         self.visit(node.value)
 
-    def v_Expr(self, node) -> None:
+    def v_Expr(self, node: ast.Expr) -> None:
+        self.m.expr_values.add(id(node.value))
         self.visit(node.value)
 
-    v_Starred = v_Expr
-    v_keyword = v_Expr
-    v_Await = v_Expr
+    def v_Starred(self, node) -> None:
+        self.visit(node.value)
+
+    v_keyword = v_Starred
+    v_Await = v_Starred
 
     def v_FormattedValue(self, node: ast.FormattedValue) -> None:
         self.visit(node.value)
@@ -1262,6 +1306,9 @@ class _Builder:
             self.visit(node.format_spec)
 
     def v_Subscript(self, node: ast.Subscript) -> None:
+        if self.func is not None and isinstance(node.ctx, ast.Load):
+            self.m.ctx[id(node)] = self.cur
+            self.func.subscripts.append(node)
         self.visit(node.value)
         self.visit(node.slice)
 
@@ -1278,10 +1325,15 @@ class _Builder:
             self.visit(c)
 
     def v_BoolOp(self, node: ast.BoolOp) -> None:
+        self.m.ctx[id(node)] = self.cur
+        self.m.bool_nodes.append(node)
         for v in node.values:
             self.visit(v)
 
     def v_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self.m.ctx[id(node)] = self.cur
+            self.m.bool_nodes.append(node)
         self.visit(node.operand)
 
     def v_Dict(self, node: ast.Dict) -> None:
