@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import io
+import os
 import sys
 import tokenize
 from dataclasses import dataclass, field
@@ -12,12 +13,10 @@ from typing import Iterable, Optional, Sequence
 
 from .model import build_model
 from .noqa import NoqaMap
+from .project import ProjectResolver
 from .rule import Finding, Rule
 
 PARSE_ERROR = "JAX000"
-
-# Words whose absence from a file means no rule can fire: the model is not built for it.
-_JAX_MARKERS = ("jax", "equinox", "flax")
 
 if sys.version_info >= (3, 11):
     # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and
@@ -59,29 +58,33 @@ def parse_source(text: str, path: str = "<unknown>") -> tuple[Optional[ast.Modul
         return None, _parse_error(1, 0, "too deeply nested for the Python parser")
 
 
+# One per process: models of the project's modules that other modules import from.
+PROJECT = ProjectResolver()
+
+
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
-              text: Optional[str] = None) -> list[Finding]:
+              text: Optional[str] = None, path: Optional[str] = None) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
-    ``result.internal_errors`` (when given) and the other rules still run."""
-    if text is not None and not any(w in text for w in _JAX_MARKERS):
-        return []
+    ``result.internal_errors`` (when given) and the other rules still run. With the file's
+    ``path``, names imported from the project's other modules are resolved there."""
     # The model is a web of small objects; the cyclic GC scanning the whole tree again and again
     # while it is built costs a third of the run. Its cycles are collected after we re-enable it.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run_rules(tree, rules, result)
+        return _run_rules(tree, rules, result, path)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult]) -> list[Finding]:
+def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
+               path: Optional[str]) -> list[Finding]:
     try:
-        model = build_model(tree)
+        model = build_model(tree, path=path, project=PROJECT if path else None)
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
-    if not model.imports_jax:
+    if not model.uses_jax():
         return []
     out: list[Finding] = []
     for rule in rules:
@@ -123,7 +126,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None:
         result.findings.append(error)
         return result
-    findings = run_rules(tree, rules, result, text)
+    findings = run_rules(tree, rules, result, text, path if os.path.isfile(path) else None)
     if noqa and findings and "noqa" in text.lower():
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]

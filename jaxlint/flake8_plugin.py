@@ -30,5 +30,6 @@ class JaxlintChecker:
         return cls._rules
 
     def run(self) -> Iterator[tuple]:
-        for f in run_rules(self.tree, self.rules()):
+        path = self.filename if self.filename and self.filename not in ("-", "stdin") else None
+        for f in run_rules(self.tree, self.rules(), path=path):
             yield f.line, f.col, f"{f.code} {f.message}", type(self)

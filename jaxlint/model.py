@@ -192,16 +192,21 @@ class JitWrap:
     static_argnames: set = field(default_factory=set)
     decorator: bool = False
     inline: bool = False  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
+    params: tuple = ()  # positional parameters, for wrappers summarized from another module (func is None)
+
+    def positional_params(self) -> list:
+        return list(self.func.params) if self.func is not None else list(self.params)
 
 
 class Scope:
-    __slots__ = ("node", "kind", "parent", "imports", "events", "func", "cls", "globals", "defs")
+    __slots__ = ("node", "kind", "parent", "imports", "import_src", "events", "func", "cls", "globals", "defs")
 
     def __init__(self, node: ast.AST, kind: str, parent: Optional["Scope"]):
         self.node = node
         self.kind = kind  # "module" | "function" | "class"
         self.parent = parent
         self.imports: dict[str, str] = {}
+        self.import_src: dict[str, tuple] = {}  # local name -> (module, imported name or None, level)
         self.events: dict[str, list[_Event]] = {}
         self.func: Optional[FunctionInfo] = None
         self.cls: Optional[ClassInfo] = None
@@ -323,11 +328,29 @@ class ModuleModel:
         self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
         self.imports_jax = False
+        self.path: Optional[str] = None
+        self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
         self._kind_memo: dict[int, bool] = {}
         self._callable_memo: dict[int, object] = {}
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
+
+    def uses_jax(self) -> bool:
+        """Whether any rule can fire: the module imports JAX, or imports from a module of the
+        project that does (a training script importing its jitted step from ``model.py``)."""
+        if self.imports_jax:
+            return True
+        if self.project is None or self.path is None:
+            return False
+        for name, (module, attr, level) in self.module_scope.import_src.items():
+            if level == 0 and module.split(".")[0] in ("numpy", "os", "sys", "typing", "functools"):
+                continue
+            other = self.project.imported(self.path, module, attr, level)
+            if other is not None and (other[0].imports_jax or (
+                    other[1] is not None and other[0].exported_callable(other[1]) is not None)):
+                return True
+        return False
 
     # ----------------------------------------------------------- name resolution
 
@@ -749,10 +772,15 @@ class ModuleModel:
         if isinstance(func, ast.Name):
             ev = self._binding(func.id, scope, _pos(func))
             if ev is None:
+                other = self._imported(func.id, scope)
+                if other is not None and other[1] is not None:
+                    return other[0].exported_callable(other[1])
                 return None
             if ev.kind == "def":
+                # Only a decorator makes the name itself compiled: after ``g = jax.jit(f)``,
+                # calling ``f`` still runs the Python function.
                 f = self.func_of_node.get(id(ev.node))
-                if f is not None and f.jit_entry is not None:
+                if f is not None and f.jit_entry is not None and f.jit_entry.decorator:
                     return f.jit_entry
                 if f is not None and f.traced and any(r.startswith("@") for r in f.trace_reasons):
                     return _TRANSFORMED
@@ -768,9 +796,40 @@ class ModuleModel:
                     if info is not None:
                         return info
                 meth = cls.methods.get(func.attr)
-                if meth is not None and meth.jit_entry is not None:
+                if meth is not None and meth.jit_entry is not None and meth.jit_entry.decorator:
                     return meth.jit_entry
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            # mod.train_step(...) with ``from . import mod`` / ``import pkg.mod as mod``
+            other = self._imported(func.value.id, scope)
+            if other is not None and other[1] is None:
+                return other[0].exported_callable(func.attr)
         return None
+
+    def _imported(self, name: str, scope: Scope):
+        """``(model, name)`` for a name imported from one of the project's modules, ``(model, None)``
+        for an imported project module; None otherwise or without a project resolver."""
+        if self.project is None or self.path is None:
+            return None
+        s: Optional[Scope] = scope
+        while s is not None:
+            if name in s.import_src:
+                module, attr, level = s.import_src[name]
+                return self.project.imported(self.path, module, attr, level)
+            if name in s.events:
+                return None
+            s = s.parent
+        return None
+
+    def exported_callable(self, name: str) -> Optional[JitWrap]:
+        """What calling this module's top-level ``name`` runs (see :meth:`callable_info`)."""
+        key = ("export", name)
+        if key in self._callable_memo:
+            return self._callable_memo[key]  # type: ignore[return-value]
+        self._callable_memo[key] = None
+        probe = ast.Name(id=name, ctx=ast.Load(), lineno=10 ** 9, col_offset=0)
+        result = self._callable(probe, self.module_scope, 0)
+        self._callable_memo[key] = result
+        return result
 
     def _scope_of_value(self, value: ast.AST) -> Scope:
         return self.scope_at(value)
@@ -890,11 +949,15 @@ def _has_mod(node: ast.AST) -> bool:
 # --------------------------------------------------------------------------- building
 
 
-def build_model(tree: ast.Module) -> ModuleModel:
-    """Walk the tree once, then work out which functions are traced."""
+def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False) -> ModuleModel:
+    """Walk the tree once, then work out which functions are traced. With ``path`` and a
+    :class:`~jaxlint.project.ProjectResolver`, names imported from the project's own modules are
+    looked up there. ``shallow`` skips function bodies (for summaries of imported modules)."""
     model = ModuleModel(tree)
+    model.path = path
+    model.project = project
     model._wraps_by_call = {}
-    _Builder(model).run(tree)
+    _Builder(model, shallow).run(tree)
     _TraceAnalysis(model).run()
     return model
 
@@ -902,8 +965,9 @@ def build_model(tree: ast.Module) -> ModuleModel:
 class _Builder:
     """The single walk: scopes, bindings, loops, guards, calls."""
 
-    def __init__(self, model: ModuleModel):
+    def __init__(self, model: ModuleModel, shallow: bool = False):
         self.m = model
+        self.shallow = shallow  # module and class level only: enough to summarize what a module exports
         self.scope = model.module_scope
         self.loops: tuple = ()
         self.guards: tuple = ()
@@ -970,9 +1034,11 @@ class _Builder:
         for alias in node.names:
             if alias.asname:
                 self.scope.imports[alias.asname] = N.canonical(alias.name)
+                self.scope.import_src[alias.asname] = (alias.name, None, 0)
             else:
                 top = alias.name.split(".")[0]
                 self.scope.imports[top] = top
+                self.scope.import_src[top] = (top, None, 0)
             if alias.name.split(".")[0] in ("jax", "equinox", "flax"):
                 self.m.imports_jax = True
 
@@ -986,6 +1052,7 @@ class _Builder:
             local = alias.asname or alias.name
             full = f"{mod}.{alias.name}" if mod and not mod.endswith(".") else mod + alias.name
             self.scope.imports[local] = N.canonical(full) if node.level == 0 else ""
+            self.scope.import_src[local] = (node.module, alias.name, node.level)
 
     def v_Global(self, node: ast.Global) -> None:
         self.scope.globals.update(node.names)
@@ -1039,6 +1106,8 @@ class _Builder:
         fi = self._function(node, node.name)
         self.bind(node.name, "def", None, None, node, _pos(node))
         self.scope.defs[node.name] = fi
+        if self.shallow:
+            return
         saved = self._enter(fi, node.name)
         self.body(node.body)
         self._leave(saved)
@@ -1050,6 +1119,8 @@ class _Builder:
         self.visit_all(node.args.kw_defaults)
         fi = self._function(node, "<lambda>")
         fi.returns.append(node.body)
+        if self.shallow:
+            return
         saved = self._enter(fi, "<lambda>")
         self.visit(node.body)
         self._leave(saved)
@@ -1561,3 +1632,42 @@ def _spelling(func: ast.AST, m: ModuleModel, scope: Scope) -> str:
             return ast.unparse(func.args[0])
         return ast.unparse(func.func)
     return ast.unparse(func)
+
+
+class ModuleSummary:
+    """What other modules need to know of a module, without its tree: whether it imports JAX,
+    which top-level names are jitted/transformed callables, and which names it re-exports."""
+
+    __slots__ = ("path", "imports_jax", "exports", "reexports", "project")
+
+    def __init__(self, model: ModuleModel):
+        self.path = model.path
+        self.project = model.project
+        self.imports_jax = model.imports_jax
+        self.exports: dict[str, JitWrap] = {}
+        self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
+        for name, evs in model.module_scope.events.items():
+            wrap = model.exported_callable(name)
+            if wrap is None:
+                continue
+            if wrap is _TRANSFORMED:
+                self.exports[name] = wrap
+                continue
+            self.exports[name] = JitWrap(
+                node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None, ctx=_TRANSFORMED.ctx,
+                static_argnums=set(wrap.static_argnums), static_argnames=set(wrap.static_argnames),
+                decorator=False, inline=wrap.inline, params=tuple(wrap.positional_params()))
+
+    def exported_callable(self, name: str) -> Optional[JitWrap]:
+        if name in self.exports:
+            return self.exports[name]
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return None
+        other = self.project.imported(self.path, *src)
+        if other is not None and other[1] is not None:
+            return other[0].exported_callable(other[1])
+        return None
+
+
+_SUMMARY_NODE = ast.Pass()

@@ -313,7 +313,7 @@ class StaticArgChurn(Rule):
                 continue
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
-            params = list(wrap.func.params) if wrap.func is not None else []
+            params = wrap.positional_params()
             shift = 0
             if wrap.func is not None and wrap.func.is_method and params and params[0] in ("self", "cls"):
                 if wrap.decorator and isinstance(call.func, ast.Attribute):

@@ -1,0 +1,118 @@
+"""Cross-module inference: the modules of the user's own project that a module imports from.
+
+``from .model import train_step`` or ``from mypkg.model import train_step`` is resolved to a file
+next to (or in the package of) the importing file, that file's model is built once per process,
+and the rules learn what they would know had the function been defined locally: that calling
+``train_step`` runs compiled code, its static arguments, that it returns JAX arrays.
+
+Only files of the project are read (the importing file's folder, and the folder above its top
+package); installed libraries are not analysed. Models are cached per process (LRU), and
+dependency models resolve their own imports only a few levels deep, so a chain of imports
+cannot make one file's check read the whole project.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import OrderedDict
+from typing import Optional
+
+MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
+MAX_DEPTH = 2  # how many import hops a query may follow
+
+
+class ProjectResolver:
+    def __init__(self) -> None:
+        self._models: "OrderedDict[str, object]" = OrderedDict()
+        self._files: dict = {}
+        self.depth = 0
+
+    # ----------------------------------------------------------- files
+
+    def locate(self, from_path: str, module: Optional[str], level: int) -> Optional[str]:
+        """The project file for an import seen in ``from_path`` (None when not in the project)."""
+        key = (os.path.dirname(from_path), module, level)
+        if key in self._files:
+            return self._files[key]
+        found = self._locate(from_path, module, level)
+        self._files[key] = found
+        return found
+
+    def _locate(self, from_path: str, module: Optional[str], level: int) -> Optional[str]:
+        here = os.path.dirname(os.path.abspath(from_path))
+        parts = module.split(".") if module else []
+        if level > 0:
+            base = here
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            return _module_file(base, parts)
+        if not parts:
+            return None
+        top = here
+        while os.path.isfile(os.path.join(top, "__init__.py")):
+            top = os.path.dirname(top)
+        for root in dict.fromkeys((here, top)):
+            found = _module_file(root, parts)
+            if found is not None:
+                return found
+        return None
+
+    # ----------------------------------------------------------- models
+
+    def model(self, path: str):
+        """The summary (:class:`~jaxlint.model.ModuleSummary`) of a project file, built once from a
+        shallow model (module and class level only); None when it cannot be read or parsed."""
+        path = os.path.abspath(path)
+        if path in self._models:
+            self._models.move_to_end(path)
+            return self._models[path]
+        self._models[path] = None  # a cycle of imports sees "unknown" while it is being built
+        model = None
+        try:
+            from .engine import decode_source
+            from .model import ModuleSummary, build_model
+
+            with open(path, "rb") as fh:
+                tree = ast.parse(decode_source(fh.read()), filename=path)
+            model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+            model = None
+        self._models[path] = model
+        while len(self._models) > MAX_MODELS:
+            self._models.popitem(last=False)
+        return model
+
+    def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
+        """What an import binds: ``(model, None)`` for a module of the project, ``(model, name)``
+        for a name defined in one, or None."""
+        if self.depth >= MAX_DEPTH:
+            return None
+        if name is not None:
+            sub = f"{module}.{name}" if module else name
+            path = self.locate(from_path, sub, level)
+            if path is not None:
+                return self._enter(path, None)
+        path = self.locate(from_path, module, level)
+        if path is None or os.path.abspath(path) == os.path.abspath(from_path):
+            return None
+        return self._enter(path, name)
+
+    def _enter(self, path: str, name: Optional[str]):
+        self.depth += 1
+        try:
+            model = self.model(path)
+        finally:
+            self.depth -= 1
+        return (model, name) if model is not None else None
+
+
+def _module_file(base: str, parts: list) -> Optional[str]:
+    if not parts:
+        init = os.path.join(base, "__init__.py")
+        return init if os.path.isfile(init) else None
+    path = os.path.join(base, *parts)
+    if os.path.isfile(path + ".py"):
+        return path + ".py"
+    init = os.path.join(path, "__init__.py")
+    return init if os.path.isfile(init) else None

@@ -1,0 +1,118 @@
+"""Cross-module inference: jitted functions imported from the project's own modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from jaxlint.engine import check_path
+from jaxlint.project import ProjectResolver
+from jaxlint_rules import ALL_RULES
+
+RULES = [r() for r in ALL_RULES]
+
+MODEL = textwrap.dedent("""
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    @partial(jax.jit, static_argnums=1)
+    def power(x, n):
+        return x ** n
+
+    def plain(x):
+        return x + 1
+
+    fast_plain = jax.jit(plain)
+""")
+
+LOOP = """
+def run(x):
+    for i in range(100):
+        x = {call}
+        print(float(x))
+    return x
+"""
+
+
+def make(tmp_path: Path, files: dict) -> Path:
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def codes(path: Path) -> list:
+    res = check_path(str(path), RULES)
+    assert res.internal_errors == []
+    return sorted((f.line, f.code) for f in res.findings)
+
+
+def test_relative_import_of_a_jitted_function(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
+                    "pkg/train.py": "from .model import step\n" + LOOP.format(call="step(x)")})
+    assert codes(tmp_path / "pkg/train.py") == [(6, "JAX201")]
+
+
+def test_absolute_import_and_module_alias_and_static_args(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
+                    "pkg/train.py": "import pkg.model as M\n" + LOOP.format(call="M.power(x, i)")})
+    assert codes(tmp_path / "pkg/train.py") == [(5, "JAX103"), (6, "JAX201")]
+
+
+def test_jit_of_a_function_assigned_at_module_level(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
+                    "pkg/train.py": "from pkg.model import fast_plain\n" + LOOP.format(call="fast_plain(x)")})
+    assert codes(tmp_path / "pkg/train.py") == [(6, "JAX201")]
+
+
+def test_reexport_through_package_init(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "from .model import step\n", "pkg/model.py": MODEL,
+                    "train.py": "from pkg import step\n" + LOOP.format(call="step(x)")})
+    assert codes(tmp_path / "train.py") == [(6, "JAX201")]
+
+
+def test_sibling_script_import_without_package(tmp_path):
+    make(tmp_path, {"model.py": MODEL, "train.py": "from model import step\n" + LOOP.format(call="step(x)")})
+    assert codes(tmp_path / "train.py") == [(6, "JAX201")]
+
+
+def test_plain_imported_function_is_not_jax(tmp_path):
+    # plain() is not jitted: its result is whatever it is given, so float() of it is not a transfer
+    make(tmp_path, {"model.py": MODEL, "train.py": "from model import plain\n" + LOOP.format(call="plain(x)")})
+    assert codes(tmp_path / "train.py") == []
+
+
+def test_missing_module_and_import_cycle_are_harmless(tmp_path):
+    make(tmp_path, {"a.py": "from b import f\nimport jax\ng = jax.jit(f)\n",
+                    "b.py": "from a import g\nimport jax\nf = jax.jit(g)\n",
+                    "c.py": "from nowhere import step\n" + LOOP.format(call="step(x)")})
+    assert codes(tmp_path / "a.py") == []
+    assert codes(tmp_path / "c.py") == []
+
+
+def test_resolver_locates_files(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/m.py": "",
+                    "pkg/n.py": "", "top.py": ""})
+    r = ProjectResolver()
+    here = str(tmp_path / "pkg/sub/m.py")
+    assert r.locate(here, "n", 2) == str(tmp_path / "pkg/n.py")
+    assert r.locate(here, None, 1) == str(tmp_path / "pkg/sub/__init__.py")
+    assert r.locate(here, "pkg.n", 0) == str(tmp_path / "pkg/n.py")
+    assert r.locate(here, "top", 0) == str(tmp_path / "top.py")
+    assert r.locate(here, "numpy", 0) is None
+
+
+def test_flake8_resolves_imports_too(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
+                    "pkg/train.py": "from .model import step\n" + LOOP.format(call="step(x)")})
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "JAX", str(tmp_path / "pkg/train.py")],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.stdout.count(" JAX201 ") == 1 and ":6:" in proc.stdout, proc.stdout + proc.stderr
