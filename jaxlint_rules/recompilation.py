@@ -232,10 +232,21 @@ def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo
             if isinstance(f, ast.Name) and f.id in params:
                 return True
             qn = model.resolve(f, wrap.ctx.scope)
-            if (qn == N.PARTIAL or qn in N.TRANSFORMS) and node.args and isinstance(node.args[0], ast.Name) \
-                    and node.args[0].id in params:
+            args = [a for a in node.args if isinstance(a, ast.Name)] + [
+                kw.value for kw in node.keywords if isinstance(kw.value, ast.Name)]
+            if not any(a.id in params for a in args):
+                continue
+            if qn == N.PARTIAL or qn in N.TRANSFORMS:
+                if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
+                    return True
+            elif qn is None or not qn.startswith(_KNOWN_PURE):
+                # An outer parameter handed to unknown code (``condition(model, data)``,
+                # ``SVI(model, guide, ...)``): most likely a user-supplied model or callback.
                 return True
     return False
+
+
+_KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
 
 
 def _called_once(f: Optional[FunctionInfo]) -> bool:

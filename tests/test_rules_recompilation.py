@@ -736,3 +736,28 @@ def test_jax103_reports_only_the_static_argument_line():
             return params
     """
     assert findings(src) == [(line_of(src, "# HERE"), "JAX103")]
+
+
+def test_jax102_quiet_for_higher_order_helpers_around_user_callables():
+    # The closure hands the caller's model and guide to unknown code: a different program per
+    # call is inherent, there is no cache to reuse.
+    src = """
+        import jax
+
+        def diagnose(model, guide, data):
+            def one_fit(key):
+                fitted = fit(condition(model, data), guide, key)
+                return summarize(fitted)
+            return jax.pmap(one_fit)(jax.random.split(jax.random.PRNGKey(0), 8))
+    """
+    assert findings(src, "JAX102") == []
+
+
+def test_jax102_still_reports_a_closure_over_a_model_method():
+    src = """
+        import jax
+
+        def predict(model, params, x):
+            return jax.jit(lambda v: model.apply(params, v))(x)  # HERE
+    """
+    assert findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
