@@ -239,7 +239,7 @@ def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo
             if qn == N.PARTIAL or qn in N.TRANSFORMS:
                 if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
                     return True
-            elif qn is None or not qn.startswith(_KNOWN_PURE):
+            elif (qn is None or not qn.startswith(_KNOWN_PURE)) and not _method_of(f, params):
                 # An outer parameter handed to unknown code (``condition(model, data)``,
                 # ``SVI(model, guide, ...)``): most likely a user-supplied model or callback.
                 return True
@@ -247,6 +247,14 @@ def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo
 
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
+
+
+def _method_of(func: ast.AST, names: set) -> bool:
+    """``model.apply`` where ``model`` is one of ``names``: the program is the same each call
+    (``jax.jit(lambda x: model.apply(params, x))`` is the pitfall itself)."""
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id in names
 
 
 def _called_once(f: Optional[FunctionInfo]) -> bool:
