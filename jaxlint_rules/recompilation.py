@@ -239,8 +239,9 @@ def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo
             if qn == N.PARTIAL or qn in N.TRANSFORMS:
                 if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
                     return True
-            elif (qn is None or not qn.startswith(_KNOWN_PURE)) and not _method_of(f, params):
-                # An outer parameter handed to unknown code (``condition(model, data)``,
+            elif (qn is None or not qn.startswith(_KNOWN_PURE)) and not _method_of(f, params) \
+                    and not model.local_functions(f, wrap.ctx.scope):
+                # An outer parameter handed to code from elsewhere (``condition(model, data)``,
                 # ``SVI(model, guide, ...)``): most likely a user-supplied model or callback.
                 return True
     return False
