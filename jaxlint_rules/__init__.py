@@ -2,11 +2,16 @@
 
 JAX1xx recompilation.py   retracing and recompiling
 JAX2xx host_transfer.py   device-to-host syncs
+JAX3xx shapes.py          data-dependent shapes, Python control flow on tracers, unrolled loops
+JAX4xx mutation.py        in-place updates of immutable arrays, the removed jax.ops index API
+JAX5xx rng.py             host RNGs frozen by tracing, reused PRNG keys
+JAX6xx side_effects.py    Python side effects and print inside traced code
 """
 
 from __future__ import annotations
 
-from . import host_transfer, recompilation
+from . import host_transfer, mutation, recompilation, rng, shapes, side_effects
 
-ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES], key=lambda r: r.code)
+ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES],
+                   key=lambda r: r.code)
 RULES_BY_CODE = {r.code: r for r in ALL_RULES}

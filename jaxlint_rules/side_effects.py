@@ -1,0 +1,308 @@
+"""JAX6xx: Python side effects inside traced code, which run once at trace time."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from jaxlint import names as N
+from jaxlint.model import FunctionInfo, JitWrap, ModuleModel
+from jaxlint.rule import Finding, Rule, unparse
+
+# Container methods that change the container they are called on.
+MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",
+                      "discard"})
+# Wrappers whose compiled methods must not assign to ``self``; flax.nnx.jit and equinox.filter_jit
+# carry module state in and out of the compiled function, so assignments there are their job.
+_PLAIN_JIT = frozenset({"jax.jit", "jax.pmap"})
+# Mutators that return None: called for their effect, as a statement.
+_STATEMENT_MUTATORS = MUTATORS - {"pop", "setdefault"}
+_CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+_CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
+                              "collections.OrderedDict", "collections.deque", "collections.Counter"})
+
+
+def _pos(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset)
+
+
+def _same_trace_only(f: FunctionInfo) -> bool:
+    """Whether ``f`` is traced only because traced code calls it directly: it then runs inside the
+    caller's trace, and state of a traced enclosing function is trace-local for it."""
+    return bool(f.trace_reasons) and all(r.startswith("called from ") for r in f.trace_reasons)
+
+
+def _outer_owner(model: ModuleModel, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:
+    """If ``name`` (used in traced ``f``) refers to a Python list/dict/set that outlives the trace,
+    where it lives: "module" or "enclosing function". None for locals and parameters, and for
+    anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
+    optimizer object with an ``update`` method)."""
+    ev = model._binding(name.id, scope, _pos(name))
+    if ev is None or ev.kind != "assign" or ev.path is not None:
+        return None
+    if ev.scope is f.scope or ev.scope.kind == "class":
+        return None
+    value = ev.value
+    if not (isinstance(value, _CONTAINER_DISPLAYS) or (
+            isinstance(value, ast.Call) and model.resolve(value.func, ev.scope) in _CONTAINER_TYPES)):
+        return None
+    if ev.scope.kind == "module":
+        return "module-level"
+    g = ev.scope.func
+    if g is not None and g.traced and _same_trace_only(f):
+        return None  # a helper filling its traced caller's local: all within one trace
+    return "enclosing function's"
+
+
+def _memo_guarded(model: ModuleModel, target: ast.Subscript) -> bool:
+    """``if key not in cache: cache[key] = ...``: an ``if`` around the store tests membership in the
+    container."""
+    ctx = model.context(target)
+    if ctx is None:
+        return False
+    name = target.value.id
+    for test, _ in ctx.guards:
+        for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
+            if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+                part = part.operand
+            if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
+                    and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
+                return True
+    return False
+
+
+def _holds_jax(model: ModuleModel, expr: ast.AST, scope) -> bool:
+    if isinstance(expr, ast.Starred):
+        expr = expr.value
+    if isinstance(expr, ast.Dict):
+        return any(v is not None and _holds_jax(model, v, scope) for v in expr.values)
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return any(_holds_jax(model, e, scope) for e in expr.elts)
+    return model.is_jax(expr, scope)
+
+
+def _wrapper_name(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
+    """The qualified name of the jit wrapper that made ``wrap`` (``jax.jit``, ``flax.nnx.jit``)."""
+    def name_of(expr: ast.AST, scope) -> Optional[str]:
+        if isinstance(expr, ast.Call):
+            qn = model.resolve(expr.func, scope)
+            if qn == N.PARTIAL and expr.args:
+                return model.resolve(expr.args[0], scope)
+            return qn
+        return model.resolve(expr, scope)
+
+    if wrap.decorator and wrap.func is not None:
+        scope = wrap.func.scope.parent
+        for dec in wrap.func.node.decorator_list:
+            qn = name_of(dec, scope)
+            if qn in N.JIT_WRAPPERS:
+                return qn
+        return None
+    if isinstance(wrap.node, ast.Call):
+        func = wrap.node.func
+        scope = wrap.ctx.scope
+        return name_of(func, scope) if isinstance(func, ast.Call) else model.resolve(func, scope)
+    return None
+
+
+class SideEffectInTracedCode(Rule):
+    code = "JAX601"
+    name = "side-effect-in-traced-code"
+    summary = ("Finds traced code that stores JAX values into state that outlives the call: appending to or "
+               "updating a module-level or enclosing container, assigning into one by subscript, rebinding a "
+               "`global`/`nonlocal` name, or assigning to `self` in a method compiled with `jax.jit`/`jax.pmap`.")
+    rationale = ("A jitted function's Python body runs once, while JAX traces it; later calls run the compiled "
+                 "program and skip every Python side effect. The list gets one entry however many calls are made, "
+                 "and that entry is a tracer, which raises an UnexpectedTracerError when used outside the trace. "
+                 "Return the values instead (or use `jax.debug.callback`/`io_callback` for real host effects).")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        losses = []
+
+        @jax.jit
+        def train_step(w, x, y):
+            loss = jnp.mean((x @ w - y) ** 2)
+            losses.append(loss)
+            return w - 0.1 * jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x, y):
+            loss, grad = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+            return w - 0.1 * grad, loss
+
+        def train(w, batches):
+            losses = []
+            for x, y in batches:
+                w, loss = train_step(w, x, y)
+                losses.append(loss)
+            return w, losses
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        yield from self._mutating_calls(model)
+        yield from self._stores(model)
+        yield from self._decls(model)
+
+    def _mutating_calls(self, model: ModuleModel) -> Iterator[Finding]:
+        for call in model.calls:
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr in MUTATORS and isinstance(func.value, ast.Name)):
+                continue
+            if func.attr in _STATEMENT_MUTATORS and id(call) not in model.expr_values:
+                continue  # its result is used: a functional ``update`` (optax), not list.append
+            f = model.function_at(call)
+            if f is None or not f.traced:
+                continue
+            scope = model.scope_at(call)
+            owner = _outer_owner(model, f, func.value, scope)
+            if owner is None:
+                continue
+            values = list(call.args) + [kw.value for kw in call.keywords]
+            if not any(_holds_jax(model, v, scope) for v in values):
+                continue  # trace-time bookkeeping of static values (shapes, names, trace counters)
+            yield self.finding(call, f"`{unparse(func)}(...)` stores a tracer in the {owner} `{func.value.id}` "
+                                     "once, at trace time; return the value from the traced function instead")
+
+    def _stores(self, model: ModuleModel) -> Iterator[Finding]:
+        for target, kind in model.stores:
+            f = model.function_at(target)
+            if f is None or not f.traced:
+                continue
+            scope = model.scope_at(target)
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and kind == "assign":
+                # The model records store targets without their values: a helper that only ever sees
+                # static arguments, or a memo filled under ``if key not in cache:``, stores static
+                # values (a trace-time cache), not tracers.
+                if not f.tracer_params or _memo_guarded(model, target):
+                    continue
+                owner = _outer_owner(model, f, target.value, scope)
+                if owner == "enclosing function's" and f.jit_entry is None:
+                    # Transform and lax bodies commonly hand their output tree structure to the
+                    # caller through a closure dict: only a compiled function's writes are reported.
+                    continue
+                if owner is not None:
+                    yield self.finding(target, f"`{unparse(target)} = ...` writes into the {owner} "
+                                               f"`{target.value.id}` once, at trace time; return the value from "
+                                               "the traced function instead")
+            elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                  and f.is_method and f.params and target.value.id == f.params[0] and scope is f.scope
+                  and "builtins.staticmethod" not in f.decorators):
+                wrap = f.jit_entry
+                if wrap is None or wrap.kind not in ("jit", "pmap") or _wrapper_name(model, wrap) not in _PLAIN_JIT:
+                    continue
+                yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
+                                           f"`{wrap.spelling}` happens once, at trace time; return the new state "
+                                           "instead")
+
+    def _decls(self, model: ModuleModel) -> Iterator[Finding]:
+        for decl in model.decls:
+            f = model.function_at(decl)
+            if f is None or not f.traced:
+                continue
+            for name in decl.names:
+                if isinstance(decl, ast.Nonlocal) and _same_trace_only(f):
+                    owner = self._nonlocal_owner(f, name)
+                    if owner is not None and owner.traced:
+                        continue
+                for ev in f.scope.events.get(name, ()):
+                    if ev.kind == "assign":
+                        value, node = ev.value, ev.node
+                        if ev.path is not None:
+                            continue
+                    elif ev.kind == "aug":
+                        value, node = ev.node.value, ev.node
+                    else:
+                        continue
+                    if not _holds_jax(model, value, ev.scope):
+                        continue
+                    kw = "global" if isinstance(decl, ast.Global) else "nonlocal"
+                    yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens once, at "
+                                             "trace time, and leaks a tracer; return the value instead")
+                    break
+
+    @staticmethod
+    def _nonlocal_owner(f: FunctionInfo, name: str) -> Optional[FunctionInfo]:
+        s = f.scope.parent
+        while s is not None:
+            if s.kind == "function" and name in s.events:
+                return s.func
+            s = s.parent
+        return None
+
+
+_PRINT_OPTIONS = ("sep", "end", "file", "flush")
+
+
+def _shows_jax(model: ModuleModel, value: ast.AST, scope) -> bool:
+    """Whether printing ``value`` prints a JAX value: the value itself, or an f-string, ``%``- or
+    ``str.format``-formatting, ``str()``/``repr()`` of one."""
+    if isinstance(value, ast.Starred):
+        value = value.value
+    if isinstance(value, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) and _shows_jax(model, v.value, scope) for v in value.values)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
+        return _shows_jax(model, value.right, scope)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return any(_shows_jax(model, v, scope) for v in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(v is not None and _shows_jax(model, v, scope) for v in value.values)
+    if isinstance(value, ast.Call):
+        func = value.func
+        args = list(value.args) + [kw.value for kw in value.keywords]
+        if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
+            return any(_shows_jax(model, a, scope) for a in args)
+        if model.resolve(func, scope) in ("builtins.str", "builtins.repr", "builtins.format"):
+            return bool(value.args) and _shows_jax(model, value.args[0], scope)
+    return model.is_jax(value, scope)
+
+
+class PrintInTracedCode(Rule):
+    code = "JAX602"
+    name = "print-in-traced-code"
+    summary = "Finds `print()` of a traced value (directly, in an f-string or `%`/`.format`) inside traced code."
+    rationale = ("`print` is Python: inside `jax.jit` it runs once, while the function is traced, and shows an "
+                 "abstract Tracer (shape and dtype, no numbers); later calls print nothing. "
+                 "`jax.debug.print(\"x = {}\", x)` prints the runtime value on every call.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            y = jnp.tanh(x)
+            print("y =", y)
+            return y * 2.0
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            y = jnp.tanh(x)
+            print("tracing step for shape", y.shape)
+            jax.debug.print("y = {}", y)
+            return y * 2.0
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for call in model.calls:
+            f = model.function_at(call)
+            if f is None or not f.traced:
+                continue
+            scope = model.scope_at(call)
+            if model.resolve(call.func, scope) != "builtins.print":
+                continue
+            values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
+            if any(_shows_jax(model, v, scope) for v in values):
+                yield self.finding(call, "`print()` of a traced value runs once at trace time and shows a Tracer; "
+                                         "use `jax.debug.print(\"{}\", x)`")
+
+
+RULES = [SideEffectInTracedCode, PrintInTracedCode]

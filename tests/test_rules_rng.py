@@ -1,0 +1,581 @@
+"""Tests of the random-number rules: JAX501, JAX502, JAX503.
+
+Positive cases mark every line where a finding is expected with ``# expect: CODE`` and compare
+the engine's findings of *all* rules with those marks, so a case also fails when another rule
+fires on it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+import jaxlint_rules
+from jaxlint.engine import check_source
+from jaxlint_rules.rng import ConstantKeyInLoop, GlobalRngInTracedCode, KeyReuse
+
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]
+
+
+def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
+
+
+def expected(src: str) -> list[tuple[int, str]]:
+    out = []
+    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
+        m = _EXPECT.search(line)
+        if m:
+            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+    return sorted(out)
+
+
+def assert_marked(src: str) -> None:
+    want = expected(src)
+    assert want, "a positive case needs at least one expect mark"
+    assert findings(src) == want
+
+
+# --------------------------------------------------------------------------- the rules' own examples
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_bad_example_triggers_exactly_its_rule(rule):
+    got = findings(rule.bad)
+    assert got, f"{rule.code}.bad triggers nothing"
+    assert {code for _, code in got} == {rule.code}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_good_example_triggers_nothing(rule):
+    assert findings(rule.good) == []
+
+
+# --------------------------------------------------------------------------- JAX501 positives
+
+
+def test_jax501_numpy_and_stdlib_random_in_jit_and_scan():
+    assert_marked("""
+    import random
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def jitter(x):
+        return x + random.gauss(0.0, 0.1)  # expect: JAX501
+
+    def noisy_cumsum(xs):
+        def body(carry, x):
+            carry = carry + x + np.random.normal()  # expect: JAX501
+            return carry, carry
+        return jax.lax.scan(body, 0.0, xs)
+    """)
+
+
+def test_jax501_aliased_numpy_random_under_vmap_and_pmap():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy.random as npr
+    from numpy import random as nprandom
+
+    def augment(x):
+        shift = npr.randint(0, 4)  # expect: JAX501
+        return jnp.roll(x, shift)
+
+    batched_augment = jax.vmap(augment)
+
+    @jax.pmap
+    def perturb(x):
+        return x * nprandom.uniform(0.9, 1.1)  # expect: JAX501
+    """)
+
+
+def test_jax501_host_generator_made_outside_the_traced_function():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    @jax.jit
+    def add_noise(x):
+        return x + rng.normal(size=x.shape)  # expect: JAX501
+
+    def make_step(scale):
+        gen = np.random.RandomState(1)
+
+        @jax.jit
+        def step(x):
+            return x * scale + gen.standard_normal()  # expect: JAX501
+        return step
+    """)
+
+
+def test_jax501_helper_called_from_jit_and_jitted_method():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def shuffle_features(x):
+        perm = np.random.permutation(x.shape[-1])  # expect: JAX501
+        return x[..., perm]
+
+    @jax.jit
+    def forward(w, x):
+        return jnp.tanh(shuffle_features(x) @ w)
+
+    class Dropout:
+        def __init__(self, rate):
+            self.rate = rate
+            self.apply = jax.jit(self.forward)
+
+        def forward(self, x):
+            mask = np.random.binomial(1, 1.0 - self.rate, x.shape)  # expect: JAX501
+            return x * mask
+    """)
+
+
+# --------------------------------------------------------------------------- JAX501 negatives
+
+
+def test_jax501_host_rng_in_data_pipeline_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def train_step(w, x):
+        return w - 0.1 * jnp.mean(x @ w)
+
+    def batches(data, batch_size, seed):
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(data))
+        for i in range(0, len(data), batch_size):
+            yield data[order[i:i + batch_size]]
+
+    def train(w, data):
+        np.random.seed(0)
+        for batch in batches(data, 32, seed=np.random.randint(1000)):
+            w = train_step(w, jnp.asarray(batch))
+        return w
+    """) == []
+
+
+def test_jax501_jax_random_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    from jax import random
+
+    @jax.jit
+    def dropout(key, x, rate):
+        k_keep, k_noise = random.split(key)
+        keep = random.bernoulli(k_keep, 1.0 - rate, x.shape)
+        noise = jax.random.normal(k_noise, x.shape) * 0.0
+        return jnp.where(keep, x / (1.0 - rate), noise)
+    """) == []
+
+
+def test_jax501_callback_host_function_is_not_reported():
+    # The callback runs on the host on every call: drawing host randomness there is fine.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def host_noise(x):
+        return (np.asarray(x) + np.random.normal(size=x.shape)).astype(np.float32)
+
+    @jax.jit
+    def noisy(x):
+        return jax.pure_callback(host_noise, jax.ShapeDtypeStruct(x.shape, jnp.float32), x)
+    """) == []
+
+
+def test_jax501_generator_seeded_inside_the_function_and_setup_calls_are_not_reported():
+    # A generator seeded inside the function gives the same numbers on every call, jit or not;
+    # constructors and seeding are not draws.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def fixed_projection(x):
+        rng = np.random.default_rng(0)
+        proj = rng.standard_normal((x.shape[-1], 8)).astype(np.float32)
+        ss = np.random.SeedSequence(42)
+        return x @ proj
+    """) == []
+
+
+# --------------------------------------------------------------------------- JAX502 positives
+
+
+def test_jax502_key_used_after_split_and_subkey_used_twice():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def init_mlp(key, sizes):
+        k1, k2 = jax.random.split(key)
+        w1 = jax.random.normal(k1, (sizes[0], sizes[1]))
+        w2 = jax.random.normal(key, (sizes[1], sizes[2]))  # expect: JAX502
+        b1 = jax.random.uniform(k2, (sizes[1],))
+        b2 = jax.random.uniform(k2, (sizes[2],))  # expect: JAX502
+        return w1, w2, b1, b2
+    """)
+
+
+def test_jax502_keyword_key_and_aliased_module_in_jit():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    from jax import random as jr
+
+    @jax.jit
+    def corrupt(rng, x):
+        mask = jr.bernoulli(key=rng, p=0.9, shape=x.shape)
+        noise = jr.normal(rng, x.shape)  # expect: JAX502
+        return jnp.where(mask, x, noise)
+    """)
+
+
+def test_jax502_key_not_replaced_in_a_step_loop():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def sample_chain(key, x, num_steps):
+        for step in range(num_steps):
+            x = x + 0.1 * jax.random.normal(key, x.shape)  # expect: JAX502
+        return x
+
+    def langevin(key, x, num_steps):
+        i = 0
+        while i < num_steps:
+            k1, k2 = jax.random.split(key)  # expect: JAX502
+            x = x - 0.01 * x + jax.random.normal(k1, x.shape)
+            i += 1
+        return x
+
+    def ensemble(key, n):
+        return [jax.random.normal(key, (3,)) for _ in range(n)]  # expect: JAX502
+    """)
+
+
+def test_jax502_closure_key_used_twice_and_fold_in_with_the_same_data():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def make_init(key):
+        def init(shape):
+            w = jax.random.normal(key, shape)
+            b = jax.random.normal(key, shape[-1:])  # expect: JAX502
+            return w, b
+        return init
+
+    def two_streams(key):
+        a = jax.random.fold_in(key, 0)
+        b = jax.random.fold_in(key, 0)  # expect: JAX502
+        return a, b
+
+    def derived_then_sampled(key, x):
+        sub = jax.random.fold_in(key, 1)
+        return jax.random.normal(key, x.shape), sub  # expect: JAX502
+    """)
+
+
+# --------------------------------------------------------------------------- JAX502 negatives
+
+
+def test_jax502_split_and_rebind_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def train(key, params, num_steps):
+        for step in range(num_steps):
+            key, sub = jax.random.split(key)
+            noise = jax.random.normal(sub, params.shape)
+            params = params - 0.01 * noise
+        key, k_eval = jax.random.split(key)
+        return params, jax.random.uniform(k_eval, ())
+
+    def walk(key, x, n):
+        i = 0
+        while i < n:
+            key = jax.random.split(key)[0]
+            x = x + jax.random.normal(key, x.shape)
+            i += 1
+        return x
+    """) == []
+
+
+def test_jax502_fold_in_per_step_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def per_step_keys(key, num_steps):
+        noises = []
+        for step in range(num_steps):
+            step_key = jax.random.fold_in(key, step)
+            noises.append(jax.random.normal(step_key, (4,)))
+        return noises
+
+    def named_streams(key):
+        k_dropout = jax.random.fold_in(key, 0)
+        k_noise = jax.random.fold_in(key, 1)
+        return k_dropout, k_noise
+    """) == []
+
+
+def test_jax502_exclusive_branches_are_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def init_weight(key, shape, kind):
+        if kind == "normal":
+            w = jax.random.normal(key, shape)
+        else:
+            w = jax.random.uniform(key, shape, minval=-1.0, maxval=1.0)
+        return w
+
+    def sample(key, shape, truncated):
+        if truncated:
+            return jax.random.truncated_normal(key, -2.0, 2.0, shape)
+        return jax.random.normal(key, shape)
+
+    def noise(key, shape, gaussian):
+        return jax.random.normal(key, shape) if gaussian else jax.random.uniform(key, shape)
+    """) == []
+
+
+def test_jax502_key_passed_to_user_functions_and_key_utilities_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def init_layer(key, shape):
+        return jax.random.normal(key, shape)
+
+    def init_model(key, shape):
+        # unknown functions: we cannot tell whether they consume the key
+        a = init_layer(key, shape)
+        b = init_layer(key, shape)
+        data = jax.random.key_data(key)
+        copy = jax.random.clone(key)
+        return a, b, data, jax.random.normal(key, shape), copy
+    """) == []
+
+
+def test_jax502_same_key_for_each_configuration_is_not_reported():
+    # Looping over test cases or shapes with one key is deliberate: comparable inputs per case.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    SHAPES = [(2, 3), (4, 5)]
+
+    def check_shapes(key, fn):
+        for shape in SHAPES:
+            x = jax.random.normal(key, shape)
+            assert fn(x).shape == shape
+    """) == []
+
+
+# --------------------------------------------------------------------------- JAX503 positives
+
+
+def test_jax503_literal_and_module_constant_seeds_in_loops():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    SEED = 42
+
+    def rollout(policy, obs, num_steps):
+        for t in range(num_steps):
+            key = jax.random.key(SEED)  # expect: JAX503
+            action = policy(obs, key)
+            obs = obs + action
+        return obs
+
+    def train(params, it):
+        while True:
+            batch = next(it, None)
+            if batch is None:
+                return params
+            rng = jax.random.PRNGKey(0)  # expect: JAX503
+            params = params - 0.01 * jax.random.normal(rng, params.shape) * batch
+    """)
+
+
+def test_jax503_in_comprehension_and_unrolled_jit_loop():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def noise_bank(n, shape):
+        return [jax.random.normal(jax.random.PRNGKey(7), shape) for _ in range(n)]  # expect: JAX503
+
+    @jax.jit
+    def diffuse(x):
+        for i in range(4):
+            x = x + jax.random.normal(jax.random.key(-1), x.shape)  # expect: JAX503
+        return x
+    """)
+
+
+def test_jax503_from_import_spelling():
+    assert_marked("""
+    import jax.numpy as jnp
+    from jax.random import PRNGKey, uniform
+
+    def mc_estimate(f, n):
+        total = 0.0
+        for i in range(n):
+            total = total + f(uniform(PRNGKey(123), (128,)))  # expect: JAX503
+        return total / n
+    """)
+
+
+def test_jax503_nested_step_loops():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def epochs(params, num_epochs, steps):
+        for epoch in range(num_epochs):
+            for step in range(steps):
+                dropout_key = jax.random.PRNGKey(1)  # expect: JAX503
+                mask = jax.random.bernoulli(dropout_key, 0.9, params.shape)
+                params = params * mask
+        return params
+    """)
+
+
+# --------------------------------------------------------------------------- JAX503 negatives
+
+
+def test_jax503_seed_from_the_loop_variable_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    SEED = 0
+
+    def ensemble(n, shape):
+        members = []
+        for i in range(n):
+            key = jax.random.PRNGKey(i)
+            members.append(jax.random.normal(key, shape))
+        for j in range(n):
+            members.append(jax.random.normal(jax.random.key(SEED + j), shape))
+        return members
+    """) == []
+
+
+def test_jax503_key_made_once_before_the_loop_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def train(params, num_steps):
+        key = jax.random.PRNGKey(0)
+        for step in range(num_steps):
+            key, sub = jax.random.split(key)
+            params = params - 0.01 * jax.random.normal(sub, params.shape)
+        return params
+    """) == []
+
+
+def test_jax503_same_seed_per_configuration_or_benchmark_trial_is_not_reported():
+    assert findings("""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def matmul(a, b):
+        return a @ b
+
+    def sweep(sizes):
+        for n in sizes:
+            a = jax.random.normal(jax.random.key(0), (n, n))
+            b = jax.random.normal(jax.random.key(1), (n, n))
+            print(n, matmul(a, b).shape)
+
+    def bench(n, trials):
+        times = []
+        for _ in range(trials):
+            a = jax.random.normal(jax.random.key(0), (n, n))
+            t0 = time.perf_counter()
+            matmul(a, a).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+    """) == []
+
+
+def test_jax503_seed_from_a_parameter_or_rebound_constant_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    SEED = 0
+    SEED = 1
+
+    def restarts(seed, n, shape):
+        out = []
+        for _ in range(n):
+            out.append(jax.random.normal(jax.random.PRNGKey(seed), shape))
+            out.append(jax.random.normal(jax.random.PRNGKey(SEED), shape))
+        return out
+    """) == []
+
+
+# --------------------------------------------------------------------------- runtime truth
+
+
+def test_runtime_jax501_numpy_random_is_frozen_by_jit():
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    def noisy(x):
+        return x + np.random.rand()
+
+    assert noisy(0.0) != noisy(0.0)  # eager: a new number per call
+    frozen = jax.jit(noisy)
+    assert float(frozen(0.0)) == float(frozen(0.0)) == float(frozen(0.0))
+
+
+def test_runtime_jax502_same_key_gives_identical_samples():
+    jax = pytest.importorskip("jax")
+    key = jax.random.PRNGKey(0)
+    a = jax.random.normal(key, (4,))
+    b = jax.random.normal(key, (4,))
+    assert (a == b).all()
+
+
+def test_runtime_jax503_constant_key_in_loop_repeats():
+    jax = pytest.importorskip("jax")
+    samples = []
+    for _ in range(3):
+        key = jax.random.PRNGKey(0)
+        samples.append(jax.random.uniform(key, (3,)))
+    assert all((s == samples[0]).all() for s in samples)

@@ -1,0 +1,981 @@
+"""Tests of the shape and traced-control-flow rules: JAX301-JAX305.
+
+Positive cases mark every line where a finding is expected with ``# expect: CODE`` (as the
+fixtures do) and compare the engine's findings of *all* rules with those marks, so a case
+also fails when another rule fires on it. The last section runs small snippets under JAX to
+show that what each rule predicts really happens.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+import jaxlint_rules
+from jaxlint.engine import check_source
+from jaxlint_rules.shapes import (DataDependentShape, ShapeChurn, TracedControlFlow, TracedShapeArgument,
+                                  UnrolledLoopInTracedCode)
+
+RULES = [DataDependentShape, TracedControlFlow, TracedShapeArgument, ShapeChurn, UnrolledLoopInTracedCode]
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+
+
+def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    """(line, code) of every finding in ``src`` (dedented), optionally of one code only."""
+    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
+
+
+def expected(src: str) -> list[tuple[int, str]]:
+    out = []
+    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
+        m = _EXPECT.search(line)
+        if m:
+            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+    return sorted(out)
+
+
+def assert_marked(src: str) -> None:
+    want = expected(src)
+    assert want, "a positive case needs at least one expect mark"
+    assert sorted(findings(src)) == want
+
+
+def assert_quiet(src: str) -> None:
+    assert findings(src) == []
+
+
+# --------------------------------------------------------------------------- the rules' own examples
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_bad_example_triggers_exactly_its_rule(rule):
+    got = findings(rule.bad)
+    assert got, f"{rule.code}.bad triggers nothing"
+    assert {code for _, code in got} == {rule.code}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_good_example_triggers_nothing(rule):
+    assert findings(rule.good) == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_explain_renders(rule):
+    text = rule.explain()
+    assert rule.code in text and rule.name in text
+
+
+# --------------------------------------------------------------------------- JAX301 data-dependent-shape
+
+_JAX301_POSITIVE = [
+    # comparison masks, direct and through names, ~ and &
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def stats(x, y):
+        a = x[x > 0].sum()  # expect: JAX301
+        keep = (y < 1.0) & ~jnp.isnan(y)
+        b = y[keep].mean()  # expect: JAX301
+        c = x[:, x[0] != 0]  # expect: JAX301
+        return a + b + c.sum()
+    """,
+    # index-producing functions without size=, and the nonzero method
+    """
+    from jax import jit
+    import jax.numpy as jnp
+
+    @jit
+    def picks(x, labels):
+        i = jnp.nonzero(x)[0]  # expect: JAX301
+        j = jnp.argwhere(x > 0)  # expect: JAX301
+        k = jnp.flatnonzero(x)  # expect: JAX301
+        u, counts = jnp.unique(labels, return_counts=True)  # expect: JAX301
+        v = x.nonzero()  # expect: JAX301
+        w = jnp.where(x > 0)  # expect: JAX301
+        z = jnp.compress(x > 0, x)  # expect: JAX301
+        s = jnp.setdiff1d(labels, i)  # expect: JAX301
+        return i, j, k, u, counts, v, w, z, s
+    """,
+    # a helper called from jitted code, and .at[mask]
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def zero_negatives(x):
+        return x.at[x < 0].set(0.0)  # expect: JAX301
+
+    @jax.jit
+    def forward(x):
+        return zero_negatives(x) * 2
+    """,
+    # vmapped and lax-body functions, repeat with traced repeats
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def per_row(row):
+        return jnp.unique_values(row)  # expect: JAX301
+
+    def body(carry, x):
+        return carry + jnp.repeat(x, x.astype(int)).sum(), None  # expect: JAX301
+
+    def run(xs):
+        rows = jax.vmap(per_row)(xs)
+        return jax.lax.scan(body, 0.0, xs), rows
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX301_POSITIVE)
+def test_jax301_reported(src):
+    assert_marked(src)
+
+
+_JAX301_NEGATIVE = [
+    # size= given; jnp.where with three arguments; masked reductions
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def picks(x):
+        i = jnp.nonzero(x > 0, size=8, fill_value=-1)[0]
+        u = jnp.unique(x, size=4)
+        w = jnp.where(x > 0, x, 0.0)
+        return i, u, w, jnp.sum(x, where=x > 0), x.nonzero(size=2)
+    """,
+    # outside traced code, boolean masks and nonzero are ordinary eager NumPy-style code
+    """
+    import jax.numpy as jnp
+    import numpy as np
+
+    def summarize(x):
+        pos = x[x > 0]
+        idx = jnp.nonzero(x)[0]
+        host = np.asarray(x)
+        return pos.mean(), idx, host[host < 0]
+    """,
+    # integer indexing, slices, and static (NumPy) masks inside jit
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    KEEP = np.array([True, False, True])
+
+    @jax.jit
+    def gather(x, idx):
+        static_mask = np.arange(x.shape[0]) % 2 == 0
+        return x[idx], x[1:-1], x[KEEP], x[static_mask], x[jnp.argmax(x)]
+    """,
+    # autodiff alone traces concrete values: boolean masks work there
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def positive_energy(x):
+        return jnp.sum(x[x > 0] ** 2)
+
+    grad_energy = jax.grad(positive_energy)
+    """,
+    # comparisons used as values, not as indices; a non-boolean index computed from a comparison
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x, table):
+        mask = x > 0
+        n = jnp.sum(mask)
+        return table[jnp.argmax(mask)], jnp.where(mask, x, -x), n
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX301_NEGATIVE)
+def test_jax301_near_miss_not_reported(src):
+    assert_quiet(src)
+
+
+# --------------------------------------------------------------------------- JAX302 traced-control-flow
+
+_JAX302_POSITIVE = [
+    # if / elif / ternary / assert in a jitted function
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, y):
+        if jnp.any(x < 0):  # expect: JAX302
+            x = -x
+        elif y.sum() > 1:  # expect: JAX302
+            y = y / y.sum()
+        assert jnp.isfinite(x).all(), "bad input"  # expect: JAX302
+        return x if x.mean() > 0 else y  # expect: JAX302
+    """,
+    # a boolean test is one finding, and and/or/not outside tests are each one finding
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def g(x, lo, hi):
+        if x.min() > lo and x.max() < hi:  # expect: JAX302
+            return x
+        ok = not jnp.all(x > 0)  # expect: JAX302
+        flag = (x.sum() > 0) or lo  # expect: JAX302
+        return jnp.where(ok & flag, x, 0.0)
+    """,
+    # a non-static flag argument of a jitted function, and a lax body
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnames=("mode",))
+    def layer(x, training, mode):
+        if training:  # expect: JAX302
+            x = x * 0.5
+        return x
+
+    def solve(x0):
+        def cond(state):
+            x, err = state
+            return err > 1e-6
+
+        def body(state):
+            x, err = state
+            while err > 1.0:  # expect: JAX302
+                err = err / 2
+            return x - 0.1 * x, err * 0.5
+        return jax.lax.while_loop(cond, body, (x0, 1.0))
+    """,
+    # vmap, a helper called from traced code, and grad inside jit
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def relu_or_zero(v):
+        return v if v > 0 else 0.0  # expect: JAX302
+
+    def loss(w, x):
+        if w.sum() > 10:  # expect: JAX302
+            w = w / 10
+        return jnp.sum((x @ w) ** 2)
+
+    @jax.jit
+    def step(w, x):
+        return w - 0.1 * jax.grad(loss)(w, x)
+
+    batched = jax.vmap(relu_or_zero)
+    """,
+    # jitted through a name: f = jax.jit(g)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def clamp(x, limit):
+        while jnp.max(x) > limit:  # expect: JAX302
+            x = x * 0.5
+        return x
+
+    fast_clamp = jax.jit(clamp)
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX302_POSITIVE)
+def test_jax302_reported(src):
+    assert_marked(src)
+
+
+_JAX302_NEGATIVE = [
+    # static arguments, shapes, ndim, dtypes, len() of a pytree, is None
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnames=("training", "n"))
+    def f(x, params, training, n, mask=None):
+        if training and n > 3:
+            x = x * 0.5
+        if x.shape[0] > 3 and x.ndim == 2:
+            x = x[:3]
+        if x.dtype == jnp.float16 or jnp.issubdtype(x.dtype, jnp.integer):
+            x = x.astype(jnp.float32)
+        if len(params) > 1:
+            x = x + params[0]
+        if mask is None or not isinstance(mask, tuple):
+            mask = jnp.ones_like(x)
+        assert x.shape == mask.shape, "shape mismatch"
+        return x * mask if n else x
+    """,
+    # Python control flow on values is fine under grad alone and outside traced code
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        if x > 0:
+            return x ** 2
+        return -x
+
+    df = jax.grad(f)
+
+    def check_input(x):
+        if jnp.any(x < 0) or not jnp.all(jnp.isfinite(x)):
+            raise ValueError("expected finite non-negative input")
+        return x
+    """,
+    # *args / **kwargs containers, literal defaults of lax bodies, str defaults
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, *args, **kwargs):
+        if args and kwargs:
+            x = x + args[0]
+        return x
+
+    @jax.jit
+    def g(x, method="exact"):
+        if method == "exact":
+            return jnp.exp(x)
+        return 1 + x
+
+    def run(xs):
+        def body(x, scale=False):
+            return x * 2 if scale else x
+        return jax.lax.map(body, xs)
+    """,
+    # control flow already on device
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x):
+        y = jax.lax.cond(x.sum() > 0, lambda v: v, lambda v: -v, x)
+        z = jnp.where(jnp.logical_and(x > 0, x < 1), x, 0.0)
+        return jax.lax.while_loop(lambda s: s < 10, lambda s: s + 1, y.sum()) + z
+    """,
+    # functools.partial-bound keyword arguments of a vmapped function are Python values
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    def kernel(x, mode):
+        if mode == "same":
+            return x
+        return jnp.flip(x)
+
+    def apply(xs, mode):
+        return jax.vmap(partial(kernel, mode=mode))(xs)
+    """,
+    # isinstance narrowing
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def pad(x, left):
+        if isinstance(left, (int, float)):
+            left = jnp.full((1,), left) if left > 0 else jnp.zeros((1,))
+        return jnp.concatenate([left, x])
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX302_NEGATIVE)
+def test_jax302_near_miss_not_reported(src):
+    assert_quiet(src)
+
+
+def test_autodiff_is_staged_only_where_it_runs_under_jit_or_vmap():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w):
+        if w.sum() > 0:  # expect: JAX302
+            return jnp.sum(w ** 2)
+        return jnp.sum(w)
+
+    grad_loss = jax.grad(loss)
+
+    @jax.jit
+    def step(w):
+        return w - grad_loss(w)
+
+    def loss2(w):
+        return jnp.mean(w[w > 0])  # expect: JAX301
+
+    fast = jax.jit(jax.grad(loss2))
+
+    def loss3(w):
+        return jnp.mean(w[w > 0])
+
+    eager_grad = jax.grad(loss3)
+
+    def loss4(w):
+        return jnp.mean(w[w > 0])  # expect: JAX301
+
+    per_example = jax.vmap(jax.grad(loss4))
+    """)
+
+
+def test_jax302_boolean_if_test_is_one_finding():
+    src = """
+    import jax
+
+    @jax.jit
+    def f(x, y):
+        if x.sum() > 0 and not y.any() or x.max() > 9:
+            return x
+        return y
+    """
+    assert findings(src) == [(6, "JAX302")]
+
+
+# --------------------------------------------------------------------------- JAX303 traced-shape-argument
+
+_JAX303_POSITIVE = [
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, n):
+        a = jnp.zeros(n)  # expect: JAX303
+        b = jnp.ones((x.shape[0], n))  # expect: JAX303
+        c = jnp.full((n,), 3.0)  # expect: JAX303
+        d = jnp.empty([2, n])  # expect: JAX303
+        e = jnp.eye(n)  # expect: JAX303
+        g = jnp.identity(n)  # expect: JAX303
+        h = jnp.tri(3, n)  # expect: JAX303
+        return a, b, c, d, e, g, h
+    """,
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def g(x, lengths):
+        k = jnp.sum(x > 0)
+        r1 = jnp.arange(k)  # expect: JAX303
+        r2 = jnp.linspace(0.0, 1.0, k)  # expect: JAX303
+        r3 = x.reshape(k, -1)  # expect: JAX303
+        r4 = jnp.reshape(x, (2, lengths.max()))  # expect: JAX303
+        r5 = jnp.broadcast_to(x, (k,) + x.shape)  # expect: JAX303
+        return r1, r2, r3, r4, r5
+    """,
+    # jax.random: positional and keyword shapes, split's num
+    """
+    import jax
+
+    @jax.jit
+    def noise(key, n):
+        k1, k2, k3, k4, k5 = jax.random.split(key, 5)
+        a = jax.random.normal(k1, (n, 3))  # expect: JAX303
+        b = jax.random.uniform(k2, shape=(n,))  # expect: JAX303
+        c = jax.random.randint(k3, (n,), 0, 10)  # expect: JAX303
+        d = jax.random.bernoulli(k4, 0.5, (n,))  # expect: JAX303
+        keys = jax.random.split(k5, n)  # expect: JAX303
+        return a, b, c, d, keys
+    """,
+    # lax sizes, in a helper called from a lax body
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def window(x, start, size):
+        return jax.lax.dynamic_slice(x, (start,), (size,))  # expect: JAX303
+
+    def body(i, acc):
+        return acc + window(acc, i, i + 1).sum() + jax.lax.iota(jnp.int32, i).sum()  # expect: JAX303
+
+    def run(x):
+        return jax.lax.fori_loop(0, 4, body, x)
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX303_POSITIVE)
+def test_jax303_reported(src):
+    assert_marked(src)
+
+
+_JAX303_NEGATIVE = [
+    # sizes from .shape / ndim / len(), and static arguments
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnums=(1,))
+    def f(x, n):
+        a = jnp.zeros((x.shape[0] * 2, n))
+        b = x.reshape(x.shape[0], -1)
+        c = jnp.arange(len(x))
+        d = jnp.ones(x.ndim)
+        e = jax.random.normal(jax.random.PRNGKey(0), x.shape)
+        return a, b, c, d, e
+    """,
+    # traced values that are not sizes: linspace endpoints, fill values, eye's offset, bernoulli's p
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def g(key, lo, hi, fill, p):
+        k1, k2 = jax.random.split(key)
+        return (jnp.linspace(lo, hi, 8), jnp.full((4,), fill), jnp.zeros_like(lo),
+                jax.random.bernoulli(k1, p, (3,)), jax.random.uniform(k2, (2,), minval=lo, maxval=hi))
+    """,
+    # outside traced code a concrete array can give a size
+    """
+    import jax.numpy as jnp
+
+    def host(lengths):
+        n = int(jnp.max(lengths))
+        return jnp.zeros(n), jnp.arange(jnp.max(lengths))
+    """,
+    # reshape of a NumPy array, and vmap with an unmapped size argument
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    TABLE = np.arange(12)
+
+    def embed(x, n):
+        return x + jnp.zeros(n)
+
+    def run(xs):
+        return jax.vmap(embed, in_axes=(0, None))(xs, 3), TABLE.reshape(3, 4)
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX303_NEGATIVE)
+def test_jax303_near_miss_not_reported(src):
+    assert_quiet(src)
+
+
+# --------------------------------------------------------------------------- JAX304 shape-churn
+
+_STEP = """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return jnp.sum(x ** 2)
+
+    @partial(jax.jit, static_argnames=("n",))
+    def step_n(x, n):
+        return x[:n]
+"""
+
+_JAX304_POSITIVE = [
+    _STEP + """
+    def prefixes(x):
+        out = []
+        for i in range(1, x.shape[0]):
+            out.append(step(x[:i]))  # expect: JAX304
+        return out
+    """,
+    _STEP + """
+    def windows(x, starts, ends):
+        for i, j in zip(starts, ends):
+            step(x[i:j])  # expect: JAX304
+            step(x=x[:, :j])  # expect: JAX304
+    """,
+    _STEP + """
+    def grow(x):
+        t = 1
+        while t < x.shape[1]:
+            step(x[:, :t])  # expect: JAX304
+            t += 1
+    """,
+    _STEP + """
+    def tails(x, batches):
+        for b in batches:
+            n = len(b)
+            chunk = x[n:]
+            step(chunk)  # expect: JAX304
+    """,
+    # jitted through a name, a method attribute, or a comprehension loop
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def energy(x):
+        return jnp.sum(x ** 2)
+
+    fast_energy = jax.jit(energy)
+
+    class Model:
+        def __init__(self):
+            self.apply = jax.jit(energy)
+
+        def scan_all(self, x):
+            for t in range(x.shape[0]):
+                self.apply(x[t:])  # expect: JAX304
+            return [fast_energy(x[:k]) for k in range(8, 64)]  # expect: JAX304
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX304_POSITIVE)
+def test_jax304_reported(src):
+    assert_marked(src)
+
+
+_JAX304_NEGATIVE = [
+    # integer indexing and fixed-width windows
+    _STEP + """
+    def batches(x, bs):
+        for i in range(x.shape[0] // bs):
+            step(x[i])
+            step(x[i:i + 32])
+            step(x[i * bs:(i + 1) * bs])
+            start = i * bs
+            step(x[start:start + bs])
+            step(x[:, 2:10])
+    """,
+    # a literal list of bucket sizes, a short literal range, a benchmark harness
+    _STEP + """
+    import time
+
+    def buckets(x):
+        for n in (128, 256, 512):
+            step(x[:n])
+        for n in range(1, 4):
+            step(x[:n])
+
+    def benchmark(x, sizes):
+        for n in sizes:
+            t0 = time.perf_counter()
+            step(x[:n]).block_until_ready()
+            print(n, time.perf_counter() - t0)
+    """,
+    # a non-jitted callee, and jitted code itself (shapes inside a trace are fixed per trace)
+    _STEP + """
+    def host_sum(x):
+        return float(x.sum())
+
+    def prefixes(x):
+        return [host_sum(x[:i]) for i in range(x.shape[0])]
+
+    @jax.jit
+    def inner(x):
+        total = 0.0
+        for i in range(1, 4):
+            total = total + step(x[:i])
+        return total
+    """,
+    # a slice bound assigned a constant in the loop, a static argument (JAX103's business)
+    _STEP + """
+    def fixed(x, n_iter):
+        for it in range(n_iter):
+            width = 16
+            step(x[:width])
+            step_n(x, n=it)
+    """,
+    # a nested loop over a few literal sizes inside a long loop: each shape compiles once
+    _STEP + """
+    def epochs(x, n_epochs):
+        for epoch in range(n_epochs):
+            for n in (16, 32):
+                step(x[:n])
+            for k in range(1, 4):
+                step(x[:, :k])
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX304_NEGATIVE)
+def test_jax304_near_miss_not_reported(src):
+    assert findings(src, "JAX304") == []
+
+
+def test_jax304_reports_the_argument():
+    src = _STEP + """
+    def prefixes(x):
+        for i in range(1, 9):
+            step(x[:i * 3])
+        for i in range(1, 99):
+            step(x[:i])
+    """
+    got = check_source(textwrap.dedent(src), "t.py", [ShapeChurn()]).findings
+    assert [(f.line, f.col) for f in got] == [(18, 13)]
+    assert "x[:i]" in got[0].message and "`step`" in got[0].message
+
+
+# --------------------------------------------------------------------------- JAX305 unrolled loop
+
+_JAX305_POSITIVE = [
+    """
+    import jax
+    import jax.numpy as jnp
+
+    N_STEPS = 500
+
+    @jax.jit
+    def simulate(x):
+        for _ in range(N_STEPS):  # expect: JAX305
+            x = x + 0.01 * jnp.sin(x)
+        for i in range(10, 10 + 2 * 60):  # expect: JAX305
+            x = x * 0.999
+        return x
+    """,
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def body(i, x):
+        for _ in reversed(range(1000)):  # expect: JAX305
+            x = x * 0.5
+        return x
+
+    def run(x):
+        return jax.lax.fori_loop(0, 3, body, x)
+    """,
+    # a jitted step function called per iteration, with an unknown trip count
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def sgd_step(w, g):
+        return w - 0.1 * g
+
+    @partial(jax.jit, static_argnums=(2,))
+    def train(w, g, n_steps):
+        for i in range(n_steps):  # expect: JAX305
+            w = sgd_step(w, g)
+        return w
+    """,
+    # a helper called from jitted code, with a local literal
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def integrate(x, v):
+        steps = 20 * 10
+        for t in range(steps):  # expect: JAX305
+            v = v - 0.01 * x
+            x = x + 0.01 * v
+        return x
+
+    @jax.jit
+    def energy(x, v):
+        return jnp.sum(integrate(x, v) ** 2)
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX305_POSITIVE)
+def test_jax305_reported(src):
+    assert_marked(src)
+
+
+_JAX305_NEGATIVE = [
+    # short loops over layers, leaves, ranks, and small literal ranges
+    """
+    import jax
+    import jax.numpy as jnp
+
+    N_LAYERS = 12
+
+    @jax.jit
+    def mlp(params, x):
+        for w, b in params:
+            x = jax.nn.relu(x @ w + b)
+        for leaf in jax.tree_util.tree_leaves(params):
+            x = x + 0.0 * leaf.sum()
+        for axis in range(x.ndim):
+            x = jnp.flip(x, axis)
+        for _ in range(N_LAYERS):
+            x = jnp.tanh(x)
+        for _ in range(99):
+            x = x * 1.0
+        return x
+    """,
+    # long loops outside traced code, and lax loops inside
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return jax.lax.fori_loop(0, 1000, lambda i, v: v * 0.99, x)
+
+    def train(x):
+        for _ in range(100000):
+            x = step(x)
+        return x
+    """,
+    # a constant rebound elsewhere is not a constant; a non-jitted callee in a loop of unknown length
+    """
+    import jax
+    import jax.numpy as jnp
+
+    STEPS = 1000
+    STEPS = 10
+
+    def helper(x):
+        return x * 2
+
+    @jax.jit
+    def f(x, n):
+        for _ in range(STEPS):
+            x = x + 1
+        return x
+    """,
+    # autodiff alone does not compile: a long loop under grad outside jit is not unrolled into XLA
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def rollout(x):
+        for _ in range(1000):
+            x = jnp.tanh(x)
+        return x.sum()
+
+    g = jax.grad(rollout)
+    """,
+    # Python bookkeeping in a long loop records no JAX operations
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def shuffle(x):
+        perm = []
+        for i in range(256):
+            perm.append((i * 7) % 256)
+        return x[jnp.array(perm)]
+    """,
+    # library functions (which jit themselves) called in a loop over a shape
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, ws):
+        for i in range(x.shape[0]):
+            x = x.at[i].set(jnp.round(x[i]))
+        return x
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX305_NEGATIVE)
+def test_jax305_near_miss_not_reported(src):
+    assert_quiet(src)
+
+
+# --------------------------------------------------------------------------- runtime truth (under JAX)
+
+
+def test_runtime_jax301_boolean_mask_fails_under_jit():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def positive_mean(x):
+        return jnp.mean(x[x > 0])
+
+    x = jnp.array([-1.0, 2.0, 4.0])
+    assert float(positive_mean(x)) == 3.0  # eager: fine
+    assert findings(DataDependentShape.bad) == [(7, "JAX301")]
+    with pytest.raises(jax.errors.NonConcreteBooleanIndexError):
+        jax.jit(positive_mean)(x)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(lambda v: jnp.nonzero(v))(x)
+    # the fix keeps the shape static and gives the same answer
+    fixed = jax.jit(lambda v: jnp.sum(jnp.where(v > 0, v, 0.0)) / jnp.maximum(jnp.sum(v > 0), 1))
+    assert float(fixed(x)) == 3.0
+
+
+def test_runtime_jax302_python_if_on_tracer_fails_under_jit_but_not_under_grad():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def relu(x):
+        if x.sum() > 0:
+            return x
+        return jnp.zeros_like(x)
+
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(relu)(jnp.ones(3))
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.vmap(relu)(jnp.ones((2, 3)))
+    # autodiff alone traces concrete values: the rule stays quiet there, and rightly so
+    assert float(jax.grad(lambda v: relu(v).sum())(jnp.ones(3))[0]) == 1.0
+
+
+def test_runtime_jax303_traced_size_fails_under_jit():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def pad_to(x, length):
+        return jnp.concatenate([x, jnp.zeros(length - x.shape[0])])
+
+    with pytest.raises((jax.errors.ConcretizationTypeError, TypeError)):
+        jax.jit(pad_to)(jnp.ones(3), 5)
+    with pytest.raises((jax.errors.ConcretizationTypeError, TypeError)):
+        jax.jit(lambda x, k: x.reshape(k, -1))(jnp.ones(6), 2)
+    # static, it compiles; start/stop of linspace may be traced (not a size)
+    assert jax.jit(pad_to, static_argnames="length")(jnp.ones(3), 5).shape == (5,)
+    assert jax.jit(lambda lo: jnp.linspace(lo, 1.0, 4))(0.0).shape == (4,)
+
+
+def test_runtime_jax304_prefix_slices_retrace_every_iteration():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    traces = []
+
+    @jax.jit
+    def energy(x):
+        traces.append(x.shape)  # runs once per trace
+        return jnp.sum(x ** 2)
+
+    x = jnp.arange(10.0)
+    for i in range(1, 6):
+        energy(x[:i])
+    assert len(traces) == 5  # one trace (and compile) per iteration
+    for i in range(0, 3):
+        energy(x[i:i + 7])  # fixed width: one more trace, then cache hits
+    assert len(traces) == 6
+
+
+def test_runtime_jax305_python_loop_unrolls_into_the_program():
+    jax = pytest.importorskip("jax")
+
+    def unrolled(x):
+        for _ in range(200):
+            x = x * 0.99 + 1.0
+        return x
+
+    def rolled(x):
+        return jax.lax.fori_loop(0, 200, lambda i, v: v * 0.99 + 1.0, x)
+
+    n_unrolled = len(jax.make_jaxpr(unrolled)(1.0).jaxpr.eqns)
+    n_rolled = len(jax.make_jaxpr(rolled)(1.0).jaxpr.eqns)
+    assert n_unrolled >= 200
+    assert n_rolled < 20
+    assert float(jax.jit(unrolled)(1.0)) == pytest.approx(float(jax.jit(rolled)(1.0)), rel=1e-5)

@@ -1,0 +1,540 @@
+"""Tests of the side-effect rules: JAX601, JAX602.
+
+Positive cases mark every line where a finding is expected with ``# expect: CODE`` and compare
+the engine's findings of *all* rules with those marks, so a case also fails when another rule
+fires on it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+import jaxlint_rules
+from jaxlint.engine import check_source
+from jaxlint_rules.side_effects import PrintInTracedCode, SideEffectInTracedCode
+
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+RULES = [SideEffectInTracedCode, PrintInTracedCode]
+
+
+def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
+
+
+def expected(src: str) -> list[tuple[int, str]]:
+    out = []
+    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
+        m = _EXPECT.search(line)
+        if m:
+            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+    return sorted(out)
+
+
+def assert_marked(src: str) -> None:
+    want = expected(src)
+    assert want, "a positive case needs at least one expect mark"
+    assert findings(src) == want
+
+
+# --------------------------------------------------------------------------- the rules' own examples
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_bad_example_triggers_exactly_its_rule(rule):
+    got = findings(rule.bad)
+    assert got, f"{rule.code}.bad triggers nothing"
+    assert {code for _, code in got} == {rule.code}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_good_example_triggers_nothing(rule):
+    assert findings(rule.good) == []
+
+
+# --------------------------------------------------------------------------- JAX601 positives
+
+
+def test_jax601_module_level_containers_in_jit():
+    assert_marked("""
+    import collections
+
+    import jax
+    import jax.numpy as jnp
+
+    ACTIVATIONS = {}
+    history = collections.defaultdict(list)
+    seen = set()
+    metrics = dict()
+
+    @jax.jit
+    def forward(w, x):
+        h = jnp.tanh(x @ w)
+        ACTIVATIONS["hidden"] = h  # expect: JAX601
+        seen.add(h)  # expect: JAX601
+        metrics.update({"norm": jnp.linalg.norm(h)})  # expect: JAX601
+        return h
+    """)
+
+
+def test_jax601_closure_list_of_an_untraced_function():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def fit(w, batches):
+        losses = []
+
+        @jax.jit
+        def step(w, x):
+            loss = jnp.mean((x @ w) ** 2)
+            losses.append(loss)  # expect: JAX601
+            return w - 0.1 * loss
+
+        for x in batches:
+            w = step(w, x)
+        return w, losses
+    """)
+
+
+def test_jax601_scan_body_leaking_into_its_traced_caller():
+    # The scan body is a separate trace: its tracers must not escape into the caller's list.
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def rollout(x, xs):
+        states = []
+
+        def body(carry, inp):
+            carry = jnp.tanh(carry + inp)
+            states.extend([carry])  # expect: JAX601
+            return carry, None
+
+        final, _ = jax.lax.scan(body, x, xs)
+        return final, states
+    """)
+
+
+def test_jax601_global_rebinding_to_a_traced_value():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    last_loss = None
+    total = 0.0
+
+    @jax.jit
+    def train_step(w, x):
+        global last_loss, total
+        loss = jnp.mean((x @ w) ** 2)
+        last_loss = loss  # expect: JAX601
+        total += loss  # expect: JAX601
+        return w - 0.1 * loss
+    """)
+
+
+def test_jax601_self_assignment_in_jax_jit_compiled_methods():
+    assert_marked("""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+
+    class Trainer:
+        def __init__(self, w):
+            self.w = w
+            self.steps = 0
+            self._step = jax.jit(self.step)
+
+        def step(self, x):
+            loss = jnp.mean((x @ self.w) ** 2)
+            self.last_loss = loss  # expect: JAX601
+            self.steps += 1  # expect: JAX601
+            return loss
+
+        @partial(jax.jit, static_argnums=0)
+        def evaluate(self, x):
+            self.cache = jnp.tanh(x @ self.w)  # expect: JAX601
+            return self.cache.mean()
+    """)
+
+
+# --------------------------------------------------------------------------- JAX601 negatives
+
+
+def test_jax601_locals_built_and_returned_are_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def features(x):
+        out = []
+        stats = {}
+        for i in range(3):
+            x = jnp.tanh(x)
+            out.append(x)
+            stats[f"mean_{i}"] = x.mean()
+        stats.update({"last": x})
+        return jnp.stack(out), stats
+    """) == []
+
+
+def test_jax601_helper_filling_its_traced_callers_local_is_not_reported():
+    # The helper runs inside the caller's trace: the list is trace-local.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def forward(params, x):
+        intermediates = {}
+
+        def record(name, value):
+            intermediates[name] = value
+            return value
+
+        h = record("h1", jnp.tanh(x @ params["w1"]))
+        y = record("out", h @ params["w2"])
+        return y, intermediates
+    """) == []
+
+
+def test_jax601_trace_time_bookkeeping_of_static_values_is_not_reported():
+    # Counting traces and recording shapes on purpose: static values, no tracer leaks.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    trace_count = [0]
+    seen_shapes = []
+    n_traces = 0
+
+    @jax.jit
+    def f(x):
+        global n_traces
+        trace_count[0] += 1
+        n_traces += 1
+        seen_shapes.append(x.shape)
+        return jnp.sin(x)
+    """) == []
+
+
+def test_jax601_functional_updates_and_state_refs_are_not_reported():
+    # optax's update returns new state; Pallas kernels write their output refs.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from jax.experimental import pallas as pl
+
+    opt = optax.adam(1e-3)
+
+    @jax.jit
+    def train_step(params, opt_state, grads):
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def add_kernel(x_ref, y_ref, o_ref):
+        def body(i, carry):
+            o_ref[i] = x_ref[i] + y_ref[i]
+            return carry
+        jax.lax.fori_loop(0, 8, body, 0)
+    """) == []
+
+
+def test_jax601_nnx_jit_and_filter_jit_methods_are_not_reported():
+    assert findings("""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.count = nnx.Variable(jnp.zeros(()))
+
+        @nnx.jit
+        def increment(self, x):
+            self.count = nnx.Variable(self.count.value + x.sum())
+            return x
+
+    class Model(eqx.Module):
+        w: jax.Array
+
+        @eqx.filter_jit
+        def __call__(self, x):
+            return jnp.tanh(x @ self.w)
+    """) == []
+
+
+def test_jax601_host_callback_appending_to_a_global_is_not_reported():
+    # io_callback runs its function on the host on every call: that is the right way.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import io_callback
+
+    LOG = []
+
+    def log_host(x):
+        LOG.append(np.asarray(x))
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        io_callback(log_host, None, y)
+        return y
+    """) == []
+
+
+# --------------------------------------------------------------------------- JAX602 positives
+
+
+def test_jax602_formatted_tracers_in_jit():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(w, x):
+        loss = jnp.mean((x @ w) ** 2)
+        print(f"loss = {loss}")  # expect: JAX602
+        print("grad norm: %s" % jnp.linalg.norm(w))  # expect: JAX602
+        print("w = {}".format(w))  # expect: JAX602
+        return w - 0.1 * loss
+    """)
+
+
+def test_jax602_scan_body_and_vmapped_function():
+    assert_marked("""
+    import sys
+
+    import jax
+    import jax.numpy as jnp
+
+    def cumulative(xs):
+        def body(carry, x):
+            carry = carry + x
+            print("carry", carry, file=sys.stderr)  # expect: JAX602
+            return carry, carry
+        return jax.lax.scan(body, 0.0, xs)
+
+    def per_example(x):
+        print(x)  # expect: JAX602
+        return jnp.dot(x, x)
+
+    batched = jax.vmap(per_example)
+    """)
+
+
+def test_jax602_helper_called_from_jit():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def debug_layer(name, h):
+        print(name, h.mean())  # expect: JAX602
+        return h
+
+    @jax.jit
+    def forward(w, x):
+        return debug_layer("hidden", jnp.tanh(x @ w))
+    """)
+
+
+def test_jax602_jitted_method_and_pmap():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class Net:
+        def __init__(self, w):
+            self.w = w
+            self.apply = jax.jit(self.forward)
+
+        def forward(self, x):
+            y = x @ self.w
+            print("y:", y)  # expect: JAX602
+            return y
+
+    @jax.pmap
+    def shard_sum(x):
+        s = jnp.sum(x)
+        print("shard sum", s, sep="=")  # expect: JAX602
+        return s
+    """)
+
+
+# --------------------------------------------------------------------------- JAX602 negatives
+
+
+def test_jax602_static_values_are_not_reported():
+    assert findings("""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnames=("mode",))
+    def step(x, mode):
+        print("compiling step for", x.shape, x.dtype, "mode", mode)
+        print(f"ndim={x.ndim}")
+        return jnp.tanh(x)
+    """) == []
+
+
+def test_jax602_jax_debug_print_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        jax.debug.print("y = {y}", y=y)
+        return y
+    """) == []
+
+
+def test_jax602_print_outside_traced_code_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return jnp.tanh(x)
+
+    def main():
+        y = step(jnp.ones(3))
+        print("result", y)
+        print(f"mean {y.mean()}")
+    """) == []
+
+
+def test_jax602_print_in_a_host_callback_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def show(x):
+        print("value:", x)
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        jax.debug.callback(show, y)
+        return y
+    """) == []
+
+
+# --------------------------------------------------------------------------- runtime truth
+
+
+def test_runtime_jax601_append_in_jit_runs_once_and_holds_a_tracer():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    log = []
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        log.append(y)
+        return y
+
+    for _ in range(3):
+        step(jnp.ones(3))
+    assert len(log) == 1
+    assert isinstance(log[0], jax.core.Tracer)
+
+
+def test_runtime_jax602_print_in_jit_prints_once_showing_a_tracer(capsys):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        print("y =", y)
+        return y
+
+    for _ in range(3):
+        step(jnp.ones(3))
+    out = capsys.readouterr().out
+    assert out.count("y =") == 1
+    assert "Tracer" in out  # "Traced<...>" in older JAX, "JitTracer(float32[3])" in 0.10
+
+
+def test_jax601_trace_time_memo_caches_are_not_reported():
+    # Caching static tables at trace time is a deliberate idiom: the values are NumPy constants.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    _TABLES = {}
+
+    def _table(n):
+        if n not in _TABLES:
+            _TABLES[n] = np.cos(np.arange(n) * np.pi / n)
+        return _TABLES[n]
+
+    def _window(x):
+        key = x.shape[-1]
+        if key not in _TABLES:
+            _TABLES[key] = np.hanning(key)
+        return x * _TABLES[key]
+
+    @jax.jit
+    def transform(x):
+        return _window(x) @ _table(x.shape[-1])
+    """) == []
+
+
+def test_jax601_closure_dict_written_by_a_jitted_inner_function():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def fit(w, batches):
+        logs = {}
+
+        @jax.jit
+        def step(w, x):
+            loss = jnp.mean((x @ w) ** 2)
+            logs["loss"] = loss  # expect: JAX601
+            return w - 0.1 * loss
+
+        for x in batches:
+            w = step(w, x)
+        return w, logs
+    """)
+
+
+def test_jax601_output_structure_handed_out_of_a_body_is_not_reported():
+    # Transform bodies commonly pass their (static) output treedef back through a closure dict.
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def scan_tree(f, init, xs):
+        store = {}
+
+        def flat_body(carry, x):
+            out = f(carry, x)
+            leaves, treedef = jax.tree_util.tree_flatten(out)
+            store["treedef"] = treedef
+            return carry, leaves
+
+        _, leaves = jax.lax.scan(flat_body, init, xs)
+        return jax.tree_util.tree_unflatten(store["treedef"], leaves)
+    """) == []
