@@ -89,6 +89,14 @@ def _is_bounded(it: ast.AST) -> bool:
     return False
 
 
+def _element(expr: ast.AST, index: int) -> ast.AST:
+    """Element ``index`` of a tuple/list literal (the whole expression when it is not one)."""
+    if isinstance(expr, (ast.Tuple, ast.List)) and index < len(expr.elts) and not any(
+            isinstance(x, ast.Starred) for x in expr.elts):
+        return expr.elts[index]
+    return expr
+
+
 def _waits(call: ast.Call) -> bool:
     """``block_until_ready`` waits for work already dispatched; it dispatches none."""
     f = call.func
@@ -630,21 +638,28 @@ class ModuleModel:
         info = self.callable_info(func, scope)
         if info is not None:
             return True
-        local = self.local_functions(func, scope)
-        if local:
-            # A helper whose result is an array only because its parameters held tracers where it
-            # was traced returns whatever it is given here: NumPy in, NumPy out.
-            args_jax = None
-            for f in local:
+        return self._local_result(call, scope, None)
+
+    def _local_result(self, call: ast.Call, scope: Scope, index: Optional[int]) -> bool:
+        """Whether a call of this module's own (not compiled) function returns a JAX value; with
+        ``index``, element ``index`` of the tuple it returns (``arr, name = helper(x)``)."""
+        local = self.local_functions(call.func, scope)
+        args_jax = None
+        for f in local:
+            if index is None:
                 if not self.returns_jax(f):
                     continue
-                if not f.tracer_params:
-                    return True
-                if args_jax is None:
-                    args_jax = any(self.is_jax(a, scope) for a in call.args) or any(
-                        self.is_jax(kw.value, scope) for kw in call.keywords)
-                if args_jax:
-                    return True
+            elif not any(self.is_jax(_element(r, index), f.scope) for r in f.returns):
+                continue
+            # A helper whose result is an array only because its parameters held tracers where it
+            # was traced returns whatever it is given here: NumPy in, NumPy out.
+            if not f.tracer_params:
+                return True
+            if args_jax is None:
+                args_jax = any(self.is_jax(a, scope) for a in call.args) or any(
+                    self.is_jax(kw.value, scope) for kw in call.keywords)
+            if args_jax:
+                return True
         return False
 
     def _lookup(self, name: str, scope: Scope, pos: tuple):
@@ -706,12 +721,14 @@ class ModuleModel:
             return f is not None and ev.value in f.tracer_params
         if kind == "assign":
             value = ev.value
-            for i in ev.path or ():
-                if isinstance(value, (ast.Tuple, ast.List)) and i < len(value.elts) and not any(
-                        isinstance(x, ast.Starred) for x in value.elts):
-                    value = value.elts[i]
-                else:
-                    break
+            path = list(ev.path or ())
+            while path and isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
+                    isinstance(x, ast.Starred) for x in value.elts):
+                value = value.elts[path.pop(0)]
+            if path and isinstance(value, ast.Call) and self.callable_info(value.func, ev.scope) is None \
+                    and self.local_functions(value.func, ev.scope):
+                # ``arr, name = helper(x)``: each element has its own kind
+                return self._local_result(value, ev.scope, path[0])
             return self.is_jax(value, ev.scope)
         if kind == "aug":
             node = ev.node
@@ -1435,6 +1452,8 @@ class _TraceAnalysis:
                 self._decorators(fi)
         for call in m.calls:
             self._call(call)
+        for fi in m.functions:  # a static argument is static whatever else traces the function
+            fi.tracer_params -= fi.static_names()
         self._propagate()
 
     # -- marking
@@ -1444,7 +1463,7 @@ class _TraceAnalysis:
         fi.traced = True
         if reason not in fi.trace_reasons:
             fi.trace_reasons.append(reason)
-        new = set(tracers) - fi.tracer_params
+        new = set(tracers) - fi.tracer_params - fi.static_names()
         if new:
             fi.tracer_params |= new
             changed = True
@@ -1514,14 +1533,16 @@ class _TraceAnalysis:
         self.m.jit_wraps.append(wrap)
         if fi.jit_entry is None:
             fi.jit_entry = wrap
-        fi.static_argnums |= wrap.static_argnums
         fi.static_argnames |= wrap.static_argnames
-        static = set(fi.static_names())
         if bound and fi.params:
-            # static_argnums of a bound method count from the first parameter after self
-            static = set(fi.static_argnames) | {fi.params[1:][i] for i in wrap.static_argnums
-                                                 if -len(fi.params[1:]) <= i < len(fi.params[1:])}
-            fi.static_argnames |= static
+            # static_argnums of a bound method count from the first parameter after self:
+            # record them by name, since FunctionInfo.static_argnums count self
+            after_self = fi.params[1:]
+            fi.static_argnames |= {after_self[i] for i in wrap.static_argnums
+                                   if -len(after_self) <= i < len(after_self)}
+        else:
+            fi.static_argnums |= wrap.static_argnums
+        static = set(fi.static_names())
         tracers = set() if wrap.kind == "filter_jit" else self._all_params(fi, static)
         self._mark(fi, "@" + wrap.spelling if wrap.decorator else wrap.spelling, tracers)
 
@@ -1559,7 +1580,8 @@ class _TraceAnalysis:
                 return
             bound = isinstance(target, ast.Attribute)
             for fi in m.local_functions(target, scope):
-                self._mark(fi, qn, self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method))
+                tracers = self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method)
+                self._mark(fi, qn, tracers - self._bound_by_partial(target, fi, scope))
             return
         bodies = N.LAX_BODIES.get(qn or "")
         if bodies:
@@ -1568,11 +1590,42 @@ class _TraceAnalysis:
                 if arg is None:
                     continue
                 elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+                arity = _lax_arity(qn, call)
                 for elt in elts:
-                    bound = isinstance(elt, ast.Attribute)
                     for fi in m.local_functions(elt, scope):
-                        self._mark(fi, qn, self._all_params(fi, set()) if not bound else
-                                   self._all_params(fi, set()))
+                        partial_bound = self._bound_by_partial(elt, fi, scope)
+                        free = [p for p in fi.params if p not in partial_bound]
+                        if fi.is_method and free and free[0] in ("self", "cls") and isinstance(elt, ast.Attribute):
+                            free = free[1:]
+                        tracers = set(free if arity is None else free[:arity])
+                        if fi.node.args.vararg is not None and (arity is None or arity > len(free)):
+                            tracers.add(fi.node.args.vararg.arg)
+                        self._mark(fi, qn, tracers)
+
+    def _bound_by_partial(self, expr: ast.AST, fi: FunctionInfo, scope: Scope) -> set:
+        """Parameters of ``fi`` fixed by ``functools.partial`` in ``expr`` (constants closed over,
+        not tracers): ``partial(f, eq)`` binds f's first parameter, ``partial(f, n=3)`` binds n."""
+        m = self.m
+        n_pos, names = 0, set()
+        depth = 0
+        while isinstance(expr, ast.Call) and expr.args and depth < 8:
+            depth += 1
+            qn = m.resolve(expr.func, scope)
+            if qn == N.PARTIAL:
+                if any(isinstance(a, ast.Starred) for a in expr.args):
+                    return set(fi.params)
+                n_pos += len(expr.args) - 1
+                names |= {kw.arg for kw in expr.keywords if kw.arg}
+            elif not (qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS):
+                break
+            expr = expr.args[0]
+        if isinstance(expr, ast.Name):  # f = partial(g, x) bound to a name
+            ev = m._binding(expr.id, scope, _pos(expr))
+            if ev is not None and ev.kind == "assign" and ev.path is None and isinstance(ev.value, ast.Call) \
+                    and depth < 8:
+                return self._bound_by_partial(ev.value, fi, ev.scope) | names
+        params = fi.params[1:] if fi.is_method and isinstance(expr, ast.Attribute) else fi.params
+        return set(params[:n_pos]) | names
 
     # -- same-module callees of traced code
 
@@ -1612,6 +1665,24 @@ class _TraceAnalysis:
                     if self._mark(g, "called from " + f.qualname, tracers):
                         m.clear_value_memos()
                         work.append(g)
+
+
+_LAX_ARITY = {"jax.lax.scan": 2, "jax.lax.fori_loop": 2, "jax.lax.while_loop": 1, "jax.lax.map": 1,
+              "jax.lax.associative_scan": 2, "flax.nnx.scan": 2, "flax.nnx.fori_loop": 2,
+              "flax.nnx.while_loop": 1}
+
+
+def _lax_arity(qn: str, call: ast.Call) -> Optional[int]:
+    """How many positional arguments the primitive passes its body (None: all of them)."""
+    if qn in _LAX_ARITY:
+        return _LAX_ARITY[qn]
+    if any(isinstance(a, ast.Starred) for a in call.args) or call.keywords:
+        return None
+    if qn.endswith(".cond"):
+        return max(len(call.args) - 3, 0)
+    if qn.endswith(".switch"):
+        return max(len(call.args) - 2, 0)
+    return None
 
 
 def _statics(wrap: JitWrap, call: ast.Call) -> None:
