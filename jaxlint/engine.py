@@ -84,18 +84,21 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
         model = build_model(tree, path=path, project=PROJECT if path else None)
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
-    if not model.uses_jax():
-        return []
     out: list[Finding] = []
-    for rule in rules:
-        try:
-            out.extend(rule.check(model))
-        except RecursionError:
-            out.append(_parse_error(1, 0, "too deeply nested to analyze"))
-        except Exception as e:  # a bug in a rule must not hide the other rules' findings
-            if result is None:
-                raise
-            result.internal_errors.append(f"{rule.code}: {type(e).__name__}: {e}")
+    try:
+        if not model.uses_jax():
+            return []
+        for rule in rules:
+            try:
+                out.extend(rule.check(model))
+            except RecursionError:
+                out.append(_parse_error(1, 0, "too deeply nested to analyze"))
+            except Exception as e:  # a bug in a rule must not hide the other rules' findings
+                if result is None:
+                    raise
+                result.internal_errors.append(f"{rule.code}: {type(e).__name__}: {e}")
+    finally:
+        model.dispose()
     out.sort()
     return out
 

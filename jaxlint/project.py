@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections import OrderedDict
 from typing import Optional
 
@@ -74,8 +75,12 @@ class ProjectResolver:
             from .model import ModuleSummary, build_model
 
             with open(path, "rb") as fh:
-                tree = ast.parse(decode_source(fh.read()), filename=path)
-            model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
+                text = decode_source(fh.read())
+            if _may_export_compiled(text, path):
+                tree = ast.parse(text, filename=path)
+                model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
+            else:
+                model = ModuleSummary.empty(path, self, imports_jax="jax" in text)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
             model = None
         self._models[path] = model
@@ -105,6 +110,20 @@ class ProjectResolver:
         finally:
             self.depth -= 1
         return (model, name) if model is not None else None
+
+
+# A module-level decorator or assignment that mentions a compiling transform. Only such modules
+# (and package __init__ files, for their re-exports) can export a jitted or transformed callable.
+_COMPILED_EXPORT = re.compile(
+    r"^(?:@|[A-Za-z_][\w, ]*=).*\b(?:jit|pmap|vmap|grad|value_and_grad|checkpoint|remat|shard_map|filter_\w+)\b",
+    re.MULTILINE)
+
+
+def _may_export_compiled(text: str, path: str) -> bool:
+    """Whether a module can define or re-export a jitted or transformed callable at module level;
+    most modules of a large project cannot, and skipping their parse is most of the cost of
+    cross-module lookups."""
+    return path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
 
 
 def _module_file(base: str, parts: list) -> Optional[str]:

@@ -10,6 +10,22 @@ from jaxlint.model import Context, Loop, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
 
 
+def last_name(func: ast.AST) -> str:
+    """The name a call is spelled with, without resolving it: ``np.asarray`` -> ``asarray``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+# Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
+# ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
+_FETCH_OR_FORMAT_NAMES = frozenset(
+    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
+    | {"item", "tolist", "format"} | N.LOG_METHODS)
+
+
 def host_fetch(model: ModuleModel, call: ast.Call) -> Optional[str]:
     """If the call copies a JAX value to the host, how to name it in a message (``float(loss)``)."""
     scope = model.scope_at(call)
@@ -119,13 +135,16 @@ class HostTransferInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         reported: set = set()
         for call in model.calls:
+            ctx = model.context(call)
+            if ctx is None or not ctx.loops or last_name(call.func) not in _FETCH_OR_FORMAT_NAMES:
+                continue
             what = host_fetch(model, call)
             if what is None and formats_jax(model, call):
                 what = f"`{unparse(call.func)}(...)` of a JAX value"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
                 continue
-            if per_iteration_loop(model, model.context(call)) is not None:
+            if per_iteration_loop(model, ctx) is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
                 yield self._report(call, what)
         for node in model.joined_strs:
@@ -200,6 +219,8 @@ class BlockUntilReadyInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for call in model.calls:
             func = call.func
+            if last_name(func) != "block_until_ready":
+                continue
             qn = model.resolve(func, model.scope_at(call))
             if not (qn == N.BLOCK_UNTIL_READY or (isinstance(func, ast.Attribute)
                                                    and func.attr == "block_until_ready" and qn is None)):
@@ -245,11 +266,8 @@ class HostConversionInTracedCode(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
-            f = model.function_at(call)
-            if f is None or not f.traced:
-                continue
-            scope = model.scope_at(call)
+        for f, call in model.traced_calls():
+            scope = f.scope
             func = call.func
             qn = model.resolve(func, scope)
             values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]

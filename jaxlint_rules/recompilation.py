@@ -324,7 +324,7 @@ class StaticArgChurn(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         varying_cache: dict = {}
-        for call in model.calls:
+        for call in (c for loop in model.loops for c in loop.calls):
             ctx = model.context(call)
             if ctx is None or not ctx.loops or model.in_traced_code(call):
                 continue

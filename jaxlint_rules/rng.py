@@ -93,11 +93,8 @@ class GlobalRngInTracedCode(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
-            f = model.function_at(call)
-            if f is None or not f.traced:
-                continue
-            scope = model.scope_at(call)
+        for f, call in model.traced_calls():
+            scope = f.scope
             func = call.func
             qn = model.resolve(func, scope)
             found = _host_rng(qn)

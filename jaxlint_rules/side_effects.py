@@ -292,11 +292,8 @@ class PrintInTracedCode(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
-            f = model.function_at(call)
-            if f is None or not f.traced:
-                continue
-            scope = model.scope_at(call)
+        for f, call in model.traced_calls():
+            scope = f.scope
             if model.resolve(call.func, scope) != "builtins.print":
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
