@@ -333,6 +333,8 @@ class ModuleModel:
         self.expr_values: set[int] = set()  # ids of expressions evaluated as statements (results unused)
         self.bool_nodes: list[ast.AST] = []  # BoolOp and ``not`` nodes: they call bool() on operands
         self.decls: list[ast.AST] = []  # Global / Nonlocal statements
+        self.calls_by_name: dict[str, list] = {}  # last name of the callee (``np.asarray`` -> asarray) -> calls
+        self.attr_names: set[str] = set()  # every attribute name read in the module
         self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
         self.imports_jax = False
@@ -462,6 +464,34 @@ class ModuleModel:
         for cls in self.classes.values():
             cls.__dict__.clear()
         self.__dict__.clear()
+
+    def spellings(self, names) -> set:
+        """The names a reference to an API function whose own name is in ``names`` can end in,
+        in this module: those names plus local aliases (``from jax.random import normal as N``,
+        ``sample = jax.random.normal``)."""
+        out = set(names)
+        for scope in [self.module_scope] + [f.scope for f in self.functions]:
+            for local, qn in scope.imports.items():
+                if qn and qn.rsplit(".", 1)[-1] in names:
+                    out.add(local)
+        # Aliases by assignment are looked for at module level only (``sample = jax.random.normal``).
+        for local, evs in self.module_scope.events.items():
+            for ev in evs:
+                v = ev.value if ev.kind == "assign" else None
+                if isinstance(v, (ast.Attribute, ast.Name)) and \
+                        (v.attr if isinstance(v, ast.Attribute) else v.id) in out:
+                    out.add(local)
+        return out
+
+    def calls_named(self, names) -> list:
+        """Calls whose callee is spelled with one of ``names`` or a local alias of one: a cheap
+        pre-filter before resolving (the caller still checks the qualified name)."""
+        out = []
+        by_name = self.calls_by_name
+        for name in self.spellings(names):
+            out.extend(by_name.get(name, ()))
+        out.sort(key=_pos)
+        return out
 
     def traced_calls(self) -> Iterator[tuple]:
         """``(function, call)`` for every call made directly in a traced function's body."""
@@ -1367,6 +1397,13 @@ class _Builder:
         m = self.m
         m.ctx[id(node)] = self.cur
         m.calls.append(node)
+        func = node.func
+        last = func.attr if type(func) is ast.Attribute else (func.id if type(func) is ast.Name else "")
+        bucket = m.calls_by_name.get(last)
+        if bucket is None:
+            m.calls_by_name[last] = [node]
+        else:
+            bucket.append(node)
         if self.func is not None:
             self.func.calls.append(node)
         if self.loop is not None:
@@ -1401,6 +1438,7 @@ class _Builder:
     v_Continue = v_Name
 
     def v_Attribute(self, node: ast.Attribute) -> None:
+        self.m.attr_names.add(node.attr)
         self.visit(node.value)
 
     def v_Expr(self, node: ast.Expr) -> None:

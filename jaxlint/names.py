@@ -164,8 +164,20 @@ PARTIAL = "functools.partial"
 CANONICAL_NAMES = {"jax.experimental.pjit.pjit": "jax.jit", "jax.api": "jax"}
 
 
+_CANONICAL_CACHE: dict = {}
+
+
 def canonical(name: str) -> str:
     """The public spelling of a qualified name (``jax._src.api.jit`` -> ``jax.jit``)."""
+    hit = _CANONICAL_CACHE.get(name)
+    if hit is None:
+        hit = _CANONICAL_CACHE[name] = _canonical(name)
+        if len(_CANONICAL_CACHE) > 100_000:
+            _CANONICAL_CACHE.clear()
+    return hit
+
+
+def _canonical(name: str) -> str:
     if name in CANONICAL_NAMES:
         return CANONICAL_NAMES[name]
     dotted = name + "."

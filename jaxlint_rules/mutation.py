@@ -307,20 +307,7 @@ _INDEX = "jax.ops.index"
 _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
 
 
-def _spellings(model: ModuleModel) -> set:
-    """Names a call of a removed function can end in here: its own names, plus local aliases
-    (``from jax.ops import index_update as upd``, ``set_item = jax.ops.index_update``). Checked
-    before resolving, so the other calls of the module cost nothing."""
-    names = set(_REMOVED_NAMES)
-    for scope in [model.module_scope] + [f.scope for f in model.functions]:
-        names.update(local for local, qn in scope.imports.items() if qn in _REMOVED)
-        for local, evs in scope.events.items():
-            for ev in evs:
-                v = ev.value if ev.kind == "assign" else None
-                if isinstance(v, (ast.Attribute, ast.Name)) and \
-                        (v.attr if isinstance(v, ast.Attribute) else v.id) in names:
-                    names.add(local)
-    return names
+
 
 
 class RemovedIndexUpdateApi(Rule):
@@ -352,11 +339,7 @@ class RemovedIndexUpdateApi(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         covered: set = set()
-        spellings = _spellings(model)
-        for call in model.calls:
-            func = call.func
-            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) not in spellings:
-                continue
+        for call in model.calls_named(_REMOVED_NAMES):
             scope = model.scope_at(call)
             qn = model.resolve(call.func, scope)
             method = _REMOVED.get(qn or "")
@@ -375,6 +358,9 @@ class RemovedIndexUpdateApi(Rule):
             else:
                 fix = f"`x.at[idx].{method}(v)`"
             yield self.finding(call, f"`{qn}` was removed in JAX 0.3 and no longer exists; use {fix}")
+        if "ops" not in model.attr_names and not any(
+                qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
+            return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
         for sub, scope in self._subscripts(model):
             if id(sub) in covered:
                 continue

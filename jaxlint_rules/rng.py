@@ -29,6 +29,7 @@ SAMPLERS = frozenset({
 })
 SPLIT = "split"
 FOLD_IN = "fold_in"
+_KEY_FUNCS = SAMPLERS | {SPLIT, FOLD_IN}  # spellings checked before resolving a call
 KEY_MAKERS = ("jax.random.PRNGKey", "jax.random.key")
 
 # Host RNG entry points that build a generator object rather than draw a value.
@@ -233,7 +234,7 @@ class KeyReuse(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         groups: dict = {}
         order: list = []
-        for call in model.calls:
+        for call in model.calls_named(_KEY_FUNCS):
             use = self._use(model, call)
             if use is None:
                 continue
