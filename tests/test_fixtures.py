@@ -3,7 +3,6 @@ name, and every good.py reports nothing (no rule at all)."""
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from pathlib import Path

@@ -7,39 +7,11 @@ also fails when another rule fires on it.
 
 from __future__ import annotations
 
-import re
-import textwrap
 
 import pytest
 
-import jaxlint_rules
-from jaxlint.engine import check_source
 from jaxlint_rules.host_transfer import BlockUntilReadyInLoop, HostConversionInTracedCode, HostTransferInLoop
-
-_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
-
-
-def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
-    """(line, code) of every finding in ``src`` (dedented), optionally of one code only."""
-    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
-    assert not result.internal_errors, result.internal_errors
-    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
-
-
-def expected(src: str) -> list[tuple[int, str]]:
-    """(line, code) for every ``# expect: CODE`` comment in ``src`` (dedented)."""
-    out = []
-    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
-        m = _EXPECT.search(line)
-        if m:
-            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
-    return sorted(out)
-
-
-def assert_marked(src: str) -> None:
-    want = expected(src)
-    assert want, "a positive case needs at least one expect mark"
-    assert findings(src) == want
+from ruletools import assert_marked, findings
 
 
 # --------------------------------------------------------------------------- the rules' own examples

@@ -8,48 +8,19 @@ also fails when another rule fires on it.
 from __future__ import annotations
 
 import os
-import re
 import textwrap
 
 import pytest
 
 import jaxlint_rules
-from jaxlint.engine import check_source
 from jaxlint_rules.mutation import (
     DiscardedFunctionalUpdate,
     InplaceItemAssignment,
     RemovedIndexUpdateApi,
 )
+from ruletools import assert_marked, findings, messages
 
-_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]
-
-
-def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
-    """(line, code) of every finding in ``src`` (dedented), optionally of one code only."""
-    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
-    assert not result.internal_errors, result.internal_errors
-    return [(f.line, f.code) for f in result.findings if code is None or f.code == code]
-
-
-def messages(src: str, code: str) -> list[str]:
-    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
-    return [f.message for f in result.findings if f.code == code]
-
-
-def expected(src: str) -> list[tuple[int, str]]:
-    out = []
-    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
-        m = _EXPECT.search(line)
-        if m:
-            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
-    return sorted(out)
-
-
-def assert_marked(src: str) -> None:
-    want = expected(src)
-    assert want, "a positive case needs at least one expect mark"
-    assert findings(src) == want
 
 
 def assert_clean(src: str) -> None:

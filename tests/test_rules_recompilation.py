@@ -3,29 +3,14 @@ positive variants in many spellings, and near-miss negatives that must stay quie
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
 import jaxlint_rules
-from jaxlint.engine import check_source
 from jaxlint_rules.recompilation import JitInLoop, JitPerCall, StaticArgChurn
+from ruletools import findings, line_of
 
 RULES = [r() for r in jaxlint_rules.ALL_RULES]
-
-
-def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
-    """Sorted (line, code) findings of all rules on the dedented source, optionally one code only."""
-    result = check_source(textwrap.dedent(src), "t.py", RULES)
-    assert result.internal_errors == []
-    return sorted((f.line, f.code) for f in result.findings if code is None or f.code == code)
-
-
-def line_of(src: str, marker: str) -> int:
-    """The 1-based line of the dedented source that contains ``marker`` (exactly one must)."""
-    lines = [i for i, text in enumerate(textwrap.dedent(src).splitlines(), 1) if marker in text]
-    assert len(lines) == 1, f"marker {marker!r} found on lines {lines}"
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- own examples

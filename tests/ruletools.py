@@ -1,0 +1,50 @@
+"""Helpers shared by the rule tests: run every rule on a snippet and compare with its marks."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import jaxlint_rules
+from jaxlint.engine import check_source
+
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+
+
+def _check(src: str):
+    result = check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return result.findings
+
+
+def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    """Sorted (line, code) of every finding of every rule in ``src`` (dedented), or of one code."""
+    return sorted((f.line, f.code) for f in _check(src) if code is None or f.code == code)
+
+
+def messages(src: str, code: str) -> list[str]:
+    return [f.message for f in _check(src) if f.code == code]
+
+
+def expected(src: str) -> list[tuple[int, str]]:
+    """(line, code) for every ``# expect: CODE[, CODE]`` comment in ``src`` (dedented)."""
+    out = []
+    for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
+        m = _EXPECT.search(line)
+        if m:
+            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+    return sorted(out)
+
+
+def assert_marked(src: str) -> None:
+    """All rules' findings on ``src`` are exactly its expect marks (so another rule firing fails too)."""
+    want = expected(src)
+    assert want, "a positive case needs at least one expect mark"
+    assert findings(src) == want
+
+
+def line_of(src: str, marker: str) -> int:
+    """The 1-based line of the dedented source that contains ``marker`` (exactly one must)."""
+    lines = [i for i, text in enumerate(textwrap.dedent(src).splitlines(), 1) if marker in text]
+    assert len(lines) == 1, f"marker {marker!r} found on lines {lines}"
+    return lines[0]
