@@ -73,8 +73,7 @@ def cmd_check(args) -> int:
 
     try:
         if args.config:
-            from .config import Config  # noqa: F401
-            cfg = load_config(os.path.dirname(os.path.abspath(args.config)))
+            cfg = load_config(pyproject=args.config)
         else:
             cfg = load_config(args.paths[0] if args.paths else ".")
     except ConfigError as e:

@@ -74,13 +74,18 @@ def _codes(value, key: str, source: str) -> list:
     return [v.strip().upper() for v in value]
 
 
-def load_config(start: str = ".") -> Config:
+def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
+    """The configuration for checking ``start``: ``[tool.jaxlint]`` of the nearest pyproject.toml
+    above it that has one, or of the file given as ``pyproject``."""
     cfg = Config()
-    source = find_pyproject(start)
+    source = pyproject if pyproject is not None else find_pyproject(start)
     if source is None:
         return cfg
-    with open(source, "rb") as fh:
-        section = tomllib.load(fh)["tool"]["jaxlint"]
+    try:
+        with open(source, "rb") as fh:
+            section = tomllib.load(fh).get("tool", {}).get("jaxlint", {})
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{source}: {e}") from e
     cfg.source = source
     cfg.root = os.path.dirname(source)
     unknown = set(section) - KEYS

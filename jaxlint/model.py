@@ -353,9 +353,7 @@ class ModuleModel:
             return True
         if self.project is None or self.path is None:
             return False
-        for name, (module, attr, level) in self.module_scope.import_src.items():
-            if level == 0 and module.split(".")[0] in ("numpy", "os", "sys", "typing", "functools"):
-                continue
+        for module, attr, level in self.module_scope.import_src.values():
             other = self.project.imported(self.path, module, attr, level)
             if other is not None and (other[0].imports_jax or (
                     other[1] is not None and other[0].exported_callable(other[1]) is not None)):
@@ -1800,7 +1798,7 @@ class ModuleSummary:
         self.imports_jax = model.imports_jax
         self.exports: dict[str, JitWrap] = {}
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
-        for name, evs in model.module_scope.events.items():
+        for name in model.module_scope.events:
             wrap = model.exported_callable(name)
             if wrap is None:
                 continue

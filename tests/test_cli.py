@@ -207,3 +207,12 @@ def test_static_path_never_imports_jax(tmp_path, jobs):
             "print('rc', rc)") % (jobs, str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip().endswith("rc 1"), proc.stderr
+
+
+def test_config_option_reads_that_file(tmp_path, capsys):
+    cfg = write(tmp_path, "conf/pyproject.toml", "[tool.jaxlint]\nselect = [\"JAX202\"]\n")
+    p = write(tmp_path, "src/bad.py", BAD)
+    _, out, _ = run(capsys, "check", "--config", str(cfg), str(p))
+    assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
+    code, _, err = run(capsys, "check", "--config", str(tmp_path / "missing.toml"), str(p))
+    assert code == 2 and "config error" in err
