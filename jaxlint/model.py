@@ -1522,20 +1522,10 @@ class _TraceAnalysis:
         self._propagate()
 
     def _spellings(self) -> set:
-        """Names a call of a jit wrapper, transform or lax primitive can end in here: the API's
-        own names plus local aliases. Calls ending otherwise are not resolved at all."""
+        """Names a call of a jit wrapper, transform or lax primitive can end in here (the API's own
+        names plus local aliases). Calls ending otherwise are not resolved at all."""
         known = set(N.JIT_WRAPPERS) | set(N.TRANSFORMS) | set(N.LAX_BODIES)
-        names = {q.rsplit(".", 1)[1] for q in known}
-        m = self.m
-        for scope in [m.module_scope] + [f.scope for f in m.functions]:
-            names.update(local for local, qn in scope.imports.items() if qn in known)
-            for local, evs in scope.events.items():
-                for ev in evs:
-                    v = ev.value if ev.kind == "assign" else None
-                    if isinstance(v, (ast.Attribute, ast.Name)) and \
-                            (v.attr if isinstance(v, ast.Attribute) else v.id) in names:
-                        names.add(local)
-        return names
+        return self.m.spellings({q.rsplit(".", 1)[1] for q in known})
 
     # -- marking
 
