@@ -50,7 +50,7 @@ class Rule:
 
         return (
             f"{cls.code} {cls.name}\n\n"
-            f"What it does\n    {cls.summary}\n\n"
+            f"What it does\n{textwrap.indent(textwrap.fill(cls.summary, 76), '    ')}\n\n"
             f"Why it is slow or wrong\n{textwrap.indent(textwrap.fill(cls.rationale, 76), '    ')}\n\n"
             f"Example\n{block(cls.bad)}\n\n"
             f"Use instead\n{block(cls.good)}\n\n"
