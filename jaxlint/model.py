@@ -807,6 +807,30 @@ class ModuleModel:
         self._returns_memo.clear()
         self._event_memo.clear()
 
+    def formats_jax(self, value: ast.AST, scope: Scope, deep: bool = False) -> bool:
+        """Whether formatting ``value`` as text (a print/log argument, an f-string, ``%``- or
+        ``str.format``-formatting) formats a JAX value. ``deep`` also looks inside nested f-strings
+        and through ``str()``/``repr()``/``format()``/``"...".format()`` calls."""
+        if isinstance(value, ast.Starred):
+            value = value.value
+        if isinstance(value, ast.JoinedStr):
+            return any(isinstance(v, ast.FormattedValue) and (
+                self.formats_jax(v.value, scope, deep) if deep else self.is_jax(v.value, scope))
+                for v in value.values)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
+            return self.formats_jax(value.right, scope, deep)
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return any(self.formats_jax(v, scope, deep) for v in value.elts)
+        if isinstance(value, ast.Dict):
+            return any(v is not None and self.formats_jax(v, scope, deep) for v in value.values)
+        if deep and isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
+                return any(self.formats_jax(a, scope, deep) for a in list(value.args) + [k.value for k in value.keywords])
+            if self.resolve(func, scope) in ("builtins.str", "builtins.repr", "builtins.format"):
+                return bool(value.args) and self.formats_jax(value.args[0], scope, deep)
+        return self.is_jax(value, scope)
+
     # ----------------------------------------------------------- callables
 
     def callable_info(self, func: ast.AST, scope: Optional[Scope] = None) -> Optional[JitWrap]:

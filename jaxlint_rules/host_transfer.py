@@ -60,21 +60,9 @@ def formats_jax(model: ModuleModel, call: ast.Call) -> bool:
     if not is_fmt:
         return False
     values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
-    return any(_formats(model, v, scope) for v in values)
+    return any(model.formats_jax(v, scope) for v in values)
 
 
-def _formats(model: ModuleModel, value: ast.AST, scope) -> bool:
-    if isinstance(value, ast.Starred):
-        value = value.value
-    if isinstance(value, ast.JoinedStr):
-        return any(isinstance(v, ast.FormattedValue) and model.is_jax(v.value, scope) for v in value.values)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
-        return _formats(model, value.right, scope)
-    if isinstance(value, (ast.Tuple, ast.List)):
-        return any(_formats(model, v, scope) for v in value.elts)
-    if isinstance(value, ast.Dict):
-        return any(v is not None and _formats(model, v, scope) for v in value.values)
-    return model.is_jax(value, scope)
 
 
 def per_iteration_loop(model: ModuleModel, ctx: Optional[Context]) -> Optional[Loop]:
@@ -151,13 +139,13 @@ class HostTransferInLoop(Rule):
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if _formats(model, node, scope) and per_iteration_loop(model, model.context(node)):
+            if model.formats_jax(node, scope) and per_iteration_loop(model, model.context(node)):
                 yield self._report(node, "an f-string of a JAX value")
         for node in model.percent_formats:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if _formats(model, node.right, scope) and per_iteration_loop(model, model.context(node)):
+            if model.formats_jax(node.right, scope) and per_iteration_loop(model, model.context(node)):
                 yield self._report(node, "`%`-formatting a JAX value")
         for node in model.ifs:
             test = node.test

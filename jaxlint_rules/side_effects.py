@@ -239,27 +239,6 @@ class SideEffectInTracedCode(Rule):
 _PRINT_OPTIONS = ("sep", "end", "file", "flush")
 
 
-def _shows_jax(model: ModuleModel, value: ast.AST, scope) -> bool:
-    """Whether printing ``value`` prints a JAX value: the value itself, or an f-string, ``%``- or
-    ``str.format``-formatting, ``str()``/``repr()`` of one."""
-    if isinstance(value, ast.Starred):
-        value = value.value
-    if isinstance(value, ast.JoinedStr):
-        return any(isinstance(v, ast.FormattedValue) and _shows_jax(model, v.value, scope) for v in value.values)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
-        return _shows_jax(model, value.right, scope)
-    if isinstance(value, (ast.Tuple, ast.List)):
-        return any(_shows_jax(model, v, scope) for v in value.elts)
-    if isinstance(value, ast.Dict):
-        return any(v is not None and _shows_jax(model, v, scope) for v in value.values)
-    if isinstance(value, ast.Call):
-        func = value.func
-        args = list(value.args) + [kw.value for kw in value.keywords]
-        if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
-            return any(_shows_jax(model, a, scope) for a in args)
-        if model.resolve(func, scope) in ("builtins.str", "builtins.repr", "builtins.format"):
-            return bool(value.args) and _shows_jax(model, value.args[0], scope)
-    return model.is_jax(value, scope)
 
 
 class PrintInTracedCode(Rule):
@@ -297,7 +276,7 @@ class PrintInTracedCode(Rule):
             if model.resolve(call.func, scope) != "builtins.print":
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
-            if any(_shows_jax(model, v, scope) for v in values):
+            if any(model.formats_jax(v, scope, deep=True) for v in values):
                 yield self.finding(call, "`print()` of a traced value runs once at trace time and shows a Tracer; "
                                          "use `jax.debug.print(\"{}\", x)`")
 
