@@ -7,25 +7,12 @@ from __future__ import annotations
 import pytest
 
 import jaxlint_rules
-from jaxlint_rules.recompilation import JitInLoop, JitPerCall, StaticArgChurn
 from ruletools import findings, line_of
 
 RULES = [r() for r in jaxlint_rules.ALL_RULES]
 
 
 # --------------------------------------------------------------------------- own examples
-
-
-@pytest.mark.parametrize("rule", [JitInLoop, JitPerCall, StaticArgChurn], ids=lambda r: r.code)
-def test_own_bad_example_triggers_exactly_this_rule(rule):
-    got = findings(rule.bad)
-    assert got, f"{rule.code}.bad triggers nothing"
-    assert {code for _, code in got} == {rule.code}
-
-
-@pytest.mark.parametrize("rule", [JitInLoop, JitPerCall, StaticArgChurn], ids=lambda r: r.code)
-def test_own_good_example_triggers_nothing(rule):
-    assert findings(rule.good) == []
 
 
 # --------------------------------------------------------------------------- JAX101 positives
