@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import io
 import os
@@ -62,20 +63,27 @@ def parse_source(text: str, path: str = "<unknown>") -> tuple[Optional[ast.Modul
 PROJECT = ProjectResolver()
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic GC: a syntax tree and its model are millions of small objects, and the
+    GC scanning them again and again while they are built costs a third of the run. The model
+    breaks its own cycles (``ModuleModel.dispose``), so reference counting frees it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
-              text: Optional[str] = None, path: Optional[str] = None) -> list[Finding]:
+              path: Optional[str] = None) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
     ``path``, names imported from the project's other modules are resolved there."""
-    # The model is a web of small objects; the cyclic GC scanning the whole tree again and again
-    # while it is built costs a third of the run. Its cycles are collected after we re-enable it.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return _run_rules(tree, rules, result, path)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
@@ -105,13 +113,8 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
 
 def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
     """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return _check_source(data, path, rules, noqa)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
@@ -129,7 +132,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None:
         result.findings.append(error)
         return result
-    findings = run_rules(tree, rules, result, text, path if os.path.isfile(path) else None)
+    findings = run_rules(tree, rules, result, path if os.path.isfile(path) else None)
     if noqa and findings and "noqa" in text.lower():
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]

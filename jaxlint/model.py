@@ -886,7 +886,7 @@ class ModuleModel:
             cls = self._class_of(scope)
             if cls is not None:
                 for value in cls.self_attrs.get(func.attr, ()):
-                    info = self._callable(value, self._scope_of_value(value), depth + 1)
+                    info = self._callable(value, self.scope_at(value), depth + 1)
                     if info is not None:
                         return info
                 meth = cls.methods.get(func.attr)
@@ -924,9 +924,6 @@ class ModuleModel:
         result = self._callable(probe, self.module_scope, 0)
         self._callable_memo[key] = result
         return result
-
-    def _scope_of_value(self, value: ast.AST) -> Scope:
-        return self.scope_at(value)
 
     def _binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
         found = self._lookup(name, scope, pos)
@@ -995,13 +992,6 @@ class ModuleModel:
         result = any(self.is_jax(r, f.scope) for r in f.returns)
         self._returns_memo[key] = result
         return result
-
-    # ----------------------------------------------------------- iteration helpers
-
-    def calls_in(self, node: ast.AST) -> Iterator[ast.Call]:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                yield sub
 
 
 class _Transformed(JitWrap):
