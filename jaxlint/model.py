@@ -36,7 +36,7 @@ class Loop:
     """A ``for``/``while`` loop or a comprehension."""
 
     __slots__ = ("node", "kind", "parent", "children", "calls", "iter_jax_nodes", "_jax_work", "_direct",
-                 "depth", "bounded", "steplike")
+                 "depth", "bounded", "steplike", "ranged")
 
     def __init__(self, node: ast.AST, kind: str, parent: Optional["Loop"], depth: int):
         self.node = node
@@ -57,6 +57,8 @@ class Loop:
         # Whether plain array operations in the body count as JAX work: not in loops over the
         # parts of a structure (``for k, v in tree.items()``), where they are trace-time bookkeeping.
         self.steplike = kind == "while" or iterable is None or not _is_structural(iterable)
+        # A loop over steps rather than items: ``while``, or ``range``/``count``/``trange`` iteration.
+        self.ranged = kind == "while" or (iterable is not None and _is_steplike(iterable))
 
     def target_names(self) -> set[str]:
         node = self.node
@@ -864,7 +866,7 @@ class ModuleModel:
                 return self._wrap_for_call(func)
             return None
         if isinstance(func, ast.Name):
-            ev = self._binding(func.id, scope, _pos(func))
+            ev = self.binding(func.id, scope, _pos(func))
             if ev is None:
                 other = self._imported(func.id, scope)
                 if other is not None and other[1] is not None:
@@ -925,7 +927,9 @@ class ModuleModel:
         self._callable_memo[key] = result
         return result
 
-    def _binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
+    def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
+        """The binding event of ``name`` that reaches position ``pos`` in ``scope`` (None for
+        imports and unbound names)."""
         found = self._lookup(name, scope, pos)
         return found[0] if found is not None else None
 
@@ -964,7 +968,7 @@ class ModuleModel:
             f = self.func_of_node.get(id(expr))
             return [f] if f else []
         if isinstance(expr, ast.Name):
-            ev = self._binding(expr.id, scope, _pos(expr))
+            ev = self.binding(expr.id, scope, _pos(expr))
             if ev is None:
                 return []
             if ev.kind == "def":
@@ -1705,7 +1709,7 @@ class _TraceAnalysis:
                 break
             expr = expr.args[0]
         if isinstance(expr, ast.Name):  # f = partial(g, x) bound to a name
-            ev = m._binding(expr.id, scope, _pos(expr))
+            ev = m.binding(expr.id, scope, _pos(expr))
             if ev is not None and ev.kind == "assign" and ev.path is None and isinstance(ev.value, ast.Call) \
                     and depth < 8:
                 return self._bound_by_partial(ev.value, fi, ev.scope) | names

@@ -94,7 +94,7 @@ class _Arrays:
             return False
         t = type(e)
         if t is ast.Name:
-            ev = self.m._binding(e.id, scope, _pos(e))
+            ev = self.m.binding(e.id, scope, _pos(e))
             return ev is not None and self._event(ev, depth + 1)
         if t is ast.Call:
             return self._call(e, scope, depth + 1)
@@ -161,7 +161,7 @@ class _Arrays:
             node = ev.node
             if not isinstance(node.target, ast.Name):
                 return False
-            prev = self.m._binding(node.target.id, ev.scope, _pos(node))
+            prev = self.m.binding(node.target.id, ev.scope, _pos(node))
             return prev is not None and prev is not ev and self._event(prev, depth + 1)
         if kind == "param":
             return self._param_is_array(ev)
@@ -183,7 +183,7 @@ class _Arrays:
         return result
 
     def _is_param(self, e: ast.AST, f: FunctionInfo, ev) -> bool:
-        return isinstance(e, ast.Name) and e.id == ev.value and self.m._binding(e.id, f.scope, _pos(e)) is ev
+        return isinstance(e, ast.Name) and e.id == ev.value and self.m.binding(e.id, f.scope, _pos(e)) is ev
 
     def _used_as_array(self, f: FunctionInfo, ev) -> bool:
         m = self.m
@@ -273,7 +273,7 @@ class InplaceItemAssignment(Rule):
         base = target.value
         if not isinstance(base, ast.Name) or not _array_only_index(target.slice):
             return False
-        ev = arrays.m._binding(base.id, scope, _pos(base))
+        ev = arrays.m.binding(base.id, scope, _pos(base))
         if ev is None or ev.kind != "param":
             return False
         f = ev.scope.func

@@ -32,7 +32,7 @@ def new_callable(model: ModuleModel, target: Optional[ast.AST], inside, scope: S
             return f"the bound method `{unparse(target)}`"
         return None
     if isinstance(target, ast.Name):
-        ev = model._binding(target.id, scope, (target.lineno, target.col_offset))
+        ev = model.binding(target.id, scope, (target.lineno, target.col_offset))
         if ev is None:
             return None
         if ev.kind == "def":
@@ -77,7 +77,7 @@ def _calls_of(model: ModuleModel, calls, made: ast.AST, name: Optional[str]) -> 
         if func is made:
             return True
         if name is not None and isinstance(func, ast.Name) and func.id == name:
-            ev = model._binding(name, model.scope_at(call), (call.lineno, call.col_offset))
+            ev = model.binding(name, model.scope_at(call), (call.lineno, call.col_offset))
             if ev is not None and (ev.node is made or ev.value is made):
                 return True
     return False

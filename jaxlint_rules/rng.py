@@ -10,7 +10,6 @@ from jaxlint.model import (
     FunctionInfo,
     Loop,
     ModuleModel,
-    _is_steplike,
     call_arg,
 )
 from jaxlint.rule import Finding, Rule, unparse
@@ -115,7 +114,7 @@ class GlobalRngInTracedCode(Rule):
     def _generator_from_outside(self, model: ModuleModel, name: ast.Name, scope, f: FunctionInfo) -> Optional[str]:
         """If ``name`` holds a NumPy/Python generator object that was created outside ``f`` (or
         without a seed), the constructor's spelling."""
-        ev = model._binding(name.id, scope, _pos(name))
+        ev = model.binding(name.id, scope, _pos(name))
         if ev is None or ev.kind != "assign" or ev.path is not None or not isinstance(ev.value, ast.Call):
             return None
         value = ev.value
@@ -188,14 +187,7 @@ def _step_loop(model: ModuleModel, loop: Loop, ctx: Context) -> bool:
     """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
     harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
     purpose, for comparable runs, and are not reported."""
-    node = loop.node
-    if loop.kind == "while":
-        step = True
-    elif loop.kind == "for":
-        step = _is_steplike(node.iter)
-    else:
-        step = _is_steplike(node.generators[0].iter)
-    return step and not model.in_timing_harness(ctx)
+    return loop.ranged and not model.in_timing_harness(ctx)
 
 
 def _may_vary(expr: Optional[ast.AST]) -> bool:
@@ -287,7 +279,7 @@ class KeyReuse(Rule):
         arg = call_arg(call, 0, "key")
         if not isinstance(arg, ast.Name):
             return None
-        ev = model._binding(arg.id, scope, _pos(arg))
+        ev = model.binding(arg.id, scope, _pos(arg))
         if ev is None or ev.kind in ("def", "other"):
             return None
         if ev.scope is not scope:
@@ -326,7 +318,7 @@ def _constant_seed(model: ModuleModel, seed: Optional[ast.AST], scope) -> bool:
     if isinstance(seed, ast.Constant):
         return isinstance(seed.value, int) and not isinstance(seed.value, bool)
     if isinstance(seed, ast.Name):
-        ev = model._binding(seed.id, scope, _pos(seed))
+        ev = model.binding(seed.id, scope, _pos(seed))
         if ev is None or ev.scope is not model.module_scope or ev.kind != "assign" or ev.path is not None:
             return False
         if len(model.module_scope.events.get(seed.id, ())) != 1:

@@ -99,7 +99,7 @@ class Staging:
         for n in ast.walk(expr):
             if not isinstance(n, ast.Name):
                 continue
-            ev = m._binding(n.id, scope, (n.lineno, n.col_offset))
+            ev = m.binding(n.id, scope, (n.lineno, n.col_offset))
             if ev is None or not m.is_jax(n, scope):
                 continue  # not a JAX value: it cannot be what makes ``expr`` one
             g = ev.scope.func
@@ -216,7 +216,7 @@ class Staging:
                     for u in used:
                         if not (isinstance(u, ast.Name) and u.id == name):
                             continue
-                        if m._binding(name, m.scope_at(c), (u.lineno, u.col_offset)) is not ev:
+                        if m.binding(name, m.scope_at(c), (u.lineno, u.col_offset)) is not ev:
                             continue
                         if u is c.func:
                             if self.staged(m.function_at(c)):
@@ -308,7 +308,7 @@ def _is_mask(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> bo
             return True
         return False
     if isinstance(e, ast.Name):
-        ev = model._binding(e.id, scope, (e.lineno, e.col_offset))
+        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
         if ev is not None and ev.kind == "assign" and ev.path is None:
             return _is_mask(model, ev.value, ev.scope, depth + 1)
     return False
@@ -522,7 +522,7 @@ def _from_internal(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0)
         if isinstance(n, ast.Call) and _internal(model.resolve(n.func, scope)):
             return True
         if isinstance(n, ast.Name) and depth < 1:
-            ev = model._binding(n.id, scope, (n.lineno, n.col_offset))
+            ev = model.binding(n.id, scope, (n.lineno, n.col_offset))
             if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
                 if _from_internal(model, ev.value, ev.scope, depth + 1):
                     return True
@@ -533,7 +533,7 @@ def _truthy_tracer(model: ModuleModel, e: ast.AST, scope: Scope) -> bool:
     if isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
         return False  # a container's truth is its length
     if isinstance(e, ast.Name):
-        ev = model._binding(e.id, scope, (e.lineno, e.col_offset))
+        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
         if ev is not None and ev.kind == "param":
             args = ev.node.args
             if (args.vararg is not None and args.vararg.arg == e.id) or (
@@ -845,7 +845,7 @@ class ShapeChurn(Rule):
         if churn.churning(arg):
             return True
         if isinstance(arg, ast.Name):
-            ev = model._binding(arg.id, churn.scope, (arg.lineno, arg.col_offset))
+            ev = model.binding(arg.id, churn.scope, (arg.lineno, arg.col_offset))
             if (ev is not None and ev.kind == "assign" and ev.path is None and ev.scope is churn.scope
                     and any(lp in loops for lp in ev.loops)):
                 return churn.churning(ev.value)
@@ -880,7 +880,7 @@ def _const_int(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> 
         except (OverflowError, ZeroDivisionError):
             return None
     if isinstance(e, ast.Name):
-        ev = model._binding(e.id, scope, (e.lineno, e.col_offset))
+        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
         if ev is None or ev.kind != "assign" or ev.path is not None:
             return None
         if len(ev.scope.events.get(e.id, ())) != 1:
@@ -901,7 +901,7 @@ def _rank_derived(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) 
             if qn == "builtins.len" and n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "shape":
                 return True
         if isinstance(n, ast.Name) and depth < 3:
-            ev = model._binding(n.id, scope, (n.lineno, n.col_offset))
+            ev = model.binding(n.id, scope, (n.lineno, n.col_offset))
             if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
                 if _rank_derived(model, ev.value, scope, depth + 1):
                     return True

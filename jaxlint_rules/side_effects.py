@@ -37,7 +37,7 @@ def _outer_owner(model: ModuleModel, f: FunctionInfo, name: ast.Name, scope) -> 
     where it lives: "module" or "enclosing function". None for locals and parameters, and for
     anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
     optimizer object with an ``update`` method)."""
-    ev = model._binding(name.id, scope, _pos(name))
+    ev = model.binding(name.id, scope, _pos(name))
     if ev is None or ev.kind != "assign" or ev.path is not None:
         return None
     if ev.scope is f.scope or ev.scope.kind == "class":
