@@ -1,3 +1,5 @@
+import sys
+
 from .cli import main
 
-raise SystemExit(main())
+sys.exit(main())

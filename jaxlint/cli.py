@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--statistics", action="store_true", help="print a count per code at the end")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
     e.add_argument("code")
@@ -133,6 +134,11 @@ def cmd_explain(code: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "trace":  # the program's own arguments must reach it untouched
+        from .trace.command import main as trace_main
+
+        return trace_main(argv[1:])
     parser = _parser()
     try:
         args = parser.parse_args(argv)

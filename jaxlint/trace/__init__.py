@@ -1,0 +1,39 @@
+"""Dynamic mode: run real code and record what JAX actually did.
+
+``jaxlint trace script.py`` is the command-line front end (see ``runner``).
+For tests, use the context manager::
+
+    from jaxlint.trace import audit
+
+    with audit() as a:
+        for batch in batches:
+            state = train_step(state, batch)
+    assert a.compiles(train_step) == 1
+    assert a.transfer_count() == 0
+
+This package imports nothing from JAX until ``audit()`` is entered, so that
+``import jaxlint.trace`` (and the pytest plugin) stays free for static users.
+"""
+
+from __future__ import annotations
+
+__all__ = ["audit", "Audit"]
+
+
+def audit(user_roots=None):
+    """Record compilations and host transfers for the duration of a ``with`` block.
+
+    ``user_roots`` limits which files count as user code (folders); by default
+    every file outside the standard library, site-packages and JAX itself.
+    """
+    from .hooks import Audit
+
+    return Audit(user_roots)
+
+
+def __getattr__(name):
+    if name == "Audit":
+        from .hooks import Audit
+
+        return Audit
+    raise AttributeError(name)

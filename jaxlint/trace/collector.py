@@ -1,0 +1,245 @@
+"""What one run (or one ``audit()`` block) observed: plain data, no JAX imports.
+
+``hooks`` feeds events in; ``report`` turns a ``Collector`` into the report.
+Functions are keyed by their definition site (the code object), so two
+functions named ``step`` are two rows, and one lambda re-created every
+iteration is one row with many compilations.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from typing import Any, Optional
+
+# Reasons for a retrace, as they appear in the JSON report.
+SHAPE = "shape"
+DTYPE = "dtype"
+WEAK_TYPE = "weak type"
+SHARDING = "sharding"
+STRUCTURE = "pytree structure"
+STATIC = "static value"
+RECREATED = "function object re-created"
+SAME = "same signature traced again (cache cleared or evicted, or a config/context change)"
+
+_MAX_IDENTITIES = 16
+_MAX_SIGNATURES = 64
+
+
+class Signature:
+    """What jit's cache key is made of, in a form that can be compared and shown.
+
+    ``static``: parameter name -> (shown value, hash); ``trees``: parameter
+    name -> pytree structure; ``leaves``: leaf path -> (shape, dtype, weak,
+    sharding) in argument order.
+    """
+
+    __slots__ = ("static", "trees", "leaves")
+
+    def __init__(self, static: dict, trees: dict, leaves: dict):
+        self.static = static
+        self.trees = trees
+        self.leaves = leaves
+
+    def diff(self, before: "Signature") -> list:
+        """(reason, argument, before, after) for everything that changed since ``before``."""
+        out = []
+        for name in list(before.static) + [n for n in self.static if n not in before.static]:
+            b, a = before.static.get(name), self.static.get(name)
+            if (b is None) != (a is None) or (b is not None and b != a):
+                shown_b, shown_a = b[0] if b else "(not given)", a[0] if a else "(not given)"
+                if shown_a == shown_b:
+                    shown_a += " (not equal)"
+                out.append((STATIC, name, shown_b, shown_a))
+        changed_trees = set()
+        for name in list(before.trees) + [n for n in self.trees if n not in before.trees]:
+            b, a = before.trees.get(name), self.trees.get(name)
+            if (b is None) != (a is None) or (b is not None and b != a):
+                changed_trees.add(name)
+                out.append((STRUCTURE, name, _short_tree(b), _short_tree(a)))
+        for path, a in self.leaves.items():
+            if _top(path) in changed_trees:
+                continue
+            b = before.leaves.get(path)
+            if b is None or b == a:
+                continue
+            if b[0] != a[0]:
+                out.append((SHAPE, path, show_aval(b), show_aval(a)))
+            elif b[1] != a[1]:
+                out.append((DTYPE, path, show_aval(b), show_aval(a)))
+            elif b[2] != a[2]:
+                out.append((WEAK_TYPE, path, show_aval(b), show_aval(a)))
+            else:
+                out.append((SHARDING, path, _short(str(b[3])), _short(str(a[3]))))
+        if not out and before.leaves.keys() != self.leaves.keys():
+            out.append((STRUCTURE, None, _short(", ".join(before.leaves)), _short(", ".join(self.leaves))))
+        return out
+
+
+def _top(path: str) -> str:
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path
+
+
+def _short(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short_tree(tree: Any) -> str:
+    return "(not given)" if tree is None else _short(str(tree).replace("PyTreeDef", "", 1))
+
+
+_DTYPE_SHORT = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bool": "bool", "complex64": "c64", "complex128": "c128",
+}
+
+
+def show_aval(leaf: tuple) -> str:
+    """``f32[32,784]``, with ``{weak}`` for weakly typed Python scalars."""
+    shape, dtype, weak = leaf[0], leaf[1], leaf[2]
+    text = f"{_DTYPE_SHORT.get(dtype, dtype)}[{','.join(str(d) for d in shape)}]"
+    return text + "{weak}" if weak else text
+
+
+class Record:
+    """Everything seen for one function (one definition site)."""
+
+    def __init__(self, key: Any, name: str, qualname: str, file: Optional[str], line: Optional[int]):
+        self.key = key
+        self.name = name
+        self.qualname = qualname
+        self.file = file
+        self.line = line
+        self.calls: Optional[int] = None  # None: never called through an instrumented wrapper
+        self.traces = 0
+        self.compiles = 0
+        self.trace_seconds = 0.0
+        self.lower_seconds = 0.0
+        self.compile_seconds = 0.0
+        self.miss_reasons: Counter = Counter()
+        self.created_at: Counter = Counter()  # (file, line) of the jax.jit/jax.pmap call
+        self.traced_from: Counter = Counter()  # (file, line) of the call that caused a trace
+        self.via: Optional[str] = None  # library function that traced this one (nnx.jit, pmap ...)
+        self.jaxpr: Optional[dict] = None  # facts of the first trace
+        self._history: list = []  # recent signatures of every trace, for traces of unknown objects
+        self._identities: list = []  # [[weakref or None, recent signatures of that object]]
+
+    def lines(self) -> tuple:
+        return (self.file, self.line)
+
+    def traced(self, fun: Any, sig: Optional[Signature]) -> None:
+        """Count one trace of ``fun`` and work out why the cache missed.
+
+        A retrace of the same function object is explained by its difference
+        from the closest signature traced before (the cache entry it almost
+        hit); a trace of a new object with the same code is a re-created
+        function (jit in a loop, a fresh lambda or bound method).
+        """
+        first = self.traces == 0
+        self.traces += 1
+        if sig is None:
+            return
+        entry = self._identity(fun)
+        if first:
+            pass
+        elif entry is not None:
+            self._explain(sig, entry[1])
+        elif fun is not None:
+            self.miss_reasons[(RECREATED, None, None, None)] += 1
+        else:
+            self._explain(sig, self._history)
+        if fun is not None:
+            if entry is None:
+                entry = [_ref(fun), []]
+                self._identities.append(entry)
+                if len(self._identities) > _MAX_IDENTITIES:
+                    self._identities = [e for e in self._identities if e[0] is not None and e[0]() is not None]
+                    del self._identities[: max(0, len(self._identities) - _MAX_IDENTITIES)]
+            _remember(entry[1], sig)
+        _remember(self._history, sig)
+
+    def _explain(self, sig: Signature, previous: list) -> None:
+        best = None
+        for before in reversed(previous):
+            d = sig.diff(before)
+            if best is None or len(d) < len(best):
+                best = d
+            if len(d) <= 1:
+                break
+        for r in best or [(SAME, None, None, None)]:
+            self.miss_reasons[r] += 1
+
+    def _identity(self, fun: Any):
+        if fun is None:
+            return None
+        for entry in self._identities:
+            ref = entry[0]
+            if ref is not None and ref() is fun:
+                return entry
+        return None
+
+
+def _remember(history: list, sig: Signature) -> None:
+    history.append(sig)
+    if len(history) > _MAX_SIGNATURES:
+        del history[0]
+
+
+def _ref(obj: Any):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+class Collector:
+    """Receives events from the hooks; one per ``jaxlint trace`` run or ``audit()`` block."""
+
+    def __init__(self, user_files):
+        self.user_files = user_files
+        self.records: dict = {}
+        self.transfers: Counter = Counter()  # (file, line, kind) -> count
+        self.internal_compiles = 0
+        self.internal_traces = 0
+        self.internal_compile_seconds = 0.0
+        self.partial: list = []  # what could not be measured, and why
+        self.errors: Counter = Counter()  # instrumentation errors swallowed, by message
+
+    # -- records ---------------------------------------------------------
+    def record(self, key: Any, describe) -> Record:
+        rec = self.records.get(key)
+        if rec is None:
+            rec = self.records[key] = Record(key, *describe(key))
+        return rec
+
+    def user_records(self) -> list:
+        return [r for r in self.records.values() if r.traces or r.calls or r.compiles]
+
+    # -- events -------------------------------------------------------------
+    def called(self, key: Any) -> None:
+        rec = self.records.get(key)
+        if rec is not None:
+            rec.calls = (rec.calls or 0) + 1
+
+    def compiled(self, key: Any, seconds: float) -> None:
+        rec = self.records.get(key) if key is not None else None
+        if rec is None:
+            self.internal_compiles += 1
+            self.internal_compile_seconds += seconds
+        else:
+            rec.compiles += 1
+            rec.compile_seconds += seconds
+
+    def lowered(self, key: Any, seconds: float) -> None:
+        rec = self.records.get(key) if key is not None else None
+        if rec is not None:
+            rec.lower_seconds += seconds
+
+    def transferred(self, frame, kind: str) -> None:
+        file, line = self.user_files.site(frame)
+        self.transfers[(file, line, kind)] += 1

@@ -1,0 +1,97 @@
+"""Argument handling for ``jaxlint trace``; kept apart so ``--help`` needs no JAX."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+EXIT_ERROR = 2
+_VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line"}
+
+USAGE = "jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jaxlint trace", usage=USAGE,
+        description="Run a program and report its compilations, retrace reasons, host transfers and "
+                    "jaxpr facts, checked against the static findings. The program's output, exit code "
+                    "and traceback pass through; the report goes to stderr.")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the report to FILE")
+    p.add_argument("--max-compiles", type=int, metavar="N",
+                   help="exit 3 if any function compiled more than N times")
+    p.add_argument("--max-transfers-per-line", type=int, metavar="N",
+                   help="exit 3 if any source line made more than N host transfers")
+    p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m` does")
+    return p
+
+
+def split(argv: Sequence[str]) -> tuple:
+    """(jaxlint's options, script or None, the program's own arguments)."""
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv[:i], (argv[i + 1] if i + 1 < len(argv) else None), argv[i + 2:]
+        if a == "-m":
+            return argv[: i + 2], None, argv[i + 2:]
+        if a.startswith("-"):
+            i += 2 if a in _VALUED else 1
+            continue
+        return argv[:i], a, argv[i + 1:]
+    return argv, None, []
+
+
+def main(argv: Sequence[str]) -> int:
+    own, script, rest = split(argv)
+    p = parser()
+    try:
+        args = p.parse_args(own)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if (script is None) == (args.module is None):
+        p.print_usage(sys.stderr)
+        print("jaxlint trace: give a script or -m MODULE", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        import jax  # noqa: F401
+    except ImportError as e:
+        print(f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'", file=sys.stderr)
+        return EXIT_ERROR
+    from . import report as rep
+    from . import runner
+
+    try:
+        code, collector, failures, files = runner.run(script, args.module, rest)
+    except FileNotFoundError as e:
+        print(f"jaxlint trace: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.flush()
+    findings = None
+    if not args.no_static:
+        try:
+            findings = runner.static_findings(files)
+        except Exception as e:  # the static check must not cost the user the runtime report
+            collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
+    report = rep.build(collector, findings, code, failures, script or f"-m {args.module}", runner.environment())
+    tripped = runner.gates(report, args.max_compiles, args.max_transfers_per_line)
+    report["gates"] = tripped
+    out = rep.as_json(report) if args.format == "json" else rep.text(report)
+    if args.format == "text" and tripped:
+        out += "".join(f"GATE: {t}\n" for t in tripped)
+    sys.stderr.write(out)
+    sys.stderr.flush()
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(out)
+        except OSError as e:
+            print(f"jaxlint trace: cannot write {args.output}: {e}", file=sys.stderr)
+            return code or EXIT_ERROR
+    if code == 0 and tripped:
+        return runner.EXIT_GATE
+    return code

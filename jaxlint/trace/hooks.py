@@ -1,0 +1,685 @@
+"""The instrumentation: what is patched in JAX, and how events reach collectors.
+
+Exactness rules this module keeps:
+
+* The function JAX traces is never replaced or wrapped, so its caches see
+  exactly the objects they would see without jaxlint and the program compiles
+  exactly as often. ``jax.jit``/``jax.pmap`` still return JAX's own wrapper;
+  jaxlint only puts a forwarding object around that result to count calls.
+* Traces are observed by wrapping ``jax._src.pjit._trace_for_jit`` (called
+  once per trace-cache miss) and compilations by the public
+  ``jax.monitoring`` compile events, attributed to a function through the
+  jaxpr being compiled. When those private names are missing (another JAX
+  version), the run still completes and the report says which parts are
+  partial.
+* Host transfers are counted where Python converts a concrete ``jax.Array``
+  (``float``, ``int``, ``bool``, ``.item()``, ``.tolist()``, ``str``/``repr``/
+  ``format``, ``__array__`` for NumPy, ``jax.device_get``), attributed to the
+  innermost frame in the user's files. Conversions JAX performs internally are
+  not counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+import time
+import types
+import weakref
+from typing import Any, Optional
+
+import jax
+
+from .collector import Collector, Signature
+from .userfiles import UserFiles
+
+_TLS = threading.local()
+_INTERNAL = object()  # compile target for JAX's own functions
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+_LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_TRANSFER_METHODS = {
+    "__bool__": "bool", "__float__": "float", "__int__": "int", "__complex__": "complex",
+    "__index__": "index", "item": "item", "tolist": "tolist", "__str__": "str",
+    "__repr__": "repr", "__format__": "format", "__array__": "numpy",
+}
+_MISSING = object()
+
+
+def code_of(fun: Any):
+    """The code object that defines ``fun``: through jit wrappers, partials, bound methods, ``__wrapped__``."""
+    for _ in range(32):
+        if isinstance(fun, Counted):
+            fun = fun._jaxlint_real
+            continue
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+            continue
+        wrapped = getattr(fun, "__wrapped__", None)
+        if wrapped is not None and wrapped is not fun:
+            fun = wrapped
+            continue
+        code = getattr(fun, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return code
+        func = getattr(fun, "__func__", None)
+        if func is not None:
+            fun = func
+            continue
+        call = getattr(type(fun), "__call__", None)
+        code = getattr(call, "__code__", None)
+        return code if isinstance(code, types.CodeType) else None
+    return None
+
+
+def describe(code) -> tuple:
+    return (code.co_name, getattr(code, "co_qualname", code.co_name), code.co_filename, code.co_firstlineno)
+
+
+class Counted:
+    """What the instrumented ``jax.jit``/``jax.pmap`` return: JAX's own wrapper plus a call counter.
+
+    Attribute access, binding as a method, equality and hashing all go to the
+    wrapped object, so caches keyed on it behave as without jaxlint.
+    """
+
+    def __init__(self, real: Any, key: Any):
+        functools.update_wrapper(self, real, updated=())
+        self.__dict__.update(getattr(real, "__dict__", {}))
+        self._jaxlint_real = real
+        self._jaxlint_key = key
+
+    def __call__(self, *args, **kwargs):
+        collectors = INSTRUMENTATION.collectors
+        if collectors:
+            key = self._jaxlint_key
+            for c in collectors:
+                c.called(key)
+        return self._jaxlint_real(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __getattr__(self, name):
+        if name.startswith("_jaxlint_"):
+            raise AttributeError(name)
+        return getattr(self._jaxlint_real, name)
+
+    def __eq__(self, other):
+        return self._jaxlint_real == (other._jaxlint_real if isinstance(other, Counted) else other)
+
+    def __hash__(self):
+        return hash(self._jaxlint_real)
+
+    def __repr__(self):
+        return repr(self._jaxlint_real)
+
+
+class Instrumentation:
+    """Process-wide patches, installed while at least one collector listens."""
+
+    def __init__(self):
+        self.collectors: list = []
+        self.partial: list = []
+        self._saved: list = []  # (owner, name, original)
+        self._lock = threading.RLock()
+        self._listening = False
+        self._trace_hooked = False
+        self._compile_hooked = False
+        self.jaxpr_owner: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self.by_source: dict = {}  # (file, firstlineno) -> code, for jaxprs derived by grad/vmap
+        self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
+        self._jax_dirs: tuple = ()
+
+    # -- install / remove ----------------------------------------------------
+    def attach(self, collector: Collector) -> None:
+        with self._lock:
+            if not self.collectors:
+                self._install()
+            collector.partial = list(self.partial)
+            self.collectors = self.collectors + [collector]
+
+    def detach(self, collector: Collector) -> None:
+        with self._lock:
+            self.collectors = [c for c in self.collectors if c is not collector]
+            if not self.collectors:
+                self._uninstall()
+
+    def _patch(self, owner: Any, name: str, new: Any) -> None:
+        self._saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name)))
+        setattr(owner, name, new)
+
+    def _uninstall(self) -> None:
+        for owner, name, old in reversed(self._saved):
+            if old is _MISSING:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, name, old)
+        self._saved = []
+
+    def _install(self) -> None:
+        self.partial = []
+        import os
+
+        self._jax_dirs = tuple(
+            os.path.dirname(os.path.realpath(m.__file__)) + os.sep
+            for m in (sys.modules.get("jax"), sys.modules.get("jaxlib"))
+            if m is not None and getattr(m, "__file__", None)
+        )
+        self._listen()
+        self._hook_jit_constructors()
+        self._hook_traces()
+        self._hook_compiles()
+        self._hook_transfers()
+
+    def _listen(self) -> None:
+        if self._listening:
+            return
+        try:
+            from jax._src import dispatch
+
+            global _TRACE_EVENT, _LOWER_EVENT, _COMPILE_EVENT
+            _TRACE_EVENT = getattr(dispatch, "JAXPR_TRACE_EVENT", _TRACE_EVENT)
+            _LOWER_EVENT = getattr(dispatch, "JAXPR_TO_MLIR_MODULE_EVENT", _LOWER_EVENT)
+            _COMPILE_EVENT = getattr(dispatch, "BACKEND_COMPILE_EVENT", _COMPILE_EVENT)
+        except Exception:
+            pass
+        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        self._listening = True
+
+    # -- jit / pmap: count calls, remember where the wrapper was made ----------
+    def _hook_jit_constructors(self) -> None:
+        for name in ("jit", "pmap"):
+            original = getattr(jax, name, None)
+            if original is None:
+                self.partial.append(f"jax.{name} not found: calls of its functions are not counted")
+                continue
+            self._patch(jax, name, self._constructor(original))
+
+    def _constructor(self, original):
+        inst = self
+
+        @functools.wraps(original)
+        def instrumented(fun=_MISSING, *args, **kwargs):
+            site = sys._getframe(1)
+            if fun is _MISSING:  # jax.jit(static_argnames=...) used as a decorator factory
+                decorator = original(*args, **kwargs)
+                return lambda f: inst._counted(decorator(f), f, site)
+            return inst._counted(original(fun, *args, **kwargs), fun, site)
+
+        return instrumented
+
+    def _counted(self, real: Any, fun: Any, site) -> Any:
+        collectors = self.collectors
+        code = code_of(fun)
+        if not collectors or code is None or not callable(real):
+            return real
+        try:
+            self.by_name.setdefault(code.co_name, set()).add(code)
+            self.by_source[(code.co_filename, code.co_firstlineno)] = code
+            for c in collectors:
+                rec = c.record(code, describe)
+                if rec.calls is None:
+                    rec.calls = 0
+                rec.created_at[c.user_files.site(site)] += 1
+            return Counted(real, code)
+        except Exception as e:  # never break the user's program
+            self._error(e)
+            return real
+
+    # -- traces ----------------------------------------------------------------
+    def _hook_traces(self) -> None:
+        try:
+            from jax._src import pjit
+
+            original = pjit._trace_for_jit
+            params = list(inspect.signature(original).parameters)
+        except Exception as e:
+            self.partial.append(f"trace attribution unavailable ({e!r}); traces counted by function name only")
+            self._trace_hooked = False
+            return
+        expected = ["fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs"]
+        if params != expected:
+            self.partial.append("trace attribution unavailable (jax._src.pjit._trace_for_jit changed); "
+                                "traces counted by function name only")
+            self._trace_hooked = False
+            return
+        try:
+            from jax._src import core as jcore
+
+            clean = jcore.trace_state_clean
+        except Exception:
+            clean = lambda: True  # noqa: E731
+        inst = self
+
+        @functools.wraps(original)
+        def trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
+            if not inst.collectors:
+                return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+            return inst._trace(original, clean, fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+
+        self._patch(pjit, "_trace_for_jit", trace_for_jit)
+        self._trace_hooked = True
+
+    def _trace(self, original, clean, fun, ji, ctx_mesh, dbg, avals, args, kwargs):
+        collectors = self.collectors
+        code = code_of(fun)
+        user = code is not None and any(c.user_files(code.co_filename) for c in collectors)
+        top = clean()
+        finder = None
+        if not user and top and sys.getprofile() is None:
+            finder = _FirstUserCall(collectors)
+            sys.setprofile(finder)
+        start = time.perf_counter()
+        try:
+            params = original(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+        finally:
+            if finder is not None:
+                sys.setprofile(None)
+        seconds = time.perf_counter() - start
+        try:
+            self._traced(code if user else (finder.code if finder else None), fun if user else None,
+                         None if user else fun, ji, dbg, avals, args, kwargs, params, seconds)
+        except Exception as e:  # bookkeeping must never break the user's program
+            self._error(e)
+        return params
+
+    def _traced(self, code, fun, library_fun, ji, dbg, avals, args, kwargs, params, seconds) -> None:
+        jaxpr = getattr(params, "params", {}).get("jaxpr")
+        if code is None:
+            for c in self.collectors:
+                c.internal_traces += 1
+            return
+        if jaxpr is not None:
+            try:
+                self.jaxpr_owner[jaxpr] = code
+            except TypeError:
+                pass
+        self.by_source[(code.co_filename, code.co_firstlineno)] = code
+        self.by_name.setdefault(code.co_name, set()).add(code)
+        sig = signature(fun if fun is not None else library_fun, ji, dbg, avals, args, kwargs)
+        caller = sys._getframe(1)
+        facts = None
+        for c in self.collectors:
+            rec = c.record(code, describe)
+            if library_fun is not None and rec.via is None:
+                rec.via = getattr(library_fun, "__qualname__", None) or repr(library_fun)
+            rec.traced(fun, sig)
+            rec.trace_seconds += seconds
+            rec.traced_from[c.user_files.site(caller)] += 1
+            if rec.jaxpr is None and jaxpr is not None:
+                if facts is None:
+                    from .jaxpr_facts import jaxpr_facts
+
+                    facts = jaxpr_facts(jaxpr, getattr(params, "consts", ()), c.user_files)
+                rec.jaxpr = facts
+
+    # -- compiles --------------------------------------------------------------
+    def _hook_compiles(self) -> None:
+        try:
+            from jax._src import pjit
+
+            original = pjit._pjit_call_impl_python
+            if "jaxpr" not in inspect.signature(original).parameters:
+                raise TypeError("no jaxpr parameter")
+        except Exception as e:
+            self.partial.append(f"compile attribution by jaxpr unavailable ({e!r}); compiles matched by name")
+            return
+        inst = self
+
+        @functools.wraps(original)
+        def call_impl(*args, **kwargs):
+            if not inst.collectors:
+                return original(*args, **kwargs)
+            prev = getattr(_TLS, "target", None)
+            _TLS.target = inst._owner(kwargs.get("jaxpr"), kwargs.get("name"))
+            try:
+                return original(*args, **kwargs)
+            finally:
+                _TLS.target = prev
+
+        self._patch(pjit, "_pjit_call_impl_python", call_impl)
+        self._compile_hooked = True
+
+    def _owner(self, jaxpr, name=None) -> Any:
+        if jaxpr is None:
+            return _INTERNAL
+        if not self._trace_hooked and isinstance(name, str):
+            return self._match_name(name)
+        try:
+            code = self.jaxpr_owner.get(jaxpr)
+        except TypeError:
+            code = None
+        if code is not None:
+            return code
+        try:  # a jaxpr derived from a user function (grad, vmap): its debug info names the source
+            src = jaxpr.jaxpr.debug_info.func_src_info or ""
+            where = src.rsplit(" at ", 1)[1]
+            file, line = where.rsplit(":", 1)
+            return self.by_source.get((file, int(line)), _INTERNAL)
+        except Exception:
+            return _INTERNAL
+
+    def _on_duration(self, event: str, duration: float, **kwargs) -> None:
+        collectors = self.collectors
+        if not collectors or event not in (_COMPILE_EVENT, _LOWER_EVENT, _TRACE_EVENT):
+            return
+        try:
+            name = str(kwargs.get("fun_name", ""))
+            if event == _TRACE_EVENT:
+                if not self._trace_hooked:
+                    self._by_name_trace(name, duration)
+                return
+            target = getattr(_TLS, "target", None)
+            if target is None:
+                target = self._match_name(name)
+            key = None if target is _INTERNAL else target
+            for c in collectors:
+                if event == _COMPILE_EVENT:
+                    c.compiled(key, duration)
+                else:
+                    c.lowered(key, duration)
+        except Exception as e:
+            self._error(e)
+
+    def _match_name(self, fun_name: str) -> Any:
+        """The user function a compile belongs to when no jit call is on the stack (AOT), by name."""
+        name = fun_name[4:-1] if fun_name.startswith("jit(") and fun_name.endswith(")") else fun_name
+        codes = self.by_name.get(name)
+        if codes and len(codes) == 1:
+            return next(iter(codes))
+        return _INTERNAL
+
+    def _by_name_trace(self, name: str, duration: float) -> None:
+        """Fallback when traces cannot be attributed to a code object: match the name
+        against the functions the user passed to ``jax.jit``/``jax.pmap``."""
+        target = self._match_name(name)
+        frame = sys._getframe(2)
+        for c in self.collectors:
+            if target is _INTERNAL:
+                c.internal_traces += 1
+                continue
+            rec = c.record(target, describe)
+            rec.traced(None, None)
+            rec.trace_seconds += duration
+            rec.traced_from[c.user_files.site(frame)] += 1
+
+    # -- host transfers -----------------------------------------------------
+    def _hook_transfers(self) -> None:
+        try:
+            from jax._src.array import ArrayImpl
+        except Exception as e:
+            self.partial.append(f"host transfers not counted ({e!r})")
+            return
+        for method, kind in _TRANSFER_METHODS.items():
+            original = ArrayImpl.__dict__.get(method)
+            if original is None or not callable(original):
+                self.partial.append(f"jax.Array.{method} not found: {kind} transfers not counted")
+                continue
+            self._patch(ArrayImpl, method, self._transfer_hook(original, kind))
+        original = getattr(jax, "device_get", None)
+        if original is not None:
+            self._patch(jax, "device_get", self._device_get_hook(original))
+        # On CPU, NumPy reads a jax.Array through the buffer protocol and never
+        # calls __array__, so the NumPy entry points are counted themselves.
+        import numpy
+
+        for name in ("asarray", "array", "asanyarray", "ascontiguousarray"):
+            original = getattr(numpy, name, None)
+            if original is not None:
+                self._patch(numpy, name, self._numpy_hook(original, ArrayImpl))
+
+    def _is_jax_frame(self, frame) -> bool:
+        return frame.f_code.co_filename.startswith(self._jax_dirs)
+
+    def _transfer_hook(self, original, kind: str):
+        inst = self
+
+        @functools.wraps(original)
+        def hooked(self, *args, **kwargs):
+            if getattr(_TLS, "busy", False) or not inst.collectors:
+                return original(self, *args, **kwargs)
+            caller = sys._getframe(1)
+            if inst._is_jax_frame(caller):
+                return original(self, *args, **kwargs)
+            _TLS.busy = True
+            try:
+                result = original(self, *args, **kwargs)
+            finally:
+                _TLS.busy = False
+            for c in inst.collectors:
+                c.transferred(caller, kind)
+            return result
+
+        return hooked
+
+    def _numpy_hook(self, original, array_type):
+        inst = self
+
+        @functools.wraps(original)
+        def converter(a, *args, **kwargs):
+            if type(a) is not array_type or getattr(_TLS, "busy", False) or not inst.collectors:
+                return original(a, *args, **kwargs)
+            caller = sys._getframe(1)
+            if inst._is_jax_frame(caller):
+                return original(a, *args, **kwargs)
+            _TLS.busy = True
+            try:
+                result = original(a, *args, **kwargs)
+            finally:
+                _TLS.busy = False
+            for c in inst.collectors:
+                c.transferred(caller, "numpy")
+            return result
+
+        return converter
+
+    def _device_get_hook(self, original):
+        inst = self
+
+        @functools.wraps(original)
+        def device_get(x):
+            if getattr(_TLS, "busy", False) or not inst.collectors:
+                return original(x)
+            caller = sys._getframe(1)
+            _TLS.busy = True
+            try:
+                result = original(x)
+            finally:
+                _TLS.busy = False
+            if not inst._is_jax_frame(caller) and any(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(x)):
+                for c in inst.collectors:
+                    c.transferred(caller, "device_get")
+            return result
+
+        return device_get
+
+    def _error(self, e: BaseException) -> None:
+        for c in self.collectors:
+            c.errors[f"{type(e).__name__}: {e}"] += 1
+
+
+class _FirstUserCall:
+    """A profile function that finds the user function a library's trace is tracing.
+
+    Used when JAX traces a library wrapper (``jax.pmap``'s shard_map body,
+    ``nnx.jit``, ``eqx.filter_jit``) instead of the user's function itself: the
+    first user function called with a tracer among its arguments. User code
+    that merely runs during a trace (a monitoring listener, a pytree flatten
+    function) is passed over.
+    """
+
+    __slots__ = ("collectors", "code")
+
+    def __init__(self, collectors):
+        self.collectors = collectors
+        self.code = None
+
+    def __call__(self, frame, event, arg):
+        if event != "call" or self.code is not None:
+            return
+        code = frame.f_code
+        if not any(c.user_files(code.co_filename) for c in self.collectors):
+            return
+        if _has_tracer(frame.f_locals.values()):
+            self.code = code
+            sys.setprofile(None)
+
+
+def _tracer_type():
+    try:
+        from jax._src.core import Tracer
+    except Exception:  # pragma: no cover - other JAX layouts
+        Tracer = getattr(jax.core, "Tracer", ())
+    return Tracer
+
+
+_TRACER = _tracer_type()
+
+
+def _has_tracer(values) -> bool:
+    for v in values:
+        if isinstance(v, _TRACER):
+            return True
+        if isinstance(v, (tuple, list)):
+            if any(isinstance(x, _TRACER) for x in v):
+                return True
+        elif isinstance(v, dict):
+            if any(isinstance(x, _TRACER) for x in v.values()):
+                return True
+    return False
+
+
+def _safe_repr(value: Any) -> str:
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        text = repr(value)
+    elif isinstance(value, tuple) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
+        text = repr(value)
+    else:
+        text = f"<{type(value).__qualname__} object>"
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+_PARAMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _param_names(fun: Any, ji: Any) -> tuple:
+    sig = getattr(ji, "fun_signature", None)
+    if sig is None:
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            return (), None
+    positional, star = [], None
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            star = p.name
+    return tuple(positional), star
+
+
+def signature(fun: Any, ji: Any, dbg: Any, avals: Any, args: tuple, kwargs: dict) -> Signature:
+    """The parts of jit's cache key that users can change, named by parameter."""
+    positional, star = _param_names(fun, ji)
+
+    def name_of(i: int) -> str:
+        if i < len(positional):
+            return positional[i]
+        return f"{star or 'args'}[{i - len(positional)}]"
+
+    static_nums = set(getattr(ji, "static_argnums", ()) or ())
+    static_names = set(getattr(ji, "static_argnames", ()) or ())
+    static, trees = {}, {}
+    for i, value in enumerate(args):
+        if i in static_nums:
+            static[name_of(i)] = (_safe_repr(value), _hash(value))
+        else:
+            trees[name_of(i)] = jax.tree_util.tree_structure(value)
+    for k, value in kwargs.items():
+        if k in static_names:
+            static[k] = (_safe_repr(value), _hash(value))
+        else:
+            trees[k] = jax.tree_util.tree_structure(value)
+    names = list(getattr(dbg, "arg_names", None) or ())
+    avals = list(avals)
+    if len(names) != len(avals):
+        names = [f"leaf[{i}]" for i in range(len(avals))]
+    leaves = {}
+    for path, aval in zip(names, avals):
+        leaves[path] = (tuple(getattr(aval, "shape", ())), str(getattr(aval, "dtype", "?")),
+                        bool(getattr(aval, "weak_type", False)), getattr(aval, "sharding", None))
+    return Signature(static, trees, leaves)
+
+
+def _hash(value: Any) -> Any:
+    try:
+        return hash(value)
+    except Exception:
+        return id(value)
+
+
+INSTRUMENTATION = Instrumentation()
+
+
+class Audit:
+    """``with audit() as a:`` — record compilations and transfers inside the block."""
+
+    def __init__(self, user_roots=None):
+        self.collector = Collector(UserFiles(user_roots))
+
+    def __enter__(self) -> "Audit":
+        INSTRUMENTATION.attach(self.collector)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        INSTRUMENTATION.detach(self.collector)
+
+    def _record(self, fn: Any):
+        code = code_of(fn)
+        if code is None:
+            raise TypeError(f"cannot find the definition of {fn!r}")
+        return self.collector.records.get(code)
+
+    def compiles(self, fn: Any) -> int:
+        """Compilations of ``fn`` (a jitted function or the function it wraps) in the block."""
+        rec = self._record(fn)
+        return rec.compiles if rec else 0
+
+    def traces(self, fn: Any) -> int:
+        rec = self._record(fn)
+        return rec.traces if rec else 0
+
+    def calls(self, fn: Any) -> Optional[int]:
+        """Calls through a wrapper made by ``jax.jit``/``jax.pmap`` inside an audit; None if unknown."""
+        rec = self._record(fn)
+        return rec.calls if rec else 0
+
+    def miss_reasons(self, fn: Any) -> list:
+        """``[(reason, argument, before, after, count)]`` for every retrace of ``fn``."""
+        rec = self._record(fn)
+        return [(*k, n) for k, n in rec.miss_reasons.most_common()] if rec else []
+
+    def transfers(self) -> list:
+        """``[Transfer(file, line, kind, count)]``, most frequent first."""
+        from .report import Transfer
+
+        return [Transfer(f, l, k, n) for (f, l, k), n in self.collector.transfers.most_common()]
+
+    def transfer_count(self) -> int:
+        return sum(self.collector.transfers.values())
+
+    @property
+    def internal_compiles(self) -> int:
+        return self.collector.internal_compiles
+
+    def report(self) -> dict:
+        """The JSON-ready report (without static findings) of what the block did."""
+        from .report import build
+
+        return build(self.collector, findings=None, exit_code=None)

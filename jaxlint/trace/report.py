@@ -1,0 +1,322 @@
+"""The report of a traced run: a JSON-ready dict, its text rendering, and the
+static/dynamic cross-check. Nothing here imports JAX."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from collections import namedtuple
+from typing import Iterable, Optional
+
+from .collector import RECREATED, Collector
+
+Transfer = namedtuple("Transfer", "file line kind count")
+
+SCHEMA_VERSION = 1
+RECOMPILE_CODES = {"JAX101", "JAX102", "JAX103", "JAX304"}
+TRANSFER_CODES = {"JAX201"}
+TRACE_TIME_CODES = {"JAX501", "JAX601", "JAX602"}
+UNROLL_CODES = {"JAX305"}
+# Thresholds for "runtime problems no static finding predicted".
+UNPREDICTED_COMPILES = 3
+UNPREDICTED_TRANSFERS = 10
+UNROLLED_EQUATIONS = 1000
+
+
+def _real(path: Optional[str]) -> Optional[str]:
+    if not path or path.startswith("<"):
+        return path
+    return os.path.realpath(path)
+
+
+def _reasons(rec) -> list:
+    return [
+        {"reason": r, "argument": a, "before": b, "after": af, "count": n}
+        for (r, a, b, af), n in sorted(rec.miss_reasons.items(), key=lambda kv: -kv[1])
+    ]
+
+
+def _function(rec) -> dict:
+    return {
+        "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
+        "calls": rec.calls, "traces": rec.traces, "compiles": rec.compiles,
+        "trace_seconds": round(rec.trace_seconds, 6), "lower_seconds": round(rec.lower_seconds, 6),
+        "compile_seconds": round(rec.compile_seconds, 6), "via": rec.via,
+        "miss_reasons": _reasons(rec),
+    }
+
+
+def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: Optional[int] = None,
+          failure_sites: Iterable = (), script: Optional[str] = None, environment: Optional[dict] = None) -> dict:
+    """The report as plain data; ``findings`` are static ``Finding`` objects to cross-check."""
+    recs = sorted(collector.user_records(), key=lambda r: (-r.compiles, -r.traces, str(r.file), r.line or 0))
+    transfers = [
+        {"file": f, "line": l, "kind": k, "count": n}
+        for (f, l, k), n in sorted(collector.transfers.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    jaxpr = [
+        {"name": r.name, "qualname": r.qualname, "file": r.file, "line": r.line, **r.jaxpr}
+        for r in recs if r.jaxpr is not None
+    ]
+    report = {
+        "schema": SCHEMA_VERSION,
+        "script": script,
+        "script_exit_code": exit_code,
+        "environment": environment or {},
+        "partial": list(collector.partial),
+        "functions": [_function(r) for r in recs],
+        "transfers": transfers,
+        "jaxpr": jaxpr,
+        "findings": [],
+        "unpredicted": [],
+        "internal_compiles": collector.internal_compiles,
+        "internal_compile_seconds": round(collector.internal_compile_seconds, 6),
+        "instrumentation_errors": dict(collector.errors),
+    }
+    if findings is not None:
+        report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
+    return report
+
+
+def _code_span(code) -> tuple:
+    last = code.co_firstlineno
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for _, _, line in c.co_lines():
+            if line is not None and line > last:
+                last = line
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_lines"))
+    return code.co_firstlineno, last
+
+
+def _enclosing(recs: list, file: str, line: int):
+    best = None
+    for r in recs:
+        if not hasattr(r.key, "co_lines") or _real(r.file) != file:
+            continue
+        lo, hi = _code_span(r.key)
+        if lo <= line <= hi and (best is None or lo >= best[0]):
+            best = (lo, r)
+    return best[1] if best else None
+
+
+def _top_reason(rec) -> str:
+    if not rec.miss_reasons:
+        return ""
+    groups = _grouped(rec)
+    return "; " + groups[0] if groups else ""
+
+
+def cross_check(findings: list, recs: list, collector: Collector, failure_sites: Iterable) -> tuple:
+    """Mark each static finding confirmed or not, and list what no finding predicted."""
+    failures = {(_real(f), l): exc for f, l, exc in failure_sites}
+    by_site: dict = {}
+    for r in recs:
+        for (f, l), _ in list(r.created_at.items()) + list(r.traced_from.items()):
+            by_site.setdefault((_real(f), l), []).append(r)
+    lines: dict = {}
+    for (f, l, k), n in collector.transfers.items():
+        entry = lines.setdefault((_real(f), l), [0, set()])
+        entry[0] += n
+        entry[1].add(k)
+    out, explained_recs, explained_lines = [], set(), set()
+    for fd in findings:
+        file, line = _real(fd.path), fd.line
+        confirmed, evidence = False, "not observable at runtime by jaxlint trace"
+        if fd.code in RECOMPILE_CODES:
+            matched = by_site.get((file, line), [])
+            if matched:
+                rec = max(matched, key=lambda r: r.compiles)
+                explained_recs.update(id(r) for r in matched)
+                n = rec.compiles or rec.traces
+                what = "compilations" if rec.compiles else "traces"
+                confirmed = n >= 2
+                evidence = f"{n} {what} of `{rec.qualname}`{_top_reason(rec)}" if n != 1 else f"`{rec.qualname}` compiled once"
+            else:
+                evidence = "not observed: no traced call ran from this line"
+        elif fd.code in TRANSFER_CODES:
+            entry = lines.get((file, line))
+            if entry:
+                explained_lines.add((file, line))
+                confirmed = entry[0] >= 2
+                evidence = f"{entry[0]} transfer{'s' if entry[0] != 1 else ''} ({', '.join(sorted(entry[1]))})"
+            else:
+                evidence = "not observed: no host transfer from this line"
+        elif fd.code in TRACE_TIME_CODES or fd.code in UNROLL_CODES:
+            rec = _enclosing(recs, file, line)
+            if rec is None:
+                evidence = "not observed: the enclosing function was not traced"
+            elif fd.code in UNROLL_CODES:
+                eqns = (rec.jaxpr or {}).get("equations")
+                confirmed = eqns is not None and eqns >= UNROLLED_EQUATIONS
+                evidence = f"the jaxpr of `{rec.qualname}` has {eqns} equations" if eqns is not None else "no jaxpr recorded"
+            elif rec.calls is not None and rec.calls > rec.traces:
+                confirmed = True
+                evidence = (f"ran at trace time only: `{rec.qualname}` traced {rec.traces}× "
+                            f"for {rec.calls} calls")
+            else:
+                evidence = f"`{rec.qualname}` traced {rec.traces}×" + (
+                    f" for {rec.calls} calls" if rec.calls is not None else "; its calls were not counted")
+        exc = failures.get((file, line))
+        if exc is not None:
+            confirmed, evidence = True, f"the run failed on this line with {exc}"
+        out.append({"code": fd.code, "file": fd.path, "line": fd.line, "col": fd.col + 1,
+                    "message": fd.message, "confirmed": confirmed, "evidence": evidence})
+    unpredicted = []
+    for r in recs:
+        if id(r) in explained_recs:
+            continue
+        recreated = any(k[0] == RECREATED for k in r.miss_reasons)
+        if r.compiles >= UNPREDICTED_COMPILES or (recreated and r.compiles >= 2):
+            unpredicted.append({"kind": "recompilation", "name": r.qualname, "file": r.file, "line": r.line,
+                                "count": r.compiles, "detail": _top_reason(r)[2:]})
+    for (file, line), (n, kinds) in sorted(lines.items(), key=lambda kv: -kv[1][0]):
+        if (file, line) not in explained_lines and n >= UNPREDICTED_TRANSFERS and line:
+            unpredicted.append({"kind": "transfer", "name": None, "file": file, "line": line,
+                                "count": n, "detail": ", ".join(sorted(kinds))})
+    return out, unpredicted
+
+
+# -- text -------------------------------------------------------------------
+
+
+def _where(file: Optional[str], line: Optional[int]) -> str:
+    if not file:
+        return "?"
+    try:
+        rel = os.path.relpath(file)
+        if not rel.startswith(".."):
+            file = rel
+    except ValueError:
+        pass
+    return f"{file}:{line}" if line else file
+
+
+def _grouped(rec) -> list:
+    """Miss reasons aggregated by (reason, argument), most frequent first, as text."""
+    groups: dict = {}
+    for (reason, arg, before, after), n in rec.miss_reasons.items():
+        g = groups.setdefault((reason, arg), [0, []])
+        g[0] += n
+        g[1].append((n, before, after))
+    out = []
+    for (reason, arg), (n, examples) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+        if reason == RECREATED:
+            out.append(f"function object re-created {n}×")
+            continue
+        if arg is None:
+            out.append(f"{reason} {n}×")
+            continue
+        examples.sort(key=lambda e: -e[0])
+        _, before, after = examples[0]
+        more = " …" if len(examples) > 1 else ""
+        out.append(f"{reason} of `{arg}` changed {n}×: {before} → {after}{more}")
+    return out
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def text(report: dict, max_rows: int = 20) -> str:
+    lines = []
+    env = report.get("environment") or {}
+    script = report.get("script")
+    head = f"jaxlint trace: {_where(script, None) if script and not script.startswith('-m') else script or 'audit'}"
+    if report.get("script_exit_code") is not None:
+        head += f" exited with {report['script_exit_code']}"
+    if env:
+        head += f" (jax {env.get('jax', '?')}, {env.get('backend', '?')})"
+    lines.append(head)
+    for note in report["partial"]:
+        lines.append(f"  PARTIAL REPORT: {note}")
+    funcs = report["functions"]
+    lines.append("")
+    lines.append("Recompilation hotspots")
+    if not funcs:
+        lines.append("  no user function was traced")
+    else:
+        lines.append(f"  {'compiles':>8} {'traces':>6} {'calls':>6} {'compile s':>9}  function")
+        for f in funcs[:max_rows]:
+            calls = "-" if f["calls"] is None else str(f["calls"])
+            secs = f["lower_seconds"] + f["compile_seconds"]
+            name = f"{f['qualname']} at {_where(f['file'], f['line'])}"
+            lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
+            rec_like = _ReasonView(f["miss_reasons"])
+            shown = _grouped(rec_like)
+            for text_ in shown[:3]:
+                lines.append(f"      {text_}")
+            if len(shown) > 3:
+                lines.append(f"      … {len(shown) - 3} more reasons (see --format json)")
+            if f.get("via"):
+                lines.append(f"      traced through {f['via']}")
+        if len(funcs) > max_rows:
+            lines.append(f"  … {len(funcs) - max_rows} more functions (see --format json)")
+    lines.append("")
+    lines.append("Host transfers")
+    if not report["transfers"]:
+        lines.append("  none counted")
+    else:
+        lines.append(f"  {'count':>8}  {'kind':<10}  where")
+        for t in report["transfers"][:max_rows]:
+            lines.append(f"  {t['count']:>8}  {t['kind']:<10}  {_where(t['file'], t['line'])}")
+        if len(report["transfers"]) > max_rows:
+            lines.append(f"  … {len(report['transfers']) - max_rows} more lines (see --format json)")
+    lines.append("")
+    lines.append("Jaxpr facts (first trace of each function)")
+    if not report["jaxpr"]:
+        lines.append("  none recorded")
+    for j in report["jaxpr"][:max_rows]:
+        facts = [f"{j['equations']} equations"]
+        for cb in j["callbacks"]:
+            facts.append(f"{cb['primitive']} at {_where(cb['file'], cb['line'])}")
+        for c in j["large_constants"]:
+            facts.append(f"constant {c['dtype']}{c['shape']} {_mib(c['bytes'])}")
+        if j["float64_ops"]:
+            facts.append(f"{j['float64_ops']} float64 ops")
+        lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
+    if report["findings"] or report["unpredicted"]:
+        lines.append("")
+        lines.append("Static findings, checked against the run")
+        if not report["findings"]:
+            lines.append("  no static findings")
+        for f in report["findings"]:
+            state = "confirmed" if f["confirmed"] else "not confirmed"
+            lines.append(f"  {f['code']} {_where(f['file'], f['line'])} {state}: {f['evidence']}")
+        if report["unpredicted"]:
+            lines.append("")
+            lines.append("Runtime problems no static finding predicted")
+            for u in report["unpredicted"]:
+                if u["kind"] == "recompilation":
+                    lines.append(f"  {u['count']} compilations of {u['name']} at {_where(u['file'], u['line'])}"
+                                 + (f": {u['detail']}" if u["detail"] else ""))
+                else:
+                    lines.append(f"  {u['count']} transfers ({u['detail']}) at {_where(u['file'], u['line'])}")
+    lines.append("")
+    lines.append(f"Internal JAX compilations (eager operations): {report['internal_compiles']} "
+                 f"({report['internal_compile_seconds']:.2f} s)")
+    if report.get("instrumentation_errors"):
+        n = sum(report["instrumentation_errors"].values())
+        lines.append(f"jaxlint: {n} instrumentation error(s) ignored; the counts may be incomplete")
+    return "".join(_fit(line) for line in lines)
+
+
+def _fit(line: str, width: int = 80) -> str:
+    """One report line, wrapped to ``width`` columns under its own indentation."""
+    if len(line) <= width:
+        return line + "\n"
+    indent = " " * (len(line) - len(line.lstrip()) + 4)
+    return textwrap.fill(line, width=width, subsequent_indent=indent, break_on_hyphens=False) + "\n"
+
+
+class _ReasonView:
+    """Lets ``_grouped`` read JSON miss reasons as it reads a Record's counter."""
+
+    def __init__(self, reasons: list):
+        self.miss_reasons = {(r["reason"], r["argument"], r["before"], r["after"]): r["count"] for r in reasons}
+
+
+def as_json(report: dict) -> str:
+    return json.dumps(report, indent=2, sort_keys=False) + "\n"

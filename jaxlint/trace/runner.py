@@ -1,0 +1,174 @@
+"""``jaxlint trace``: run a program as ``__main__`` under the hooks, then report.
+
+The program's own stdout/stderr are left alone; the report goes to stderr
+(and to ``--output FILE``). Its exit code becomes jaxlint's, an uncaught
+exception prints its usual traceback, and ``sys.exit``, ``KeyboardInterrupt``
+and running threads all still end with a report.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import threading
+import traceback
+from typing import Optional, Sequence
+
+EXIT_GATE = 3
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(runpy.__file__))
+
+
+def _exit_code(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_traceback(exc: BaseException) -> list:
+    """Print the traceback as Python would (without jaxlint's frames); return its user sites."""
+    tb = exc.__traceback__
+    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES)
+                              or tb.tb_frame.f_code.co_filename == "<frozen runpy>"):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+    sites = []
+    for frame, line in traceback.walk_tb(tb):
+        sites.append((frame.f_code.co_filename, line, type(exc).__name__))
+    return sites
+
+
+def _join_threads() -> None:
+    """Wait for the program's non-daemon threads, as the interpreter would before exiting."""
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and not t.daemon and t.is_alive():
+            t.join()
+
+
+def resolve_target(script: Optional[str], module: Optional[str]) -> tuple:
+    """(path shown in the report, user-code roots, file for the static check)."""
+    if module is not None:
+        import importlib.util
+
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise FileNotFoundError(f"no module named {module!r}")
+        origin = os.path.realpath(spec.origin)
+        top = importlib.util.find_spec(module.split(".")[0])
+        locations = list(getattr(top, "submodule_search_locations", None) or [])
+        roots = [os.path.realpath(p) for p in locations] or [os.path.dirname(origin)]
+        return module, roots, origin
+    path = os.path.realpath(script)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {script}")
+    return script, [os.path.dirname(path)], path
+
+
+def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tuple:
+    """Run the program; return (exit code, collector, failure sites, user files for the static check)."""
+    from .collector import Collector
+    from .hooks import INSTRUMENTATION
+    from .userfiles import UserFiles
+
+    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    if module is not None:
+        sys.path[0:1] = [os.getcwd()]  # as `python -m` does
+    try:
+        shown, roots, main_file = resolve_target(script, module)
+    except BaseException:
+        if saved_path0 is not None:
+            sys.path[0] = saved_path0
+        raise
+    collector = Collector(UserFiles(roots))
+    failure_sites: list = []
+    INSTRUMENTATION.attach(collector)
+    code = 0
+    try:
+        try:
+            if module is not None:
+                sys.argv = [main_file, *argv]
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = [script, *argv]
+                sys.path[0] = os.path.dirname(main_file)
+                runpy.run_path(main_file, run_name="__main__")
+        except SystemExit as e:
+            code = _exit_code(e)
+        except KeyboardInterrupt as e:
+            failure_sites = _print_traceback(e)
+            code = 130
+        except BaseException as e:  # the program's own failure: show it as Python would
+            failure_sites = _print_traceback(e)
+            code = 1
+        try:
+            _join_threads()
+        except KeyboardInterrupt:
+            code = code or 130
+    finally:
+        INSTRUMENTATION.detach(collector)
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+    return code, collector, failure_sites, _user_modules(collector.user_files, main_file)
+
+
+def _user_modules(user_files, main_file: str) -> list:
+    files = {main_file}
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and f.endswith(".py") and user_files(f):
+            files.add(os.path.realpath(f))
+    return sorted(files)
+
+
+def static_findings(files: Sequence[str]) -> list:
+    from jaxlint_rules import ALL_RULES
+
+    from ..config import ConfigError, load_config
+    from ..engine import check_path, select_rules
+
+    try:
+        cfg = load_config(os.path.dirname(files[0]) if files else ".")
+        select, ignore = cfg.select, cfg.ignore
+    except ConfigError:
+        cfg, select, ignore = None, [], []
+    rules = select_rules(ALL_RULES, select, ignore)
+    findings = []
+    for path in files:
+        res = check_path(path, rules)
+        per_file = cfg.ignored_for(path) if cfg is not None and cfg.per_file_ignores else []
+        findings.extend(f for f in res.findings if f.code != "JAX000" and not any(f.code.startswith(p) for p in per_file))
+    findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
+    return findings
+
+
+def environment() -> dict:
+    import jax
+
+    try:
+        backend = jax.default_backend()
+    except Exception:
+        backend = "?"
+    return {"jax": jax.__version__, "backend": backend, "python": sys.version.split()[0]}
+
+
+def gates(report: dict, max_compiles: Optional[int], max_transfers: Optional[int]) -> list:
+    """Messages for every CI gate the run exceeded."""
+    out = []
+    if max_compiles is not None:
+        for f in report["functions"]:
+            if f["compiles"] > max_compiles:
+                out.append(f"{f['qualname']} compiled {f['compiles']} times (--max-compiles {max_compiles})")
+    if max_transfers is not None:
+        per_line: dict = {}
+        for t in report["transfers"]:
+            per_line[(t["file"], t["line"])] = per_line.get((t["file"], t["line"]), 0) + t["count"]
+        for (file, line), n in per_line.items():
+            if n > max_transfers:
+                out.append(f"{file}:{line} made {n} host transfers (--max-transfers-per-line {max_transfers})")
+    return out

@@ -1,0 +1,279 @@
+"""jaxlint trace: exact counts on the scripts in fixtures/trace, and the user's run kept whole.
+
+Each run is a real subprocess (`python -m jaxlint trace ...`), the way users run it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("jax")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "fixtures", "trace")
+
+
+def trace(*args, cwd=None, env=None):
+    """Run `jaxlint trace --format json -o FILE ...`; return (process, report)."""
+    out = os.path.join(cwd or os.environ.get("TMPDIR", "/tmp"), f"report-{os.getpid()}.json")
+    cmd = [sys.executable, "-m", "jaxlint", "trace", "--format", "json", "-o", out, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
+    report = None
+    if os.path.exists(out):
+        with open(out) as fh:
+            report = json.load(fh)
+        os.remove(out)
+    return proc, report
+
+
+def text_report(script, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", script],
+                          capture_output=True, text=True, cwd=cwd or ROOT, timeout=300)
+    return proc.stderr
+
+
+def fixture(name):
+    return os.path.join(FIX, name)
+
+
+def function(report, qualname, line=None):
+    rows = [f for f in report["functions"] if f["qualname"] == qualname and (line is None or f["line"] == line)]
+    assert len(rows) == 1, [(f["qualname"], f["line"]) for f in report["functions"]]
+    return rows[0]
+
+
+def reasons(row):
+    """Miss counts summed per (reason, argument)."""
+    out = {}
+    for r in row["miss_reasons"]:
+        out[(r["reason"], r["argument"])] = out.get((r["reason"], r["argument"]), 0) + r["count"]
+    return out
+
+
+# -- exact counts ------------------------------------------------------------
+
+
+def test_three_shapes_compile_three_times_with_shape_reasons():
+    proc, report = trace(fixture("three_shapes.py"))
+    assert proc.returncode == 0, proc.stderr
+    row = function(report, "predict")
+    assert (row["calls"], row["traces"], row["compiles"]) == (5, 3, 3)
+    assert reasons(row) == {("shape", "batch"): 2}
+    seen = {(r["before"], r["after"]) for r in row["miss_reasons"]}
+    assert seen == {("f32[32,8]", "f32[17,8]"), ("f32[17,8]", "f32[5,8]")}
+    assert "shape of `batch` changed 2×: f32[32,8] → f32[17,8] …" in text_report(fixture("three_shapes.py"))
+
+
+def test_static_argument_with_four_values_compiles_four_times():
+    proc, report = trace(fixture("static_churn.py"))
+    row = function(report, "moment")
+    assert (row["calls"], row["compiles"]) == (6, 4)
+    assert reasons(row) == {("static value", "power"): 3}
+    assert [(r["before"], r["after"]) for r in row["miss_reasons"]] == [("1", "2"), ("2", "3"), ("3", "4")]
+
+
+def test_lambda_jitted_in_loop_is_one_row_recreated_five_times():
+    proc, report = trace(fixture("jit_in_loop.py"))
+    rows = [f for f in report["functions"] if f["qualname"] == "<lambda>"]
+    assert len(rows) == 1
+    assert (rows[0]["line"], rows[0]["calls"], rows[0]["compiles"]) == (7, 5, 5)
+    assert reasons(rows[0]) == {("function object re-created", None): 4}
+    jax101 = [f for f in report["findings"] if f["code"] == "JAX101"]
+    assert len(jax101) == 1 and jax101[0]["line"] == 7
+    assert jax101[0]["confirmed"] is True and jax101[0]["evidence"].startswith("5 compilations of `<lambda>`")
+
+
+def test_hoisted_jit_compiles_once():
+    proc, report = trace(fixture("hoisted_jit.py"))
+    row = function(report, "<lambda>")
+    assert (row["calls"], row["traces"], row["compiles"], row["miss_reasons"]) == (5, 1, 1, [])
+    assert report["findings"] == [] and report["unpredicted"] == []
+
+
+def test_float_every_step_is_fifty_transfers_on_that_line():
+    proc, report = trace(fixture("float_every_step.py"))
+    got = {(os.path.basename(t["file"]), t["line"], t["kind"]): t["count"] for t in report["transfers"]}
+    assert got == {("float_every_step.py", 18, "float"): 50, ("float_every_step.py", 19, "numpy"): 1}
+    jax201 = [f for f in report["findings"] if f["code"] == "JAX201"]
+    assert [(f["line"], f["confirmed"], f["evidence"]) for f in jax201] == [(18, True, "50 transfers (float)")]
+    assert function(report, "step")["compiles"] == 1
+
+
+def test_closure_captured_ten_mib_array_is_a_large_constant():
+    proc, report = trace(fixture("large_constant.py"))
+    (entry,) = [j for j in report["jaxpr"] if j["qualname"] == "lookup"]
+    assert entry["large_constants"] == [{"bytes": 10 * 1024 * 1024, "shape": [2621440], "dtype": "float32"}]
+    assert "constant float32[2621440] 10.0 MiB" in " ".join(text_report(fixture("large_constant.py")).split())
+
+
+def test_debug_print_inside_jit_is_a_callback_with_its_line():
+    proc, report = trace(fixture("debug_print.py"))
+    (entry,) = [j for j in report["jaxpr"] if j["qualname"] == "normalize"]
+    assert [(c["primitive"], os.path.basename(c["file"]), c["line"]) for c in entry["callbacks"]] == [
+        ("debug_print", "debug_print.py", 8)]
+    assert proc.stdout.startswith("norm = ")  # the program's own output is untouched
+
+
+def test_instrumentation_does_not_change_compile_counts_for_any_spelling():
+    script = fixture("spellings.py")
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    proc, report = trace("--no-static", script)
+    assert plain.returncode == 0 and proc.returncode == 0, proc.stderr
+    before, after = json.loads(plain.stdout), json.loads(proc.stdout)
+    assert before == after  # the script's own compile counts, measured by itself
+    total = sum(f["compiles"] for f in report["functions"]) + report["internal_compiles"]
+    assert total == sum(before.values())
+    by_name = {}
+    for f in report["functions"]:
+        by_name[f["name"]] = by_name.get(f["name"], 0) + f["compiles"]
+    for name in ("decorated", "plain", "imported", "partial_static", "named", "factory", "method", "scale_by"):
+        assert by_name[name] == before[f"jit({name})"], name
+    assert by_name["<lambda>"] == before["jit(<lambda>)"] + before["jit(_fun)"]  # jit lambda + pmap lambda
+    assert reasons(function(report, "Model.scale_by")) == {("function object re-created", None): 2}
+    assert function(report, "plain")["compiles"] == 1  # jax.jit(plain) re-made each step shares the cache
+
+
+# -- the user's run is never lost --------------------------------------------
+
+
+def write(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+JITTED = """
+import sys
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return x * 2
+
+f(jnp.ones(3))
+print("out", sys.argv[1:])
+print("err", file=sys.stderr)
+"""
+
+
+def test_stdout_stderr_and_argv_pass_through(tmp_path):
+    script = write(tmp_path, "prog.py", JITTED)
+    proc, report = trace(script, "--lr", "3", cwd=str(tmp_path))
+    assert proc.returncode == 0
+    assert proc.stdout == "out ['--lr', '3']\n"
+    assert proc.stderr.startswith("err\n")
+    assert function(report, "f")["compiles"] == 1 and report["script_exit_code"] == 0
+
+
+@pytest.mark.parametrize("ending, code, expect", [
+    ("sys.exit(7)", 7, None),
+    ("raise ValueError('broken step')", 1, "ValueError: broken step"),
+    ("raise KeyboardInterrupt", 130, "KeyboardInterrupt"),
+    ("sys.exit('fatal: no data')", 1, "fatal: no data"),
+])
+def test_failing_scripts_keep_their_exit_code_and_still_get_a_report(tmp_path, ending, code, expect):
+    script = write(tmp_path, "prog.py", JITTED + ending + "\n")
+    proc, report = trace(script, cwd=str(tmp_path))
+    assert proc.returncode == code
+    assert report["script_exit_code"] == code
+    assert function(report, "f")["compiles"] == 1
+    if expect:
+        assert expect in proc.stderr
+    if "raise" in ending and "Keyboard" not in ending:
+        tb = proc.stderr[proc.stderr.index("Traceback"):proc.stderr.index(expect)]
+        assert "prog.py\", line 13" in tb and "jaxlint" not in tb and "runpy" not in tb
+
+
+def test_threads_finish_before_the_report(tmp_path):
+    script = write(tmp_path, "threads.py", """
+        import threading, time
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def work(x):
+            return x + 1
+
+        def worker():
+            time.sleep(0.5)
+            for n in (2, 3):
+                float(work(jnp.ones(n))[0])
+
+        threading.Thread(target=worker).start()
+    """)
+    proc, report = trace(script, cwd=str(tmp_path))
+    assert proc.returncode == 0
+    assert function(report, "work")["compiles"] == 2
+    assert [(t["line"], t["kind"], t["count"]) for t in report["transfers"]] == [(12, "float", 2)]
+
+
+def test_run_as_module_with_arguments(tmp_path):
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(JITTED)
+    proc, report = trace("-m", "app.train", "a", "-b", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "out ['a', '-b']\n"
+    assert function(report, "f")["compiles"] == 1
+
+
+def test_gates_exit_3_after_the_report():
+    proc, report = trace("--max-compiles", "2", fixture("jit_in_loop.py"))
+    assert proc.returncode == 3 and report["gates"] and report["functions"]
+    proc, report = trace("--max-transfers-per-line", "10", fixture("float_every_step.py"))
+    assert proc.returncode == 3 and "made 50 host transfers" in report["gates"][0]
+    proc, report = trace("--max-compiles", "5", fixture("jit_in_loop.py"))
+    assert proc.returncode == 0 and report["gates"] == []
+
+
+def test_script_failure_wins_over_a_gate(tmp_path):
+    script = write(tmp_path, "prog.py", JITTED + "f(jnp.ones(4))\nsys.exit(5)\n")
+    proc, report = trace("--max-compiles", "1", script, cwd=str(tmp_path))
+    assert proc.returncode == 5 and report["gates"]
+
+
+def test_text_report_fits_80_columns():
+    report = text_report(fixture("jit_in_loop.py"), cwd=FIX)
+    assert "Recompilation hotspots" in report and "Host transfers" in report
+    assert max(len(line) for line in report.splitlines()) <= 80, report
+
+
+def test_json_report_has_the_documented_keys():
+    proc, report = trace(fixture("float_every_step.py"))
+    assert {"functions", "transfers", "jaxpr", "findings", "internal_compiles", "script_exit_code"} <= set(report)
+    assert set(report["functions"][0]) >= {"name", "qualname", "file", "line", "calls", "traces", "compiles",
+                                           "trace_seconds", "compile_seconds", "miss_reasons"}
+    assert set(report["transfers"][0]) == {"file", "line", "kind", "count"}
+    assert set(report["jaxpr"][0]) >= {"name", "file", "line", "equations", "callbacks", "large_constants",
+                                       "float64_ops"}
+    assert set(report["findings"][0]) >= {"code", "file", "line", "confirmed", "evidence"}
+
+
+def test_usage_errors_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "give a script" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", str(tmp_path / "missing.py")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
+    fake = tmp_path / "fake" / "jax"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named jax')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "fake"), ROOT]))
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", fixture("hoisted_jit.py")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "pip install 'jaxlint[trace]'" in proc.stderr
+
+
+def test_importing_the_trace_package_and_plugin_does_not_import_jax():
+    code = "import sys, jaxlint.trace, jaxlint.trace.pytest_plugin; print('jax' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False"

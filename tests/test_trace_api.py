@@ -1,0 +1,133 @@
+"""The Python API (`jaxlint.trace.audit`), the `jax_audit` pytest fixture, and the partial report
+when JAX's private hooks are missing."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+from jaxlint.trace import audit  # noqa: E402
+
+
+def test_audit_counts_compiles_traces_calls_and_reasons():
+    with audit() as a:
+        @jax.jit
+        def step(x, y):
+            return x * y
+
+        for n in (2, 3, 3, 2):
+            step(jnp.ones(n), 2.0)
+        step(jnp.ones(2), jnp.float32(2.0))  # weak-typed Python float -> strongly typed f32
+    assert (a.compiles(step), a.traces(step), a.calls(step)) == (3, 3, 5)
+    assert [(r[0], r[1], r[4]) for r in a.miss_reasons(step)] == [("shape", "x", 1), ("weak type", "y", 1)]
+
+
+def test_audit_counts_only_inside_the_block():
+    @jax.jit
+    def g(x):
+        return x + 1
+
+    g(jnp.ones(3))  # compiled before the audit
+    with audit() as a:
+        g(jnp.ones(3))
+    g(jnp.ones(4))  # after it
+    assert a.compiles(g) == 0 and a.traces(g) == 0
+
+
+def test_audit_counts_transfers_per_line_by_kind():
+    x = jnp.arange(3.0)
+    with audit() as a:
+        float(x[0]); int(x[1]); bool(x[2]); x.item(0) if False else x[0].item()  # noqa: E702
+        x.tolist(); str(x); repr(x); f"{x[0]:.2f}"  # noqa: E702
+        import numpy as np
+        np.asarray(x); np.array(x); jax.device_get(x)  # noqa: E702
+        np.asarray(np.ones(3))  # NumPy input: no transfer
+    kinds = sorted(t.kind for t in a.transfers())
+    assert kinds == sorted(["float", "int", "bool", "item", "tolist", "str", "repr", "format",
+                            "numpy", "device_get"])
+    assert {t.count for t in a.transfers()} == {1, 2}  # np.asarray and np.array share a line
+    assert {os.path.basename(t.file) for t in a.transfers()} == {"test_trace_api.py"}
+
+
+def test_conversions_of_tracers_and_inside_jax_are_not_transfers():
+    @jax.jit
+    def h(x):
+        return jnp.zeros(3) + x.sum()
+
+    with audit() as a:
+        h(jnp.ones(3))
+        jnp.asarray([1.0, 2.0])
+    assert a.transfer_count() == 0
+
+
+def test_audits_nest_and_restore_jax_afterwards():
+    original_jit = jax.jit
+    with audit() as outer:
+        f = jax.jit(lambda x: x * 3)
+        with audit() as inner:
+            f(jnp.ones(2))
+        f(jnp.ones(5))
+    assert inner.compiles(f) == 1 and outer.compiles(f) == 2
+    assert jax.jit is original_jit
+    assert float(f(jnp.ones(2))[0]) == 3.0  # wrappers made inside keep working after
+
+
+def test_bound_method_jit_and_method_decorator():
+    class Net:
+        def __init__(self):
+            self.scale = 2.0
+
+        def apply(self, x):
+            return x * self.scale
+
+    net = Net()
+    with audit() as a:
+        for _ in range(3):
+            jax.jit(net.apply)(jnp.ones(2))
+    assert a.compiles(Net.apply) == 3
+    assert [r[0] for r in a.miss_reasons(Net.apply)] == ["function object re-created"]
+
+
+def test_pytest_fixture_is_registered(tmp_path):
+    test = tmp_path / "test_user.py"
+    test.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.1 * x
+
+        def test_compiles_once(jax_audit):
+            w = jnp.ones(3)
+            for _ in range(4):
+                w = train_step(w, jnp.ones(3))
+            assert jax_audit.compiles(train_step) == 1
+            assert jax_audit.transfer_count() == 0
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                          capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+
+
+def test_missing_private_hook_gives_a_labelled_partial_report(monkeypatch):
+    from jax._src import pjit
+
+    original = pjit._trace_for_jit
+    monkeypatch.setattr(pjit, "_trace_for_jit", lambda *a, **k: original(*a, **k))
+
+    with audit() as a:
+        @jax.jit
+        def named_for_fallback(x):
+            return x - 1
+
+        named_for_fallback(jnp.ones(2))
+        named_for_fallback(jnp.ones(3))
+    assert any("trace attribution unavailable" in p for p in a.collector.partial)
+    assert a.compiles(named_for_fallback) == 2 and a.traces(named_for_fallback) == 2
+    assert a.report()["partial"]
