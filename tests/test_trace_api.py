@@ -131,3 +131,17 @@ def test_missing_private_hook_gives_a_labelled_partial_report(monkeypatch):
     assert any("trace attribution unavailable" in p for p in a.collector.partial)
     assert a.compiles(named_for_fallback) == 2 and a.traces(named_for_fallback) == 2
     assert a.report()["partial"]
+
+
+def test_retrace_after_clear_caches_is_explained_as_a_repeat_not_a_shape_change():
+    with audit() as a:
+        @jax.jit
+        def r(x):
+            return x * 2
+
+        r(jnp.ones(5))
+        r(jnp.ones(6))
+        jax.clear_caches()
+        r(jnp.ones(5))
+    assert a.compiles(r) == 3
+    assert sorted(m[0].split()[0] for m in a.miss_reasons(r)) == ["same", "shape"]

@@ -169,7 +169,7 @@ class Record:
             d = sig.diff(before)
             if best is None or len(d) < len(best):
                 best = d
-            if len(d) <= 1:
+            if not d:
                 break
         for r in best or [(SAME, None, None, None)]:
             self.miss_reasons[r] += 1

@@ -172,8 +172,12 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
         if r.compiles >= UNPREDICTED_COMPILES or (recreated and r.compiles >= 2):
             unpredicted.append({"kind": "recompilation", "name": r.qualname, "file": r.file, "line": r.line,
                                 "count": r.compiles, "detail": _top_reason(r)[2:]})
+    # A line is a per-step sync when it transfers about as often as the busiest jitted function
+    # runs; periodic logging (every 100th step) is not a problem.
+    busiest = max((r.calls or 0 for r in recs), default=0)
+    floor = max(UNPREDICTED_TRANSFERS, busiest // 2)
     for (file, line), (n, kinds) in sorted(lines.items(), key=lambda kv: -kv[1][0]):
-        if (file, line) not in explained_lines and n >= UNPREDICTED_TRANSFERS and line:
+        if (file, line) not in explained_lines and n >= floor and line:
             unpredicted.append({"kind": "transfer", "name": None, "file": file, "line": line,
                                 "count": n, "detail": ", ".join(sorted(kinds))})
     return out, unpredicted
