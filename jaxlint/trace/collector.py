@@ -129,9 +129,6 @@ class Record:
         self._history: list = []  # recent signatures of every trace, for traces of unknown objects
         self._identities: list = []  # [[weakref or None, recent signatures of that object]]
 
-    def lines(self) -> tuple:
-        return (self.file, self.line)
-
     def traced(self, fun: Any, sig: Optional[Signature]) -> None:
         """Count one trace of ``fun`` and work out why the cache missed.
 

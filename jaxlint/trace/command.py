@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
 EXIT_ERROR = 2
 _VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line"}

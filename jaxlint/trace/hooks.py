@@ -424,7 +424,8 @@ class Instrumentation:
             self._patch(ArrayImpl, method, self._transfer_hook(original, kind))
         original = getattr(jax, "device_get", None)
         if original is not None:
-            self._patch(jax, "device_get", self._device_get_hook(original))
+            has_array = lambda x: any(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(x))  # noqa: E731
+            self._patch(jax, "device_get", self._transfer_hook(original, "device_get", has_array))
         # On CPU, NumPy reads a jax.Array through the buffer protocol and never
         # calls __array__, so the NumPy entry points are counted themselves.
         import numpy
@@ -432,24 +433,26 @@ class Instrumentation:
         for name in ("asarray", "array", "asanyarray", "ascontiguousarray"):
             original = getattr(numpy, name, None)
             if original is not None:
-                self._patch(numpy, name, self._numpy_hook(original, ArrayImpl))
+                self._patch(numpy, name, self._transfer_hook(original, "numpy", lambda a: type(a) is ArrayImpl))
 
     def _is_jax_frame(self, frame) -> bool:
         return frame.f_code.co_filename.startswith(self._jax_dirs)
 
-    def _transfer_hook(self, original, kind: str):
+    def _transfer_hook(self, original, kind: str, applies=None):
+        """Wrap a conversion so that each call from outside JAX on a jax.Array counts once."""
         inst = self
 
         @functools.wraps(original)
-        def hooked(self, *args, **kwargs):
-            if getattr(_TLS, "busy", False) or not inst.collectors:
-                return original(self, *args, **kwargs)
+        def hooked(value, *args, **kwargs):
+            if (getattr(_TLS, "busy", False) or not inst.collectors
+                    or (applies is not None and not applies(value))):
+                return original(value, *args, **kwargs)
             caller = sys._getframe(1)
             if inst._is_jax_frame(caller):
-                return original(self, *args, **kwargs)
-            _TLS.busy = True
+                return original(value, *args, **kwargs)
+            _TLS.busy = True  # nested conversions (str -> __array__) count once
             try:
-                result = original(self, *args, **kwargs)
+                result = original(value, *args, **kwargs)
             finally:
                 _TLS.busy = False
             for c in inst.collectors:
@@ -457,47 +460,6 @@ class Instrumentation:
             return result
 
         return hooked
-
-    def _numpy_hook(self, original, array_type):
-        inst = self
-
-        @functools.wraps(original)
-        def converter(a, *args, **kwargs):
-            if type(a) is not array_type or getattr(_TLS, "busy", False) or not inst.collectors:
-                return original(a, *args, **kwargs)
-            caller = sys._getframe(1)
-            if inst._is_jax_frame(caller):
-                return original(a, *args, **kwargs)
-            _TLS.busy = True
-            try:
-                result = original(a, *args, **kwargs)
-            finally:
-                _TLS.busy = False
-            for c in inst.collectors:
-                c.transferred(caller, "numpy")
-            return result
-
-        return converter
-
-    def _device_get_hook(self, original):
-        inst = self
-
-        @functools.wraps(original)
-        def device_get(x):
-            if getattr(_TLS, "busy", False) or not inst.collectors:
-                return original(x)
-            caller = sys._getframe(1)
-            _TLS.busy = True
-            try:
-                result = original(x)
-            finally:
-                _TLS.busy = False
-            if not inst._is_jax_frame(caller) and any(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(x)):
-                for c in inst.collectors:
-                    c.transferred(caller, "device_get")
-            return result
-
-        return device_get
 
     def _error(self, e: BaseException) -> None:
         for c in self.collectors:

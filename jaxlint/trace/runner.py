@@ -79,7 +79,7 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tu
     if module is not None:
         sys.path[0:1] = [os.getcwd()]  # as `python -m` does
     try:
-        shown, roots, main_file = resolve_target(script, module)
+        _, roots, main_file = resolve_target(script, module)
     except BaseException:
         if saved_path0 is not None:
             sys.path[0] = saved_path0
