@@ -145,3 +145,11 @@ def test_retrace_after_clear_caches_is_explained_as_a_repeat_not_a_shape_change(
         r(jnp.ones(5))
     assert a.compiles(r) == 3
     assert sorted(m[0].split()[0] for m in a.miss_reasons(r)) == ["same", "shape"]
+
+
+def test_functions_outside_the_user_roots_get_no_wrapper_and_no_row(tmp_path):
+    with audit(user_roots=[str(tmp_path)]) as a:
+        f = jax.jit(lambda x: x + 2)  # defined here, outside tmp_path: library code for this audit
+        f(jnp.ones(2))
+    assert type(f).__name__ == "PjitFunction"
+    assert a.report()["functions"] == [] and a.internal_compiles >= 1

@@ -219,6 +219,8 @@ class Instrumentation:
         code = code_of(fun)
         if not collectors or code is None or not callable(real):
             return real
+        if not any(c.user_files(code.co_filename) for c in collectors):
+            return real  # a library's own jit: no wrapper, no row in the report
         try:
             self.by_name.setdefault(code.co_name, set()).add(code)
             self.by_source[(code.co_filename, code.co_firstlineno)] = code
