@@ -86,8 +86,7 @@ class Counted:
     """
 
     def __init__(self, real: Any, key: Any):
-        functools.update_wrapper(self, real, updated=())
-        self.__dict__.update(getattr(real, "__dict__", {}))
+        functools.update_wrapper(self, real)
         self._jaxlint_real = real
         self._jaxlint_key = key
 
@@ -127,7 +126,6 @@ class Instrumentation:
         self._lock = threading.RLock()
         self._listening = False
         self._trace_hooked = False
-        self._compile_hooked = False
         self.jaxpr_owner: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.by_source: dict = {}  # (file, firstlineno) -> code, for jaxprs derived by grad/vmap
         self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
@@ -346,7 +344,6 @@ class Instrumentation:
                 _TLS.target = prev
 
         self._patch(pjit, "_pjit_call_impl_python", call_impl)
-        self._compile_hooked = True
 
     def _owner(self, jaxpr, name=None) -> Any:
         if jaxpr is None:
@@ -527,9 +524,6 @@ def _safe_repr(value: Any) -> str:
     else:
         text = f"<{type(value).__qualname__} object>"
     return text if len(text) <= 40 else text[:39] + "…"
-
-
-_PARAMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _param_names(fun: Any, ji: Any) -> tuple:

@@ -105,7 +105,7 @@ def _enclosing(recs: list, file: str, line: int):
 def _top_reason(rec) -> str:
     if not rec.miss_reasons:
         return ""
-    groups = _grouped(rec)
+    groups = _grouped(rec.miss_reasons)
     return "; " + groups[0] if groups else ""
 
 
@@ -198,10 +198,11 @@ def _where(file: Optional[str], line: Optional[int]) -> str:
     return f"{file}:{line}" if line else file
 
 
-def _grouped(rec) -> list:
-    """Miss reasons aggregated by (reason, argument), most frequent first, as text."""
+def _grouped(miss_reasons: dict) -> list:
+    """Miss reasons ({(reason, argument, before, after): count}) aggregated by (reason,
+    argument), most frequent first, as text."""
     groups: dict = {}
-    for (reason, arg, before, after), n in rec.miss_reasons.items():
+    for (reason, arg, before, after), n in miss_reasons.items():
         g = groups.setdefault((reason, arg), [0, []])
         g[0] += n
         g[1].append((n, before, after))
@@ -248,8 +249,8 @@ def text(report: dict, max_rows: int = 20) -> str:
             secs = f["lower_seconds"] + f["compile_seconds"]
             name = f"{f['qualname']} at {_where(f['file'], f['line'])}"
             lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
-            rec_like = _ReasonView(f["miss_reasons"])
-            shown = _grouped(rec_like)
+            shown = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
+                              for r in f["miss_reasons"]})
             for text_ in shown[:3]:
                 lines.append(f"      {text_}")
             if len(shown) > 3:
@@ -313,13 +314,6 @@ def _fit(line: str, width: int = 80) -> str:
         return line + "\n"
     indent = " " * (len(line) - len(line.lstrip()) + 4)
     return textwrap.fill(line, width=width, subsequent_indent=indent, break_on_hyphens=False) + "\n"
-
-
-class _ReasonView:
-    """Lets ``_grouped`` read JSON miss reasons as it reads a Record's counter."""
-
-    def __init__(self, reasons: list):
-        self.miss_reasons = {(r["reason"], r["argument"], r["before"], r["after"]): r["count"] for r in reasons}
 
 
 def as_json(report: dict) -> str:

@@ -51,7 +51,7 @@ def _join_threads() -> None:
 
 
 def resolve_target(script: Optional[str], module: Optional[str]) -> tuple:
-    """(path shown in the report, user-code roots, file for the static check)."""
+    """(user-code roots, the file run as __main__)."""
     if module is not None:
         import importlib.util
 
@@ -62,11 +62,11 @@ def resolve_target(script: Optional[str], module: Optional[str]) -> tuple:
         top = importlib.util.find_spec(module.split(".")[0])
         locations = list(getattr(top, "submodule_search_locations", None) or [])
         roots = [os.path.realpath(p) for p in locations] or [os.path.dirname(origin)]
-        return module, roots, origin
+        return roots, origin
     path = os.path.realpath(script)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {script}")
-    return script, [os.path.dirname(path)], path
+    return [os.path.dirname(path)], path
 
 
 def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tuple:
@@ -79,7 +79,7 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tu
     if module is not None:
         sys.path[0:1] = [os.getcwd()]  # as `python -m` does
     try:
-        _, roots, main_file = resolve_target(script, module)
+        roots, main_file = resolve_target(script, module)
     except BaseException:
         if saved_path0 is not None:
             sys.path[0] = saved_path0
