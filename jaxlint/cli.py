@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--statistics", action="store_true", help="print a count per code at the end")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    c.add_argument("--cache-dir", metavar="DIR",
+                   help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
+    c.add_argument("--no-cache", action="store_true", help="check every file, read and write no cache")
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
@@ -69,6 +72,26 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
         return list(pool.imap(_check_one, files, chunksize=chunk))
 
 
+def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
+    """Results for ``files`` in order: from the cache where still valid, checked otherwise."""
+    from .engine import PROJECT
+
+    PROJECT.clear()  # files may have changed since an earlier run in this process
+    if args.no_cache:
+        return run_files(files, codes, args.jobs)
+    from .cache import DIRNAME, ResultCache, project_root, settings_key
+
+    folder = args.cache_dir or os.path.join(project_root(args.paths[0] if args.paths else "."), DIRNAME)
+    cache = ResultCache(folder, settings_key(codes))
+    results: list = [cache.get(f) for f in files]
+    missing = [i for i, r in enumerate(results) if r is None]
+    for i, res in zip(missing, run_files([files[i] for i in missing], codes, args.jobs)):
+        results[i] = res
+        cache.put(res)
+    cache.save()
+    return results
+
+
 def cmd_check(args) -> int:
     from jaxlint_rules import ALL_RULES
 
@@ -89,7 +112,7 @@ def cmd_check(args) -> int:
     ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
     codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
     files = list(discover(args.paths, cfg))
-    results = run_files(files, codes, args.jobs)
+    results = _check_files(files, codes, args)
     findings = []
     internal = []
     for res in results:

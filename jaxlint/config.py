@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Optional
@@ -41,9 +42,19 @@ class Config:
         return out
 
     def is_excluded(self, path: str) -> bool:
-        name = os.path.basename(os.path.normpath(path))
-        rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
-        return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in self.exclude)
+        name = os.path.normcase(os.path.basename(os.path.normpath(path)))
+        rel = os.path.normcase(os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/"))
+        matcher = self._exclude_matcher()
+        return matcher(name) is not None or matcher(rel) is not None
+
+    def _exclude_matcher(self):
+        """One compiled regex for all exclude globs (fnmatch semantics), built once per list."""
+        key = tuple(self.exclude)
+        cached = self.__dict__.get("_matcher")
+        if cached is None or cached[0] != key:
+            pattern = "|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in key) or "(?!)"
+            cached = self.__dict__["_matcher"] = (key, re.compile(pattern).match)
+        return cached[1]
 
 
 def find_pyproject(start: str) -> Optional[str]:

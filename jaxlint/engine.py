@@ -14,7 +14,7 @@ from typing import Iterable, Optional, Sequence
 
 from .model import build_model
 from .noqa import NoqaMap
-from .project import ProjectResolver
+from .project import ProjectResolver, content_hash
 from .rule import Finding, Rule
 
 PARSE_ERROR = "JAX000"
@@ -30,6 +30,8 @@ class FileResult:
     path: str
     findings: list = field(default_factory=list)
     internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
+    content_hash: Optional[str] = None  # of the bytes checked, for the result cache
+    deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
 
 
 def decode_source(data: bytes) -> str:
@@ -113,8 +115,12 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
 
 def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
     """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding."""
-    with _gc_paused():
-        return _check_source(data, path, rules, noqa)
+    with _gc_paused(), PROJECT.recording() as deps:
+        result = _check_source(data, path, rules, noqa)
+    result.deps = tuple(sorted(deps, key=repr))
+    if isinstance(data, bytes):
+        result.content_hash = content_hash(data)
+    return result
 
 
 def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:

@@ -14,6 +14,8 @@ cannot make one file's check read the whole project.
 from __future__ import annotations
 
 import ast
+import contextlib
+import hashlib
 import os
 import re
 from collections import OrderedDict
@@ -27,37 +29,46 @@ class ProjectResolver:
     def __init__(self) -> None:
         self._models: "OrderedDict[str, object]" = OrderedDict()
         self._files: dict = {}
+        self._deps: dict = {}  # path -> what building its summary consulted
+        self._recorders: list = []  # sets collecting what the current check consults
         self.depth = 0
+
+    def clear(self) -> None:
+        """Forget every file and summary (a new run in the same process sees current files)."""
+        self._models.clear()
+        self._files.clear()
+        self._deps.clear()
+
+    # ----------------------------------------------------------- dependencies
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Collect everything the project lookups consult while checking one file, for the
+        result cache: ``("q", folder, module, level, found)`` for each import resolved and
+        ``("f", path, content hash)`` for each module read (transitively)."""
+        deps: set = set()
+        self._recorders.append(deps)
+        try:
+            yield deps
+        finally:
+            self._recorders.remove(deps)
+
+    def _note(self, entries) -> None:
+        for r in self._recorders:
+            r.update(entries)
 
     # ----------------------------------------------------------- files
 
     def locate(self, from_path: str, module: Optional[str], level: int) -> Optional[str]:
         """The project file for an import seen in ``from_path`` (None when not in the project)."""
-        key = (os.path.dirname(from_path), module, level)
+        key = (os.path.dirname(os.path.abspath(from_path)), module, level)
         if key in self._files:
-            return self._files[key]
-        found = self._locate(from_path, module, level)
-        self._files[key] = found
+            found = self._files[key]
+        else:
+            found = self._files[key] = locate_from(*key)
+        if self._recorders:
+            self._note((("q", *key, found),))
         return found
-
-    def _locate(self, from_path: str, module: Optional[str], level: int) -> Optional[str]:
-        here = os.path.dirname(os.path.abspath(from_path))
-        parts = module.split(".") if module else []
-        if level > 0:
-            base = here
-            for _ in range(level - 1):
-                base = os.path.dirname(base)
-            return _module_file(base, parts)
-        if not parts:
-            return None
-        top = here
-        while os.path.isfile(os.path.join(top, "__init__.py")):
-            top = os.path.dirname(top)
-        for root in dict.fromkeys((here, top)):
-            found = _module_file(root, parts)
-            if found is not None:
-                return found
-        return None
 
     # ----------------------------------------------------------- models
 
@@ -67,25 +78,35 @@ class ProjectResolver:
         path = os.path.abspath(path)
         if path in self._models:
             self._models.move_to_end(path)
+            if self._recorders:
+                self._note(self._deps.get(path, ()))
             return self._models[path]
         self._models[path] = None  # a cycle of imports sees "unknown" while it is being built
         model = None
-        try:
-            from .engine import decode_source
-            from .model import ModuleSummary, build_model
+        with self.recording() as deps:
+            try:
+                from .engine import decode_source
+                from .model import ModuleSummary, build_model
 
-            with open(path, "rb") as fh:
-                text = decode_source(fh.read())
-            if _may_export_compiled(text, path):
-                tree = ast.parse(text, filename=path)
-                model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
-            else:
-                model = ModuleSummary.empty(path, self, imports_jax="jax" in text)
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
-            model = None
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                deps.add(("f", path, content_hash(data)))
+                text = decode_source(data)
+                if _may_export_compiled(text, path):
+                    tree = ast.parse(text, filename=path)
+                    model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
+                else:
+                    model = ModuleSummary.empty(path, self, imports_jax="jax" in text)
+            except OSError:
+                deps.add(("f", path, None))
+            except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+                model = None
+        self._deps[path] = frozenset(deps)
+        self._note(deps)
         self._models[path] = model
         while len(self._models) > MAX_MODELS:
-            self._models.popitem(last=False)
+            old, _ = self._models.popitem(last=False)
+            self._deps.pop(old, None)
         return model
 
     def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
@@ -126,12 +147,39 @@ def _may_export_compiled(text: str, path: str) -> bool:
     return path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
 
 
-def _module_file(base: str, parts: list) -> Optional[str]:
+def _module_file(base: str, parts: list, isfile=os.path.isfile) -> Optional[str]:
     if not parts:
         init = os.path.join(base, "__init__.py")
-        return init if os.path.isfile(init) else None
+        return init if isfile(init) else None
     path = os.path.join(base, *parts)
-    if os.path.isfile(path + ".py"):
+    if isfile(path + ".py"):
         return path + ".py"
     init = os.path.join(path, "__init__.py")
-    return init if os.path.isfile(init) else None
+    return init if isfile(init) else None
+
+
+def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isfile) -> Optional[str]:
+    """The file an import of ``module`` (with ``level`` leading dots) names, seen from the
+    absolute folder ``here``; None when it is not a file of the project. ``isfile`` may be a
+    memoized ``os.path.isfile`` when many lookups are checked at once (the result cache)."""
+    parts = module.split(".") if module else []
+    if level > 0:
+        base = here
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        return _module_file(base, parts, isfile)
+    if not parts:
+        return None
+    top = here
+    while isfile(os.path.join(top, "__init__.py")):
+        top = os.path.dirname(top)
+    for root in dict.fromkeys((here, top)):
+        found = _module_file(root, parts, isfile)
+        if found is not None:
+            return found
+    return None
+
+
+def content_hash(data: bytes) -> str:
+    """The hash that keys cached results to a file's exact bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

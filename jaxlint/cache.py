@@ -1,0 +1,177 @@
+"""The result cache of ``jaxlint check``: unchanged files are not checked again.
+
+A file's cached findings are reused only when all of these still hold:
+
+* the file's bytes hash to the same value (content, not modification time);
+* the settings are the same: jaxlint's version and its own source files, the Python
+  version, and the selected rules (one cache file per combination, so switching back
+  and forth stays warm);
+* every cross-module lookup the check made resolves to the same file, and every module
+  it read (transitively) still has the same content hash.
+
+The cache is one JSON file per settings combination under ``.jaxlint_cache/`` at the project
+root, written atomically (a temporary file, then ``os.replace``). A missing, corrupted,
+foreign or concurrently replaced cache is treated as empty and rebuilt; a damaged entry is a
+miss. Results with internal errors are never cached, so they are reported every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from typing import Optional, Sequence
+
+from . import __version__
+from .engine import FileResult
+from .project import content_hash, locate_from
+from .rule import Finding
+
+FORMAT = 1
+DIRNAME = ".jaxlint_cache"
+
+
+def project_root(start: str) -> str:
+    """The nearest folder at or above ``start`` holding a pyproject.toml or .git; else the cwd."""
+    path = os.path.abspath(start)
+    if not os.path.isdir(path):
+        path = os.path.dirname(path)
+    while True:
+        if os.path.exists(os.path.join(path, "pyproject.toml")) or os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return os.getcwd()
+        path = parent
+
+
+def _own_sources() -> list:
+    """(name, size, mtime) of jaxlint's own modules: a changed rule invalidates the cache even
+    when the version number did not move (a development checkout)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    for folder in (here, os.path.join(os.path.dirname(here), "jaxlint_rules")):
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+        except OSError:
+            continue
+        for n in names:
+            try:
+                st = os.stat(os.path.join(folder, n))
+            except OSError:
+                continue
+            out.append([os.path.basename(folder), n, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def settings_key(codes: Sequence[str], noqa: bool = True) -> str:
+    blob = json.dumps([FORMAT, __version__, sys.version_info[:2], sorted(codes), noqa, _own_sources()])
+    return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, folder: str, key: str):
+        self.folder = folder
+        self.key = key
+        self.file = os.path.join(folder, f"results-{key}.json")
+        self.entries: dict = {}
+        self.dirty = False
+        self._hashes: dict = {}  # path -> content hash (None: unreadable), memo for this run
+        self._located: dict = {}
+        self._files: dict = {}  # path -> isfile, memo for this run
+        self.hits = 0
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            with open(self.file, "rb") as fh:
+                data = json.load(fh)
+            if data.get("format") == FORMAT and data.get("key") == self.key and isinstance(data.get("entries"), dict):
+                self.entries = data["entries"]
+        except (OSError, ValueError, AttributeError, TypeError):
+            self.entries = {}
+
+    # -- lookups ---------------------------------------------------------------
+    def _hash_of(self, path: str) -> Optional[str]:
+        if path not in self._hashes:
+            try:
+                with open(path, "rb") as fh:
+                    self._hashes[path] = content_hash(fh.read())
+            except OSError:
+                self._hashes[path] = None
+        return self._hashes[path]
+
+    def _isfile(self, path: str) -> bool:
+        hit = self._files.get(path)
+        if hit is None:
+            hit = self._files[path] = os.path.isfile(path)
+        return hit
+
+    def _deps_hold(self, deps: list) -> bool:
+        for dep in deps:
+            if dep[0] == "f":
+                if self._hash_of(dep[1]) != dep[2]:
+                    return False
+            elif dep[0] == "q":
+                key = (dep[1], dep[2], dep[3])
+                if key not in self._located:
+                    self._located[key] = locate_from(*key, isfile=self._isfile)
+                if self._located[key] != dep[4]:
+                    return False
+            else:
+                return False
+        return True
+
+    def get(self, path: str) -> Optional[FileResult]:
+        """The cached result for ``path`` if it is still valid, else None."""
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is None:
+            return None
+        try:
+            if self._hash_of(os.path.abspath(path)) != entry["hash"] or not self._deps_hold(entry["deps"]):
+                return None
+            result = FileResult(path)
+            result.findings = [Finding(line, col, code, msg, name, path) for line, col, code, msg, name in entry["findings"]]
+            result.content_hash = entry["hash"]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, result: FileResult) -> None:
+        if result.internal_errors or result.content_hash is None:
+            return
+        self.entries[os.path.abspath(result.path)] = {
+            "hash": result.content_hash,
+            "deps": [list(d) for d in result.deps],
+            "findings": [[f.line, f.col, f.code, f.message, f.name] for f in result.findings],
+        }
+        self.dirty = True
+
+    # -- writing ---------------------------------------------------------------
+    def save(self) -> None:
+        """Write atomically; a cache that cannot be written is skipped silently (it is only a cache)."""
+        if not self.dirty:
+            return
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            ignore = os.path.join(self.folder, ".gitignore")
+            if not os.path.exists(ignore):
+                with open(ignore, "w") as fh:
+                    fh.write("# created by jaxlint\n*\n")
+            fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump({"format": FORMAT, "key": self.key, "entries": self.entries}, fh,
+                              separators=(",", ":"))
+                os.replace(tmp, self.file)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass

@@ -1,0 +1,158 @@
+"""The result cache of `jaxlint check`: each invalidation path, and a damaged cache never
+yields stale findings or a crash."""
+
+import json
+import os
+
+import pytest
+
+import jaxlint.cache as cache_mod
+import jaxlint.cli as cli
+
+TRAIN = """\
+import jax
+
+from .model import step
+
+
+def fit(params, batches):
+    for x in batches:
+        params, loss = step(params, x)
+        print(float(loss))
+    return params
+"""
+
+MODEL_JIT = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(params, x):
+    return params, jnp.sum(x)
+"""
+
+MODEL_PLAIN = MODEL_JIT.replace("@jax.jit\n", "")
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(TRAIN)
+    (pkg / "model.py").write_text(MODEL_JIT)
+    return tmp_path
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    """Files the engine really checked in the last run (the rest came from the cache)."""
+    seen = []
+    real = cli.run_files
+
+    def spy(files, codes, jobs):
+        seen[:] = list(files)
+        return real(files, codes, jobs)
+
+    monkeypatch.setattr(cli, "run_files", spy)
+    return seen
+
+
+def run(capsys, *args):
+    code = cli.main(["check", "--format", "json", "-j1", *map(str, args)])
+    out = capsys.readouterr().out
+    return code, sorted((os.path.basename(f["path"]), f["line"], f["code"]) for f in json.loads(out))
+
+
+def names(paths):
+    return sorted(os.path.basename(p) for p in paths)
+
+
+def test_second_run_reuses_every_result_and_reports_the_same(project, capsys, checked):
+    first = run(capsys, project / "pkg")
+    assert first == (1, [("train.py", 9, "JAX201")])
+    assert names(checked) == ["__init__.py", "model.py", "train.py"]
+    assert run(capsys, project / "pkg") == first
+    assert checked == []
+    cache_dir = project / ".jaxlint_cache"
+    assert (cache_dir / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_changed_file_is_checked_again(project, capsys, checked):
+    run(capsys, project / "pkg")
+    (project / "pkg" / "train.py").write_text(TRAIN.replace("print(float(loss))", "print('step')"))
+    assert run(capsys, project / "pkg") == (0, [])
+    assert names(checked) == ["train.py"]
+
+
+def test_changed_imported_module_rechecks_its_importers(project, capsys, checked):
+    run(capsys, project / "pkg")
+    (project / "pkg" / "model.py").write_text(MODEL_PLAIN)  # step is no longer jitted
+    assert run(capsys, project / "pkg") == (0, [])
+    assert names(checked) == ["model.py", "train.py"]
+
+
+def test_a_new_module_that_an_import_now_resolves_to_rechecks_the_importer(project, capsys, checked):
+    (project / "pkg" / "model.py").unlink()
+    assert run(capsys, project / "pkg") == (0, [])
+    (project / "pkg" / "model.py").write_text(MODEL_JIT)
+    assert run(capsys, project / "pkg") == (1, [("train.py", 9, "JAX201")])
+    assert names(checked) == ["model.py", "train.py"]
+
+
+def test_changed_selection_uses_other_results(project, capsys, checked):
+    run(capsys, project / "pkg")
+    assert run(capsys, "--select", "JAX1", project / "pkg") == (0, [])
+    assert names(checked) == ["__init__.py", "model.py", "train.py"]
+    run(capsys, project / "pkg")
+    assert checked == []  # the first selection's results are still there
+
+
+def test_changed_jaxlint_version_invalidates(project, capsys, checked, monkeypatch):
+    run(capsys, project / "pkg")
+    monkeypatch.setattr(cache_mod, "__version__", "999.0")
+    run(capsys, project / "pkg")
+    assert names(checked) == ["__init__.py", "model.py", "train.py"]
+
+
+@pytest.mark.parametrize("damage", [
+    b"\x00garbage\xff",
+    b'{"format": 1, "key": "',  # a write cut short
+    b'{"format": 1, "key": "KEY", "entries": {"PATH": {"hash": 3, "findings": "x"}}}',
+    b'{"format": 1, "key": "KEY", "entries": []}',
+])
+def test_damaged_cache_is_ignored_and_rebuilt(project, capsys, checked, damage):
+    expected = run(capsys, project / "pkg")
+    (cache_file,) = (project / ".jaxlint_cache").glob("results-*.json")
+    key = json.loads(cache_file.read_text())["key"]
+    train = str(project / "pkg" / "train.py")
+    cache_file.write_bytes(damage.replace(b"KEY", key.encode()).replace(b"PATH", train.encode()))
+    assert run(capsys, project / "pkg") == expected
+    assert "train.py" in names(checked)
+    assert json.loads(cache_file.read_text())["key"] == key  # rewritten whole
+
+
+def test_stale_entry_with_a_matching_hash_for_another_file_is_not_used(project, capsys, checked):
+    """An entry is tied to its own path: renaming a file makes it a miss."""
+    run(capsys, project / "pkg")
+    os.rename(project / "pkg" / "train.py", project / "pkg" / "fit.py")
+    assert run(capsys, project / "pkg") == (1, [("fit.py", 9, "JAX201")])
+    assert names(checked) == ["fit.py"]
+
+
+def test_no_cache_reads_and_writes_nothing(project, capsys, checked):
+    assert run(capsys, "--no-cache", project / "pkg")[0] == 1
+    assert not (project / ".jaxlint_cache").exists()
+    run(capsys, "--no-cache", project / "pkg")
+    assert names(checked) == ["__init__.py", "model.py", "train.py"]
+
+
+def test_cache_dir_option_and_unwritable_cache(project, capsys, checked, tmp_path_factory):
+    where = tmp_path_factory.mktemp("elsewhere") / "c"
+    run(capsys, "--cache-dir", where, project / "pkg")
+    assert list(where.glob("results-*.json")) and not (project / ".jaxlint_cache").exists()
+    blocker = tmp_path_factory.mktemp("ro") / "file"
+    blocker.write_text("not a folder")
+    assert run(capsys, "--cache-dir", blocker, project / "pkg") == (1, [("train.py", 9, "JAX201")])
