@@ -62,36 +62,71 @@ def main(argv: Sequence[str]) -> int:
     except ImportError as e:
         print(f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'", file=sys.stderr)
         return EXIT_ERROR
+    from . import runner
+
+    label = script or f"-m {args.module}"
+
+    def emit(code: int, collector, failures: list, files: list) -> int:
+        return write_report(args, label, code, collector, failures, files)
+
+    try:
+        code, collector, failures, files = runner.run(script, args.module, rest, on_os_exit=emit)
+    except FileNotFoundError as e:
+        print(f"jaxlint trace: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        sys.stdout.flush()
+    except Exception:  # the program closed or replaced its stdout
+        pass
+    return emit(code, collector, failures, files)
+
+
+def write_report(args: argparse.Namespace, label: str, code: int, collector, failures: list, files: list) -> int:
+    """Build the report, write it to stderr (and ``--output``); return jaxlint's exit code.
+
+    The one place a report is made: after the run, and from the program's ``os._exit``
+    (see ``runner.run``), which never returns to ``main``. When the report cannot be made,
+    one line says why and the program's exit code is kept.
+    """
     from . import report as rep
     from . import runner
 
     try:
-        code, collector, failures, files = runner.run(script, args.module, rest)
-    except FileNotFoundError as e:
-        print(f"jaxlint trace: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    sys.stdout.flush()
-    findings = None
-    if not args.no_static:
-        try:
-            findings = runner.static_findings(files)
-        except Exception as e:  # the static check must not cost the user the runtime report
-            collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
-    report = rep.build(collector, findings, code, failures, script or f"-m {args.module}", runner.environment())
-    tripped = runner.gates(report, args.max_compiles, args.max_transfers_per_line)
-    report["gates"] = tripped
-    out = rep.as_json(report) if args.format == "json" else rep.text(report)
-    if args.format == "text" and tripped:
-        out += "".join(f"GATE: {t}\n" for t in tripped)
-    sys.stderr.write(out)
-    sys.stderr.flush()
+        findings = None
+        if not args.no_static:
+            try:
+                findings = runner.static_findings(files)
+            except Exception as e:  # the static check must not cost the user the runtime report
+                collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
+        report = rep.build(collector, findings, code, failures, label, runner.environment())
+        tripped = runner.gates(report, args.max_compiles, args.max_transfers_per_line)
+        report["gates"] = tripped
+        out = rep.as_json(report) if args.format == "json" else rep.text(report)
+        if args.format == "text" and tripped:
+            out += "".join(f"GATE: {t}\n" for t in tripped)
+    except Exception as e:
+        _say(f"jaxlint trace: no report ({type(e).__name__}: {e})")
+        return code
+    try:
+        sys.stderr.write(out)
+        sys.stderr.flush()
+    except Exception as e:  # the program closed or broke its sys.stderr
+        _say(f"jaxlint trace: cannot write the report to stderr ({type(e).__name__}: {e})")
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
                 fh.write(out)
         except OSError as e:
-            print(f"jaxlint trace: cannot write {args.output}: {e}", file=sys.stderr)
+            _say(f"jaxlint trace: cannot write {args.output}: {e}")
             return code or EXIT_ERROR
     if code == 0 and tripped:
         return runner.EXIT_GATE
     return code
+
+
+def _say(message: str) -> None:
+    """One line on the process's real stderr, whatever the program did to ``sys.stderr``."""
+    try:
+        print(message, file=sys.__stderr__ or sys.stderr, flush=True)
+    except Exception:
+        pass

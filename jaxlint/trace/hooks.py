@@ -78,6 +78,13 @@ def describe(code) -> tuple:
     return (code.co_name, getattr(code, "co_qualname", code.co_name), code.co_filename, code.co_firstlineno)
 
 
+def _attribute(owner: Any, name: str) -> Any:
+    """What ``owner.name`` holds now: a class's own ``__dict__`` entry, a module's attribute."""
+    if isinstance(owner, type):
+        return owner.__dict__.get(name, _MISSING)
+    return getattr(owner, name, _MISSING)
+
+
 class Counted:
     """What the instrumented ``jax.jit``/``jax.pmap`` return: JAX's own wrapper plus a call counter.
 
@@ -122,7 +129,8 @@ class Instrumentation:
     def __init__(self):
         self.collectors: list = []
         self.partial: list = []
-        self._saved: list = []  # (owner, name, original)
+        self._saved: list = []  # (owner, name, original, jaxlint's wrapper)
+        self._token: Optional[object] = None  # new for each install; the wrappers of older ones pass through
         self._lock = threading.RLock()
         self._listening = False
         self._trace_hooked = False
@@ -146,11 +154,22 @@ class Instrumentation:
                 self._uninstall()
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
-        self._saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name)))
+        self._saved.append((owner, name, _attribute(owner, name), new))
         setattr(owner, name, new)
 
     def _uninstall(self) -> None:
-        for owner, name, old in reversed(self._saved):
+        # The original goes back only where the attribute still holds jaxlint's wrapper. Where
+        # the program replaced it meanwhile (its own `jax.jit = my_jit`, `numpy.asarray` set
+        # back), the program's value stays: putting JAX's back would undo the program's choice
+        # for whatever runs after the run or audit (atexit handlers, the rest of a test
+        # session). A jaxlint wrapper still reachable from such a value (`my_jit` calling the
+        # `jax.jit` it replaced) is inert from here on: its install token is no longer current,
+        # so it only passes calls through to the original, and never counts twice under a
+        # later install.
+        self._token = None
+        for owner, name, old, new in reversed(self._saved):
+            if _attribute(owner, name) is not new:
+                continue
             if old is _MISSING:
                 try:
                     delattr(owner, name)
@@ -162,6 +181,7 @@ class Instrumentation:
 
     def _install(self) -> None:
         self.partial = []
+        self._token = object()
         import os
 
         self._jax_dirs = tuple(
@@ -200,10 +220,12 @@ class Instrumentation:
             self._patch(jax, name, self._constructor(original))
 
     def _constructor(self, original):
-        inst = self
+        inst, token = self, self._token
 
         @functools.wraps(original)
         def instrumented(fun=_MISSING, *args, **kwargs):
+            if inst._token is not token:  # left over from an earlier install
+                return original(*args, **kwargs) if fun is _MISSING else original(fun, *args, **kwargs)
             site = sys._getframe(1)
             if fun is _MISSING:  # jax.jit(static_argnames=...) used as a decorator factory
                 decorator = original(*args, **kwargs)
@@ -255,11 +277,11 @@ class Instrumentation:
             clean = jcore.trace_state_clean
         except Exception:
             clean = lambda: True  # noqa: E731
-        inst = self
+        inst, token = self, self._token
 
         @functools.wraps(original)
         def trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
-            if not inst.collectors:
+            if not inst.collectors or inst._token is not token:
                 return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
             return inst._trace(original, clean, fun, ji, ctx_mesh, dbg, avals, args, kwargs)
 
@@ -330,11 +352,11 @@ class Instrumentation:
         except Exception as e:
             self.partial.append(f"compile attribution by jaxpr unavailable ({e!r}); compiles matched by name")
             return
-        inst = self
+        inst, token = self, self._token
 
         @functools.wraps(original)
         def call_impl(*args, **kwargs):
-            if not inst.collectors:
+            if not inst.collectors or inst._token is not token:
                 return original(*args, **kwargs)
             prev = getattr(_TLS, "target", None)
             _TLS.target = inst._owner(kwargs.get("jaxpr"), kwargs.get("name"))
@@ -439,11 +461,11 @@ class Instrumentation:
 
     def _transfer_hook(self, original, kind: str, applies=None):
         """Wrap a conversion so that each call from outside JAX on a jax.Array counts once."""
-        inst = self
+        inst, token = self, self._token
 
         @functools.wraps(original)
         def hooked(value, *args, **kwargs):
-            if (getattr(_TLS, "busy", False) or not inst.collectors
+            if (getattr(_TLS, "busy", False) or not inst.collectors or inst._token is not token
                     or (applies is not None and not applies(value))):
                 return original(value, *args, **kwargs)
             caller = sys._getframe(1)

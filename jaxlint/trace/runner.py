@@ -3,11 +3,17 @@
 The program's own stdout/stderr are left alone; the report goes to stderr
 (and to ``--output FILE``). Its exit code becomes jaxlint's, an uncaught
 exception prints its usual traceback, and ``sys.exit``, ``KeyboardInterrupt``
-and running threads all still end with a report.
+and running threads all still end with a report. So does ``os._exit``, which
+never returns here: while the program runs it is replaced by a function that
+writes the report first. Builtins the program deletes or replaces are put
+back when it ends, since jaxlint's own code after the run needs them.
 """
 
 from __future__ import annotations
 
+import builtins
+import functools
+import operator
 import os
 import runpy
 import sys
@@ -17,6 +23,7 @@ from typing import Optional, Sequence
 
 EXIT_GATE = 3
 _OWN_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(runpy.__file__))
+_MISSING = object()
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -50,6 +57,44 @@ def _join_threads() -> None:
             t.join()
 
 
+def _restore_builtins(saved: dict) -> None:
+    """Put back the builtins the program deleted or replaced (names it added stay).
+
+    Uses no builtin name itself: it runs while they may be gone."""
+    current = builtins.__dict__
+    for name, value in saved.items():
+        if current.get(name, _MISSING) is not value:
+            current[name] = value
+
+
+def _os_exit_hook(real_exit, on_exit, saved_builtins: dict):
+    """What ``os._exit`` is while the program runs: ``on_exit(code)`` writes the report and
+    returns jaxlint's exit code, then the real ``os._exit`` ends the process (threads are not
+    waited for, buffers not flushed, as without jaxlint). Only in this process: a forked
+    child (multiprocessing ends its workers with ``os._exit``) exits quietly."""
+    pid = os.getpid()
+    once = threading.Lock()  # a second thread's os._exit waits; the first one's exit ends the process
+
+    @functools.wraps(real_exit)
+    def os_exit(*args, **kwargs):
+        if os.getpid() != pid:
+            real_exit(*args, **kwargs)
+        _restore_builtins(saved_builtins)
+        try:
+            code = operator.index(args[0] if args else kwargs["status"])
+        except (TypeError, IndexError, KeyError):
+            return real_exit(*args, **kwargs)  # raises the real one's own TypeError
+        with once:
+            try:
+                code = on_exit(code)
+            except Exception as e:
+                print(f"jaxlint trace: no report ({type(e).__name__}: {e})", file=sys.stderr)
+            finally:
+                real_exit(code)
+
+    return os_exit
+
+
 def resolve_target(script: Optional[str], module: Optional[str]) -> tuple:
     """(user-code roots, the file run as __main__)."""
     if module is not None:
@@ -69,8 +114,12 @@ def resolve_target(script: Optional[str], module: Optional[str]) -> tuple:
     return [os.path.dirname(path)], path
 
 
-def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tuple:
-    """Run the program; return (exit code, collector, failure sites, user files for the static check)."""
+def run(script: Optional[str], module: Optional[str], argv: Sequence[str], on_os_exit=None) -> tuple:
+    """Run the program; return (exit code, collector, failure sites, user files for the static check).
+
+    ``on_os_exit(code, collector, failure sites, user files)``, if given, is called when the
+    program calls ``os._exit(code)``; it reports and returns the code to exit with.
+    """
     from .collector import Collector
     from .hooks import INSTRUMENTATION
     from .userfiles import UserFiles
@@ -86,17 +135,30 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tu
         raise
     collector = Collector(UserFiles(roots))
     failure_sites: list = []
+    saved_builtins = dict(builtins.__dict__)
+    real_exit = os._exit
+
+    def exit_report(code: int) -> int:
+        INSTRUMENTATION.detach(collector)
+        return on_os_exit(code, collector, [], _user_modules(collector.user_files, main_file))
+
+    exit_hook = None if on_os_exit is None else _os_exit_hook(real_exit, exit_report, saved_builtins)
     INSTRUMENTATION.attach(collector)
     code = 0
     try:
+        if exit_hook is not None:
+            os._exit = exit_hook
         try:
-            if module is not None:
-                sys.argv = [main_file, *argv]
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
-            else:
-                sys.argv = [script, *argv]
-                sys.path[0] = os.path.dirname(main_file)
-                runpy.run_path(main_file, run_name="__main__")
+            try:
+                if module is not None:
+                    sys.argv = [main_file, *argv]
+                    runpy.run_module(module, run_name="__main__", alter_sys=True)
+                else:
+                    sys.argv = [script, *argv]
+                    sys.path[0] = os.path.dirname(main_file)
+                    runpy.run_path(main_file, run_name="__main__")
+            finally:  # before the `except` clauses below look up their names
+                _restore_builtins(saved_builtins)
         except SystemExit as e:
             code = _exit_code(e)
         except KeyboardInterrupt as e:
@@ -110,6 +172,9 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str]) -> tu
         except KeyboardInterrupt:
             code = code or 130
     finally:
+        _restore_builtins(saved_builtins)  # a thread may have changed them too
+        if exit_hook is not None and os._exit is exit_hook:
+            os._exit = real_exit  # a replacement the program made itself is left alone
         INSTRUMENTATION.detach(collector)
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
