@@ -1,8 +1,11 @@
-"""Output formats for ``jaxlint check``: flake8-style text and JSON."""
+"""Output formats for ``jaxlint check``: flake8-style text, JSON, SARIF 2.1.0 for code-scanning
+services, and GitHub Actions workflow commands (annotations on the pull request)."""
 
 from __future__ import annotations
 
 import json
+import os
+import textwrap
 from collections import Counter
 from typing import Sequence
 
@@ -28,4 +31,108 @@ def statistics(findings: Sequence[Finding]) -> str:
     return "".join(f"{counts[c]:<5} {c} {first[c]}\n" for c in sorted(counts))
 
 
-FORMATS = {"text": text, "json": as_json}
+def repo_root(start: str = ".") -> str:
+    """The folder SARIF paths are relative to: the enclosing git checkout, else the project root
+    (nearest pyproject.toml), else ``start``."""
+    path = os.path.abspath(start)
+    probe = path
+    while True:
+        if os.path.exists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    from .cache import project_root
+
+    return project_root(path)
+
+
+def _uri(path: str, root: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path), root)
+    if rel.startswith(".."):
+        return "file://" + os.path.abspath(path).replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
+
+
+def _sarif_rule(cls) -> dict:
+    bad = textwrap.dedent(cls.bad).strip("\n")
+    good = textwrap.dedent(cls.good).strip("\n")
+    help_text = f"{cls.summary}\n\n{cls.rationale}\n\nExample:\n{bad}\n\nUse instead:\n{good}\n"
+    help_md = (f"{cls.summary}\n\n{cls.rationale}\n\n**Example**\n```python\n{bad}\n```\n\n"
+               f"**Use instead**\n```python\n{good}\n```\n\nSuppress one line with `# noqa: {cls.code}`.\n")
+    return {
+        "id": cls.code,
+        "name": cls.name,
+        "shortDescription": {"text": cls.summary.split(". ")[0].rstrip(".") + "."},
+        "fullDescription": {"text": f"{cls.summary} {cls.rationale}"},
+        "help": {"text": help_text, "markdown": help_md},
+        "defaultConfiguration": {"level": "error" if cls.code == "JAX000" else "warning"},
+    }
+
+
+class _ParseError:
+    code, name = "JAX000", "parse-error"
+    summary = "A file that cannot be read or parsed; the other files are still checked."
+    rationale = "jaxlint cannot check a file it cannot parse."
+    bad = "def broken(:\n    pass\n"
+    good = "def fixed():\n    pass\n"
+
+
+def sarif(findings: Sequence[Finding], root: str = None) -> str:
+    """SARIF 2.1.0: every rule in ``tool.driver.rules``, one result per finding, paths relative to
+    the repository root (``%SRCROOT%``)."""
+    from jaxlint_rules import ALL_RULES
+
+    from . import __version__
+
+    root = root or repo_root()
+    catalog = [_ParseError] + list(ALL_RULES)
+    index = {cls.code: i for i, cls in enumerate(catalog)}
+    results = []
+    for f in findings:
+        results.append({
+            "ruleId": f.code,
+            "ruleIndex": index.get(f.code, 0),
+            "level": "error" if f.code == "JAX000" else "warning",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": max(1, f.line), "startColumn": f.col + 1},
+            }}],
+        })
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "jaxlint", "version": __version__, "semanticVersion": __version__,
+                "informationUri": "https://pypi.org/project/jaxlint/",
+                "rules": [_sarif_rule(cls) for cls in catalog],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.replace(os.sep, "/").rstrip("/") + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(findings: Sequence[Finding]) -> str:
+    """GitHub Actions workflow commands: each finding becomes an annotation on its line."""
+    return "".join(
+        f"::{'error' if f.code == 'JAX000' else 'warning'} file={_escape_property(f.path)},line={f.line},"
+        f"col={f.col + 1},title={_escape_property(f.code)}::{_escape_data(f'{f.code} {f.message}')}\n"
+        for f in findings
+    )
+
+
+FORMATS = {"text": text, "json": as_json, "sarif": sarif, "github": github}

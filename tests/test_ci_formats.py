@@ -1,0 +1,92 @@
+"""`--format sarif` (validated against the SARIF 2.1.0 schema) and `--format github`."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BAD = os.path.join("fixtures", "JAX201_host_transfer_in_loop", "bad.py")
+
+
+def check(*args):
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return proc
+
+
+def text_findings(path):
+    out = check(path).stdout
+    return [tuple(line.split(":")[1:3]) + (line.split(" ")[1],) for line in out.splitlines()]
+
+
+def test_sarif_is_valid_sarif_2_1_0():
+    # pydantic-sarif's models are generated (datamodel-codegen) from the OASIS
+    # sarif-schema-2.1.0.json with additionalProperties forbidden: validating against them is
+    # validating against the schema, without a network fetch.
+    schema = pytest.importorskip("pydantic_sarif.model").StaticAnalysisResultsFormatSarifVersion210JsonSchema
+    from pydantic import ValidationError
+
+    proc = check("--format", "sarif", "fixtures/")
+    assert proc.returncode == 1 and proc.stderr == ""
+    doc = json.loads(proc.stdout)
+    schema.model_validate(doc)
+    for damage in (
+        lambda d: d.update(version="2.0.0"),
+        lambda d: d["runs"][0]["results"][0].update(unknownProperty=1),
+        lambda d: d["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"].update(startLine="x"),
+    ):
+        broken = json.loads(proc.stdout)
+        damage(broken)
+        with pytest.raises(ValidationError):
+            schema.model_validate(broken)
+
+
+def test_sarif_rules_and_results_match_the_text_output():
+    doc = json.loads(check("--format", "sarif", BAD).stdout)
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules][:3] == ["JAX000", "JAX101", "JAX102"] and len(rules) == 20
+    jax201 = rules[[r["id"] for r in rules].index("JAX201")]
+    assert jax201["name"] == "host-transfer-in-loop"
+    assert jax201["defaultConfiguration"] == {"level": "warning"}
+    assert "float(" in jax201["help"]["text"] and "```python" in jax201["help"]["markdown"]
+    assert jax201["shortDescription"]["text"] and jax201["fullDescription"]["text"]
+    got = []
+    for res in run["results"]:
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"] == {"uri": "fixtures/JAX201_host_transfer_in_loop/bad.py",
+                                           "uriBaseId": "%SRCROOT%"}
+        assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
+        got.append((str(loc["region"]["startLine"]), str(loc["region"]["startColumn"]), res["ruleId"]))
+    assert got == text_findings(BAD) and got
+
+
+def test_github_annotations():
+    proc = check("--format", "github", BAD)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    pattern = re.compile(r"^::warning file=([^,]+),line=(\d+),col=(\d+),title=(JAX\d{3})::(JAX\d{3}) .+$")
+    parsed = [pattern.match(line) for line in lines]
+    assert all(parsed) and lines
+    assert [(m.group(2), m.group(3), m.group(4)) for m in parsed] == text_findings(BAD)
+    assert all(m.group(1) == BAD.replace(os.sep, "/") for m in parsed)
+
+
+def test_github_escapes_workflow_command_syntax():
+    from jaxlint.reporters import github
+    from jaxlint.rule import Finding
+
+    out = github([Finding(3, 0, "JAX201", "100% sync\nnext", "x", "dir,a:b/f.py")])
+    assert out == "::warning file=dir%2Ca%3Ab/f.py,line=3,col=1,title=JAX201::JAX201 100%25 sync%0Anext\n"
+    assert github([Finding(1, 0, "JAX000", "cannot parse", "parse-error", "f.py")]).startswith("::error ")
+
+
+def test_clean_files_give_empty_valid_output():
+    good = os.path.join("fixtures", "JAX201_host_transfer_in_loop", "good.py")
+    assert check("--format", "github", good).stdout == ""
+    doc = json.loads(check("--format", "sarif", good).stdout)
+    assert doc["runs"][0]["results"] == [] and doc["version"] == "2.1.0"
