@@ -1,0 +1,36 @@
+"""docs/rules.md is generated from the rule classes, is up to date, and shows each rule's own
+bad and good example (the ones test_rule_examples.py runs), not copies."""
+
+import textwrap
+
+from jaxlint.docs import DOCS, render
+from jaxlint.engine import check_source
+from jaxlint_rules import ALL_RULES
+
+
+def test_committed_rules_md_is_up_to_date():
+    with open(DOCS, encoding="utf-8") as fh:
+        committed = fh.read()
+    assert committed == render(), "docs/rules.md is out of date: run `python -m jaxlint.docs --write`"
+
+
+def test_every_rule_is_documented_with_its_own_examples():
+    text = render()
+    for rule in ALL_RULES:
+        section = text.split(f"## {rule.code} {rule.name}\n", 1)[1].split("\n## ", 1)[0]
+        for heading in ("What it does", "Why it is slow or wrong", "Example", "Use instead", "Suppressing it"):
+            assert f"### {heading}" in section, (rule.code, heading)
+        assert textwrap.dedent(rule.bad).strip("\n") in section
+        assert textwrap.dedent(rule.good).strip("\n") in section
+        assert f"# noqa: {rule.code}" in section
+
+
+def test_documented_examples_trigger_exactly_their_rule():
+    rules = [cls() for cls in ALL_RULES]
+    text = render()
+    for rule in ALL_RULES:
+        section = text.split(f"## {rule.code} {rule.name}\n", 1)[1].split("\n## ", 1)[0]
+        bad = section.split("### Example\n\n```python\n", 1)[1].split("```", 1)[0]
+        good = section.split("### Use instead\n\n```python\n", 1)[1].split("```", 1)[0]
+        assert {f.code for f in check_source(bad, "example.py", rules).findings} == {rule.code}, rule.code
+        assert check_source(good, "example.py", rules).findings == [], rule.code
