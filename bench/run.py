@@ -3,13 +3,15 @@
 
 Measures, in one run (wall time = median of --runs runs, subprocess + time.perf_counter):
   1. flake8 -j1 on libs/ without vs with the jaxlint plugin (overhead target <= 1.10x);
-  2. jaxlint check -j1 / -j2 on libs/ and on libs/ + jax/ (target: libs <= 4 s on 2 cores);
-  3. ruff check --select ALL on the same trees, as a speed anchor;
-  4. peak RSS of each command (os.wait4 on the child, see README);
+  2. jaxlint check -j1 / -j0 (0 = all cores) on libs/, on jax/ and on libs/ + jax/, each with a
+     cold cache (a fresh empty --cache-dir every run) and a warm one (the same --cache-dir after one
+     untimed priming run); targets: cold libs+jax <= 8 s on 2 cores and <= 5x ruff, warm <= 0.5 s;
+  3. ruff check --select ALL --no-cache on the same trees, as a speed anchor;
+  4. peak RSS of each command (os.wait4 on the child, see README; target <= 400 MB);
   5. files / lines per tree, lines per second, findings per code.
-Prints a markdown report to stdout; progress goes to stderr.
+Prints a markdown report to stdout; progress goes to stderr. A command that fails shows as n/a.
 
-    python bench/run.py                  # corpus from ../shared/corpus/fetch.sh
+    python bench/run.py                  # corpus from bench/corpus.py (fetched on first use)
     python bench/run.py --runs 1         # quick look
     python bench/run.py --corpus DIR     # DIR holds libs/ and jax/
 """
@@ -28,11 +30,15 @@ import tempfile
 import time
 from collections import Counter
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FETCH = os.path.join(REPO, "..", "shared", "corpus", "fetch.sh")
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 FLAKE8_SELECT = "E,W,F,C90,JAX"
 FLAKE8_TARGET = 1.10
-JAXLINT_LIBS_TARGET_S = 4.0
+COLD_TARGET_S = 8.0  # cold `jaxlint check -j0` on libs+jax, on 2 cores
+COLD_RUFF_TARGET = 5.0  # ... and at most this many times ruff's time on the same trees
+WARM_TARGET_S = 0.5  # warm `jaxlint check -j0`, nothing changed
+RSS_TARGET_MB = 400.0  # peak RSS of one jaxlint process, MB = 10^6 bytes
+PARTS = ("flake8", "ruff", "jax", "cold", "warm", "j1", "findings")
 MARK = "@@jaxlint-bench jaxlint_loaded="
 
 # Runs flake8 in-process exactly as the `flake8` script does (flake8.main.cli.main), after optionally
@@ -74,20 +80,16 @@ def locate_corpus(arg):
         if not (os.path.isdir(libs) and os.path.isdir(jax)):
             sys.exit(f"bench: --corpus {arg} must contain libs/ and jax/")
         return libs, jax
-    if not os.path.isfile(FETCH):
-        sys.exit(f"bench: no corpus: {os.path.normpath(FETCH)} not found; pass --corpus DIR (with libs/ and jax/)")
-    log(f"locating corpus via {os.path.normpath(FETCH)} (downloads it on first use) ...")
-    p = subprocess.run(["bash", FETCH], cwd=REPO, capture_output=True, text=True)
-    found = {}
-    for line in p.stdout.splitlines():
-        key, _, val = line.partition(":")
-        if key.strip() in ("libs", "jax") and val.strip():
-            found[key.strip()] = val.strip()
-    if p.returncode != 0 or not all(os.path.isdir(found.get(k, "")) for k in ("libs", "jax")):
-        sys.exit(f"bench: fetch.sh failed (exit {p.returncode}) and no --corpus given.\n"
-                 f"stdout: {p.stdout.strip()[-500:]}\nstderr: {p.stderr.strip()[-1000:]}\n"
-                 "Run ../shared/corpus/fetch.sh by hand, or pass --corpus DIR with libs/ and jax/ inside.")
-    return found["libs"], found["jax"]
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from corpus import CorpusError, default_dest, fetch  # bench/corpus.py
+
+    log(f"corpus: {default_dest()} (downloaded on first use; bench/corpus.py) ...")
+    try:
+        return fetch()
+    except (CorpusError, OSError) as e:
+        sys.exit(f"bench: could not fetch the corpus: {e}\n"
+                 "Run python bench/corpus.py by hand, or pass --corpus DIR with libs/ and jax/ inside.")
 
 
 def count_tree(root):
@@ -127,20 +129,31 @@ class Bench:
         self.errors = []
 
     def measure(self, label, cmds, check=None):
-        """Time one or more commands; with several, runs are interleaved (a, b, a, b, ...) so drift
-        in machine load hits all of them alike. Returns one result dict per command."""
-        res = [dict(label=l, cmd=c, times=[], cpus=[], rss=0, rc=None, ok=True, out=None) for l, c in cmds]
+        """Time one or more commands, each (label, argv) or (label, argv, before): before() runs
+        untimed ahead of every run (e.g. to empty a cache folder). With several commands, runs are
+        interleaved (a, b, a, b, ...) so drift in machine load hits all of them alike. A command that
+        exits with anything but 0/1 is recorded under errors and not run again (its median is None).
+        Returns one result dict per command."""
+        self.n_measures = getattr(self, "n_measures", 0) + 1
+        res = [dict(label=c[0], cmd=c[1], before=c[2] if len(c) > 2 else None, times=[], cpus=[], rss=0,
+                    rc=None, ok=True, out=None, out_path=os.path.join(self.workdir, f"out-{self.n_measures}-{k}.txt"))
+               for k, c in enumerate(cmds)]
         for i in range(self.runs):
             for r in res:
                 if not r["ok"]:
                     continue
-                out_path = os.path.join(self.workdir, f"out-{abs(hash(r['label']))}.txt")
+                out_path = r["out_path"]
                 log(f"  [{i + 1}/{self.runs}] {r['label']} ...")
-                wall, rc, rss, err, cpu = run_once(r["cmd"], self.workdir, out_path)
+                if r["before"]:
+                    r["before"]()
+                try:
+                    wall, rc, rss, err, cpu = run_once(r["cmd"], self.workdir, out_path)
+                except OSError as e:
+                    wall, rc, rss, err, cpu = 0.0, None, 0, f"could not start: {e}", 0.0
                 r["rc"] = rc
                 if rc not in (0, 1):
                     r["ok"] = False
-                    self.errors.append(f"{r['label']}: exit {rc}: {' '.join(r['cmd'][:3])} ...\n{err.strip()[-1500:]}")
+                    self.errors.append(f"{r['label']}: exit {rc}: {' '.join(r['cmd'])}\n{err.strip()[-1500:]}")
                     log(f"    ERROR exit {rc}")
                     continue
                 if check:
@@ -153,6 +166,8 @@ class Bench:
                 r["out"] = out_path
                 log(f"    {wall:.2f} s")
         for r in res:
+            if not r["ok"]:  # a failure in any run makes the whole row n/a
+                r["times"], r["cpus"] = [], []
             r["median"] = statistics.median(r["times"]) if r["times"] else None
             r["median_cpu"] = statistics.median(r["cpus"]) if r["cpus"] else None
         return res
@@ -177,24 +192,61 @@ def count_jax_codes(path):
     return c
 
 
+def tool(name):
+    """The tool's executable next to this interpreter, else the first on PATH. Next to the interpreter
+    comes first so that no version-manager shim (pyenv's is a bash script, ~0.1 s a call) is timed."""
+    mine = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.isfile(mine) and os.access(mine, os.X_OK):
+        return mine
+    return shutil.which(name)
+
+
+def folder_state(folder):
+    """(relative path, size, mtime_ns) of every file under folder."""
+    out = []
+    for dirpath, _, names in os.walk(folder):
+        for n in names:
+            full = os.path.join(dirpath, n)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            out.append((os.path.relpath(full, folder), st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+def same_file(a, b):
+    try:
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            return fa.read() == fb.read()
+    except OSError:
+        return False
+
+
+def verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
 # ---------------------------------------------------------------- main
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="runs per command; the median is reported (default 5)")
-    ap.add_argument("--corpus", metavar="DIR", help="folder holding libs/ and jax/ (default: ../shared/corpus/fetch.sh)")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: flake8, ruff, jax")
+    ap.add_argument("--corpus", metavar="DIR", help="folder holding libs/ and jax/ (default: bench/corpus.py's)")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: " + ", ".join(PARTS))
     ap.add_argument("--json-out", metavar="FILE", help="also write the raw numbers as JSON")
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error("--runs must be >= 1")
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if skip - set(PARTS):
+        ap.error(f"--skip: unknown part(s) {', '.join(sorted(skip - set(PARTS)))}; known: {', '.join(PARTS)}")
 
     libs, jaxdir = locate_corpus(args.corpus)
     py = sys.executable
-    jaxlint_exe = shutil.which("jaxlint")
+    jaxlint_exe = tool("jaxlint")
     jaxlint = [jaxlint_exe] if jaxlint_exe else [py, "-m", "jaxlint"]
-    ruff = shutil.which("ruff")
+    ruff = tool("ruff")
     ncores = os.cpu_count() or 1
     try:
         usable = len(os.sched_getaffinity(0))
@@ -206,34 +258,49 @@ def main(argv=None):
             cpu_model = next((l.split(":", 1)[1].strip() for l in fh if l.startswith("model name")), "?")
     except OSError:
         pass
+    try:
+        check_help = subprocess.run(jaxlint + ["check", "--help"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        check_help = ""
+    has_cache_dir = "--cache-dir" in check_help
+    no_cache = ["--no-cache"] if "--no-cache" in check_help else []
 
     # --- verify the with/without launcher via --version before timing anything
     launcher = lambda mode, *a: [py, "-c", LAUNCHER, mode, *a]
-    v_with = version_of(launcher("with", "--version"))
-    v_without = version_of(launcher("without", "--version"))
-    if "jaxlint" not in v_with:
-        sys.exit(f"bench: the jaxlint flake8 plugin is not installed/registered (flake8 --version: {v_with})")
-    if "jaxlint" in v_without:
-        sys.exit(f"bench: failed to hide the jaxlint plugin from flake8 (flake8 --version: {v_without})")
+    if "flake8" not in skip:
+        v_with = version_of(launcher("with", "--version"))
+        v_without = version_of(launcher("without", "--version"))
+        if "jaxlint" not in v_with:
+            sys.exit(f"bench: the jaxlint flake8 plugin is not installed/registered (flake8 --version: {v_with})")
+        if "jaxlint" in v_without:
+            sys.exit(f"bench: failed to hide the jaxlint plugin from flake8 (flake8 --version: {v_without})")
 
     versions = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "jaxlint": version_of(jaxlint + ["--version"]),
-        "flake8": version_of([py, "-m", "flake8", "--version"]),
-        "flake8 (plugin hidden)": v_without,
-        "ruff": version_of([ruff, "--version"]) if ruff else "not installed (ruff rows skipped)",
+        "jaxlint": version_of(jaxlint + ["--version"]) + f" ({' '.join(jaxlint)})",
+        "jaxlint cache flags": ("--cache-dir" if has_cache_dir else "no --cache-dir") + ", "
+                               + ("--no-cache" if no_cache else "no --no-cache"),
+        "ruff": (version_of([ruff, "--version"]) + f" ({ruff})") if ruff else "not installed (ruff rows skipped)",
     }
+    if "flake8" not in skip:
+        versions["flake8"] = version_of([py, "-m", "flake8", "--version"])
+        versions["flake8 (plugin hidden)"] = v_without
 
     trees = {"libs": [libs]}
-    if "jax" not in skip:
-        trees["libs+jax"] = [libs, jaxdir]
     counts = {"libs": count_tree(libs)}
     if "jax" not in skip:
+        trees["jax"] = [jaxdir]
+        trees["libs+jax"] = [libs, jaxdir]
         counts["jax"] = count_tree(jaxdir)
         counts["libs+jax"] = tuple(a + b for a, b in zip(counts["libs"], counts["jax"]))
+    jobs = ([] if "j1" in skip else ["-j1"]) + ["-j0"]
 
-    rows = []  # (label, tree, result, extra-note)
+    rows = []  # dict(r=result, tree=..., kind="flake8"/"cold"/"warm"/"ruff", jobs=..., note=...)
+    targets = []  # (target, measured, verdict)
     notes = []
+    if not has_cache_dir:
+        notes.append("This jaxlint has no `--cache-dir`: the cold rows run without cache flags (no cache, so "
+                     "every run is cold) and the warm rows fail (n/a).")
     with tempfile.TemporaryDirectory(prefix="jaxlint-bench-") as work:
         bench = Bench(args.runs, work)
 
@@ -262,63 +329,144 @@ def main(argv=None):
                 sys.exit("bench: flake8 without the plugin still reported JAX codes")
             ratio = wi["median"] / wo["median"] if wo["median"] and wi["median"] else None
             cpu_ratio = wi["median_cpu"] / wo["median_cpu"] if wo["median_cpu"] and wi["median_cpu"] else None
-            rows.append((wo, "libs", ""))
+            rows.append(dict(r=wo, tree="libs", kind="flake8", note=""))
             # flake8 -j1 is one busy core: its CPU time is the steadier measure when the machine is
             # shared, so the target is judged on it; the wall ratio is shown beside it.
-            rows.append((wi, "libs", f"**{cpu_ratio:.3f}x** CPU, {ratio:.3f}x wall of without (target <= "
-                                     f"{FLAKE8_TARGET:.2f}x: {'PASS' if cpu_ratio <= FLAKE8_TARGET else 'FAIL'})"
-                         if ratio and cpu_ratio else "n/a"))
+            f8_text = f"{cpu_ratio:.3f}x CPU, {ratio:.3f}x wall" if ratio and cpu_ratio else "n/a"
+            f8_ok = verdict(cpu_ratio <= FLAKE8_TARGET) if cpu_ratio else "n/a"
+            rows.append(dict(r=wi, tree="libs", kind="flake8",
+                             note=f"{f8_text} of without (target <= {FLAKE8_TARGET:.2f}x: {f8_ok})"))
+            targets.append((f"flake8 -j1 with the plugin <= {FLAKE8_TARGET:.2f}x without (libs; CPU time)", f8_text, f8_ok))
 
-        # 2 + 3. jaxlint and ruff per tree
-        jl = {}
+        # 2 + 3. jaxlint (cold, warm) and ruff per tree
         rf = {}
         for tree, paths in trees.items():
-            log(f"jaxlint check on {tree} ...")
-            j1, j2 = bench.measure(f"jaxlint {tree}", [
-                (f"jaxlint check -j1", jaxlint + ["check", "-j1", *paths]),
-                (f"jaxlint check -j{usable}", jaxlint + ["check", f"-j{usable}", *paths]),
-            ])
-            jl[tree] = (j1, j2)
             if ruff and "ruff" not in skip:
                 log(f"ruff on {tree} ...")
                 (rf[tree],) = bench.measure(f"ruff {tree}", [
-                    ("ruff check --select ALL", [ruff, "check", "--select", "ALL", "--no-cache", "--quiet",
-                                                 "--exit-zero", "--isolated", *paths]),
+                    ("ruff check --select ALL --no-cache", [ruff, "check", "--select", "ALL", "--no-cache", "--quiet",
+                                                            "--exit-zero", "--isolated", *paths]),
                 ])
-            lines = counts[tree][1]
-            for r in (j1, j2):
-                extra = []
-                if r["median"]:
-                    extra.append(f"{lines / r['median']:,.0f} lines/s")
-                    if tree in rf and rf[tree]["median"]:
-                        extra.append(f"{r['median'] / rf[tree]['median']:.2f}x ruff")
-                    if tree == "libs" and r is j2:
-                        extra.append(f"target <= {JAXLINT_LIBS_TARGET_S:.0f} s: "
-                                     f"{'PASS' if r['median'] <= JAXLINT_LIBS_TARGET_S else 'FAIL'}")
-                rows.append((r, tree, "; ".join(extra)))
-            if tree in rf:
-                r = rf[tree]
-                rows.append((r, tree, f"{lines / r['median']:,.0f} lines/s" if r["median"] else ""))
+                rows.append(dict(r=rf[tree], tree=tree, kind="ruff", note=""))
+            cold = {}
+            if "cold" not in skip:
+                log(f"jaxlint check on {tree}, cold cache ...")
+                cmds = []
+                for j in jobs:
+                    folder = os.path.join(work, f"cache-cold-{tree}{j}")
+
+                    def fresh(folder=folder):
+                        shutil.rmtree(folder, ignore_errors=True)
+                        os.makedirs(folder)
+
+                    flags = ["--cache-dir", folder] if has_cache_dir else no_cache
+                    cmds.append((f"jaxlint check {j} cold", jaxlint + ["check", j, *flags, *paths], fresh))
+                for j, r in zip(jobs, bench.measure(f"jaxlint {tree} cold", cmds)):
+                    cold[j] = r
+                    rows.append(dict(r=r, tree=tree, kind="cold", jobs=j, note=""))
+            if "warm" not in skip:
+                log(f"jaxlint check on {tree}, warm cache (one untimed priming run each) ...")
+                cmds, primed = [], {}
+                for j in jobs:
+                    folder = os.path.join(work, f"cache-warm-{tree}{j}")
+                    shutil.rmtree(folder, ignore_errors=True)
+                    cmd = jaxlint + ["check", j, "--cache-dir", folder, *paths]
+                    try:
+                        _, rc, _, err, _ = run_once(cmd, work, os.path.join(work, "priming.txt"))
+                    except OSError as e:
+                        rc, err = None, str(e)
+                    if rc in (0, 1):
+                        primed[j] = folder_state(folder)
+                        if not primed[j]:
+                            notes.append(f"warm {tree} {j}: the priming run wrote nothing into --cache-dir.")
+                        cmds.append((f"jaxlint check {j} warm", cmd))
+                    else:
+                        bench.errors.append(f"jaxlint check {j} warm ({tree}): the priming run failed: exit {rc}: "
+                                            f"{' '.join(cmd)}\n{err.strip()[-1500:]}")
+                measured = iter(bench.measure(f"jaxlint {tree} warm", cmds)) if cmds else iter(())
+                for j in jobs:
+                    if j not in primed:  # priming failed: n/a without timing anything
+                        r = dict(label=f"jaxlint check {j} warm", cmd=None, times=[], cpus=[], rss=0, out=None,
+                                 median=None, median_cpu=None)
+                        rows.append(dict(r=r, tree=tree, kind="warm", jobs=j, note="priming run failed"))
+                        continue
+                    r = next(measured)
+                    note = []
+                    if r["median"] is not None:
+                        folder = os.path.join(work, f"cache-warm-{tree}{j}")
+                        if folder_state(folder) != primed[j]:
+                            note.append("cache rewritten by the timed runs: not every file was a hit")
+                        if j in cold and cold[j]["out"] and r["out"]:
+                            if same_file(cold[j]["out"], r["out"]):
+                                note.append("output = cold's")
+                            else:
+                                bench.errors.append(f"jaxlint check {j} on {tree}: warm output differs from cold "
+                                                    f"({r['out']} vs {cold[j]['out']})")
+                                note.append("**output differs from cold**")
+                    rows.append(dict(r=r, tree=tree, kind="warm", jobs=j, note="; ".join(note)))
 
         if ruff is None or "ruff" in skip:
             notes.append("ruff rows skipped (" + ("ruff not installed" if ruff is None else "--skip ruff") + ").")
 
-        # 5. findings per code (one untimed JSON run per tree)
+        # targets (judged on the default -j0, on libs+jax when measured)
+        big = "libs+jax" if "libs+jax" in trees else "libs"
+        c0, w0 = (next((x["r"] for x in rows if x["kind"] == kind and x["tree"] == big and x.get("jobs") == "-j0"),
+                       None) for kind in ("cold", "warm"))
+        ruff_big = rf[big]["median"] if big in rf else None
+        if "cold" not in skip:
+            m = c0["median"] if c0 else None
+            cores = "" if usable == 2 else f"; this machine: {usable} usable cores, the target is for 2"
+            targets.append((f"cold `jaxlint check -j0` on {big} <= {COLD_TARGET_S:.0f} s wall on 2 cores",
+                            f"{m:.2f} s{cores}" if m else "n/a", verdict(m <= COLD_TARGET_S) if m else "n/a"))
+            if m and ruff_big:
+                targets.append((f"cold `jaxlint check -j0` on {big} <= {COLD_RUFF_TARGET:.0f}x ruff",
+                                f"{m / ruff_big:.2f}x ({ruff_big:.2f} s ruff)", verdict(m / ruff_big <= COLD_RUFF_TARGET)))
+            else:
+                targets.append((f"cold `jaxlint check -j0` on {big} <= {COLD_RUFF_TARGET:.0f}x ruff", "n/a", "n/a"))
+        if "warm" not in skip:
+            m = w0["median"] if w0 else None
+            targets.append((f"warm `jaxlint check -j0` on {big} <= {WARM_TARGET_S} s",
+                            f"{m:.2f} s" if m else "n/a", verdict(m <= WARM_TARGET_S) if m else "n/a"))
+        jl_rows = [x for x in rows if x["kind"] in ("cold", "warm") and x["r"]["rss"]]
+        if jl_rows:
+            top = max(jl_rows, key=lambda x: x["r"]["rss"])
+            mb = top["r"]["rss"] * 1024 / 1e6
+            targets.append((f"peak RSS of one `jaxlint check` process <= {RSS_TARGET_MB:.0f} MB",
+                            f"{mb:.0f} MB (max over the jaxlint rows: {top['r']['label']}, {top['tree']})",
+                            verdict(mb <= RSS_TARGET_MB)))
+
+        # row notes: targets next to the numbers
+        for x in rows:
+            r, tree = x["r"], x["tree"]
+            extra = []
+            if x["kind"] in ("cold", "warm") and r["median"] is not None:
+                if tree == big and x.get("jobs") == "-j0":
+                    if x["kind"] == "cold":
+                        extra.append(f"target <= {COLD_TARGET_S:.0f} s (2 cores): {verdict(r['median'] <= COLD_TARGET_S)}")
+                        if ruff_big:
+                            extra.append(f"<= {COLD_RUFF_TARGET:.0f}x ruff: {verdict(r['median'] / ruff_big <= COLD_RUFF_TARGET)}")
+                    else:
+                        extra.append(f"target <= {WARM_TARGET_S} s: {verdict(r['median'] <= WARM_TARGET_S)}")
+                if r["rss"] * 1024 / 1e6 > RSS_TARGET_MB:
+                    extra.append(f"RSS over {RSS_TARGET_MB:.0f} MB")
+            x["note"] = "; ".join(p for p in [x["note"]] + extra if p)
+
+        # 5. findings per code (one untimed JSON run per tree, no cache)
         findings = {}
-        for tree, path in [("libs", libs)] + ([("jax", jaxdir)] if "jax" not in skip else []):
-            log(f"jaxlint findings (json) on {tree} ...")
-            p = subprocess.run(jaxlint + ["check", "--format", "json", "--exit-zero", f"-j{usable}", path],
-                               capture_output=True, text=True)
-            if p.returncode not in (0, 1):
-                bench.errors.append(f"jaxlint --format json on {tree}: exit {p.returncode}\n{p.stderr.strip()[-1500:]}")
-                continue
-            try:
-                findings[tree] = Counter(row["code"] for row in json.loads(p.stdout))
-            except ValueError as e:
-                bench.errors.append(f"jaxlint --format json on {tree}: unparsable output ({e})")
-        if f8 and f8[1]["out"]:
-            via_f8 = count_jax_codes(f8[1]["out"])
-            if "libs" in findings:
+        if "findings" not in skip:
+            for tree, path in [("libs", libs)] + ([("jax", jaxdir)] if "jax" not in skip else []):
+                log(f"jaxlint findings (json) on {tree} ...")
+                p = subprocess.run(jaxlint + ["check", "--format", "json", "--exit-zero", "-j0", *no_cache, path],
+                                   capture_output=True, text=True, cwd=work)
+                if p.returncode not in (0, 1):
+                    bench.errors.append(f"jaxlint --format json on {tree}: exit {p.returncode}\n{p.stderr.strip()[-1500:]}")
+                    continue
+                try:
+                    findings[tree] = Counter(row["code"] for row in json.loads(p.stdout))
+                except ValueError as e:
+                    bench.errors.append(f"jaxlint --format json on {tree}: unparsable output ({e})")
+            if f8 and f8[1]["out"] and "libs" in findings:
+                via_f8 = count_jax_codes(f8[1]["out"])
                 same = via_f8 == findings["libs"]
                 notes.append(f"Cross-check: flake8+plugin reported {sum(via_f8.values())} JAX findings on libs, "
                              f"`jaxlint check` {sum(findings['libs'].values())} "
@@ -331,25 +479,44 @@ def main(argv=None):
     for k, v in versions.items():
         out.append(f"- {k}: {v}")
     out.append(f"- wall time: median of {args.runs} run(s) (time.perf_counter around the subprocess); "
-               "peak RSS: os.wait4 rusage of that child, max over runs (for -jN: the largest single process)")
-    out.append(f"- flake8 options (both rows): `-j1 --isolated --select {FLAKE8_SELECT}`; "
-               "plugin hidden by filtering flake8.plugins.finder._find_importlib_plugins in a `python -c` launcher "
-               "used for both rows; each run verified that jaxlint was (not) imported")
+               "peak RSS: os.wait4 rusage of that child, max over runs (for -j0: the largest single process); "
+               "MB = 10^6 bytes")
+    out.append("- cold: a fresh empty `--cache-dir` before every run; warm: the same `--cache-dir` after one untimed "
+               "priming run, nothing changed; `-j0` = all cores")
+    if "flake8" not in skip:
+        out.append(f"- flake8 options (both rows): `-j1 --isolated --select {FLAKE8_SELECT}`; "
+                   "plugin hidden by filtering flake8.plugins.finder._find_importlib_plugins in a `python -c` launcher "
+                   "used for both rows; each run verified that jaxlint was (not) imported")
     out.append("- trees: " + ", ".join(f"{t} = {counts[t][0]} files / {counts[t][1]:,} lines" for t in counts))
     out.append("")
-    out.append("| command | tree | files | lines | median s | runs s | median CPU s | peak RSS MiB | notes |")
-    out.append("|---|---|--:|--:|--:|---|--:|--:|---|")
-    for r, tree, note in rows:
+    out.append("| command | tree | files | lines | median s | runs s | median CPU s | peak RSS MB | lines/s | x ruff | notes |")
+    out.append("|---|---|--:|--:|--:|---|--:|--:|--:|--:|---|")
+    for x in rows:
+        r, tree = x["r"], x["tree"]
         f, n = counts[tree]
-        med = f"{r['median']:.2f}" if r["median"] is not None else "ERROR"
-        runs = ", ".join(f"{t:.2f}" for t in r["times"])
-        rss = f"{r['rss'] / 1024:.0f}" if r["rss"] else "-"
-        cpu = f"{r['median_cpu']:.2f}" if r.get("median_cpu") is not None else "-"
-        out.append(f"| `{r['label']}` | {tree} | {f} | {n:,} | {med} | {runs} | {cpu} | {rss} | {note} |")
+        med = r["median"]
+        ruff_med = rf[tree]["median"] if tree in rf else None
+        cells = [
+            f"`{r['label']}`", tree, str(f), f"{n:,}",
+            f"{med:.2f}" if med is not None else "n/a",
+            ", ".join(f"{t:.2f}" for t in r["times"]) or "n/a",
+            f"{r['median_cpu']:.2f}" if r.get("median_cpu") is not None else "n/a",
+            f"{r['rss'] * 1024 / 1e6:.0f}" if r["rss"] and med is not None else "n/a",
+            f"{n / med:,.0f}" if med else "n/a",
+            f"{med / ruff_med:.2f}x" if med and ruff_med and x["kind"] in ("cold", "warm") else "",
+            x["note"],
+        ]
+        out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    if targets:
+        out.append("| target | measured | verdict |")
+        out.append("|---|---|---|")
+        for t, m, v in targets:
+            out.append(f"| {t} | {m} | {v} |")
+        out.append("")
     if findings:
         codes = sorted(set().union(*findings.values()))
-        out.append("Findings per code (`jaxlint check --format json`):\n")
+        out.append(f"Findings per code (`jaxlint check --format json{' --no-cache' if no_cache else ''}`):\n")
         out.append("| code | " + " | ".join(findings) + " |")
         out.append("|---|" + "--:|" * len(findings))
         for c in codes:
@@ -368,9 +535,12 @@ def main(argv=None):
         with open(args.json_out, "w") as fh:
             json.dump({"versions": versions, "cores": ncores, "usable_cores": usable, "runs": args.runs,
                        "counts": counts, "findings": {t: dict(c) for t, c in findings.items()},
-                       "rows": [{"label": r["label"], "tree": t, "times": r["times"], "median": r["median"], "cpus": r.get("cpus"),
-                                 "peak_rss_kib": r["rss"], "note": n} for r, t, n in rows],
-                       "errors": bench.errors}, fh, indent=2)
+                       "rows": [{"label": x["r"]["label"], "tree": x["tree"], "kind": x["kind"], "jobs": x.get("jobs"),
+                                 "cmd": x["r"]["cmd"], "times": x["r"]["times"], "median": x["r"]["median"],
+                                 "cpus": x["r"]["cpus"], "peak_rss_kib": x["r"]["rss"], "note": x["note"]}
+                                for x in rows],
+                       "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+                       "notes": notes, "errors": bench.errors}, fh, indent=2)
     return 1 if bench.errors else 0
 
 
