@@ -8,8 +8,9 @@ iteration is one row with many compilations.
 
 from __future__ import annotations
 
+import time
 import weakref
-from collections import Counter
+from collections import Counter, namedtuple
 from typing import Any, Optional
 
 # Reasons for a retrace, as they appear in the JSON report.
@@ -22,8 +23,22 @@ STATIC = "static value"
 RECREATED = "function object re-created"
 SAME = "same signature traced again (cache cleared or evicted, or a config/context change)"
 
+FIRST_CALL = "first call"
+
 _MAX_IDENTITIES = 16
 _MAX_SIGNATURES = 64
+# The event log (timeline, --html, --chrome-trace): traces, lowerings and compiles are rare, so
+# each is logged with its time, up to MAX_EVENTS per run (the rest only counted in
+# ``events_dropped``); JAX's own eager compiles at most MAX_INTERNAL_EVENTS of those. Host
+# transfers are frequent: only the first MAX_TRANSFER_SAMPLES get a timestamp.
+MAX_EVENTS = 10_000
+MAX_INTERNAL_EVENTS = 2_000
+MAX_TRANSFER_SAMPLES = 1_000
+
+# t: seconds since the run started; kind: "trace", "lower" or "compile"; key: the record's key
+# (None: JAX's own eager compiles); reason: why (a trace's miss reason; a compile's is the
+# latest trace's of that function, or "first call").
+Event = namedtuple("Event", "t seconds kind key reason")
 
 
 class Signature:
@@ -126,6 +141,7 @@ class Record:
         self.traced_from: Counter = Counter()  # (file, line) of the call that caused a trace
         self.via: Optional[str] = None  # library function that traced this one (nnx.jit, pmap ...)
         self.jaxpr: Optional[dict] = None  # facts of the first trace
+        self.last_reason = FIRST_CALL  # why the latest trace missed the cache, as text
         self._history: list = []  # recent signatures of every trace, for traces of unknown objects
         self._identities: list = []  # [[weakref or None, recent signatures of that object]]
 
@@ -140,16 +156,18 @@ class Record:
         first = self.traces == 0
         self.traces += 1
         if sig is None:
+            self.last_reason = FIRST_CALL if first else "traced again (reason not recorded)"
             return
         entry = self._identity(fun)
         if first:
-            pass
+            self.last_reason = FIRST_CALL
         elif entry is not None:
-            self._explain(sig, entry[1])
+            self.last_reason = reason_text(self._explain(sig, entry[1]))
         elif fun is not None:
             self.miss_reasons[(RECREATED, None, None, None)] += 1
+            self.last_reason = RECREATED
         else:
-            self._explain(sig, self._history)
+            self.last_reason = reason_text(self._explain(sig, self._history))
         if fun is not None:
             if entry is None:
                 entry = [_ref(fun), []]
@@ -160,7 +178,7 @@ class Record:
             _remember(entry[1], sig)
         _remember(self._history, sig)
 
-    def _explain(self, sig: Signature, previous: list) -> None:
+    def _explain(self, sig: Signature, previous: list) -> list:
         best = None
         for before in reversed(previous):
             d = sig.diff(before)
@@ -168,8 +186,10 @@ class Record:
                 best = d
             if not d:
                 break
-        for r in best or [(SAME, None, None, None)]:
+        best = best or [(SAME, None, None, None)]
+        for r in best:
             self.miss_reasons[r] += 1
+        return best
 
     def _identity(self, fun: Any):
         if fun is None:
@@ -179,6 +199,17 @@ class Record:
             if ref is not None and ref() is fun:
                 return entry
         return None
+
+
+def reason_text(reasons: list) -> str:
+    """One trace's miss reasons ``[(reason, argument, before, after)]`` as one line."""
+    out = []
+    for reason, arg, before, after in reasons:
+        if reason == RECREATED or arg is None:
+            out.append(reason)
+        else:
+            out.append(f"{reason} of `{arg}` changed: {before} → {after}")
+    return "; ".join(out)
 
 
 def _remember(history: list, sig: Signature) -> None:
@@ -206,6 +237,13 @@ class Collector:
         self.internal_compile_seconds = 0.0
         self.partial: list = []  # what could not be measured, and why
         self.errors: Counter = Counter()  # instrumentation errors swallowed, by message
+        self.t0 = time.perf_counter()  # the run's start: event times are seconds since then
+        self.t_end: Optional[float] = None  # set when the hooks detach
+        self.events: list = []  # [Event], at most MAX_EVENTS
+        self.events_dropped = 0
+        self._internal_events = 0
+        self.transfer_samples: list = []  # [(t, file, line, kind)] of the first transfers
+        self._samples_left = MAX_TRANSFER_SAMPLES
 
     # -- records ---------------------------------------------------------
     def record(self, key: Any, describe) -> Record:
@@ -223,20 +261,40 @@ class Collector:
         if rec is not None:
             rec.calls = (rec.calls or 0) + 1
 
+    def log(self, kind: str, key: Any, start: float, seconds: float, reason: str) -> None:
+        """Log one trace/lower/compile that began at ``start`` (``time.perf_counter()``)."""
+        if len(self.events) >= MAX_EVENTS:
+            self.events_dropped += 1
+            return
+        if key is None:
+            if self._internal_events >= MAX_INTERNAL_EVENTS:
+                self.events_dropped += 1
+                return
+            self._internal_events += 1
+        self.events.append(Event(start - self.t0, seconds, kind, key, reason))
+
     def compiled(self, key: Any, seconds: float) -> None:
+        """A compile of ``seconds`` that has just ended."""
         rec = self.records.get(key) if key is not None else None
+        start = time.perf_counter() - seconds
         if rec is None:
             self.internal_compiles += 1
             self.internal_compile_seconds += seconds
+            self.log("compile", None, start, seconds, "JAX internal (eager operation)")
         else:
             rec.compiles += 1
             rec.compile_seconds += seconds
+            self.log("compile", key, start, seconds, rec.last_reason)
 
     def lowered(self, key: Any, seconds: float) -> None:
         rec = self.records.get(key) if key is not None else None
         if rec is not None:
             rec.lower_seconds += seconds
+            self.log("lower", key, time.perf_counter() - seconds, seconds, rec.last_reason)
 
     def transferred(self, frame, kind: str) -> None:
         file, line = self.user_files.site(frame)
         self.transfers[(file, line, kind)] += 1
+        if self._samples_left:
+            self._samples_left -= 1
+            self.transfer_samples.append((time.perf_counter() - self.t0, file, line, kind))

@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 EXIT_ERROR = 2
-_VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line"}
+_VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line", "--html", "--chrome-trace"}
 
 USAGE = "jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]"
 
@@ -20,6 +20,12 @@ def parser() -> argparse.ArgumentParser:
                     "and traceback pass through; the report goes to stderr.")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the report to FILE")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the report as one self-contained HTML page (timeline of compilations, "
+                        "transfer chart, tables)")
+    p.add_argument("--chrome-trace", metavar="FILE",
+                   help="also write the compile/trace/transfer events as Trace Event JSON (Perfetto, "
+                        "chrome://tracing)")
     p.add_argument("--max-compiles", type=int, metavar="N",
                    help="exit 3 if any function compiled more than N times")
     p.add_argument("--max-transfers-per-line", type=int, metavar="N",
@@ -119,6 +125,24 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
         except OSError as e:
             _say(f"jaxlint trace: cannot write {args.output}: {e}")
             return code or EXIT_ERROR
+    unwritten = False
+    for path, kind in ((getattr(args, "html", None), "html"), (getattr(args, "chrome_trace", None), "chrome")):
+        if not path:
+            continue
+        try:
+            if kind == "html":
+                from . import html
+
+                html.write(path, report, collector, label)
+            else:
+                from . import chrome_trace
+
+                chrome_trace.write(path, collector, label)
+        except Exception as e:  # OSError, or a bug in the rendering: exit 2 (a failing program keeps its code)
+            _say(f"jaxlint trace: cannot write {path}: {type(e).__name__}: {e}")
+            unwritten = True
+    if unwritten:
+        return code or EXIT_ERROR
     if code == 0 and tripped:
         return runner.EXIT_GATE
     return code

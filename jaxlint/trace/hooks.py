@@ -148,6 +148,8 @@ class Instrumentation:
             self.collectors = self.collectors + [collector]
 
     def detach(self, collector: Collector) -> None:
+        if collector.t_end is None:
+            collector.t_end = time.perf_counter()
         with self._lock:
             self.collectors = [c for c in self.collectors if c is not collector]
             if not self.collectors:
@@ -312,6 +314,7 @@ class Instrumentation:
         return params
 
     def _traced(self, code, fun, library_fun, ji, dbg, avals, args, kwargs, params, seconds) -> None:
+        start = time.perf_counter() - seconds
         jaxpr = getattr(params, "params", {}).get("jaxpr")
         if code is None:
             for c in self.collectors:
@@ -333,6 +336,7 @@ class Instrumentation:
                 rec.via = getattr(library_fun, "__qualname__", None) or repr(library_fun)
             rec.traced(fun, sig)
             rec.trace_seconds += seconds
+            c.log("trace", code, start, seconds, rec.last_reason)
             rec.traced_from[c.user_files.site(caller)] += 1
             if rec.jaxpr is None and jaxpr is not None:
                 if facts is None:
@@ -428,6 +432,7 @@ class Instrumentation:
             rec = c.record(target, describe)
             rec.traced(None, None)
             rec.trace_seconds += duration
+            c.log("trace", target, time.perf_counter() - duration, duration, rec.last_reason)
             rec.traced_from[c.user_files.site(frame)] += 1
 
     # -- host transfers -----------------------------------------------------

@@ -1,0 +1,395 @@
+"""``jaxlint trace --html FILE``: the report as one self-contained HTML page.
+
+No network: the CSS, the SVG charts and a few lines of JavaScript are inline, and the page
+refers to no external script, stylesheet, font or image. It shows
+
+* a timeline of compilations: one lane per user function, a mark per compile at its time since
+  the run started (hover: the miss reason), traces above them, JAX's own eager compiles and the
+  first timestamped host transfers in lanes of their own;
+* a bar chart of host transfers per source line;
+* the tables of the text report: functions, transfers, jaxpr facts, static findings.
+
+Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Optional
+
+from .chrome_trace import timeline
+from .collector import FIRST_CALL, RECREATED
+from .report import _grouped, _mib, _where
+
+MAX_LANES = 40  # user functions drawn in the timeline (most compiled first)
+MAX_BARS = 30  # source lines in the transfer chart
+_SIGNATURE_REASONS = ("shape", "dtype", "weak type", "sharding", "pytree structure", "static value")
+
+WIDTH = 1160
+LABEL = 300
+PLOT = WIDTH - LABEL - 24
+LANE = 30
+AXIS = 26
+
+
+def _e(value) -> str:
+    return _html.escape("" if value is None else str(value), quote=True)
+
+
+def _reason_class(reason: str) -> str:
+    if reason == FIRST_CALL:
+        return "r-first"
+    if reason.startswith(RECREATED):
+        return "r-recreated"
+    if reason.startswith(_SIGNATURE_REASONS):
+        return "r-signature"
+    return "r-other"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
+
+
+def _ticks(duration: float) -> list:
+    """About eight round tick values from 0 to ``duration``."""
+    if duration <= 0:
+        return [0.0]
+    raw = duration / 8
+    mag = 10 ** _floor_log10(raw)
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    out, t = [], 0.0
+    while t <= duration * 1.0001:
+        out.append(t)
+        t = round(t + step, 12)
+    return out
+
+
+def _floor_log10(x: float) -> int:
+    n = 0
+    while x >= 10:
+        x /= 10
+        n += 1
+    while x < 1:
+        x *= 10
+        n -= 1
+    return n
+
+
+def _tick_label(t: float, duration: float) -> str:
+    if duration >= 2:
+        return f"{t:g} s"
+    return f"{t * 1e3:g} ms"
+
+
+def _clip(text: str, width: int = 44) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
+def timeline_svg(tl: dict) -> str:
+    lanes = tl["lanes"]
+    shown = sorted(range(len(lanes)), key=lambda i: (-lanes[i]["compiles"], i))[:MAX_LANES]
+    shown.sort()
+    row = {lane: n for n, lane in enumerate(shown)}
+    internal = [e for e in tl["events"] if e["lane"] is None and e["kind"] == "compile"]
+    n_rows = len(shown) + (1 if internal else 0) + (1 if tl["transfers"] else 0)
+    height = AXIS + max(1, n_rows) * LANE + 8
+    duration = max(tl["duration"], 1e-6)
+
+    def x(t: float) -> float:
+        return LABEL + min(t, duration) / duration * PLOT
+
+    head = [f'<svg id="timeline-svg" class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+            f'height="{height}" role="img" aria-label="compilations over the run">']
+    grid = []  # drawn over the lanes' backgrounds, under the marks
+    for t in _ticks(duration):
+        xt = x(t)
+        grid.append(f'<line class="grid" x1="{xt:.1f}" y1="{AXIS - 6}" x2="{xt:.1f}" y2="{height - 8}"/>'
+                    f'<text class="tick" x="{xt:.1f}" y="{AXIS - 10}">{_e(_tick_label(t, duration))}</text>')
+    backgrounds: list = []
+    out: list = []  # the marks
+
+    def lane_box(n: int, label: str, title: str, cls: str) -> float:
+        y = AXIS + n * LANE
+        backgrounds.append(f'<g class="lane {cls}" data-lane="{n}"><rect class="lane-bg" x="0" y="{y}" '
+                           f'width="{WIDTH}" height="{LANE}"><title>{_e(title)}</title></rect>'
+                           f'<text class="lane-label" x="8" y="{y + 19}">{_e(label)}<title>{_e(title)}</title>'
+                           f'</text></g>')
+        return y
+
+    ys = {}
+    for lane in shown:
+        info = lanes[lane]
+        calls = "-" if info["calls"] is None else info["calls"]
+        name = info["qualname"] if len(info["qualname"]) <= 20 else info["qualname"][:19] + "…"
+        ys[lane] = lane_box(row[lane], f"{name}  {_clip(info['where'], 39 - len(name))}",
+                            f"{info['qualname']} at {info['where']}: {info['compiles']} compiles, "
+                            f"{info['traces']} traces, {calls} calls", "fn-lane")
+    n_int = len(shown)
+    if internal:
+        ys[None] = lane_box(n_int, "JAX internal (eager ops)",
+                            f"JAX's own compilations for eager operations: {len(internal)} drawn", "internal-lane")
+    counts: dict = {}
+    for e in tl["events"]:
+        lane = e["lane"]
+        if lane not in ys or e["kind"] == "lower":
+            continue
+        if lane is None and e["kind"] != "compile":
+            continue
+        y = ys[lane]
+        n = counts[(lane, e["kind"])] = counts.get((lane, e["kind"]), 0) + 1
+        who = "JAX internal" if lane is None else lanes[lane]["qualname"]
+        title = (f"{e['kind']} #{n} of {who} at {_duration(e['t'])} ({_duration(e['seconds'])})\n"
+                 f"reason: {e['reason']}")
+        w = e["seconds"] / duration * PLOT
+        if e["kind"] == "trace":
+            out.append(f'<rect class="trace-mark" x="{x(e["t"]):.2f}" y="{y + 4}" width="{max(1.5, w):.2f}" '
+                       f'height="7" data-info="{_e(title)}"><title>{_e(title)}</title></rect>')
+        elif lane is None:
+            out.append(f'<rect class="internal-mark" x="{x(e["t"]):.2f}" y="{y + 8}" width="{max(2.0, w):.2f}" '
+                       f'height="14" data-info="{_e(title)}"><title>{_e(title)}</title></rect>')
+        else:
+            out.append(f'<rect class="compile-mark {_reason_class(e["reason"])}" x="{x(e["t"]):.2f}" '
+                       f'y="{y + 13}" width="{max(4.0, w):.2f}" height="13" rx="1" data-info="{_e(title)}">'
+                       f'<title>{_e(title)}</title></rect>')
+    if tl["transfers"]:
+        n = len(shown) + (1 if internal else 0)
+        total, sampled = tl["transfers_total"], len(tl["transfers"])
+        label = "host transfers" + (f" (first {sampled})" if sampled < total else "")
+        y = lane_box(n, label, f"{total} host transfers; the first {sampled} are drawn", "transfer-lane")
+        for s in tl["transfers"]:
+            xt = x(s["t"])
+            title = f"{s['kind']} at {s['where']}, {_duration(s['t'])}"
+            out.append(f'<line class="transfer-mark" x1="{xt:.2f}" y1="{y + 6}" x2="{xt:.2f}" y2="{y + LANE - 6}" '
+                       f'data-info="{_e(title)}"><title>{_e(title)}</title></line>')
+    if not n_rows:
+        out.append(f'<text class="empty" x="{LABEL}" y="{AXIS + 19}">no compilation was recorded</text>')
+    out.append("</svg>")
+    out = head + backgrounds + grid + out
+    notes = []
+    if len(lanes) > len(shown):
+        notes.append(f"{len(lanes) - len(shown)} more functions not drawn (the {MAX_LANES} most compiled are)")
+    if tl["events_dropped"]:
+        notes.append(f"{tl['events_dropped']} events past the log's limit not drawn (counts in the tables are exact)")
+    return "".join(out) + "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
+
+
+def transfers_svg(report: dict) -> str:
+    per_line: dict = {}
+    for t in report["transfers"]:
+        entry = per_line.setdefault((t["file"], t["line"]), {})
+        entry[t["kind"]] = entry.get(t["kind"], 0) + t["count"]
+    if not per_line:
+        return '<p class="empty">No host transfers counted.</p>'
+    rows = sorted(per_line.items(), key=lambda kv: (-sum(kv[1].values()), str(kv[0])))
+    top = max(sum(k.values()) for _, k in rows)
+    shown = rows[:MAX_BARS]
+    bar_h, gap = 20, 6
+    height = len(shown) * (bar_h + gap) + 10
+    plot = PLOT - 60
+    out = [f'<svg id="transfers-svg" class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+           f'height="{height}" role="img" aria-label="host transfers per source line">']
+    for i, ((file, line), kinds) in enumerate(shown):
+        n = sum(kinds.values())
+        y = 5 + i * (bar_h + gap)
+        w = max(2.0, n / top * plot)
+        detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        title = f"{_where(file, line)}: {n} transfer{'s' if n != 1 else ''} ({detail})"
+        out.append(f'<g class="bar" data-info="{_e(title)}"><title>{_e(title)}</title>'
+                   f'<text class="lane-label" x="8" y="{y + 15}">{_e(_clip(_where(file, line)))}</text>'
+                   f'<rect class="transfer-bar" x="{LABEL}" y="{y}" width="{w:.2f}" height="{bar_h}" rx="2"/>'
+                   f'<text class="count" x="{LABEL + w + 6:.2f}" y="{y + 15}">{n} · {_e(detail)}</text></g>')
+    out.append("</svg>")
+    if len(rows) > len(shown):
+        out.append(f'<p class="note">{len(rows) - len(shown)} more lines in the table below</p>')
+    return "".join(out)
+
+
+def _table(headers: list, rows: list, numeric: tuple = ()) -> str:
+    if not rows:
+        return '<p class="empty">None.</p>'
+    head = "".join(f'<th class="{"num" if i in numeric else ""}">{_e(h)}</th>' for i, h in enumerate(headers))
+    body = []
+    for r in rows:
+        cells = "".join(f'<td class="{"num" if i in numeric else ""}">{c}</td>' for i, c in enumerate(r))
+        body.append(f"<tr>{cells}</tr>")
+    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _functions_table(report: dict) -> str:
+    rows = []
+    for f in report["functions"]:
+        reasons = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
+                            for r in f["miss_reasons"]})
+        if f.get("via"):
+            reasons.append(f"traced through {f['via']}")
+        rows.append([
+            str(f["compiles"]), str(f["traces"]), "-" if f["calls"] is None else str(f["calls"]),
+            f"{f['lower_seconds'] + f['compile_seconds']:.3f}",
+            f"<code>{_e(f['qualname'])}</code>", _e(_where(f["file"], f["line"])),
+            "<br>".join(_e(r) for r in reasons),
+        ])
+    return _table(["compiles", "traces", "calls", "compile s", "function", "where", "miss reasons"], rows,
+                  (0, 1, 2, 3))
+
+
+def _jaxpr_table(report: dict) -> str:
+    rows = []
+    for j in report["jaxpr"]:
+        cbs = "<br>".join(f"{_e(c['primitive'])} at {_e(_where(c['file'], c['line']))}" for c in j["callbacks"])
+        consts = "<br>".join(f"{_e(c['dtype'])}{_e(c['shape'])} {_e(_mib(c['bytes']))}" for c in j["large_constants"])
+        rows.append([f"<code>{_e(j['qualname'])}</code>", _e(_where(j["file"], j["line"])), str(j["equations"]),
+                     cbs, consts, str(j["float64_ops"])])
+    return _table(["function", "where", "equations", "host callbacks", "constants > 1 MiB", "float64 ops"],
+                  rows, (2, 5))
+
+
+def _findings(report: dict) -> str:
+    rows = []
+    for f in report["findings"]:
+        state = ('<span class="ok">confirmed</span>' if f["confirmed"]
+                 else '<span class="no">not confirmed</span>')
+        rows.append([f"<code>{_e(f['code'])}</code>", _e(_where(f["file"], f["line"])), state,
+                     _e(f["evidence"]), _e(f["message"])])
+    out = _table(["code", "where", "at runtime", "evidence", "message"], rows)
+    if report["unpredicted"]:
+        urows = []
+        for u in report["unpredicted"]:
+            what = (f"{u['count']} compilations of <code>{_e(u['name'])}</code>" if u["kind"] == "recompilation"
+                    else f"{u['count']} transfers")
+            urows.append([_e(u["kind"]), what, _e(_where(u["file"], u["line"])), _e(u["detail"])])
+        out += ("<h3>Runtime problems no static finding predicted</h3>"
+                + _table(["kind", "what", "where", "detail"], urows))
+    return out
+
+
+CSS = """
+:root{--fg:#1d2330;--muted:#5c6577;--line:#dfe3ea;--bg:#fff;--panel:#f6f8fb}
+*{box-sizing:border-box}
+body{margin:0;padding:20px 28px 40px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;
+color:var(--fg);background:var(--bg)}
+h1{font-size:20px;margin:0 0 2px}h2{font-size:16px;margin:26px 0 8px}h3{font-size:14px;margin:16px 0 6px}
+code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
+.meta,.note,.empty{color:var(--muted);margin:4px 0}
+.partial{background:#fff4e5;border:1px solid #ffc078;padding:6px 10px;border-radius:4px;margin:6px 0}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:14px 0 4px}
+.card{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:130px}
+.card b{display:block;font-size:20px}.card span{color:var(--muted);font-size:12px}
+.chart{display:block;max-width:100%;height:auto;border:1px solid var(--line);border-radius:6px;background:#fff}
+.lane-bg{fill:#fff}.lane:nth-child(even) .lane-bg{fill:#f7f9fc}
+.lane.hl .lane-bg{fill:#e7f0ff}
+.lane-label{font:12px ui-monospace,Menlo,Consolas,monospace;fill:var(--fg)}
+.grid{stroke:#e3e7ee;stroke-width:1}.tick{font-size:11px;fill:var(--muted);text-anchor:middle}
+.trace-mark{fill:#74c0fc}
+.compile-mark{stroke:#1d2330;stroke-width:.6}
+.r-first{fill:#2f9e44}.r-recreated{fill:#e03131}.r-signature{fill:#f76707}.r-other{fill:#7048e8}
+.internal-mark{fill:#adb5bd}
+.transfer-mark{stroke:#1c7ed6;stroke-width:1}
+.transfer-bar{fill:#1c7ed6}.count{font-size:12px;fill:var(--fg)}
+.chart [data-info]{cursor:pointer}.chart [data-info]:hover{opacity:.7}
+.legend{display:flex;gap:16px;flex-wrap:wrap;color:var(--muted);font-size:12px;margin:4px 0 8px}
+.legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-2px}
+.detail{white-space:pre-wrap;font:12.5px ui-monospace,Menlo,Consolas,monospace;background:var(--panel);
+border:1px solid var(--line);border-radius:4px;padding:6px 10px;margin-top:6px;min-height:2.6em}
+table{border-collapse:collapse;width:100%;margin:4px 0 8px}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+th{background:var(--panel);font-weight:600;cursor:pointer;user-select:none;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#2b8a3e;font-weight:600}.no{color:var(--muted)}
+footer{margin-top:26px;color:var(--muted);font-size:12px}
+"""
+
+# Hover or click a mark or bar: its text in the detail box. Click a column head: sort the table.
+JS = """
+(function(){
+  document.querySelectorAll('svg.chart').forEach(function(svg){
+    var box=svg.parentNode.querySelector('.detail');
+    function show(ev){var el=ev.target.closest('[data-info]');
+    if(el&&box){box.textContent=el.getAttribute('data-info');}}
+    svg.addEventListener('mouseover',show);svg.addEventListener('click',show);});
+  document.querySelectorAll('#timeline-svg .lane').forEach(function(g){
+    g.addEventListener('mouseenter',function(){g.classList.add('hl');});
+    g.addEventListener('mouseleave',function(){g.classList.remove('hl');});});
+  document.querySelectorAll('table.sortable th').forEach(function(th,i){
+    th.addEventListener('click',function(){
+      var tb=th.closest('table').tBodies[0],rows=Array.prototype.slice.call(tb.rows);
+      var asc=th.getAttribute('data-sort')!=='asc';th.setAttribute('data-sort',asc?'asc':'desc');
+      function key(r){var t=r.cells[i].textContent.trim(),n=parseFloat(t);return isNaN(n)?t:n;}
+      rows.sort(function(a,b){var x=key(a),y=key(b);
+        var c=(typeof x==='number'&&typeof y==='number')?x-y:String(x).localeCompare(String(y));return asc?c:-c;});
+      rows.forEach(function(r){tb.appendChild(r);});});});
+  var marks=document.querySelectorAll('#timeline-svg .compile-mark').length;
+  document.body.setAttribute('data-compile-marks',String(marks));
+  document.body.setAttribute('data-ready','1');
+})();
+"""
+
+
+def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
+    """The whole page, from the report dict (``report.build``) and ``chrome_trace.timeline``."""
+    env = report.get("environment") or {}
+    script = label or report.get("script") or "audit"
+    if not script.startswith("-m "):
+        script = _where(script, None)
+    title = f"jaxlint trace: {script}"
+    meta = []
+    if report.get("script_exit_code") is not None:
+        meta.append(f"exited with {report['script_exit_code']}")
+    if env:
+        meta.append(f"jax {env.get('jax', '?')}, {env.get('backend', '?')}, python {env.get('python', '?')}")
+    meta.append(f"run time {_duration(tl['duration'])}")
+    user_compiles = sum(f["compiles"] for f in report["functions"])
+    transfers = sum(t["count"] for t in report["transfers"])
+    cards = [(user_compiles, "compilations of your functions"), (len(report["functions"]), "functions traced"),
+             (transfers, "host transfers"), (report["internal_compiles"], "internal JAX compilations"),
+             (sum(1 for f in report["findings"] if f["confirmed"]), "static findings confirmed")]
+    legend = [("r-first", "#2f9e44", "compile: first call"), ("r-recreated", "#e03131", "compile: function re-created"),
+              ("r-signature", "#f76707", "compile: argument signature changed"),
+              ("r-other", "#7048e8", "compile: other reason"), ("trace", "#74c0fc", "trace"),
+              ("internal", "#adb5bd", "JAX internal compile"), ("transfer", "#1c7ed6", "host transfer")]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+        f"<header><h1>{_e(title)}</h1><p class=\"meta\">{_e(' · '.join(meta))}</p>",
+        "".join(f'<p class="partial">PARTIAL REPORT: {_e(p)}</p>' for p in report["partial"]),
+        '<div class="cards">' + "".join(f"<div class=\"card\"><b>{n}</b><span>{_e(s)}</span></div>" for n, s in cards)
+        + "</div></header>",
+        '<section id="timeline"><h2>Compilations over the run</h2>',
+        '<div class="legend">' + "".join(f'<span><i style="background:{c}"></i>{_e(t)}</span>' for _, c, t in legend)
+        + "</div>",
+        timeline_svg(tl),
+        '<div class="detail">Hover over or click a mark for its time and reason.</div></section>',
+        '<section id="transfer-chart"><h2>Host transfers per source line</h2>', transfers_svg(report),
+        '<div class="detail">Hover over or click a bar for its kinds of transfer.</div>' if report["transfers"] else "",
+        "</section>",
+        '<section id="functions"><h2>Recompilation hotspots</h2>', _functions_table(report), "</section>",
+        '<section id="transfers"><h2>Host transfers</h2>',
+        _table(["count", "kind", "where"],
+               [[str(t["count"]), _e(t["kind"]), _e(_where(t["file"], t["line"]))] for t in report["transfers"]],
+               (0,)),
+        "</section>",
+        '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
+        '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
+        "<footer>",
+        f"<p>Internal JAX compilations (eager operations): {report['internal_compiles']} "
+        f"({report['internal_compile_seconds']:.2f} s)</p>",
+    ]
+    if report.get("instrumentation_errors"):
+        n = sum(report["instrumentation_errors"].values())
+        parts.append(f"<p>jaxlint: {n} instrumentation error(s) ignored; the counts may be incomplete</p>")
+    for gate in report.get("gates") or []:
+        parts.append(f"<p><b>GATE:</b> {_e(gate)}</p>")
+    parts.append("<p>Generated by jaxlint trace. Self-contained: this file loads nothing from the network.</p>")
+    parts.append(f"</footer><script>{JS}</script></body></html>\n")
+    return "".join(parts)
+
+
+def write(path: str, report: dict, collector, label: Optional[str] = None) -> None:
+    page = render(report, timeline(collector), label)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(page)

@@ -1,0 +1,290 @@
+"""`jaxlint trace --html` and `--chrome-trace`: the event log behind them, the Trace Event JSON's
+structure, the page's self-containment, and the page as a real browser (headless Chromium)
+renders it: the timeline's compile marks after the page's JavaScript ran, and a screenshot.
+
+The browser test skips when no Chromium is installed (Debian: `apt-get install -y chromium`;
+`.ci/run` tries that, best-effort).
+"""
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+pytest.importorskip("jax")
+
+from jaxlint.trace import collector as col  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "fixtures", "trace")
+EXPECTED_COMPILES = {"jit_in_loop.py": 5, "three_shapes.py": 3}
+FIRST_CALL_RGB = (0x2F, 0x9E, 0x44)  # .r-first in html.CSS: every run's first compile has it
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Each fixture traced once with --html and --chrome-trace: name -> (html path, html, trace json)."""
+    out = {}
+    for name in EXPECTED_COMPILES:
+        d = tmp_path_factory.mktemp(name.replace(".py", ""))
+        page, events = d / "report.html", d / "trace.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "jaxlint", "trace", "--html", str(page), "--chrome-trace", str(events),
+             os.path.join(FIX, name)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "Recompilation hotspots" in proc.stderr  # the text report is still written
+        out[name] = (str(page), page.read_text(encoding="utf-8"), json.loads(events.read_text(encoding="utf-8")))
+    return out
+
+
+# -- the event log ------------------------------------------------------------------
+
+
+class _Files:
+    def __call__(self, filename):
+        return True
+
+    def site(self, frame):
+        return ("prog.py", 3)
+
+
+def test_event_log_is_bounded_and_counts_what_it_drops():
+    c = col.Collector(_Files())
+    rec = c.record("k", lambda key: ("f", "f", "prog.py", 1))
+    for _ in range(col.MAX_EVENTS + 7):
+        c.compiled("k", 0.001)
+    assert rec.compiles == col.MAX_EVENTS + 7  # counts stay exact
+    assert len(c.events) == col.MAX_EVENTS and c.events_dropped == 7
+    for _ in range(col.MAX_TRANSFER_SAMPLES + 5):
+        c.transferred(None, "float")
+    assert c.transfers[("prog.py", 3, "float")] == col.MAX_TRANSFER_SAMPLES + 5
+    assert len(c.transfer_samples) == col.MAX_TRANSFER_SAMPLES
+
+
+def test_internal_compiles_get_a_smaller_share_of_the_log():
+    c = col.Collector(_Files())
+    for _ in range(col.MAX_INTERNAL_EVENTS + 3):
+        c.compiled(None, 0.001)
+    assert c.internal_compiles == col.MAX_INTERNAL_EVENTS + 3
+    assert len(c.events) == col.MAX_INTERNAL_EVENTS and c.events_dropped == 3
+
+
+def test_each_compile_is_logged_with_its_time_and_the_reason_of_its_trace():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlint.trace import audit
+
+    with audit() as a:
+        @jax.jit
+        def predict(w, batch):
+            return jnp.tanh(batch @ w)
+
+        w = jnp.ones((8, 4))
+        for n in (32, 32, 17, 32, 5):
+            predict(w, jnp.ones((n, 8)))
+    events = [e for e in a.collector.events if e.key is not None]
+    compiles = [e for e in events if e.kind == "compile"]
+    assert [e.reason for e in compiles] == [
+        "first call",
+        "shape of `batch` changed: f32[32,8] → f32[17,8]",
+        "shape of `batch` changed: f32[17,8] → f32[5,8]",
+    ]
+    assert [e.reason for e in events if e.kind == "trace"] == [e.reason for e in compiles]
+    times = [e.t for e in events]
+    assert times == sorted(times) and times[0] >= 0
+    assert all(e.seconds >= 0 for e in events)
+    assert a.collector.t_end is not None and a.collector.t_end - a.collector.t0 >= compiles[-1].t
+
+
+# -- --chrome-trace -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPILES))
+def test_chrome_trace_is_valid_trace_event_json(runs, name):
+    _, _, data = runs[name]
+    assert isinstance(data, dict) and isinstance(data["traceEvents"], list)
+    events = data["traceEvents"]
+    for ev in events:
+        for key, kind in (("name", str), ("ph", str), ("pid", int), ("tid", int)):
+            assert isinstance(ev.get(key), kind), (key, ev)
+        assert isinstance(ev.get("ts"), (int, float)) and ev["ts"] >= 0, ev
+        assert ev["ph"] in ("M", "X", "i", "C"), ev
+        if ev["ph"] == "X":
+            assert isinstance(ev["dur"], (int, float)) and ev["dur"] >= 0, ev
+            assert ev["cat"] in ("trace", "lower", "compile") and isinstance(ev["args"]["reason"], str)
+        if ev["ph"] == "i":
+            assert ev["s"] in ("t", "p", "g")
+        if ev["ph"] == "C":
+            assert all(isinstance(v, (int, float)) for v in ev["args"].values())
+    ts = [ev["ts"] for ev in events]
+    assert ts == sorted(ts), "timestamps must not go backwards"
+    threads = {ev["tid"]: ev["args"]["name"] for ev in events if ev["ph"] == "M" and ev["name"] == "thread_name"}
+    timed = [ev for ev in events if ev["ph"] != "M"]
+    assert {ev["tid"] for ev in timed} <= set(threads)  # every track is named
+    fn_tids = {tid for tid, n in threads.items() if "fixtures/trace/" + name in n}
+    assert len(fn_tids) == 1  # one tid per function
+    compiles = [ev for ev in timed if ev["cat"] == "compile" and ev["tid"] in fn_tids]
+    assert len(compiles) == EXPECTED_COMPILES[name]
+    assert compiles[0]["args"]["reason"] == "first call"
+    traces = [ev for ev in timed if ev["cat"] == "trace" and ev["tid"] in fn_tids]
+    assert len(traces) == EXPECTED_COMPILES[name]
+    for t, c in zip(traces, compiles):  # a compile follows its trace, with the same reason
+        assert t["ts"] + t["dur"] <= c["ts"] and t["args"]["reason"] == c["args"]["reason"]
+
+
+def test_chrome_trace_has_transfer_instants_and_a_counter(tmp_path):
+    events = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--chrome-trace", str(events),
+                           os.path.join(FIX, "float_every_step.py")], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(events.read_text())["traceEvents"]
+    instants = [ev for ev in data if ev["ph"] == "i"]
+    counters = [ev for ev in data if ev["ph"] == "C"]
+    assert len(instants) == len(counters) == 51
+    assert sum(1 for ev in instants if ev["args"]["line"] == 18 and ev["args"]["kind"] == "float") == 50
+    assert [ev["args"]["count"] for ev in counters] == list(range(1, 52))
+
+
+# -- --html -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPILES))
+def test_html_is_self_contained(runs, name):
+    _, page, _ = runs[name]
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"""\b(?:src|href|xlink:href|action|poster)\s*=\s*["']?(?!#)""", page, re.I)
+    assert not re.search(r"<(?:link|iframe|object|embed|img|base)\b", page, re.I)
+    assert "@import" not in page and "url(" not in page and "@font-face" not in page
+    assert page.count("<script") == 1 and "<script>" in page  # one inline script, no src
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPILES))
+def test_html_has_the_timeline_chart_and_tables(runs, name):
+    _, page, _ = runs[name]
+    assert len(re.findall(r'class="compile-mark\b', page)) == EXPECTED_COMPILES[name]
+    for section in ("timeline", "transfer-chart", "functions", "transfers", "jaxpr", "findings"):
+        assert f'<section id="{section}">' in page
+    titles = re.findall(r'<rect class="compile-mark[^>]*><title>([^<]*)</title>', page)
+    assert len(titles) == EXPECTED_COMPILES[name]
+    assert "reason: first call" in titles[0]
+    if name == "three_shapes.py":
+        assert "reason: shape of `batch` changed: f32[32,8] → f32[17,8]" in titles[1].replace("&#x27;", "'")
+    else:
+        assert all("reason: function object re-created" in t for t in titles[1:])
+        assert "JAX101" in page and "confirmed" in page
+
+
+def test_html_transfer_chart_has_a_bar_per_line(tmp_path):
+    page = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--html", str(page),
+                           os.path.join(FIX, "float_every_step.py")], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert len(re.findall(r'class="transfer-bar"', text)) == 2
+    assert "float_every_step.py:18: 50 transfers (float 50)" in text
+    assert len(re.findall(r'class="transfer-mark"', text)) == 51
+
+
+def test_html_write_failure_keeps_the_report_and_says_why(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html",
+                           str(tmp_path / "missing-dir" / "r.html"), os.path.join(FIX, "hoisted_jit.py")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2
+    assert "Recompilation hotspots" in proc.stderr and "cannot write" in proc.stderr
+
+
+# -- in a real browser ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """The browser's path; requested before ``runs`` so that without one nothing is traced."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no Chromium found for the headless-browser test: install it with `apt-get install -y chromium` "
+                "(Debian; .ci/run tries this best-effort)")
+
+
+def _browser(chromium, profile, *args):
+    cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+           "--disable-dev-shm-usage", "--force-color-profile=srgb", f"--user-data-dir={profile}",
+           "--virtual-time-budget=3000", "--run-all-compositor-stages-before-draw", "--window-size=1200,900", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+
+
+def _png_pixels(data: bytes):
+    """(width, height, rows of RGB tuples) of an 8-bit, non-interlaced RGB/RGBA PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, head = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            head = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, ctype, _, _, interlace = head
+    assert depth == 8 and ctype in (2, 6) and interlace == 0, head
+    bpp = 3 if ctype == 2 else 4
+    raw, stride = zlib.decompress(idat), width * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for _ in range(height):
+        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b = prev[x]
+            c = prev[x - bpp] if x >= bpp else 0
+            if f == 1:
+                line[x] = (line[x] + a) & 255
+            elif f == 2:
+                line[x] = (line[x] + b) & 255
+            elif f == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
+        prev = line
+    return width, height, rows
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPILES))
+def test_html_in_headless_chromium(chromium, runs, name, tmp_path):
+    path, _, _ = runs[name]
+    url = "file://" + os.path.abspath(path)
+    dom = _browser(chromium, tmp_path / "profile-dom", "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    marks = len(re.findall(r'class="compile-mark\b', dom.stdout))
+    assert marks == EXPECTED_COMPILES[name], marks
+    assert 'data-ready="1"' in dom.stdout, "the page's script did not run to its end"
+    assert f'data-compile-marks="{EXPECTED_COMPILES[name]}"' in dom.stdout  # counted by the script itself
+
+    shot = tmp_path / (name.replace(".py", "") + ".png")
+    res = _browser(chromium, tmp_path / "profile-shot", f"--screenshot={shot}", url)
+    assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+    print(f"\nscreenshot of {name}: {shot}")
+    data = shot.read_bytes()
+    assert len(data) > 20_000, len(data)
+    width, height, rows = _png_pixels(data)
+    assert (width, height) == (1200, 900)
+    colours = {px for row in rows[::4] for px in row[::4]}
+    assert len(colours) > 50, "the screenshot is (nearly) one colour"
+    near = lambda px, ref: all(abs(p - r) <= 8 for p, r in zip(px, ref))  # noqa: E731
+    plot_left = 320  # the timeline's plot area starts right of the lane labels (and the legend's swatch)
+    green = sum(1 for row in rows for px in row[plot_left:] if near(px, FIRST_CALL_RGB))
+    assert green >= 40, "the first compile's mark is not visible in the screenshot"
