@@ -29,7 +29,7 @@ from .engine import FileResult
 from .project import content_hash, locate_from
 from .rule import Finding
 
-FORMAT = 1
+FORMAT = 2  # 2: findings also keep a notebook finding's cell and cell_line
 DIRNAME = ".jaxlint_cache"
 
 
@@ -133,7 +133,8 @@ class ResultCache:
             if self._hash_of(os.path.abspath(path)) != entry["hash"] or not self._deps_hold(entry["deps"]):
                 return None
             result = FileResult(path)
-            result.findings = [Finding(line, col, code, msg, name, path) for line, col, code, msg, name in entry["findings"]]
+            result.findings = [Finding(line, col, code, msg, name, path, *notebook[:2])
+                               for line, col, code, msg, name, *notebook in entry["findings"]]
             result.content_hash = entry["hash"]
         except (KeyError, TypeError, ValueError, IndexError):
             return None
@@ -146,7 +147,7 @@ class ResultCache:
         self.entries[os.path.abspath(result.path)] = {
             "hash": result.content_hash,
             "deps": [list(d) for d in result.deps],
-            "findings": [[f.line, f.col, f.code, f.message, f.name] for f in result.findings],
+            "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line] for f in result.findings],
         }
         self.dirty = True
 

@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxlint", description="Find code that wastes accelerator time in JAX programs.")
     p.add_argument("--version", action="version", version=f"jaxlint {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    c = sub.add_parser("check", help="check Python files and folders (default: .)")
+    c = sub.add_parser("check", help="check Python files, Jupyter notebooks and folders (default: .)")
     c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
     c.add_argument("--select", type=_codes, help="comma-separated code prefixes to report (replaces config)")
     c.add_argument("--ignore", type=_codes, help="comma-separated code prefixes to skip (replaces config)")
@@ -40,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--cache-dir", metavar="DIR",
                    help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
     c.add_argument("--no-cache", action="store_true", help="check every file, read and write no cache")
+    c.add_argument("--fix", action="store_true",
+                   help="apply the safe fixes (findings marked [*]) in place, then report what remains")
+    c.add_argument("--diff", action="store_true",
+                   help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one")
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
@@ -113,6 +117,21 @@ def cmd_check(args) -> int:
     codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
     files = list(discover(args.paths, cfg))
     results = _check_files(files, codes, args)
+    from . import fix as fixmod
+
+    fix_errors: list = []
+    if args.fix or args.diff:
+        ignored_for = cfg.ignored_for if cfg.per_file_ignores else (lambda path: [])
+        changes, fix_errors = fixmod.fix_results(results, codes, ignored_for, write=not args.diff)
+        sys.stderr.write(fixmod.summary(changes, fix_errors, write=not args.diff))
+        if args.diff:
+            sys.stdout.write("".join(c.diff() for c in changes))
+            for msg in (f"{res.path}: {m}" for res in results for m in res.internal_errors):
+                print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
+                fix_errors.append(msg)
+            return EXIT_ERROR if fix_errors else EXIT_FINDINGS if changes and not args.exit_zero else EXIT_CLEAN
+        if changes:  # the fixed files hash differently: checked again, not read from the cache
+            results = _check_files(files, codes, args)
     findings = []
     internal = []
     for res in results:
@@ -125,12 +144,14 @@ def cmd_check(args) -> int:
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
+    if args.format in ("text", "json"):  # only jaxlint's own formats mark the fixable findings
+        findings = fixmod.mark_fixable(findings, codes)
     sys.stdout.write(reporters.FORMATS[args.format](findings))
     if args.statistics and findings:
         sys.stdout.write(reporters.statistics(findings))
     for msg in internal:
         print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
-    if internal:
+    if internal or fix_errors:
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS

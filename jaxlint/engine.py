@@ -124,6 +124,10 @@ def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool
 
 
 def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
+    if path.lower().endswith(".ipynb"):  # code cells as one module, mapped back to cells
+        from .notebook import check_notebook
+
+        return check_notebook(data, path, rules, noqa)
     result = FileResult(path)
     if isinstance(data, bytes):
         try:

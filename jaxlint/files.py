@@ -9,8 +9,9 @@ from .config import Config
 
 
 def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
-    """Python files under the given paths. A file named explicitly is always checked; folders are
-    walked recursively, skipping excluded folders and files (virtualenvs, build output, .git...)."""
+    """Python files and Jupyter notebooks under the given paths. A file named explicitly is always
+    checked; folders are walked recursively, skipping excluded folders and files (virtualenvs,
+    build output, .git...) and Jupyter's ``.ipynb_checkpoints`` copies."""
     seen = set()
     for path in paths:
         if os.path.isfile(path):
@@ -19,10 +20,11 @@ def discover(paths: Sequence[str], config: Config) -> Iterator[str]:
                 yield path
             continue
         for root, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not config.is_excluded(os.path.join(root, d))
+            dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints"
+                             and not config.is_excluded(os.path.join(root, d))
                              and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg")))
             for name in sorted(files):
-                if name.endswith(".py"):
+                if name.endswith((".py", ".ipynb")):
                     full = os.path.join(root, name)
                     if full not in seen and not config.is_excluded(full):
                         seen.add(full)

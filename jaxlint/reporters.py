@@ -12,14 +12,25 @@ from typing import Sequence
 from .rule import Finding
 
 
+def location(f: Finding) -> str:
+    """``path:line:col`` exactly as flake8 (1-based column); in a notebook
+    ``path:cell N:line L:col C`` (cell among all cells, line and column in that cell)."""
+    if f.cell is not None:
+        return f"{f.path}:cell {f.cell}:line {f.cell_line}:col {f.col + 1}"
+    return f"{f.path}:{f.line}:{f.col + 1}"
+
+
 def text(findings: Sequence[Finding]) -> str:
-    # Exactly flake8's default format: 1-based column.
-    return "".join(f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n" for f in findings)
+    # ``[*]``: ``jaxlint check --fix`` fixes it (as ruff marks its fixable findings)
+    return "".join(f"{location(f)}: {f.code} {'[*] ' if f.fix is not None else ''}{f.message}\n" for f in findings)
 
 
 def as_json(findings: Sequence[Finding]) -> str:
     rows = [{"path": f.path, "line": f.line, "col": f.col + 1, "code": f.code, "name": f.name,
-             "message": f.message} for f in findings]
+             "message": f.message, "fixable": f.fix is not None} for f in findings]
+    for row, f in zip(rows, findings):
+        if f.cell is not None:  # notebooks: the cell (1-based among all cells) and the line in it
+            row.update(cell=f.cell, cell_line=f.cell_line)
     return json.dumps(rows, indent=2) + "\n"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Iterator, Optional
 
 from .model import ModuleModel
 
@@ -18,9 +18,15 @@ class Finding:
     message: str
     name: str = ""
     path: str = ""
+    # Notebooks only (jaxlint/notebook.py): the cell (1-based among all cells) and the line in
+    # it; ``line`` is then the line in the code cells joined as one module, ``col`` is in the cell.
+    cell: Optional[int] = field(default=None, compare=False)
+    cell_line: Optional[int] = field(default=None, compare=False)
+    # A safe automatic fix (jaxlint/fix.py) when the rule offers one; never cached or compared.
+    fix: Optional[object] = field(default=None, compare=False, repr=False)
 
     def with_path(self, path: str) -> "Finding":
-        return Finding(self.line, self.col, self.code, self.message, self.name, path)
+        return replace(self, path=path)
 
 
 class Rule:
@@ -40,8 +46,8 @@ class Rule:
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError
 
-    def finding(self, node: ast.AST, message: str) -> Finding:
-        return Finding(node.lineno, node.col_offset, self.code, message, self.name)
+    def finding(self, node: ast.AST, message: str, fix: Optional[object] = None) -> Finding:
+        return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix)
 
     @classmethod
     def explain(cls) -> str:

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint import names as N
+from jaxlint.fix import FixBuilder
 from jaxlint.model import FunctionInfo, ModuleModel, Scope
 from jaxlint.rule import Finding, Rule, unparse
 
@@ -254,6 +255,7 @@ class InplaceItemAssignment(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         arrays: Optional[_Arrays] = None
+        fixer: Optional[FixBuilder] = None
         for target, kind in model.stores:
             if not isinstance(target, ast.Subscript) or _is_str_key(target.slice):
                 continue
@@ -265,7 +267,8 @@ class InplaceItemAssignment(Rule):
                 arrays = _Arrays(model)
             if not (arrays.certain(target.value, scope) or self._array_param(arrays, target, scope)):
                 continue
-            yield self.finding(target, self._message(target, kind))
+            fixer = fixer or FixBuilder(model)
+            yield self.finding(target, self._message(target, kind), fixer.item_assignment(target, kind))
 
     @staticmethod
     def _array_param(arrays: _Arrays, target: ast.Subscript, scope: Scope) -> bool:
@@ -339,6 +342,7 @@ class RemovedIndexUpdateApi(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         covered: set = set()
+        fixer: Optional[FixBuilder] = None
         for call in model.calls_named(_REMOVED_NAMES):
             scope = model.scope_at(call)
             qn = model.resolve(call.func, scope)
@@ -355,9 +359,12 @@ class RemovedIndexUpdateApi(Rule):
                 at = ast.Subscript(value=ast.Attribute(value=args[0], attr="at", ctx=ast.Load()), slice=idx,
                                    ctx=ast.Load())
                 fix = f"`{unparse(at, 50)}.{method}({unparse(args[2], 20)})`"
+                fixer = fixer or FixBuilder(model)
+                auto = fixer.index_update(call, method, idx)
             else:
                 fix = f"`x.at[idx].{method}(v)`"
-            yield self.finding(call, f"`{qn}` was removed in JAX 0.3 and no longer exists; use {fix}")
+                auto = None
+            yield self.finding(call, f"`{qn}` was removed in JAX 0.3 and no longer exists; use {fix}", auto)
         if "ops" not in model.attr_names and not any(
                 qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
             return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
@@ -438,6 +445,7 @@ class DiscardedFunctionalUpdate(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         unused = model.expr_values
+        fixer: Optional[FixBuilder] = None
         for call in model.calls:
             if id(call) not in unused:
                 continue
@@ -451,8 +459,10 @@ class DiscardedFunctionalUpdate(Rule):
             if _looks_like_ref(model, receiver, scope):
                 continue
             x = unparse(receiver, 30)
+            fixer = fixer or FixBuilder(model)
             yield self.finding(call, f"`.at[].{func.attr}()` returns a new array and leaves `{x}` unchanged "
-                                     f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`")
+                                     f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`",
+                               fixer.discarded_update(call))
 
 
 RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]

@@ -32,9 +32,11 @@ class UserFiles:
 
     With ``roots``, a file is the user's when it lies under one of them; in
     every case files of the standard library, site-packages, JAX, NumPy and
-    jaxlint itself are not. ``<string>``-style names (exec, notebooks) count
-    ``<stdin>`` and ``<ipython-input-...>`` count as user code; other ``<...>``
-names (``<string>`` from dataclasses and ``exec``, ``<frozen ...>``) do not.
+    jaxlint itself are not. Without ``roots``, interactive input counts as user
+    code: ``<stdin>``, IPython's cells (``<ipython-input-N-...>``) and
+    ipykernel's (Jupyter: ``/tmp/ipykernel_*/....py``, an ordinary file outside
+    the library folders); other ``<...>`` names (``<string>`` from dataclasses
+    and ``exec``, ``<frozen ...>``) do not.
     """
 
     def __init__(self, roots: Optional[Iterable[str]] = None):

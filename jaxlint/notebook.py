@@ -1,0 +1,361 @@
+"""Jupyter notebooks: the Python code of an ``.ipynb`` file as one module, with a line map.
+
+``jaxlint check`` reads a notebook's code cells, in order, as ONE module (an import in cell 1
+counts in cell 5, as it does when the notebook runs top to bottom). IPython syntax that is not
+Python is blanked out, one line for one line, so line numbers never move:
+
+* line magics (``%matplotlib inline``), shell escapes (``!pip install jax``, ``!!ls``), help
+  (``?obj``, ``obj?``, ``obj??``) and the autocall escapes (``/f x``, ``,f a b``, ``;f a``)
+  become ``pass`` at their indentation (an empty line at the top level), continuation lines
+  (a trailing backslash) included;
+* ``x = !ls`` and ``x = %magic ...`` become ``x = None``, so ``x`` is still (re)bound;
+* ``%time STMT`` and ``%timeit [options] STMT`` keep ``STMT``: it is Python that runs;
+* a cell magic whose body is Python that runs in the notebook (``%%time``, ``%%timeit``,
+  ``%%capture``, ``%%prun``, ``%%jaxlint_trace``) blanks only its ``%%`` line; any other cell magic
+  (``%%bash``, ``%%writefile``, ``%%html``, ...) blanks the whole cell;
+* a cell indented as a whole is dedented, as IPython does.
+
+Cells are numbered from 1 among ALL cells (markdown and raw ones too), so "cell 3" is the
+third cell of the notebook from the top, ``nb["cells"][2]``. A finding carries ``cell``,
+``cell_line`` (1-based line in that cell's source) and ``col`` (in that line of the cell);
+its ``line`` is the line in the module jaxlint checked (code cells joined in order, one
+module line per cell line).
+
+A notebook that is not valid UTF-8 JSON in nbformat 4 is one JAX000 finding. A code cell that
+is not valid Python is one JAX000 finding at that cell, and the other cells are still checked.
+A notebook whose ``metadata.language_info.name`` (or ``kernelspec.language``) says it is not
+Python has nothing to check.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Optional, Sequence
+
+from .rule import Finding
+
+# Cell magics whose body is Python that runs in the user's namespace.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "jaxlint_trace"})
+# Line magics whose argument is a Python statement that runs.
+PYTHON_LINE_MAGICS = frozenset({"time", "timeit"})
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_ASSIGN_ESCAPE = re.compile(r"([\w.]+(?:\s*,\s*[\w.]+)*)\s*=\s*[!%]")
+_LINE_MAGIC = re.compile(r"%([A-Za-z_]\w*)\s*(.*)\Z", re.S)
+_TIMEIT_OPTIONS = re.compile(r"(?:-(?:[nrp]\s*\d+|[tcqo]+)\s+)*")
+_ESCAPES = ("!", "%", "?", "/", ",", ";")
+_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+class NotebookError(ValueError):
+    """Not a notebook jaxlint can read; the message says why, ``line``/``col`` where (1-based)."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.line, self.col = line, col
+
+
+# -- reading the file -------------------------------------------------------------------------
+
+
+def read_cells(data: bytes | str) -> list:
+    """``[(cell number, source)]`` for the code cells, numbered from 1 among all cells."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise NotebookError(f"not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    try:
+        nb = json.loads(data)
+    except RecursionError:
+        raise NotebookError("not a notebook (JSON nested too deeply)") from None
+    except ValueError as e:
+        line, col = getattr(e, "lineno", 1), getattr(e, "colno", 1)
+        raise NotebookError(f"not a notebook (invalid JSON: {e})", line, col) from None
+    if not isinstance(nb, dict):
+        raise NotebookError("not a notebook (the JSON is not an object)")
+    major = nb.get("nbformat")
+    if major is not None and major != 4:
+        raise NotebookError(f"unsupported notebook format {major!r} (nbformat 4 is read; "
+                            "convert with `jupyter nbconvert --to notebook`)")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError("not a notebook (no 'cells' list)")
+    if not _is_python(nb.get("metadata")):
+        return []
+    out = []
+    for i, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise NotebookError(f"not a notebook (cell {i} has no 'cell_type')")
+        if cell["cell_type"] != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise NotebookError(f"not a notebook (cell {i}: 'source' is not text)")
+        out.append((i, source))
+    return out
+
+
+def _is_python(metadata) -> bool:
+    if not isinstance(metadata, dict):
+        return True
+    names = []
+    info = metadata.get("language_info")
+    if isinstance(info, dict):
+        names.append(info.get("name"))
+    spec = metadata.get("kernelspec")
+    if isinstance(spec, dict):
+        names.append(spec.get("language"))
+    return all(not isinstance(n, str) or n.strip().lower() in ("python", "python3", "ipython", "")
+               for n in names)
+
+
+# -- IPython syntax -> Python, line for line ----------------------------------------------------
+
+
+def cell_lines(source: str) -> list:
+    """The cell as Python: ``[(text, col_delta)]``, one entry per line of the cell's source;
+    ``col_delta`` is what to add to a column of ``text`` to get the column in the cell."""
+    lines = _NEWLINE.split(source)
+    if lines and lines[-1] == "":
+        lines.pop()
+    deltas = [0] * len(lines)
+    first = _first_code_line(lines, 0)
+    if first is None:
+        return list(zip(lines, deltas))
+    _dedent(lines, deltas, first)
+    if lines[first].startswith("%%"):
+        name = re.match(r"%%(\S*)", lines[first]).group(1)
+        if name not in PYTHON_CELL_MAGICS:
+            return [("", 0)] * len(lines)
+        lines[first] = ""
+        body = _first_code_line(lines, first + 1)
+        if body is None:
+            return list(zip(lines, deltas))
+        _dedent(lines, deltas, body)
+        first = body
+    _blank_escapes(lines, deltas, first)
+    return list(zip(lines, deltas))
+
+
+def _first_code_line(lines: list, start: int) -> Optional[int]:
+    for i in range(start, len(lines)):
+        if lines[i] and not lines[i].isspace():
+            return i
+    return None
+
+
+def _dedent(lines: list, deltas: list, first: int) -> None:
+    """IPython's ``leading_indent``: the first line's indentation is removed wherever present."""
+    prefix = lines[first][: len(lines[first]) - len(lines[first].lstrip(" \t"))]
+    if not prefix:
+        return
+    for i in range(first, len(lines)):
+        if lines[i].startswith(prefix):
+            lines[i] = lines[i][len(prefix):]
+            deltas[i] += len(prefix)
+
+
+def _blank_escapes(lines: list, deltas: list, start: int) -> None:
+    depth, quote, cont = 0, None, False
+    i = start
+    while i < len(lines):
+        if depth == 0 and quote is None and not cont:
+            line = lines[i]
+            stripped = line.lstrip()
+            indent = line[: len(line) - len(stripped)]
+            replacement = _escape(stripped, indent)
+            if replacement is not None:
+                new, moved = replacement
+                if new is None:  # not Python: blank it and its backslash continuations
+                    lines[i] = indent + "pass" if indent else ""
+                    j = i
+                    while line.endswith("\\") and j + 1 < len(lines):
+                        j += 1
+                        line, lines[j] = lines[j], ""
+                    i = j + 1
+                    continue
+                lines[i] = new
+                deltas[i] += moved
+            depth, quote, cont, last = _scan(lines[i], depth, quote)
+            if last == "?" and depth == 0 and quote is None and not cont:
+                lines[i] = indent + "pass" if indent else ""  # `obj?` / `obj??`: help
+        else:
+            depth, quote, cont, _ = _scan(lines[i], depth, quote)
+        i += 1
+
+
+def _escape(stripped: str, indent: str) -> Optional[tuple]:
+    """For a logical line that starts with IPython syntax: (Python text or None to blank it,
+    how far the kept text moved left). None for a Python line."""
+    if not stripped:
+        return None
+    m = _ASSIGN_ESCAPE.match(stripped)
+    if m:
+        return f"{indent}{m.group(1)} = None", 0
+    if not stripped.startswith(_ESCAPES):
+        return None
+    m = _LINE_MAGIC.match(stripped)
+    if m and m.group(1) in PYTHON_LINE_MAGICS:
+        rest = m.group(2)
+        if m.group(1) == "timeit":
+            rest = rest[_TIMEIT_OPTIONS.match(rest).end():]
+        stmt = rest.strip()
+        if stmt and not stmt.endswith("?") and _parses(stmt):
+            return indent + stmt, len(stripped) - len(rest.lstrip())
+    return None, 0
+
+
+def _parses(text: str) -> bool:
+    try:
+        compile(text, "<magic>", "exec", _FLAGS)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _scan(line: str, depth: int, quote: Optional[str]) -> tuple:
+    """Carry (bracket depth, open string quote) across one physical line. Returns
+    (depth, quote, continued with a backslash, last code character)."""
+    i, n, last = 0, len(line), ""
+    while i < n:
+        if quote is not None:
+            while i < n:
+                c = line[i]
+                if c == "\\":
+                    i += 2
+                    continue
+                if line.startswith(quote, i):
+                    break
+                i += 1
+            if i >= n:  # the string goes on: triple-quoted, or a backslash-newline
+                if len(quote) == 1 and not line.endswith("\\"):
+                    quote = None  # an unterminated string: a syntax error the parser reports
+                return depth, quote, False, last
+            i += len(quote)
+            quote, last = None, "'"
+            continue
+        c = line[i]
+        if c == "#":
+            return depth, None, False, last
+        if c == "'" or c == '"':
+            quote = line[i:i + 3] if line.startswith(c * 3, i) else c
+            i += len(quote)
+            if i >= n:  # the line ends right after an opening triple quote
+                return depth, quote if len(quote) == 3 else None, False, last
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        if not c.isspace():
+            last = c
+        i += 1
+    return depth, None, line.endswith("\\"), last
+
+
+# -- the module --------------------------------------------------------------------------------
+
+
+@dataclass
+class Module:
+    """Code cells joined into one module; ``lines[k]`` says where module line ``k + 1`` came
+    from: ``(cell number, line in the cell, column delta)``."""
+
+    text_lines: list = field(default_factory=list)
+    lines: list = field(default_factory=list)
+    spans: list = field(default_factory=list)  # (cell number, first module line, number of lines)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.text_lines) + "\n" if self.text_lines else ""
+
+    def locate(self, f: Finding) -> Finding:
+        """``f`` (at a module line) with its cell, line in the cell and column in the cell."""
+        if not self.lines:
+            return f
+        cell, cell_line, delta = self.lines[min(max(f.line, 1), len(self.lines)) - 1]
+        return replace(f, col=f.col + delta, cell=cell, cell_line=cell_line)
+
+
+def join(cells: Iterable) -> Module:
+    """``cells``: ``[(cell number, source)]`` in order."""
+    mod = Module()
+    for number, source in cells:
+        start = len(mod.text_lines) + 1
+        converted = cell_lines(source)
+        for k, (text, delta) in enumerate(converted, 1):
+            mod.text_lines.append(text)
+            mod.lines.append((number, k, delta))
+        mod.spans.append((number, start, len(converted)))
+    return mod
+
+
+def parse(text: str, path: str):
+    """(tree, None) or (None, JAX000 finding): ``engine.parse_source`` plus top-level ``await``."""
+    from .engine import _parse_error
+
+    try:
+        return compile(text, path, "exec", _FLAGS), None
+    except SyntaxError as e:
+        return None, _parse_error(e.lineno or 1, (e.offset or 1) - 1, e.msg or "invalid syntax")
+    except ValueError as e:
+        return None, _parse_error(1, 0, str(e))
+    except (RecursionError, MemoryError):
+        return None, _parse_error(1, 0, "too deeply nested for the Python parser")
+
+
+def check_module(mod: Module, path: str, rules: Sequence, noqa: bool = True, result=None,
+                 project_path: Optional[str] = None) -> list:
+    """Findings for the joined cells, located in their cells (``path`` set on each). A cell that
+    does not parse is one JAX000 finding and is left out; the others are still checked."""
+    from .engine import run_rules
+    from .noqa import NoqaMap
+
+    errors = []
+    tree, error = parse(mod.text, path)
+    if error is not None:
+        broken = []
+        for number, start, count in mod.spans:
+            _, cell_error = parse("\n".join(mod.text_lines[start - 1:start - 1 + count]) + "\n", path)
+            if cell_error is not None:
+                broken.append((start, count))
+                errors.append(replace(cell_error, line=start - 1 + cell_error.line))
+        if not broken:  # only the cells together fail (a cell continues into the next one)
+            return [mod.locate(error).with_path(path)]
+        for start, count in broken:
+            mod.text_lines[start - 1:start - 1 + count] = [""] * count
+        tree, error = parse(mod.text, path)
+        if error is not None:
+            return [mod.locate(e).with_path(path) for e in errors]
+    findings = run_rules(tree, rules, result, project_path)
+    text = mod.text
+    if noqa and findings and "noqa" in text.lower():
+        nmap = NoqaMap(text)
+        findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
+    out = [mod.locate(f).with_path(path) for f in errors + findings]
+    out.sort(key=lambda f: (f.line, f.col, f.code))
+    return out
+
+
+def check_notebook(data: bytes | str, path: str, rules: Sequence, noqa: bool = True):
+    """``engine.check_source`` for an ``.ipynb`` file: a ``FileResult``; never raises on bad input."""
+    import os
+
+    from .engine import PARSE_ERROR, FileResult
+
+    result = FileResult(path)
+    try:
+        cells = read_cells(data)
+    except NotebookError as e:
+        result.findings.append(Finding(max(e.line, 1), max(e.col - 1, 0), PARSE_ERROR,
+                                       f"could not parse: {e}", "parse-error", path))
+        return result
+    result.findings = check_module(join(cells), path, rules, noqa, result,
+                                   path if os.path.isfile(path) else None)
+    return result

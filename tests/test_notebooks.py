@@ -1,0 +1,447 @@
+"""Jupyter notebooks: `jaxlint check` on .ipynb files (cells as one module, IPython syntax blanked,
+findings mapped back to `cell N:line L`), and the IPython extension (`%load_ext jaxlint`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import jaxlint.cli as cli
+from jaxlint.notebook import cell_lines, join, read_cells, NotebookError
+from jaxlint.trace.userfiles import UserFiles
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NB = os.path.join(ROOT, "fixtures", "notebooks")
+BAD_NB = os.path.join(NB, "training_bad.ipynb")
+
+
+def notebook(*cells, language="python") -> dict:
+    """nbformat 4 JSON; a cell is code, or ("markdown", text) / ("raw", text)."""
+    out = []
+    for i, cell in enumerate(cells):
+        kind, src = ("code", cell) if isinstance(cell, str) else cell
+        src = textwrap.dedent(src).lstrip("\n")
+        c = {"cell_type": kind, "id": f"c{i}", "metadata": {}, "source": src.splitlines(keepends=True)}
+        if kind == "code":
+            c.update(execution_count=None, outputs=[])
+        out.append(c)
+    return {"cells": out, "metadata": {"kernelspec": {"name": "k", "language": language, "display_name": "K"},
+                                       "language_info": {"name": language}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, dict):
+        content = json.dumps(content, indent=1)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return str(path)
+
+
+def check(capsys, *argv):
+    code = cli.main(["check", "--no-cache", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows(capsys, *argv):
+    code, out, err = check(capsys, "--format", "json", *argv)
+    assert err == ""
+    return code, json.loads(out)
+
+
+IMPORTS = """
+    import jax
+    import jax.numpy as jnp
+"""
+LOOP = """
+    def fit(x, batches):
+        for b in batches:
+            x = x + jnp.sum(b)
+            print(float(x))
+        return x
+"""
+
+
+# -- cells as one module ------------------------------------------------------------------------
+
+
+def test_an_import_in_cell_1_counts_in_cell_5(tmp_path, capsys):
+    nb = notebook(IMPORTS, ("markdown", "# Training"), "x = 1\n", ("raw", "raw text"), LOOP)
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
+    assert code == 1
+    assert [(f["code"], f["cell"], f["cell_line"], f["col"]) for f in found] == [("JAX201", 5, 4, 15)]
+    # line: the line in the module of the code cells joined (2 + 1 + the 4th line of the loop cell)
+    assert found[0]["line"] == 7
+    # without cell 1 nothing imports jax: the same cell alone is not JAX code
+    code, found = rows(capsys, write(tmp_path, "b.ipynb", notebook(("markdown", "x"), LOOP)))
+    assert (code, found) == (0, [])
+
+
+def test_a_cell_that_does_not_parse_is_one_JAX000_and_the_others_are_checked(tmp_path, capsys):
+    nb = notebook(IMPORTS, "def broken(:\n    pass\n", LOOP)
+    code, out, _ = check(capsys, write(tmp_path, "a.ipynb", nb))
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 2
+    assert ".ipynb:cell 2:line 1:col " in lines[0] and ": JAX000 could not parse: " in lines[0]
+    assert ":cell 3:line 4:col 15: JAX201 " in lines[1]
+
+
+# -- IPython syntax -------------------------------------------------------------------------------
+
+
+def test_magics_and_shell_escapes_are_blanked_line_for_line():
+    source = textwrap.dedent("""\
+        %matplotlib inline
+        !pip install --quiet jax \\
+            optax
+        !!ls
+        files = !ls *.ipynb
+        out, err = %sx echo hi
+        ?jnp.sum
+        jnp.sum??
+        jax.jit?  # help
+        /print 1 2
+        if files:
+            !echo "inside a block"
+        s = '''
+        %not a magic: inside a string
+        '''
+        t = (10
+             % 3)
+        %time y = f(x)
+        %timeit -n 10 -r 3 f(x)
+        %time not python (
+    """)
+    got = cell_lines(source)
+    assert [t for t, _ in got] == [
+        "", "", "", "", "files = None", "out, err = None", "", "", "", "",
+        "if files:", "    pass",
+        "s = '''", "%not a magic: inside a string", "'''", "t = (10", "     % 3)",
+        "y = f(x)", "f(x)", "",
+    ]
+    assert [d for _, d in got][17:19] == [6, 19]  # `%time ` and `%timeit -n 10 -r 3 ` moved left
+    compile("\n".join(t for t, _ in got), "<cell>", "exec")
+
+
+@pytest.mark.parametrize("magic,checked", [
+    ("%%time", True), ("%%timeit -n 3", True), ("%%capture out", True), ("%%jaxlint_trace", True),
+    ("%%bash", False), ("%%writefile model.py", False), ("%%html", False),
+])
+def test_cell_magics(magic, checked):
+    got = [t for t, _ in cell_lines(f"\n{magic}\nfor i in range(3):\n    x = !bad python in bash (\n")]
+    if checked:
+        assert got == ["", "", "for i in range(3):", "    x = None"]
+    else:
+        assert got == ["", "", "", ""]
+
+
+def test_top_level_await_is_valid_in_a_cell(tmp_path, capsys):
+    nb = notebook(IMPORTS + "    import asyncio\n", "await asyncio.sleep(0)\n", LOOP)
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
+    assert [(f["code"], f["cell"], f["cell_line"]) for f in found] == [("JAX201", 3, 4)]
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does():
+    assert cell_lines("    x = 1\n    if x:\n        y = 2\n") == [("x = 1", 4), ("if x:", 4), ("    y = 2", 4)]
+
+
+def test_notebook_with_every_kind_of_ipython_syntax_has_no_parse_error(tmp_path, capsys):
+    nb = notebook(IMPORTS, "!pip install jax\n%load_ext autoreload\n%autoreload 2\nfiles = !ls\njnp.sum?\n",
+                  "%%bash\nfor f in *; do echo $f; done\n", "%%time\n" + textwrap.dedent(LOOP).lstrip())
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
+    assert [(f["code"], f["cell"], f["cell_line"]) for f in found] == [("JAX201", 4, 5)]
+
+
+# -- the fixture, text and JSON ------------------------------------------------------------------
+
+
+def test_fixture_text_output(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, out, err = check(capsys, os.path.join("fixtures", "notebooks", "training_bad.ipynb"))
+    assert code == 1 and err == ""
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 3:col 15: JAX101 `jax.jit` ")
+    assert lines[1].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 6:col 17: JAX201 `float(loss)` ")
+
+
+def test_fixture_json_output(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, found = rows(capsys, os.path.join("fixtures", "notebooks", "training_bad.ipynb"))
+    assert code == 1
+    assert [{k: f[k] for k in ("path", "line", "col", "code", "name", "cell", "cell_line")} for f in found] == [
+        {"path": "fixtures/notebooks/training_bad.ipynb", "line": 20, "col": 15, "code": "JAX101",
+         "name": "jit-in-loop", "cell": 8, "cell_line": 3},
+        {"path": "fixtures/notebooks/training_bad.ipynb", "line": 23, "col": 17, "code": "JAX201",
+         "name": "host-transfer-in-loop", "cell": 8, "cell_line": 6},
+    ]
+    # the cell and its line are those of the file, counting markdown cells
+    cells = json.load(open(BAD_NB))["cells"]
+    assert "jax.jit(" in cells[7]["source"][2] and "float(loss)" in cells[7]["source"][5]
+    assert cells[7]["source"][2].index("jax.jit") == 14
+
+
+def test_good_notebook_is_clean(capsys):
+    assert check(capsys, os.path.join(NB, "training_good.ipynb")) == (0, "", "")
+
+
+def test_python_files_keep_flake8_format_and_json_has_no_cell_fields(tmp_path, capsys):
+    path = write(tmp_path, "a.py", textwrap.dedent(IMPORTS + LOOP))
+    code, out, _ = check(capsys, path)
+    assert out == f"{path}:8:15: JAX201 " + out.split(" JAX201 ", 1)[1]
+    code, found = rows(capsys, path)
+    assert {"path", "line", "col", "code", "name", "message"} <= set(found[0])
+    assert "cell" not in found[0] and "cell_line" not in found[0]
+
+
+# -- malformed notebooks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content,why", [
+    pytest.param(None, "invalid JSON: Unterminated string", id="fixture"),  # a save cut short
+    (b"", "invalid JSON: Expecting value"),
+    (b'{"cells": [', "invalid JSON"),
+    (b"\xff\xfe{}", "not valid UTF-8"),
+    (b"[1, 2]", "the JSON is not an object"),
+    (b'{"metadata": {}}', "no 'cells' list"),
+    (b'{"cells": [{"source": "x"}], "nbformat": 4}', "cell 1 has no 'cell_type'"),
+    (b'{"cells": [{"cell_type": "code", "source": 3}]}', "cell 1: 'source' is not text"),
+    (b'{"cells": [], "nbformat": 3, "worksheets": []}', "unsupported notebook format 3"),
+    pytest.param(b"[" * 100000, "JSON nested too deeply", id="deep"),
+])
+def test_malformed_notebook_is_one_JAX000_and_the_other_files_are_checked(tmp_path, capsys, content, why):
+    if content is None:
+        content = open(os.path.join(NB, "broken.ipynb"), "rb").read()
+    write(tmp_path, "broken.ipynb", content)
+    write(tmp_path, "good.ipynb", notebook(IMPORTS, LOOP))
+    write(tmp_path, "train.py", textwrap.dedent(IMPORTS + LOOP))
+    code, out, err = check(capsys, tmp_path)
+    lines = out.splitlines()
+    assert code == 1 and err == ""
+    assert len(lines) == 3
+    assert lines[0].startswith(f"{tmp_path}/broken.ipynb:") and " JAX000 could not parse: " in lines[0]
+    assert why in lines[0]
+    assert lines[1].startswith(f"{tmp_path}/good.ipynb:cell 2:line 4:col 15: JAX201 ")
+    assert lines[2].startswith(f"{tmp_path}/train.py:8:15: JAX201 ")
+
+
+def test_read_cells_errors_say_where():
+    with pytest.raises(NotebookError) as e:
+        read_cells('{\n "cells": [\n  1,\n')
+    assert (e.value.line, e.value.col) == (4, 1)
+
+
+def test_a_notebook_in_another_language_has_nothing_to_check(tmp_path, capsys):
+    path = write(tmp_path, "r.ipynb", notebook("library(ggplot2)\nx <- c(1, 2)\n", language="R"))
+    assert check(capsys, path) == (0, "", "")
+
+
+# -- noqa, discovery, cache ------------------------------------------------------------------------
+
+
+def test_noqa_in_a_cell(tmp_path, capsys):
+    silenced = LOOP.replace("print(float(x))", "print(float(x))  # noqa: JAX201")
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", notebook(IMPORTS, silenced, LOOP)))
+    assert [(f["cell"], f["cell_line"]) for f in found] == [(3, 4)]
+    multi = LOOP.replace("print(float(x))", "print(\n            float(x),  # noqa\n        )")
+    assert rows(capsys, write(tmp_path, "b.ipynb", notebook(IMPORTS, multi))) == (0, [])
+
+
+def test_folders_find_notebooks_but_not_checkpoints(tmp_path, capsys):
+    write(tmp_path, "nb/a.ipynb", notebook(IMPORTS, LOOP))
+    write(tmp_path, "nb/.ipynb_checkpoints/a-checkpoint.ipynb", notebook(IMPORTS, LOOP))
+    write(tmp_path, "nb/notes.txt", "x")
+    code, found = rows(capsys, tmp_path)
+    assert [os.path.relpath(f["path"], tmp_path) for f in found] == [os.path.join("nb", "a.ipynb")]
+    # named on the command line, a checkpoint is checked like any file
+    _, found = rows(capsys, tmp_path / "nb" / ".ipynb_checkpoints" / "a-checkpoint.ipynb")
+    assert len(found) == 1
+
+
+def test_cache_round_trip_keeps_the_cell_mapping(tmp_path, capsys, monkeypatch):
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    path = write(tmp_path, "a.ipynb", notebook(IMPORTS, ("markdown", "m"), LOOP))
+    write(tmp_path, "b.ipynb", b"not json")
+    checked = []
+    real = cli.run_files
+
+    def spy(files, codes, jobs):
+        checked[:] = list(files)
+        return real(files, codes, jobs)
+
+    monkeypatch.setattr(cli, "run_files", spy)
+    outputs = []
+    for fmt in ("text", "text", "json", "json"):
+        code = cli.main(["check", "--format", fmt, str(tmp_path)])
+        outputs.append((code, capsys.readouterr()))
+        if len(outputs) % 2 == 0:
+            assert checked == []  # the second run of each format came from the cache
+        checked.clear()
+    assert outputs[0] == outputs[1] and outputs[2] == outputs[3]
+    assert f"{path}:cell 3:line 4:col 15: JAX201 " in outputs[1][1].out
+    found = json.loads(outputs[3][1].out)
+    assert [(f.get("cell"), f.get("cell_line"), f["line"]) for f in found] == [(3, 4, 6), (None, None, 1)]
+    assert list((tmp_path / ".jaxlint_cache").glob("results-*.json"))
+
+
+def test_join_maps_each_module_line_to_its_cell():
+    mod = join([(2, "import jax\n"), (4, "%%bash\nls\n"), (5, "  x = 1\n  y = 2")])
+    assert mod.text == "import jax\n\n\nx = 1\ny = 2\n"
+    assert mod.lines == [(2, 1, 0), (4, 1, 0), (4, 2, 0), (5, 1, 2), (5, 2, 2)]
+
+
+# -- notebook code counts as the user's code in the dynamic mode ------------------------------------
+
+
+def test_ipython_cells_are_user_code():
+    user = UserFiles()
+    assert user("<ipython-input-3-0123abcd>")
+    assert user("/tmp/ipykernel_1234/2745306427.py")
+    assert not user("<string>")
+
+
+# -- the IPython extension -------------------------------------------------------------------------
+
+DRIVER = r"""
+import contextlib, io, json, sys
+from traitlets.config import Config
+from IPython.core.interactiveshell import InteractiveShell
+
+config = Config()
+config.HistoryManager.hist_file = ":memory:"
+config.InteractiveShell.colors = "NoColor"
+ip = InteractiveShell.instance(config=config)
+results = []
+for cell in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        ip.run_cell(cell, store_history=True)
+    results.append({"out": out.getvalue(), "err": err.getvalue()})
+print(json.dumps(results))
+"""
+
+
+def ipython(tmp_path, cells: list) -> list:
+    """Run ``cells`` in a real IPython InteractiveShell (in a fresh process: IPython takes over
+    process-wide state); returns each cell's captured ``{"out", "err"}``."""
+    pytest.importorskip("IPython", reason="the IPython extension is tested with IPython installed "
+                                          "(pip install ipython)")
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"),
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(cells), capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def jaxlint_lines(text: str) -> list:
+    return [ln for ln in text.splitlines() if ln.startswith("jaxlint")]
+
+
+# The cells are only defined, never called, and jax is never imported: the hook is static.
+GUARDED_IMPORT = "import typing\nif typing.TYPE_CHECKING:\n    import jax\n    import jax.numpy as jnp\n"
+JIT_LOOP = "def train(x, n):\n    for i in range(n):\n        f = jax.jit(lambda v: v + 1)\n        x = f(x)\n    return x\n"
+
+
+def test_extension_checks_each_cell_with_the_earlier_cells_as_context(tmp_path):
+    cells = [
+        "%load_ext jaxlint",
+        GUARDED_IMPORT,
+        "!echo from the shell\nx = !echo captured\n%who_ls\n",
+        JIT_LOOP,  # 4
+        JIT_LOOP.replace("v + 1)", "v + 1)  # noqa: JAX101"),
+        "def broken(:\n    pass\n",
+        "%%bash\necho not python (\n",
+        "%%time\n" + JIT_LOOP,
+        "%jaxlint off",
+        JIT_LOOP,
+        "%jaxlint on",
+        "%reload_ext jaxlint",
+        textwrap.dedent(LOOP),  # float(x) per step: needs the import of cell 2
+    ]
+    res = ipython(tmp_path, cells)
+    found = [[ln.split(" `")[0] for ln in jaxlint_lines(r["err"])] for r in res]
+    assert found == [
+        [], [], [],
+        ["jaxlint: line 3:col 13: JAX101"],
+        [],  # noqa
+        [],  # IPython reports the SyntaxError itself
+        [],  # %%bash: not Python
+        ["jaxlint: line 4:col 13: JAX101"],  # the %%time line is line 1
+        [], [], [], [],  # off, then on again, then reloaded
+        ["jaxlint: line 5:col 15: JAX201"],  # registered once, not twice
+    ]
+    assert jaxlint_lines(res[3]["err"]) == [
+        "jaxlint: line 3:col 13: JAX101 `jax.jit` of a lambda recompiles every iteration; create the "
+        "jitted function once, outside the loop"]
+    assert "SyntaxError" in res[5]["out"] + res[5]["err"]
+    assert "cell checks off" in res[8]["out"] and "cell checks on" in res[10]["out"]
+
+
+def test_cells_run_before_load_ext_or_while_off_are_context_too(tmp_path):
+    res = ipython(tmp_path, [
+        "import json",
+        GUARDED_IMPORT.replace("    import jax.numpy as jnp\n", ""),
+        "%load_ext jaxlint",
+        "%jaxlint off",
+        "if typing.TYPE_CHECKING:\n    import jax.numpy as jnp",
+        "%jaxlint on",
+        textwrap.dedent(LOOP),
+    ])
+    assert [[ln.split(" `")[0] for ln in jaxlint_lines(r["err"])] for r in res][-1] == [
+        "jaxlint: line 5:col 15: JAX201"]
+
+
+def test_extension_does_not_make_import_jaxlint_heavier():
+    code = "import sys, jaxlint; print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'jax')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.strip() == "[]"
+    import jaxlint
+
+    assert callable(jaxlint.load_ipython_extension) and callable(jaxlint.unload_ipython_extension)
+
+
+TRACE_CELL = ("%%jaxlint_trace\n"
+              "for i in range(5):\n"
+              "    g = jax.jit(lambda v: v * 2)\n"
+              "    y = g(x)\n"
+              "    print(float(y.sum()))\n")
+
+
+def test_jaxlint_trace_cell_magic(tmp_path):
+    pytest.importorskip("jax", reason="%%jaxlint_trace runs the cell under jax")
+    cells = [
+        "%load_ext jaxlint",  # 1 (run_cell of a magic counts as In [1])
+        "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\n",  # 2
+        TRACE_CELL,  # 3
+        "print(float(y.sum()))",  # 4: the traced cell ran in the user's namespace
+        TRACE_CELL.replace("%%jaxlint_trace", "%%jaxlint_trace --format json"),  # 5
+        "%%jaxlint_trace\nz = jnp.ones(2)\nfloat(z.sum())\nraise ValueError('boom')\n",  # 6
+    ]
+    res = ipython(tmp_path, cells)
+    out = res[2]["out"]
+    assert out.count("6.0") == 5
+    assert "jaxlint trace: In [3] exited with 0 (jax " in out
+    assert "<lambda> at In [3]:3" in out and "function object re-created 4×" in out
+    assert "5  float       In [3]:5" in out
+    assert "JAX101 In [3]:3 confirmed: 5 compilations of" in out
+    # the static check of the cell ran before it, on its own lines
+    assert jaxlint_lines(res[2]["err"]) == [
+        "jaxlint: line 3:col 9: JAX101 `jax.jit` of a lambda recompiles every iteration; create the "
+        "jitted function once, outside the loop"]
+    assert res[3]["out"].strip() == "6.0"
+    report = json.loads(res[4]["out"][res[4]["out"].index("{"):])
+    (fn,) = report["functions"]
+    assert (fn["file"], fn["line"], fn["compiles"], fn["calls"]) == ("In [5]", 3, 5, 5)
+    assert report["transfers"] == [{"file": "In [5]", "line": 5, "kind": "float", "count": 5}]
+    assert [(f["code"], f["file"], f["line"], f["confirmed"]) for f in report["findings"]] == [
+        ("JAX101", "In [5]", 3, True)]
+    assert "ValueError: boom" in res[5]["out"] + res[5]["err"]
+    assert "jaxlint trace: In [6] exited with 1" in res[5]["out"]
