@@ -102,16 +102,20 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
     index = {cls.code: i for i, cls in enumerate(catalog)}
     results = []
     for f in findings:
-        results.append({
+        location = {"artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"}}
+        result = {
             "ruleId": f.code,
             "ruleIndex": index.get(f.code, 0),
             "level": "error" if f.code == "JAX000" else "warning",
             "message": {"text": f.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"},
-                "region": {"startLine": max(1, f.line), "startColumn": f.col + 1},
-            }}],
-        })
+        }
+        if f.cell is None:
+            location["region"] = {"startLine": max(1, f.line), "startColumn": f.col + 1}
+        else:  # a notebook: lines of the .ipynb JSON mean nothing; the cell and its line do
+            result["message"] = {"text": f"cell {f.cell}, line {f.cell_line}: {f.message}"}
+            result["properties"] = {"cell": f.cell, "cellLine": f.cell_line, "column": f.col + 1}
+        result["locations"] = [{"physicalLocation": location}]
+        results.append(result)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -139,11 +143,16 @@ def _escape_property(text: str) -> str:
 
 def github(findings: Sequence[Finding]) -> str:
     """GitHub Actions workflow commands: each finding becomes an annotation on its line."""
-    return "".join(
-        f"::{'error' if f.code == 'JAX000' else 'warning'} file={_escape_property(f.path)},line={f.line},"
-        f"col={f.col + 1},title={_escape_property(f.code)}::{_escape_data(f'{f.code} {f.message}')}\n"
-        for f in findings
-    )
+    out = []
+    for f in findings:
+        kind = "error" if f.code == "JAX000" else "warning"
+        if f.cell is None:
+            where, message = f"line={f.line},col={f.col + 1},", f"{f.code} {f.message}"
+        else:  # a notebook: the annotation goes on the file, the cell and line into the message
+            where, message = "", f"{f.code} cell {f.cell}, line {f.cell_line}: {f.message}"
+        out.append(f"::{kind} file={_escape_property(f.path)},{where}title={_escape_property(f.code)}"
+                   f"::{_escape_data(message)}\n")
+    return "".join(out)
 
 
 FORMATS = {"text": text, "json": as_json, "sarif": sarif, "github": github}

@@ -90,3 +90,18 @@ def test_clean_files_give_empty_valid_output():
     assert check("--format", "github", good).stdout == ""
     doc = json.loads(check("--format", "sarif", good).stdout)
     assert doc["runs"][0]["results"] == [] and doc["version"] == "2.1.0"
+
+
+def test_notebook_findings_carry_their_cell_in_sarif_and_github():
+    nb = os.path.join("fixtures", "notebooks", "training_bad.ipynb")
+    doc = json.loads(check("--format", "sarif", nb).stdout)
+    results = doc["runs"][0]["results"]
+    assert results and all("region" not in r["locations"][0]["physicalLocation"] for r in results)
+    assert {(r["ruleId"], r["properties"]["cell"], r["properties"]["cellLine"]) for r in results} == {
+        ("JAX101", 8, 3), ("JAX201", 8, 6)}
+    assert results[0]["message"]["text"].startswith("cell 8, line ")
+    schema = pytest.importorskip("pydantic_sarif.model").StaticAnalysisResultsFormatSarifVersion210JsonSchema
+    schema.model_validate(doc)
+    lines = check("--format", "github", nb).stdout.splitlines()
+    assert lines and all(line.startswith(f"::warning file={nb},title=JAX") and "::JAX" in line for line in lines)
+    assert any("cell 8, line 3: " in line for line in lines)
