@@ -132,15 +132,15 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if isinstance(data, bytes):
         try:
             text = decode_source(data)
-        except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        except (UnicodeError, LookupError, SyntaxError) as e:  # UnicodeError: punycode, idna cookies
             reason = e.reason if isinstance(e, UnicodeDecodeError) else str(e)
-            result.findings.append(_parse_error(1, 0, f"not valid source text ({reason})"))
+            result.findings.append(_parse_error(1, 0, f"not valid source text ({reason})").with_path(path))
             return result
     else:
         text = data
     tree, error = parse_source(text, path)
     if error is not None:
-        result.findings.append(error)
+        result.findings.append(error.with_path(path))
         return result
     findings = run_rules(tree, rules, result, path if os.path.isfile(path) else None)
     if noqa and findings and "noqa" in text.lower():

@@ -1067,8 +1067,9 @@ class _Builder:
         self.qual: list[str] = []
         self.handlers = {}
         for name in dir(self):
-            if name.startswith("v_"):
-                self.handlers[getattr(ast, name[2:])] = getattr(self, name)
+            node_type = getattr(ast, name[2:], None) if name.startswith("v_") else None
+            if node_type is not None:  # ast.TryStar is 3.11+
+                self.handlers[node_type] = getattr(self, name)
 
     def run(self, tree: ast.Module) -> None:
         self.body(tree.body)
@@ -1143,7 +1144,10 @@ class _Builder:
             self.scope.import_src[local] = (node.module, alias.name, node.level)
 
     def v_Global(self, node: ast.Global) -> None:
-        self.scope.globals.update(node.names)
+        # At module level ``global x`` is legal and means nothing; recorded there, the lookups that
+        # follow a global name to the module scope would find it again there and loop forever.
+        if self.scope.kind != "module":
+            self.scope.globals.update(node.names)
         self.m.ctx[id(node)] = self.cur
         self.m.decls.append(node)
 

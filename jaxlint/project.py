@@ -99,7 +99,7 @@ class ProjectResolver:
                     model = ModuleSummary.empty(path, self, imports_jax="jax" in text)
             except OSError:
                 deps.add(("f", path, None))
-            except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+            except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
                 model = None
         self._deps[path] = frozenset(deps)
         self._note(deps)

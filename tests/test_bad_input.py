@@ -60,7 +60,12 @@ def test_broken_file_gives_one_clean_jax000(name):
                          ids=["empty", "blank", "comment", "nested100", "nested_calls", "elif2000", "long_function"])
 def test_valid_but_unusual_files_are_checked_without_errors(src):
     res = check_source(src, "t.py", RULES)
-    assert res.findings == [] and res.internal_errors == []
+    if sys.version_info < (3, 11) and src == ELIF_2000.encode():
+        # 3.10 keeps its recursion limit (its C stack is not safe deeper): one clean JAX000
+        assert [(f.code, f.message) for f in res.findings] == [("JAX000", "could not parse: too deeply nested to analyze")]
+    else:
+        assert res.findings == []
+    assert res.internal_errors == []
 
 
 @pytest.mark.parametrize("transform", [
@@ -87,9 +92,10 @@ def test_cli_checks_other_files_and_prints_no_traceback(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and proc.stderr == ""
     lines = proc.stdout.splitlines()
-    assert sum(" JAX000 could not parse: " in line for line in lines) == len(CASES)
+    deep = 1 if sys.version_info < (3, 11) else 0  # elif.py: too deeply nested for 3.10's limit
+    assert sum(" JAX000 could not parse: " in line for line in lines) == len(CASES) + deep
     assert any(line.startswith(str(tmp_path / "zz_real.py") + ":10:") and "JAX201" in line for line in lines)
-    assert len(lines) == len(CASES) + 1
+    assert len(lines) == len(CASES) + 1 + deep
 
 
 def test_unreadable_path_is_reported_not_raised(tmp_path):
