@@ -22,10 +22,10 @@ def main() -> int:
     if len(sys.argv) > 1:
         path = sys.argv[1]
     else:
-        here = os.path.dirname(os.path.abspath(__file__))
-        fetch = os.path.join(here, "..", "..", "shared", "corpus", "fetch.sh")
-        out = subprocess.run([fetch], capture_output=True, text=True, check=True).stdout
-        path = next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("libs:"))
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import corpus
+
+        path = corpus.fetch()[0]
     spent = [0.0]
     original = plugin.JaxlintChecker.run
 
