@@ -10,7 +10,6 @@ than the plugin costs. This runs flake8 once, in process, timing only the plugin
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
