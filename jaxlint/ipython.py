@@ -165,10 +165,11 @@ class _Linter:
         if fmt is None:
             print("usage: %%jaxlint_trace [--format text|json]", file=sys.stderr)
             return None
-        try:
-            import jax  # noqa: F401
-        except ImportError as e:
-            print(f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'", file=sys.stderr)
+        from .trace import missing_jax
+
+        missing = missing_jax()
+        if missing:
+            print(missing, file=sys.stderr)
             return None
         from .trace import audit
         from .trace import report as rep

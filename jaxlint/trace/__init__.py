@@ -17,7 +17,16 @@ This package imports nothing from JAX until ``audit()`` is entered, so that
 
 from __future__ import annotations
 
-__all__ = ["audit", "Audit"]
+__all__ = ["audit", "Audit", "missing_jax"]
+
+
+def missing_jax():
+    """None when jax imports; else the one line that says how to get it."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as e:
+        return f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'"
+    return None
 
 
 def audit(user_roots=None):

@@ -63,10 +63,11 @@ def main(argv: Sequence[str]) -> int:
         p.print_usage(sys.stderr)
         print("jaxlint trace: give a script or -m MODULE", file=sys.stderr)
         return EXIT_ERROR
-    try:
-        import jax  # noqa: F401
-    except ImportError as e:
-        print(f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'", file=sys.stderr)
+    from . import missing_jax
+
+    missing = missing_jax()
+    if missing:
+        print(missing, file=sys.stderr)
         return EXIT_ERROR
     from . import runner
 
