@@ -1,0 +1,25 @@
+"""The module model: one walk over a module's AST that every rule reads.
+
+It answers the questions the rules need and nothing more:
+
+* what a name means (imports and aliases, with local shadowing): :meth:`ModuleModel.resolve`;
+* which functions are traced (jit/pmap, transforms, lax bodies, same-module callees),
+  with static arguments and which parameters hold tracers: :class:`FunctionInfo`;
+* where a node runs: its scope, the loops around it in its own function, and the ``if``
+  tests guarding it: :class:`Context`, :meth:`ModuleModel.hot_loop`;
+* which expressions hold JAX values: :meth:`ModuleModel.is_jax`;
+* the jit wrappers created in the module: :attr:`ModuleModel.jit_wraps`.
+
+The walk records contexts and bindings; everything that needs inference (value kinds,
+callable lookups) is computed lazily and memoized, so rules only pay for what they ask.
+"""
+
+
+from .builder import build_model
+from .module import ModuleModel
+from .records import BOUNDED_TRIPS, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
+from .summary import ModuleSummary
+from .syntax import call_arg
+
+__all__ = ["BOUNDED_TRIPS", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
+           "ModuleSummary", "Scope", "build_model", "call_arg"]

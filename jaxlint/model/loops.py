@@ -1,0 +1,158 @@
+"""Loop queries: per-iteration JAX work, hot loops, periodic guards, timing harnesses."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from .. import names as N
+from .records import _DICT_VIEWS, Context, FunctionInfo, Loop, Scope, _waits
+
+class LoopQueries:
+    """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
+    periodic guards and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def effective_children(self, loop: Loop) -> Iterator[Loop]:
+        """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
+        are seen through, as if their bodies were written out."""
+        for ch in loop.children:
+            if ch.bounded:
+                yield from self.effective_children(ch)
+            else:
+                yield ch
+
+    def _direct_work(self, loop: Loop) -> bool:
+        if loop._direct is None:
+            loop._direct = False
+            eager_counts = loop.steplike
+            work = False
+            for call in loop.calls:
+                if _waits(call):
+                    continue
+                if self.callable_info(call.func, self.scope_at(call)) is not None:
+                    work = True
+                    break
+                if eager_counts and self.is_jax(call):
+                    work = True
+                    break
+            if not work:
+                work = any(self._iterates_array(it, sc) for it, sc in loop.iter_jax_nodes)
+            if not work:
+                work = any(ch.bounded and self._direct_work(ch) for ch in loop.children)
+            loop._direct = work
+        return loop._direct
+
+    def _iterates_array(self, it: ast.AST, scope: Scope) -> bool:
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
+            return False
+        return self.is_jax(it, scope)
+
+    def loop_runs_jax_work(self, loop: Loop) -> bool:
+        """Whether one iteration of the loop (nested loops included) dispatches JAX work: a call of a
+        compiled or transformed function, iteration over an array, or, in step-like loops (``while``,
+        ``range``), any array operation."""
+        if loop._jax_work is None:
+            loop._jax_work = False  # cycle guard
+            loop._jax_work = self._direct_work(loop) or any(
+                self.loop_runs_jax_work(ch) for ch in self.effective_children(loop))
+        return loop._jax_work
+
+    def hot_loop(self, ctx: Context) -> Optional[Loop]:
+        """The loop whose every iteration a node with this context runs in, when that loop is the
+        innermost one dispatching JAX work. A node in an outer loop after an inner JAX loop (an
+        epoch loop around a step loop) runs once per many steps, and gets None; so does a node in
+        a ``raise`` statement."""
+        if ctx.raising:
+            return None
+        for loop in reversed(ctx.loops):
+            if loop.bounded or not self.loop_runs_jax_work(loop):
+                continue
+            if any(self.loop_runs_jax_work(ch) for ch in self.effective_children(loop)):
+                return None
+            return loop
+        return None
+
+    def periodic_guard(self, ctx: Context, loop: Optional[Loop] = None) -> bool:
+        """Whether an ``if`` inside a loop around the node makes it run only now and then:
+        ``if step % 100 == 0``, ``if i == n - 1``, ``if (i + 1) % every == 0 and i > 0``. A guard in
+        an outer loop counts too: a periodic evaluation loop runs only periodically."""
+        names: Optional[set] = None
+        for test, depth in ctx.guards:
+            if depth == 0:
+                continue
+            if names is None:
+                names = set()
+                for lp in ctx.loops:
+                    names |= lp.target_names() | self._counters(lp)
+            if _is_periodic(test, names):
+                return True
+        return False
+
+    def in_timing_harness(self, ctx: Context) -> bool:
+        """Whether the node's loops, or the function around them, read a timer or call a
+        measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
+        benchmark, blocking and compiling per configuration is the point."""
+        def timed(calls) -> bool:
+            for c in calls:
+                if self.resolve(c.func, self.scope_at(c)) in N.TIMERS:
+                    return True
+                f = c.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in N.MEASURE_NAMES:
+                    return True
+            return False
+
+        def loop_calls(loop: Loop):
+            yield from loop.calls
+            for ch in loop.children:
+                yield from loop_calls(ch)
+
+        if ctx.loops and timed(loop_calls(ctx.loops[0])):
+            return True
+        f = ctx.scope.func
+        if f is not None:
+            g: Optional[FunctionInfo] = f
+            while g is not None:
+                lowered = g.name.lower()
+                if any(word in lowered for word in N.MEASURE_NAMES):
+                    return True
+                g = g.parent
+            return timed(f.calls)
+        return timed(c for c in self.calls if self.scope_at(c) is self.module_scope)
+
+    def _counters(self, loop: Loop) -> set[str]:
+        """Names incremented in the loop body (``step += 1``)."""
+        out = set()
+        body = getattr(loop.node, "body", [])
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                    out.add(node.target.id)
+        return out
+
+
+def _is_periodic(test: ast.AST, loop_names: set[str]) -> bool:
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And):
+            return any(_is_periodic(v, loop_names) for v in test.values)
+        return all(_is_periodic(v, loop_names) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _has_mod(test.operand)
+    if isinstance(test, ast.Compare):
+        if _has_mod(test):
+            return True
+        if any(isinstance(op, (ast.Eq, ast.In)) for op in test.ops):
+            mentioned = set()
+            for part in [test.left, *test.comparators]:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Name):
+                        mentioned.add(n.id)
+            return bool(mentioned & loop_names)
+    return False
+
+
+def _has_mod(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
+            return True
+    return False

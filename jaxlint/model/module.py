@@ -1,0 +1,261 @@
+"""The module model's core: the record of one module and its name and scope queries.
+
+The other query families are mixins, one module per concept (loops.py, values.py, callables.py);
+the walk that fills the records is builder.py, the traced-code analysis tracing.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Iterator, Optional
+
+from .. import names as N
+from .callables import CallableQueries
+from .loops import LoopQueries
+from .records import ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope, _Event
+from .syntax import _end, _pos
+from .values import ValueQueries
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
+    """Everything the rules know about one module. Build with :func:`build_model`."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.module_scope = Scope(tree, "module", None)
+        self.scopes: list[Scope] = [self.module_scope]  # every scope, for dispose()
+        self.functions: list[FunctionInfo] = []
+        self.func_of_node: dict[int, FunctionInfo] = {}
+        self.classes: dict[int, ClassInfo] = {}
+        self.loops: list[Loop] = []
+        self.calls: list[ast.Call] = []
+        self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
+        self.joined_strs: list[ast.JoinedStr] = []
+        self.percent_formats: list[ast.BinOp] = []
+        self.stores: list[tuple] = []  # (Subscript or Attribute target, "assign" | "aug" | "del")
+        self.expr_values: set[int] = set()  # ids of expressions evaluated as statements (results unused)
+        self.bool_nodes: list[ast.AST] = []  # BoolOp and ``not`` nodes: they call bool() on operands
+        self.decls: list[ast.AST] = []  # Global / Nonlocal statements
+        self.calls_by_name: dict[str, list] = {}  # last name of the callee (``np.asarray`` -> asarray) -> calls
+        self.attr_names: set[str] = set()  # every attribute name read in the module
+        self.jit_wraps: list[JitWrap] = []
+        self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
+        self.imports_jax = False
+        self.path: Optional[str] = None
+        self.project = None  # a ProjectResolver, for names imported from the project's modules
+        self._resolve_memo: dict[int, Optional[str]] = {}
+        self._kind_memo: dict[int, bool] = {}
+        self._callable_memo: dict[int, object] = {}
+        self._returns_memo: dict[int, Optional[bool]] = {}
+        self._event_memo: dict[int, bool] = {}
+
+    def uses_jax(self) -> bool:
+        """Whether any rule can fire: the module imports JAX, or imports from a module of the
+        project that does (a training script importing its jitted step from ``model.py``)."""
+        if self.imports_jax:
+            return True
+        if self.project is None or self.path is None:
+            return False
+        for module, attr, level in self.module_scope.import_src.values():
+            other = self.project.imported(self.path, module, attr, level)
+            if other is not None and (other[0].imports_jax or (
+                    other[1] is not None and other[0].exported_callable(other[1]) is not None)):
+                return True
+        return False
+
+    def resolve(self, expr: ast.AST, scope: Optional[Scope] = None) -> Optional[str]:
+        """The canonical qualified name an expression refers to, or None.
+
+        ``jnp.zeros`` -> ``jax.numpy.zeros`` after ``import jax.numpy as jnp``; a local
+        variable that shadows the import resolves to None; an unshadowed builtin resolves to
+        ``builtins.<name>``.
+        """
+        key = id(expr)
+        memo = self._resolve_memo
+        if key in memo:
+            return memo[key]
+        if scope is None:
+            scope = self.scope_at(expr)
+        result = self._resolve(expr, scope, 0)
+        memo[key] = result
+        return result
+
+    def _resolve(self, expr: ast.AST, scope: Scope, depth: int) -> Optional[str]:
+        if depth > 20:
+            return None
+        if isinstance(expr, ast.Attribute):
+            base = self._resolve(expr.value, scope, depth + 1)
+            return N.canonical(base + "." + expr.attr) if base else None
+        if not isinstance(expr, ast.Name):
+            return None
+        name = expr.id
+        s: Optional[Scope] = scope
+        first = True
+        while s is not None:
+            if s.kind == "class" and not first:
+                s = s.parent
+                continue
+            first = False
+            if name in s.globals:
+                s = self.module_scope
+                continue
+            if name in s.imports:
+                imp = s.imports[name]
+                return imp or None
+            evs = s.events.get(name)
+            if evs:
+                # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
+                if all(ev.kind == "assign" and ev.path is None and isinstance(ev.value, (ast.Name, ast.Attribute))
+                       for ev in evs):
+                    targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
+                    if len(targets) == 1:
+                        return targets.pop()
+                return None
+            s = s.parent
+        if name in _BUILTINS:
+            return "builtins." + name
+        return None
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The scope a node is evaluated in. Calls, statements, defs and lambdas have it recorded;
+        for any other node it is found from its position (the innermost function around it)."""
+        ctx = self.ctx.get(id(node))
+        if ctx is not None:
+            return ctx.scope
+        pos = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        best: Optional[FunctionInfo] = None
+        for f in self.functions:
+            fn = f.node
+            start = (fn.lineno, fn.col_offset)
+            if start < pos <= _end(fn) and (best is None or start >= (best.node.lineno, best.node.col_offset)):
+                best = f
+        return best.scope if best is not None else self.module_scope
+
+    def context(self, node: ast.AST) -> Optional[Context]:
+        return self.ctx.get(id(node))
+
+    def function_at(self, node: ast.AST) -> Optional[FunctionInfo]:
+        """The innermost function a (recorded) node runs in, or None at module/class level."""
+        ctx = self.ctx.get(id(node))
+        if ctx is None:
+            return None
+        s: Optional[Scope] = ctx.scope
+        while s is not None and s.kind == "class":
+            s = s.parent
+        return s.func if s is not None else None
+
+    def dispose(self) -> None:
+        """Break the model's reference cycles (scopes <-> functions, loops <-> children) so that
+        reference counting frees it at once; left to the cyclic GC, freeing hundreds of thousands
+        of objects per file cost a quarter of a corpus run."""
+        for f in self.functions:
+            f.__dict__.clear()
+        for scope in getattr(self, "scopes", ()):  # class scopes too: their events point back
+            scope.events.clear()
+            scope.defs.clear()
+            scope.func = scope.cls = scope.parent = scope.node = None
+        for loop in self.loops:
+            loop.children = []
+            loop.parent = None
+        for cls in self.classes.values():
+            cls.__dict__.clear()
+        self.__dict__.clear()
+
+    def spellings(self, names) -> set:
+        """The names a reference to an API function whose own name is in ``names`` can end in,
+        in this module: those names plus local aliases (``from jax.random import normal as N``,
+        ``sample = jax.random.normal``)."""
+        out = set(names)
+        for scope in [self.module_scope] + [f.scope for f in self.functions]:
+            for local, qn in scope.imports.items():
+                if qn and qn.rsplit(".", 1)[-1] in names:
+                    out.add(local)
+        # Aliases by assignment are looked for at module level only (``sample = jax.random.normal``).
+        for local, evs in self.module_scope.events.items():
+            for ev in evs:
+                v = ev.value if ev.kind == "assign" else None
+                if isinstance(v, (ast.Attribute, ast.Name)) and \
+                        (v.attr if isinstance(v, ast.Attribute) else v.id) in out:
+                    out.add(local)
+        return out
+
+    def calls_named(self, names) -> list:
+        """Calls whose callee is spelled with one of ``names`` or a local alias of one: a cheap
+        pre-filter before resolving (the caller still checks the qualified name)."""
+        out = []
+        by_name = self.calls_by_name
+        for name in self.spellings(names):
+            out.extend(by_name.get(name, ()))
+        out.sort(key=_pos)
+        return out
+
+    def traced_calls(self) -> Iterator[tuple]:
+        """``(function, call)`` for every call made directly in a traced function's body."""
+        for f in self.functions:
+            if f.traced:
+                for call in f.calls:
+                    yield f, call
+
+    def in_traced_code(self, node: ast.AST) -> bool:
+        f = self.function_at(node)
+        return f is not None and f.traced
+
+    def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
+        """The binding event of ``name`` that reaches position ``pos`` in ``scope`` (None for
+        imports and unbound names)."""
+        found = self._lookup(name, scope, pos)
+        return found[0] if found is not None else None
+
+    def _lookup(self, name: str, scope: Scope, pos: tuple):
+        """The binding of ``name`` that reaches ``pos`` in ``scope``, with the bindings after it in
+        the same scope: ``(event, later)``; None when the name is an import or unbound. In the
+        node's own scope this is the last binding before ``pos`` (the first use before any binding
+        sees the last one, as a loop would); in enclosing scopes, their last binding."""
+        s: Optional[Scope] = scope
+        own = True
+        while s is not None:
+            if s.kind == "class" and not own:
+                s = s.parent
+                continue
+            if name in s.globals:
+                s, own = self.module_scope, False
+                continue
+            if name in s.imports:
+                return None
+            evs = s.events.get(name)
+            if evs:
+                if own:
+                    for i, cand in enumerate(evs):
+                        if cand.pos > pos:
+                            return (evs[i - 1] if i else evs[-1]), evs[i:]
+                return evs[-1], ()
+            s, own = s.parent, False
+        return None
+
+    def _class_of(self, scope: Scope) -> Optional[ClassInfo]:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.kind == "class":
+                return s.cls
+            if s.kind == "function" and s.func is not None and s.func.cls is not None:
+                return s.func.cls
+            s = s.parent
+        return None
+
+    def _imported(self, name: str, scope: Scope):
+        """``(model, name)`` for a name imported from one of the project's modules, ``(model, None)``
+        for an imported project module; None otherwise or without a project resolver."""
+        if self.project is None or self.path is None:
+            return None
+        s: Optional[Scope] = scope
+        while s is not None:
+            if name in s.import_src:
+                module, attr, level = s.import_src[name]
+                return self.project.imported(self.path, module, attr, level)
+            if name in s.events:
+                return None
+            s = s.parent
+        return None

@@ -1,0 +1,224 @@
+"""The model's records: loops, contexts, functions, classes, jit wrappers, scopes, bindings."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from .syntax import _names_in
+
+FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+_DICT_VIEWS = frozenset({"items", "keys", "values"})
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+# --------------------------------------------------------------------------- records
+
+
+class Loop:
+    """A ``for``/``while`` loop or a comprehension."""
+
+    __slots__ = ("node", "kind", "parent", "children", "calls", "iter_jax_nodes", "_jax_work", "_direct",
+                 "depth", "bounded", "steplike", "ranged")
+
+    def __init__(self, node: ast.AST, kind: str, parent: Optional["Loop"], depth: int):
+        self.node = node
+        self.kind = kind  # "for" | "while" | "comprehension"
+        self.parent = parent
+        self.children: list[Loop] = []
+        self.calls: list[ast.Call] = []  # calls that run per iteration, not inside a nested loop
+        self.iter_jax_nodes: list[tuple[ast.AST, "Scope"]] = []  # iterables of nested comprehension generators
+        self._jax_work: Optional[bool] = None
+        self._direct: Optional[bool] = None
+        self.depth = depth
+        iterable = getattr(node, "iter", None)
+        if isinstance(node, _COMPS):
+            iterable = node.generators[0].iter
+        # A loop over a literal list of options or a short literal range runs a bounded, small number
+        # of times: per-iteration costs there are per-call costs of the code around it.
+        self.bounded = iterable is not None and _is_bounded(iterable)
+        # Whether plain array operations in the body count as JAX work: not in loops over the
+        # parts of a structure (``for k, v in tree.items()``), where they are trace-time bookkeeping.
+        self.steplike = kind == "while" or iterable is None or not _is_structural(iterable)
+        # A loop over steps rather than items: ``while``, or ``range``/``count``/``trange`` iteration.
+        self.ranged = kind == "while" or (iterable is not None and _is_steplike(iterable))
+
+    def target_names(self) -> set[str]:
+        node = self.node
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            return _names_in(node.target)
+        if isinstance(node, _COMPS):
+            out: set[str] = set()
+            for gen in node.generators:
+                out |= _names_in(gen.target)
+            return out
+        return set()
+
+
+def _is_bounded(it: ast.AST) -> bool:
+    if isinstance(it, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return True
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name):
+        if it.func.id == "range" and it.args and all(isinstance(a, ast.Constant) and isinstance(a.value, int)
+                                                    for a in it.args):
+            vals = [a.value for a in it.args]
+            try:
+                return len(range(*vals)) <= BOUNDED_TRIPS
+            except (TypeError, ValueError):
+                return False
+        if it.func.id in ("enumerate", "zip", "reversed", "product") and it.args:
+            return all(_is_bounded(a) for a in it.args if not isinstance(a, ast.Starred))
+    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "product"
+            and it.args):
+        return all(_is_bounded(a) for a in it.args if not isinstance(a, ast.Starred))
+    return False
+
+
+def _element(expr: ast.AST, index: int) -> ast.AST:
+    """Element ``index`` of a tuple/list literal (the whole expression when it is not one)."""
+    if isinstance(expr, (ast.Tuple, ast.List)) and index < len(expr.elts) and not any(
+            isinstance(x, ast.Starred) for x in expr.elts):
+        return expr.elts[index]
+    return expr
+
+
+def _waits(call: ast.Call) -> bool:
+    """``block_until_ready`` waits for work already dispatched; it dispatches none."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr == "block_until_ready"
+
+
+def _is_structural(it: ast.AST) -> bool:
+    """Iteration over the parts of one structure (dict items, zipped leaves, a pytree's leaves):
+    trace-time bookkeeping in library code rather than a loop over steps or batches."""
+    while isinstance(it, ast.Call):
+        f = it.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in _DICT_VIEWS or name in ("zip", "leaves", "tree_leaves", "tree_flatten", "flatten",
+                                           "tree_flatten_with_path", "leaves_with_path", "safe_zip"):
+            return True
+        if name in ("enumerate", "reversed", "sorted", "list", "tuple") and it.args:
+            it = it.args[0]
+            continue
+        return False
+    return False
+
+
+def _is_steplike(it: ast.AST) -> bool:
+    while isinstance(it, ast.Call) and it.args:
+        name = it.func.attr if isinstance(it.func, ast.Attribute) else getattr(it.func, "id", "")
+        if name in ("range", "count", "trange", "islice"):
+            return True
+        if name in ("enumerate", "tqdm", "reversed"):
+            it = it.args[0]
+            continue
+        return False
+    return isinstance(it, ast.Call) and getattr(it.func, "attr", getattr(it.func, "id", "")) == "count"
+
+
+BOUNDED_TRIPS = 16
+
+
+@dataclass(eq=False)
+class Context:
+    """Where a node runs. Shared by all nodes with the same surroundings."""
+
+    scope: "Scope"
+    loops: tuple = ()  # Loop records, outermost first, within the node's own function
+    guards: tuple = ()  # (if-test expression, number of loops around that if)
+    branches: tuple = ()  # (id of an If, 0 for its body / 1 for its else): paths that exclude each other
+    raising: bool = False  # inside a ``raise`` statement or an ``assert`` message: runs at most once
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: FuncNode
+    name: str
+    qualname: str
+    scope: "Scope"  # the function's own scope
+    parent: Optional["FunctionInfo"]
+    cls: Optional["ClassInfo"]
+    params: list[str]  # positional parameters in order (posonly + regular)
+    kwonly: list[str]
+    decorators: list[str] = field(default_factory=list)  # resolved qualnames of decorators
+    traced: bool = False
+    trace_reasons: list[str] = field(default_factory=list)
+    jit_entry: Optional["JitWrap"] = None  # set when the function itself is compiled by a jit wrapper
+    static_argnums: set = field(default_factory=set)
+    static_argnames: set = field(default_factory=set)
+    tracer_params: set = field(default_factory=set)
+    calls: list = field(default_factory=list)  # calls in the body, not in nested functions
+    returns: list = field(default_factory=list)  # returned expressions
+    subscripts: list = field(default_factory=list)  # x[...] reads in the body, not in nested functions
+    loops: list = field(default_factory=list)  # loops in the body, not in nested functions
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None and not isinstance(self.node, ast.Lambda)
+
+    def static_names(self) -> set[str]:
+        out = set(self.static_argnames)
+        for i in self.static_argnums:
+            if -len(self.params) <= i < len(self.params):
+                out.add(self.params[i])
+        return out
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: ast.ClassDef
+    methods: dict = field(default_factory=dict)  # name -> FunctionInfo
+    self_attrs: dict = field(default_factory=dict)  # attribute -> [value expressions assigned to self.attr]
+
+
+@dataclass(eq=False)
+class JitWrap:
+    """A place where a jit/pmap wrapper is created: a call ``jax.jit(f, ...)`` or a decorator."""
+
+    node: ast.AST  # the Call, or the decorated FunctionDef
+    kind: str  # "jit" | "pmap" | "filter_jit"
+    spelling: str  # how the user wrote the wrapper, e.g. "jax.jit"
+    target: Optional[ast.AST]  # the wrapped callable expression (None for decorators)
+    func: Optional[FunctionInfo]  # the decorated function, for decorators
+    ctx: Context
+    static_argnums: set = field(default_factory=set)
+    static_argnames: set = field(default_factory=set)
+    decorator: bool = False
+    inline: bool = False  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
+    params: tuple = ()  # positional parameters, for wrappers summarized from another module (func is None)
+
+    def positional_params(self) -> list:
+        return list(self.func.params) if self.func is not None else list(self.params)
+
+
+class Scope:
+    __slots__ = ("node", "kind", "parent", "imports", "import_src", "events", "func", "cls", "globals", "defs")
+
+    def __init__(self, node: ast.AST, kind: str, parent: Optional["Scope"]):
+        self.node = node
+        self.kind = kind  # "module" | "function" | "class"
+        self.parent = parent
+        self.imports: dict[str, str] = {}
+        self.import_src: dict[str, tuple] = {}  # local name -> (module, imported name or None, level)
+        self.events: dict[str, list[_Event]] = {}
+        self.func: Optional[FunctionInfo] = None
+        self.cls: Optional[ClassInfo] = None
+        self.globals: set[str] = set()
+        self.defs: dict[str, FunctionInfo] = {}
+
+
+class _Event:
+    """One binding of a name: a parameter, assignment, loop target, def, ..."""
+
+    __slots__ = ("pos", "kind", "value", "path", "node", "scope", "loops")
+
+    def __init__(self, pos, kind, value, path, node, scope, loops=()):
+        self.loops = loops  # the loops around the binding, in its function
+        self.pos = pos
+        self.kind = kind  # "param" | "assign" | "aug" | "for" | "def" | "other"
+        self.value = value
+        self.path = path  # index path into a tuple-unpacking target
+        self.node = node
+        self.scope = scope
+
+

@@ -1,0 +1,61 @@
+"""What other modules of a project need to know of a module, without its syntax tree."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+from .callables import _TRANSFORMED
+from .records import JitWrap
+
+if TYPE_CHECKING:  # annotations only: the model imports this module
+    from .module import ModuleModel
+
+
+class ModuleSummary:
+    """What other modules need to know of a module, without its tree: whether it imports JAX,
+    which top-level names are jitted/transformed callables, and which names it re-exports."""
+
+    __slots__ = ("path", "imports_jax", "exports", "reexports", "project")
+
+    def __init__(self, model: ModuleModel):
+        self.path = model.path
+        self.project = model.project
+        self.imports_jax = model.imports_jax
+        self.exports: dict[str, JitWrap] = {}
+        self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
+        for name in model.module_scope.events:
+            wrap = model.exported_callable(name)
+            if wrap is None:
+                continue
+            if wrap is _TRANSFORMED:
+                self.exports[name] = wrap
+                continue
+            self.exports[name] = JitWrap(
+                node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None, ctx=_TRANSFORMED.ctx,
+                static_argnums=set(wrap.static_argnums), static_argnames=set(wrap.static_argnames),
+                decorator=False, inline=wrap.inline, params=tuple(wrap.positional_params()))
+        model.dispose()
+
+    @classmethod
+    def empty(cls, path: str, project, imports_jax: bool) -> "ModuleSummary":
+        """A module that exports nothing compiled (and whose imports do not matter)."""
+        self = cls.__new__(cls)
+        self.path, self.project, self.imports_jax = path, project, imports_jax
+        self.exports, self.reexports = {}, {}
+        return self
+
+    def exported_callable(self, name: str) -> Optional[JitWrap]:
+        if name in self.exports:
+            return self.exports[name]
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return None
+        other = self.project.imported(self.path, *src)
+        if other is not None and other[1] is not None:
+            return other[0].exported_callable(other[1])
+        return None
+
+
+_SUMMARY_NODE = ast.Pass()
+

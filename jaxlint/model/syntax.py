@@ -1,0 +1,84 @@
+"""Small facts read off the syntax alone: positions, names in a target, literal sets, arguments."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+
+
+def _names_in(target: ast.AST) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: set[str] = set()
+        for elt in target.elts:
+            out |= _names_in(elt)
+        return out
+    if isinstance(target, ast.Starred):
+        return _names_in(target.value)
+    return set()
+
+
+def _contains(node: ast.AST, pos: tuple) -> bool:
+    return (node.lineno, node.col_offset) <= pos <= _end(node)
+
+
+def _pos(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.AST) -> tuple:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _int_set(node: Optional[ast.AST]) -> set:
+    """Literal ints (or one int) from a static_argnums-like argument."""
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return {node.value}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        v = node.operand.value
+        return {-v} if isinstance(v, int) else set()
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out: set = set()
+        for elt in node.elts:
+            out |= _int_set(elt)
+        return out
+    return set()
+
+
+def _str_set(node: Optional[ast.AST]) -> set:
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out: set = set()
+        for elt in node.elts:
+            out |= _str_set(elt)
+        return out
+    return set()
+
+
+def call_arg(call: ast.Call, index: int, keyword: Optional[str]) -> Optional[ast.AST]:
+    """The argument at a position or keyword, if the call spells it out."""
+    if keyword is not None:
+        for kw in call.keywords:
+            if kw.arg == keyword:
+                return kw.value
+    if index is not None and index < len(call.args):
+        arg = call.args[index]
+        if not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return arg
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+

@@ -1,0 +1,205 @@
+"""Value kinds: which expressions hold JAX values."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .. import names as N
+from .records import _DICT_VIEWS, FunctionInfo, Scope, _element, _Event
+from .syntax import _contains, _pos
+
+class ValueQueries:
+    """Which expressions hold JAX values. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def is_jax(self, expr: Optional[ast.AST], scope: Optional[Scope] = None) -> bool:
+        """Whether the expression certainly holds a JAX array (or a pytree of them).
+        Inside traced code such a value is a tracer."""
+        if expr is None:
+            return False
+        key = id(expr)
+        memo = self._kind_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # cycle guard
+        if scope is None:
+            scope = self.scope_at(expr)
+        result = self._kind(expr, scope)
+        memo[key] = result
+        return result
+
+    def _kind(self, e: ast.AST, scope: Scope) -> bool:
+        t = type(e)
+        if t is ast.Name:
+            return self._name_kind(e.id, scope, _pos(e))
+        if t is ast.Call:
+            return self._call_kind(e, scope)
+        if t is ast.Attribute:
+            if e.attr in N.METADATA_ATTRS:
+                return False
+            return self.is_jax(e.value, scope)
+        if t is ast.Subscript:
+            return self.is_jax(e.value, scope)
+        if t is ast.BinOp:
+            if isinstance(e.op, ast.Mod) and isinstance(e.left, (ast.Constant, ast.JoinedStr)):
+                return False  # "%s" % x is a string
+            return self.is_jax(e.left, scope) or self.is_jax(e.right, scope)
+        if t is ast.UnaryOp:
+            return not isinstance(e.op, ast.Not) and self.is_jax(e.operand, scope)
+        if t is ast.Compare:
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return False
+            return self.is_jax(e.left, scope) or any(self.is_jax(c, scope) for c in e.comparators)
+        if t is ast.IfExp:
+            return self.is_jax(e.body, scope) or self.is_jax(e.orelse, scope)
+        if t is ast.NamedExpr:
+            return self.is_jax(e.value, scope)
+        if t in (ast.Tuple, ast.List):
+            return any(self.is_jax(x.value if isinstance(x, ast.Starred) else x, scope) for x in e.elts)
+        if t is ast.Starred:
+            return self.is_jax(e.value, scope)
+        return False
+
+    def _call_kind(self, call: ast.Call, scope: Scope) -> bool:
+        func = call.func
+        qn = self.resolve(func, scope)
+        if qn is not None:
+            if N.produces_array(qn):
+                return True
+            if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.HOST_BUILTINS or qn in N.FORMAT_BUILTINS:
+                return False
+            if qn.startswith(("builtins.", "numpy.", "math.")):
+                return False
+        if isinstance(func, ast.Attribute):
+            # x.at[i].set(v)
+            if func.attr in N.AT_METHODS and isinstance(func.value, ast.Subscript):
+                inner = func.value.value
+                if isinstance(inner, ast.Attribute) and inner.attr == "at":
+                    return True
+            if qn is None and self.is_jax(func.value, scope):
+                return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS
+        info = self.callable_info(func, scope)
+        if info is not None:
+            return True
+        return self._local_result(call, scope, None)
+
+    def _local_result(self, call: ast.Call, scope: Scope, index: Optional[int]) -> bool:
+        """Whether a call of this module's own (not compiled) function returns a JAX value; with
+        ``index``, element ``index`` of the tuple it returns (``arr, name = helper(x)``)."""
+        local = self.local_functions(call.func, scope)
+        args_jax = None
+        for f in local:
+            if index is None:
+                if not self.returns_jax(f):
+                    continue
+            elif not any(self.is_jax(_element(r, index), f.scope) for r in f.returns):
+                continue
+            # A helper whose result is an array only because its parameters held tracers where it
+            # was traced returns whatever it is given here: NumPy in, NumPy out.
+            if not f.tracer_params:
+                return True
+            if args_jax is None:
+                args_jax = any(self.is_jax(a, scope) for a in call.args) or any(
+                    self.is_jax(kw.value, scope) for kw in call.keywords)
+            if args_jax:
+                return True
+        return False
+
+    def _name_kind(self, name: str, scope: Scope, pos: tuple) -> bool:
+        found = self._lookup(name, scope, pos)
+        if found is None:
+            return False
+        ev, later = found
+        if self._event_kind(ev):
+            return True
+        # A binding later in a loop that also holds this use reaches it on the next iteration:
+        # ``while delta > tol: ...; delta = jnp.max(...)`` (not when the name is rebound in the
+        # loop before the use, e.g. as the for target).
+        for cand in later:
+            for lp in cand.loops:
+                if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and self._event_kind(cand):
+                    return True
+        return False
+
+    def _event_kind(self, ev: _Event) -> bool:
+        key = id(ev)
+        memo = self._event_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # cycle guard: ``x += 1`` seen through its own binding
+        result = self._event_kind_uncached(ev)
+        memo[key] = result
+        return result
+
+    def _event_kind_uncached(self, ev: _Event) -> bool:
+        kind = ev.kind
+        if kind == "param":
+            f = ev.scope.func
+            return f is not None and ev.value in f.tracer_params
+        if kind == "assign":
+            value = ev.value
+            path = list(ev.path or ())
+            while path and isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
+                    isinstance(x, ast.Starred) for x in value.elts):
+                value = value.elts[path.pop(0)]
+            if path and isinstance(value, ast.Call) and self.callable_info(value.func, ev.scope) is None \
+                    and self.local_functions(value.func, ev.scope):
+                # ``arr, name = helper(x)``: each element has its own kind
+                return self._local_result(value, ev.scope, path[0])
+            return self.is_jax(value, ev.scope)
+        if kind == "aug":
+            node = ev.node
+            if self.is_jax(node.value, ev.scope):
+                return True
+            return self._name_kind(node.target.id, ev.scope, _pos(node))
+        if kind == "for":
+            it = ev.value
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
+                # for k, v in tree.items(): keys are Python values
+                if it.func.attr == "keys" or (it.func.attr == "items" and ev.path and ev.path[0] == 0):
+                    return False
+                return self.is_jax(it.func.value, ev.scope)
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate":
+                if not it.args or (ev.path and ev.path[0] == 0):
+                    return False
+                return self.is_jax(it.args[0], ev.scope)
+            return self.is_jax(it, ev.scope)
+        return False
+
+    def clear_value_memos(self) -> None:
+        self._kind_memo.clear()
+        self._returns_memo.clear()
+        self._event_memo.clear()
+
+    def formats_jax(self, value: ast.AST, scope: Scope, deep: bool = False) -> bool:
+        """Whether formatting ``value`` as text (a print/log argument, an f-string, ``%``- or
+        ``str.format``-formatting) formats a JAX value. ``deep`` also looks inside nested f-strings
+        and through ``str()``/``repr()``/``format()``/``"...".format()`` calls."""
+        if isinstance(value, ast.Starred):
+            value = value.value
+        if isinstance(value, ast.JoinedStr):
+            return any(isinstance(v, ast.FormattedValue) and (
+                self.formats_jax(v.value, scope, deep) if deep else self.is_jax(v.value, scope))
+                for v in value.values)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) and isinstance(value.left, ast.Constant):
+            return self.formats_jax(value.right, scope, deep)
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return any(self.formats_jax(v, scope, deep) for v in value.elts)
+        if isinstance(value, ast.Dict):
+            return any(v is not None and self.formats_jax(v, scope, deep) for v in value.values)
+        if deep and isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
+                return any(self.formats_jax(a, scope, deep) for a in list(value.args) + [k.value for k in value.keywords])
+            if self.resolve(func, scope) in ("builtins.str", "builtins.repr", "builtins.format"):
+                return bool(value.args) and self.formats_jax(value.args[0], scope, deep)
+        return self.is_jax(value, scope)
+
+    def returns_jax(self, f: FunctionInfo) -> bool:
+        key = id(f)
+        if key in self._returns_memo:
+            return bool(self._returns_memo[key])
+        self._returns_memo[key] = False
+        result = any(self.is_jax(r, f.scope) for r in f.returns)
+        self._returns_memo[key] = result
+        return result
