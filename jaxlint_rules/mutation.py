@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.fix import FixBuilder
-from jaxlint.model import FunctionInfo, ModuleModel, Scope
+from jaxlint.model import STARRED, FunctionInfo, ModuleModel, Scope
 from jaxlint.rule import Finding, Rule, unparse
 
 # --------------------------------------------------------------------------- "certainly an array"
@@ -62,7 +62,6 @@ _TAKES_SEQUENCES = {
 }
 _SEQUENCES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Set, ast.SetComp, ast.Dict, ast.DictComp)
 _MAX_DEPTH = 12
-_STARRED = 10 ** 6  # the model's path index for a starred unpacking target
 
 
 def _pos(node: ast.AST) -> tuple:
@@ -153,7 +152,7 @@ class _Arrays:
             if not path:
                 return self.certain(value, ev.scope, depth)
             # q, r = jnp.linalg.qr(a); k1, k2 = jax.random.split(key): each part is one array
-            if len(path) == 1 and path[0] != _STARRED and isinstance(value, ast.Call):
+            if len(path) == 1 and path[0] != STARRED and isinstance(value, ast.Call):
                 qn = self.m.resolve(value.func, ev.scope)
                 return qn is not None and qn.startswith(("jax.numpy.", "jax.random.")) and N.produces_array(qn)
             return False

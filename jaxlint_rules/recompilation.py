@@ -38,7 +38,7 @@ def new_callable(model: ModuleModel, target: Optional[ast.AST], inside, scope: S
         if ev.kind == "def":
             created = ev.node
             what = f"the function `{target.id}` defined there"
-        elif ev.kind == "assign" and ev.path is None and isinstance(ev.value, (ast.Lambda, ast.Call)):
+        elif ev.plain_assign and isinstance(ev.value, (ast.Lambda, ast.Call)):
             created = ev.value
             desc = new_callable(model, ev.value, inside, ev.scope)
             if desc is None:
@@ -90,7 +90,7 @@ def _bound_name(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     scope = model.scope_at(wrap.node)
     for name, evs in scope.events.items():
         for ev in evs:
-            if ev.kind == "assign" and ev.path is None and ev.value is wrap.node:
+            if ev.plain_assign and ev.value is wrap.node:
                 return name
     return None
 

@@ -115,7 +115,7 @@ class GlobalRngInTracedCode(Rule):
         """If ``name`` holds a NumPy/Python generator object that was created outside ``f`` (or
         without a seed), the constructor's spelling."""
         ev = model.binding(name.id, scope, _pos(name))
-        if ev is None or ev.kind != "assign" or ev.path is not None or not isinstance(ev.value, ast.Call):
+        if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
             return None
         value = ev.value
         if not _is_constructor(model.resolve(value.func, ev.scope)):
@@ -319,7 +319,7 @@ def _constant_seed(model: ModuleModel, seed: Optional[ast.AST], scope) -> bool:
         return isinstance(seed.value, int) and not isinstance(seed.value, bool)
     if isinstance(seed, ast.Name):
         ev = model.binding(seed.id, scope, _pos(seed))
-        if ev is None or ev.scope is not model.module_scope or ev.kind != "assign" or ev.path is not None:
+        if ev is None or ev.scope is not model.module_scope or not ev.plain_assign:
             return False
         if len(model.module_scope.events.get(seed.id, ())) != 1:
             return False

@@ -209,7 +209,7 @@ class Staging:
         scope = m.scope_at(expr)
         for name, evs in scope.events.items():
             for ev in evs:
-                if ev.kind != "assign" or ev.path is not None or ev.value is not expr:
+                if not ev.plain_assign or ev.value is not expr:
                     continue
                 for c in m.calls:
                     used = [c.func] + list(c.args) + [kw.value for kw in c.keywords]
@@ -309,7 +309,7 @@ def _is_mask(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> bo
         return False
     if isinstance(e, ast.Name):
         ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
-        if ev is not None and ev.kind == "assign" and ev.path is None:
+        if ev is not None and ev.plain_assign:
             return _is_mask(model, ev.value, ev.scope, depth + 1)
     return False
 
@@ -846,7 +846,7 @@ class ShapeChurn(Rule):
             return True
         if isinstance(arg, ast.Name):
             ev = model.binding(arg.id, churn.scope, (arg.lineno, arg.col_offset))
-            if (ev is not None and ev.kind == "assign" and ev.path is None and ev.scope is churn.scope
+            if (ev is not None and ev.plain_assign and ev.scope is churn.scope
                     and any(lp in loops for lp in ev.loops)):
                 return churn.churning(ev.value)
         return False
@@ -881,7 +881,7 @@ def _const_int(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> 
             return None
     if isinstance(e, ast.Name):
         ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
-        if ev is None or ev.kind != "assign" or ev.path is not None:
+        if ev is None or not ev.plain_assign:
             return None
         if len(ev.scope.events.get(e.id, ())) != 1:
             return None  # rebound somewhere: not a constant

@@ -38,7 +38,7 @@ def _outer_owner(model: ModuleModel, f: FunctionInfo, name: ast.Name, scope) -> 
     anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
     optimizer object with an ``update`` method)."""
     ev = model.binding(name.id, scope, _pos(name))
-    if ev is None or ev.kind != "assign" or ev.path is not None:
+    if ev is None or not ev.plain_assign:
         return None
     if ev.scope is f.scope or ev.scope.kind == "class":
         return None

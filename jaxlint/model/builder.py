@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import names as N
 from .module import ModuleModel
-from .records import ClassInfo, Context, FuncNode, FunctionInfo, Loop, Scope, _Event
+from .records import STARRED, Binding, ClassInfo, Context, FuncNode, FunctionInfo, Loop, Scope
 from .syntax import _end, _names_in, _pos
 from .tracing import _TraceAnalysis
 
@@ -74,7 +74,7 @@ class _Builder:
                 self.visit(n)
 
     def bind(self, name: str, kind: str, value, path, node, pos) -> None:
-        self.scope.events.setdefault(name, []).append(_Event(pos, kind, value, path, node, self.scope, self.loops))
+        self.scope.events.setdefault(name, []).append(Binding(pos, kind, value, path, node, self.scope, self.loops))
 
     def bind_target(self, target: ast.AST, value, pos, kind: str = "assign", path: tuple = ()) -> None:
         if isinstance(target, ast.Name):
@@ -82,7 +82,7 @@ class _Builder:
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 if isinstance(elt, ast.Starred):
-                    self.bind_target(elt.value, value, pos, kind, path + (10 ** 6,))
+                    self.bind_target(elt.value, value, pos, kind, path + (STARRED,))
                 else:
                     self.bind_target(elt, value, pos, kind, path + (i,))
         elif isinstance(target, ast.Starred):
@@ -149,7 +149,7 @@ class _Builder:
         m.ctx[id(node)] = self.cur
         pos = _pos(node)
         for p in params + kwonly + ([a.vararg.arg] if a.vararg else []) + ([a.kwarg.arg] if a.kwarg else []):
-            scope.events.setdefault(p, []).append(_Event(pos, "param", p, None, node, scope))
+            scope.events.setdefault(p, []).append(Binding(pos, "param", p, None, node, scope))
         if cls is not None and not isinstance(node, ast.Lambda):
             cls.methods[name] = fi
         return fi

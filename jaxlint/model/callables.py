@@ -59,7 +59,7 @@ class CallableQueries:
                 if f is not None and f.traced and any(r.startswith("@") for r in f.trace_reasons):
                     return _TRANSFORMED
                 return None
-            if ev.kind == "assign" and ev.path is None:
+            if ev.plain_assign:
                 return self._callable(ev.value, ev.scope, depth + 1)
             return None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
@@ -121,7 +121,7 @@ class CallableQueries:
             if ev.kind == "def":
                 f = self.func_of_node.get(id(ev.node))
                 return [f] if f else []
-            if ev.kind == "assign" and ev.path is None:
+            if ev.plain_assign:
                 return self.local_functions(ev.value, ev.scope, depth + 1)
             return []
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls"):

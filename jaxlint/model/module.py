@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from .callables import CallableQueries
 from .loops import LoopQueries
-from .records import ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope, _Event
+from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .syntax import _end, _pos
 from .values import ValueQueries
 
@@ -108,7 +108,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
             evs = s.events.get(name)
             if evs:
                 # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
-                if all(ev.kind == "assign" and ev.path is None and isinstance(ev.value, (ast.Name, ast.Attribute))
+                if all(ev.plain_assign and isinstance(ev.value, (ast.Name, ast.Attribute))
                        for ev in evs):
                     targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
                     if len(targets) == 1:
@@ -203,7 +203,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
         f = self.function_at(node)
         return f is not None and f.traced
 
-    def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[_Event]:
+    def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[Binding]:
         """The binding event of ``name`` that reaches position ``pos`` in ``scope`` (None for
         imports and unbound names)."""
         found = self._lookup(name, scope, pos)

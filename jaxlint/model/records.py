@@ -200,25 +200,37 @@ class Scope:
         self.parent = parent
         self.imports: dict[str, str] = {}
         self.import_src: dict[str, tuple] = {}  # local name -> (module, imported name or None, level)
-        self.events: dict[str, list[_Event]] = {}
+        self.events: dict[str, list[Binding]] = {}
         self.func: Optional[FunctionInfo] = None
         self.cls: Optional[ClassInfo] = None
         self.globals: set[str] = set()
         self.defs: dict[str, FunctionInfo] = {}
 
 
-class _Event:
-    """One binding of a name: a parameter, assignment, loop target, def, ..."""
+# The path index of a starred unpacking target: ``a, *rest = xs`` binds ``rest`` at path (STARRED,).
+STARRED = 10 ** 6
+
+
+class Binding:
+    """One binding of a name: a parameter, assignment, loop target, def, ...
+
+    ``kind`` is "param" | "assign" | "aug" | "for" | "def" | "other"; ``value`` is the assigned
+    expression (the iterable for "for", the parameter's name for "param"); ``path`` the index
+    path into a tuple-unpacking target (None when the whole value is bound); ``node`` the binding
+    statement or definition; ``loops`` the loops around the binding in its function."""
 
     __slots__ = ("pos", "kind", "value", "path", "node", "scope", "loops")
 
     def __init__(self, pos, kind, value, path, node, scope, loops=()):
-        self.loops = loops  # the loops around the binding, in its function
+        self.loops = loops
         self.pos = pos
-        self.kind = kind  # "param" | "assign" | "aug" | "for" | "def" | "other"
+        self.kind = kind
         self.value = value
-        self.path = path  # index path into a tuple-unpacking target
+        self.path = path
         self.node = node
         self.scope = scope
 
-
+    @property
+    def plain_assign(self) -> bool:
+        """``name = value``: the whole value bound to the name (not unpacked, augmented or looped)."""
+        return self.kind == "assign" and self.path is None

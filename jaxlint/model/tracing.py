@@ -208,7 +208,7 @@ class _TraceAnalysis:
             expr = expr.args[0]
         if isinstance(expr, ast.Name):  # f = partial(g, x) bound to a name
             ev = m.binding(expr.id, scope, _pos(expr))
-            if ev is not None and ev.kind == "assign" and ev.path is None and isinstance(ev.value, ast.Call) \
+            if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call) \
                     and depth < 8:
                 return self._bound_by_partial(ev.value, fi, ev.scope) | names
         params = fi.params[1:] if fi.is_method and isinstance(expr, ast.Attribute) else fi.params

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
-from .records import _DICT_VIEWS, FunctionInfo, Scope, _element, _Event
+from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos
 
 class ValueQueries:
@@ -121,7 +121,7 @@ class ValueQueries:
                     return True
         return False
 
-    def _event_kind(self, ev: _Event) -> bool:
+    def _event_kind(self, ev: Binding) -> bool:
         key = id(ev)
         memo = self._event_memo
         if key in memo:
@@ -131,7 +131,7 @@ class ValueQueries:
         memo[key] = result
         return result
 
-    def _event_kind_uncached(self, ev: _Event) -> bool:
+    def _event_kind_uncached(self, ev: Binding) -> bool:
         kind = ev.kind
         if kind == "param":
             f = ev.scope.func
