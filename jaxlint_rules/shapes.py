@@ -20,7 +20,6 @@ CONCRETE_TRANSFORMS = frozenset({
     "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad", "flax.nnx.grad",
     "flax.nnx.value_and_grad",
 })
-_CALLED_FROM = "called from "
 
 
 class Staging:
@@ -42,13 +41,13 @@ class Staging:
             return self._memo[key]
         self._memo[key] = False  # cycle guard
         result = False
-        for reason in f.trace_reasons:
-            if reason.startswith(_CALLED_FROM):
-                callers = self._qualnames().get(reason[len(_CALLED_FROM):], ())
+        for cause in f.trace_causes:
+            if cause.kind == "caller":
+                callers = self._qualnames().get(cause.name, ())
                 if any(self.staged(g) for g in callers):
                     result = True
-            elif reason.lstrip("@") in CONCRETE_TRANSFORMS:
-                if not reason.startswith("@") and self._grad_site_staged(f, reason):
+            elif cause.kind == "transform" and cause.name in CONCRETE_TRANSFORMS:
+                if not cause.decorator and self._grad_site_staged(f, cause.name):
                     result = True
             else:
                 result = True
@@ -133,7 +132,7 @@ class Staging:
         positional = list(f.params)
         defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
         defaults.update({p: d for p, d in zip(f.kwonly, a.kw_defaults) if d is not None})
-        lax_only = bool(f.trace_reasons) and all(r in N.LAX_BODIES for r in f.trace_reasons)
+        lax_only = bool(f.trace_causes) and all(c.kind == "lax" for c in f.trace_causes)
         for p, d in defaults.items():
             if lax_only or isinstance(d, (ast.Tuple, ast.List, ast.Dict)) or (
                     isinstance(d, ast.Constant) and isinstance(d.value, str)):

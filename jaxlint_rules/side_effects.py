@@ -29,7 +29,7 @@ def _pos(node: ast.AST) -> tuple:
 def _same_trace_only(f: FunctionInfo) -> bool:
     """Whether ``f`` is traced only because traced code calls it directly: it then runs inside the
     caller's trace, and state of a traced enclosing function is trace-local for it."""
-    return bool(f.trace_reasons) and all(r.startswith("called from ") for r in f.trace_reasons)
+    return bool(f.trace_causes) and all(c.kind == "caller" for c in f.trace_causes)
 
 
 def _outer_owner(model: ModuleModel, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:

@@ -17,9 +17,9 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 
 from .builder import build_model
 from .module import ModuleModel
-from .records import BOUNDED_TRIPS, STARRED, Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
+from .records import BOUNDED_TRIPS, STARRED, Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope, TraceCause
 from .summary import ModuleSummary
 from .syntax import call_arg
 
 __all__ = ["BOUNDED_TRIPS", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
-           "ModuleSummary", "Scope", "build_model", "call_arg"]
+           "ModuleSummary", "Scope", "TraceCause", "build_model", "call_arg"]

@@ -56,7 +56,7 @@ class CallableQueries:
                 f = self.func_of_node.get(id(ev.node))
                 if f is not None and f.jit_entry is not None and f.jit_entry.decorator:
                     return f.jit_entry
-                if f is not None and f.traced and any(r.startswith("@") for r in f.trace_reasons):
+                if f is not None and f.traced and any(c.decorator for c in f.trace_causes):
                     return _TRANSFORMED
                 return None
             if ev.plain_assign:

@@ -130,6 +130,21 @@ class Context:
     raising: bool = False  # inside a ``raise`` statement or an ``assert`` message: runs at most once
 
 
+@dataclass(frozen=True)
+class TraceCause:
+    """Why a function is traced.
+
+    ``kind``: "jit" (compiled by a jit/pmap wrapper; ``name`` is the wrapper as the user spelled
+    it), "transform" (``name`` the transform's qualified name, e.g. ``jax.vmap``), "lax" (the body
+    of a lax primitive, ``name`` its qualified name) or "caller" (called from the traced function
+    ``caller``; ``name`` its qualified name). ``decorator``: applied as a decorator."""
+
+    kind: str
+    name: str
+    decorator: bool = False
+    caller: Optional["FunctionInfo"] = field(default=None, compare=False)
+
+
 @dataclass(eq=False)
 class FunctionInfo:
     node: FuncNode
@@ -142,7 +157,7 @@ class FunctionInfo:
     kwonly: list[str]
     decorators: list[str] = field(default_factory=list)  # resolved qualnames of decorators
     traced: bool = False
-    trace_reasons: list[str] = field(default_factory=list)
+    trace_causes: list = field(default_factory=list)  # TraceCause records: why it is traced
     jit_entry: Optional["JitWrap"] = None  # set when the function itself is compiled by a jit wrapper
     static_argnums: set = field(default_factory=set)
     static_argnames: set = field(default_factory=set)

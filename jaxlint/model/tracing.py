@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
-from .records import FunctionInfo, JitWrap, Scope
+from .records import FunctionInfo, JitWrap, Scope, TraceCause
 from .syntax import _int_set, _kw, _pos, _str_set, call_arg
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
@@ -45,11 +45,11 @@ class _TraceAnalysis:
 
     # -- marking
 
-    def _mark(self, fi: FunctionInfo, reason: str, tracers) -> bool:
+    def _mark(self, fi: FunctionInfo, cause: TraceCause, tracers) -> bool:
         changed = not fi.traced
         fi.traced = True
-        if reason not in fi.trace_reasons:
-            fi.trace_reasons.append(reason)
+        if cause not in fi.trace_causes:
+            fi.trace_causes.append(cause)
         new = set(tracers) - fi.tracer_params - fi.static_names()
         if new:
             fi.tracer_params |= new
@@ -107,12 +107,12 @@ class _TraceAnalysis:
                 _statics(wrap, dec)
                 self._jit_entry(fi, wrap)
             elif qn in N.TRANSFORMS:
-                self._mark(fi, "@" + qn, self._policy_params(fi, N.TRANSFORMS[qn],
+                self._mark(fi, TraceCause("transform", qn, True), self._policy_params(fi, N.TRANSFORMS[qn],
                                                               dec if isinstance(dec, ast.Call) else None, False))
             elif qn == N.PARTIAL and isinstance(dec, ast.Call) and dec.args:
                 inner = m.resolve(dec.args[0], scope)
                 if inner in N.TRANSFORMS:
-                    self._mark(fi, "@" + inner, self._policy_params(fi, N.TRANSFORMS[inner], dec, False))
+                    self._mark(fi, TraceCause("transform", inner, True), self._policy_params(fi, N.TRANSFORMS[inner], dec, False))
                 elif inner:
                     fi.decorators.append(inner)
 
@@ -131,7 +131,7 @@ class _TraceAnalysis:
             fi.static_argnums |= wrap.static_argnums
         static = set(fi.static_names())
         tracers = set() if wrap.kind == "filter_jit" else self._all_params(fi, static)
-        self._mark(fi, "@" + wrap.spelling if wrap.decorator else wrap.spelling, tracers)
+        self._mark(fi, TraceCause("jit", wrap.spelling, wrap.decorator), tracers)
 
     # -- calls
 
@@ -168,7 +168,7 @@ class _TraceAnalysis:
             bound = isinstance(target, ast.Attribute)
             for fi in m.local_functions(target, scope):
                 tracers = self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method)
-                self._mark(fi, qn, tracers - self._bound_by_partial(target, fi, scope))
+                self._mark(fi, TraceCause("transform", qn), tracers - self._bound_by_partial(target, fi, scope))
             return
         bodies = N.LAX_BODIES.get(qn or "")
         if bodies:
@@ -187,7 +187,7 @@ class _TraceAnalysis:
                         tracers = set(free if arity is None else free[:arity])
                         if fi.node.args.vararg is not None and (arity is None or arity > len(free)):
                             tracers.add(fi.node.args.vararg.arg)
-                        self._mark(fi, qn, tracers)
+                        self._mark(fi, TraceCause("lax", qn), tracers)
 
     def _bound_by_partial(self, expr: ast.AST, fi: FunctionInfo, scope: Scope) -> set:
         """Parameters of ``fi`` fixed by ``functools.partial`` in ``expr`` (constants closed over,
@@ -249,7 +249,7 @@ class _TraceAnalysis:
                     if star and g.node.args.vararg is not None and any(m.is_jax(a, f.scope) for a in call.args):
                         tracers.add(g.node.args.vararg.arg)
                     tracers -= g.static_names()
-                    if self._mark(g, "called from " + f.qualname, tracers):
+                    if self._mark(g, TraceCause("caller", f.qualname, caller=f), tracers):
                         m.clear_value_memos()
                         work.append(g)
 
