@@ -17,7 +17,18 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 
 from .builder import build_model
 from .module import ModuleModel
-from .records import BOUNDED_TRIPS, STARRED, Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope, TraceCause
+from .records import (
+           BOUNDED_TRIPS,
+           STARRED,
+           Binding,
+           ClassInfo,
+           Context,
+           FunctionInfo,
+           JitWrap,
+           Loop,
+           Scope,
+           TraceCause,
+)
 from .summary import ModuleSummary
 from .syntax import call_arg
 

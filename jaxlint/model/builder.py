@@ -7,7 +7,16 @@ from typing import Optional
 
 from .. import names as N
 from .module import ModuleModel
-from .records import STARRED, Binding, ClassInfo, Context, FuncNode, FunctionInfo, Loop, Scope
+from .records import (
+    STARRED,
+    Binding,
+    ClassInfo,
+    Context,
+    FuncNode,
+    FunctionInfo,
+    Loop,
+    Scope,
+)
 from .syntax import _end, _names_in, _pos
 from .tracing import _TraceAnalysis
 

@@ -9,6 +9,7 @@ from .. import names as N
 from .records import Context, FunctionInfo, JitWrap, Scope
 from .syntax import _pos
 
+
 class CallableQueries:
     """What calling an expression runs: jit wrappers, transforms, this module's own functions.
     Mixed into :class:`~jaxlint.model.ModuleModel`."""

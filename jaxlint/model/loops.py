@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from .records import _DICT_VIEWS, Context, FunctionInfo, Loop, Scope, _waits
 
+
 class LoopQueries:
     """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
     periodic guards and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""

@@ -14,6 +14,7 @@ from .. import names as N
 from .callables import CallableQueries
 from .loops import LoopQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
+from .staging import Staging
 from .syntax import _end, _pos
 from .values import ValueQueries
 
@@ -51,6 +52,15 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
         self._callable_memo: dict[int, object] = {}
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
+        self._staging: Optional[Staging] = None
+
+    @property
+    def staging(self) -> Staging:
+        """Which traced functions see abstract tracers (:mod:`jaxlint.model.staging`); one
+        analysis per module, built on first use and shared by every rule."""
+        if self._staging is None:
+            self._staging = Staging(self)
+        return self._staging
 
     def uses_jax(self) -> bool:
         """Whether any rule can fire: the module imports JAX, or imports from a module of the

@@ -6,7 +6,6 @@ import ast
 from typing import Optional
 
 
-
 def _names_in(target: ast.AST) -> set[str]:
     if isinstance(target, ast.Name):
         return {target.id}

@@ -9,6 +9,7 @@ from .. import names as N
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos
 
+
 class ValueQueries:
     """Which expressions hold JAX values. Mixed into :class:`~jaxlint.model.ModuleModel`."""
 
