@@ -15,6 +15,7 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 """
 
 
+from .arrays import array_only_index, is_str_key
 from .builder import build_model
 from .module import ModuleModel
 from .records import (
@@ -30,7 +31,7 @@ from .records import (
            TraceCause,
 )
 from .summary import ModuleSummary
-from .syntax import call_arg
+from .syntax import at_update, call_arg
 
 __all__ = ["BOUNDED_TRIPS", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
-           "ModuleSummary", "Scope", "TraceCause", "build_model", "call_arg"]
+           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key"]

@@ -11,6 +11,7 @@ import builtins
 from typing import Iterator, Optional
 
 from .. import names as N
+from .arrays import ArrayKinds
 from .callables import CallableQueries
 from .loops import LoopQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
@@ -53,6 +54,14 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
         self._staging: Optional[Staging] = None
+        self._arrays: Optional[ArrayKinds] = None
+
+    @property
+    def arrays(self) -> ArrayKinds:
+        """The narrower value kind "certainly one array, not a pytree" (:mod:`jaxlint.model.arrays`)."""
+        if self._arrays is None:
+            self._arrays = ArrayKinds(self)
+        return self._arrays
 
     @property
     def staging(self) -> Staging:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import names as N
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
-from .syntax import _contains, _pos
+from .syntax import _contains, _pos, at_update
 
 
 class ValueQueries:
@@ -73,10 +73,8 @@ class ValueQueries:
                 return False
         if isinstance(func, ast.Attribute):
             # x.at[i].set(v)
-            if func.attr in N.AT_METHODS and isinstance(func.value, ast.Subscript):
-                inner = func.value.value
-                if isinstance(inner, ast.Attribute) and inner.attr == "at":
-                    return True
+            if at_update(func) is not None:
+                return True
             if qn is None and self.is_jax(func.value, scope):
                 return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS
         info = self.callable_info(func, scope)
