@@ -64,12 +64,6 @@ def _created_inside(model: ModuleModel, node: ast.AST, inside) -> bool:
     return any(loop in ctx.loops for loop in inside)
 
 
-def _loop_calls(loop: Loop) -> Iterator[ast.Call]:
-    yield from loop.calls
-    for child in loop.children:
-        yield from _loop_calls(child)
-
-
 def _calls_of(model: ModuleModel, calls, made: ast.AST, name: Optional[str]) -> bool:
     """Whether one of ``calls`` calls the wrapper ``made`` directly or through the name bound to it."""
     for call in calls:
@@ -107,7 +101,7 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     if what is None:
         return None
     loop = ctx.loops[-1]
-    if not _calls_of(model, _loop_calls(loop), wrap.node, _bound_name(model, wrap)):
+    if not _calls_of(model, loop.all_calls(), wrap.node, _bound_name(model, wrap)):
         return None  # built into a table, returned or stored: not called per iteration here
     return what
 
@@ -333,15 +327,7 @@ class StaticArgChurn(Rule):
                 continue
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
-            params = wrap.positional_params()
-            shift = 0
-            if wrap.func is not None and wrap.func.is_method and params and params[0] in ("self", "cls"):
-                if wrap.decorator and isinstance(call.func, ast.Attribute):
-                    shift = 1  # decorated method called as self.m(...): static_argnums count self
-                elif not wrap.decorator:
-                    params = params[1:]  # jax.jit(self.m): bound, numbering starts after self
-            static_pos = {i if i >= 0 else i + len(params) for i in wrap.static_argnums}
-            static_names = set(wrap.static_argnames) | {params[i] for i in static_pos if 0 <= i < len(params)}
+            params, shift, static_pos, static_names = wrap.static_layout(call)
             varying = set()
             for loop in ctx.loops:
                 if id(loop) not in varying_cache:

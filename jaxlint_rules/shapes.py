@@ -515,24 +515,6 @@ def _iterable(node: ast.AST) -> Optional[ast.AST]:
     return generators[0].iter if generators else None
 
 
-def _static_positions(wrap, call: ast.Call) -> tuple[set, set]:
-    """(positions, keyword names) of the call's static arguments, as JAX103 numbers them."""
-    params = wrap.positional_params()
-    shift = 0
-    if wrap.func is not None and wrap.func.is_method and params and params[0] in ("self", "cls"):
-        if wrap.decorator and isinstance(call.func, ast.Attribute):
-            shift = 1
-        elif not wrap.decorator:
-            params = params[1:]
-    static_pos = {i if i >= 0 else i + len(params) for i in wrap.static_argnums}
-    names = set(wrap.static_argnames) | {params[i] for i in static_pos if 0 <= i < len(params)}
-    positions = {i - shift for i in static_pos}
-    for i, p in enumerate(params):
-        if p in names:
-            positions.add(i - shift)
-    return positions, names
-
-
 class ShapeChurn(Rule):
     code = "JAX304"
     name = "shape-churn"
@@ -582,7 +564,7 @@ class ShapeChurn(Rule):
             if bounded_iters is None:
                 bounded_iters = {id(_iterable(lp.node)) for lp in model.loops if lp.bounded}
             churn = _Churn(model, ctx.scope, loops, bounded_iters)
-            static_pos, static_names = _static_positions(wrap, call)
+            static_pos, static_names = wrap.static_positions(call)
             args = []
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
@@ -663,17 +645,11 @@ def _rank_derived(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) 
     return False
 
 
-def _loop_calls(loop: Loop) -> Iterator[ast.Call]:
-    yield from loop.calls
-    for child in loop.children:
-        yield from _loop_calls(child)
-
-
 def _traces_jax_ops(model: ModuleModel, loop: Loop, f: FunctionInfo) -> bool:
     """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
     assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
     record."""
-    for call in _loop_calls(loop):
+    for call in loop.all_calls():
         scope = model.scope_at(call)
         if model.is_jax(call, scope) or model.callable_info(call.func, scope) is not None:
             return True

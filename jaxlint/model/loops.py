@@ -103,12 +103,7 @@ class LoopQueries:
                     return True
             return False
 
-        def loop_calls(loop: Loop):
-            yield from loop.calls
-            for ch in loop.children:
-                yield from loop_calls(ch)
-
-        if ctx.loops and timed(loop_calls(ctx.loops[0])):
+        if ctx.loops and timed(ctx.loops[0].all_calls()):
             return True
         f = ctx.scope.func
         if f is not None:

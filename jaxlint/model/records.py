@@ -43,6 +43,12 @@ class Loop:
         # A loop over steps rather than items: ``while``, or ``range``/``count``/``trange`` iteration.
         self.ranged = kind == "while" or (iterable is not None and _is_steplike(iterable))
 
+    def all_calls(self):
+        """Every call that runs in an iteration, nested loops included."""
+        yield from self.calls
+        for child in self.children:
+            yield from child.all_calls()
+
     def target_names(self) -> set[str]:
         node = self.node
         if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -204,6 +210,32 @@ class JitWrap:
 
     def positional_params(self) -> list:
         return list(self.func.params) if self.func is not None else list(self.params)
+
+    def static_layout(self, call: ast.Call) -> tuple:
+        """How ``call`` (a call of this wrapper's result) lines up with the static arguments:
+        ``(params, shift, static positions, static names)``. Argument ``i`` of the call is
+        parameter ``params[i + shift]``: a decorated method called as ``self.m(...)`` counts
+        ``self`` in ``static_argnums`` (shift 1); ``jax.jit(self.m)`` is bound, and its numbering
+        starts after ``self``."""
+        params = self.positional_params()
+        shift = 0
+        if self.func is not None and self.func.is_method and params and params[0] in ("self", "cls"):
+            if self.decorator and isinstance(call.func, ast.Attribute):
+                shift = 1
+            elif not self.decorator:
+                params = params[1:]
+        static_pos = {i if i >= 0 else i + len(params) for i in self.static_argnums}
+        names = set(self.static_argnames) | {params[i] for i in static_pos if 0 <= i < len(params)}
+        return params, shift, static_pos, names
+
+    def static_positions(self, call: ast.Call) -> tuple[set, set]:
+        """(argument positions, keyword names) of ``call`` that are static."""
+        params, shift, static_pos, names = self.static_layout(call)
+        positions = {i - shift for i in static_pos}
+        for i, p in enumerate(params):
+            if p in names:
+                positions.add(i - shift)
+        return positions, names
 
 
 class Scope:
