@@ -309,24 +309,6 @@ class KeyReuse(Rule):
         return None
 
 
-def _constant_seed(model: ModuleModel, seed: Optional[ast.AST], scope) -> bool:
-    """A literal int, or a module-level name bound once to one."""
-    if seed is None:
-        return False
-    if isinstance(seed, ast.UnaryOp) and isinstance(seed.op, ast.USub):
-        seed = seed.operand
-    if isinstance(seed, ast.Constant):
-        return isinstance(seed.value, int) and not isinstance(seed.value, bool)
-    if isinstance(seed, ast.Name):
-        ev = model.binding(seed.id, scope, _pos(seed))
-        if ev is None or ev.scope is not model.module_scope or not ev.plain_assign:
-            return False
-        if len(model.module_scope.events.get(seed.id, ())) != 1:
-            return False
-        return _constant_seed(model, ev.value, model.module_scope) and isinstance(ev.value, (ast.Constant, ast.UnaryOp))
-    return False
-
-
 class ConstantKeyInLoop(Rule):
     code = "JAX503"
     name = "constant-key-in-loop"
@@ -365,7 +347,8 @@ class ConstantKeyInLoop(Rule):
             if qn not in KEY_MAKERS:
                 continue
             seed = call_arg(call, 0, "seed")
-            if not _constant_seed(model, seed, ctx.scope):
+            # a literal int seed, or a module-level name bound once to one
+            if model.const_int(seed, ctx.scope, fold=False, local=False) is None:
                 continue
             loops = [lp for lp in ctx.loops if _step_loop(model, lp, ctx)]
             if not loops:

@@ -32,43 +32,6 @@ _SIZE_FUNCS = {
     "jax.numpy.union1d": (0, 1), "jax.numpy.intersect1d": (0, 1), "jax.numpy.setdiff1d": (0, 1),
     "jax.numpy.setxor1d": (0, 1),
 }
-_MASK_FUNCS = frozenset("jax.numpy." + n for n in (
-    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "iscomplex", "signbit", "isclose",
-    "logical_and", "logical_or", "logical_not", "logical_xor", "equal", "not_equal", "greater",
-    "greater_equal", "less", "less_equal", "isin", "in1d",
-))
-_BOOL_DTYPES = frozenset({"builtins.bool", "jax.numpy.bool_", "jax.numpy.bool", "numpy.bool_", "numpy.bool"})
-
-
-def _is_mask(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-    """Whether ``e`` is certainly a boolean JAX array: a comparison involving a JAX value, ``~m``,
-    ``m1 & m2``, ``jnp.isnan(...)``/``logical_*``, ``.astype(bool)``, or a name bound to one."""
-    if depth > 8:
-        return False
-    if isinstance(e, ast.Compare):
-        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
-            return False
-        return model.is_jax(e, scope)
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert):
-        return _is_mask(model, e.operand, scope, depth + 1)
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-        return _is_mask(model, e.left, scope, depth + 1) or _is_mask(model, e.right, scope, depth + 1)
-    if isinstance(e, ast.Call):
-        qn = model.resolve(e.func, scope)
-        if qn in _MASK_FUNCS:
-            return True
-        f = e.func
-        if (qn is None and isinstance(f, ast.Attribute) and f.attr == "astype" and e.args
-                and model.is_jax(f.value, scope) and model.resolve(e.args[0], scope) in _BOOL_DTYPES):
-            return True
-        return False
-    if isinstance(e, ast.Name):
-        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
-        if ev is not None and ev.plain_assign:
-            return _is_mask(model, ev.value, ev.scope, depth + 1)
-    return False
-
-
 class DataDependentShape(Rule):
     code = "JAX301"
     name = "data-dependent-shape"
@@ -108,7 +71,7 @@ class DataDependentShape(Rule):
                 if not model.is_jax(sub.value, scope):
                     continue
                 parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-                if any(_is_mask(model, p, scope) and not staging.suspect(f, p, scope) for p in parts):
+                if any(model.is_mask(p, scope) and not staging.suspect(f, p, scope) for p in parts):
                     yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a data-dependent "
                                             "shape and fails under jit; use jnp.where(mask, x, fill) or a "
                                             "masked reduction")
@@ -244,8 +207,8 @@ class TracedControlFlow(Rule):
             return None
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return self._culprit(model, staging, f, ctx, e.operand, True)
-        if (tested and _truthy_tracer(model, e, ctx.scope) and not staging.suspect(f, e, ctx.scope)
-                and not staging.narrowed(ctx, e) and not _from_internal(model, e, ctx.scope)):
+        if (tested and model.truthy_tracer(e, ctx.scope) and not staging.suspect(f, e, ctx.scope)
+                and not staging.narrowed(ctx, e) and not model.reads_internal_helper(e, ctx.scope)):
             return e
         return None
 
@@ -259,42 +222,6 @@ def _cover(e: ast.AST, covered: set) -> None:
     elif isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
         covered.add(id(e))
         _cover(e.operand, covered)
-
-
-def _internal(qn: Optional[str]) -> bool:
-    """A private or utility helper of a JAX library (``jax._src.lax.lax._ndim``,
-    ``jax._src.numpy.util._arraylike``): the model's array-producer prefixes cover them, but they
-    mostly return Python values (dtypes, ranks, flags)."""
-    if not qn or not qn.startswith(("jax.", "flax.", "equinox.")):
-        return False
-    parts = qn.split(".")[1:]
-    return any(p.startswith("_") or p in ("util", "utils", "dtypes", "core", "config") for p in parts)
-
-
-def _from_internal(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-    """Whether ``e`` reads the result of such a helper, directly or through a name bound to one."""
-    for n in ast.walk(e):
-        if isinstance(n, ast.Call) and _internal(model.resolve(n.func, scope)):
-            return True
-        if isinstance(n, ast.Name) and depth < 1:
-            ev = model.binding(n.id, scope, (n.lineno, n.col_offset))
-            if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
-                if _from_internal(model, ev.value, ev.scope, depth + 1):
-                    return True
-    return False
-
-
-def _truthy_tracer(model: ModuleModel, e: ast.AST, scope: Scope) -> bool:
-    if isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
-        return False  # a container's truth is its length
-    if isinstance(e, ast.Name):
-        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
-        if ev is not None and ev.kind == "param":
-            args = ev.node.args
-            if (args.vararg is not None and args.vararg.arg == e.id) or (
-                    args.kwarg is not None and args.kwarg.arg == e.id):
-                return False  # *args / **kwargs are a tuple / dict
-    return model.is_jax(e, scope)
 
 
 # --------------------------------------------------------------------------- JAX303
@@ -594,57 +521,6 @@ class ShapeChurn(Rule):
 UNROLL_TRIPS = 100
 
 
-def _const_int(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> Optional[int]:
-    """An int literal, a foldable expression of them, or a name bound once to one (a module
-    constant or a local literal)."""
-    if depth > 6:
-        return None
-    if isinstance(e, ast.Constant):
-        return e.value if isinstance(e.value, int) and not isinstance(e.value, bool) else None
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-        v = _const_int(model, e.operand, scope, depth + 1)
-        return -v if v is not None else None
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Pow)):
-        a = _const_int(model, e.left, scope, depth + 1)
-        b = _const_int(model, e.right, scope, depth + 1)
-        if a is None or b is None:
-            return None
-        try:
-            if isinstance(e.op, ast.Pow):
-                return a ** b if 0 <= b <= 64 else None
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(e.op)) if not isinstance(
-                e.op, ast.FloorDiv) else (a // b if b else None)
-        except (OverflowError, ZeroDivisionError):
-            return None
-    if isinstance(e, ast.Name):
-        ev = model.binding(e.id, scope, (e.lineno, e.col_offset))
-        if ev is None or not ev.plain_assign:
-            return None
-        if len(ev.scope.events.get(e.id, ())) != 1:
-            return None  # rebound somewhere: not a constant
-        return _const_int(model, ev.value, ev.scope, depth + 1)
-    return None
-
-
-def _rank_derived(model: ModuleModel, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-    """``x.ndim``, ``np.ndim(x)``, ``len(x.shape)``, or a name bound to one."""
-    for n in ast.walk(e):
-        if isinstance(n, ast.Attribute) and n.attr == "ndim":
-            return True
-        if isinstance(n, ast.Call):
-            qn = model.resolve(n.func, scope) or ""
-            if qn.endswith(".ndim"):
-                return True
-            if qn == "builtins.len" and n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "shape":
-                return True
-        if isinstance(n, ast.Name) and depth < 3:
-            ev = model.binding(n.id, scope, (n.lineno, n.col_offset))
-            if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
-                if _rank_derived(model, ev.value, scope, depth + 1):
-                    return True
-    return False
-
-
 def _traces_jax_ops(model: ModuleModel, loop: Loop, f: FunctionInfo) -> bool:
     """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
     assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
@@ -731,7 +607,7 @@ class UnrolledLoopInTracedCode(Rule):
         rng = _range_call(model, node.iter, scope)
         if rng is None:
             return None
-        vals = [_const_int(model, a, scope) for a in rng.args]
+        vals = [model.const_int(a, scope) for a in rng.args]
         if rng.keywords or any(isinstance(a, ast.Starred) for a in rng.args):
             vals = [None]
         if all(v is not None for v in vals):
@@ -743,7 +619,7 @@ class UnrolledLoopInTracedCode(Rule):
                 return (f"Python `for` loop of {trips} iterations in traced code is unrolled into {trips} copies "
                         "of its body, which compile slowly; use jax.lax.fori_loop or jax.lax.scan")
             return None
-        if any(_rank_derived(model, a, scope) for a in rng.args):
+        if any(model.rank_derived(a, scope) for a in rng.args):
             return None  # a loop over the axes of an array: a handful of iterations
         for call in loop.calls:
             call_scope = model.scope_at(call)

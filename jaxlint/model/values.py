@@ -9,6 +9,25 @@ from .. import names as N
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update
 
+# jnp functions that return a boolean array.
+_MASK_FUNCS = frozenset("jax.numpy." + n for n in (
+    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "iscomplex", "signbit", "isclose",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "equal", "not_equal", "greater",
+    "greater_equal", "less", "less_equal", "isin", "in1d",
+))
+
+_BOOL_DTYPES = frozenset({"builtins.bool", "jax.numpy.bool_", "jax.numpy.bool", "numpy.bool_", "numpy.bool"})
+
+
+def _internal(qn: Optional[str]) -> bool:
+    """A private or utility helper of a JAX library (``jax._src.lax.lax._ndim``,
+    ``jax._src.numpy.util._arraylike``): the model's array-producer prefixes cover them, but they
+    mostly return Python values (dtypes, ranks, flags)."""
+    if not qn or not qn.startswith(("jax.", "flax.", "equinox.")):
+        return False
+    parts = qn.split(".")[1:]
+    return any(p.startswith("_") or p in ("util", "utils", "dtypes", "core", "config") for p in parts)
+
 
 class ValueQueries:
     """Which expressions hold JAX values. Mixed into :class:`~jaxlint.model.ModuleModel`."""
@@ -202,3 +221,108 @@ class ValueQueries:
         result = any(self.is_jax(r, f.scope) for r in f.returns)
         self._returns_memo[key] = result
         return result
+
+    def is_mask(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
+        """Whether ``e`` is certainly a boolean JAX array: a comparison involving a JAX value, ``~m``,
+        ``m1 & m2``, ``jnp.isnan(...)``/``logical_*``, ``.astype(bool)``, or a name bound to one."""
+        if depth > 8:
+            return False
+        if isinstance(e, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return False
+            return self.is_jax(e, scope)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert):
+            return self.is_mask(e.operand, scope, depth + 1)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self.is_mask(e.left, scope, depth + 1) or self.is_mask(e.right, scope, depth + 1)
+        if isinstance(e, ast.Call):
+            qn = self.resolve(e.func, scope)
+            if qn in _MASK_FUNCS:
+                return True
+            f = e.func
+            if (qn is None and isinstance(f, ast.Attribute) and f.attr == "astype" and e.args
+                    and self.is_jax(f.value, scope) and self.resolve(e.args[0], scope) in _BOOL_DTYPES):
+                return True
+            return False
+        if isinstance(e, ast.Name):
+            ev = self.binding(e.id, scope, (e.lineno, e.col_offset))
+            if ev is not None and ev.plain_assign:
+                return self.is_mask(ev.value, ev.scope, depth + 1)
+        return False
+
+    def const_int(self, e: ast.AST, scope: Scope, depth: int = 0, *, fold: bool = True,
+                  local: bool = True) -> Optional[int]:
+        """An int literal, a foldable expression of them, or a name bound once to one (a module
+        constant or a local literal). ``fold=False``: a literal or a negated one only, no
+        arithmetic; ``local=False``: names count only when bound at module level."""
+        if e is None or depth > 6:
+            return None
+        if isinstance(e, ast.Constant):
+            return e.value if isinstance(e.value, int) and not isinstance(e.value, bool) else None
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            v = self.const_int(e.operand, scope, depth + 1, fold=fold, local=local)
+            return -v if v is not None else None
+        if fold and isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Pow)):
+            a = self.const_int(e.left, scope, depth + 1)
+            b = self.const_int(e.right, scope, depth + 1)
+            if a is None or b is None:
+                return None
+            try:
+                if isinstance(e.op, ast.Pow):
+                    return a ** b if 0 <= b <= 64 else None
+                return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(e.op)) if not isinstance(
+                    e.op, ast.FloorDiv) else (a // b if b else None)
+            except (OverflowError, ZeroDivisionError):
+                return None
+        if isinstance(e, ast.Name):
+            ev = self.binding(e.id, scope, (e.lineno, e.col_offset))
+            if ev is None or not ev.plain_assign or (not local and ev.scope is not self.module_scope):
+                return None
+            if len(ev.scope.events.get(e.id, ())) != 1:
+                return None  # rebound somewhere: not a constant
+            if not fold and not isinstance(ev.value, (ast.Constant, ast.UnaryOp)):
+                return None
+            return self.const_int(ev.value, ev.scope, depth + 1, fold=fold, local=local)
+        return None
+
+    def rank_derived(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
+        """``x.ndim``, ``np.ndim(x)``, ``len(x.shape)``, or a name bound to one."""
+        for n in ast.walk(e):
+            if isinstance(n, ast.Attribute) and n.attr == "ndim":
+                return True
+            if isinstance(n, ast.Call):
+                qn = self.resolve(n.func, scope) or ""
+                if qn.endswith(".ndim"):
+                    return True
+                if qn == "builtins.len" and n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "shape":
+                    return True
+            if isinstance(n, ast.Name) and depth < 3:
+                ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
+                if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
+                    if self.rank_derived(ev.value, scope, depth + 1):
+                        return True
+        return False
+
+    def reads_internal_helper(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
+        """Whether ``e`` reads the result of such a helper, directly or through a name bound to one."""
+        for n in ast.walk(e):
+            if isinstance(n, ast.Call) and _internal(self.resolve(n.func, scope)):
+                return True
+            if isinstance(n, ast.Name) and depth < 1:
+                ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
+                if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
+                    if self.reads_internal_helper(ev.value, ev.scope, depth + 1):
+                        return True
+        return False
+
+    def truthy_tracer(self, e: ast.AST, scope: Scope) -> bool:
+        if isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+            return False  # a container's truth is its length
+        if isinstance(e, ast.Name):
+            ev = self.binding(e.id, scope, (e.lineno, e.col_offset))
+            if ev is not None and ev.kind == "param":
+                args = ev.node.args
+                if (args.vararg is not None and args.vararg.arg == e.id) or (
+                        args.kwarg is not None and args.kwarg.arg == e.id):
+                    return False  # *args / **kwargs are a tuple / dict
+        return self.is_jax(e, scope)
