@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, Iterator, Optional
 
 from .model import ModuleModel
+from .model.syntax import unparse  # noqa: F401  (re-exported for the rules)
 
 
 @dataclass(frozen=True, order=True)
@@ -62,13 +63,3 @@ class Rule:
             f"Use instead\n{block(cls.good)}\n\n"
             f"Suppress one line with `# noqa: {cls.code}`.\n"
         )
-
-
-def unparse(node: ast.AST, limit: int = 40) -> str:
-    """A short source spelling of an expression for messages."""
-    try:
-        text = ast.unparse(node)
-    except Exception:  # pragma: no cover - unparse handles every parsed node
-        return "..."
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

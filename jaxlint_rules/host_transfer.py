@@ -6,76 +6,17 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint import names as N
-from jaxlint.model import Context, Loop, ModuleModel
+from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.rule import Finding, Rule, unparse
 
 
-def last_name(func: ast.AST) -> str:
-    """The name a call is spelled with, without resolving it: ``np.asarray`` -> ``asarray``."""
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
-
-
-# Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
-# ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
-_FETCH_OR_FORMAT_NAMES = frozenset(
-    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
-    | {"item", "tolist", "format"} | N.LOG_METHODS)
-
-
-def host_fetch(model: ModuleModel, call: ast.Call) -> Optional[str]:
-    """If the call copies a JAX value to the host, how to name it in a message (``float(loss)``)."""
-    scope = model.scope_at(call)
-    func = call.func
-    qn = model.resolve(func, scope)
-    args = [a for a in call.args if not isinstance(a, ast.Starred)]
-    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
-        if args and model.is_jax(args[0], scope):
-            return f"`{unparse(func)}({unparse(args[0], 30)})`"
+def _fetch_spelling(call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
+    """How a message names a host fetch: ``float(loss)``, ``x.item()``."""
+    if value is None:
         return None
-    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-        if model.is_jax(func.value, scope):
-            return f"`{unparse(func.value, 30)}.{func.attr}()`"
-    return None
-
-
-def formats_jax(model: ModuleModel, call: ast.Call) -> bool:
-    """print/str/repr/format/logging/str.format calls that format a JAX value."""
-    scope = model.scope_at(call)
-    func = call.func
-    qn = model.resolve(func, scope)
-    is_fmt = qn in N.FORMAT_BUILTINS
-    if not is_fmt and isinstance(func, ast.Attribute):
-        if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
-            is_fmt = True
-        elif func.attr in N.LOG_METHODS:
-            if qn is not None and qn.startswith("logging."):
-                is_fmt = True
-            elif qn is None:
-                recv = unparse(func.value, 80).lower()
-                is_fmt = "log" in recv.rsplit(".", 1)[-1]
-    if not is_fmt:
-        return False
-    values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
-    return any(model.formats_jax(v, scope) for v in values)
-
-
-
-
-def per_iteration_loop(model: ModuleModel, ctx: Optional[Context]) -> Optional[Loop]:
-    """The JAX loop a host-side node runs in every iteration of, unless a periodic ``if`` guards it."""
-    if ctx is None or not ctx.loops:
-        return None
-    f = ctx.scope.func
-    if f is not None and f.traced:
-        return None
-    loop = model.hot_loop(ctx)
-    if loop is None or model.periodic_guard(ctx):
-        return None
-    return loop
+    if isinstance(call.func, ast.Attribute) and call.func.value is value:
+        return f"`{unparse(value, 30)}.{call.func.attr}()`"
+    return f"`{unparse(call.func)}({unparse(value, 30)})`"
 
 
 class HostTransferInLoop(Rule):
@@ -124,35 +65,35 @@ class HostTransferInLoop(Rule):
         reported: set = set()
         for call in model.calls:
             ctx = model.context(call)
-            if ctx is None or not ctx.loops or last_name(call.func) not in _FETCH_OR_FORMAT_NAMES:
+            if ctx is None or not ctx.loops or last_name(call.func) not in FETCH_OR_FORMAT_NAMES:
                 continue
-            what = host_fetch(model, call)
-            if what is None and formats_jax(model, call):
+            what = _fetch_spelling(call, model.host_fetch(call))
+            if what is None and model.formats_jax_call(call):
                 what = f"`{unparse(call.func)}(...)` of a JAX value"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
                 continue
-            if per_iteration_loop(model, ctx) is not None:
+            if model.per_iteration_loop(ctx) is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
                 yield self._report(call, what)
         for node in model.joined_strs:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if model.formats_jax(node, scope) and per_iteration_loop(model, model.context(node)):
+            if model.formats_jax(node, scope) and model.per_iteration_loop(model.context(node)):
                 yield self._report(node, "an f-string of a JAX value")
         for node in model.percent_formats:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if model.formats_jax(node.right, scope) and per_iteration_loop(model, model.context(node)):
+            if model.formats_jax(node.right, scope) and model.per_iteration_loop(model.context(node)):
                 yield self._report(node, "`%`-formatting a JAX value")
         for node in model.ifs:
             test = node.test
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
             if ctx is None or not model.is_jax(test, ctx.scope):
                 continue
-            if per_iteration_loop(model, ctx) is not None:
+            if model.per_iteration_loop(ctx) is not None:
                 kind = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
                         ast.Assert: "`assert`"}[type(node)]
                 yield self._report(test, f"{kind} on the JAX value `{unparse(test, 30)}`")
@@ -214,7 +155,7 @@ class BlockUntilReadyInLoop(Rule):
                                                    and func.attr == "block_until_ready" and qn is None)):
                 continue
             ctx = model.context(call)
-            loop = per_iteration_loop(model, ctx)
+            loop = model.per_iteration_loop(ctx)
             if loop is None or model.in_timing_harness(ctx):
                 continue
             yield self.finding(call, "`block_until_ready()` every iteration stalls asynchronous dispatch; "

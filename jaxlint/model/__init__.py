@@ -31,7 +31,8 @@ from .records import (
            TraceCause,
 )
 from .summary import ModuleSummary
-from .syntax import at_update, call_arg
+from .syntax import at_update, call_arg, last_name, unparse
+from .transfers import FETCH_OR_FORMAT_NAMES
 
-__all__ = ["BOUNDED_TRIPS", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
-           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key"]
+__all__ = ["BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
+           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key", "last_name", "unparse"]

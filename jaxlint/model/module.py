@@ -17,12 +17,13 @@ from .loops import LoopQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .staging import Staging
 from .syntax import _end, _pos
+from .transfers import TransferQueries
 from .values import ValueQueries
 
 _BUILTINS = frozenset(dir(builtins))
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

@@ -90,3 +90,22 @@ def at_update(func: ast.AST, methods=N.AT_METHODS) -> Optional[ast.AST]:
             and isinstance(func.value.value, ast.Attribute) and func.value.value.attr == "at"):
         return func.value.value.value
     return None
+
+
+def last_name(func: ast.AST) -> str:
+    """The name a call is spelled with, without resolving it: ``np.asarray`` -> ``asarray``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def unparse(node: ast.AST, limit: int = 40) -> str:
+    """A short source spelling of an expression for messages."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse handles every parsed node
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
