@@ -6,7 +6,7 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.fix import FixBuilder
-from jaxlint.model import ModuleModel, Scope, at_update, is_str_key
+from jaxlint.model import ModuleModel, at_update, is_str_key
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -186,23 +186,6 @@ class RemovedIndexUpdateApi(Rule):
 _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply"}
 
 
-def _last_name(e: ast.AST) -> str:
-    """The most specific name in a receiver: ``o_ref`` in ``o_ref``, ``self.o_ref``, ``o_refs[0]``."""
-    while isinstance(e, (ast.Subscript, ast.Call)):
-        e = e.value if isinstance(e, ast.Subscript) else e.func
-    if isinstance(e, ast.Attribute):
-        return e.attr
-    return e.id if isinstance(e, ast.Name) else ""
-
-
-def _looks_like_ref(model: ModuleModel, receiver: ast.AST, scope: Scope) -> bool:
-    """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write."""
-    if model.is_jax(receiver, scope):
-        return False
-    name = _last_name(receiver).lower()
-    return name == "ref" or name.endswith(("_ref", "_refs", "ref", "refs"))
-
-
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
     name = "discarded-functional-update"
@@ -238,7 +221,7 @@ class DiscardedFunctionalUpdate(Rule):
             if receiver is None:
                 continue
             scope = model.scope_at(call)
-            if _looks_like_ref(model, receiver, scope):
+            if model.looks_like_ref(receiver, scope):
                 continue
             x = unparse(receiver, 30)
             fixer = fixer or FixBuilder(model)

@@ -6,7 +6,14 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint import names as N
-from jaxlint.model import FunctionInfo, JitWrap, Loop, ModuleModel, Scope
+from jaxlint.model import (
+    FunctionInfo,
+    JitWrap,
+    ModuleModel,
+    Scope,
+    mentions,
+    varying_names,
+)
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -331,7 +338,7 @@ class StaticArgChurn(Rule):
             varying = set()
             for loop in ctx.loops:
                 if id(loop) not in varying_cache:
-                    varying_cache[id(loop)] = _varying_names(loop)
+                    varying_cache[id(loop)] = varying_names(loop)
                 varying |= varying_cache[id(loop)]
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
@@ -339,44 +346,15 @@ class StaticArgChurn(Rule):
                 idx = i + shift
                 pname = params[idx] if idx < len(params) else None
                 if idx in static_pos or (pname is not None and pname in static_names):
-                    if _mentions(arg, varying):
+                    if mentions(arg, varying):
                         yield self._report(arg, pname or f"#{idx}", call)
             for kw in call.keywords:
-                if kw.arg in static_names and _mentions(kw.value, varying):
+                if kw.arg in static_names and mentions(kw.value, varying):
                     yield self._report(kw.value, kw.arg, call)
 
     def _report(self, arg: ast.AST, pname: str, call: ast.Call) -> Finding:
         return self.finding(arg, f"static argument `{pname}` of `{unparse(call.func)}` changes every iteration, "
                                  "compiling a new program each time; pass it as an array or hoist it")
-
-
-def _mentions(expr: ast.AST, names: set) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
-
-
-def _varying_names(loop: Loop) -> set:
-    """Names that take a new value each iteration: the loop's targets (unless it walks a short
-    literal list of options) and names assigned non-constant values in its body."""
-    node = loop.node
-    out: set = set()
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        if not isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
-            out |= loop.target_names()
-        body = node.body
-    elif isinstance(node, ast.While):
-        body = node.body
-    else:
-        if not all(isinstance(g.iter, (ast.Tuple, ast.List, ast.Set)) for g in node.generators):
-            out |= loop.target_names()
-        body = []
-    for stmt in body:
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Assign) and not isinstance(sub.value, ast.Constant):
-                for t in sub.targets:
-                    out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
-            elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
-                out.add(sub.target.id)
-    return out
 
 
 RULES = [JitInLoop, JitPerCall, StaticArgChurn]

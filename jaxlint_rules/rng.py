@@ -6,7 +6,6 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.model import (
-    Context,
     FunctionInfo,
     Loop,
     ModuleModel,
@@ -129,40 +128,6 @@ class GlobalRngInTracedCode(Rule):
                                   "function; pass a key and use jax.random")
 
 
-def _is_exclusive(model: ModuleModel, a: Context, b: Context, ifs: dict) -> bool:
-    """Whether two nodes with these contexts never both run: opposite sides of one ``if``, or one
-    in a branch that ends with ``return``/``raise`` and the other outside that branch."""
-    sides_a = dict(a.branches)
-    sides_b = dict(b.branches)
-    for if_id, side in sides_a.items():
-        if if_id in sides_b and sides_b[if_id] != side:
-            return True
-    for first, other in ((sides_a, sides_b), (sides_b, sides_a)):
-        for if_id, side in first.items():
-            if other.get(if_id) == side:
-                continue
-            node = ifs.get(if_id)
-            if node is None:
-                continue
-            stmts = node.body if side == 0 else node.orelse
-            if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise)):
-                return True
-    return False
-
-
-def _ifexp_arms(model: ModuleModel) -> dict:
-    """id(call) -> set of (id of an IfExp, arm) for calls inside conditional expressions (the
-    model's Context.branches covers ``if`` statements only)."""
-    out: dict = {}
-    for node in model.ifs:
-        if isinstance(node, ast.IfExp):
-            for arm, part in ((0, node.body), (1, node.orelse)):
-                for sub in ast.walk(part):
-                    if isinstance(sub, ast.Call):
-                        out.setdefault(id(sub), set()).add((id(node), arm))
-    return out
-
-
 class _KeyUse:
     __slots__ = ("call", "name", "fn", "ctx", "event", "data")
 
@@ -173,21 +138,6 @@ class _KeyUse:
         self.ctx = ctx
         self.event = event
         self.data = data  # fold_in's data argument
-
-
-def _rebound_in(model: ModuleModel, name: str, event, loop: Loop) -> bool:
-    """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:
-    the binding itself is in the loop, the name is a loop target, or it is assigned in the body."""
-    if loop in event.loops or name in loop.target_names():
-        return True
-    return any(loop in ev.loops for ev in event.scope.events.get(name, ()))
-
-
-def _step_loop(model: ModuleModel, loop: Loop, ctx: Context) -> bool:
-    """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
-    harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
-    purpose, for comparable runs, and are not reported."""
-    return loop.ranged and not model.in_timing_harness(ctx)
 
 
 def _may_vary(expr: Optional[ast.AST]) -> bool:
@@ -252,10 +202,10 @@ class KeyReuse(Rule):
                 for prev in uses[:j]:
                     if self._compatible(prev, use):
                         continue
-                    if _is_exclusive(model, prev.ctx, use.ctx, ifs):
+                    if model.exclusive(prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:
-                        arms = _ifexp_arms(model)
+                        arms = model.ifexp_arms()
                     a, b = dict(arms.get(id(prev.call), ())), dict(arms.get(id(use.call), ()))
                     if any(k in b and b[k] != side for k, side in a.items()):
                         continue
@@ -299,9 +249,9 @@ class KeyReuse(Rule):
 
     def _loop_reuse(self, model: ModuleModel, use: _KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
-            if not _step_loop(model, loop, use.ctx):
+            if not model.step_loop(loop, use.ctx):
                 continue
-            if use.event.scope is use.ctx.scope and _rebound_in(model, use.name, use.event, loop):
+            if use.event.scope is use.ctx.scope and model.rebound_each_iteration(use.name, use.event, loop):
                 continue
             if use.fn == FOLD_IN and _may_vary(use.data):
                 continue  # fold_in(key, step): a different key each iteration
@@ -350,7 +300,7 @@ class ConstantKeyInLoop(Rule):
             # a literal int seed, or a module-level name bound once to one
             if model.const_int(seed, ctx.scope, fold=False, local=False) is None:
                 continue
-            loops = [lp for lp in ctx.loops if _step_loop(model, lp, ctx)]
+            loops = [lp for lp in ctx.loops if model.step_loop(lp, ctx)]
             if not loops:
                 continue
             loop = loops[-1]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from jaxlint.model import FunctionInfo, Loop, ModuleModel, Scope, call_arg
+from jaxlint.model import (
+    FunctionInfo,
+    Loop,
+    ModuleModel,
+    Scope,
+    call_arg,
+    loop_iterable,
+)
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -435,13 +442,6 @@ class _Churn:
         return any(isinstance(p, ast.Slice) and self.width_varies(p) for p in parts)
 
 
-def _iterable(node: ast.AST) -> Optional[ast.AST]:
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return node.iter
-    generators = getattr(node, "generators", None)
-    return generators[0].iter if generators else None
-
-
 class ShapeChurn(Rule):
     code = "JAX304"
     name = "shape-churn"
@@ -489,7 +489,7 @@ class ShapeChurn(Rule):
             if model.in_timing_harness(ctx):
                 continue
             if bounded_iters is None:
-                bounded_iters = {id(_iterable(lp.node)) for lp in model.loops if lp.bounded}
+                bounded_iters = {id(loop_iterable(lp.node)) for lp in model.loops if lp.bounded}
             churn = _Churn(model, ctx.scope, loops, bounded_iters)
             static_pos, static_names = wrap.static_positions(call)
             args = []
@@ -519,41 +519,6 @@ class ShapeChurn(Rule):
 # --------------------------------------------------------------------------- JAX305
 
 UNROLL_TRIPS = 100
-
-
-def _traces_jax_ops(model: ModuleModel, loop: Loop, f: FunctionInfo) -> bool:
-    """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
-    assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
-    record."""
-    for call in loop.all_calls():
-        scope = model.scope_at(call)
-        if model.is_jax(call, scope) or model.callable_info(call.func, scope) is not None:
-            return True
-    for evs in f.scope.events.values():
-        for ev in evs:
-            if loop not in ev.loops:
-                continue
-            if ev.kind == "assign" and ev.value is not None and model.is_jax(ev.value, ev.scope):
-                return True
-            if ev.kind == "aug" and (model.is_jax(ev.node.value, ev.scope) or model.is_jax(ev.node.target, ev.scope)):
-                return True
-    for target, kind in model.stores:
-        ctx = model.context(target)
-        if kind != "del" and ctx is not None and loop in ctx.loops and model.is_jax(target.value, ctx.scope):
-            return True  # params["w"] = ... on a pytree of tracers
-    return False
-
-
-def _range_call(model: ModuleModel, it: ast.AST, scope: Scope) -> Optional[ast.Call]:
-    while isinstance(it, ast.Call) and it.args:
-        qn = model.resolve(it.func, scope)
-        if qn == "builtins.range":
-            return it
-        if qn in ("builtins.enumerate", "builtins.reversed"):
-            it = it.args[0]
-            continue
-        return None
-    return None
 
 
 class UnrolledLoopInTracedCode(Rule):
@@ -604,7 +569,7 @@ class UnrolledLoopInTracedCode(Rule):
             return None
         node = loop.node
         scope = model.context(node).scope
-        rng = _range_call(model, node.iter, scope)
+        rng = model.range_call(node.iter, scope)
         if rng is None:
             return None
         vals = [model.const_int(a, scope) for a in rng.args]
@@ -615,7 +580,7 @@ class UnrolledLoopInTracedCode(Rule):
                 trips = len(range(*vals))
             except (TypeError, ValueError, OverflowError):
                 return None
-            if trips >= UNROLL_TRIPS and _traces_jax_ops(model, loop, f):
+            if trips >= UNROLL_TRIPS and model.traces_jax_ops(loop, f):
                 return (f"Python `for` loop of {trips} iterations in traced code is unrolled into {trips} copies "
                         "of its body, which compile slowly; use jax.lax.fori_loop or jax.lax.scan")
             return None

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from jaxlint import names as N
-from jaxlint.model import FunctionInfo, JitWrap, ModuleModel
+from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
 
 # Container methods that change the container they are called on.
@@ -17,92 +16,9 @@ MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "set
 _PLAIN_JIT = frozenset({"jax.jit", "jax.pmap"})
 # Mutators that return None: called for their effect, as a statement.
 _STATEMENT_MUTATORS = MUTATORS - {"pop", "setdefault"}
-_CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
-_CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
-                              "collections.OrderedDict", "collections.deque", "collections.Counter"})
-
-
+_OWNER = {"module": "module-level", "function": "enclosing function's"}  # where a container lives
 def _pos(node: ast.AST) -> tuple:
     return (node.lineno, node.col_offset)
-
-
-def _same_trace_only(f: FunctionInfo) -> bool:
-    """Whether ``f`` is traced only because traced code calls it directly: it then runs inside the
-    caller's trace, and state of a traced enclosing function is trace-local for it."""
-    return bool(f.trace_causes) and all(c.kind == "caller" for c in f.trace_causes)
-
-
-def _outer_owner(model: ModuleModel, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:
-    """If ``name`` (used in traced ``f``) refers to a Python list/dict/set that outlives the trace,
-    where it lives: "module" or "enclosing function". None for locals and parameters, and for
-    anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
-    optimizer object with an ``update`` method)."""
-    ev = model.binding(name.id, scope, _pos(name))
-    if ev is None or not ev.plain_assign:
-        return None
-    if ev.scope is f.scope or ev.scope.kind == "class":
-        return None
-    value = ev.value
-    if not (isinstance(value, _CONTAINER_DISPLAYS) or (
-            isinstance(value, ast.Call) and model.resolve(value.func, ev.scope) in _CONTAINER_TYPES)):
-        return None
-    if ev.scope.kind == "module":
-        return "module-level"
-    g = ev.scope.func
-    if g is not None and g.traced and _same_trace_only(f):
-        return None  # a helper filling its traced caller's local: all within one trace
-    return "enclosing function's"
-
-
-def _memo_guarded(model: ModuleModel, target: ast.Subscript) -> bool:
-    """``if key not in cache: cache[key] = ...``: an ``if`` around the store tests membership in the
-    container."""
-    ctx = model.context(target)
-    if ctx is None:
-        return False
-    name = target.value.id
-    for test, _ in ctx.guards:
-        for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
-            if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-                part = part.operand
-            if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
-                    and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
-                return True
-    return False
-
-
-def _holds_jax(model: ModuleModel, expr: ast.AST, scope) -> bool:
-    if isinstance(expr, ast.Starred):
-        expr = expr.value
-    if isinstance(expr, ast.Dict):
-        return any(v is not None and _holds_jax(model, v, scope) for v in expr.values)
-    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        return any(_holds_jax(model, e, scope) for e in expr.elts)
-    return model.is_jax(expr, scope)
-
-
-def _wrapper_name(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
-    """The qualified name of the jit wrapper that made ``wrap`` (``jax.jit``, ``flax.nnx.jit``)."""
-    def name_of(expr: ast.AST, scope) -> Optional[str]:
-        if isinstance(expr, ast.Call):
-            qn = model.resolve(expr.func, scope)
-            if qn == N.PARTIAL and expr.args:
-                return model.resolve(expr.args[0], scope)
-            return qn
-        return model.resolve(expr, scope)
-
-    if wrap.decorator and wrap.func is not None:
-        scope = wrap.func.scope.parent
-        for dec in wrap.func.node.decorator_list:
-            qn = name_of(dec, scope)
-            if qn in N.JIT_WRAPPERS:
-                return qn
-        return None
-    if isinstance(wrap.node, ast.Call):
-        func = wrap.node.func
-        scope = wrap.ctx.scope
-        return name_of(func, scope) if isinstance(func, ast.Call) else model.resolve(func, scope)
-    return None
 
 
 class SideEffectInTracedCode(Rule):
@@ -160,11 +76,11 @@ class SideEffectInTracedCode(Rule):
             if f is None or not f.traced:
                 continue
             scope = model.scope_at(call)
-            owner = _outer_owner(model, f, func.value, scope)
+            owner = _OWNER.get(model.outliving_container(f, func.value, scope))
             if owner is None:
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords]
-            if not any(_holds_jax(model, v, scope) for v in values):
+            if not any(model.holds_jax(v, scope) for v in values):
                 continue  # trace-time bookkeeping of static values (shapes, names, trace counters)
             yield self.finding(call, f"`{unparse(func)}(...)` stores a tracer in the {owner} `{func.value.id}` "
                                      "once, at trace time; return the value from the traced function instead")
@@ -179,10 +95,10 @@ class SideEffectInTracedCode(Rule):
                 # The model records store targets without their values: a helper that only ever sees
                 # static arguments, or a memo filled under ``if key not in cache:``, stores static
                 # values (a trace-time cache), not tracers.
-                if not f.tracer_params or _memo_guarded(model, target):
+                if not f.tracer_params or model.membership_guarded(target):
                     continue
-                owner = _outer_owner(model, f, target.value, scope)
-                if owner == "enclosing function's" and f.jit_entry is None:
+                owner = _OWNER.get(model.outliving_container(f, target.value, scope))
+                if owner == _OWNER["function"] and f.jit_entry is None:
                     # Transform and lax bodies commonly hand their output tree structure to the
                     # caller through a closure dict: only a compiled function's writes are reported.
                     continue
@@ -194,7 +110,7 @@ class SideEffectInTracedCode(Rule):
                   and f.is_method and f.params and target.value.id == f.params[0] and scope is f.scope
                   and "builtins.staticmethod" not in f.decorators):
                 wrap = f.jit_entry
-                if wrap is None or wrap.kind not in ("jit", "pmap") or _wrapper_name(model, wrap) not in _PLAIN_JIT:
+                if wrap is None or wrap.kind not in ("jit", "pmap") or model.wrapper_qualname(wrap) not in _PLAIN_JIT:
                     continue
                 yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
                                            f"`{wrap.spelling}` happens once, at trace time; return the new state "
@@ -206,7 +122,7 @@ class SideEffectInTracedCode(Rule):
             if f is None or not f.traced:
                 continue
             for name in decl.names:
-                if isinstance(decl, ast.Nonlocal) and _same_trace_only(f):
+                if isinstance(decl, ast.Nonlocal) and f.traced_by_callers_only:
                     owner = self._nonlocal_owner(f, name)
                     if owner is not None and owner.traced:
                         continue
@@ -219,7 +135,7 @@ class SideEffectInTracedCode(Rule):
                         value, node = ev.node.value, ev.node
                     else:
                         continue
-                    if not _holds_jax(model, value, ev.scope):
+                    if not model.holds_jax(value, ev.scope):
                         continue
                     kw = "global" if isinstance(decl, ast.Global) else "nonlocal"
                     yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens once, at "

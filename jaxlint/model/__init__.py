@@ -17,6 +17,7 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 
 from .arrays import array_only_index, is_str_key
 from .builder import build_model
+from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
 from .records import (
            BOUNDED_TRIPS,
@@ -35,4 +36,4 @@ from .syntax import at_update, call_arg, last_name, unparse
 from .transfers import FETCH_OR_FORMAT_NAMES
 
 __all__ = ["BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
-           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key", "last_name", "unparse"]
+           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key", "last_name", "loop_iterable", "mentions", "unparse", "varying_names"]

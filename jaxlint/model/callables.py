@@ -136,6 +136,29 @@ class CallableQueries:
                 return self.local_functions(expr.args[0], scope, depth + 1)
         return []
 
+    def wrapper_qualname(self, wrap: JitWrap) -> Optional[str]:
+        """The qualified name of the jit wrapper that made ``wrap`` (``jax.jit``, ``flax.nnx.jit``)."""
+        def name_of(expr: ast.AST, scope) -> Optional[str]:
+            if isinstance(expr, ast.Call):
+                qn = self.resolve(expr.func, scope)
+                if qn == N.PARTIAL and expr.args:
+                    return self.resolve(expr.args[0], scope)
+                return qn
+            return self.resolve(expr, scope)
+
+        if wrap.decorator and wrap.func is not None:
+            scope = wrap.func.scope.parent
+            for dec in wrap.func.node.decorator_list:
+                qn = name_of(dec, scope)
+                if qn in N.JIT_WRAPPERS:
+                    return qn
+            return None
+        if isinstance(wrap.node, ast.Call):
+            func = wrap.node.func
+            scope = wrap.ctx.scope
+            return name_of(func, scope) if isinstance(func, ast.Call) else self.resolve(func, scope)
+        return None
+
 
 class _Transformed(JitWrap):
     pass

@@ -9,6 +9,68 @@ from .. import names as N
 from .records import _DICT_VIEWS, Context, FunctionInfo, Loop, Scope, _waits
 
 
+def loop_iterable(node: ast.AST) -> Optional[ast.AST]:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return node.iter
+    generators = getattr(node, "generators", None)
+    return generators[0].iter if generators else None
+
+
+def varying_names(loop: Loop) -> set:
+    """Names that take a new value each iteration: the loop's targets (unless it walks a short
+    literal list of options) and names assigned non-constant values in its body."""
+    node = loop.node
+    out: set = set()
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        if not isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
+            out |= loop.target_names()
+        body = node.body
+    elif isinstance(node, ast.While):
+        body = node.body
+    else:
+        if not all(isinstance(g.iter, (ast.Tuple, ast.List, ast.Set)) for g in node.generators):
+            out |= loop.target_names()
+        body = []
+    for stmt in body:
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Assign) and not isinstance(sub.value, ast.Constant):
+                for t in sub.targets:
+                    out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+            elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+                out.add(sub.target.id)
+    return out
+
+def mentions(expr: ast.AST, names: set) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _is_periodic(test: ast.AST, loop_names: set[str]) -> bool:
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And):
+            return any(_is_periodic(v, loop_names) for v in test.values)
+        return all(_is_periodic(v, loop_names) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _has_mod(test.operand)
+    if isinstance(test, ast.Compare):
+        if _has_mod(test):
+            return True
+        if any(isinstance(op, (ast.Eq, ast.In)) for op in test.ops):
+            mentioned = set()
+            for part in [test.left, *test.comparators]:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Name):
+                        mentioned.add(n.id)
+            return bool(mentioned & loop_names)
+    return False
+
+
+def _has_mod(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
+            return True
+    return False
+
+
 class LoopQueries:
     """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
     periodic guards and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
@@ -126,29 +188,96 @@ class LoopQueries:
                     out.add(node.target.id)
         return out
 
-
-def _is_periodic(test: ast.AST, loop_names: set[str]) -> bool:
-    if isinstance(test, ast.BoolOp):
-        if isinstance(test.op, ast.And):
-            return any(_is_periodic(v, loop_names) for v in test.values)
-        return all(_is_periodic(v, loop_names) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _has_mod(test.operand)
-    if isinstance(test, ast.Compare):
-        if _has_mod(test):
+    def rebound_each_iteration(self, name: str, event, loop: Loop) -> bool:
+        """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:
+        the binding itself is in the loop, the name is a loop target, or it is assigned in the body."""
+        if loop in event.loops or name in loop.target_names():
             return True
-        if any(isinstance(op, (ast.Eq, ast.In)) for op in test.ops):
-            mentioned = set()
-            for part in [test.left, *test.comparators]:
-                for n in ast.walk(part):
-                    if isinstance(n, ast.Name):
-                        mentioned.add(n.id)
-            return bool(mentioned & loop_names)
-    return False
+        return any(loop in ev.loops for ev in event.scope.events.get(name, ()))
 
+    def step_loop(self, loop: Loop, ctx: Context) -> bool:
+        """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
+        harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
+        purpose, for comparable runs, and are not reported."""
+        return loop.ranged and not self.in_timing_harness(ctx)
 
-def _has_mod(node: ast.AST) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
-            return True
-    return False
+    def exclusive(self, a: Context, b: Context, ifs: dict) -> bool:
+        """Whether two nodes with these contexts never both run: opposite sides of one ``if``, or one
+        in a branch that ends with ``return``/``raise`` and the other outside that branch."""
+        sides_a = dict(a.branches)
+        sides_b = dict(b.branches)
+        for if_id, side in sides_a.items():
+            if if_id in sides_b and sides_b[if_id] != side:
+                return True
+        for first, other in ((sides_a, sides_b), (sides_b, sides_a)):
+            for if_id, side in first.items():
+                if other.get(if_id) == side:
+                    continue
+                node = ifs.get(if_id)
+                if node is None:
+                    continue
+                stmts = node.body if side == 0 else node.orelse
+                if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise)):
+                    return True
+        return False
+
+    def ifexp_arms(self) -> dict:
+        """id(call) -> set of (id of an IfExp, arm) for calls inside conditional expressions (the
+        model's Context.branches covers ``if`` statements only)."""
+        out: dict = {}
+        for node in self.ifs:
+            if isinstance(node, ast.IfExp):
+                for arm, part in ((0, node.body), (1, node.orelse)):
+                    for sub in ast.walk(part):
+                        if isinstance(sub, ast.Call):
+                            out.setdefault(id(sub), set()).add((id(node), arm))
+        return out
+
+    def traces_jax_ops(self, loop: Loop, f: FunctionInfo) -> bool:
+        """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
+        assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
+        record."""
+        for call in loop.all_calls():
+            scope = self.scope_at(call)
+            if self.is_jax(call, scope) or self.callable_info(call.func, scope) is not None:
+                return True
+        for evs in f.scope.events.values():
+            for ev in evs:
+                if loop not in ev.loops:
+                    continue
+                if ev.kind == "assign" and ev.value is not None and self.is_jax(ev.value, ev.scope):
+                    return True
+                if ev.kind == "aug" and (self.is_jax(ev.node.value, ev.scope) or self.is_jax(ev.node.target, ev.scope)):
+                    return True
+        for target, kind in self.stores:
+            ctx = self.context(target)
+            if kind != "del" and ctx is not None and loop in ctx.loops and self.is_jax(target.value, ctx.scope):
+                return True  # params["w"] = ... on a pytree of tracers
+        return False
+
+    def range_call(self, it: ast.AST, scope: Scope) -> Optional[ast.Call]:
+        while isinstance(it, ast.Call) and it.args:
+            qn = self.resolve(it.func, scope)
+            if qn == "builtins.range":
+                return it
+            if qn in ("builtins.enumerate", "builtins.reversed"):
+                it = it.args[0]
+                continue
+            return None
+        return None
+
+    def membership_guarded(self, target: ast.Subscript) -> bool:
+        """``if key not in cache: cache[key] = ...``: an ``if`` around the store tests membership in the
+        container."""
+        ctx = self.context(target)
+        if ctx is None:
+            return False
+        name = target.value.id
+        for test, _ in ctx.guards:
+            for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
+                if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+                    part = part.operand
+                if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
+                        and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
+                    return True
+        return False

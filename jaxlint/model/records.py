@@ -174,6 +174,12 @@ class FunctionInfo:
     loops: list = field(default_factory=list)  # loops in the body, not in nested functions
 
     @property
+    def traced_by_callers_only(self) -> bool:
+        """Traced only because traced code calls it directly: it then runs inside the caller's
+        trace, and state of a traced enclosing function is trace-local for it."""
+        return bool(self.trace_causes) and all(c.kind == "caller" for c in self.trace_causes)
+
+    @property
     def is_method(self) -> bool:
         return self.cls is not None and not isinstance(self.node, ast.Lambda)
 

@@ -29,6 +29,21 @@ def _internal(qn: Optional[str]) -> bool:
     return any(p.startswith("_") or p in ("util", "utils", "dtypes", "core", "config") for p in parts)
 
 
+_CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+
+_CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
+                              "collections.OrderedDict", "collections.deque", "collections.Counter"})
+
+
+def _last_name(e: ast.AST) -> str:
+    """The most specific name in a receiver: ``o_ref`` in ``o_ref``, ``self.o_ref``, ``o_refs[0]``."""
+    while isinstance(e, (ast.Subscript, ast.Call)):
+        e = e.value if isinstance(e, ast.Subscript) else e.func
+    if isinstance(e, ast.Attribute):
+        return e.attr
+    return e.id if isinstance(e, ast.Name) else ""
+
+
 class ValueQueries:
     """Which expressions hold JAX values. Mixed into :class:`~jaxlint.model.ModuleModel`."""
 
@@ -326,3 +341,40 @@ class ValueQueries:
                         args.kwarg is not None and args.kwarg.arg == e.id):
                     return False  # *args / **kwargs are a tuple / dict
         return self.is_jax(e, scope)
+
+    def outliving_container(self, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:
+        """If ``name`` (used in traced ``f``) refers to a Python list/dict/set that outlives the trace,
+        where it lives: "module" or "function" (an enclosing one). None for locals and parameters, and for
+        anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
+        optimizer object with an ``update`` method)."""
+        ev = self.binding(name.id, scope, _pos(name))
+        if ev is None or not ev.plain_assign:
+            return None
+        if ev.scope is f.scope or ev.scope.kind == "class":
+            return None
+        value = ev.value
+        if not (isinstance(value, _CONTAINER_DISPLAYS) or (
+                isinstance(value, ast.Call) and self.resolve(value.func, ev.scope) in _CONTAINER_TYPES)):
+            return None
+        if ev.scope.kind == "module":
+            return "module"
+        g = ev.scope.func
+        if g is not None and g.traced and f.traced_by_callers_only:
+            return None  # a helper filling its traced caller's local: all within one trace
+        return "function"
+
+    def holds_jax(self, expr: ast.AST, scope) -> bool:
+        if isinstance(expr, ast.Starred):
+            expr = expr.value
+        if isinstance(expr, ast.Dict):
+            return any(v is not None and self.holds_jax(v, scope) for v in expr.values)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.holds_jax(e, scope) for e in expr.elts)
+        return self.is_jax(expr, scope)
+
+    def looks_like_ref(self, receiver: ast.AST, scope: Scope) -> bool:
+        """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write."""
+        if self.is_jax(receiver, scope):
+            return False
+        name = _last_name(receiver).lower()
+        return name == "ref" or name.endswith(("_ref", "_refs", "ref", "refs"))
