@@ -5,95 +5,34 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from jaxlint import names as N
 from jaxlint.model import (
-    FunctionInfo,
     JitWrap,
     ModuleModel,
-    Scope,
+    NewCallable,
+    cached,
+    called_once,
+    escapes,
     mentions,
     varying_names,
 )
 from jaxlint.rule import Finding, Rule, unparse
 
 
-def new_callable(model: ModuleModel, target: Optional[ast.AST], inside, scope: Scope) -> Optional[str]:
-    """If ``target`` is a callable object created anew each time the code in ``inside`` runs
-    (a lambda, partial, bound method, transformed function, or a def in that region), say what
-    it is. ``inside`` is a tuple of Loop records or a FunctionInfo: the region that repeats;
-    ``scope`` is the scope the target expression is evaluated in."""
-    if target is None:
+def describe(new: Optional[NewCallable]) -> Optional[str]:
+    """How a message names a callable created anew (``ModuleModel.new_callable``)."""
+    if new is None:
         return None
-    if isinstance(target, ast.Lambda):
+    if new.kind == "lambda":
         return "a lambda"
-    if isinstance(target, ast.Call):
-        qn = model.resolve(target.func, scope)
-        if qn == N.PARTIAL:
-            return "a functools.partial object"
-        if qn in N.TRANSFORMS or qn in N.JIT_WRAPPERS:
-            return f"the result of `{unparse(target.func)}(...)`"
-        return None
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        funcs = model.local_functions(target, scope)
-        if funcs and funcs[0].is_method:
-            return f"the bound method `{unparse(target)}`"
-        return None
-    if isinstance(target, ast.Name):
-        ev = model.binding(target.id, scope, (target.lineno, target.col_offset))
-        if ev is None:
-            return None
-        if ev.kind == "def":
-            created = ev.node
-            what = f"the function `{target.id}` defined there"
-        elif ev.plain_assign and isinstance(ev.value, (ast.Lambda, ast.Call)):
-            created = ev.value
-            desc = new_callable(model, ev.value, inside, ev.scope)
-            if desc is None:
-                return None
-            what = f"`{target.id}`, {desc} made there"
-        else:
-            return None
-        return what if _created_inside(model, created, inside) else None
-    return None
-
-
-def _created_inside(model: ModuleModel, node: ast.AST, inside) -> bool:
-    ctx = model.context(node)
-    if ctx is None:
-        return False
-    if isinstance(inside, FunctionInfo):
-        f = model.function_at(node)
-        while f is not None:
-            if f is inside:
-                return True
-            f = f.parent
-        return False
-    return any(loop in ctx.loops for loop in inside)
-
-
-def _calls_of(model: ModuleModel, calls, made: ast.AST, name: Optional[str]) -> bool:
-    """Whether one of ``calls`` calls the wrapper ``made`` directly or through the name bound to it."""
-    for call in calls:
-        func = call.func
-        if func is made:
-            return True
-        if name is not None and isinstance(func, ast.Name) and func.id == name:
-            ev = model.binding(name, model.scope_at(call), (call.lineno, call.col_offset))
-            if ev is not None and (ev.node is made or ev.value is made):
-                return True
-    return False
-
-
-def _bound_name(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
-    """The local name a jit wrapper is bound to (``f = jax.jit(g)`` or a decorated def)."""
-    if wrap.decorator:
-        return wrap.node.name  # type: ignore[attr-defined]
-    scope = model.scope_at(wrap.node)
-    for name, evs in scope.events.items():
-        for ev in evs:
-            if ev.plain_assign and ev.value is wrap.node:
-                return name
-    return None
+    if new.kind == "partial":
+        return "a functools.partial object"
+    if new.kind == "transformed":
+        return f"the result of `{unparse(new.node.func)}(...)`"
+    if new.kind == "bound_method":
+        return f"the bound method `{unparse(new.node)}`"
+    if new.kind == "def":
+        return f"the function `{new.name}` defined there"
+    return f"`{new.name}`, {describe(new.inner)} made there"
 
 
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
@@ -104,11 +43,11 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
     else:
-        what = new_callable(model, wrap.target, ctx.loops, ctx.scope)
+        what = describe(model.new_callable(wrap.target, ctx.loops, ctx.scope))
     if what is None:
         return None
     loop = ctx.loops[-1]
-    if not _calls_of(model, loop.all_calls(), wrap.node, _bound_name(model, wrap)):
+    if not model.calls_wrapper(loop.all_calls(), wrap.node, model.bound_name(wrap)):
         return None  # built into a table, returned or stored: not called per iteration here
     return what
 
@@ -155,9 +94,6 @@ class JitInLoop(Rule):
                                               "create the jitted function once, outside the loop")
 
 
-_RUN_ONCE = ("main", "_main")
-
-
 class JitPerCall(Rule):
     code = "JAX102"
     name = "jit-per-call"
@@ -190,101 +126,26 @@ class JitPerCall(Rule):
             outer = wrap.func.parent if wrap.decorator and wrap.func else model.function_at(wrap.node)
             if outer is None or outer.traced or isinstance(outer.node, ast.Lambda) or wrap.inline:
                 continue
-            if _called_once(outer) or _cached(outer):
+            if called_once(outer) or cached(outer):
                 continue
             if jit_in_loop(model, wrap) is not None:
                 continue  # JAX101 reports it
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
-                what = new_callable(model, wrap.target, outer, wrap.ctx.scope)
-            if what is None or _wraps_callable_param(model, wrap, outer):
+                what = describe(model.new_callable(wrap.target, outer, wrap.ctx.scope))
+            if what is None or model.wraps_callable_param(wrap, outer):
                 continue
-            name = _bound_name(model, wrap)
-            uses = [c for c in outer.calls if _calls_of(model, [c], wrap.node, name)]
+            name = model.bound_name(wrap)
+            uses = [c for c in outer.calls if model.calls_wrapper([c], wrap.node, name)]
             if not uses:
                 continue
             if any(model.context(c).loops for c in uses):
                 continue  # called in a loop of the same call: the compile is amortized over it
-            if name is not None and _escapes(outer, name):
+            if name is not None and escapes(outer, name):
                 continue
             yield self.finding(wrap.node, f"`{wrap.spelling}` of {what} is rebuilt and recompiled on every call "
                                           f"of `{outer.name}`; jit once and reuse it")
-
-
-def _wraps_callable_param(model: ModuleModel, wrap: JitWrap, outer: FunctionInfo) -> bool:
-    """A higher-order helper that jits around a function it was given (``def check(fun): ...
-    jax.jit(lambda *a: fun(*a))``): a new function each call, so there is no cache to reuse."""
-    params = set(outer.params) | set(outer.kwonly)
-    if wrap.decorator:
-        body = wrap.node
-    else:
-        target = wrap.target
-        funcs = model.local_functions(target, wrap.ctx.scope) if target is not None else []
-        body = funcs[0].node if funcs else target
-    if body is None:
-        return False
-    inner = model.func_of_node.get(id(body))
-    if inner is not None:
-        params -= set(inner.scope.events)  # the nested function's own names shadow the outer ones
-    for node in ast.walk(body):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id in params:
-                return True
-            qn = model.resolve(f, wrap.ctx.scope)
-            args = [a for a in node.args if isinstance(a, ast.Name)] + [
-                kw.value for kw in node.keywords if isinstance(kw.value, ast.Name)]
-            if not any(a.id in params for a in args):
-                continue
-            if qn == N.PARTIAL or qn in N.TRANSFORMS:
-                if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
-                    return True
-            elif (qn is None or not qn.startswith(_KNOWN_PURE)) and not _method_of(f, params) \
-                    and not model.local_functions(f, wrap.ctx.scope):
-                # An outer parameter handed to code from elsewhere (``condition(model, data)``,
-                # ``SVI(model, guide, ...)``): most likely a user-supplied model or callback.
-                return True
-    return False
-
-
-_KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
-
-
-def _method_of(func: ast.AST, names: set) -> bool:
-    """``model.apply`` where ``model`` is one of ``names``: the program is the same each call
-    (``jax.jit(lambda x: model.apply(params, x))`` is the pitfall itself)."""
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return isinstance(func, ast.Name) and func.id in names
-
-
-def _called_once(f: Optional[FunctionInfo]) -> bool:
-    """Entry points and tests (and functions nested in them) run once per process or test."""
-    while f is not None:
-        name = f.name
-        if (name in _RUN_ONCE or name.startswith(("test", "setUp")) or name.endswith("_test")
-                or "example" in name or "benchmark" in name):
-            return True
-        f = f.parent
-    return False
-
-
-def _cached(f: FunctionInfo) -> bool:
-    return any(d in N.CACHE_DECORATORS for d in f.decorators)
-
-
-def _escapes(f: FunctionInfo, name: str) -> bool:
-    """The wrapper leaves the function (returned, stored on an object or in a container)."""
-    for r in f.returns:
-        called = {id(n.func) for n in ast.walk(r) if isinstance(n, ast.Call)}
-        if any(isinstance(n, ast.Name) and n.id == name and id(n) not in called for n in ast.walk(r)):
-            return True
-    for stmt in ast.walk(f.node):
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == name:
-            if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in stmt.targets):
-                return True
-    return False
 
 
 class StaticArgChurn(Rule):

@@ -14,26 +14,20 @@ The walk records contexts and bindings; everything that needs inference (value k
 callable lookups) is computed lazily and memoized, so rules only pay for what they ask.
 """
 
-
 from .arrays import array_only_index, is_str_key
 from .builder import build_model
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
-from .records import (
-           BOUNDED_TRIPS,
-           STARRED,
-           Binding,
-           ClassInfo,
-           Context,
-           FunctionInfo,
-           JitWrap,
-           Loop,
-           Scope,
-           TraceCause,
-)
+from .records import (BOUNDED_TRIPS, STARRED, Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
+                      NewCallable, Scope, TraceCause)
+from .repetition import cached, called_once, escapes
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse
 from .transfers import FETCH_OR_FORMAT_NAMES
 
-__all__ = ["BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo", "JitWrap", "Loop", "ModuleModel",
-           "ModuleSummary", "Scope", "TraceCause", "array_only_index", "at_update", "build_model", "call_arg", "is_str_key", "last_name", "loop_iterable", "mentions", "unparse", "varying_names"]
+__all__ = [
+    "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo",
+    "JitWrap", "Loop", "ModuleModel", "ModuleSummary", "NewCallable", "Scope", "TraceCause",
+    "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once", "escapes",
+    "is_str_key", "last_name", "loop_iterable", "mentions", "unparse", "varying_names",
+]

@@ -15,6 +15,7 @@ from .arrays import ArrayKinds
 from .callables import CallableQueries
 from .loops import LoopQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
+from .repetition import RepetitionQueries
 from .staging import Staging
 from .syntax import _end, _pos
 from .transfers import TransferQueries
@@ -23,7 +24,8 @@ from .values import ValueQueries
 _BUILTINS = frozenset(dir(builtins))
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries):
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
+                  RepetitionQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

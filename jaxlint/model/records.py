@@ -244,6 +244,21 @@ class JitWrap:
         return positions, names
 
 
+@dataclass(frozen=True, eq=False)
+class NewCallable:
+    """A callable object created anew each time a region of code runs (``ModuleModel.new_callable``).
+
+    ``kind``: "lambda", "partial" (a ``functools.partial`` call), "transformed" (the result of a
+    jit wrapper or transform call; ``node`` is that call), "bound_method" (``self.method``), "def"
+    (a function defined in the region and bound to ``name``) or "name" (``name`` bound in the
+    region to ``inner``)."""
+
+    kind: str
+    node: ast.AST
+    name: str = ""
+    inner: Optional["NewCallable"] = None
+
+
 class Scope:
     __slots__ = ("node", "kind", "parent", "imports", "import_src", "events", "func", "cls", "globals", "defs")
 
