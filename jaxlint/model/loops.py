@@ -281,3 +281,14 @@ class LoopQueries:
                         and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
                     return True
         return False
+
+    def in_size_is_none_branch(self, ctx) -> bool:
+        """Inside ``if size is None:`` -- an implementation that takes the unsized path only when
+        its caller made sure the input is concrete (jnp.unique's own code)."""
+        for test, _ in ctx.guards if ctx is not None else ():
+            for node in ast.walk(test):
+                if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "size"
+                        and isinstance(node.ops[0], ast.Is) and isinstance(node.comparators[0], ast.Constant)
+                        and node.comparators[0].value is None):
+                    return True
+        return False

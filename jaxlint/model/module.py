@@ -13,13 +13,14 @@ from typing import Iterator, Optional
 from .. import names as N
 from .arrays import ArrayKinds
 from .callables import CallableQueries
-from .loops import LoopQueries
+from .loops import LoopQueries, loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
 from .staging import Staging
 from .syntax import _end, _pos
 from .transfers import TransferQueries
 from .values import ValueQueries
+from .variance import ShapeVariance
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -58,6 +59,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self._event_memo: dict[int, bool] = {}
         self._staging: Optional[Staging] = None
         self._arrays: Optional[ArrayKinds] = None
+        self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops
 
     @property
     def arrays(self) -> ArrayKinds:
@@ -65,6 +67,12 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         if self._arrays is None:
             self._arrays = ArrayKinds(self)
         return self._arrays
+
+    def shape_variance(self, scope: Scope, loops: tuple) -> ShapeVariance:
+        """What varies per iteration of ``loops`` (unbounded loops around a call in ``scope``)."""
+        if self._bounded_iters is None:
+            self._bounded_iters = {id(loop_iterable(lp.node)) for lp in self.loops if lp.bounded}
+        return ShapeVariance(self, scope, loops, self._bounded_iters)
 
     @property
     def staging(self) -> Staging:
