@@ -602,3 +602,29 @@ def test_is_jax_without_explicit_scope():
     """)
     (arg,) = call_to(tree, "sink").args
     assert m.is_jax(arg)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_inference_work_budget_answers_unknown_once_spent():
+    from jaxlint.model.limits import Work
+
+    src = "import jax\nj1 = jax.jit\nj2 = j1\n\ndef f(x):\n    return x\n\ng = j2(f)\n"
+    tree = ast.parse(src)
+    call = tree.body[-1].value
+    model = build_model(tree)
+    assert model.resolve(call.func) == "jax.jit"  # the alias chain j2 -> j1 -> jax.jit
+    probe = ast.Name(id="j2", ctx=ast.Load(), lineno=9, col_offset=0)  # a use the analysis has not memoized
+    assert model.resolve(probe, model.module_scope) == "jax.jit"
+    model.work = Work()
+    model.work.left = 0  # nothing left: every chain step answers "unknown"
+    probe2 = ast.Name(id="j2", ctx=ast.Load(), lineno=9, col_offset=0)
+    assert model.resolve(probe2, model.module_scope) is None
+
+
+def test_inference_work_budget_grows_with_the_file():
+    from jaxlint.model import limits
+
+    small, large = limits.Work(10), limits.Work(10_000)
+    assert large.left - small.left == limits.WORK_PER_LINE * 9_990

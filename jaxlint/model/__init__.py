@@ -18,8 +18,19 @@ from .arrays import array_only_index, is_str_key
 from .builder import build_model
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
-from .records import (BOUNDED_TRIPS, STARRED, Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
-                      NewCallable, Scope, TraceCause)
+from .records import (
+                      BOUNDED_TRIPS,
+                      STARRED,
+                      Binding,
+                      ClassInfo,
+                      Context,
+                      FunctionInfo,
+                      JitWrap,
+                      Loop,
+                      NewCallable,
+                      Scope,
+                      TraceCause,
+)
 from .repetition import cached, called_once, escapes
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse

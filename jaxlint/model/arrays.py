@@ -12,6 +12,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from .. import names as N
+from . import limits as L
 from .records import STARRED, FunctionInfo, Scope
 from .syntax import _pos, at_update
 
@@ -62,7 +63,6 @@ _TAKES_SEQUENCES = {
     )
 }
 _SEQUENCES = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Set, ast.SetComp, ast.Dict, ast.DictComp)
-_MAX_DEPTH = 12
 
 
 
@@ -89,7 +89,7 @@ class ArrayKinds:
         self._param_memo: dict[int, bool] = {}
 
     def certain(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-        if depth > _MAX_DEPTH:
+        if depth > L.ARRAY_CHAIN or not self.m.work.spend():
             return False
         t = type(e)
         if t is ast.Name:

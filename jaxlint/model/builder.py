@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from .limits import Work
 from .module import ModuleModel
 from .records import (
     STARRED,
@@ -29,6 +30,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
     model.path = path
     model.project = project
     model._wraps_by_call = {}
+    model.work = Work(tree.body[-1].end_lineno if tree.body else 0)
     _Builder(model, shallow).run(tree)
     _TraceAnalysis(model).run()
     return model

@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import limits as L
 from .records import Context, FunctionInfo, JitWrap, Scope
 from .syntax import _pos
 
@@ -32,7 +33,7 @@ class CallableQueries:
         return result
 
     def _callable(self, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
-        if depth > 8:
+        if depth > L.CALLABLE_CHAIN or not self.work.spend():
             return None
         if isinstance(func, ast.Call):
             qn = self.resolve(func.func, scope)
@@ -110,7 +111,7 @@ class CallableQueries:
     def local_functions(self, expr: ast.AST, scope: Scope, depth: int = 0) -> list[FunctionInfo]:
         """The functions of this module an expression names: a def in scope, ``self.method``,
         a lambda, ``partial(f, ...)``, or the function inside ``jax.jit(f)``/``jax.grad(f)``."""
-        if depth > 8:
+        if depth > L.CALLABLE_CHAIN or not self.work.spend():
             return []
         if isinstance(expr, ast.Lambda):
             f = self.func_of_node.get(id(expr))

@@ -11,8 +11,10 @@ import builtins
 from typing import Iterator, Optional
 
 from .. import names as N
+from . import limits as L
 from .arrays import ArrayKinds
 from .callables import CallableQueries
+from .limits import Work
 from .loops import LoopQueries, loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
@@ -58,6 +60,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
         self._staging: Optional[Staging] = None
+        self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
         self._arrays: Optional[ArrayKinds] = None
         self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops
 
@@ -114,7 +117,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         return result
 
     def _resolve(self, expr: ast.AST, scope: Scope, depth: int) -> Optional[str]:
-        if depth > 20:
+        if depth > L.ALIAS_CHAIN or not self.work.spend():
             return None
         if isinstance(expr, ast.Attribute):
             base = self._resolve(expr.value, scope, depth + 1)

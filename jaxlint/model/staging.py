@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
+from . import limits as L
 from .records import FunctionInfo, Scope
 from .syntax import call_arg
 
@@ -117,7 +118,7 @@ class Staging:
                     found.add("shaky")
                 elif n.id in g.tracer_params:
                     found.add("real")
-            elif ev.kind in ("assign", "for", "aug") and depth < 4:
+            elif ev.kind in ("assign", "for", "aug") and depth < L.TRACER_SOURCE_HORIZON:
                 value = ev.node.value if ev.kind == "aug" else ev.value
                 if value is not None:
                     self._sources(value, ev.scope, found, depth + 1)
@@ -200,7 +201,7 @@ class Staging:
     def _site_staged(self, expr: ast.AST, depth: int) -> bool:
         """Whether the callable made by ``expr`` (a transform call) runs under staged tracing: it is
         made in staged code, wrapped by jit/vmap/..., or bound to a name called in staged code."""
-        if depth > 6:
+        if depth > L.SITE_CHAIN or not self.m.work.spend():
             return False
         m = self.m
         if isinstance(expr, ast.Call) and self.staged(m.function_at(expr)):

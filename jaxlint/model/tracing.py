@@ -7,6 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
+from . import limits as L
 from .records import FunctionInfo, JitWrap, Scope, TraceCause
 from .syntax import _int_set, _kw, _pos, _str_set, call_arg
 
@@ -195,7 +196,7 @@ class _TraceAnalysis:
         m = self.m
         n_pos, names = 0, set()
         depth = 0
-        while isinstance(expr, ast.Call) and expr.args and depth < 8:
+        while isinstance(expr, ast.Call) and expr.args and depth < L.PARTIAL_CHAIN:
             depth += 1
             qn = m.resolve(expr.func, scope)
             if qn == N.PARTIAL:
@@ -209,7 +210,7 @@ class _TraceAnalysis:
         if isinstance(expr, ast.Name):  # f = partial(g, x) bound to a name
             ev = m.binding(expr.id, scope, _pos(expr))
             if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call) \
-                    and depth < 8:
+                    and depth < L.PARTIAL_CHAIN:
                 return self._bound_by_partial(ev.value, fi, ev.scope) | names
         params = fi.params[1:] if fi.is_method and isinstance(expr, ast.Attribute) else fi.params
         return set(params[:n_pos]) | names
@@ -219,7 +220,7 @@ class _TraceAnalysis:
     def _propagate(self) -> None:
         m = self.m
         work = [f for f in m.functions if f.traced]
-        budget = 50 * (len(m.functions) + 1)
+        budget = L.PROPAGATION_ROUNDS_PER_FUNCTION * (len(m.functions) + 1)
         while work and budget > 0:
             budget -= 1
             f = work.pop()

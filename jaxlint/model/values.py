@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import limits as L
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update
 
@@ -240,7 +241,7 @@ class ValueQueries:
     def is_mask(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
         """Whether ``e`` is certainly a boolean JAX array: a comparison involving a JAX value, ``~m``,
         ``m1 & m2``, ``jnp.isnan(...)``/``logical_*``, ``.astype(bool)``, or a name bound to one."""
-        if depth > 8:
+        if depth > L.MASK_CHAIN or not self.work.spend():
             return False
         if isinstance(e, ast.Compare):
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
@@ -270,7 +271,7 @@ class ValueQueries:
         """An int literal, a foldable expression of them, or a name bound once to one (a module
         constant or a local literal). ``fold=False``: a literal or a negated one only, no
         arithmetic; ``local=False``: names count only when bound at module level."""
-        if e is None or depth > 6:
+        if e is None or depth > L.CONST_CHAIN or not self.work.spend():
             return None
         if isinstance(e, ast.Constant):
             return e.value if isinstance(e.value, int) and not isinstance(e.value, bool) else None
@@ -311,7 +312,7 @@ class ValueQueries:
                     return True
                 if qn == "builtins.len" and n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "shape":
                     return True
-            if isinstance(n, ast.Name) and depth < 3:
+            if isinstance(n, ast.Name) and depth < L.RANK_HORIZON:
                 ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
                 if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
                     if self.rank_derived(ev.value, scope, depth + 1):
@@ -323,7 +324,7 @@ class ValueQueries:
         for n in ast.walk(e):
             if isinstance(n, ast.Call) and _internal(self.resolve(n.func, scope)):
                 return True
-            if isinstance(n, ast.Name) and depth < 1:
+            if isinstance(n, ast.Name) and depth < L.INTERNAL_HELPER_HORIZON:
                 ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
                 if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
                     if self.reads_internal_helper(ev.value, ev.scope, depth + 1):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
+from . import limits as L
 from .records import Scope
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
@@ -77,7 +78,7 @@ class ShapeVariance:
                 continue  # a nested loop over a few literal options: each shape compiles once
             if ev.kind in ("aug", "for"):
                 return True
-            if ev.kind == "assign" and depth < 6 and self.expr_varies(ev.value, depth + 1):
+            if ev.kind == "assign" and depth < L.VARIANCE_CHAIN and self.m.work.spend() and self.expr_varies(ev.value, depth + 1):
                 return True
         return False
 
