@@ -628,3 +628,31 @@ def test_inference_work_budget_grows_with_the_file():
 
     small, large = limits.Work(10), limits.Work(10_000)
     assert large.left - small.left == limits.WORK_PER_LINE * 9_990
+
+
+def test_a_callers_trace_cause_is_that_function_not_every_function_of_its_name():
+    # Two functions named ``step``: the first only differentiated (concrete values), the second
+    # jitted. ``helper`` is called from the first only, so it is not staged.
+    src = textwrap.dedent("""
+        import jax
+
+        def helper(x):
+            if x > 0:
+                return x
+            return -x
+
+        def step(x):
+            return helper(x)
+
+        g = jax.grad(step)
+
+        def step(y):
+            return y * 2
+
+        fast = jax.jit(step)
+    """)
+    m = build_model(ast.parse(src))
+    helper, first, second = (f for f in m.functions if f.name in ("helper", "step"))
+    assert [c.caller for c in helper.trace_causes] == [first]
+    assert not m.staging.staged(first) and m.staging.staged(second)
+    assert not m.staging.staged(helper)

@@ -315,6 +315,25 @@ _JAX302_NEGATIVE = [
             return x * 2 if scale else x
         return jax.lax.map(body, xs)
     """,
+    # a helper called only from a differentiated `step`; another function named `step` is jitted
+    """
+    import jax
+
+    def helper(x):
+        if x > 0:
+            return x
+        return -x
+
+    def step(x):
+        return helper(x)
+
+    g = jax.grad(step)
+
+    def step(y):
+        return y * 2
+
+    fast = jax.jit(step)
+    """,
     # control flow already on device
     """
     import jax

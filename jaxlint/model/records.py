@@ -148,7 +148,7 @@ class TraceCause:
     kind: str
     name: str
     decorator: bool = False
-    caller: Optional["FunctionInfo"] = field(default=None, compare=False)
+    caller: Optional["FunctionInfo"] = None
 
 
 @dataclass(eq=False)

@@ -40,7 +40,6 @@ class Staging:
     def __init__(self, model: ModuleModel):
         self.m = model
         self._memo: dict = {}
-        self._by_qual: Optional[dict] = None
         self._arg_parent: Optional[dict] = None
         self._partial_bound: Optional[dict] = None
 
@@ -54,8 +53,7 @@ class Staging:
         result = False
         for cause in f.trace_causes:
             if cause.kind == "caller":
-                callers = self._qualnames().get(cause.name, ())
-                if any(self.staged(g) for g in callers):
+                if self.staged(cause.caller):
                     result = True
             elif cause.kind == "transform" and cause.name in CONCRETE_TRANSFORMS:
                 if not cause.decorator and self._grad_site_staged(f, cause.name):
@@ -166,13 +164,6 @@ class Staging:
                         and node.args[0].id in names and _python_types(self.m, node.args[1], ctx.scope)):
                     return True
         return False
-
-    def _qualnames(self) -> dict:
-        if self._by_qual is None:
-            self._by_qual = {}
-            for g in self.m.functions:
-                self._by_qual.setdefault(g.qualname, []).append(g)
-        return self._by_qual
 
     def _parents(self) -> dict:
         """id(argument expression) -> the call it is an argument of."""
