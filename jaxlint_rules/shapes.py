@@ -69,9 +69,7 @@ class DataDependentShape(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         staging = model.staging
-        for f in model.functions:
-            if not staging.staged(f):
-                continue
+        for f in staging.functions():
             for sub in f.subscripts:
                 scope = model.scope_at(sub)
                 if not model.is_jax(sub.value, scope):
@@ -290,9 +288,7 @@ class TracedShapeArgument(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         staging = model.staging
-        for f in model.functions:
-            if not staging.staged(f):
-                continue
+        for f in staging.functions():
             for call in f.calls:
                 scope = model.scope_at(call)
                 for arg in self._size_args(model, call, scope):
@@ -425,8 +421,8 @@ class UnrolledLoopInTracedCode(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         staging = model.staging
-        for f in model.functions:
-            if not f.loops or not staging.staged(f):
+        for f in staging.functions():
+            if not f.loops:
                 continue
             for loop in f.loops:
                 msg = self._unrolled(model, loop, f)

@@ -43,6 +43,10 @@ class Staging:
         self._arg_parent: Optional[dict] = None
         self._partial_bound: Optional[dict] = None
 
+    def functions(self):
+        """The module's functions that are staged out with abstract tracers, in order."""
+        return (f for f in self.m.functions if self.staged(f))
+
     def staged(self, f: Optional[FunctionInfo]) -> bool:
         if f is None or not f.traced:
             return False

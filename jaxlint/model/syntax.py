@@ -33,34 +33,31 @@ def _end(node: ast.AST) -> tuple:
     return (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
-def _int_set(node: Optional[ast.AST]) -> set:
-    """Literal ints (or one int) from a static_argnums-like argument."""
+def _literal_set(node: Optional[ast.AST], kind: type) -> set:
+    """Literal values of one type (or one value) from a ``static_argnums``-like argument: a
+    constant, a negated int, or a tuple/list/set of them."""
     if node is None:
         return set()
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+    if isinstance(node, ast.Constant) and isinstance(node.value, kind) and not isinstance(node.value, bool):
         return {node.value}
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+    if (kind is int and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)):
         v = node.operand.value
         return {-v} if isinstance(v, int) else set()
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         out: set = set()
         for elt in node.elts:
-            out |= _int_set(elt)
+            out |= _literal_set(elt, kind)
         return out
     return set()
+
+
+def _int_set(node: Optional[ast.AST]) -> set:
+    return _literal_set(node, int)
 
 
 def _str_set(node: Optional[ast.AST]) -> set:
-    if node is None:
-        return set()
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return {node.value}
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        out: set = set()
-        for elt in node.elts:
-            out |= _str_set(elt)
-        return out
-    return set()
+    return _literal_set(node, str)
 
 
 def call_arg(call: ast.Call, index: int, keyword: Optional[str]) -> Optional[ast.AST]:
