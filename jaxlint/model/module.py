@@ -1,7 +1,7 @@
 """The module model's core: the record of one module and its name and scope queries.
 
-The other query families are mixins, one module per concept (loops.py, values.py, callables.py);
-the walk that fills the records is builder.py, the traced-code analysis tracing.py.
+The other query families are mixins, one module per concept (loops.py, values.py, callables.py,
+rebinding.py); the walk that fills the records is builder.py, the traced-code analysis tracing.py.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from .callables import CallableQueries
 from .loops import LoopQueries
+from .rebinding import RebindingQueries
 from .records import ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope, _Event
 from .syntax import _end, _pos
 from .values import ValueQueries
@@ -20,7 +21,7 @@ from .values import ValueQueries
 _BUILTINS = frozenset(dir(builtins))
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries, RebindingQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):
@@ -43,6 +44,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
         self.attr_names: set[str] = set()  # every attribute name read in the module
         self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
+        self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
         self.imports_jax = False
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
@@ -51,6 +53,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
         self._callable_memo: dict[int, object] = {}
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
+        self._rebinding_memo: dict = {}
 
     def uses_jax(self) -> bool:
         """Whether any rule can fire: the module imports JAX, or imports from a module of the
