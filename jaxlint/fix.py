@@ -1,25 +1,12 @@
-"""Safe automatic fixes for ``jaxlint check --fix`` and ``--diff``.
+"""``jaxlint check --fix`` and ``--diff``: apply the rules' safe fixes to files.
 
-Only mechanical rewrites whose meaning is certain are offered:
-
-* JAX401 ``x[i] = v`` -> ``x = x.at[i].set(v)``; ``x[i] += v`` -> ``x = x.at[i].add(v)`` (``-=``
-  ``.subtract``, ``*=`` ``.multiply``, ``/=`` ``.divide``, ``**=`` ``.power``);
-* JAX402 ``jax.ops.index_update(x, idx, v)`` -> ``x.at[idx].set(v)`` (``index_add`` ``.add``,
-  ``index_mul`` ``.multiply``, ``index_min``/``index_max`` ``.min``/``.max``), with
-  ``jax.ops.index[...]`` unwrapped; removed names that nothing uses any more are dropped from
-  module-level ``from jax.ops import ...`` lines;
-* JAX403 ``x.at[i].set(v)`` as a statement -> ``x = x.at[i].set(v)``.
-
-The rule decides *whether* a statement is a finding (the model's judgement that ``x`` is an
-array); :class:`FixBuilder`, called by the rule for that finding, decides from the syntax whether
-the rewrite is certain, and attaches a :class:`Fix` to the :class:`~jaxlint.rule.Finding`. For
-JAX401/JAX403 ``x`` must be a plain name already local to the statement's scope (not global,
-nonlocal or a closure variable) and read again afterwards; one target, no walrus, no tuple value,
-and for ``x[f()] = g()`` not two calls whose order would swap.
-A fix is a few edits at exact source positions (ast line and UTF-8 byte column): untouched code,
-comments and formatting are kept byte for byte, and the original spelling of every
-subexpression is reused. Fixes are applied in rounds (findings are recomputed on the fixed text
-until nothing changes), so a second run changes nothing.
+A rule that offers fixes says so (``fixable = True``) and attaches a :class:`~jaxlint.edits.Fix`
+to each finding whose rewrite is certain (jaxlint_rules/mutation.py); a rule whose fixes can leave
+something behind to tidy (an import of a name the rewrites removed) also has
+``after_fixes(text) -> text``, called once on the fixed text when any of its fixes was applied.
+Fixes are applied in rounds (findings are recomputed on the fixed text until nothing changes),
+so a second run changes nothing. What a fix is, and how it is applied to text, is
+jaxlint/edits.py.
 """
 
 from __future__ import annotations
@@ -27,12 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
-from .edits import Edit, Fix, Pos, Span, apply_fixes, drop_unused_from_imports, fixable, parses, source_encoding
-from .edits import unified_diff
+from .edits import apply_fixes, fixable, parses, source_encoding, unified_diff
 
-__all__ = ["Edit", "Fix", "Pos", "Span", "apply_fixes", "fixable", "unified_diff"]  # re-exported from edits
-
-FIXABLE_CODES = frozenset({"JAX401", "JAX402", "JAX403"})
 MAX_ROUNDS = 10
 
 
@@ -41,16 +24,25 @@ def can_fix_path(path: str) -> bool:
     return not path.lower().endswith(".ipynb")
 
 
-# --------------------------------------------------------------------------- removed jax.ops imports
+def _fix_rules(codes: Optional[Sequence[str]] = None) -> list:
+    """The rule classes ``--fix`` runs for the selected ``codes`` (None: every rule): all of them,
+    so that the fixable ones see the same findings and model as ``jaxlint check``."""
+    from jaxlint_rules import ALL_RULES, RULES_BY_CODE
 
-_REMOVED_NAMES = frozenset({"index_update", "index_add", "index_mul", "index_min", "index_max", "index"})
+    if codes is None:
+        return list(ALL_RULES)
+    return [RULES_BY_CODE[c] for c in codes if c in RULES_BY_CODE]
 
 
-def _drop_dead_ops_imports(text: str) -> str:
-    """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
-    the only thing left that fails on current JAX: drop the removed names nothing uses any more
-    from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
-    return drop_unused_from_imports(text, "jax.ops", _REMOVED_NAMES)
+def fixable_codes(rules: Sequence) -> frozenset:
+    """The codes of the rules (classes or instances) that declare ``fixable = True``."""
+    return frozenset(r.code for r in rules if getattr(r, "fixable", False))
+
+
+def __getattr__(name: str):
+    if name == "FIXABLE_CODES":  # every rule's, computed on first use (importing fix loads no rules)
+        return fixable_codes(_fix_rules())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- files
@@ -94,10 +86,12 @@ def fix_source(data: bytes, path: str, rules: Sequence, keep: Optional[Callable]
         return None
     if not parses(text):
         return None
-    new, fixed, ops_fixed = text, 0, False
+    fixing = fixable_codes(rules)
+    by_code = {r.code: r for r in rules}
+    new, fixed, tidy = text, 0, []  # tidy: the rules with an after_fixes whose fixes were applied
     for _ in range(MAX_ROUNDS):
         result = check_source(new, path, rules)
-        fixes = [f.fix for f in result.findings if f.fix is not None and f.code in FIXABLE_CODES
+        fixes = [f.fix for f in result.findings if f.fix is not None and f.code in fixing
                  and (keep is None or keep(f))]
         if not fixes:
             break
@@ -106,9 +100,12 @@ def fix_source(data: bytes, path: str, rules: Sequence, keep: Optional[Callable]
         if not applied:
             break
         fixed += len(applied)
-        ops_fixed = ops_fixed or any(codes.get(id(fx)) == "JAX402" for fx in applied)
-    if ops_fixed:
-        new = _drop_dead_ops_imports(new)
+        for fx in applied:
+            rule = by_code.get(codes.get(id(fx)))
+            if rule is not None and hasattr(rule, "after_fixes") and rule not in tidy:
+                tidy.append(rule)
+    for rule in tidy:
+        new = rule.after_fixes(new)
     if new == text:
         return None
     try:
@@ -118,16 +115,10 @@ def fix_source(data: bytes, path: str, rules: Sequence, keep: Optional[Callable]
     return FileFix(path, data, new_bytes, text, new, fixed)
 
 
-def _rules(codes: Sequence[str]) -> list:
-    from jaxlint_rules import RULES_BY_CODE
-
-    return [RULES_BY_CODE[c]() for c in codes if c in RULES_BY_CODE]
-
-
 def fix_files(paths: Sequence[str], codes: Sequence[str], keep: Optional[Callable] = None) -> tuple[list, list]:
     """Fix each file in memory with the selected rules; ``keep(path, finding)`` says which
     findings may be fixed (per-file ignores). Returns ([FileFix], [error messages])."""
-    rules = _rules(codes)
+    rules = [cls() for cls in _fix_rules(codes)]
     changes, errors = [], []
     for path in paths:
         try:
@@ -143,17 +134,18 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], keep: Optional[Callabl
 
 
 def mark_fixable(findings: Sequence, codes: Sequence[str]) -> list:
-    """``findings`` with a verified :class:`Fix` on those ``--fix`` would fix and none on the others
+    """``findings`` with a verified :class:`~jaxlint.edits.Fix` on those ``--fix`` would fix and none on the others
     (results read from the cache carry none, so their files are checked again here)."""
+    fixing = fixable_codes(_fix_rules(codes))
     by_path: dict = {}
     for f in findings:
-        if f.code in FIXABLE_CODES and can_fix_path(f.path):
+        if f.code in fixing and can_fix_path(f.path):
             by_path.setdefault(f.path, []).append(f)
     fixes: dict = {}
     if by_path:
         from .engine import check_source
 
-        rules = _rules(codes)
+        rules = [cls() for cls in _fix_rules(codes)]
         for path in by_path:
             try:
                 with open(path, "rb") as fh:
@@ -178,8 +170,9 @@ def fix_results(results: Sequence, codes: Sequence[str], ignored_for: Callable, 
     def keep(path: str, f) -> bool:
         return not any(f.code.startswith(p) for p in ignored_for(path))
 
+    fixing = fixable_codes(_fix_rules(codes))
     todo = [r.path for r in results if can_fix_path(r.path)
-            and any(f.code in FIXABLE_CODES and keep(r.path, f) for f in r.findings)]
+            and any(f.code in fixing and keep(r.path, f) for f in r.findings)]
     changes, errors = fix_files(todo, codes, keep)
     if write:
         written = []

@@ -7,7 +7,7 @@ import functools
 from typing import Iterator, Optional
 
 from jaxlint import names as N
-from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+from jaxlint.edits import Edit, Fix, Span, drop_unused_from_imports, end_of, start_of
 from jaxlint.model import FunctionInfo, ModuleModel, Scope
 from jaxlint.rule import Finding, Rule, unparse
 
@@ -283,6 +283,7 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
 class InplaceItemAssignment(Rule):
     code = "JAX401"
     name = "inplace-item-assignment"
+    fixable = True
     summary = ("Finds `x[i] = v`, `x[i] += v` (and other augmented operators) and `del x[i]` where `x` is "
                "certainly a JAX array.")
     rationale = ("JAX arrays are immutable: item assignment raises `TypeError: JAX arrays are immutable` "
@@ -407,6 +408,7 @@ _REMOVED = {
 }
 _INDEX = "jax.ops.index"
 _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
+_OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops import ...`` may name
 
 
 
@@ -415,6 +417,7 @@ _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
     name = "removed-index-update-api"
+    fixable = True
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
                "of `jax.ops.index[...]`.")
     rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3: on any current JAX "
@@ -495,6 +498,12 @@ class RemovedIndexUpdateApi(Rule):
             Edit(end_of(v), end_of(call), (")",)),
         ))
 
+    def after_fixes(self, text: str) -> str:
+        """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
+        the only thing left that fails on current JAX: drop the removed names nothing uses any more
+        from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
+        return drop_unused_from_imports(text, "jax.ops", _OPS_IMPORTS)
+
     @staticmethod
     def _subscripts(model: ModuleModel):
         """Subscript reads the model records: in function bodies, plus top-level call arguments and
@@ -537,6 +546,7 @@ def _looks_like_ref(model: ModuleModel, receiver: ast.AST, scope: Scope) -> bool
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
     name = "discarded-functional-update"
+    fixable = True
     summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
