@@ -12,7 +12,7 @@ jaxlint/edits.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Sequence
+from typing import Callable, Collection, Optional, Sequence
 
 from .edits import apply_fixes, fixable, parses, source_encoding, unified_diff
 
@@ -133,30 +133,35 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], keep: Optional[Callabl
     return changes, errors
 
 
-def mark_fixable(findings: Sequence, codes: Sequence[str]) -> list:
-    """``findings`` with a verified :class:`~jaxlint.edits.Fix` on those ``--fix`` would fix and none on the others
-    (results read from the cache carry none, so their files are checked again here)."""
+def mark_fixable(findings: Sequence, codes: Sequence[str], cached: Collection[str] = ()) -> list:
+    """``findings`` with a verified :class:`~jaxlint.edits.Fix` on those ``--fix`` would fix and
+    none on the others. A finding computed in this run carries its rule's fix, verified here
+    against the file's text; the files in ``cached`` (results read from the cache, whose findings
+    carry none) are checked again."""
     fixing = fixable_codes(_fix_rules(codes))
     by_path: dict = {}
     for f in findings:
         if f.code in fixing and can_fix_path(f.path):
             by_path.setdefault(f.path, []).append(f)
     fixes: dict = {}
-    if by_path:
-        from .engine import check_source
+    rules: Optional[list] = None
+    for path, found in by_path.items():
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            codec, bom = source_encoding(data)
+            text = data[len(bom):].decode(codec)
+        except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
+            continue
+        if path in cached:
+            from .engine import check_source
 
-        rules = [cls() for cls in _fix_rules(codes)]
-        for path in by_path:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-                codec, bom = source_encoding(data)
-                text = data[len(bom):].decode(codec)
-            except (OSError, SyntaxError, LookupError, UnicodeDecodeError):
-                continue
-            for f in check_source(data, path, rules).findings:
-                if f.fix is not None and fixable(text, f.fix):
-                    fixes[(path, f.line, f.col, f.code, f.message)] = f.fix
+            if rules is None:
+                rules = [cls() for cls in _fix_rules(codes)]
+            found = check_source(data, path, rules).findings
+        for f in found:
+            if f.fix is not None and fixable(text, f.fix):
+                fixes[(path, f.line, f.col, f.code, f.message)] = f.fix
     out = []
     for f in findings:
         fix = fixes.get((f.path, f.line, f.col, f.code, f.message))
