@@ -136,6 +136,7 @@ class ResultCache:
             result.findings = [Finding(line, col, code, msg, name, path, *notebook[:2])
                                for line, col, code, msg, name, *notebook in entry["findings"]]
             result.content_hash = entry["hash"]
+            result.cached = True
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         self.hits += 1

@@ -145,7 +145,7 @@ def cmd_check(args) -> int:
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     if args.format in ("text", "json"):  # only jaxlint's own formats mark the fixable findings
-        findings = fixmod.mark_fixable(findings, codes)
+        findings = fixmod.mark_fixable(findings, codes, {res.path for res in results if res.cached})
     sys.stdout.write(reporters.FORMATS[args.format](findings))
     if args.statistics and findings:
         sys.stdout.write(reporters.statistics(findings))

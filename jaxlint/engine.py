@@ -32,6 +32,7 @@ class FileResult:
     internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
     content_hash: Optional[str] = None  # of the bytes checked, for the result cache
     deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
+    cached: bool = False  # read from the result cache: its findings carry no fixes
 
 
 def decode_source(data: bytes) -> str:

@@ -23,7 +23,7 @@ class Finding:
     # it; ``line`` is then the line in the code cells joined as one module, ``col`` is in the cell.
     cell: Optional[int] = field(default=None, compare=False)
     cell_line: Optional[int] = field(default=None, compare=False)
-    # A safe automatic fix (jaxlint/fix.py) when the rule offers one; never cached or compared.
+    # A safe automatic fix (a jaxlint.edits.Fix) when the rule offers one; never cached or compared.
     fix: Optional[object] = field(default=None, compare=False, repr=False)
 
     def with_path(self, path: str) -> "Finding":

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Iterator, Optional
 
-from jaxlint.fix import FixBuilder
+from jaxlint.edits import Edit, Fix, Span, drop_unused_from_imports, end_of, start_of
 from jaxlint.model import ModuleModel, at_update, is_str_key
 from jaxlint.rule import Finding, Rule, unparse
 
@@ -17,12 +18,71 @@ def _at(target: ast.Subscript) -> str:
     return unparse(expr, 50)
 
 
+# --------------------------------------------------------------------------- safe fixes
+#
+# The rule decides *whether* a statement is a finding; its ``_fix`` decides from the syntax and the
+# model's rebinding facts whether the rewrite is certain, and builds it from jaxlint.edits. For
+# JAX401/JAX403 ``x`` must be a plain name already local to the statement's scope (not global,
+# nonlocal or a closure variable) and read again afterwards; one target, no walrus, no tuple value,
+# and for ``x[f()] = g()`` not two calls whose order would swap. Every subexpression keeps its
+# original spelling.
+
+_AUG_METHODS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power"}
+_EFFECTS = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+# Calls whose order against another call cannot matter: pure builtins and JAX's functional API.
+_PURE_BUILTINS = frozenset("builtins." + n for n in (
+    "len", "int", "float", "bool", "complex", "abs", "min", "max", "round", "range", "slice", "tuple",
+    "divmod", "pow", "sum", "isinstance",
+))
+_PURE_FAMILIES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+_PRIMARY = (ast.Name, ast.Attribute, ast.Subscript, ast.Call)  # ``<expr>.at`` needs no parentheses
+
+
+def _has(node: ast.AST, kinds) -> bool:
+    return any(isinstance(n, kinds) for n in ast.walk(node))
+
+
+def _never_raises(build):
+    """A fix is optional: whatever goes wrong while building one, the finding stays, unfixed."""
+    @functools.wraps(build)
+    def wrapper(*args, **kwargs):
+        try:
+            return build(*args, **kwargs)
+        except Exception:  # RecursionError included
+            return None
+    return wrapper
+
+
+def _effects(model: ModuleModel, e: ast.AST, stmt: ast.stmt) -> bool:
+    """Whether evaluating ``e`` may have an effect another expression could observe: a call
+    of anything but a pure builtin or a JAX function, ``await``, ``yield``, ``:=``."""
+    scope = None
+    for node in ast.walk(e):
+        if isinstance(node, _EFFECTS):
+            return True
+        if isinstance(node, ast.Call):
+            if scope is None:
+                scope = model.scope_at(stmt)
+            qn = model.resolve(node.func, scope)
+            if qn is None or not (qn in _PURE_BUILTINS or qn.startswith(_PURE_FAMILIES)):
+                return True
+    return False
+
+
+def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
+    """``name = ...`` at ``stmt`` rebinds the variable the statement reads, and the new value is
+    seen (otherwise the rewrite would turn a loud TypeError into an update silently dropped, e.g.
+    a parameter "modified in place" for the caller)."""
+    return model.rebinds_local(name, stmt) and model.rebinding_seen(name, stmt)
+
+
 # --------------------------------------------------------------------------- JAX401
 
 
 class InplaceItemAssignment(Rule):
     code = "JAX401"
     name = "inplace-item-assignment"
+    fixable = True
     summary = ("Finds `x[i] = v`, `x[i] += v` (and other augmented operators) and `del x[i]` where `x` is "
                "certainly a JAX array.")
     rationale = ("JAX arrays are immutable: item assignment raises `TypeError: JAX arrays are immutable` "
@@ -53,7 +113,6 @@ class InplaceItemAssignment(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        fixer: Optional[FixBuilder] = None
         for target, kind in model.stores:
             if not isinstance(target, ast.Subscript) or is_str_key(target.slice):
                 continue
@@ -63,8 +122,49 @@ class InplaceItemAssignment(Rule):
                 continue
             if not model.arrays.item_target(target, scope):
                 continue
-            fixer = fixer or FixBuilder(model)
-            yield self.finding(target, self._message(target, kind), fixer.item_assignment(target, kind))
+            yield self.finding(target, self._message(target, kind), self._fix(model, target, kind))
+
+    @staticmethod
+    @_never_raises
+    def _fix(model: ModuleModel, target: ast.AST, kind: str) -> Optional[Fix]:
+        """``x[i] = v`` -> ``x = x.at[i].set(v)``; ``x[i] op= v`` -> ``x = x.at[i].add(v)`` (``-=``
+        ``.subtract``, ``*=`` ``.multiply``, ``/=`` ``.divide``, ``**=`` ``.power``): a whole
+        statement, ``x`` a local plain name."""
+        if kind not in ("assign", "aug") or not isinstance(target, ast.Subscript):
+            return None
+        base = target.value
+        stmt = model.statement_of(target)
+        if not isinstance(base, ast.Name) or stmt is None:
+            return None
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1 or stmt.targets[0] is not target:
+                return None  # a = x[i] = v
+            method = "set"
+        elif isinstance(stmt, ast.AugAssign) and stmt.target is target:
+            method = _AUG_METHODS.get(type(stmt.op))
+            if method is None:
+                return None  # //=, %=, @=, <<=, |=, ...: no .at method
+        else:
+            return None
+        value = stmt.value
+        if isinstance(value, (ast.Tuple, ast.Starred, ast.Yield, ast.YieldFrom)):
+            return None  # x[i] = 1, 2 would become two arguments
+        if start_of(stmt) != start_of(target):
+            return None  # (x[i]) = v
+        if _has(target.slice, ast.NamedExpr) or _has(value, ast.NamedExpr):
+            return None
+        if method == "set" and _effects(model, target.slice, stmt) and _effects(model, value, stmt):
+            return None  # x[f()] = g(): Python runs g() first, the rewrite f() first
+        if not _rebinding_is_safe(model, base.id, stmt):
+            return None
+        return Fix((
+            Edit(start_of(stmt), start_of(stmt), (Span(start_of(base), end_of(base)), " = ")),
+            Edit(end_of(base), end_of(base), (".at",)),
+            # ``= (\n v\n)``: the first parenthesis around the value becomes the call's
+            # (``.set(\n v\n)``); the text between the others and the value is kept
+            Edit(end_of(target), start_of(value), (f".{method}(", Span(end_of(target), start_of(value), after="("))),
+            Edit(end_of(value), end_of(stmt), (Span(end_of(value), end_of(stmt), before=")"), ")")),
+        ))
 
     @staticmethod
     def _message(target: ast.Subscript, kind: str) -> str:
@@ -92,6 +192,7 @@ _REMOVED = {
 }
 _INDEX = "jax.ops.index"
 _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
+_OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops import ...`` may name
 
 
 
@@ -100,6 +201,7 @@ _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
     name = "removed-index-update-api"
+    fixable = True
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
                "of `jax.ops.index[...]`.")
     rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3: on any current JAX "
@@ -126,7 +228,6 @@ class RemovedIndexUpdateApi(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         covered: set = set()
-        fixer: Optional[FixBuilder] = None
         for call in model.calls_named(_REMOVED_NAMES):
             scope = model.scope_at(call)
             qn = model.resolve(call.func, scope)
@@ -143,8 +244,7 @@ class RemovedIndexUpdateApi(Rule):
                 at = ast.Subscript(value=ast.Attribute(value=args[0], attr="at", ctx=ast.Load()), slice=idx,
                                    ctx=ast.Load())
                 fix = f"`{unparse(at, 50)}.{method}({unparse(args[2], 20)})`"
-                fixer = fixer or FixBuilder(model)
-                auto = fixer.index_update(call, method, idx)
+                auto = self._fix(call, method, idx)
             else:
                 fix = f"`x.at[idx].{method}(v)`"
                 auto = None
@@ -163,6 +263,30 @@ class RemovedIndexUpdateApi(Rule):
                 at = _at(ast.Subscript(value=ast.Name("x"), slice=sub.slice))
                 yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3 and no longer exists; index "
                                         f"through `.at` instead: `{at}.set(v)`")
+
+    @staticmethod
+    @_never_raises
+    def _fix(call: ast.Call, method: str, index: ast.AST) -> Optional[Fix]:
+        """``F(x, idx, v)`` -> ``x.at[idx].method(v)``; ``index`` is ``idx``, or what
+        ``jax.ops.index[...]`` wraps when ``idx`` is that helper."""
+        if len(call.args) != 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        x, idx, v = call.args
+        if not (start_of(x) < start_of(idx) <= start_of(index) and end_of(index) <= end_of(idx) < start_of(v)):
+            return None
+        wrap = not isinstance(x, _PRIMARY)
+        return Fix((
+            Edit(start_of(call), start_of(x), ("(",) if wrap else ()),
+            Edit(end_of(x), start_of(index), (").at[" if wrap else ".at[",)),
+            Edit(end_of(index), start_of(v), (f"].{method}(",)),
+            Edit(end_of(v), end_of(call), (")",)),
+        ))
+
+    def after_fixes(self, text: str) -> str:
+        """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
+        the only thing left that fails on current JAX: drop the removed names nothing uses any more
+        from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
+        return drop_unused_from_imports(text, "jax.ops", _OPS_IMPORTS)
 
     @staticmethod
     def _subscripts(model: ModuleModel):
@@ -189,6 +313,7 @@ _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
     name = "discarded-functional-update"
+    fixable = True
     summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
@@ -212,7 +337,6 @@ class DiscardedFunctionalUpdate(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         unused = model.expr_values
-        fixer: Optional[FixBuilder] = None
         for call in model.calls:
             if id(call) not in unused:
                 continue
@@ -224,10 +348,22 @@ class DiscardedFunctionalUpdate(Rule):
             if model.looks_like_ref(receiver, scope):
                 continue
             x = unparse(receiver, 30)
-            fixer = fixer or FixBuilder(model)
             yield self.finding(call, f"`.at[].{func.attr}()` returns a new array and leaves `{x}` unchanged "
                                      f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`",
-                               fixer.discarded_update(call))
+                               self._fix(model, call))
+
+    @staticmethod
+    @_never_raises
+    def _fix(model: ModuleModel, call: ast.Call) -> Optional[Fix]:
+        """``x.at[i].set(v)`` as an expression statement -> ``x = x.at[i].set(v)``, ``x`` a local
+        plain name."""
+        stmt = model.statement_of(call)
+        if not isinstance(stmt, ast.Expr) or stmt.value is not call:
+            return None
+        receiver = call.func.value.value.value  # check() matched ``<receiver>.at[...].<method>(...)``
+        if not (isinstance(receiver, ast.Name) and _rebinding_is_safe(model, receiver.id, stmt)):
+            return None
+        return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
 
 
 RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]

@@ -450,7 +450,21 @@ def test_marks_survive_the_result_cache(tmp_path, capsys):
     assert first == second and "[*]" in first[1]
 
 
-def test_flake8_plugin_output_never_marks():
+def test_only_cached_results_are_analysed_again_for_the_marks(tmp_path, capsys, monkeypatch):
+    """A finding computed in this run carries its fix; one read from the cache carries none, so
+    only its file is checked again to mark it."""
+    import jaxlint.engine
+
+    builds = []
+    build = jaxlint.engine.build_model
+    monkeypatch.setattr(jaxlint.engine, "build_model", lambda *a, **k: builds.append(1) or build(*a, **k))
+    p = tmp_path / "m.py"
+    p.write_text(SRC)
+    cache = str(tmp_path / "cache")
+    for argv in (["--no-cache"], ["--cache-dir", cache], ["--cache-dir", cache]):  # fresh, fresh, cached
+        builds.clear()
+        _, out, _ = run(capsys, "check", "-j", "1", *argv, str(p))
+        assert out.count("[*]") == 1 and len(builds) == 1, argv
     tree = ast.parse(SRC)
     rows = list(JaxlintChecker(tree, "m.py").run())
     assert rows and not any("[*]" in text for _, _, text, _ in rows)

@@ -239,6 +239,7 @@ class _Builder:
         self.visit_all(node.targets)
         pos = _end(node)
         for t in node.targets:
+            self.m.stmt_of[id(t)] = node
             self._store(t, "assign")
             self.bind_target(t, node.value, pos)
 
@@ -257,6 +258,7 @@ class _Builder:
     def v_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
         self.visit(node.target)
+        self.m.stmt_of[id(node.target)] = node
         self._store(node.target, "aug")
         if isinstance(node.target, ast.Name):
             self.bind(node.target.id, "aug", None, None, node, _end(node))
@@ -451,6 +453,7 @@ class _Builder:
 
     def v_Expr(self, node: ast.Expr) -> None:
         self.m.expr_values.add(id(node.value))
+        self.m.stmt_of[id(node.value)] = node
         self.visit(node.value)
 
     def v_Starred(self, node) -> None:

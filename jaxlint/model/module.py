@@ -1,7 +1,7 @@
 """The module model's core: the record of one module and its name and scope queries.
 
-The other query families are mixins, one module per concept (loops.py, values.py, callables.py);
-the walk that fills the records is builder.py, the traced-code analysis tracing.py.
+The other query families are mixins, one module per concept (loops.py, values.py, callables.py,
+rebinding.py); the walk that fills the records is builder.py, the traced-code analysis tracing.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .arrays import ArrayKinds
 from .callables import CallableQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
+from .rebinding import RebindingQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
 from .staging import Staging
@@ -28,7 +29,7 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries):
+                  RepetitionQueries, RebindingQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):
@@ -51,6 +52,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self.attr_names: set[str] = set()  # every attribute name read in the module
         self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
+        self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
         self.imports_jax = False
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
@@ -59,6 +61,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self._callable_memo: dict[int, object] = {}
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
+        self._rebinding_memo: dict = {}
         self._staging: Optional[Staging] = None
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
         self._arrays: Optional[ArrayKinds] = None

@@ -1,0 +1,160 @@
+"""Rebinding facts: what turning a statement into ``name = ...`` would mean for the program.
+
+A fix that rewrites ``x[i] = v`` into ``x = x.at[i].set(v)`` adds a binding of ``x``. That is only
+the same program when ``x`` is already a local variable of the statement's scope (not global,
+nonlocal or a closure variable, which the new binding would turn into an UnboundLocalError), and
+only worth doing when the new value is seen: read after the statement, or anywhere in a loop
+around it. The walk records which statement a target or an expression statement belongs to and
+the loops of every scope; the names a scope binds (as the syntax shows them) and where a name is
+read are worked out here, lazily, once per scope.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .records import Scope
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _start(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.AST) -> tuple:
+    return (node.end_lineno, node.end_col_offset)
+
+
+def _local_names(scope: ast.AST) -> tuple[set, set]:
+    """(names bound in ``scope``'s own namespace, names it declares global/nonlocal), from the
+    syntax. Under-approximates bindings (comprehension targets, walruses in nested defaults and
+    lambdas are left out), so a name found here is certainly local."""
+    bound: set = set()
+    declared: set = set()
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = scope.args
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+            if arg is not None:
+                bound.add(arg.arg)
+    stack = list(reversed(scope.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            bound.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+            continue
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound.add(node.id)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    bound.add(alias.asname or alias.name.split(".")[0])
+            continue
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        if isinstance(node, _COMPREHENSIONS):
+            # the loop targets are the comprehension's own; only walruses inside bind here
+            for gen in node.generators:
+                stack.append(gen.iter)
+                stack.extend(gen.ifs)
+            stack.extend([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt])
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return bound, declared
+
+
+class RebindingQueries:
+    """Whether a statement can rebind a name, and whether anything sees it. Mixed into
+    :class:`~jaxlint.model.ModuleModel`; the walk fills ``stmt_of``."""
+
+    def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
+        """The statement ``node`` is a whole target of (``node = v``, ``node op= v``, either target
+        of ``a = node = v``) or the whole value of (``node`` as an expression statement)."""
+        return self.stmt_of.get(id(node))
+
+    def statement_scope(self, stmt: ast.stmt) -> Optional[Scope]:
+        """The scope a statement :meth:`statement_of` returned runs in."""
+        ctx = self.ctx.get(id(stmt))
+        if ctx is None:  # statements in a ``match`` case: their target or value has a context
+            if isinstance(stmt, ast.Assign):
+                owned = stmt.targets
+            else:
+                owned = [stmt.target if isinstance(stmt, ast.AugAssign) else stmt.value]
+            for node in owned:
+                ctx = self.ctx.get(id(node))
+                if ctx is not None:
+                    break
+        return ctx.scope if ctx is not None else None
+
+    def outermost_loop(self, stmt: ast.stmt, scope: Scope) -> Optional[ast.AST]:
+        """The outermost ``for``/``while`` statement around ``stmt`` in ``scope`` (in its body or
+        its ``else``), or None."""
+        start, end = _start(stmt), _end(stmt)
+        best: Optional[ast.AST] = None
+        for loop in scope.func.loops if scope.func is not None else self.loops:
+            node = loop.node
+            if loop.kind == "comprehension" or not (_start(node) <= start and end <= _end(node)):
+                continue
+            ctx = self.ctx.get(id(node))
+            if ctx is not None and ctx.scope is scope and (best is None or _start(node) < _start(best)):
+                best = node
+        return best
+
+    def own_names(self, scope: Scope) -> tuple[set, set]:
+        """(names the syntax shows ``scope`` binding in its own namespace, names it declares
+        global or nonlocal). The bindings are under-approximated: a name in them is local."""
+        key = ("names", id(scope))
+        found = self._rebinding_memo.get(key)
+        if found is None:
+            found = self._rebinding_memo[key] = _local_names(scope.node)
+        return found
+
+    def name_reads(self, scope: Scope, name: str) -> list:
+        """Positions where ``name`` is read in ``scope``'s node, nested functions included."""
+        key = ("reads", id(scope))
+        reads = self._rebinding_memo.get(key)
+        if reads is None:
+            reads = self._rebinding_memo[key] = {}
+            for n in ast.walk(scope.node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    reads.setdefault(n.id, []).append(_start(n))
+        return reads.get(name, [])
+
+    def rebinds_local(self, name: str, stmt: ast.stmt) -> bool:
+        """Whether ``name = ...`` at ``stmt`` rebinds the very variable the statement reads: the
+        name is already local to the statement's scope (so adding an assignment cannot turn a
+        read of a global or closure variable into an UnboundLocalError), and is not declared
+        global or nonlocal there."""
+        scope = self.statement_scope(stmt)
+        if scope is None:
+            return False
+        if scope.kind == "module":
+            return True
+        bound, declared = self.own_names(scope)
+        return name in bound and name not in declared
+
+    def rebinding_seen(self, name: str, stmt: ast.stmt) -> bool:
+        """Whether rebinding ``name`` at ``stmt`` is seen: in a function, the name is read after
+        the statement or anywhere in a loop around it (a module's or class's names are seen from
+        outside)."""
+        scope = self.statement_scope(stmt)
+        if scope is None or scope.kind != "function":
+            return True
+        reads = self.name_reads(scope, name)
+        start, end = _start(stmt), _end(stmt)
+        loop = self.outermost_loop(stmt, scope)
+        return any(pos >= end or (loop is not None and _start(loop) <= pos <= _end(loop) and pos < start)
+                   for pos in reads)
