@@ -57,8 +57,8 @@ def unload_ipython_extension(ip) -> None:
 def check_cell(source: str, history: list, rules: list) -> tuple:
     """(findings of ``source`` located in it, whether it parsed). ``history``: the sources of
     the cells run before it, which give it context but whose own findings are not reported."""
-    from .engine import PROJECT
-    from .notebook import check_module, join
+    from .engine import PROJECT, check_module
+    from .notebook import join
 
     cells = list(enumerate(history, 1)) + [(len(history) + 1, source)]
     mod = join(cells)
