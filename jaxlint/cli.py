@@ -10,8 +10,9 @@ from typing import Optional, Sequence
 
 from . import __version__, reporters
 from .config import ConfigError, load_config
-from .engine import FileResult, check_path, is_selected, select_rules
+from .engine import FileResult, check_path
 from .files import discover
+from .registry import is_selected, select_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _init_worker(codes: Sequence[str]) -> None:
     global _worker_rules
-    from jaxlint_rules import RULES_BY_CODE
+    from .registry import RULES_BY_CODE
 
     _worker_rules = [RULES_BY_CODE[c]() for c in codes]
 
@@ -97,7 +98,7 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
 
 
 def cmd_check(args) -> int:
-    from jaxlint_rules import ALL_RULES
+    from .registry import ALL_RULES
 
     try:
         if args.config:
@@ -159,7 +160,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_rules() -> int:
-    from jaxlint_rules import ALL_RULES
+    from .registry import ALL_RULES
 
     for r in ALL_RULES:
         print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
@@ -167,7 +168,7 @@ def cmd_rules() -> int:
 
 
 def cmd_explain(code: str) -> int:
-    from jaxlint_rules import RULES_BY_CODE
+    from .registry import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code.upper())
     if rule is None:

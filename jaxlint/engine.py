@@ -12,12 +12,13 @@ import gc
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 from . import notebook
 from .model import build_model
 from .noqa import NoqaMap
 from .project import ProjectResolver
+from .registry import is_selected, select_rules  # noqa: F401  (re-exported: jaxlint.engine.select_rules)
 from .rule import Finding, Rule
 from .source import PARSE_ERROR, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
 
@@ -171,21 +172,3 @@ def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResul
         res.findings.append(Finding(1, 0, PARSE_ERROR, f"could not read: {e.strerror or e}", "parse-error", path))
         return res
     return check_source(data, path, rules, noqa)
-
-
-def select_rules(all_rules: Iterable[type], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
-    """Instances of the rules whose codes match a ``select`` prefix and no ``ignore`` prefix
-    (the longer matching prefix wins, as in flake8)."""
-    chosen = []
-    for cls in all_rules:
-        if is_selected(cls.code, select, ignore):
-            chosen.append(cls())
-    return chosen
-
-
-def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    sel = max((len(p) for p in select if code.startswith(p)), default=-1) if select else 0
-    ign = max((len(p) for p in ignore if code.startswith(p)), default=-1)
-    if sel < 0:
-        return False
-    return ign < 0 or sel > ign

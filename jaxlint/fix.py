@@ -34,8 +34,15 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Optional, Sequence
 
-FIXABLE_CODES = frozenset({"JAX401", "JAX402", "JAX403"})
 MAX_ROUNDS = 10
+
+
+def __getattr__(name):  # FIXABLE_CODES: the rules that declare ``fixable`` (jaxlint/registry.py)
+    if name == "FIXABLE_CODES":  # looked up late: jaxlint_rules imports this module
+        from .registry import FIXABLE_CODES
+
+        return FIXABLE_CODES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 Pos = tuple  # (1-based line, 0-based UTF-8 byte column), as ast reports positions
 
@@ -570,6 +577,7 @@ def fix_source(data: bytes, path: str, rules: Sequence, keep: Optional[Callable]
     """Fix one file's contents in memory: check, apply the fixes of the findings ``keep`` accepts
     (all by default), check again, until nothing changes. None when nothing was fixed."""
     from .engine import check_source
+    from .registry import FIXABLE_CODES
 
     if not can_fix_path(path):
         return None
@@ -605,7 +613,7 @@ def fix_source(data: bytes, path: str, rules: Sequence, keep: Optional[Callable]
 
 
 def _rules(codes: Sequence[str]) -> list:
-    from jaxlint_rules import RULES_BY_CODE
+    from .registry import RULES_BY_CODE
 
     return [RULES_BY_CODE[c]() for c in codes if c in RULES_BY_CODE]
 
@@ -631,6 +639,8 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], keep: Optional[Callabl
 def mark_fixable(findings: Sequence, codes: Sequence[str]) -> list:
     """``findings`` with a verified :class:`Fix` on those ``--fix`` would fix and none on the others
     (results read from the cache carry none, so their files are checked again here)."""
+    from .registry import FIXABLE_CODES
+
     by_path: dict = {}
     for f in findings:
         if f.code in FIXABLE_CODES and can_fix_path(f.path):
@@ -661,6 +671,8 @@ def mark_fixable(findings: Sequence, codes: Sequence[str]) -> list:
 def fix_results(results: Sequence, codes: Sequence[str], ignored_for: Callable, write: bool) -> tuple[list, list]:
     """``jaxlint check --fix/--diff``: fix the files whose findings include a fixable code (not
     silenced by a per-file ignore), and write them when ``write``. Returns ([FileFix], [errors])."""
+    from .registry import FIXABLE_CODES
+
     def keep(path: str, f) -> bool:
         return not any(f.code.startswith(p) for p in ignored_for(path))
 

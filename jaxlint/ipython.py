@@ -102,10 +102,8 @@ class _Linter:
     # -- static check of each cell -------------------------------------------------------------
     def rules(self) -> list:
         if self._rules is None:
-            from jaxlint_rules import ALL_RULES
-
             from .config import ConfigError, load_config
-            from .engine import select_rules
+            from .registry import ALL_RULES, select_rules
 
             try:
                 cfg = load_config(os.getcwd())

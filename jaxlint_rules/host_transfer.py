@@ -80,6 +80,7 @@ def per_iteration_loop(model: ModuleModel, ctx: Optional[Context]) -> Optional[L
 
 class HostTransferInLoop(Rule):
     code = "JAX201"
+    confirmed_by = "transfers"
     name = "host-transfer-in-loop"
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`, `x.item()`, `x.tolist()`, `np.asarray(x)`, "
                "`jax.device_get(x)` and print/f-string/logging of `x`, where `x` is a JAX value, that run every "

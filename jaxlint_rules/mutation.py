@@ -223,6 +223,7 @@ def _at(target: ast.Subscript) -> str:
 
 class InplaceItemAssignment(Rule):
     code = "JAX401"
+    fixable = True
     name = "inplace-item-assignment"
     summary = ("Finds `x[i] = v`, `x[i] += v` (and other augmented operators) and `del x[i]` where `x` is "
                "certainly a JAX array.")
@@ -315,6 +316,7 @@ _REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
 
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
+    fixable = True
     name = "removed-index-update-api"
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
                "of `jax.ops.index[...]`.")
@@ -421,6 +423,7 @@ def _looks_like_ref(model: ModuleModel, receiver: ast.AST, scope: Scope) -> bool
 
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
+    fixable = True
     name = "discarded-functional-update"
     summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "

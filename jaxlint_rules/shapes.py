@@ -780,6 +780,7 @@ def _static_positions(wrap, call: ast.Call) -> tuple[set, set]:
 
 class ShapeChurn(Rule):
     code = "JAX304"
+    confirmed_by = "compiles"
     name = "shape-churn"
     summary = ("Finds calls, in a loop, of a jitted function with an argument sliced to a width that changes "
                "every iteration (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the loop).")
@@ -951,6 +952,7 @@ def _range_call(model: ModuleModel, it: ast.AST, scope: Scope) -> Optional[ast.C
 
 class UnrolledLoopInTracedCode(Rule):
     code = "JAX305"
+    confirmed_by = "unroll"
     name = "unrolled-loop-in-traced-code"
     summary = ("Finds Python `for` loops inside traced code that run at least 100 times (a literal or "
                "module-constant `range`) or that call a jitted step function every iteration.")

@@ -192,10 +192,9 @@ def _user_modules(user_files, main_file: str) -> list:
 
 
 def static_findings(files: Sequence[str]) -> list:
-    from jaxlint_rules import ALL_RULES
-
     from ..config import ConfigError, load_config
-    from ..engine import check_path, select_rules
+    from ..engine import check_path
+    from ..registry import ALL_RULES, select_rules
 
     try:
         cfg = load_config(os.path.dirname(files[0]) if files else ".")
