@@ -122,8 +122,7 @@ def cmd_check(args) -> int:
 
     fix_errors: list = []
     if args.fix or args.diff:
-        ignored_for = cfg.ignored_for if cfg.per_file_ignores else (lambda path: [])
-        changes, fix_errors = fixmod.fix_results(results, codes, ignored_for, write=not args.diff)
+        changes, fix_errors = fixmod.fix_results(results, codes, cfg.keeps, write=not args.diff)
         sys.stderr.write(fixmod.summary(changes, fix_errors, write=not args.diff))
         if args.diff:
             sys.stdout.write("".join(c.diff() for c in changes))
@@ -136,11 +135,10 @@ def cmd_check(args) -> int:
     findings = []
     internal = []
     for res in results:
-        per_file = cfg.ignored_for(res.path) if cfg.per_file_ignores else []
         for f in res.findings:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue
-            if per_file and any(f.code.startswith(p) for p in per_file):
+            if not cfg.keeps(res.path, f):
                 continue
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)

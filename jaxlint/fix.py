@@ -668,13 +668,11 @@ def mark_fixable(findings: Sequence, codes: Sequence[str]) -> list:
     return out
 
 
-def fix_results(results: Sequence, codes: Sequence[str], ignored_for: Callable, write: bool) -> tuple[list, list]:
-    """``jaxlint check --fix/--diff``: fix the files whose findings include a fixable code (not
-    silenced by a per-file ignore), and write them when ``write``. Returns ([FileFix], [errors])."""
+def fix_results(results: Sequence, codes: Sequence[str], keep: Callable, write: bool) -> tuple[list, list]:
+    """``jaxlint check --fix/--diff``: fix the files whose findings include a fixable code that
+    ``keep(path, finding)`` accepts (per-file ignores: ``Config.keeps``), and write them when
+    ``write``. Returns ([FileFix], [errors])."""
     from .registry import FIXABLE_CODES
-
-    def keep(path: str, f) -> bool:
-        return not any(f.code.startswith(p) for p in ignored_for(path))
 
     todo = [r.path for r in results if can_fix_path(r.path)
             and any(f.code in FIXABLE_CODES and keep(r.path, f) for f in r.findings)]

@@ -205,8 +205,7 @@ def static_findings(files: Sequence[str]) -> list:
     findings = []
     for path in files:
         res = check_path(path, rules)
-        per_file = cfg.ignored_for(path) if cfg is not None and cfg.per_file_ignores else []
-        findings.extend(f for f in res.findings if f.code != "JAX000" and not any(f.code.startswith(p) for p in per_file))
+        findings.extend(f for f in res.findings if f.code != "JAX000" and (cfg is None or cfg.keeps(path, f)))
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     return findings
 
