@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from . import notebook
 from .model import build_model
 from .noqa import NoqaMap
 from .project import ProjectResolver
@@ -133,6 +132,8 @@ def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result
 
 def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
     """``check_source`` for an ``.ipynb`` file; never raises on bad input."""
+    from . import notebook  # on the first notebook only: the flake8 plugin never reads one
+
     result = FileResult(path)
     try:
         cells = notebook.read_cells(data)
@@ -144,17 +145,20 @@ def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: b
     return result
 
 
-def check_module(mod: notebook.Module, path: str, rules: Sequence[Rule], noqa: bool = True,
+def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
                  result: Optional[FileResult] = None, project_path: Optional[str] = None) -> list[Finding]:
-    """Findings for a notebook's joined code cells, located in their cells (``path`` set on each).
-    A cell that does not parse is one JAX000 finding and is left out; the others are still checked."""
+    """Findings for a notebook's joined code cells (a ``notebook.Module``), located in their cells
+    (``path`` set on each). A cell that does not parse is one JAX000 finding and is left out; the
+    others are still checked."""
+    from .notebook import FLAGS
+
     errors: list = []
-    tree, error = parse_source(mod.text, path, notebook.FLAGS)
+    tree, error = parse_source(mod.text, path, FLAGS)
     if error is not None:
         errors = mod.blank_broken_cells(path)
         if not errors:  # only the cells together fail (a cell continues into the next one)
             return [mod.locate(error).with_path(path)]
-        tree, error = parse_source(mod.text, path, notebook.FLAGS)
+        tree, error = parse_source(mod.text, path, FLAGS)
         if error is not None:
             return [mod.locate(e).with_path(path) for e in errors]
     findings = _lint(tree, mod.text, rules, noqa, result, project_path)

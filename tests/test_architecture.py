@@ -145,7 +145,7 @@ def _internal(edges: list) -> list:
 def test_the_graph_sees_function_local_and_relative_imports():
     """A guard on the parser itself: edges known to exist in the source are found."""
     pairs = {(e.src, e.dst) for e in EDGES}
-    assert ("jaxlint.engine", "jaxlint.notebook") in pairs  # `from . import notebook`
+    assert ("jaxlint.engine", "jaxlint.notebook") in pairs  # function-local `from . import notebook`
     assert ("jaxlint.registry", "jaxlint_rules") in pairs  # function-local
     assert ("jaxlint.trace.report", "jaxlint.registry") in pairs  # `from ..registry import ...`
     assert ("jaxlint.trace.hooks", "jax") in pairs
