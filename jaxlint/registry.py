@@ -29,10 +29,10 @@ def _catalog() -> dict:
     if _loaded is None:
         import jaxlint_rules  # the one import of the rule modules
 
-        rules = list(jaxlint_rules.ALL_RULES)
+        rules = jaxlint_rules.ALL_RULES
         catalog = {
-            "ALL_RULES": rules,
-            "RULES_BY_CODE": dict(jaxlint_rules.RULES_BY_CODE),
+            "ALL_RULES": rules,  # the very list and dict jaxlint_rules builds
+            "RULES_BY_CODE": jaxlint_rules.RULES_BY_CODE,
             "RULES_BY_NAME": {r.name: r for r in rules},
             "FIXABLE_CODES": frozenset(r.code for r in rules if r.fixable),
             "CONFIRMED_BY": {r.code: r.confirmed_by for r in rules if r.confirmed_by is not None},
