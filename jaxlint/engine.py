@@ -17,7 +17,6 @@ from typing import Optional, Sequence
 from .model import build_model
 from .noqa import NoqaMap
 from .project import ProjectResolver
-from .registry import is_selected, select_rules  # noqa: F401  (re-exported: jaxlint.engine.select_rules)
 from .rule import Finding, Rule
 from .source import PARSE_ERROR, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
 
@@ -34,6 +33,16 @@ class FileResult:
     internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
     content_hash: Optional[str] = None  # of the bytes checked, for the result cache
     deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
+
+
+def __getattr__(name: str):
+    """``select_rules`` and ``is_selected`` live in jaxlint/registry.py; importable from here too,
+    and loaded only when asked for (the flake8 plugin imports this module, not the registry)."""
+    if name in ("select_rules", "is_selected"):
+        from . import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # One per process: models of the project's modules that other modules import from.
