@@ -26,8 +26,9 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .engine import FileResult
-from .project import content_hash, locate_from
+from .project import locate_from
 from .rule import Finding
+from .source import content_hash
 
 FORMAT = 2  # 2: findings also keep a notebook finding's cell and cell_line
 DIRNAME = ".jaxlint_cache"

@@ -10,8 +10,9 @@ from typing import Optional, Sequence
 
 from . import __version__, reporters
 from .config import ConfigError, load_config
-from .engine import FileResult, check_path, is_selected, select_rules
+from .engine import FileResult, check_path
 from .files import discover
+from .registry import is_selected, select_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _init_worker(codes: Sequence[str]) -> None:
     global _worker_rules
-    from jaxlint_rules import RULES_BY_CODE
+    from .registry import RULES_BY_CODE
 
     _worker_rules = [RULES_BY_CODE[c]() for c in codes]
 
@@ -97,7 +98,7 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
 
 
 def cmd_check(args) -> int:
-    from jaxlint_rules import ALL_RULES
+    from .registry import ALL_RULES
 
     try:
         if args.config:
@@ -121,8 +122,7 @@ def cmd_check(args) -> int:
 
     fix_errors: list = []
     if args.fix or args.diff:
-        ignored_for = cfg.ignored_for if cfg.per_file_ignores else (lambda path: [])
-        changes, fix_errors = fixmod.fix_results(results, codes, ignored_for, write=not args.diff)
+        changes, fix_errors = fixmod.fix_results(results, codes, cfg.keeps, write=not args.diff)
         sys.stderr.write(fixmod.summary(changes, fix_errors, write=not args.diff))
         if args.diff:
             sys.stdout.write("".join(c.diff() for c in changes))
@@ -135,11 +135,10 @@ def cmd_check(args) -> int:
     findings = []
     internal = []
     for res in results:
-        per_file = cfg.ignored_for(res.path) if cfg.per_file_ignores else []
         for f in res.findings:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue
-            if per_file and any(f.code.startswith(p) for p in per_file):
+            if not cfg.keeps(res.path, f):
                 continue
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
@@ -159,7 +158,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_rules() -> int:
-    from jaxlint_rules import ALL_RULES
+    from .registry import ALL_RULES
 
     for r in ALL_RULES:
         print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
@@ -167,7 +166,7 @@ def cmd_rules() -> int:
 
 
 def cmd_explain(code: str) -> int:
-    from jaxlint_rules import RULES_BY_CODE
+    from .registry import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code.upper())
     if rule is None:

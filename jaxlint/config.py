@@ -41,6 +41,14 @@ class Config:
                 out.extend(codes)
         return out
 
+    def keeps(self, path: str, finding) -> bool:
+        """False when a ``per-file-ignores`` entry for ``path`` silences ``finding``'s code. The one
+        place per-file ignores are applied: ``jaxlint check``'s report and ``--fix``/``--diff``, and
+        the static findings ``jaxlint trace`` cross-checks."""
+        if not self.per_file_ignores:
+            return True
+        return not any(finding.code.startswith(p) for p in self.ignored_for(path))
+
     def is_excluded(self, path: str) -> bool:
         name = os.path.normcase(os.path.basename(os.path.normpath(path)))
         rel = os.path.normcase(os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/"))

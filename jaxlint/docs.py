@@ -18,7 +18,7 @@ def _code(text: str) -> str:
 
 
 def render() -> str:
-    from jaxlint_rules import ALL_RULES
+    from .registry import ALL_RULES
 
     out = [
         "# jaxlint rules\n",

@@ -1,23 +1,24 @@
-"""The one rule engine both front ends share: source -> tree -> model -> findings."""
+"""The one rule engine every front end shares: source -> tree -> model -> rules -> noqa.
+
+A ``.py`` file and a notebook take the same path; a notebook's code cells are first joined into
+one module by its source adapter (jaxlint/notebook.py), and the findings mapped back to cells.
+"""
 
 from __future__ import annotations
 
 import ast
 import contextlib
 import gc
-import io
 import os
 import sys
-import tokenize
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 from .model import build_model
 from .noqa import NoqaMap
-from .project import ProjectResolver, content_hash
+from .project import ProjectResolver
 from .rule import Finding, Rule
-
-PARSE_ERROR = "JAX000"
+from .source import PARSE_ERROR, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
 
 if sys.version_info >= (3, 11):
     # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and
@@ -35,31 +36,14 @@ class FileResult:
     cached: bool = False  # read from the result cache: its findings carry no fixes
 
 
-def decode_source(data: bytes) -> str:
-    """Decode like the interpreter would: BOM and PEP 263 coding cookies honoured."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-    return data.decode(encoding)
+def __getattr__(name: str):
+    """``select_rules`` and ``is_selected`` live in jaxlint/registry.py; importable from here too,
+    and loaded only when asked for (the flake8 plugin imports this module, not the registry)."""
+    if name in ("select_rules", "is_selected"):
+        from . import registry
 
-
-def _parse_error(line: int, col: int, why: str) -> Finding:
-    return Finding(max(line, 1), max(col, 0), PARSE_ERROR, f"could not parse: {why}", "parse-error")
-
-
-def parse_source(text: str, path: str = "<unknown>") -> tuple[Optional[ast.Module], Optional[Finding]]:
-    try:
-        return ast.parse(text, filename=path), None
-    except SyntaxError as e:
-        col = (e.offset or 1) - 1
-        msg = e.msg if e.msg else "invalid syntax"
-        return None, _parse_error(e.lineno or 1, col, msg)
-    except ValueError as e:  # null bytes on Python < 3.12
-        return None, _parse_error(1, 0, str(e))
-    except (RecursionError, MemoryError):
-        return None, _parse_error(1, 0, "too deeply nested for the Python parser")
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # One per process: models of the project's modules that other modules import from.
@@ -126,9 +110,7 @@ def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool
 
 def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
     if path.lower().endswith(".ipynb"):  # code cells as one module, mapped back to cells
-        from .notebook import check_notebook
-
-        return check_notebook(data, path, rules, noqa)
+        return _check_notebook(data, path, rules, noqa)
     result = FileResult(path)
     if isinstance(data, bytes):
         try:
@@ -143,12 +125,56 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None:
         result.findings.append(error.with_path(path))
         return result
-    findings = run_rules(tree, rules, result, path if os.path.isfile(path) else None)
+    findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None)
+    result.findings = [f.with_path(path) for f in findings]
+    return result
+
+
+def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],
+          project_path: Optional[str]) -> list[Finding]:
+    """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
+    findings = run_rules(tree, rules, result, project_path)
     if noqa and findings and "noqa" in text.lower():
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
-    result.findings = [f.with_path(path) for f in findings]
+    return findings
+
+
+def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
+    """``check_source`` for an ``.ipynb`` file; never raises on bad input."""
+    from . import notebook  # on the first notebook only: the flake8 plugin never reads one
+
+    result = FileResult(path)
+    try:
+        cells = notebook.read_cells(data)
+    except notebook.NotebookError as e:
+        result.findings.append(_parse_error(e.line, e.col - 1, str(e)).with_path(path))
+        return result
+    result.findings = check_module(notebook.join(cells), path, rules, noqa, result,
+                                   path if os.path.isfile(path) else None)
     return result
+
+
+def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
+                 result: Optional[FileResult] = None, project_path: Optional[str] = None) -> list[Finding]:
+    """Findings for a notebook's joined code cells (a ``notebook.Module``), located in their cells
+    (``path`` set on each). A cell that does not parse is one JAX000 finding and is left out; the
+    others are still checked."""
+    from .notebook import FLAGS
+
+    errors: list = []
+    tree, error = parse_source(mod.text, path, FLAGS)
+    if error is not None:
+        errors = mod.blank_broken_cells(path)
+        if not errors:  # only the cells together fail (a cell continues into the next one)
+            return [mod.locate(error).with_path(path)]
+        tree, error = parse_source(mod.text, path, FLAGS)
+        if error is not None:
+            return [mod.locate(e).with_path(path) for e in errors]
+    findings = _lint(tree, mod.text, rules, noqa, result, project_path)
+    out = [mod.locate(f).with_path(path) for f in errors + findings]
+    out.sort(key=lambda f: (f.line, f.col, f.code))
+    return out
 
 
 def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
@@ -160,21 +186,3 @@ def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResul
         res.findings.append(Finding(1, 0, PARSE_ERROR, f"could not read: {e.strerror or e}", "parse-error", path))
         return res
     return check_source(data, path, rules, noqa)
-
-
-def select_rules(all_rules: Iterable[type], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
-    """Instances of the rules whose codes match a ``select`` prefix and no ``ignore`` prefix
-    (the longer matching prefix wins, as in flake8)."""
-    chosen = []
-    for cls in all_rules:
-        if is_selected(cls.code, select, ignore):
-            chosen.append(cls())
-    return chosen
-
-
-def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    sel = max((len(p) for p in select if code.startswith(p)), default=-1) if select else 0
-    ign = max((len(p) for p in ignore if code.startswith(p)), default=-1)
-    if sel < 0:
-        return False
-    return ign < 0 or sel > ign

@@ -27,7 +27,7 @@ def can_fix_path(path: str) -> bool:
 def _fix_rules(codes: Optional[Sequence[str]] = None) -> list:
     """The rule classes ``--fix`` runs for the selected ``codes`` (None: every rule): all of them,
     so that the fixable ones see the same findings and model as ``jaxlint check``."""
-    from jaxlint_rules import ALL_RULES, RULES_BY_CODE
+    from .registry import ALL_RULES, RULES_BY_CODE
 
     if codes is None:
         return list(ALL_RULES)
@@ -169,12 +169,10 @@ def mark_fixable(findings: Sequence, codes: Sequence[str], cached: Collection[st
     return out
 
 
-def fix_results(results: Sequence, codes: Sequence[str], ignored_for: Callable, write: bool) -> tuple[list, list]:
-    """``jaxlint check --fix/--diff``: fix the files whose findings include a fixable code (not
-    silenced by a per-file ignore), and write them when ``write``. Returns ([FileFix], [errors])."""
-    def keep(path: str, f) -> bool:
-        return not any(f.code.startswith(p) for p in ignored_for(path))
-
+def fix_results(results: Sequence, codes: Sequence[str], keep: Callable, write: bool) -> tuple[list, list]:
+    """``jaxlint check --fix/--diff``: fix the files whose findings include a fixable code that
+    ``keep(path, finding)`` accepts (per-file ignores: ``Config.keeps``), and write them when
+    ``write``. Returns ([FileFix], [errors])."""
     fixing = fixable_codes(_fix_rules(codes))
     todo = [r.path for r in results if can_fix_path(r.path)
             and any(f.code in fixing and keep(r.path, f) for f in r.findings)]

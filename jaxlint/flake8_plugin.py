@@ -24,7 +24,7 @@ class JaxlintChecker:
     @classmethod
     def rules(cls):
         if cls._rules is None:
-            from jaxlint_rules import ALL_RULES
+            from .registry import ALL_RULES
 
             cls._rules = [r() for r in ALL_RULES]
         return cls._rules

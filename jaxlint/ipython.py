@@ -57,8 +57,8 @@ def unload_ipython_extension(ip) -> None:
 def check_cell(source: str, history: list, rules: list) -> tuple:
     """(findings of ``source`` located in it, whether it parsed). ``history``: the sources of
     the cells run before it, which give it context but whose own findings are not reported."""
-    from .engine import PROJECT
-    from .notebook import check_module, join
+    from .engine import PROJECT, check_module
+    from .notebook import join
 
     cells = list(enumerate(history, 1)) + [(len(history) + 1, source)]
     mod = join(cells)
@@ -102,10 +102,8 @@ class _Linter:
     # -- static check of each cell -------------------------------------------------------------
     def rules(self) -> list:
         if self._rules is None:
-            from jaxlint_rules import ALL_RULES
-
             from .config import ConfigError, load_config
-            from .engine import select_rules
+            from .registry import ALL_RULES, select_rules
 
             try:
                 cfg = load_config(os.getcwd())

@@ -25,17 +25,22 @@ A notebook that is not valid UTF-8 JSON in nbformat 4 is one JAX000 finding. A c
 is not valid Python is one JAX000 finding at that cell, and the other cells are still checked.
 A notebook whose ``metadata.language_info.name`` (or ``kernelspec.language``) says it is not
 Python has nothing to check.
+
+This module is a source adapter and knows nothing of rules: it turns a notebook's bytes into
+module text and a line map (``read_cells``, ``join``) and maps findings back to their cells
+(``Module.locate``). The engine (jaxlint/engine.py) parses, runs the rules and applies ``# noqa``,
+as it does for a ``.py`` file.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional
 
 from .rule import Finding
+from .source import TOP_LEVEL_AWAIT, parse_source
 
 # Cell magics whose body is Python that runs in the user's namespace.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "jaxlint_trace"})
@@ -47,7 +52,7 @@ _ASSIGN_ESCAPE = re.compile(r"([\w.]+(?:\s*,\s*[\w.]+)*)\s*=\s*[!%]")
 _LINE_MAGIC = re.compile(r"%([A-Za-z_]\w*)\s*(.*)\Z", re.S)
 _TIMEIT_OPTIONS = re.compile(r"(?:-(?:[nrp]\s*\d+|[tcqo]+)\s+)*")
 _ESCAPES = ("!", "%", "?", "/", ",", ";")
-_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+FLAGS = TOP_LEVEL_AWAIT  # the compile flags of a notebook's code: a cell may ``await`` at the top level
 
 
 class NotebookError(ValueError):
@@ -212,11 +217,7 @@ def _escape(stripped: str, indent: str) -> Optional[tuple]:
 
 
 def _parses(text: str) -> bool:
-    try:
-        compile(text, "<magic>", "exec", _FLAGS)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+    return parse_source(text, "<magic>", FLAGS)[1] is None
 
 
 def _scan(line: str, depth: int, quote: Optional[str]) -> tuple:
@@ -282,6 +283,21 @@ class Module:
         cell, cell_line, delta = self.lines[min(max(f.line, 1), len(self.lines)) - 1]
         return replace(f, col=f.col + delta, cell=cell, cell_line=cell_line)
 
+    def blank_broken_cells(self, path: str) -> list:
+        """Once the joined cells failed to parse: each code cell that does not parse on its own
+        is blanked (its lines left empty, so no line moves) and becomes one JAX000 finding at its
+        module line. Empty when every cell parses alone (only the cells together fail: a cell
+        continues into the next one)."""
+        errors, broken = [], []
+        for number, start, count in self.spans:
+            _, cell_error = parse("\n".join(self.text_lines[start - 1:start - 1 + count]) + "\n", path)
+            if cell_error is not None:
+                broken.append((start, count))
+                errors.append(replace(cell_error, line=start - 1 + cell_error.line))
+        for start, count in broken:
+            self.text_lines[start - 1:start - 1 + count] = [""] * count
+        return errors
+
 
 def join(cells: Iterable) -> Module:
     """``cells``: ``[(cell number, source)]`` in order."""
@@ -297,65 +313,5 @@ def join(cells: Iterable) -> Module:
 
 
 def parse(text: str, path: str):
-    """(tree, None) or (None, JAX000 finding): ``engine.parse_source`` plus top-level ``await``."""
-    from .engine import _parse_error
-
-    try:
-        return compile(text, path, "exec", _FLAGS), None
-    except SyntaxError as e:
-        return None, _parse_error(e.lineno or 1, (e.offset or 1) - 1, e.msg or "invalid syntax")
-    except ValueError as e:
-        return None, _parse_error(1, 0, str(e))
-    except (RecursionError, MemoryError):
-        return None, _parse_error(1, 0, "too deeply nested for the Python parser")
-
-
-def check_module(mod: Module, path: str, rules: Sequence, noqa: bool = True, result=None,
-                 project_path: Optional[str] = None) -> list:
-    """Findings for the joined cells, located in their cells (``path`` set on each). A cell that
-    does not parse is one JAX000 finding and is left out; the others are still checked."""
-    from .engine import run_rules
-    from .noqa import NoqaMap
-
-    errors = []
-    tree, error = parse(mod.text, path)
-    if error is not None:
-        broken = []
-        for number, start, count in mod.spans:
-            _, cell_error = parse("\n".join(mod.text_lines[start - 1:start - 1 + count]) + "\n", path)
-            if cell_error is not None:
-                broken.append((start, count))
-                errors.append(replace(cell_error, line=start - 1 + cell_error.line))
-        if not broken:  # only the cells together fail (a cell continues into the next one)
-            return [mod.locate(error).with_path(path)]
-        for start, count in broken:
-            mod.text_lines[start - 1:start - 1 + count] = [""] * count
-        tree, error = parse(mod.text, path)
-        if error is not None:
-            return [mod.locate(e).with_path(path) for e in errors]
-    findings = run_rules(tree, rules, result, project_path)
-    text = mod.text
-    if noqa and findings and "noqa" in text.lower():
-        nmap = NoqaMap(text)
-        findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
-    out = [mod.locate(f).with_path(path) for f in errors + findings]
-    out.sort(key=lambda f: (f.line, f.col, f.code))
-    return out
-
-
-def check_notebook(data: bytes | str, path: str, rules: Sequence, noqa: bool = True):
-    """``engine.check_source`` for an ``.ipynb`` file: a ``FileResult``; never raises on bad input."""
-    import os
-
-    from .engine import PARSE_ERROR, FileResult
-
-    result = FileResult(path)
-    try:
-        cells = read_cells(data)
-    except NotebookError as e:
-        result.findings.append(Finding(max(e.line, 1), max(e.col - 1, 0), PARSE_ERROR,
-                                       f"could not parse: {e}", "parse-error", path))
-        return result
-    result.findings = check_module(join(cells), path, rules, noqa, result,
-                                   path if os.path.isfile(path) else None)
-    return result
+    """(tree, None) or (None, JAX000 finding): ``source.parse_source`` with top-level ``await``."""
+    return parse_source(text, path, FLAGS)

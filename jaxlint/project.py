@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import os
 import re
 from collections import OrderedDict
 from typing import Optional
+
+from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
 MAX_DEPTH = 2  # how many import hops a query may follow
@@ -85,7 +86,6 @@ class ProjectResolver:
         model = None
         with self.recording() as deps:
             try:
-                from .engine import decode_source
                 from .model import ModuleSummary, build_model
 
                 with open(path, "rb") as fh:
@@ -178,8 +178,3 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
         if found is not None:
             return found
     return None
-
-
-def content_hash(data: bytes) -> str:
-    """The hash that keys cached results to a file's exact bytes."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()

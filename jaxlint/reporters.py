@@ -93,9 +93,8 @@ class _ParseError:
 def sarif(findings: Sequence[Finding], root: str = None) -> str:
     """SARIF 2.1.0: every rule in ``tool.driver.rules``, one result per finding, paths relative to
     the repository root (``%SRCROOT%``)."""
-    from jaxlint_rules import ALL_RULES
-
     from . import __version__
+    from .registry import ALL_RULES
 
     root = root or repo_root()
     catalog = [_ParseError] + list(ALL_RULES)

@@ -43,6 +43,14 @@ class Rule:
     rationale: ClassVar[str]  # why it costs accelerator time (or fails)
     bad: ClassVar[str]
     good: ClassVar[str]
+    # Offers safe automatic fixes (``Finding.fix``) that ``jaxlint check --fix`` applies.
+    fixable: ClassVar[bool] = False
+    # What ``jaxlint trace`` counts to confirm a finding (jaxlint/trace/report.py), or None when a
+    # run cannot confirm it: "compiles" (two or more compilations or traces started from the
+    # finding's line), "transfers" (two or more host transfers from it), "trace_time" (the
+    # enclosing function was traced fewer times than called: the line ran at trace time only),
+    # "unroll" (the enclosing function's jaxpr is very large).
+    confirmed_by: ClassVar[Optional[str]] = None
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError

@@ -21,6 +21,7 @@ def _fetch_spelling(call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
 
 class HostTransferInLoop(Rule):
     code = "JAX201"
+    confirmed_by = "transfers"
     name = "host-transfer-in-loop"
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`, `x.item()`, `x.tolist()`, `np.asarray(x)`, "
                "`jax.device_get(x)` and print/f-string/logging of `x`, where `x` is a JAX value, that run every "

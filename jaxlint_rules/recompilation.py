@@ -54,6 +54,7 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
 
 class JitInLoop(Rule):
     code = "JAX101"
+    confirmed_by = "compiles"
     name = "jit-in-loop"
     summary = ("Finds `jax.jit`/`jax.pmap` wrappers created inside a loop around a callable that is new on "
                "every iteration (a lambda, `functools.partial`, bound method, transformed or freshly defined "
@@ -96,6 +97,7 @@ class JitInLoop(Rule):
 
 class JitPerCall(Rule):
     code = "JAX102"
+    confirmed_by = "compiles"
     name = "jit-per-call"
     summary = ("Finds jit wrappers built inside a function around a callable made there (a closure, lambda, "
                "partial or bound method) and called there, so each call of the outer function compiles anew.")
@@ -150,6 +152,7 @@ class JitPerCall(Rule):
 
 class StaticArgChurn(Rule):
     code = "JAX103"
+    confirmed_by = "compiles"
     name = "static-arg-churn"
     summary = ("Finds calls, inside a loop, of a jitted function whose static argument "
                "(`static_argnums`/`static_argnames`) is the loop variable or a value recomputed in the loop.")

@@ -64,6 +64,7 @@ def _is_constructor(qn: Optional[str]) -> bool:
 
 class GlobalRngInTracedCode(Rule):
     code = "JAX501"
+    confirmed_by = "trace_time"
     name = "global-rng-in-traced-code"
     summary = ("Finds NumPy (`np.random.*`) and Python (`random.*`) random number calls, and methods of host "
                "generators created outside, inside jitted (or otherwise traced) code.")

@@ -322,6 +322,7 @@ class TracedShapeArgument(Rule):
 
 class ShapeChurn(Rule):
     code = "JAX304"
+    confirmed_by = "compiles"
     name = "shape-churn"
     summary = ("Finds calls, in a loop, of a jitted function with an argument sliced to a width that changes "
                "every iteration (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the loop).")
@@ -388,6 +389,7 @@ UNROLL_TRIPS = 100
 
 class UnrolledLoopInTracedCode(Rule):
     code = "JAX305"
+    confirmed_by = "unroll"
     name = "unrolled-loop-in-traced-code"
     summary = ("Finds Python `for` loops inside traced code that run at least 100 times (a literal or "
                "module-constant `range`) or that call a jitted step function every iteration.")

@@ -23,6 +23,7 @@ def _pos(node: ast.AST) -> tuple:
 
 class SideEffectInTracedCode(Rule):
     code = "JAX601"
+    confirmed_by = "trace_time"
     name = "side-effect-in-traced-code"
     summary = ("Finds traced code that stores JAX values into state that outlives the call: appending to or "
                "updating a module-level or enclosing container, assigning into one by subscript, rebinding a "
@@ -159,6 +160,7 @@ _PRINT_OPTIONS = ("sep", "end", "file", "flush")
 
 class PrintInTracedCode(Rule):
     code = "JAX602"
+    confirmed_by = "trace_time"
     name = "print-in-traced-code"
     summary = "Finds `print()` of a traced value (directly, in an f-string or `%`/`.format`) inside traced code."
     rationale = ("`print` is Python: inside `jax.jit` it runs once, while the function is traced, and shows an "

@@ -148,6 +148,17 @@ def test_pyproject_config_select_ignore_per_file_and_exclude(tmp_path, capsys):
     assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
 
 
+def test_per_file_ignores_are_the_same_for_check_and_the_trace_cross_check(tmp_path, capsys):
+    from jaxlint.trace.runner import static_findings  # the static findings `jaxlint trace` checks
+
+    write(tmp_path, "pyproject.toml", '[tool.jaxlint.per-file-ignores]\n"scripts/*.py" = ["JAX201"]\n')
+    files = [str(write(tmp_path, "src/a.py", BAD)), str(write(tmp_path, "scripts/b.py", BAD))]
+    _, out, _ = run(capsys, "check", "--no-cache", *files)
+    reported = [(os.path.relpath(line.split(":")[0], tmp_path), line.split()[1]) for line in out.splitlines()]
+    assert reported == [("scripts/b.py", "JAX202"), ("src/a.py", "JAX201"), ("src/a.py", "JAX202")]
+    assert [(os.path.relpath(f.path, tmp_path), f.code) for f in static_findings(files)] == reported
+
+
 def test_config_found_by_walking_up(tmp_path, capsys):
     write(tmp_path, "pyproject.toml", "[tool.jaxlint]\nselect = [\"JAX202\"]\n")
     p = write(tmp_path, "a/b/c/bad.py", BAD)

@@ -9,15 +9,13 @@ import textwrap
 from collections import namedtuple
 from typing import Iterable, Optional
 
+from ..registry import confirmed_by
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
 
 SCHEMA_VERSION = 1
-RECOMPILE_CODES = {"JAX101", "JAX102", "JAX103", "JAX304"}
-TRANSFER_CODES = {"JAX201"}
-TRACE_TIME_CODES = {"JAX501", "JAX601", "JAX602"}
-UNROLL_CODES = {"JAX305"}
+# Which findings a run can confirm, and how, is declared on each rule (``Rule.confirmed_by``).
 # Thresholds for "runtime problems no static finding predicted".
 UNPREDICTED_COMPILES = 3
 UNPREDICTED_TRANSFERS = 10
@@ -125,7 +123,8 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
     for fd in findings:
         file, line = _real(fd.path), fd.line
         confirmed, evidence = False, "not observable at runtime by jaxlint trace"
-        if fd.code in RECOMPILE_CODES:
+        kind = confirmed_by(fd.code)
+        if kind == "compiles":
             matched = by_site.get((file, line), [])
             if matched:
                 rec = max(matched, key=lambda r: r.compiles)
@@ -136,7 +135,7 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                 evidence = f"{n} {what} of `{rec.qualname}`{_top_reason(rec)}" if n != 1 else f"`{rec.qualname}` compiled once"
             else:
                 evidence = "not observed: no traced call ran from this line"
-        elif fd.code in TRANSFER_CODES:
+        elif kind == "transfers":
             entry = lines.get((file, line))
             if entry:
                 explained_lines.add((file, line))
@@ -144,11 +143,11 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                 evidence = f"{entry[0]} transfer{'s' if entry[0] != 1 else ''} ({', '.join(sorted(entry[1]))})"
             else:
                 evidence = "not observed: no host transfer from this line"
-        elif fd.code in TRACE_TIME_CODES or fd.code in UNROLL_CODES:
+        elif kind in ("trace_time", "unroll"):
             rec = _enclosing(recs, file, line)
             if rec is None:
                 evidence = "not observed: the enclosing function was not traced"
-            elif fd.code in UNROLL_CODES:
+            elif kind == "unroll":
                 eqns = (rec.jaxpr or {}).get("equations")
                 confirmed = eqns is not None and eqns >= UNROLLED_EQUATIONS
                 evidence = f"the jaxpr of `{rec.qualname}` has {eqns} equations" if eqns is not None else "no jaxpr recorded"

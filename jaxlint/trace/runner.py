@@ -192,10 +192,9 @@ def _user_modules(user_files, main_file: str) -> list:
 
 
 def static_findings(files: Sequence[str]) -> list:
-    from jaxlint_rules import ALL_RULES
-
     from ..config import ConfigError, load_config
-    from ..engine import check_path, select_rules
+    from ..engine import check_path
+    from ..registry import ALL_RULES, select_rules
 
     try:
         cfg = load_config(os.path.dirname(files[0]) if files else ".")
@@ -206,8 +205,7 @@ def static_findings(files: Sequence[str]) -> list:
     findings = []
     for path in files:
         res = check_path(path, rules)
-        per_file = cfg.ignored_for(path) if cfg is not None and cfg.per_file_ignores else []
-        findings.extend(f for f in res.findings if f.code != "JAX000" and not any(f.code.startswith(p) for p in per_file))
+        findings.extend(f for f in res.findings if f.code != "JAX000" and (cfg is None or cfg.keeps(path, f)))
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     return findings
 

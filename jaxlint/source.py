@@ -1,0 +1,56 @@
+"""Source text, shared by ``.py`` files and notebooks: decoding bytes, parsing, the JAX000 finding
+for what cannot be read or parsed, and the content hash that keys cached results.
+
+This module is a leaf of the engine: it imports only the ``Finding`` record, so the engine, the
+notebook adapter and the project resolver can all use it without importing one another.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import tokenize
+from typing import Optional
+
+from .rule import Finding
+
+PARSE_ERROR = "JAX000"
+# ``parse_source(..., flags=TOP_LEVEL_AWAIT)``: a notebook cell may ``await`` at the top level.
+TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like the interpreter would: BOM and PEP 263 coding cookies honoured."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+    return data.decode(encoding)
+
+
+def _parse_error(line: int, col: int, why: str) -> Finding:
+    return Finding(max(line, 1), max(col, 0), PARSE_ERROR, f"could not parse: {why}", "parse-error")
+
+
+def parse_source(text: str, path: str = "<unknown>", flags: int = 0) -> tuple[Optional[ast.Module], Optional[Finding]]:
+    """(tree, None), or (None, the JAX000 finding). ``flags``: extra compile flags
+    (``TOP_LEVEL_AWAIT`` for notebook cells)."""
+    try:
+        if flags:
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST | flags), None
+        return ast.parse(text, filename=path), None
+    except SyntaxError as e:
+        col = (e.offset or 1) - 1
+        msg = e.msg if e.msg else "invalid syntax"
+        return None, _parse_error(e.lineno or 1, col, msg)
+    except ValueError as e:  # null bytes on Python < 3.12
+        return None, _parse_error(1, 0, str(e))
+    except (RecursionError, MemoryError):
+        return None, _parse_error(1, 0, "too deeply nested for the Python parser")
+
+
+def content_hash(data: bytes) -> str:
+    """The hash that keys cached results to a file's exact bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

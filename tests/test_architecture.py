@@ -1,0 +1,203 @@
+"""The import structure of jaxlint, read from the source (every import statement, function-local
+ones included, resolved to the module it loads):
+
+* no import cycle among the modules of ``jaxlint`` and ``jaxlint_rules``;
+* only ``jaxlint.registry`` imports ``jaxlint_rules``;
+* the rules import from ``jaxlint`` only the model, ``jaxlint.names``, ``jaxlint.rule`` and the
+  edit library ``jaxlint.edits``;
+* the static path never imports JAX (only ``jaxlint/trace/`` does).
+
+An edge is ``importer -> imported``; a failure names each offending edge with its file and line.
+Importing ``a.b.c`` also runs ``a/__init__.py`` and ``a/b/__init__.py``: those implicit parent
+imports are not edges (every submodule has them, and a package's ``__init__`` runs first).
+``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("jaxlint", "jaxlint_rules")
+# The rules may import these from jaxlint (and their submodules, once the model is a package).
+RULE_LAYER = ("jaxlint.model", "jaxlint.names", "jaxlint.rule", "jaxlint.edits")
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.src} -> {self.dst} ({self.file}:{self.line})"
+
+
+def _modules() -> dict:
+    """{module name: path} for every module of the two packages."""
+    out = {}
+    for pkg in PACKAGES:
+        for folder, dirs, files in os.walk(os.path.join(ROOT, pkg)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    mod = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    out[mod[: -len(".__init__")] if mod.endswith(".__init__") else mod] = path
+    return out
+
+
+def _imports(mod: str, path: str) -> list:
+    """(dotted name imported, line) for every import in the file, relative ones resolved;
+    ``X.a`` for ``from X import a`` (the caller shortens it to the module it names). Imports under
+    ``if TYPE_CHECKING:`` are left out: they never run (annotations only)."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), filename=path)
+    package = mod if path.endswith("__init__.py") else mod.rpartition(".")[0]
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                   for stmt in node.body for n in ast.walk(stmt)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            out.extend((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module
+            out.extend((f"{target}.{a.name}", node.lineno) for a in node.names)
+    return out
+
+
+def _graph() -> list:
+    """Every edge between modules of the two packages, and every import of ``jax``/``jaxlib``
+    (``dst`` then is that top-level name)."""
+    modules = _modules()
+    edges = []
+    for mod, path in modules.items():
+        rel = os.path.relpath(path, ROOT)
+        for name, line in _imports(mod, path):
+            top = name.split(".")[0]
+            if top in ("jax", "jaxlib"):
+                edges.append(Edge(mod, top, rel, line))
+                continue
+            while name and name not in modules:  # `from X import a`, ``a`` not a module: X
+                name = name.rpartition(".")[0]
+            if name and name != mod:
+                edges.append(Edge(mod, name, rel, line))
+    return list(dict.fromkeys(edges))  # `from .x import a, b` is one edge
+
+
+EDGES = _graph()
+
+
+def _cycles(edges: list) -> list:
+    """The strongly connected components with more than one module (Tarjan), each with its edges."""
+    succ: dict = {}
+    for e in edges:
+        succ.setdefault(e.src, []).append(e)
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for e in succ.get(v, ()):
+            if e.dst not in index:
+                visit(e.dst)
+                low[v] = min(low[v], low[e.dst])
+            elif e.dst in on_stack:
+                low[v] = min(low[v], index[e.dst])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(str(e) for e in edges if e.src in component and e.dst in component))
+
+    for v in sorted(succ):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _internal(edges: list) -> list:
+    return [e for e in edges if e.dst.split(".")[0] in PACKAGES]
+
+
+def test_the_graph_sees_function_local_and_relative_imports():
+    """A guard on the parser itself: edges known to exist in the source are found."""
+    pairs = {(e.src, e.dst) for e in EDGES}
+    assert ("jaxlint.engine", "jaxlint.notebook") in pairs  # function-local `from . import notebook`
+    assert ("jaxlint.registry", "jaxlint_rules") in pairs  # function-local
+    assert ("jaxlint.trace.report", "jaxlint.registry") in pairs  # `from ..registry import ...`
+    assert ("jaxlint.trace.hooks", "jax") in pairs
+
+
+def test_no_import_cycles():
+    # No exemption: the lazy hooks of jaxlint/__init__.py (load_ipython_extension) are edges like
+    # any other and close no cycle, since nothing below jaxlint.ipython imports the package itself.
+    edges = _internal(EDGES)
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles (each: the edges among its modules):\n" + "\n\n".join(
+        "\n".join(c) for c in cycles)
+
+
+def test_only_the_registry_imports_the_rules():
+    bad = [e for e in EDGES if e.dst.split(".")[0] == "jaxlint_rules"
+           and not e.src.startswith("jaxlint_rules") and e.src != "jaxlint.registry"]
+    assert not bad, "only jaxlint.registry may import jaxlint_rules:\n" + "\n".join(map(str, bad))
+
+
+def _in_rule_layer(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in RULE_LAYER)
+
+
+def _rule_layer_violations() -> list:
+    return [e for e in EDGES if e.src.split(".")[0] == "jaxlint_rules"
+            and e.dst.split(".")[0] == "jaxlint" and not _in_rule_layer(e.dst)]
+
+
+def test_rules_import_only_the_model_layer():
+    bad = _rule_layer_violations()
+    assert not bad, f"jaxlint_rules may import from jaxlint only {', '.join(RULE_LAYER)}:\n" + "\n".join(
+        map(str, bad))
+
+
+def test_the_static_path_never_imports_jax():
+    # Rule examples (``bad``/``good``) import jax, but they are strings, not imports of the module.
+    bad = [e for e in EDGES if e.dst in ("jax", "jaxlib") and not e.src.startswith("jaxlint.trace")]
+    assert not bad, "only jaxlint/trace/ may import jax:\n" + "\n".join(map(str, bad))
+
+
+def test_the_rules_load_on_first_use_only():
+    """The registry is imported by the engine and the flake8 plugin; the rules are not, until a
+    rule is asked for. ``import jaxlint`` imports nothing else."""
+    code = (
+        "import sys\n"
+        "import jaxlint\n"
+        "assert sorted(m for m in sys.modules if m.startswith(('jaxlint', 'jax', 'IPython'))) == ['jaxlint'], "
+        "sorted(m for m in sys.modules if m.startswith(('jaxlint', 'jax', 'IPython')))\n"
+        "import jaxlint.flake8_plugin, jaxlint.cli, jaxlint.engine, jaxlint.registry, jaxlint.trace.report\n"
+        "assert 'jaxlint_rules' not in sys.modules, 'rules imported early'\n"
+        "from jaxlint.flake8_plugin import JaxlintChecker\n"
+        "assert JaxlintChecker.rules() and 'jaxlint_rules' in sys.modules\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'IPython')]\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
