@@ -49,21 +49,24 @@ def project_root(start: str) -> str:
 
 
 def _own_sources() -> list:
-    """(name, size, mtime) of jaxlint's own modules: a changed rule invalidates the cache even
-    when the version number did not move (a development checkout)."""
+    """(folder, name, size, mtime) of the modules the static check runs (jaxlint/ and its
+    subpackages but trace/, which only the dynamic mode imports, and jaxlint_rules/): a changed
+    rule or model module invalidates the cache even when the version number did not move (a
+    development checkout)."""
     here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
     out = []
-    for folder in (here, os.path.join(os.path.dirname(here), "jaxlint_rules")):
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
-        except OSError:
-            continue
-        for n in names:
-            try:
-                st = os.stat(os.path.join(folder, n))
-            except OSError:
-                continue
-            out.append([os.path.basename(folder), n, st.st_size, st.st_mtime_ns])
+    for top in (here, os.path.join(root, "jaxlint_rules")):
+        for folder, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (folder == here and d == "trace"))
+            for n in sorted(names):
+                if not n.endswith(".py"):
+                    continue
+                try:
+                    st = os.stat(os.path.join(folder, n))
+                except OSError:
+                    continue
+                out.append([os.path.relpath(folder, root), n, st.st_size, st.st_mtime_ns])
     return out
 
 
