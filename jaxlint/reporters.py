@@ -122,7 +122,7 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
         "runs": [{
             "tool": {"driver": {
                 "name": "jaxlint", "version": __version__, "semanticVersion": __version__,
-                "informationUri": "https://pypi.org/project/jaxlint/",
+                "informationUri": "https://pypi.org/project/flake8-jax/",
                 "rules": [_sarif_rule(cls) for cls in catalog],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.replace(os.sep, "/").rstrip("/") + "/"}},

@@ -270,7 +270,7 @@ def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", fixture("hoisted_jit.py")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "pip install 'jaxlint[trace]'" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "pip install 'flake8-jax[trace]'" in proc.stderr
 
 
 def test_importing_the_trace_package_and_plugin_does_not_import_jax():
