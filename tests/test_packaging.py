@@ -1,5 +1,5 @@
 """Packaging: the distribution's name (`flake8-jax`; the PyPI name `jaxlint` is another project)
-in every install hint jaxlint prints or the README shows."""
+in every install hint jaxlint prints or the README shows, and the license metadata."""
 
 import ast
 import os
@@ -92,3 +92,14 @@ def test_every_install_hint_the_code_prints_uses_the_distribution_name(monkeypat
     message = missing_jax()
     assert f"pip install '{DIST}[trace]'" in message
     assert_uses_dist(install_targets(message), "missing_jax()")
+
+
+def test_license_is_an_spdx_expression_with_its_file():
+    data = pyproject()
+    project = data["project"]
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as fh:
+        assert "Apache License" in fh.read(500)
+    # SPDX strings and license-files need setuptools >= 77
+    assert "setuptools>=77" in data["build-system"]["requires"]
