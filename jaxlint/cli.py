@@ -9,7 +9,7 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__, reporters
-from .config import ConfigError, load_config
+from .config import ConfigError, load_config, unknown_code_error
 from .engine import FileResult, check_path, is_selected, select_rules
 from .files import discover
 
@@ -19,7 +19,12 @@ _worker_rules = None
 
 
 def _codes(value: str) -> list:
-    return [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+    """``--select JAX1,JAX201``: the codes, each a known code or a prefix of one (else a usage error)."""
+    codes = [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+    error = unknown_code_error(codes)
+    if error:
+        raise argparse.ArgumentTypeError(error)
+    return codes
 
 
 def _parser() -> argparse.ArgumentParser:
