@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
-    e.add_argument("code")
+    e.add_argument("code", help="a code (JAX201) or a rule name (host-transfer-in-loop)")
     return p
 
 
@@ -166,17 +166,21 @@ def cmd_check(args) -> int:
 def cmd_rules() -> int:
     from jaxlint_rules import ALL_RULES
 
-    for r in ALL_RULES:
+    for r in [reporters.ParseError] + list(ALL_RULES):
         print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
     return EXIT_CLEAN
 
 
 def cmd_explain(code: str) -> int:
-    from jaxlint_rules import RULES_BY_CODE
+    """``jaxlint explain JAX201`` or ``jaxlint explain host-transfer-in-loop``: every code that
+    ``jaxlint rules`` lists, JAX000 included, by code or by name."""
+    from jaxlint_rules import ALL_RULES
 
-    rule = RULES_BY_CODE.get(code.upper())
+    rules = [reporters.ParseError] + list(ALL_RULES)
+    wanted = code.strip().lower()
+    rule = next((r for r in rules if wanted in (r.code.lower(), r.name)), None)
     if rule is None:
-        print(f"jaxlint: unknown rule {code!r}; `jaxlint rules` lists them", file=sys.stderr)
+        print(f"jaxlint: unknown rule {code!r}; `jaxlint rules` lists the codes and names", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(rule.explain())
     return EXIT_CLEAN

@@ -9,7 +9,7 @@ import textwrap
 from collections import Counter
 from typing import Sequence
 
-from .rule import Finding
+from .rule import Finding, Rule
 
 
 def location(f: Finding) -> str:
@@ -82,12 +82,21 @@ def _sarif_rule(cls) -> dict:
     }
 
 
-class _ParseError:
+class ParseError(Rule):
+    """JAX000: reported by the engine itself, not a rule that runs; described like one for SARIF's
+    rule list and ``jaxlint explain``."""
+
     code, name = "JAX000", "parse-error"
     summary = "A file that cannot be read or parsed; the other files are still checked."
     rationale = "jaxlint cannot check a file it cannot parse."
     bad = "def broken(:\n    pass\n"
     good = "def fixed():\n    pass\n"
+
+    @classmethod
+    def explain(cls) -> str:  # ``# noqa`` cannot apply to a file that does not parse
+        text = super().explain()
+        return text[:text.rindex("Suppress one line")] + (
+            "A `# noqa` comment cannot silence it; `--extend-ignore JAX000` (or `ignore = [\"JAX000\"]`) does.\n")
 
 
 def sarif(findings: Sequence[Finding], root: str = None) -> str:
@@ -98,7 +107,7 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
     from . import __version__
 
     root = root or repo_root()
-    catalog = [_ParseError] + list(ALL_RULES)
+    catalog = [ParseError] + list(ALL_RULES)
     index = {cls.code: i for i, cls in enumerate(catalog)}
     results = []
     for f in findings:

@@ -253,6 +253,25 @@ def test_rules_and_explain(capsys):
     assert run(capsys, "explain", "JAX999")[0] == 2
 
 
+def test_explain_accepts_every_listed_code_and_every_rule_name(capsys):
+    """Whatever `jaxlint rules` and the README's rule table list, JAX000 included, by code or name."""
+    _, out, _ = run(capsys, "rules")
+    listed = [line.split()[:2] for line in out.splitlines()]
+    assert listed[0] == ["JAX000", "parse-error"]
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8").read()
+    table = [row.split("|")[1:3] for row in readme.splitlines() if row.startswith("| JAX")]
+    assert sorted([c.strip(), n.strip()] for c, n in table) == sorted(listed)
+    for code, name in listed:
+        for spelling in (code, code.lower(), name):
+            rc, text, err = run(capsys, "explain", spelling)
+            assert rc == 0 and err == "" and text.startswith(f"{code} {name}\n"), spelling
+    _, text, _ = run(capsys, "explain", "JAX000")
+    assert "What it does" in text and "--extend-ignore JAX000" in text and "# noqa: JAX000" not in text
+    rc, _, err = run(capsys, "explain", "host-transfer")
+    assert rc == 2 and "unknown rule 'host-transfer'" in err
+
+
 def test_console_script_runs_as_module(tmp_path):
     p = write(tmp_path, "bad.py", BAD)
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(p)], capture_output=True, text=True)
