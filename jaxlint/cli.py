@@ -120,7 +120,16 @@ def cmd_check(args) -> int:
     select = (args.select if args.select is not None else cfg.select) + args.extend_select
     ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
     codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
-    files = list(discover(args.paths, cfg))
+    files: list = []
+    seen: set = set()
+    for path in args.paths:  # each path on its own, so that one with nothing to check is named
+        found = list(discover([path], cfg))
+        if not found:  # said, not silent (as ruff does); nothing to check is not an error
+            print(f"jaxlint: no Python files or notebooks found under {path}", file=sys.stderr)
+        for f in found:
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
     results = _check_files(files, codes, args)
     from . import fix as fixmod
 

@@ -225,6 +225,27 @@ def test_config_values_are_type_checked_alike(tmp_path, capsys, section, key):
     assert f"[tool.jaxlint] {key} must be a list of strings" in err
 
 
+def test_a_path_with_nothing_to_check_is_said_not_silent(tmp_path, capsys):
+    write(tmp_path, "empty/notes.txt", "not python\n")
+    write(tmp_path, "empty/.venv/pyvenv.cfg", "")
+    write(tmp_path, "empty/.venv/lib/m.py", BAD)  # skipped: a virtualenv
+    empty = str(tmp_path / "empty")
+    code, out, err = run(capsys, "check", empty)
+    assert (code, out) == (0, "")
+    assert err == f"jaxlint: no Python files or notebooks found under {empty}\n"
+    code, out, err = run(capsys, "check", "--format", "json", empty)
+    assert (code, out) == (0, "[]\n") and "no Python files or notebooks found" in err
+    # named per path; the other paths are still checked
+    src = write(tmp_path, "src/bad.py", BAD).parent
+    code, out, err = run(capsys, "check", str(src), empty)
+    assert code == 1 and out.count("JAX20") == 2
+    assert err == f"jaxlint: no Python files or notebooks found under {empty}\n"
+    # everything excluded by the config counts as nothing found
+    write(tmp_path, "src/pyproject.toml", '[tool.jaxlint]\nextend-exclude = ["bad.py"]\n')
+    code, out, err = run(capsys, "check", str(src))
+    assert (code, out) == (0, "") and f"found under {src}" in err
+
+
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
     assert code == 2 and "no such file or folder" in err
