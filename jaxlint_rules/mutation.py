@@ -211,6 +211,11 @@ class _Arrays:
         return False
 
 
+# Augmented assignments whose operator has no ``.at[]`` method (there is no ``.at[].floor_divide``).
+_NO_AT_METHOD = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+                 ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^"}
+
+
 def _at(target: ast.Subscript) -> str:
     """``x.at[i]`` for the target ``x[i]``."""
     expr = ast.Subscript(value=ast.Attribute(value=target.value, attr="at", ctx=ast.Load()), slice=target.slice,
@@ -256,6 +261,7 @@ class InplaceItemAssignment(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         arrays: Optional[_Arrays] = None
         fixer: Optional[FixBuilder] = None
+        aug_ops: Optional[dict] = None  # id(target of an augmented assignment) -> its operator
         for target, kind in model.stores:
             if not isinstance(target, ast.Subscript) or _is_str_key(target.slice):
                 continue
@@ -268,7 +274,12 @@ class InplaceItemAssignment(Rule):
             if not (arrays.certain(target.value, scope) or self._array_param(arrays, target, scope)):
                 continue
             fixer = fixer or FixBuilder(model)
-            yield self.finding(target, self._message(target, kind), fixer.item_assignment(target, kind))
+            op = None
+            if kind == "aug":
+                if aug_ops is None:
+                    aug_ops = {id(n.target): n.op for n in ast.walk(model.tree) if isinstance(n, ast.AugAssign)}
+                op = aug_ops.get(id(target))
+            yield self.finding(target, self._message(target, kind, op), fixer.item_assignment(target, kind))
 
     @staticmethod
     def _array_param(arrays: _Arrays, target: ast.Subscript, scope: Scope) -> bool:
@@ -283,9 +294,14 @@ class InplaceItemAssignment(Rule):
         return f is not None and f.traced and ev.value in f.tracer_params
 
     @staticmethod
-    def _message(target: ast.Subscript, kind: str) -> str:
+    def _message(target: ast.Subscript, kind: str, op: Optional[ast.operator] = None) -> str:
         x = unparse(target.value, 30)
         item = unparse(target, 40)
+        if kind == "aug" and type(op) in _NO_AT_METHOD:  # //=, %=, ...: `.at[]` has no such method
+            sign = _NO_AT_METHOD[type(op)]
+            return (f"JAX arrays are immutable: `{item} {sign}= ...` raises TypeError, and `.at[]` has no "
+                    f"method for `{sign}`; compute the new value and set it: `{x} = {_at(target)}.set({item} "
+                    f"{sign} v)`")
         if kind == "del":
             return (f"JAX arrays are immutable: `del {item}` raises AttributeError and has no functional "
                     f"`.at[]` form; build a new array, e.g. `{x} = jnp.delete({x}, ...)` or a mask")
