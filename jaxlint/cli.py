@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--fix", action="store_true",
                    help="apply the safe fixes (findings marked [*]) in place, then report what remains")
     c.add_argument("--diff", action="store_true",
-                   help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one")
+                   help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one (not with --fix)")
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
@@ -104,6 +104,9 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
 def cmd_check(args) -> int:
     from jaxlint_rules import ALL_RULES
 
+    if args.fix and args.diff:
+        print("jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write", file=sys.stderr)
+        return EXIT_ERROR
     try:
         if args.config:
             cfg = load_config(pyproject=args.config)
