@@ -121,9 +121,12 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
         return cfg
     try:
         with open(source, "rb") as fh:
-            section = tomllib.load(fh).get("tool", {}).get("jaxlint", {})
+            tool = tomllib.load(fh).get("tool", {})
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{source}: {e}") from e
+    section = tool.get("jaxlint", {}) if isinstance(tool, dict) else None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint] must be a table")
     cfg.source = source
     cfg.root = os.path.dirname(source)
     unknown = set(section) - KEYS

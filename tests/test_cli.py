@@ -223,6 +223,10 @@ def test_config_values_are_type_checked_alike(tmp_path, capsys, section, key):
     code, out, err = run(capsys, "check", str(p))
     assert code == 2 and out == ""
     assert f"[tool.jaxlint] {key} must be a list of strings" in err
+    # and the section itself must be a table
+    cfg = write(tmp_path, "other.toml", 'tool = {jaxlint = "JAX2"}\n')
+    code, _, err = run(capsys, "check", "--config", str(cfg), str(p))
+    assert code == 2 and "[tool.jaxlint] must be a table" in err
 
 
 def test_a_path_with_nothing_to_check_is_said_not_silent(tmp_path, capsys):
