@@ -9,7 +9,7 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__, reporters
-from .config import ConfigError, load_config
+from .config import ConfigError, load_config, unknown_code_error
 from .engine import FileResult, check_path
 from .files import discover
 from .registry import is_selected, select_rules
@@ -20,7 +20,12 @@ _worker_rules = None
 
 
 def _codes(value: str) -> list:
-    return [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+    """``--select JAX1,JAX201``: the codes, each a known code or a prefix of one (else a usage error)."""
+    codes = [c.strip().upper() for c in value.replace(" ", ",").split(",") if c.strip()]
+    error = unknown_code_error(codes)
+    if error:
+        raise argparse.ArgumentTypeError(error)
+    return codes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,11 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--fix", action="store_true",
                    help="apply the safe fixes (findings marked [*]) in place, then report what remains")
     c.add_argument("--diff", action="store_true",
-                   help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one")
+                   help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one (not with --fix)")
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
-    e.add_argument("code")
+    e.add_argument("code", help="a code (JAX201) or a rule name (host-transfer-in-loop)")
     return p
 
 
@@ -100,6 +105,9 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
 def cmd_check(args) -> int:
     from .registry import ALL_RULES
 
+    if args.fix and args.diff:
+        print("jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write", file=sys.stderr)
+        return EXIT_ERROR
     try:
         if args.config:
             cfg = load_config(pyproject=args.config)
@@ -116,7 +124,16 @@ def cmd_check(args) -> int:
     select = (args.select if args.select is not None else cfg.select) + args.extend_select
     ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
     codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
-    files = list(discover(args.paths, cfg))
+    files: list = []
+    seen: set = set()
+    for path in args.paths:  # each path on its own, so that one with nothing to check is named
+        found = list(discover([path], cfg))
+        if not found:  # said, not silent (as ruff does); nothing to check is not an error
+            print(f"jaxlint: no Python files or notebooks found under {path}", file=sys.stderr)
+        for f in found:
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
     results = _check_files(files, codes, args)
     from . import fix as fixmod
 
@@ -158,19 +175,23 @@ def cmd_check(args) -> int:
 
 
 def cmd_rules() -> int:
-    from .registry import ALL_RULES
+    from .registry import CATALOG
 
-    for r in ALL_RULES:
+    for r in CATALOG:
         print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
     return EXIT_CLEAN
 
 
 def cmd_explain(code: str) -> int:
-    from .registry import RULES_BY_CODE
+    """``jaxlint explain JAX201`` or ``jaxlint explain host-transfer-in-loop``: every code that
+    ``jaxlint rules`` lists, JAX000 included, by code or by name."""
+    from .registry import CATALOG
 
-    rule = RULES_BY_CODE.get(code.upper())
+    rules = CATALOG
+    wanted = code.strip().lower()
+    rule = next((r for r in rules if wanted in (r.code.lower(), r.name)), None)
     if rule is None:
-        print(f"jaxlint: unknown rule {code!r}; `jaxlint rules` lists them", file=sys.stderr)
+        print(f"jaxlint: unknown rule {code!r}; `jaxlint rules` lists the codes and names", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(rule.explain())
     return EXIT_CLEAN

@@ -85,12 +85,39 @@ def find_pyproject(start: str) -> Optional[str]:
         path = parent
 
 
+def known_codes() -> list:
+    """Every code jaxlint reports: JAX000 (a file it cannot read or parse) and the rules' codes."""
+    from .registry import CATALOG
+
+    return [r.code for r in CATALOG]
+
+
+def unknown_code_error(codes) -> Optional[str]:
+    """None when every one of ``codes`` is a known code or a prefix of one (``J`` ... ``JAX201``,
+    as in flake8); else the message naming the first bad value and the valid prefixes."""
+    known = known_codes()
+    for code in codes:
+        if not code or not any(k.startswith(code) for k in known):
+            families = ", ".join(["JAX"] + sorted({k[:4] for k in known}))
+            return (f"unknown code or prefix {code!r}; valid: a code that `jaxlint rules` "
+                    f"lists or a prefix of one ({families}, ...)")
+    return None
+
+
+def _strings(value, key: str, source: str, what: str) -> list:
+    """Every list-valued key is checked alike: a TOML array of strings, nothing else."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    got = f"the string {value!r}" if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+    raise ConfigError(f"{source}: [tool.jaxlint] {key} must be a list of strings ({what}), not {got}")
+
+
 def _codes(value, key: str, source: str) -> list:
-    if isinstance(value, str):
-        value = [v for v in value.replace(",", " ").split() if v]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{source}: [tool.jaxlint] {key} must be a list of codes")
-    return [v.strip().upper() for v in value]
+    codes = [v.strip().upper() for v in _strings(value, key, source, "code prefixes")]
+    error = unknown_code_error(codes)
+    if error:
+        raise ConfigError(f"{source}: [tool.jaxlint] {key}: {error}")
+    return codes
 
 
 def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
@@ -102,9 +129,12 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
         return cfg
     try:
         with open(source, "rb") as fh:
-            section = tomllib.load(fh).get("tool", {}).get("jaxlint", {})
+            tool = tomllib.load(fh).get("tool", {})
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{source}: {e}") from e
+    section = tool.get("jaxlint", {}) if isinstance(tool, dict) else None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint] must be a table")
     cfg.source = source
     cfg.root = os.path.dirname(source)
     unknown = set(section) - KEYS
@@ -118,12 +148,8 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     pfi = section.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{source}: [tool.jaxlint] per-file-ignores must be a table of glob = [codes]")
-    cfg.per_file_ignores = {k: _codes(v, "per-file-ignores", source) for k, v in pfi.items()}
-    for key in ("exclude", "extend-exclude"):
-        value = section.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{source}: [tool.jaxlint] {key} must be a list of globs")
+    cfg.per_file_ignores = {k: _codes(v, f"per-file-ignores.{k!r}", source) for k, v in pfi.items()}
     if "exclude" in section:
-        cfg.exclude = list(section["exclude"])
-    cfg.exclude += list(section.get("extend-exclude", []))
+        cfg.exclude = list(_strings(section["exclude"], "exclude", source, "globs"))
+    cfg.exclude += _strings(section.get("extend-exclude", []), "extend-exclude", source, "globs")
     return cfg

@@ -54,18 +54,22 @@ def unload_ipython_extension(ip) -> None:
     magics.get("line", {}).pop("jaxlint", None)
 
 
-def check_cell(source: str, history: list, rules: list) -> tuple:
+def check_cell(source: str, history: list, rules: list, line_offset: int = 0) -> tuple:
     """(findings of ``source`` located in it, whether it parsed). ``history``: the sources of
-    the cells run before it, which give it context but whose own findings are not reported."""
+    the cells run before it, which give it context but whose own findings are not reported.
+    A line a message cites reads ``line L`` in this cell (plus ``line_offset``, where the lines
+    shown are numbered differently) and ``line L of an earlier cell`` in another."""
     from .engine import PROJECT, check_module
     from .notebook import join
 
-    cells = list(enumerate(history, 1)) + [(len(history) + 1, source)]
+    current = len(history) + 1
+    cells = list(enumerate(history, 1)) + [(current, source)]
     mod = join(cells)
+    mod.cite = lambda cell, line: f"line {line + line_offset}" if cell == current else f"line {line} of an earlier cell"
     project_path = os.path.join(os.getcwd(), "__jaxlint_cell__.py")  # the cwd's modules resolve
     PROJECT.clear()  # the user may have edited them since the last cell
     findings = [f for f in check_module(mod, "<cell>", rules, project_path=project_path)
-                if f.cell == len(history) + 1]
+                if f.cell == current]
     return findings, not any(f.code == "JAX000" for f in findings)
 
 
@@ -208,7 +212,7 @@ class _Linter:
         findings = None
         if cell_name is not None:
             try:
-                found, _ = check_cell(cell, self.history, self.rules())
+                found, _ = check_cell(cell, self.history, self.rules(), line_offset=offset)
                 findings = [Finding(f.cell_line + offset, f.col, f.code, f.message, f.name, cell_name)
                             for f in found if f.code != "JAX000"]
             except Exception as e:

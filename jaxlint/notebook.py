@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from .rule import Finding
 from .source import TOP_LEVEL_AWAIT, parse_source
@@ -263,6 +263,11 @@ def _scan(line: str, depth: int, quote: Optional[str]) -> tuple:
 # -- the module --------------------------------------------------------------------------------
 
 
+def cite_in_cell(cell: int, line: int) -> str:
+    """How a message cites a line of the notebook: the line in its cell, and the cell."""
+    return f"line {line} of cell {cell}"
+
+
 @dataclass
 class Module:
     """Code cells joined into one module; ``lines[k]`` says where module line ``k + 1`` came
@@ -271,17 +276,28 @@ class Module:
     text_lines: list = field(default_factory=list)
     lines: list = field(default_factory=list)
     spans: list = field(default_factory=list)  # (cell number, first module line, number of lines)
+    cite: Callable = cite_in_cell  # (cell, line in the cell) -> the words for a cited line
 
     @property
     def text(self) -> str:
         return "\n".join(self.text_lines) + "\n" if self.text_lines else ""
 
+    def where(self, line: int) -> tuple:
+        """(cell number, line in the cell, column delta) of module line ``line``."""
+        return self.lines[min(max(line, 1), len(self.lines)) - 1]
+
     def locate(self, f: Finding) -> Finding:
-        """``f`` (at a module line) with its cell, line in the cell and column in the cell."""
+        """``f`` (at a module line) with its cell, line in the cell and column in the cell; the
+        module lines its message cites (``rule.Line``) become the cell and line they are in."""
         if not self.lines:
             return f
-        cell, cell_line, delta = self.lines[min(max(f.line, 1), len(self.lines)) - 1]
-        return replace(f, col=f.col + delta, cell=cell, cell_line=cell_line)
+        cell, cell_line, delta = self.where(f.line)
+        message = f.message
+        for offset, line in reversed(f.cites):
+            cited = f"line {line}"
+            if message.startswith(cited, offset):  # as rule.render wrote it
+                message = message[:offset] + self.cite(*self.where(line)[:2]) + message[offset + len(cited):]
+        return replace(f, col=f.col + delta, cell=cell, cell_line=cell_line, message=message, cites=())
 
     def blank_broken_cells(self, path: str) -> list:
         """Once the joined cells failed to parse: each code cell that does not parse on its own

@@ -5,6 +5,8 @@ offers safe fixes (``fixable``), and what ``jaxlint trace`` counts to confirm on
 (``confirmed_by``). This module collects them:
 
 * ``ALL_RULES``: every rule class, sorted by code; ``RULES_BY_CODE``, ``RULES_BY_NAME``;
+* ``CATALOG``: what ``jaxlint rules`` lists and ``jaxlint explain`` explains: JAX000 (a file that
+  cannot be parsed, reported by the engine itself: ``source.ParseError``) and every rule;
 * ``FIXABLE_CODES``: the codes ``jaxlint check --fix`` fixes;
 * ``CONFIRMED_BY``: code -> ``"compiles"``, ``"transfers"``, ``"trace_time"`` or ``"unroll"``, for
   the rules whose findings a traced run can confirm (see ``confirmed_by``);
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
 
-_CATALOG = ("ALL_RULES", "RULES_BY_CODE", "RULES_BY_NAME", "FIXABLE_CODES", "CONFIRMED_BY")
+_CATALOG = ("ALL_RULES", "RULES_BY_CODE", "RULES_BY_NAME", "FIXABLE_CODES", "CONFIRMED_BY", "CATALOG")
 _loaded: Optional[dict] = None
 
 
@@ -29,6 +31,8 @@ def _catalog() -> dict:
     if _loaded is None:
         import jaxlint_rules  # the one import of the rule modules
 
+        from .source import ParseError
+
         rules = jaxlint_rules.ALL_RULES
         catalog = {
             "ALL_RULES": rules,  # the very list and dict jaxlint_rules builds
@@ -36,6 +40,7 @@ def _catalog() -> dict:
             "RULES_BY_NAME": {r.name: r for r in rules},
             "FIXABLE_CODES": frozenset(r.code for r in rules if r.fixable),
             "CONFIRMED_BY": {r.code: r.confirmed_by for r in rules if r.confirmed_by is not None},
+            "CATALOG": [ParseError, *rules],
         }
         globals().update(catalog)
         _loaded = catalog

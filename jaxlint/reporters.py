@@ -82,22 +82,14 @@ def _sarif_rule(cls) -> dict:
     }
 
 
-class _ParseError:
-    code, name = "JAX000", "parse-error"
-    summary = "A file that cannot be read or parsed; the other files are still checked."
-    rationale = "jaxlint cannot check a file it cannot parse."
-    bad = "def broken(:\n    pass\n"
-    good = "def fixed():\n    pass\n"
-
-
 def sarif(findings: Sequence[Finding], root: str = None) -> str:
     """SARIF 2.1.0: every rule in ``tool.driver.rules``, one result per finding, paths relative to
     the repository root (``%SRCROOT%``)."""
     from . import __version__
-    from .registry import ALL_RULES
+    from .registry import CATALOG
 
     root = root or repo_root()
-    catalog = [_ParseError] + list(ALL_RULES)
+    catalog = CATALOG
     index = {cls.code: i for i, cls in enumerate(catalog)}
     results = []
     for f in findings:
@@ -121,7 +113,7 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
         "runs": [{
             "tool": {"driver": {
                 "name": "jaxlint", "version": __version__, "semanticVersion": __version__,
-                "informationUri": "https://pypi.org/project/jaxlint/",
+                "informationUri": "https://pypi.org/project/flake8-jax/",
                 "rules": [_sarif_rule(cls) for cls in catalog],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.replace(os.sep, "/").rstrip("/") + "/"}},
@@ -140,16 +132,23 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(findings: Sequence[Finding]) -> str:
-    """GitHub Actions workflow commands: each finding becomes an annotation on its line."""
+def github(findings: Sequence[Finding], root: str = None) -> str:
+    """GitHub Actions workflow commands: each finding becomes an annotation on its line. GitHub
+    attaches ``file=`` to the repository's files only when it is relative to the repository root
+    (the same root as SARIF's paths), wherever in the checkout jaxlint runs."""
+    root = root or repo_root()
     out = []
     for f in findings:
+        path = os.path.relpath(os.path.abspath(f.path), root)
+        if path.startswith(".."):  # outside the repository: no annotation can attach; keep it whole
+            path = os.path.abspath(f.path)
+        path = path.replace(os.sep, "/")
         kind = "error" if f.code == "JAX000" else "warning"
         if f.cell is None:
             where, message = f"line={f.line},col={f.col + 1},", f"{f.code} {f.message}"
         else:  # a notebook: the annotation goes on the file, the cell and line into the message
             where, message = "", f"{f.code} cell {f.cell}, line {f.cell_line}: {f.message}"
-        out.append(f"::{kind} file={_escape_property(f.path)},{where}title={_escape_property(f.code)}"
+        out.append(f"::{kind} file={_escape_property(path)},{where}title={_escape_property(f.code)}"
                    f"::{_escape_data(message)}\n")
     return "".join(out)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Iterator, Optional
+from typing import ClassVar, Iterator, Optional, Sequence
 
 from .model import ModuleModel
 from .model.syntax import unparse  # noqa: F401  (re-exported for the rules)
@@ -25,9 +25,34 @@ class Finding:
     cell_line: Optional[int] = field(default=None, compare=False)
     # A safe automatic fix (a jaxlint.edits.Fix) when the rule offers one; never cached or compared.
     fix: Optional[object] = field(default=None, compare=False, repr=False)
+    # The lines the message cites (``Line``): ``(offset in message, line)`` for each ``line N``
+    # in it, so that a notebook can say which cell and line that is (jaxlint/notebook.py).
+    cites: tuple = field(default=(), compare=False, repr=False)
 
     def with_path(self, path: str) -> "Finding":
         return replace(self, path=path)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of the checked file cited in a message (``... on line 20``), given to
+    :meth:`Rule.finding` as a part of the message: it reads ``line 20`` in a ``.py`` file, and
+    in a notebook as the cell and the line in it that the user sees."""
+
+    number: int
+
+    def __str__(self) -> str:
+        return f"line {self.number}"
+
+
+def render(parts: Sequence) -> tuple:
+    """(message, cites) for a message given as parts: strings and :class:`Line` citations."""
+    text, cites = "", []
+    for part in parts:
+        if isinstance(part, Line):
+            cites.append((len(text), part.number))
+        text += str(part)
+    return text, tuple(cites)
 
 
 class Rule:
@@ -55,8 +80,12 @@ class Rule:
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError
 
-    def finding(self, node: ast.AST, message: str, fix: Optional[object] = None) -> Finding:
-        return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix)
+    def finding(self, node: ast.AST, message, fix: Optional[object] = None) -> Finding:
+        """``message``: a string, or a sequence of strings and :class:`Line` citations."""
+        if isinstance(message, str):
+            return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix)
+        text, cites = render(message)
+        return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites)
 
     @classmethod
     def explain(cls) -> str:

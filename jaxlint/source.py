@@ -13,7 +13,7 @@ import io
 import tokenize
 from typing import Optional
 
-from .rule import Finding
+from .rule import Finding, Rule
 
 PARSE_ERROR = "JAX000"
 # ``parse_source(..., flags=TOP_LEVEL_AWAIT)``: a notebook cell may ``await`` at the top level.
@@ -54,3 +54,20 @@ def parse_source(text: str, path: str = "<unknown>", flags: int = 0) -> tuple[Op
 def content_hash(data: bytes) -> str:
     """The hash that keys cached results to a file's exact bytes."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class ParseError(Rule):
+    """JAX000: reported by the engine itself, not a rule that runs; described like one for SARIF's
+    rule list and ``jaxlint explain``."""
+
+    code, name = "JAX000", "parse-error"
+    summary = "A file that cannot be read or parsed; the other files are still checked."
+    rationale = "jaxlint cannot check a file it cannot parse."
+    bad = "def broken(:\n    pass\n"
+    good = "def fixed():\n    pass\n"
+
+    @classmethod
+    def explain(cls) -> str:  # ``# noqa`` cannot apply to a file that does not parse
+        text = super().explain()
+        return text[:text.rindex("Suppress one line")] + (
+            "A `# noqa` comment cannot silence it; `--extend-ignore JAX000` (or `ignore = [\"JAX000\"]`) does.\n")

@@ -11,6 +11,11 @@ from jaxlint.model import ModuleModel, at_update, is_str_key
 from jaxlint.rule import Finding, Rule, unparse
 
 
+# Augmented assignments whose operator has no ``.at[]`` method (there is no ``.at[].floor_divide``).
+_NO_AT_METHOD = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+                 ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^"}
+
+
 def _at(target: ast.Subscript) -> str:
     """``x.at[i]`` for the target ``x[i]``."""
     expr = ast.Subscript(value=ast.Attribute(value=target.value, attr="at", ctx=ast.Load()), slice=target.slice,
@@ -123,7 +128,9 @@ class InplaceItemAssignment(Rule):
                 continue
             if not model.arrays.item_target(target, scope):
                 continue
-            yield self.finding(target, self._message(target, kind), self._fix(model, target, kind))
+            stmt = model.statement_of(target) if kind == "aug" else None
+            op = stmt.op if isinstance(stmt, ast.AugAssign) else None
+            yield self.finding(target, self._message(target, kind, op), self._fix(model, target, kind))
 
     @staticmethod
     @_never_raises
@@ -168,9 +175,14 @@ class InplaceItemAssignment(Rule):
         ))
 
     @staticmethod
-    def _message(target: ast.Subscript, kind: str) -> str:
+    def _message(target: ast.Subscript, kind: str, op: Optional[ast.operator] = None) -> str:
         x = unparse(target.value, 30)
         item = unparse(target, 40)
+        if kind == "aug" and type(op) in _NO_AT_METHOD:  # //=, %=, ...: `.at[]` has no such method
+            sign = _NO_AT_METHOD[type(op)]
+            return (f"JAX arrays are immutable: `{item} {sign}= ...` raises TypeError, and `.at[]` has no "
+                    f"method for `{sign}`; compute the new value and set it: `{x} = {_at(target)}.set({item} "
+                    f"{sign} v)`")
         if kind == "del":
             return (f"JAX arrays are immutable: `del {item}` raises AttributeError and has no functional "
                     f"`.at[]` form; build a new array, e.g. `{x} = jnp.delete({x}, ...)` or a mask")

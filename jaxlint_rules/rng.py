@@ -11,7 +11,7 @@ from jaxlint.model import (
     ModuleModel,
     call_arg,
 )
-from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 JAX_RANDOM = "jax.random."
 
@@ -195,10 +195,10 @@ class KeyReuse(Rule):
             for j, use in enumerate(uses):
                 loop = self._loop_reuse(model, use)
                 if loop is not None:
-                    yield self.finding(use.call, f"PRNG key `{use.name}` is reused in every iteration of the loop on "
-                                                 f"line {loop.node.lineno}; split it inside the loop "
-                                                 f"(`{use.name}, sub = jax.random.split({use.name})`) or "
-                                                 f"fold in the step")
+                    yield self.finding(use.call, (f"PRNG key `{use.name}` is reused in every iteration of the loop "
+                                                  "on ", Line(loop.node.lineno), "; split it inside the loop "
+                                                  f"(`{use.name}, sub = jax.random.split({use.name})`) or "
+                                                  "fold in the step"))
                     continue
                 for prev in uses[:j]:
                     if self._compatible(prev, use):
@@ -210,10 +210,10 @@ class KeyReuse(Rule):
                     a, b = dict(arms.get(id(prev.call), ())), dict(arms.get(id(use.call), ()))
                     if any(k in b and b[k] != side for k, side in a.items()):
                         continue
-                    yield self.finding(use.call, f"PRNG key `{use.name}` was already used by `jax.random.{prev.fn}` "
-                                                 f"on line {prev.call.lineno}; split it "
-                                                 f"(`{use.name}, sub = jax.random.split({use.name})`) and use "
-                                                 f"each key once")
+                    yield self.finding(use.call, (f"PRNG key `{use.name}` was already used by `jax.random.{prev.fn}` "
+                                                  "on ", Line(prev.call.lineno), "; split it "
+                                                  f"(`{use.name}, sub = jax.random.split({use.name})`) and use "
+                                                  "each key once"))
                     break
 
     def _use(self, model: ModuleModel, call: ast.Call) -> Optional[_KeyUse]:
@@ -305,9 +305,9 @@ class ConstantKeyInLoop(Rule):
             if not loops:
                 continue
             loop = loops[-1]
-            yield self.finding(call, f"`{unparse(call, 30)}` with a constant seed inside the loop on line "
-                                     f"{loop.node.lineno} gives the same randomness every iteration; create the key "
-                                     "before the loop and split or fold_in per iteration")
+            yield self.finding(call, (f"`{unparse(call, 30)}` with a constant seed inside the loop on ",
+                                      Line(loop.node.lineno), " gives the same randomness every iteration; create the "
+                                      "key before the loop and split or fold_in per iteration"))
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

@@ -80,9 +80,38 @@ def test_github_escapes_workflow_command_syntax():
     from jaxlint.reporters import github
     from jaxlint.rule import Finding
 
-    out = github([Finding(3, 0, "JAX201", "100% sync\nnext", "x", "dir,a:b/f.py")])
+    out = github([Finding(3, 0, "JAX201", "100% sync\nnext", "x", "dir,a:b/f.py")], root=os.getcwd())
     assert out == "::warning file=dir%2Ca%3Ab/f.py,line=3,col=1,title=JAX201::JAX201 100%25 sync%0Anext\n"
     assert github([Finding(1, 0, "JAX000", "cannot parse", "parse-error", "f.py")]).startswith("::error ")
+
+
+def test_github_paths_are_relative_to_the_repository_root_from_a_subfolder(tmp_path):
+    """GitHub attaches an annotation only to a path relative to the repository root (as SARIF's
+    are): from a subfolder, `sub/bad.py` must be reported as `pkg/sub/bad.py`."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)  # what marks the checkout's root
+    sub = repo / "pkg" / "sub"
+    sub.mkdir(parents=True)
+    with open(os.path.join(ROOT, BAD), encoding="utf-8") as fh:
+        (sub / "bad.py").write_text(fh.read(), encoding="utf-8")
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text((sub / "bad.py").read_text(encoding="utf-8"), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    for target in ("sub/bad.py", str(sub / "bad.py"), "sub"):
+        proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--format", "github", target],
+                              capture_output=True, text=True, cwd=repo / "pkg", env=env, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        files = {re.match(r"::warning file=([^,]+),", line).group(1) for line in proc.stdout.splitlines()}
+        assert files == {"pkg/sub/bad.py"}, (target, proc.stdout)
+        sarif = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--format", "sarif", target],
+                               capture_output=True, text=True, cwd=repo / "pkg", env=env, timeout=120)
+        uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                for r in json.loads(sarif.stdout)["runs"][0]["results"]}
+        assert uris == files  # the same paths as SARIF's
+    # a file outside the repository keeps its absolute path
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--format", "github", str(outside)],
+                          capture_output=True, text=True, cwd=repo / "pkg", env=env, timeout=120)
+    assert proc.stdout and all(f"file={outside.as_posix()}," in line for line in proc.stdout.splitlines())
 
 
 def test_clean_files_give_empty_valid_output():

@@ -174,6 +174,93 @@ def test_bad_config_is_a_usage_error(tmp_path, capsys):
     assert "unknown [tool.jaxlint] key(s): selekt" in err
 
 
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select", "--extend-ignore"])
+@pytest.mark.parametrize("value", ["FOO", "JAX999", "JAX2,JAX7", "JAX1010"])
+def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, capsys, option, value):
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", option, value, str(p))
+    bad = value.split(",")[-1]
+    assert code == 2 and out == ""
+    assert f"argument {option}: unknown code or prefix {bad!r}" in err
+    assert "JAX, JAX0, JAX1, JAX2, JAX3, JAX4, JAX5, JAX6" in err  # the valid prefixes
+
+
+@pytest.mark.parametrize("value", ["J", "JA", "JAX", "jax2", "JAX20", "JAX201", "JAX0", "JAX000", "JAX2,JAX6"])
+def test_every_prefix_of_a_known_code_is_accepted(tmp_path, capsys, value):
+    p = write(tmp_path, "bad.py", BAD)
+    code, _, err = run(capsys, "check", "--select", value, str(p))
+    assert code in (0, 1) and err == ""
+    assert run(capsys, "check", "--extend-ignore", value, str(p))[0] in (0, 1)
+
+
+def test_known_codes_are_jax000_and_the_rules():
+    from jaxlint_rules import ALL_RULES
+
+    from jaxlint.config import known_codes
+
+    assert known_codes() == ["JAX000"] + [r.code for r in ALL_RULES]
+
+
+@pytest.mark.parametrize("section, key", [
+    ('select = ["FOO"]', "select"),
+    ('select = ["JAX2", "JAX999"]', "select"),
+    ('ignore = ["JAX7"]', "ignore"),
+    ('extend-select = ["X"]', "extend-select"),
+    ('extend-ignore = ["JAX2O1"]', "extend-ignore"),
+    ('[tool.jaxlint.per-file-ignores]\n"tests/*.py" = ["JAX1", "JXA"]', "per-file-ignores.'tests/*.py'"),
+])
+def test_unknown_code_in_the_config_is_a_usage_error(tmp_path, capsys, section, key):
+    write(tmp_path, "pyproject.toml", f"[tool.jaxlint]\n{section}\n")
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", str(p))
+    assert code == 2 and out == ""
+    assert f"[tool.jaxlint] {key}: unknown code or prefix" in err
+    assert "JAX, JAX0, JAX1" in err
+
+
+@pytest.mark.parametrize("section, key", [
+    ('select = "JAX2"', "select"),
+    ('ignore = "JAX202"', "ignore"),
+    ('extend-select = ["JAX2", 3]', "extend-select"),
+    ("extend-ignore = true", "extend-ignore"),
+    ('exclude = "x.py"', "exclude"),
+    ('extend-exclude = "x.py"', "extend-exclude"),
+    ('[tool.jaxlint.per-file-ignores]\n"x.py" = "JAX2"', "per-file-ignores.'x.py'"),
+])
+def test_config_values_are_type_checked_alike(tmp_path, capsys, section, key):
+    """A list of strings, for codes and for globs alike (a string used to pass for codes only)."""
+    write(tmp_path, "pyproject.toml", f"[tool.jaxlint]\n{section}\n")
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", str(p))
+    assert code == 2 and out == ""
+    assert f"[tool.jaxlint] {key} must be a list of strings" in err
+    # and the section itself must be a table
+    cfg = write(tmp_path, "other.toml", 'tool = {jaxlint = "JAX2"}\n')
+    code, _, err = run(capsys, "check", "--config", str(cfg), str(p))
+    assert code == 2 and "[tool.jaxlint] must be a table" in err
+
+
+def test_a_path_with_nothing_to_check_is_said_not_silent(tmp_path, capsys):
+    write(tmp_path, "empty/notes.txt", "not python\n")
+    write(tmp_path, "empty/.venv/pyvenv.cfg", "")
+    write(tmp_path, "empty/.venv/lib/m.py", BAD)  # skipped: a virtualenv
+    empty = str(tmp_path / "empty")
+    code, out, err = run(capsys, "check", empty)
+    assert (code, out) == (0, "")
+    assert err == f"jaxlint: no Python files or notebooks found under {empty}\n"
+    code, out, err = run(capsys, "check", "--format", "json", empty)
+    assert (code, out) == (0, "[]\n") and "no Python files or notebooks found" in err
+    # named per path; the other paths are still checked
+    src = write(tmp_path, "src/bad.py", BAD).parent
+    code, out, err = run(capsys, "check", str(src), empty)
+    assert code == 1 and out.count("JAX20") == 2
+    assert err == f"jaxlint: no Python files or notebooks found under {empty}\n"
+    # everything excluded by the config counts as nothing found
+    write(tmp_path, "src/pyproject.toml", '[tool.jaxlint]\nextend-exclude = ["bad.py"]\n')
+    code, out, err = run(capsys, "check", str(src))
+    assert (code, out) == (0, "") and f"found under {src}" in err
+
+
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
     assert code == 2 and "no such file or folder" in err
@@ -200,6 +287,25 @@ def test_rules_and_explain(capsys):
     for heading in ("What it does", "Why it is slow or wrong", "Example", "Use instead", "# noqa: JAX101"):
         assert heading in out
     assert run(capsys, "explain", "JAX999")[0] == 2
+
+
+def test_explain_accepts_every_listed_code_and_every_rule_name(capsys):
+    """Whatever `jaxlint rules` and the README's rule table list, JAX000 included, by code or name."""
+    _, out, _ = run(capsys, "rules")
+    listed = [line.split()[:2] for line in out.splitlines()]
+    assert listed[0] == ["JAX000", "parse-error"]
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8").read()
+    table = [row.split("|")[1:3] for row in readme.splitlines() if row.startswith("| JAX")]
+    assert sorted([c.strip(), n.strip()] for c, n in table) == sorted(listed)
+    for code, name in listed:
+        for spelling in (code, code.lower(), name):
+            rc, text, err = run(capsys, "explain", spelling)
+            assert rc == 0 and err == "" and text.startswith(f"{code} {name}\n"), spelling
+    _, text, _ = run(capsys, "explain", "JAX000")
+    assert "What it does" in text and "--extend-ignore JAX000" in text and "# noqa: JAX000" not in text
+    rc, _, err = run(capsys, "explain", "host-transfer")
+    assert rc == 2 and "unknown rule 'host-transfer'" in err
 
 
 def test_console_script_runs_as_module(tmp_path):

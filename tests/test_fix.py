@@ -500,6 +500,16 @@ def test_diff_prints_a_patch_and_writes_nothing(tmp_path, capsys, monkeypatch):
     assert run(capsys, "check", "--no-cache", "--diff", "--exit-zero", "m.py")[0] == 0
 
 
+def test_fix_with_diff_is_a_usage_error_and_writes_nothing(tmp_path, capsys):
+    p = tmp_path / "m.py"
+    p.write_text(SRC)
+    for argv in (["--fix", "--diff"], ["--diff", "--fix", "--exit-zero"]):
+        code, out, err = run(capsys, "check", "--no-cache", *argv, str(p))
+        assert (code, out) == (2, "")
+        assert err == "jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write\n"
+    assert p.read_text() == SRC
+
+
 def test_diff_of_a_clean_or_unfixable_file_is_empty_and_exits_0(tmp_path, capsys):
     p = tmp_path / "m.py"
     p.write_text(SRC.replace("x[0] = v  # fixable\n", ""))

@@ -45,7 +45,7 @@ def test_flake8_and_jaxlint_check_agree_on_fixtures():
 
 def test_plugin_is_registered():
     proc = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True)
-    assert "jaxlint" in proc.stdout
+    assert "flake8-jax: " in proc.stdout  # flake8 names a plugin by its distribution
 
 
 BAD = textwrap.dedent("""\
@@ -80,6 +80,19 @@ def test_flake8_extend_ignore_and_config(tmp_path):
     assert flake8("--extend-ignore", "JAX201", str(p), cwd=tmp_path).stdout == ""
     (tmp_path / ".flake8").write_text("[flake8]\nextend-ignore = JAX2\n")
     assert flake8(str(p), cwd=tmp_path).stdout == ""
+
+
+def test_flake8_selection_is_flake8s_own(tmp_path):
+    """The plugin reads no [tool.jaxlint]: a bad code there is `jaxlint check`'s usage error, not
+    flake8's; flake8 selects with its own options, other plugins' codes included."""
+    p = tmp_path / "t.py"
+    p.write_text(BAD.format(noqa=""))
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\nselect = ["FOO"]\n')
+    proc = flake8("--select", "E,W,F,JAX", "--max-line-length", "120", str(p), cwd=tmp_path)
+    assert proc.returncode == 1 and ":10:15: JAX201 " in proc.stdout, proc.stdout + proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(p)], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 2 and "'FOO'" in proc.stderr
 
 
 def test_flake8_on_a_file_does_not_import_jax(tmp_path):

@@ -94,6 +94,76 @@ def test_a_cell_that_does_not_parse_is_one_JAX000_and_the_others_are_checked(tmp
     assert ":cell 3:line 4:col 15: JAX201 " in lines[1]
 
 
+KEY_CELLS = (
+    "import jax\n",
+    "key = jax.random.PRNGKey(0)\nx = jax.random.normal(key, (3,))\n",
+    ("markdown", "# Sampling again"),
+    "y = jax.random.uniform(key, (3,))\n",
+    "def loop(n, key):\n    for i in range(n):\n        k = jax.random.PRNGKey(0)\n"
+    "        x = jax.random.normal(k, (3,))\n        y = jax.random.normal(key, (3,))\n",
+)
+
+
+def test_messages_cite_the_cell_and_line_the_user_sees(tmp_path, capsys):
+    """A message that cites another line names that line's cell and its line in it, not the
+    line in the module of the joined cells; the same code as a .py file keeps `line N`."""
+    code, found = rows(capsys, write(tmp_path, "keys.ipynb", notebook(*KEY_CELLS)))
+    assert code == 1
+    got = [(f["code"], f["cell"], f["cell_line"], f["message"].split("; ")[0]) for f in found]
+    assert got == [
+        ("JAX502", 4, 1, "PRNG key `key` was already used by `jax.random.normal` on line 2 of cell 2"),
+        ("JAX503", 5, 3, "`jax.random.PRNGKey(0)` with a constant seed inside the loop on line 2 of cell 5 "
+                         "gives the same randomness every iteration"),
+        ("JAX502", 5, 5, "PRNG key `key` is reused in every iteration of the loop on line 2 of cell 5"),
+    ]
+    _, out, _ = check(capsys, "--format", "sarif", tmp_path / "keys.ipynb")
+    texts = [r["message"]["text"] for r in json.loads(out)["runs"][0]["results"]]
+    assert "on line 2 of cell 2;" in texts[0] and "line 3" not in texts[0]
+    # the same cells as one .py file: the messages cite module lines, byte for byte as before
+    py = tmp_path / "keys.py"
+    py.write_text("".join(textwrap.dedent(c) for c in KEY_CELLS if isinstance(c, str)))
+    code, out, _ = check(capsys, py)
+    assert [line.split(": ", 1)[1] for line in out.splitlines()] == [
+        "JAX502 PRNG key `key` was already used by `jax.random.normal` on line 3; split it "
+        "(`key, sub = jax.random.split(key)`) and use each key once",
+        "JAX503 `jax.random.PRNGKey(0)` with a constant seed inside the loop on line 6 gives the same "
+        "randomness every iteration; create the key before the loop and split or fold_in per iteration",
+        "JAX502 PRNG key `key` is reused in every iteration of the loop on line 6; split it inside the loop "
+        "(`key, sub = jax.random.split(key)`) or fold in the step",
+    ]
+
+
+def test_cited_lines_survive_the_cache(tmp_path, capsys):
+    path = write(tmp_path, "keys.ipynb", notebook(*KEY_CELLS))
+    argv = ["check", "--format", "json", "--cache-dir", str(tmp_path / "cache"), path]
+    results = []
+    for _ in range(2):  # written, then read back
+        cli.main(argv)
+        results.append(capsys.readouterr().out)
+    assert results[0] == results[1] and "on line 2 of cell 2;" in results[1]
+
+
+def test_the_extension_cites_lines_in_this_cell_or_an_earlier_one():
+    from jaxlint_rules import ALL_RULES
+
+    from jaxlint.engine import select_rules
+    from jaxlint.ipython import check_cell
+
+    rules = select_rules(ALL_RULES, ["JAX"])
+    history = [GUARDED_IMPORT, "if typing.TYPE_CHECKING:\n    key = jax.random.PRNGKey(0)\n"
+                               "    a = jax.random.normal(key, (3,))\n"]
+    found, _ = check_cell("if typing.TYPE_CHECKING:\n    b = jax.random.uniform(key, (3,))\n", history, rules)
+    assert [(f.cell_line, f.message.split(";")[0]) for f in found] == [
+        (2, "PRNG key `key` was already used by `jax.random.normal` on line 3 of an earlier cell")]
+    here = "def sample(key):\n    a = jax.random.normal(key, (3,))\n    b = jax.random.uniform(key, (3,))\n"
+    found, _ = check_cell(here, history, rules)
+    assert [(f.cell_line, f.message.split(";")[0]) for f in found] == [
+        (3, "PRNG key `key` was already used by `jax.random.normal` on line 2")]
+    # %%jaxlint_trace checks the cell without its first line: shown lines are one further down
+    found, _ = check_cell(here, history, rules, line_offset=1)
+    assert found[0].message.split(";")[0].endswith("on line 3")
+
+
 # -- IPython syntax -------------------------------------------------------------------------------
 
 

@@ -156,6 +156,28 @@ def test_jax401_messages_name_the_functional_form():
     assert "no functional `.at[]` form" in msgs[2]
 
 
+def test_jax401_floor_division_and_modulo_messages_say_what_to_do():
+    """`.at[]` has no floor_divide or mod: the message spells the `.set()` that does it."""
+    src = """
+    import jax.numpy as jnp
+
+    x = jnp.zeros((3, 3))
+    x[0] //= 2
+    x[i, 1] %= n
+    x[2] |= 1
+    x[1] += 1.0
+    """
+    msgs = messages(src, "JAX401")
+    assert msgs[0] == ("JAX arrays are immutable: `x[0] //= ...` raises TypeError, and `.at[]` has no method for "
+                       "`//`; compute the new value and set it: `x = x.at[0].set(x[0] // v)`")
+    assert msgs[1].endswith("no method for `%`; compute the new value and set it: `x = x.at[i, 1].set(x[i, 1] % v)`")
+    assert msgs[2].endswith("`x = x.at[2].set(x[2] | v)`")
+    # the operators with an `.at[]` method keep their message, byte for byte
+    assert msgs[3] == ("JAX arrays are immutable: augmented assignment to `x[1]` raises TypeError; use "
+                       "`x = x.at[1].add(v)` for +=, `.add(-v)` for -=, `.multiply(v)`, `.divide(v)`, `.power(v)` "
+                       "for *=, /=, **=")
+
+
 # --------------------------------------------------------------------------- JAX401 near misses
 
 

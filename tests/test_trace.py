@@ -231,6 +231,18 @@ def test_gates_exit_3_after_the_report():
     assert proc.returncode == 0 and report["gates"] == []
 
 
+def test_gate_messages_use_the_reports_relative_paths():
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--max-transfers-per-line", "10",
+                           os.path.join("fixtures", "trace", "float_every_step.py")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    where = os.path.join("fixtures", "trace", "float_every_step.py") + ":18"
+    gates = [line for line in proc.stderr.splitlines() if line.startswith("GATE: ")]
+    assert gates == [f"GATE: {where} made 50 host transfers (--max-transfers-per-line 10)"]
+    report = proc.stderr[:proc.stderr.index("GATE: ")]
+    assert f"{where}" in report and os.path.abspath(where) not in proc.stderr
+
+
 def test_script_failure_wins_over_a_gate(tmp_path):
     script = write(tmp_path, "prog.py", JITTED + "f(jnp.ones(4))\nsys.exit(5)\n")
     proc, report = trace("--max-compiles", "1", script, cwd=str(tmp_path))
@@ -270,7 +282,7 @@ def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", fixture("hoisted_jit.py")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "pip install 'jaxlint[trace]'" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "pip install 'flake8-jax[trace]'" in proc.stderr
 
 
 def test_importing_the_trace_package_and_plugin_does_not_import_jax():

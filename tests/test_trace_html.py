@@ -6,6 +6,7 @@ The browser test skips when no Chromium is installed (Debian: `apt-get install -
 `.ci/run` tries that, best-effort).
 """
 
+import html
 import json
 import os
 import re
@@ -195,6 +196,51 @@ def test_html_transfer_chart_has_a_bar_per_line(tmp_path):
     assert len(re.findall(r'class="transfer-mark"', text)) == 51
 
 
+def _bars(svg: str) -> list:
+    """(label x, label text, bar x, bar width, count x, count text) of each bar, from the SVG."""
+    pattern = (r'<text class="lane-label bar-label" x="([\d.]+)" y="[\d.]+" text-anchor="end">([^<]*)</text>'
+               r'<rect class="transfer-bar" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*/>'
+               r'<text class="count" x="([\d.]+)" y="[\d.]+">([^<]*)</text>')
+    return [(float(a), html.unescape(b), float(c), float(d), float(e), html.unescape(f))
+            for a, b, c, d, e, f in re.findall(pattern, svg)]
+
+
+def test_html_transfer_chart_labels_fit_whole(monkeypatch, tmp_path):
+    """Each bar's `file:line` ends before its bar and its count text inside the chart, however
+    long the path or the list of kinds (the 1200 px page used to hide the line number under the
+    bar and cut the kinds at the chart's edge)."""
+    from jaxlint.trace import html as page
+
+    monkeypatch.chdir(tmp_path)
+    kinds = ["float", "int", "bool", "item", "tolist", "numpy", "str", "format", "device_get"]
+    cases = {
+        "src/train.py": 7,  # short
+        "a_rather_long_folder_name/with_more_nesting_inside/training_loop.py": 123,  # 70 characters
+        "x/" * 60 + "deep.py": 9,  # longer than the label column
+    }
+    report = {"transfers": []}
+    for n, (rel, line) in enumerate(cases.items()):
+        for k, kind in enumerate(kinds[: (3, 5, 9)[n]]):
+            report["transfers"].append({"file": str(tmp_path / rel), "line": line, "kind": kind,
+                                        "count": 100 * (n + 1) + k})
+    bars = _bars(page.transfers_svg(report))
+    assert len(bars) == 3
+    for label_x, label, bar_x, bar_w, count_x, count in bars:
+        assert len(label) * page.CHAR <= label_x  # right-aligned at label_x, starts inside the chart
+        assert label_x < bar_x  # and ends before its bar
+        assert count_x >= bar_x + bar_w and count_x + len(count) * page.CHAR <= page.WIDTH
+        assert re.search(r":\d+$", label), label  # the line number is always shown
+    labels = {label.rsplit(":", 1)[0] for _, label, *_ in bars}
+    assert "src/train.py" in labels and "a_rather_long_folder_name/with_more_nesting_inside/training_loop.py" in labels
+    long_label = next(label for _, label, *_ in bars if label.startswith("…"))
+    assert long_label.endswith("x/x/deep.py:9")
+    counts = {label: count for _, label, *_, count in bars}
+    assert counts["src/train.py:7"] == "303 · bool 102, int 101, float 100"
+    assert counts["a_rather_long_folder_name/with_more_nesting_inside/training_loop.py:123"] == (
+        "1010 · tolist 204, item 203, bool 202, int 201, float 200")
+    assert counts[long_label].endswith("…")  # nine kinds: cut to fit, whole on hover
+
+
 def test_html_write_failure_keeps_the_report_and_says_why(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html",
                            str(tmp_path / "missing-dir" / "r.html"), os.path.join(FIX, "hoisted_jit.py")],
@@ -288,3 +334,60 @@ def test_html_in_headless_chromium(chromium, runs, name, tmp_path):
     plot_left = 320  # the timeline's plot area starts right of the lane labels (and the legend's swatch)
     green = sum(1 for row in rows for px in row[plot_left:] if near(px, FIRST_CALL_RGB))
     assert green >= 40, "the first compile's mark is not visible in the screenshot"
+
+
+LONG_PATHS_SCRIPT = """\
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def step(x):
+    return x * 2
+
+x = jnp.ones(3)
+for i in range(12):
+    x = step(x)
+    a = float(x[0])
+    b = int(x[1]); c = np.asarray(x); d = x.tolist(); e = bool(x[0] > 0); f = x[2].item()
+"""
+
+MEASURE = """<script>
+const svg = document.getElementById('transfers-svg'), boxes = [];
+for (const g of svg.querySelectorAll('g.bar')) {
+  const [label, bar, count] = [g.querySelector('text.lane-label'), g.querySelector('rect'),
+                               g.querySelector('text.count')].map(e => e.getBBox());
+  boxes.push({label: [label.x, label.x + label.width], bar: [bar.x, bar.x + bar.width],
+              count: [count.x, count.x + count.width], text: g.querySelector('text.lane-label').textContent});
+}
+const r = svg.getBoundingClientRect();
+document.body.setAttribute('data-measured', JSON.stringify(
+  {width: svg.viewBox.baseVal.width, boxes, right: r.right, inner: window.innerWidth}));
+</script></body>"""
+
+
+def test_html_transfer_labels_fit_at_1200px_in_headless_chromium(chromium, tmp_path):
+    """The transfer chart as Chromium lays it out in a 1200 px window: each `file:line` label
+    ends before its bar and each count label inside the chart, for a long path and six kinds."""
+    rel = os.path.join("a_rather_long_folder_name", "with_more_nesting_inside", "training_loop_with_a_long_name.py")
+    script = tmp_path / rel
+    script.parent.mkdir(parents=True)
+    script.write_text(LONG_PATHS_SCRIPT)
+    page = tmp_path / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html", str(page), rel],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE), encoding="utf-8")
+    dom = _browser(chromium, tmp_path / "profile", "--dump-dom", "file://" + str(measured))
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = re.search(r'data-measured="([^"]*)"', dom.stdout)
+    assert m, "the measuring script did not run"
+    got = json.loads(html.unescape(m.group(1)))
+    assert got["right"] <= got["inner"]  # the chart is not wider than the page
+    assert len(got["boxes"]) == 2
+    for box in got["boxes"]:
+        assert 0 <= box["label"][0] and box["label"][1] <= box["bar"][0], box  # the label ends before its bar
+        assert box["bar"][1] <= box["count"][0] and box["count"][1] <= got["width"], box  # the count inside
+        assert re.search(r"training_loop_with_a_long_name\.py:1[23]$", box["text"]), box  # its line is shown

@@ -25,7 +25,7 @@ def missing_jax():
     try:
         import jax  # noqa: F401
     except ImportError as e:
-        return f"jaxlint trace: needs jax ({e}); install it with: pip install 'jaxlint[trace]'"
+        return f"jaxlint trace: needs jax ({e}); install it with: pip install 'flake8-jax[trace]'"
     return None
 
 

@@ -177,7 +177,24 @@ def timeline_svg(tl: dict) -> str:
     return "".join(out) + "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
 
 
+# The charts' text is 12px monospace (.lane-label, .count): at most this many px per character
+# (DejaVu Sans Mono, Menlo, Liberation Mono: 0.6 em), so a label's width is known before a browser
+# lays it out and every label is placed where it fits whole.
+CHAR = 7.3
+MIN_PLOT = 150  # the longest transfer bar is at least this wide (longer kinds text is cut with "…")
+
+
+def _fit_end(text: str, px: float) -> str:
+    """``text`` if it fits in ``px``; else its start kept and the rest replaced by "…"."""
+    n = int(px // CHAR)
+    return text if len(text) <= n else text[:max(1, n - 1)] + "…"
+
+
 def transfers_svg(report: dict) -> str:
+    """One bar per source line: the line's ``file:line`` right-aligned before its bar, in a
+    column as wide as the longest one (up to 45% of the chart; a longer path keeps its end, the
+    file name and line, after a "…"), and the count and kinds after the bar, the bars scaled so
+    that every one of them ends inside the chart."""
     per_line: dict = {}
     for t in report["transfers"]:
         entry = per_line.setdefault((t["file"], t["line"]), {})
@@ -187,21 +204,32 @@ def transfers_svg(report: dict) -> str:
     rows = sorted(per_line.items(), key=lambda kv: (-sum(kv[1].values()), str(kv[0])))
     top = max(sum(k.values()) for _, k in rows)
     shown = rows[:MAX_BARS]
-    bar_h, gap = 20, 6
+    bar_h, gap, pad = 20, 6, 8
     height = len(shown) * (bar_h + gap) + 10
-    plot = PLOT - 60
+    wheres = [_where(file, line) for (file, line), _ in shown]
+    label_w = min(max(len(w) for w in wheres) * CHAR, 0.45 * WIDTH)
+    bars_x = pad + label_w + pad
+    room = WIDTH - pad - bars_x - 6  # for a bar, then 6 px, then its count text
+    counts = []
+    for (_, kinds) in shown:
+        n = sum(kinds.values())
+        detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        counts.append((n, detail, f"{n} · {detail}"))
+    # the widest plot at which each bar's text still ends inside the chart
+    plot = min([room - 4 * CHAR] + [(room - len(text) * CHAR) * top / n for n, _, text in counts])
+    plot = max(plot, MIN_PLOT)
     out = [f'<svg id="transfers-svg" class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
            f'height="{height}" role="img" aria-label="host transfers per source line">']
-    for i, ((file, line), kinds) in enumerate(shown):
-        n = sum(kinds.values())
+    for i, (where, (n, detail, text)) in enumerate(zip(wheres, counts)):
         y = 5 + i * (bar_h + gap)
         w = max(2.0, n / top * plot)
-        detail = ", ".join(f"{k} {c}" for k, c in sorted(kinds.items(), key=lambda kv: -kv[1]))
-        title = f"{_where(file, line)}: {n} transfer{'s' if n != 1 else ''} ({detail})"
+        title = f"{where}: {n} transfer{'s' if n != 1 else ''} ({detail})"
+        label = where if len(where) * CHAR <= label_w else _clip(where, int(label_w // CHAR))
         out.append(f'<g class="bar" data-info="{_e(title)}"><title>{_e(title)}</title>'
-                   f'<text class="lane-label" x="8" y="{y + 15}">{_e(_clip(_where(file, line)))}</text>'
-                   f'<rect class="transfer-bar" x="{LABEL}" y="{y}" width="{w:.2f}" height="{bar_h}" rx="2"/>'
-                   f'<text class="count" x="{LABEL + w + 6:.2f}" y="{y + 15}">{n} · {_e(detail)}</text></g>')
+                   f'<text class="lane-label bar-label" x="{bars_x - pad:.2f}" y="{y + 15}" '
+                   f'text-anchor="end">{_e(label)}</text>'
+                   f'<rect class="transfer-bar" x="{bars_x:.2f}" y="{y}" width="{w:.2f}" height="{bar_h}" rx="2"/>'
+                   f'<text class="count" x="{bars_x + w + 6:.2f}" y="{y + 15}">{_e(_fit_end(text, room - w))}</text></g>')
     out.append("</svg>")
     if len(rows) > len(shown):
         out.append(f'<p class="note">{len(rows) - len(shown)} more lines in the table below</p>')
@@ -288,7 +316,7 @@ code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
 .r-first{fill:#2f9e44}.r-recreated{fill:#e03131}.r-signature{fill:#f76707}.r-other{fill:#7048e8}
 .internal-mark{fill:#adb5bd}
 .transfer-mark{stroke:#1c7ed6;stroke-width:1}
-.transfer-bar{fill:#1c7ed6}.count{font-size:12px;fill:var(--fg)}
+.transfer-bar{fill:#1c7ed6}.count{font:12px ui-monospace,Menlo,Consolas,monospace;fill:var(--fg)}
 .chart [data-info]{cursor:pointer}.chart [data-info]:hover{opacity:.7}
 .legend{display:flex;gap:16px;flex-wrap:wrap;color:var(--muted);font-size:12px;margin:4px 0 8px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-2px}

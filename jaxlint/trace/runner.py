@@ -221,7 +221,9 @@ def environment() -> dict:
 
 
 def gates(report: dict, max_compiles: Optional[int], max_transfers: Optional[int]) -> list:
-    """Messages for every CI gate the run exceeded."""
+    """Messages for every CI gate the run exceeded (paths as the report writes them)."""
+    from .report import _where
+
     out = []
     if max_compiles is not None:
         for f in report["functions"]:
@@ -233,5 +235,5 @@ def gates(report: dict, max_compiles: Optional[int], max_transfers: Optional[int
             per_line[(t["file"], t["line"])] = per_line.get((t["file"], t["line"]), 0) + t["count"]
         for (file, line), n in per_line.items():
             if n > max_transfers:
-                out.append(f"{file}:{line} made {n} host transfers (--max-transfers-per-line {max_transfers})")
+                out.append(f"{_where(file, line)} made {n} host transfers (--max-transfers-per-line {max_transfers})")
     return out

@@ -1,0 +1,105 @@
+"""Packaging: the distribution's name (`flake8-jax`; the PyPI name `jaxlint` is another project)
+in every install hint jaxlint prints or the README shows, and the license metadata."""
+
+import ast
+import os
+import re
+import shlex
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pyproject() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        return tomllib.load(fh)
+
+
+DIST = pyproject()["project"]["name"]
+
+
+def install_targets(text: str) -> list:
+    """The requirements of every ``pip install ...`` command in ``text`` (options dropped)."""
+    out = []
+    for m in re.finditer(r"pip install ([^\n`#&)]*)", text):
+        try:
+            words = shlex.split(m.group(1))
+        except ValueError:
+            words = m.group(1).split()
+        out.extend(w for w in words if not w.startswith("-"))
+    return out
+
+
+def assert_uses_dist(targets: list, where: str) -> None:
+    allowed = re.compile(rf"{re.escape(DIST)}(\[[\w,]+\])?\Z")
+    for t in targets:
+        assert t.startswith(".") or allowed.match(t), f"{where}: `pip install {t}` does not install {DIST}"
+
+
+def test_the_distribution_is_flake8_jax():
+    assert DIST == "flake8-jax"
+    # the command, the flake8 plugin and the pytest plugin keep their names
+    project = pyproject()["project"]
+    assert project["scripts"] == {"jaxlint": "jaxlint.cli:main"}
+    assert project["entry-points"]["flake8.extension"] == {"JAX": "jaxlint.flake8_plugin:JaxlintChecker"}
+
+
+def test_every_install_hint_in_the_readme_uses_the_distribution_name():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    targets = install_targets(readme)
+    assert_uses_dist(targets, "README.md")
+    assert DIST in targets and f"{DIST}[trace]" in targets  # the PyPI commands are there at all
+    assert "jaxlint[" not in readme  # an extra is named after the distribution
+
+
+def _printed_strings(path: str):
+    """The string literals of a module that are not docstrings (what the code can print)."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.value
+
+
+def test_every_install_hint_the_code_prints_uses_the_distribution_name(monkeypatch):
+    found = []
+    for package in ("jaxlint", "jaxlint_rules"):
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    for s in _printed_strings(path):
+                        targets = install_targets(s)
+                        assert_uses_dist(targets, os.path.relpath(path, ROOT))
+                        found.extend(targets)
+    assert f"{DIST}[trace]" in found
+    # and the message itself, as `jaxlint trace` and %%jaxlint_trace print it without jax
+    from jaxlint.trace import missing_jax
+
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
+    message = missing_jax()
+    assert f"pip install '{DIST}[trace]'" in message
+    assert_uses_dist(install_targets(message), "missing_jax()")
+
+
+def test_license_is_an_spdx_expression_with_its_file():
+    data = pyproject()
+    project = data["project"]
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as fh:
+        assert "Apache License" in fh.read(500)
+    # SPDX strings and license-files need setuptools >= 77
+    assert "setuptools>=77" in data["build-system"]["requires"]
