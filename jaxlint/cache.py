@@ -30,7 +30,7 @@ from .project import locate_from
 from .rule import Finding
 from .source import content_hash
 
-FORMAT = 2  # 2: findings also keep a notebook finding's cell and cell_line
+FORMAT = 3  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in
 DIRNAME = ".jaxlint_cache"
 
 
@@ -137,8 +137,8 @@ class ResultCache:
             if self._hash_of(os.path.abspath(path)) != entry["hash"] or not self._deps_hold(entry["deps"]):
                 return None
             result = FileResult(path)
-            result.findings = [Finding(line, col, code, msg, name, path, *notebook[:2])
-                               for line, col, code, msg, name, *notebook in entry["findings"]]
+            result.findings = [Finding(line, col, code, msg, name, path, cell, cell_line, opt_in=opt_in)
+                               for line, col, code, msg, name, cell, cell_line, opt_in in entry["findings"]]
             result.content_hash = entry["hash"]
             result.cached = True
         except (KeyError, TypeError, ValueError, IndexError):
@@ -152,7 +152,8 @@ class ResultCache:
         self.entries[os.path.abspath(result.path)] = {
             "hash": result.content_hash,
             "deps": [list(d) for d in result.deps],
-            "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line] for f in result.findings],
+            "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line, f.opt_in]
+                         for f in result.findings],
         }
         self.dirty = True
 

@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: all cores)")
     c.add_argument("--statistics", action="store_true", help="print a count per code at the end")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument("--pedantic", action="store_true",
+                   help="also report findings that are right but rarely worth changing (a sync in test code, "
+                        "a jit rebuilt in a function that runs once); the JSON output says why each is opt-in")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
     c.add_argument("--cache-dir", metavar="DIR",
                    help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
@@ -156,6 +159,8 @@ def cmd_check(args) -> int:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue
             if not cfg.keeps(res.path, f):
+                continue
+            if f.opt_in is not None and not (args.pedantic or cfg.pedantic):
                 continue
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)

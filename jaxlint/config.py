@@ -17,7 +17,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", ".env", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
-KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude"}
+KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
+        "pedantic"}
 
 
 class ConfigError(Exception):
@@ -30,6 +31,7 @@ class Config:
     ignore: list = field(default_factory=list)
     per_file_ignores: dict = field(default_factory=dict)  # glob -> [code prefixes]
     exclude: list = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    pedantic: bool = False  # also report the findings that are right but rarely worth changing
     root: str = "."  # folder of the pyproject.toml the config came from
     source: Optional[str] = None
 
@@ -152,4 +154,9 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     if "exclude" in section:
         cfg.exclude = list(_strings(section["exclude"], "exclude", source, "globs"))
     cfg.exclude += _strings(section.get("extend-exclude", []), "extend-exclude", source, "globs")
+    if "pedantic" in section:
+        if not isinstance(section["pedantic"], bool):
+            raise ConfigError(f"{source}: [tool.jaxlint] pedantic must be true or false, "
+                              f"not {section['pedantic']!r}")
+        cfg.pedantic = section["pedantic"]
     return cfg

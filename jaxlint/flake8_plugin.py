@@ -1,6 +1,8 @@
 """The flake8 front end: runs the shared engine on the tree flake8 already parsed.
 
-flake8 handles selection (``--select/--extend-ignore``) and ``# noqa`` itself.
+flake8 handles selection (``--select/--extend-ignore``) and ``# noqa`` itself; the plugin's one
+option, ``--jaxlint-pedantic`` (or ``jaxlint-pedantic = true`` in flake8's config), also reports
+the findings that are right but rarely worth changing (``Finding.opt_in``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,17 @@ class JaxlintChecker:
     name = "jaxlint"
     version = __version__
     _rules = None
+    pedantic = False
+
+    @classmethod
+    def add_options(cls, parser) -> None:
+        parser.add_option("--jaxlint-pedantic", action="store_true", parse_from_config=True, default=False,
+                          help="jaxlint: also report findings that are right but rarely worth changing "
+                               "(a sync in test code, a jit rebuilt in a function that runs once)")
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.pedantic = bool(getattr(options, "jaxlint_pedantic", False))
 
     def __init__(self, tree: ast.Module, filename: str = "") -> None:
         self.tree = tree
@@ -32,4 +45,6 @@ class JaxlintChecker:
     def run(self) -> Iterator[tuple]:
         path = self.filename if self.filename and self.filename not in ("-", "stdin") else None
         for f in run_rules(self.tree, self.rules(), path=path):
+            if f.opt_in is not None and not self.pedantic:
+                continue
             yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -69,7 +69,7 @@ def check_cell(source: str, history: list, rules: list, line_offset: int = 0) ->
     project_path = os.path.join(os.getcwd(), "__jaxlint_cell__.py")  # the cwd's modules resolve
     PROJECT.clear()  # the user may have edited them since the last cell
     findings = [f for f in check_module(mod, "<cell>", rules, project_path=project_path)
-                if f.cell == current]
+                if f.cell == current and f.opt_in is None]
     return findings, not any(f.code == "JAX000" for f in findings)
 
 

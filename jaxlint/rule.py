@@ -28,6 +28,10 @@ class Finding:
     # The lines the message cites (``Line``): ``(offset in message, line)`` for each ``line N``
     # in it, so that a notebook can say which cell and line that is (jaxlint/notebook.py).
     cites: tuple = field(default=(), compare=False, repr=False)
+    # Right, but rarely worth changing (a sync in test code, a jit rebuilt in a function that runs
+    # once): why, in a few words. Such findings are reported only on request (``--pedantic``,
+    # ``pedantic = true``, flake8 ``--jaxlint-pedantic``); None for every default finding.
+    opt_in: Optional[str] = field(default=None, compare=False)
 
     def with_path(self, path: str) -> "Finding":
         return replace(self, path=path)
@@ -76,16 +80,22 @@ class Rule:
     # enclosing function was traced fewer times than called: the line ran at trace time only),
     # "unroll" (the enclosing function's jaxpr is very large).
     confirmed_by: ClassVar[Optional[str]] = None
+    # What the rule reports only on request (``--pedantic``): the cases that are right but rarely
+    # worth changing, in a sentence for ``jaxlint explain``; empty when it has none.
+    opt_in_cases: ClassVar[str] = ""
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError
 
-    def finding(self, node: ast.AST, message, fix: Optional[object] = None) -> Finding:
-        """``message``: a string, or a sequence of strings and :class:`Line` citations."""
+    def finding(self, node: ast.AST, message, fix: Optional[object] = None, opt_in: Optional[str] = None) -> Finding:
+        """``message``: a string, or a sequence of strings and :class:`Line` citations.
+        ``opt_in``: the finding is right but rarely worth acting on, for this reason; it is
+        reported only when the user asks for such findings (see ``Finding.opt_in``)."""
         if isinstance(message, str):
-            return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix)
+            return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix, opt_in=opt_in)
         text, cites = render(message)
-        return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites)
+        return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites,
+                       opt_in=opt_in)
 
     @classmethod
     def explain(cls) -> str:
@@ -98,5 +108,7 @@ class Rule:
             f"Why it is slow or wrong\n{textwrap.indent(textwrap.fill(cls.rationale, 76), '    ')}\n\n"
             f"Example\n{block(cls.bad)}\n\n"
             f"Use instead\n{block(cls.good)}\n\n"
-            f"Suppress one line with `# noqa: {cls.code}`.\n"
+            + (f"Reported only with --pedantic\n{textwrap.indent(textwrap.fill(cls.opt_in_cases, 76), '    ')}\n\n"
+               if cls.opt_in_cases else "")
+            + f"Suppress one line with `# noqa: {cls.code}`.\n"
         )

@@ -10,7 +10,10 @@ import textwrap
 
 import pytest
 
+from jaxlint import cli
 from jaxlint.cli import main
+from jaxlint.config import ConfigError, load_config
+from jaxlint.source import content_hash
 
 BAD = textwrap.dedent("""
     import jax
@@ -333,3 +336,64 @@ def test_config_option_reads_that_file(tmp_path, capsys):
     assert [line.split()[1] for line in out.splitlines()] == ["JAX202"]
     code, _, err = run(capsys, "check", "--config", str(tmp_path / "missing.toml"), str(p))
     assert code == 2 and "config error" in err
+
+
+# --------------------------------------------------------------------------- opt-in findings
+
+
+def _opt_in_rule():
+    """A rule that reports one default and one opt-in finding, to test the front ends' filtering."""
+    import ast as _ast
+
+    from jaxlint.rule import Rule
+
+    class Both(Rule):
+        code, name = "JAX201", "host-transfer-in-loop"
+
+        def check(self, model):
+            for node in _ast.walk(model.tree):
+                if isinstance(node, _ast.Assign):
+                    target = node.targets[0].id
+                    yield self.finding(node, f"assign {target}", opt_in="test code" if target == "b" else None)
+
+    return Both
+
+
+def test_opt_in_findings_only_with_pedantic(tmp_path, capsys, monkeypatch):
+    import jaxlint.registry as registry
+
+    path = tmp_path / "m.py"
+    path.write_text("import jax\na = 1\nb = 2\n")
+    monkeypatch.setattr(registry, "ALL_RULES", [_opt_in_rule()], raising=False)
+    monkeypatch.setattr(registry, "RULES_BY_CODE", {"JAX201": _opt_in_rule()}, raising=False)
+    assert cli.main(["check", "--no-cache", "--format", "json", str(path)]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["message"] for r in rows] == ["assign a"]
+    assert cli.main(["check", "--no-cache", "--format", "json", "--pedantic", str(path)]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["message"], r.get("opt_in")) for r in rows] == [("assign a", None), ("assign b", "test code")]
+
+
+def test_pedantic_in_the_config_and_its_type(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\npedantic = true\n")
+    cfg = load_config(str(tmp_path))
+    assert cfg.pedantic is True
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\npedantic = "yes"\n')
+    with pytest.raises(ConfigError, match="pedantic must be true or false"):
+        load_config(str(tmp_path))
+
+
+def test_opt_in_findings_survive_the_cache(tmp_path):
+    from jaxlint.cache import ResultCache
+    from jaxlint.engine import FileResult
+    from jaxlint.rule import Finding
+
+    src = tmp_path / "m.py"
+    src.write_text("x = 1\n")
+    res = FileResult(str(src), findings=[Finding(1, 0, "JAX201", "m", "n", str(src), opt_in="test code")])
+    res.content_hash = content_hash(src.read_bytes())
+    cache = ResultCache(str(tmp_path / "c"), "k")
+    cache.put(res)
+    cache.save()
+    again = ResultCache(str(tmp_path / "c"), "k").get(str(src))
+    assert again is not None and again.findings[0].opt_in == "test code"

@@ -656,3 +656,39 @@ def test_a_callers_trace_cause_is_that_function_not_every_function_of_its_name()
     assert [c.caller for c in helper.trace_causes] == [first]
     assert not m.staging.staged(first) and m.staging.staged(second)
     assert not m.staging.staged(helper)
+
+
+# --------------------------------------------------------------------------- test code
+
+
+@pytest.mark.parametrize("path, is_test", [
+    ("pkg/tests/foo.py", True), ("pkg/tests/sub/foo.py", True), ("proj/test/x.py", True),
+    ("pkg/test_foo.py", True), ("foo_test.py", True), ("a/b/conftest.py", True), ("tests.py", True),
+    ("/home/u/test/proj/train.py", False),  # a folder named test far above is not a test module
+    ("contest.py", False), ("latest.py", False), ("pkg/testing_utils.py", False), ("attest/x.py", False),
+    (None, False),
+])
+def test_test_modules_by_path(path, is_test):
+    assert build_model(ast.parse("x = 1"), path=path).is_test_module is is_test
+
+
+def test_test_code_by_function_and_class_name():
+    src = textwrap.dedent("""
+        import jax
+
+        def test_step():
+            def helper():
+                a = 1
+            b = 2
+
+        class TestTrainer:
+            def check(self):
+                c = 3
+
+        def train():
+            d = 4
+    """)
+    m = build_model(ast.parse(src), path="train.py")
+    by_name = {n.targets[0].id: n for n in ast.walk(m.tree) if isinstance(n, ast.Assign)}
+    assert m.in_test_code(by_name["a"]) and m.in_test_code(by_name["b"]) and m.in_test_code(by_name["c"])
+    assert not m.in_test_code(by_name["d"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from typing import Iterator, Optional
 
 from .. import names as N
@@ -26,6 +27,9 @@ from .values import ValueQueries
 from .variance import ShapeVariance
 
 _BUILTINS = frozenset(dir(builtins))
+# Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
+# conftest.py, or a file under a tests/ folder (or directly in a test/ folder).
+_TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$")
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
@@ -87,6 +91,25 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         if self._staging is None:
             self._staging = Staging(self)
         return self._staging
+
+    @property
+    def is_test_module(self) -> bool:
+        """Whether the module is test code by its path (``test_*.py``, ``*_test.py``, a file under
+        ``tests/``); False when the path is unknown."""
+        return self.path is not None and _TEST_FILE.search(self.path.replace("\\", "/")) is not None
+
+    def in_test_code(self, node: ast.AST) -> bool:
+        """Whether a node runs as part of a test: in a test module, or in a function named
+        ``test*`` (or a method of a ``Test*`` class), nested functions included. Syncs there check
+        results on purpose, and their inputs only need to exist."""
+        if self.is_test_module:
+            return True
+        f = self.function_at(node)
+        while f is not None:
+            if f.name.startswith("test") or (f.cls is not None and f.cls.node.name.startswith("Test")):
+                return True
+            f = f.parent
+        return False
 
     def uses_jax(self) -> bool:
         """Whether any rule can fire: the module imports JAX, or imports from a module of the

@@ -205,7 +205,8 @@ def static_findings(files: Sequence[str]) -> list:
     findings = []
     for path in files:
         res = check_path(path, rules)
-        findings.extend(f for f in res.findings if f.code != "JAX000" and (cfg is None or cfg.keeps(path, f)))
+        findings.extend(f for f in res.findings if f.code != "JAX000" and f.opt_in is None
+                        and (cfg is None or cfg.keeps(path, f)))
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     return findings
 
