@@ -10,10 +10,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import sys
 import tokenize
 from typing import Optional
 
 from .rule import Finding, Rule
+
+_PYTHON = "%d.%d" % sys.version_info[:2]
 
 PARSE_ERROR = "JAX000"
 # ``parse_source(..., flags=TOP_LEVEL_AWAIT)``: a notebook cell may ``await`` at the top level.
@@ -44,7 +47,9 @@ def parse_source(text: str, path: str = "<unknown>", flags: int = 0) -> tuple[Op
     except SyntaxError as e:
         col = (e.offset or 1) - 1
         msg = e.msg if e.msg else "invalid syntax"
-        return None, _parse_error(e.lineno or 1, col, msg)
+        # Which grammar judged it: syntax newer than the running Python (``type X = ...`` on 3.11)
+        # is valid code, and the fix is to run jaxlint on a newer Python.
+        return None, _parse_error(e.lineno or 1, col, f"{msg} (Python {_PYTHON} grammar)")
     except ValueError as e:  # null bytes on Python < 3.12
         return None, _parse_error(1, 0, str(e))
     except (RecursionError, MemoryError):

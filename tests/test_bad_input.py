@@ -104,3 +104,16 @@ def test_unreadable_path_is_reported_not_raised(tmp_path):
     (tmp_path / "x.py").write_text(GOOD_BAD)
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_a_syntax_error_names_the_python_grammar_that_rejected_it():
+    # A file may be valid on a newer Python than the one jaxlint runs on (PEP 695 on 3.11): the
+    # message says which grammar judged it, so the user knows to run jaxlint on a newer Python.
+    import sys
+
+    from jaxlint.engine import check_source
+
+    res = check_source("def broken(:\n    pass\n", "x.py", [])
+    (f,) = res.findings
+    assert f.code == "JAX000"
+    assert f.message.endswith(f"(Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"), f.message
