@@ -86,7 +86,6 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
 
 class InplaceItemAssignment(Rule):
     code = "JAX401"
-    fixable = True
     name = "inplace-item-assignment"
     fixable = True
     summary = ("Finds `x[i] = v`, `x[i] += v` (and other augmented operators) and `del x[i]` where `x` is "
@@ -213,7 +212,6 @@ _OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops impo
 
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
-    fixable = True
     name = "removed-index-update-api"
     fixable = True
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
@@ -326,7 +324,6 @@ _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power
 
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
-    fixable = True
     name = "discarded-functional-update"
     fixable = True
     summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."

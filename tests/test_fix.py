@@ -316,6 +316,22 @@ NEVER_SCOPES = {
             x = jnp.asarray(x)
             x.at[0].add(1.0)
     """,
+    "set in a loop's else, read only in the loop body": """
+        def f(xs):
+            x = jnp.zeros(3)
+            for v in xs:
+                print(x)
+            else:
+                x[0] = 1.0
+    """,
+    "set in one branch, read only in the other": """
+        def f(c):
+            x = jnp.zeros(3)
+            if c:
+                x[0] = 1.0
+            else:
+                return x
+    """,
     "class attribute read in a method": """
         class C:
             table = jnp.zeros(3)

@@ -100,13 +100,15 @@ class RebindingQueries:
         return ctx.scope if ctx is not None else None
 
     def outermost_loop(self, stmt: ast.stmt, scope: Scope) -> Optional[ast.AST]:
-        """The outermost ``for``/``while`` statement around ``stmt`` in ``scope`` (in its body or
-        its ``else``), or None."""
+        """The outermost ``for``/``while`` statement in ``scope`` whose body repeats ``stmt``, or
+        None (a loop's ``else`` runs once, after the loop: it does not count)."""
         start, end = _start(stmt), _end(stmt)
         best: Optional[ast.AST] = None
         for loop in scope.func.loops if scope.func is not None else self.loops:
             node = loop.node
-            if loop.kind == "comprehension" or not (_start(node) <= start and end <= _end(node)):
+            if loop.kind == "comprehension" or not node.body:
+                continue
+            if not (_start(node.body[0]) <= start and end <= _end(node.body[-1])):
                 continue
             ctx = self.ctx.get(id(node))
             if ctx is not None and ctx.scope is scope and (best is None or _start(node) < _start(best)):
@@ -156,5 +158,18 @@ class RebindingQueries:
         reads = self.name_reads(scope, name)
         start, end = _start(stmt), _end(stmt)
         loop = self.outermost_loop(stmt, scope)
-        return any(pos >= end or (loop is not None and _start(loop) <= pos <= _end(loop) and pos < start)
-                   for pos in reads)
+        return any((pos >= end or (loop is not None and _start(loop) <= pos <= _end(loop) and pos < start))
+                   and not self._other_branch(stmt, pos) for pos in reads)
+
+    def _other_branch(self, stmt: ast.stmt, pos: tuple) -> bool:
+        """Whether ``pos`` is in the other branch of an ``if`` that ``stmt`` is in: one run never
+        reaches both (``if c: x[0] = v`` / ``else: return x``)."""
+        start, end = _start(stmt), _end(stmt)
+        for node in self.ifs:
+            if not isinstance(node, ast.If) or not node.orelse:
+                continue
+            for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                if (_start(mine[0]) <= start and end <= _end(mine[-1])
+                        and _start(other[0]) <= pos <= _end(other[-1])):
+                    return True
+        return False
