@@ -210,6 +210,14 @@ _OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops impo
 
 
 
+def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
+    """How a reference to a removed ``jax.ops`` name fails on current JAX: the attribute lookup, or,
+    for a name imported from ``jax.ops``, the import itself."""
+    if isinstance(ref, ast.Name) and model.binding(ref.id, scope, (ref.lineno, ref.col_offset)) is None:
+        return f"on current JAX `from jax.ops import {qn.rsplit('.', 1)[1]}` raises ImportError"
+    return "on current JAX looking it up raises AttributeError"
+
+
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
     name = "removed-index-update-api"
@@ -260,7 +268,8 @@ class RemovedIndexUpdateApi(Rule):
             else:
                 fix = f"`x.at[idx].{method}(v)`"
                 auto = None
-            yield self.finding(call, f"`{qn}` was removed in JAX 0.3 and no longer exists; use {fix}", auto)
+            fails = _fails(model, call.func, qn, scope)
+            yield self.finding(call, f"`{qn}` was removed in JAX 0.3: {fails}; use {fix}", auto)
         if "ops" not in model.attr_names and not any(
                 qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
             return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
@@ -273,8 +282,9 @@ class RemovedIndexUpdateApi(Rule):
             if model.resolve(sub.value, scope) == _INDEX:
                 covered.add(id(sub))
                 at = _at(ast.Subscript(value=ast.Name("x"), slice=sub.slice))
-                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3 and no longer exists; index "
-                                        f"through `.at` instead: `{at}.set(v)`")
+                fails = _fails(model, sub.value, _INDEX, scope)
+                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3: {fails}; index through `.at` "
+                                        f"instead: `{at}.set(v)`")
 
     @staticmethod
     @_never_raises

@@ -6,29 +6,18 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.model import (
+    KEY_MAKERS,
+    SAMPLERS,
     FunctionInfo,
+    KeyUse,
     Loop,
     ModuleModel,
     call_arg,
 )
 from jaxlint.rule import Finding, Line, Rule, unparse
 
-JAX_RANDOM = "jax.random."
-
-# jax.random functions that draw from a key (consume it). Key constructors and converters
-# (PRNGKey, key, key_data, wrap_key_data, key_impl, clone) only derive or inspect a key and are
-# not in this list; split and fold_in are handled on their own below.
-SAMPLERS = frozenset({
-    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice",
-    "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma", "generalized_normal", "geometric",
-    "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal",
-    "normal", "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle",
-    "t", "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
-})
 SPLIT = "split"
 FOLD_IN = "fold_in"
-_KEY_FUNCS = SAMPLERS | {SPLIT, FOLD_IN}  # spellings checked before resolving a call
-KEY_MAKERS = ("jax.random.PRNGKey", "jax.random.key")
 
 # Host RNG entry points that build a generator object rather than draw a value.
 _NP_CONSTRUCTORS = frozenset({"default_rng", "RandomState", "Generator", "SeedSequence", "BitGenerator", "PCG64",
@@ -71,7 +60,9 @@ class GlobalRngInTracedCode(Rule):
     rationale = ("Host random number generators run in Python, once, while JAX traces the function. The value "
                  "drawn then is baked into the compiled program as a constant, so every later call reuses the "
                  "same \"random\" numbers (and every row of a vmap or every step of a scan gets the same ones). "
-                 "Pass a `jax.random` key into the function and draw with `jax.random.*` instead.")
+                 "Pass a `jax.random` key into the function and draw with `jax.random.*` instead. Not reported "
+                 "when the function is compiled and the program calls it once (outside loops, at module level or "
+                 "in `main()`/a test): the one draw is then one random value per run, as without jit.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -93,7 +84,12 @@ class GlobalRngInTracedCode(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
+        once: dict = {}
         for f, call in model.traced_calls():
+            if id(f) not in once:
+                once[id(f)] = model.compiled_once(f)
+            if once[id(f)]:
+                continue  # compiled and called once: one draw per run, as without jit
             scope = f.scope
             func = call.func
             qn = model.resolve(func, scope)
@@ -102,14 +98,14 @@ class GlobalRngInTracedCode(Rule):
                 name = found[1]
                 if _is_constructor(qn) or name in _STATE_CALLS or name[:1] == "_":
                     continue
-                yield self._report(call, f"`{unparse(func)}()`")
+                yield self._report(call, f"`{unparse(func)}()`", f)
                 continue
             if qn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 if func.attr in _STATE_CALLS:
                     continue
                 made = self._generator_from_outside(model, func.value, scope, f)
                 if made is not None:
-                    yield self._report(call, f"`{unparse(func)}()` of the host generator made by `{made}`")
+                    yield self._report(call, f"`{unparse(func)}()` of the host generator made by `{made}`", f)
 
     def _generator_from_outside(self, model: ModuleModel, name: ast.Name, scope, f: FunctionInfo) -> Optional[str]:
         """If ``name`` holds a NumPy/Python generator object that was created outside ``f`` (or
@@ -124,26 +120,49 @@ class GlobalRngInTracedCode(Rule):
             return None  # seeded inside the function: the same numbers every call with or without jit
         return unparse(value.func)
 
-    def _report(self, call: ast.Call, what: str) -> Finding:
-        return self.finding(call, f"{what} runs once at trace time and its value is frozen into the compiled "
-                                  "function; pass a key and use jax.random")
+    def _report(self, call: ast.Call, what: str, f: FunctionInfo) -> Finding:
+        return self.finding(call, f"{what} runs in Python while JAX traces the function, so its value is a "
+                                  f"constant of the traced program: {_frozen_for(f)}; pass a `jax.random` key in "
+                                  "and draw with `jax.random`")
 
 
-class _KeyUse:
-    __slots__ = ("call", "name", "fn", "ctx", "event", "data")
+_LOOP_BODIES = ("scan", "fori_loop", "while_loop", "map", "associative_scan")
 
-    def __init__(self, call, name, fn, ctx, event, data):
-        self.call = call
-        self.name = name
-        self.fn = fn  # the jax.random function: a sampler, "split" or "fold_in"
-        self.ctx = ctx
-        self.event = event
-        self.data = data  # fold_in's data argument
+
+def _frozen_for(f: FunctionInfo) -> str:
+    """Who sees the same number, by why the function is traced (the first cause, followed through
+    traced callers)."""
+    seen = set()
+    while f is not None and f.trace_causes and id(f) not in seen:
+        seen.add(id(f))
+        cause = f.trace_causes[0]
+        if cause.kind == "caller":
+            f = cause.caller
+            continue
+        last = cause.name.rsplit(".", 1)[-1]
+        if cause.kind == "jit":
+            return "every call of the compiled function gets the same number"
+        if cause.kind == "transform" and last in ("vmap", "filter_vmap"):
+            return "every row of the vmap gets the same number"
+        if cause.kind == "lax" and last in _LOOP_BODIES:
+            return f"every step of the `{last}` gets the same number"
+        break
+    return "every use of the traced computation gets the same number"
 
 
 def _may_vary(expr: Optional[ast.AST]) -> bool:
     """Whether fold_in's data can differ between iterations: anything but a literal may."""
     return expr is None or not isinstance(expr, ast.Constant)
+
+
+def _draws(fn: str) -> bool:
+    return fn in SAMPLERS
+
+
+# Why a finding in test code is opt-in (Finding.opt_in), in a few words.
+_TEST_INPUTS = "test inputs from one key"
+_TEST_LOOP_VARIES = "test loop varies otherwise"
+_SAME_CASE = ", and the test checks the same case over and over"
 
 
 class KeyReuse(Rule):
@@ -154,8 +173,20 @@ class KeyReuse(Rule):
                "in the loop.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
-                 "the same noise every step). Split the key and use each subkey once: "
-                 "`key, sub = jax.random.split(key)`, or derive per-step keys with `jax.random.fold_in(key, step)`.")
+                 "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
+                 "negative), and splitting one key twice gives the same subkeys (`split(key)` returns the first "
+                 "two of `split(key, 5)`). Split the key and use each subkey once: "
+                 "`key, sub = jax.random.split(key)`, or derive per-step keys with `jax.random.fold_in(key, step)`. "
+                 "Not reported: a use whose result is never read, a split that only advances the key after a "
+                 "draw (`perm = permutation(key, n); key, = split(key, 1)`), `fold_in(key, n)` beside "
+                 "`split(key, n)` (a different key), and index draws that pair two arrays on purpose "
+                 "(`choice(key, x, (n,))`, `choice(key, y, (n,))`).")
+    opt_in_cases = ("In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
+                    "a loop, and a key not advanced in a loop whose iterations differ anyway (the loop variable or "
+                    "state from the previous iteration is used). A test's inputs only need to exist; their "
+                    "correlation rarely changes what it checks. A key never advanced in a test loop whose "
+                    "iterations are otherwise the same is reported by default: the loop checks one case over and "
+                    "over.")
     bad = """
         import jax
 
@@ -175,80 +206,86 @@ class KeyReuse(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        groups: dict = {}
-        order: list = []
-        for call in model.calls_named(_KEY_FUNCS):
-            use = self._use(model, call)
-            if use is None:
-                continue
-            key = (id(use.event), id(use.ctx.scope))
-            if key not in groups:
-                groups[key] = []
-                order.append(key)
-            groups[key].append(use)
-        if not order:
+        groups = model.key_use_groups()
+        if not groups:
             return
         ifs = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
         arms: Optional[dict] = None
-        for key in order:
-            uses = sorted(groups[key], key=lambda u: _pos(u.call))
+        for uses in groups:
             for j, use in enumerate(uses):
                 loop = self._loop_reuse(model, use)
                 if loop is not None:
-                    yield self.finding(use.call, (f"PRNG key `{use.name}` is reused in every iteration of the loop "
-                                                  "on ", Line(loop.node.lineno), "; split it inside the loop "
-                                                  f"(`{use.name}, sub = jax.random.split({use.name})`) or "
-                                                  "fold in the step"))
+                    yield self._loop_finding(model, use, loop)
                     continue
                 for prev in uses[:j]:
-                    if self._compatible(prev, use):
-                        continue
-                    if model.exclusive(prev.ctx, use.ctx, ifs):
+                    if model.distinct_derivations(prev, use) or model.exclusive(prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:
                         arms = model.ifexp_arms()
                     a, b = dict(arms.get(id(prev.call), ())), dict(arms.get(id(use.call), ()))
                     if any(k in b and b[k] != side for k, side in a.items()):
                         continue
-                    yield self.finding(use.call, (f"PRNG key `{use.name}` was already used by `jax.random.{prev.fn}` "
-                                                  "on ", Line(prev.call.lineno), "; split it "
-                                                  f"(`{use.name}, sub = jax.random.split({use.name})`) and use "
-                                                  "each key once"))
+                    if not self._repeats(model, prev, use):
+                        continue
+                    yield self.finding(use.call, self._message(prev, use),
+                                       opt_in=_TEST_INPUTS if model.in_test_code(use.call) else None)
                     break
 
-    def _use(self, model: ModuleModel, call: ast.Call) -> Optional[_KeyUse]:
-        ctx = model.context(call)
-        if ctx is None:
-            return None
-        scope = ctx.scope
-        qn = model.resolve(call.func, scope)
-        if not qn or not qn.startswith(JAX_RANDOM):
-            return None
-        fn = qn[len(JAX_RANDOM):]
-        if fn not in SAMPLERS and fn not in (SPLIT, FOLD_IN):
-            return None
-        arg = call_arg(call, 0, "key")
-        if not isinstance(arg, ast.Name):
-            return None
-        ev = model.binding(arg.id, scope, _pos(arg))
-        if ev is None or ev.kind in ("def", "other"):
-            return None
-        if ev.scope is not scope:
-            # A key from an enclosing scope: only when this scope cannot rebind it.
-            if scope.kind != "function" or arg.id in scope.globals or ev.scope.kind == "class":
-                return None
-        data = call_arg(call, 1, "data") if fn == FOLD_IN else None
-        return _KeyUse(call, arg.id, fn, ctx, ev, data)
+    @staticmethod
+    def _repeats(model: ModuleModel, prev: KeyUse, use: KeyUse) -> bool:
+        """Whether the two uses make the program see repeated randomness: both results are read,
+        the later one does more than advance the key after a draw, and they are not index draws
+        pairing two arrays."""
+        if _draws(prev.fn) and model.advances_key(use):
+            return False
+        if model.paired_draws(prev, use):
+            return False
+        return not (model.result_dead(prev.call) or model.result_dead(use.call))
 
-    def _compatible(self, prev: _KeyUse, use: _KeyUse) -> bool:
-        """fold_in with different data derives independent keys from one key: the documented idiom."""
-        if prev.fn == FOLD_IN and use.fn == FOLD_IN:
-            if prev.data is None or use.data is None:
-                return True
-            return ast.dump(prev.data) != ast.dump(use.data)
-        return False
+    @staticmethod
+    def _message(prev: KeyUse, use: KeyUse) -> tuple:
+        k = use.name
+        head = (f"PRNG key `{k}` was already used by `jax.random.{prev.fn}` on ", Line(prev.call.lineno), "; ")
+        if _draws(prev.fn) and _draws(use.fn):
+            what = ("both draws get the same random bits, so their results are identical or correlated; "
+                    f"split the key (`k1, k2 = jax.random.split({k})`) and draw from each subkey once")
+        elif prev.fn == FOLD_IN and use.fn == FOLD_IN:
+            what = ("`fold_in` with the same data returns the same key again, so draws from the two keys repeat; "
+                    "fold in different data")
+        elif prev.fn == SPLIT and use.fn == SPLIT:
+            what = ("splitting it again returns the same subkeys as there (the first keys of `split(key, n)` are "
+                    "the same for every n), so draws from them repeat; "
+                    f"split `{k}` once into all the keys needed, or split a subkey")
+        elif not _draws(prev.fn) and not _draws(use.fn):
+            what = ("`fold_in(key, i)` is the same key as `split(key, n)[i]` for i < n, so draws from them "
+                    "repeat; fold in a subkey instead, or data no smaller than the split's count")
+        elif _draws(use.fn):
+            what = ("this draw uses the random bits the derived keys were made from, so it is correlated with "
+                    "them; draw from one of the derived keys instead (split one more if needed)")
+        else:
+            what = ("the keys derived here are made from the same random bits as that draw, so they are "
+                    f"correlated with it; split `{k}` first and draw from a subkey")
+        return head + (what,)
 
-    def _loop_reuse(self, model: ModuleModel, use: _KeyUse) -> Optional[Loop]:
+    def _loop_finding(self, model: ModuleModel, use: KeyUse, loop: Loop) -> Finding:
+        k = use.name
+        what = "every iteration draws the same random numbers"
+        if use.fn == SPLIT:
+            what += " (`split` returns the same subkeys each time)"
+        elif use.fn == FOLD_IN:
+            what += " (`fold_in` with the same data returns the same key each time)"
+        opt_in = None
+        if model.in_test_code(use.call):
+            if model.iterations_alike(loop):
+                what += _SAME_CASE
+            else:
+                opt_in = _TEST_LOOP_VARIES
+        return self.finding(use.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
+                                       f", so {what}; split it in the loop (`{k}, sub = jax.random.split({k})`) and "
+                                       f"use `sub`, or derive a key per step (`jax.random.fold_in({k}, step)`)"),
+                            opt_in=opt_in)
+
+    def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
             if not model.step_loop(loop, use.ctx):
                 continue
@@ -267,6 +304,10 @@ class ConstantKeyInLoop(Rule):
     rationale = ("A key made from the same seed is the same key, so every iteration draws the same numbers: the "
                  "same noise, dropout mask or minibatch order each step. Create the key once before the loop and "
                  "split it in the loop, or derive a per-iteration key with `jax.random.fold_in(key, step)`.")
+    opt_in_cases = ("In test code, a constant key in a loop whose iterations differ anyway (the loop variable or "
+                    "state from the previous iteration is used): a fixed key per step keeps such a test "
+                    "deterministic. Where the iterations are otherwise the same it is reported by default: the "
+                    "loop checks one case over and over.")
     bad = """
         import jax
 
@@ -305,9 +346,17 @@ class ConstantKeyInLoop(Rule):
             if not loops:
                 continue
             loop = loops[-1]
+            tail, opt_in = "", None
+            if model.in_test_code(call):
+                if model.iterations_alike(loop):
+                    tail = _SAME_CASE
+                else:
+                    opt_in = _TEST_LOOP_VARIES
             yield self.finding(call, (f"`{unparse(call, 30)}` with a constant seed inside the loop on ",
-                                      Line(loop.node.lineno), " gives the same randomness every iteration; create the "
-                                      "key before the loop and split or fold_in per iteration"))
+                                      Line(loop.node.lineno), " makes the same key every iteration, so every "
+                                      f"iteration draws the same random numbers{tail}; create the key once before "
+                                      "the loop and split it per iteration, or derive one with "
+                                      "`jax.random.fold_in(key, step)`"), opt_in=opt_in)
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

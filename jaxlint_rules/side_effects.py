@@ -17,6 +17,14 @@ _PLAIN_JIT = frozenset({"jax.jit", "jax.pmap"})
 # Mutators that return None: called for their effect, as a statement.
 _STATEMENT_MUTATORS = MUTATORS - {"pop", "setdefault"}
 _OWNER = {"module": "module-level", "function": "enclosing function's"}  # where a container lives
+def _when(model: ModuleModel, f: FunctionInfo) -> str:
+    """How often a traced function's Python body runs, for the messages: once per compilation under
+    jit; each time it is traced otherwise (on every call of an un-jitted ``vmap``, with tracers)."""
+    if model.traced_per_compilation(f):
+        return "once, at trace time"
+    return "each time JAX traces the function"
+
+
 def _pos(node: ast.AST) -> tuple:
     return (node.lineno, node.col_offset)
 
@@ -84,7 +92,7 @@ class SideEffectInTracedCode(Rule):
             if not any(model.holds_jax(v, scope) for v in values):
                 continue  # trace-time bookkeeping of static values (shapes, names, trace counters)
             yield self.finding(call, f"`{unparse(func)}(...)` stores a tracer in the {owner} `{func.value.id}` "
-                                     "once, at trace time; return the value from the traced function instead")
+                                     f"{_when(model, f)}; return the value from the traced function instead")
 
     def _stores(self, model: ModuleModel) -> Iterator[Finding]:
         for target, kind in model.stores:
@@ -105,7 +113,7 @@ class SideEffectInTracedCode(Rule):
                     continue
                 if owner is not None:
                     yield self.finding(target, f"`{unparse(target)} = ...` writes into the {owner} "
-                                               f"`{target.value.id}` once, at trace time; return the value from "
+                                               f"`{target.value.id}` {_when(model, f)}; return the value from "
                                                "the traced function instead")
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and f.is_method and f.params and target.value.id == f.params[0] and scope is f.scope
@@ -139,8 +147,8 @@ class SideEffectInTracedCode(Rule):
                     if not model.holds_jax(value, ev.scope):
                         continue
                     kw = "global" if isinstance(decl, ast.Global) else "nonlocal"
-                    yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens once, at "
-                                             "trace time, and leaks a tracer; return the value instead")
+                    yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens "
+                                             f"{_when(model, f)}, and leaks a tracer; return the value instead")
                     break
 
     @staticmethod
@@ -195,8 +203,14 @@ class PrintInTracedCode(Rule):
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
             if any(model.formats_jax(v, scope, deep=True) for v in values):
-                yield self.finding(call, "`print()` of a traced value runs once at trace time and shows a Tracer; "
-                                         "use `jax.debug.print(\"{}\", x)`")
+                if model.traced_per_compilation(f):
+                    what = ("runs once, when JAX compiles the function: it shows a Tracer (shape and dtype, no "
+                            "values), and later calls print nothing")
+                else:
+                    what = ("runs only while JAX traces the function, so it shows a Tracer (shape and dtype), "
+                            "never the values")
+                yield self.finding(call, f"`print()` of a traced value {what}; use `jax.debug.print(\"{{}}\", x)`, "
+                                         "which prints the values on every call")
 
 
 RULES = [SideEffectInTracedCode, PrintInTracedCode]

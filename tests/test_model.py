@@ -658,6 +658,321 @@ def test_a_callers_trace_cause_is_that_function_not_every_function_of_its_name()
     assert not m.staging.staged(helper)
 
 
+# --------------------------------------------------------------------------- key flow (keys.py)
+
+
+def _random_calls(m: ModuleModel, fn: str) -> list:
+    """The calls of ``jax.random.<fn>`` in source order."""
+    out = [c for c in m.calls if m.random_function(c) == fn]
+    return sorted(out, key=lambda c: (c.lineno, c.col_offset))
+
+
+def test_key_use_names_the_binding_a_random_call_consumes():
+    tree, m = build("""
+    import jax
+    from jax import random as jr
+
+    def f(key, keys, n):
+        a = jr.normal(key, (3,))
+        k1, k2 = jax.random.split(key, num=n)
+        b = jax.random.fold_in(k1, 7)
+        c = jax.random.uniform(keys[0], (3,))
+        key = b
+        d = jax.random.normal(key, (3,))
+        return a, k2, c, d, jnp.zeros(3)
+    """)
+    normal_a, normal_d = _random_calls(m, "normal")
+    use_a, use_d = m.key_use(normal_a), m.key_use(normal_d)
+    assert (use_a.name, use_a.fn, use_a.event.kind) == ("key", "normal", "param")
+    assert use_d.event.kind == "assign" and use_d.event is not use_a.event
+    split = m.key_use(_random_calls(m, "split")[0])
+    assert split.fn == "split" and ast.unparse(split.num) == "n" and split.event is use_a.event
+    fold = m.key_use(_random_calls(m, "fold_in")[0])
+    assert fold.name == "k1" and ast.unparse(fold.data) == "7"
+    assert m.key_use(_random_calls(m, "uniform")[0]) is None  # keys[0]: not a variable
+    groups = m.key_use_groups()
+    assert [[u.call.lineno for u in g] for g in groups] == [[6, 7], [8], [11]]
+
+
+def _dead(src: str) -> dict:
+    """{line: result_dead} for every jax.random call of ``src``."""
+    tree, m = build(src)
+    return {c.lineno: m.result_dead(c) for c in m.calls if m.random_function(c) is not None}
+
+
+def test_result_dead_when_every_name_is_rebound_before_a_read():
+    assert _dead("""
+    import jax
+
+    def run(key, n, evaluate, steps):
+        eval_keys = jax.random.split(key, n)
+        for step in range(steps):
+            key, *eval_keys = jax.random.split(key, n + 1)
+            evaluate(eval_keys)
+        if n:
+            eval_keys = jax.random.split(key, n)
+            evaluate(eval_keys)
+        jax.random.normal(key, (3,))
+        noise = jax.random.normal(key, (3,)) * 2.0
+        noise = 0.0
+        return noise
+    """) == {5: True, 7: False, 10: False, 12: True, 13: True}
+
+
+def test_result_read_on_some_path_is_not_dead():
+    assert _dead("""
+    import jax
+
+    def branch(key, c):
+        x = jax.random.normal(key, (3,))
+        if c:
+            x = 0.0
+        return x
+
+    def closure(key):
+        x = jax.random.normal(key, (3,))
+        def get():
+            return x
+        x = 1.0
+        return get
+
+    def next_iteration(key, n, use):
+        x = 0.0
+        for _ in range(n):
+            use(x)
+            x = jax.random.normal(key, (3,))
+            x = jax.random.normal(key, x.shape)
+
+    def stored(self, key):
+        self.x = jax.random.normal(key, (3,))
+
+    def printed(key):
+        print(jax.random.normal(key, (3,)))
+
+    def loop_may_not_run(key, xs):
+        x = jax.random.normal(key, (3,))
+        for x in xs:
+            pass
+        return x
+    """) == {5: False, 11: False, 21: False, 22: False, 25: False, 28: False, 31: False}
+
+
+def test_result_dead_at_module_level_only_when_rebound():
+    # a module's name may be imported elsewhere: dead only once overwritten
+    assert _dead("""
+    import jax
+
+    KEY = jax.random.PRNGKey(0)
+    TABLE = jax.random.normal(KEY, (4,))
+    SIDE = jax.random.uniform(KEY, (2,))
+    SIDE = None
+    """) == {4: False, 5: False, 6: True}
+
+
+@pytest.mark.parametrize("stmt, advances", [
+    ("(key,) = jax.random.split(key, 1)", True),
+    ("key = jax.random.split(key, 1)[0]", True),
+    ("key, sub = jax.random.split(key)", True),
+    ("key = jax.random.fold_in(key, 3)", True),
+    ("k1, k2 = jax.random.split(key)", False),
+    ("key = jax.random.normal(key, (3,))", False),  # a draw, not a derivation
+    ("key = jnp.stack(jax.random.split(key))", False),
+])
+def test_advances_key(stmt, advances):
+    tree, m = build(f"""
+    import jax
+    import jax.numpy as jnp
+
+    def f(key):
+        {stmt}
+        return key
+    """)
+    call = next(c for c in m.calls if m.random_function(c) in ("split", "fold_in", "normal"))
+    assert m.advances_key(m.key_use(call)) is advances
+
+
+@pytest.mark.parametrize("a, b, distinct", [
+    ("jax.random.fold_in(key, n)", "jax.random.split(key, n)", True),  # index n is past split's 0..n-1
+    ("jax.random.split(key, 4)", "jax.random.fold_in(key, 4)", True),
+    ("jax.random.split(key)", "jax.random.fold_in(key, 2)", True),
+    ("jax.random.split(key, 4)", "jax.random.fold_in(key, 1)", False),  # fold_in(key, 1) == split(key, 4)[1]
+    ("jax.random.split(key)", "jax.random.fold_in(key, 0)", False),
+    ("jax.random.split(key, n)", "jax.random.fold_in(key, m)", False),
+    ("jax.random.fold_in(key, 0)", "jax.random.fold_in(key, 1)", True),
+    ("jax.random.fold_in(key, 0)", "jax.random.fold_in(key, 0)", False),
+    ("jax.random.split(key, 5)", "jax.random.split(key)", False),  # split(key) == split(key, 5)[:2]
+])
+def test_distinct_derivations(a, b, distinct):
+    tree, m = build(f"""
+    import jax
+
+    def f(key, n, m):
+        return {a}, {b}
+    """)
+    first, second = m.key_use_groups()[0]
+    assert m.distinct_derivations(first, second) is distinct
+
+
+@pytest.mark.parametrize("a, b, paired", [
+    ("jax.random.choice(key, x, (n,), replace=False)", "jax.random.choice(key, y, (n,), replace=False)", True),
+    ("jax.random.permutation(key, x)", "jax.random.permutation(key, y)", True),
+    ("jax.random.permutation(key, x, axis=1)", "jax.random.permutation(key, y, axis=1)", True),
+    ("jax.random.choice(key, x, (n,))", "jax.random.choice(key, y, (m,))", False),  # other shapes
+    ("jax.random.choice(key, x, (n,))", "jax.random.choice(key, y, (n,), replace=False)", False),
+    ("jax.random.permutation(key, x)", "jax.random.permutation(key, x)", False),  # the same draw twice
+    ("jax.random.normal(key, (n,))", "jax.random.normal(key, (n,))", False),  # not an index draw
+])
+def test_paired_draws(a, b, paired):
+    tree, m = build(f"""
+    import jax
+
+    def f(key, x, y, n, m):
+        return {a}, {b}
+    """)
+    first, second = m.key_use_groups()[0]
+    assert m.paired_draws(first, second) is paired
+
+
+@pytest.mark.parametrize("body, alike", [
+    ("k1, k2 = jax.random.split(rng)\n    s = init(k2)\n    assert check(s)", True),
+    ("out.append(jax.random.normal(rng, (3,)))", True),  # a method call: its effect is not seen
+    ("ys = [y * 2 for y in xs]\n    check(ys)", True),  # a comprehension's own target
+    ("f = lambda v: v + 1\n    check(f(1))", True),
+    ("check(i)", False),  # the loop variable
+    ("state = step(state)", False),  # carried from the previous iteration
+    ("total += 1", False),
+    ("self.count = count()", False),  # outside state written
+    ("batch = next(it)\n    check(batch)", False),
+])
+def test_iterations_alike(body, alike):
+    tree, m = build(f"""
+    import jax
+
+    def t(rng, state, xs, it, out, self, total):
+      for i in range(10):
+        {body}
+    """.replace("\n    ", "\n        "))
+    assert m.iterations_alike(m.loops[0]) is alike
+
+
+def test_iterations_alike_comprehensions_and_while():
+    tree, m = build("""
+    import jax
+
+    def t(key, n):
+        a = [jax.random.normal(key, (3,)) for _ in range(n)]
+        b = [jax.random.normal(key, (i,)) for i in range(n)]
+        while n:
+            n = n - 1
+    """)
+    comp_a, comp_b, loop = m.loops
+    assert m.iterations_alike(comp_a) and not m.iterations_alike(comp_b)
+    assert not m.iterations_alike(loop)
+
+
+def test_compiled_once():
+    tree, m = build("""
+    import jax
+    from jax.experimental.pjit import pjit
+
+    def gen_data():
+        return 1
+
+    def gen_twice():
+        return 2
+
+    def gen_in_loop():
+        return 3
+
+    def gen_in_train():
+        return 4
+
+    def gen_in_main():
+        return 5
+
+    def gen_returned():
+        return 6
+
+    def gen_vmapped(x):
+        return x
+
+    @jax.jit
+    def decorated():
+        return 7
+
+    data_fn = pjit(gen_data)
+    twice = jax.jit(gen_twice)
+    looped = jax.jit(gen_in_loop)
+    trained = jax.jit(gen_in_train)
+    handed = jax.jit(gen_returned)
+    batched = jax.jit(jax.vmap(gen_vmapped))
+
+    data = data_fn()
+    decorated()
+    twice()
+    twice()
+    for _ in range(3):
+        looped()
+
+    def train():
+        return trained()
+
+    def main():
+        return jax.jit(gen_in_main)()
+
+    def factory():
+        handed()
+        return handed
+    """)
+    once = {f.name: m.compiled_once(f) for f in m.functions}
+    assert once["gen_data"] and once["decorated"]
+    assert not once["gen_twice"] and not once["gen_in_loop"] and not once["gen_in_train"]
+    assert not once["gen_returned"] and not once["gen_vmapped"]
+    assert not once["train"]  # not traced at all
+
+
+def test_traced_per_compilation():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def helper(x):
+        return x + 1
+
+    @jax.jit
+    def step(x):
+        def body(c, v):
+            return c + v, c
+        return jax.lax.scan(body, helper(x), x)
+
+    def eager(xs):
+        def body2(c, v):
+            return c + v, c
+        return jax.lax.scan(body2, 0.0, xs)
+
+    def per_row(x):
+        return jnp.dot(x, x)
+
+    batched = jax.vmap(per_row)
+
+    @jax.jit
+    def forward(x):
+        return helper(x) * 2
+
+    def loss(x):
+        return jnp.sum(forward(x))
+
+    @jax.jit
+    def train_step(x):
+        return jax.grad(loss)(x)
+    """)
+    per = {f.name: m.traced_per_compilation(f) for f in m.functions}
+    assert per["step"] and per["body"] and per["helper"]
+    assert not per["body2"] and not per["per_row"] and not per["eager"]
+    # a module-level function transformed inside a jitted one, and its callee reached two ways
+    assert per["loss"] and per["forward"] and per["train_step"]
+
+
 # --------------------------------------------------------------------------- test code
 
 

@@ -113,8 +113,9 @@ def test_messages_cite_the_cell_and_line_the_user_sees(tmp_path, capsys):
     assert got == [
         ("JAX502", 4, 1, "PRNG key `key` was already used by `jax.random.normal` on line 2 of cell 2"),
         ("JAX503", 5, 3, "`jax.random.PRNGKey(0)` with a constant seed inside the loop on line 2 of cell 5 "
-                         "gives the same randomness every iteration"),
-        ("JAX502", 5, 5, "PRNG key `key` is reused in every iteration of the loop on line 2 of cell 5"),
+                         "makes the same key every iteration, so every iteration draws the same random numbers"),
+        ("JAX502", 5, 5, "PRNG key `key` is never replaced in the loop on line 2 of cell 5, so every iteration "
+                         "draws the same random numbers"),
     ]
     _, out, _ = check(capsys, "--format", "sarif", tmp_path / "keys.ipynb")
     texts = [r["message"]["text"] for r in json.loads(out)["runs"][0]["results"]]
@@ -124,12 +125,15 @@ def test_messages_cite_the_cell_and_line_the_user_sees(tmp_path, capsys):
     py.write_text("".join(textwrap.dedent(c) for c in KEY_CELLS if isinstance(c, str)))
     code, out, _ = check(capsys, py)
     assert [line.split(": ", 1)[1] for line in out.splitlines()] == [
-        "JAX502 PRNG key `key` was already used by `jax.random.normal` on line 3; split it "
-        "(`key, sub = jax.random.split(key)`) and use each key once",
-        "JAX503 `jax.random.PRNGKey(0)` with a constant seed inside the loop on line 6 gives the same "
-        "randomness every iteration; create the key before the loop and split or fold_in per iteration",
-        "JAX502 PRNG key `key` is reused in every iteration of the loop on line 6; split it inside the loop "
-        "(`key, sub = jax.random.split(key)`) or fold in the step",
+        "JAX502 PRNG key `key` was already used by `jax.random.normal` on line 3; both draws get the same "
+        "random bits, so their results are identical or correlated; split the key "
+        "(`k1, k2 = jax.random.split(key)`) and draw from each subkey once",
+        "JAX503 `jax.random.PRNGKey(0)` with a constant seed inside the loop on line 6 makes the same key every "
+        "iteration, so every iteration draws the same random numbers; create the key once before the loop and "
+        "split it per iteration, or derive one with `jax.random.fold_in(key, step)`",
+        "JAX502 PRNG key `key` is never replaced in the loop on line 6, so every iteration draws the same "
+        "random numbers; split it in the loop (`key, sub = jax.random.split(key)`) and use `sub`, or derive a "
+        "key per step (`jax.random.fold_in(key, step)`)",
     ]
 
 
@@ -155,7 +159,8 @@ def test_the_extension_cites_lines_in_this_cell_or_an_earlier_one():
     found, _ = check_cell("if typing.TYPE_CHECKING:\n    b = jax.random.uniform(key, (3,))\n", history, rules)
     assert [(f.cell_line, f.message.split(";")[0]) for f in found] == [
         (2, "PRNG key `key` was already used by `jax.random.normal` on line 3 of an earlier cell")]
-    here = "def sample(key):\n    a = jax.random.normal(key, (3,))\n    b = jax.random.uniform(key, (3,))\n"
+    here = ("def sample(key):\n    a = jax.random.normal(key, (3,))\n    b = jax.random.uniform(key, (3,))\n"
+            "    return a, b\n")
     found, _ = check_cell(here, history, rules)
     assert [(f.cell_line, f.message.split(";")[0]) for f in found] == [
         (3, "PRNG key `key` was already used by `jax.random.normal` on line 2")]

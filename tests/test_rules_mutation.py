@@ -346,7 +346,40 @@ def test_jax402_message_spells_the_at_form():
     def f(x, v):
         return jax.ops.index_add(x, jax.ops.index[1:, 0], v)
     """, "JAX402")
-    assert msgs == ["`jax.ops.index_add` was removed in JAX 0.3 and no longer exists; use `x.at[1:, 0].add(v)`"]
+    assert msgs == ["`jax.ops.index_add` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+                    "use `x.at[1:, 0].add(v)`"]
+
+
+def test_jax402_message_says_how_each_spelling_fails():
+    """A name imported from jax.ops fails at the import (ImportError); an attribute of jax.ops, or
+    an alias assigned from one, fails at the lookup (AttributeError)."""
+    msgs = messages("""
+    import jax
+    from jax import ops
+    from jax.ops import index_add, index_update as upd
+    from jax.ops import index
+
+    set_item = jax.ops.index_update
+    HEAD = index[:2]
+
+    def f(x, v):
+        x = ops.index_update(x, ops.index[0], v)
+        x = index_add(x, 2, v)
+        x = upd(x, 1, v)
+        return set_item(x, 3, v)
+    """, "JAX402")
+    assert msgs == [
+        "`jax.ops.index` was removed in JAX 0.3: on current JAX `from jax.ops import index` raises ImportError; "
+        "index through `.at` instead: `x.at[:2].set(v)`",
+        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+        "use `x.at[0].set(v)`",
+        "`jax.ops.index_add` was removed in JAX 0.3: on current JAX `from jax.ops import index_add` raises "
+        "ImportError; use `x.at[2].add(v)`",
+        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX `from jax.ops import index_update` raises "
+        "ImportError; use `x.at[1].set(v)`",
+        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+        "use `x.at[3].set(v)`",
+    ]
 
 
 # --------------------------------------------------------------------------- JAX402 near misses

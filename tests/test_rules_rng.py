@@ -7,11 +7,12 @@ fires on it.
 
 from __future__ import annotations
 
+import textwrap
 
 import pytest
 
 from jaxlint_rules.rng import ConstantKeyInLoop, GlobalRngInTracedCode, KeyReuse
-from ruletools import assert_marked, findings
+from ruletools import assert_marked, findings, messages
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]
 
@@ -542,3 +543,389 @@ def test_runtime_jax503_constant_key_in_loop_repeats():
         key = jax.random.PRNGKey(0)
         samples.append(jax.random.uniform(key, (3,)))
     assert all((s == samples[0]).all() for s in samples)
+
+
+# --------------------------------------------------------------------------- JAX502 dataflow: what repeats
+
+
+def _found(src: str, code: str, path: str = "t.py") -> list:
+    """(line, opt_in reason or None, message) of the findings of ``code`` in ``src`` (dedented);
+    ``path`` is the file's path (the model sees it only when the file exists)."""
+    import jaxlint_rules
+    from jaxlint.engine import check_source
+
+    result = check_source(textwrap.dedent(src), path, [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return sorted((f.line, f.opt_in, f.message) for f in result.findings if f.code == code)
+
+
+def _default(src: str, code: str, path: str = "t.py") -> list:
+    """Lines of the findings of ``code`` reported without --pedantic."""
+    return [line for line, opt_in, _ in _found(src, code, path) if opt_in is None]
+
+
+def test_jax502_splitting_one_key_twice_is_reported_with_what_repeats():
+    # split(key) returns the first two keys of split(key, 5): key_r == key_a, key_q == key_b
+    src = """
+    import jax
+
+    def sample_task(key, n):
+        key_a, key_b, key_c, key_d, key_e = jax.random.split(key, 5)
+        a = jax.random.normal(key_a, (n,))
+        b = jax.random.uniform(key_b, (n,))
+        key_r, key_q = jax.random.split(key)  # expect: JAX502
+        return a, b, key_c, key_d, key_e, jax.random.normal(key_r, (n,)), jax.random.normal(key_q, (n,))
+    """
+    assert_marked(src)
+    assert messages(src, "JAX502") == [
+        "PRNG key `key` was already used by `jax.random.split` on line 5; splitting it again returns the same "
+        "subkeys as there (the first keys of `split(key, n)` are the same for every n), so draws from them "
+        "repeat; split `key` once into all the keys needed, or split a subkey"]
+
+
+def test_jax502_messages_say_what_each_kind_of_reuse_repeats():
+    src = """
+    import jax
+
+    def two_draws(key):
+        a = jax.random.normal(key, (3,))
+        b = jax.random.bernoulli(key, 0.5, (3,))
+        return a, b
+
+    def split_then_draw(key):
+        k1, k2 = jax.random.split(key)
+        return k1, k2, jax.random.normal(key, (3,))
+
+    def draw_then_split(key):
+        x = jax.random.normal(key, (3,))
+        k1, k2 = jax.random.split(key)
+        return x, k1, k2
+
+    def fold_in_inside_split(key):
+        keys = jax.random.split(key, 4)
+        extra = jax.random.fold_in(key, 1)
+        return keys, extra
+    """
+    msgs = messages(src, "JAX502")
+    assert [m.split("; ")[1] for m in msgs] == [
+        "both draws get the same random bits, so their results are identical or correlated",
+        "this draw uses the random bits the derived keys were made from, so it is correlated with them",
+        "the keys derived here are made from the same random bits as that draw, so they are correlated with it",
+        "`fold_in(key, i)` is the same key as `split(key, n)[i]` for i < n, so draws from them repeat",
+    ]
+    assert msgs[0].endswith("split the key (`k1, k2 = jax.random.split(key)`) and draw from each subkey once")
+
+
+def test_jax502_first_use_whose_result_is_never_read_is_not_reported():
+    assert findings("""
+    import jax
+
+    def run(key, n_devices, evaluate, steps):
+        key, key_e = jax.random.split(key)
+        eval_keys = jax.random.split(key_e, n_devices)  # overwritten before any use
+        for step in range(steps):
+            key_e, *eval_keys = jax.random.split(key_e, n_devices + 1)
+            evaluate(eval_keys)
+        return key
+
+    def discarded(key):
+        jax.random.normal(key, (3,))
+        return jax.random.uniform(key, (3,))
+    """) == []
+
+
+def test_jax502_first_use_read_on_some_path_is_still_reported():
+    assert_marked("""
+    import jax
+
+    def run(key, n, evaluate, warmup):
+        eval_keys = jax.random.split(key, n)
+        if warmup:
+            eval_keys = None
+        evaluate(eval_keys)
+        return jax.random.split(key, n + 1)  # expect: JAX502
+
+    def closure(key):
+        x = jax.random.normal(key, (3,))
+        get = lambda: x
+        x = jax.random.uniform(key, (3,))  # expect: JAX502
+        return get, x
+    """)
+
+
+def test_jax502_advancing_the_key_after_a_draw_is_not_reported():
+    # the dataloader idiom: draw, then replace the key by a key derived from it; nothing drawn repeats
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def dataloader(arrays, batch_size, *, key):
+        indices = jnp.arange(arrays[0].shape[0])
+        while True:
+            perm = jax.random.permutation(key, indices)
+            (key,) = jax.random.split(key, 1)
+            for start in range(0, len(indices), batch_size):
+                yield tuple(a[perm[start:start + batch_size]] for a in arrays)
+
+    def shuffled_forever(data, key):
+        while True:
+            order = jax.random.permutation(key, len(data))
+            key = jax.random.split(key, 1)[0]
+            yield data[order]
+
+    HASH_KEY = jax.random.PRNGKey(7)
+    SIDE_TABLE = jax.random.randint(HASH_KEY, (2,), 0, 2 ** 31 - 1)
+    HASH_KEY, HASH_SUB = jax.random.split(HASH_KEY)
+    BOARD_TABLE = jax.random.randint(HASH_SUB, (9, 2), 0, 2 ** 31 - 1)
+    """) == []
+
+
+def test_jax502_advancing_split_after_a_split_is_still_reported():
+    # unlike a draw, a split before it makes the same subkeys: data_key == key, model_key == init_key
+    assert_marked("""
+    import jax
+
+    def main(seed, load, build):
+        key = jax.random.PRNGKey(seed)
+        data_key, model_key = jax.random.split(key)
+        data = load(data_key)
+        model = build(model_key)
+        key, init_key, dropout_key = jax.random.split(key, 3)  # expect: JAX502
+        return data, model, key, init_key, dropout_key
+    """)
+
+
+def test_jax502_fold_in_past_the_split_count_and_paired_index_draws_are_not_reported():
+    assert findings("""
+    import jax
+
+    def ask(key, population_size):
+        keys = jax.random.split(key, population_size)
+        dither_key = jax.random.fold_in(key, population_size)
+        return keys, dither_key
+
+    def sample_batch(key, x, y, batch_size):
+        # the same key on purpose: the same rows of x and y, so images keep their labels
+        xb = jax.random.choice(key, x, (batch_size,), replace=False)
+        yb = jax.random.choice(key, y, (batch_size,), replace=False)
+        return xb, yb
+
+    def shuffle_pair(key, x, y):
+        return jax.random.permutation(key, x), jax.random.permutation(key, y)
+    """) == []
+
+
+def test_jax502_index_draws_that_differ_in_more_than_the_data_are_reported():
+    assert_marked("""
+    import jax
+
+    def sample_batch(key, x, y, n):
+        xb = jax.random.choice(key, x, (n,), replace=False)
+        yb = jax.random.choice(key, y, (2 * n,), replace=False)  # expect: JAX502
+        return xb, yb
+
+    def twice(key, x):
+        return jax.random.permutation(key, x), jax.random.permutation(key, x)  # expect: JAX502
+    """)
+
+
+# --------------------------------------------------------------------------- JAX502/JAX503 in test code
+
+
+def test_jax502_two_draws_from_one_key_in_a_test_are_opt_in(tmp_path):
+    src = """
+    import jax
+
+    def test_loss_shape():
+        key = jax.random.PRNGKey(0)
+        logits = jax.random.normal(key, (4, 3))
+        labels = jax.random.randint(key, (4,), 0, 3)
+        assert loss(logits, labels).shape == (4,)
+
+    def model_init(key):
+        w = jax.random.normal(key, (4, 3))
+        b = jax.random.normal(key, (3,))
+        return w, b
+    """
+    found = _found(src, "JAX502")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [(7, "test inputs from one key"), (12, None)]
+    # in a test module by its path, every function is test code (the model knows the path of a file)
+    for name, default in (("test_model.py", []), ("model.py", [12])):
+        path = tmp_path / "tests" / name if name.startswith("test") else tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(textwrap.dedent(src))
+        assert _default(src, "JAX502", path=str(path)) == default
+
+
+def test_jax502_key_never_advanced_in_a_test_loop_is_reported_when_the_iterations_are_otherwise_alike():
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def test_round_trip():
+        rng = jax.random.PRNGKey(0)
+        for _ in range(1000):
+            rng1, rng2 = jax.random.split(rng)
+            state = init(rng2)
+            assert jnp.all(decode(encode(state)) == state)
+
+    def test_rollout_terminates():
+        key = jax.random.PRNGKey(0)
+        state = init(key)
+        for _ in range(50):
+            action = jax.random.choice(key, legal(state))
+            state = step(state, action)
+        assert state.terminated
+    """
+    found = _found(src, "JAX502")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [(8, None), (16, "test loop varies otherwise")]
+    assert found[0][2] == (
+        "PRNG key `rng` is never replaced in the loop on line 7, so every iteration draws the same random numbers "
+        "(`split` returns the same subkeys each time), and the test checks the same case over and over; split it "
+        "in the loop (`rng, sub = jax.random.split(rng)`) and use `sub`, or derive a key per step "
+        "(`jax.random.fold_in(rng, step)`)")
+
+
+def test_jax502_loop_reuse_outside_tests_is_reported_even_when_iterations_differ():
+    assert_marked("""
+    import jax
+
+    def update_actor(params, key, delay, update):
+        for _ in range(delay):
+            actor_key, alpha_key = jax.random.split(key)  # expect: JAX502
+            params = update(params, actor_key, alpha_key)
+        return params
+    """)
+
+
+def test_jax503_constant_key_in_test_loops():
+    src = """
+    import jax
+
+    def test_decode_matches_reference(model, x, ref):
+        state = model.init(x[:, :1])
+        out = []
+        for i in range(x.shape[1]):
+            y, state = model.apply(x[:, i:i + 1], state, jax.random.PRNGKey(0))
+            out.append(y)
+        assert close(out, ref)
+
+    def test_sampler_is_valid(sampler):
+        for _ in range(100):
+            key = jax.random.PRNGKey(0)
+            assert valid(sampler(key))
+    """
+    found = _found(src, "JAX503")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [(8, "test loop varies otherwise"), (14, None)]
+    assert found[1][2] == (
+        "`jax.random.PRNGKey(0)` with a constant seed inside the loop on line 13 makes the same key every "
+        "iteration, so every iteration draws the same random numbers, and the test checks the same case over "
+        "and over; create the key once before the loop and split it per iteration, or derive one with "
+        "`jax.random.fold_in(key, step)`")
+
+
+def test_explain_lists_the_opt_in_cases():
+    assert "Reported only with --pedantic" in KeyReuse.explain()
+    assert "Reported only with --pedantic" in ConstantKeyInLoop.explain()
+
+
+# --------------------------------------------------------------------------- JAX501 calls and messages
+
+
+def test_jax501_function_compiled_and_called_once_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental.pjit import pjit
+
+    def gen_data():
+        key = jax.random.PRNGKey(np.random.randint(0, 256))
+        return jax.random.normal(key, (8, 8))
+
+    data_fn = pjit(gen_data)
+    data = data_fn()
+    """) == []
+
+
+def test_jax501_function_compiled_and_called_more_than_once_is_reported():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def gen_data():
+        key = jax.random.PRNGKey(np.random.randint(0, 256))  # expect: JAX501
+        return jax.random.normal(key, (8, 8))
+
+    data_fn = jax.jit(gen_data)
+    train_data = data_fn()
+    test_data = data_fn()
+    """)
+
+
+def test_jax501_message_says_who_gets_the_same_number():
+    msgs = messages("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def jitter(x):
+        return x + np.random.normal()
+
+    def per_row(x):
+        return x * np.random.rand()
+
+    batched = jax.vmap(per_row)
+
+    def noisy_cumsum(xs):
+        def body(c, x):
+            return c + x + np.random.normal(), c
+        return jax.lax.scan(body, 0.0, xs)
+    """, "JAX501")
+    assert msgs == [
+        "`np.random.normal()` runs in Python while JAX traces the function, so its value is a constant of the "
+        "traced program: every call of the compiled function gets the same number; pass a `jax.random` key in "
+        "and draw with `jax.random`",
+        "`np.random.rand()` runs in Python while JAX traces the function, so its value is a constant of the traced "
+        "program: every row of the vmap gets the same number; pass a `jax.random` key in and draw with "
+        "`jax.random`",
+        "`np.random.normal()` runs in Python while JAX traces the function, so its value is a constant of the "
+        "traced program: every step of the `scan` gets the same number; pass a `jax.random` key in and draw "
+        "with `jax.random`",
+    ]
+
+
+# --------------------------------------------------------------------------- runtime truth of the messages
+
+
+def test_runtime_split_twice_and_fold_in_give_the_same_subkeys():
+    jax = pytest.importorskip("jax")
+    if not jax.config.jax_threefry_partitionable:
+        pytest.skip("the messages describe JAX's default (partitionable) threefry")
+    data = jax.random.key_data
+    key = jax.random.key(0)
+    five = jax.random.split(key, 5)
+    assert (data(jax.random.split(key)) == data(five[:2])).all()
+    assert (data(jax.random.fold_in(key, 3)) == data(five[3])).all()
+    assert not (data(jax.random.fold_in(key, 5))[None] == data(five)).all(-1).any()  # past the count: apart
+
+
+def test_runtime_two_distributions_from_one_key_are_functions_of_each_other():
+    jax = pytest.importorskip("jax")
+    key = jax.random.key(0)
+    normal = jax.random.normal(key, (64,))
+    coin = jax.random.bernoulli(key, 0.5, (64,))
+    assert (coin == (normal < 0)).all()
+    assert (jax.random.normal(key, (8,))[:4] == jax.random.normal(key, (4,))).all()
+
+
+def test_runtime_paired_choice_picks_the_same_rows():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    key = jax.random.key(1)
+    x = jnp.arange(10)
+    xb = jax.random.choice(key, x, (4,), replace=False)
+    yb = jax.random.choice(key, x * 10, (4,), replace=False)
+    assert (yb == xb * 10).all()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jaxlint_rules.side_effects import PrintInTracedCode, SideEffectInTracedCode
-from ruletools import assert_marked, findings
+from ruletools import assert_marked, findings, messages
 
 RULES = [SideEffectInTracedCode, PrintInTracedCode]
 
@@ -399,6 +399,74 @@ def test_jax602_print_in_a_host_callback_is_not_reported():
     """) == []
 
 
+# --------------------------------------------------------------------------- messages: how often the body runs
+
+
+def test_jax602_message_says_once_per_compilation_only_under_jit():
+    msgs = messages("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        def body(c, v):
+            print("c", c)
+            return c + v, c
+        print("x", x)
+        return jax.lax.scan(body, 0.0, x)
+
+    def per_row(x):
+        print("row", x)
+        return jnp.dot(x, x)
+
+    batched = jax.vmap(per_row)
+
+    def eager(xs):
+        def body2(c, v):
+            print("c", c)
+            return c + v, c
+        return jax.lax.scan(body2, 0.0, xs)
+    """, "JAX602")
+    once = ("`print()` of a traced value runs once, when JAX compiles the function: it shows a Tracer (shape and "
+            "dtype, no values), and later calls print nothing; use `jax.debug.print(\"{}\", x)`, which prints the "
+            "values on every call")
+    every = ("`print()` of a traced value runs only while JAX traces the function, so it shows a Tracer (shape "
+             "and dtype), never the values; use `jax.debug.print(\"{}\", x)`, which prints the values on every call")
+    assert msgs == [once, once, every, every]
+
+
+def test_jax601_message_says_once_per_compilation_only_under_jit():
+    msgs = messages("""
+    import jax
+    import jax.numpy as jnp
+
+    seen = []
+    total = 0.0
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x)
+        seen.append(y)
+        return y
+
+    def per_row(x):
+        global total
+        total = total + jnp.sum(x)
+        seen.append(x)
+        return x
+
+    batched = jax.vmap(per_row)
+    """, "JAX601")
+    assert msgs == [
+        "`seen.append(...)` stores a tracer in the module-level `seen` once, at trace time; return the value from "
+        "the traced function instead",
+        "rebinding the global `total` to a traced value happens each time JAX traces the function, and leaks a "
+        "tracer; return the value instead",
+        "`seen.append(...)` stores a tracer in the module-level `seen` each time JAX traces the function; return "
+        "the value from the traced function instead",
+    ]
+
+
 # --------------------------------------------------------------------------- runtime truth
 
 
@@ -501,3 +569,18 @@ def test_jax601_output_structure_handed_out_of_a_body_is_not_reported():
         _, leaves = jax.lax.scan(flat_body, init, xs)
         return jax.tree_util.tree_unflatten(store["treedef"], leaves)
     """) == []
+
+
+def test_runtime_jax602_print_under_vmap_alone_runs_every_call_showing_a_tracer(capsys):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def per_row(x):
+        print("row =", x)
+        return x * 2
+
+    batched = jax.vmap(per_row)
+    for _ in range(3):
+        batched(jnp.ones(3))
+    out = capsys.readouterr().out
+    assert out.count("row =") == 3 and "Tracer" in out and "1." not in out

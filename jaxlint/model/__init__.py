@@ -8,6 +8,8 @@ It answers the questions the rules need and nothing more:
 * where a node runs: its scope, the loops around it in its own function, and the ``if``
   tests guarding it: :class:`Context`, :meth:`ModuleModel.hot_loop`;
 * which expressions hold JAX values: :meth:`ModuleModel.is_jax`;
+* which binding of a PRNG key each ``jax.random`` call consumes, and whether two uses of one
+  key repeat randomness: :mod:`jaxlint.model.keys`;
 * the jit wrappers created in the module: :attr:`ModuleModel.jit_wraps`.
 
 The walk records contexts and bindings; everything that needs inference (value kinds,
@@ -16,6 +18,7 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 
 from .arrays import array_only_index, is_str_key
 from .builder import build_model
+from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, KeyUse
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
 from .records import (
@@ -41,4 +44,5 @@ __all__ = [
     "JitWrap", "Loop", "ModuleModel", "ModuleSummary", "NewCallable", "Scope", "TraceCause",
     "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once", "escapes",
     "is_str_key", "last_name", "loop_iterable", "mentions", "unparse", "varying_names",
+    "KEY_FUNCS", "KEY_MAKERS", "KeyUse", "SAMPLERS",  # key flow (keys.py)
 ]

@@ -6,7 +6,9 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
+from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, Context, FunctionInfo, Loop, Scope, _waits
+from .syntax import _names_in
 
 
 def loop_iterable(node: ast.AST) -> Optional[ast.AST]:
@@ -69,6 +71,83 @@ def _has_mod(node: ast.AST) -> bool:
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
             return True
     return False
+
+
+class _CarriedState:
+    """Reads and bindings of one loop body in evaluation order, for :meth:`LoopQueries.iterations_alike`."""
+
+    def __init__(self, model, targets: set):
+        self.model = model
+        self.targets = targets
+        self.bound: set = set()
+        self.read_first: set = set()  # names read before the body binds them
+        self.differs = False
+
+    def read(self, expr: ast.AST, local: frozenset = frozenset()) -> None:
+        """Names ``expr`` reads; ``local`` the targets of comprehensions around it (their own)."""
+        stack = [(expr, local)]
+        while stack:
+            n, own = stack.pop()
+            if isinstance(n, ast.Name):
+                if n.id in own:
+                    continue
+                if isinstance(n.ctx, ast.Load):
+                    if n.id in self.targets:
+                        self.differs = True
+                    elif n.id not in self.bound:
+                        self.read_first.add(n.id)
+                else:
+                    self.bound.add(n.id)
+                continue
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next":
+                self.differs = True
+            if isinstance(n, _COMPREHENSIONS):
+                own = own | {t for g in n.generators for t in _names_in(g.target)}
+            elif isinstance(n, ast.Lambda):
+                a = n.args
+                own = own | {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x}
+            stack.extend((c, own) for c in ast.iter_child_nodes(n))
+
+    def target(self, t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            self.bound.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for elt in t.elts:
+                self.target(elt)
+        elif isinstance(t, ast.Starred):
+            self.target(t.value)
+        elif isinstance(t, (ast.Attribute, ast.Subscript)):
+            base = t
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id in self.bound):
+                self.differs = True  # outside state written: the next iteration may see it
+            self.read(t)
+
+    def stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            if stmt.value is not None:
+                self.read(stmt.value)
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                self.target(t)
+        elif isinstance(stmt, ast.AugAssign):
+            self.read(stmt.value)
+            if isinstance(stmt.target, ast.Name) and stmt.target.id not in self.bound:
+                self.differs = True  # x += ...: carried from the previous iteration
+            self.target(stmt.target)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.read(stmt.iter)
+            self.target(stmt.target)
+            for sub in stmt.body + stmt.orelse:
+                self.stmt(sub)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.bound.add(stmt.name)
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    self.stmt(child)
+                elif isinstance(child, ast.AST):
+                    self.read(child)
 
 
 class LoopQueries:
@@ -194,6 +273,31 @@ class LoopQueries:
         if loop in event.loops or name in loop.target_names():
             return True
         return any(loop in ev.loops for ev in event.scope.events.get(name, ()))
+
+    def iterations_alike(self, loop: Loop) -> bool:
+        """Whether every iteration of a ``for`` loop or comprehension computes what the one before
+        did, apart from randomness: the loop variable is not read, no name carries a value from
+        one iteration to the next (read in the body before the body binds it, or augmented), no
+        attribute or item of outside state is assigned, and no ``next()`` is called. A ``while``
+        loop must change something to end, and is not alike. (A call may still change an object's
+        state unseen: this is what the syntax shows.)"""
+        node = loop.node
+        if isinstance(node, ast.While):
+            return False
+        targets = loop.target_names()
+        if not isinstance(node, (ast.For, ast.AsyncFor)):  # a comprehension
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for i, gen in enumerate(node.generators):
+                parts.extend(gen.ifs)
+                if i:
+                    parts.append(gen.iter)
+            return not any(isinstance(n, ast.Name) and n.id in targets for p in parts for n in ast.walk(p))
+        walk = _CarriedState(self, targets)
+        for stmt in node.body:
+            walk.stmt(stmt)
+            if walk.differs:
+                return False
+        return not (walk.read_first & walk.bound)
 
     def step_loop(self, loop: Loop, ctx: Context) -> bool:
         """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing

@@ -15,6 +15,7 @@ from .. import names as N
 from . import limits as L
 from .arrays import ArrayKinds
 from .callables import CallableQueries
+from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
 from .rebinding import RebindingQueries
@@ -33,7 +34,7 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_tes
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries):
+                  RepetitionQueries, RebindingQueries, KeyQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

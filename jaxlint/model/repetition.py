@@ -8,6 +8,7 @@ from typing import Optional
 
 from .. import names as N
 from .records import FunctionInfo, JitWrap, NewCallable, Scope
+from .syntax import call_arg as _arg
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
 
@@ -92,6 +93,83 @@ class RepetitionQueries:
                 return None
             return what if self.created_inside(created, inside) else None
         return None
+
+    def compiled_once(self, f: FunctionInfo) -> bool:
+        """Whether a function is traced only as the body of jit wrappers whose result the program
+        calls once: each wrapper is bound to one name, read only by one call, and that call is in
+        no loop, at module level or in a function that runs once (:func:`called_once`). Nothing
+        compiled from it runs a second time, so what its Python body does at trace time happens
+        once per run either way."""
+        if not f.trace_causes or any(c.kind != "jit" for c in f.trace_causes):
+            return False
+        wraps = [w for w in self.jit_wraps if w.func is f or (
+            w.func is None and w.target is not None and f in self.local_functions(w.target, w.ctx.scope))]
+        if not wraps or len(wraps) != len(f.trace_causes):
+            return False
+        for wrap in wraps:
+            name = self.bound_name(wrap)
+            if name is None:
+                return False
+            scope = self.scope_at(wrap.node) if not wrap.decorator else (wrap.func.scope.parent or self.module_scope)
+            calls = [c for c in self.calls_by_name.get(name, ()) if isinstance(c.func, ast.Name)]
+            if len(calls) != 1 or len(self.name_reads(scope, name)) != 1:
+                return False  # called twice, or handed on (returned, stored, passed)
+            ctx = self.context(calls[0])
+            if ctx is None or ctx.loops:
+                return False
+            outer = self.function_at(calls[0])
+            if outer is not None and not called_once(outer):
+                return False
+        return True
+
+    def traced_per_compilation(self, f: FunctionInfo) -> bool:
+        """Whether a traced function's Python body runs only when a jit wrapper compiles: every
+        reason it is traced is a jit wrapper, a traced caller that is itself traced per
+        compilation, or a transform or lax primitive applied to it inside a function traced per
+        compilation (a scan body defined in a jitted function). Later calls of the compiled
+        function then skip the body's Python. Without a jit around it a transform traces anew on
+        every call (``jax.vmap(f)(x)`` runs ``f``'s Python each time, with tracers)."""
+        memo = self.__dict__.setdefault("_per_compilation_memo", {})
+        key = id(f)
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # a cycle of callers proves nothing
+        result = bool(f.trace_causes)
+        for cause in f.trace_causes:
+            if cause.kind == "jit":
+                continue
+            if cause.kind == "caller":
+                outers = [cause.caller]
+            else:  # where the transform or lax primitive is applied to f (else: where f is defined)
+                outers = self._applied_in(f) or [f.parent]
+            if not all(g is not None and g.traced and self.traced_per_compilation(g) for g in outers):
+                result = False
+                break
+        memo[key] = result
+        return result
+
+    def _applied_in(self, f: FunctionInfo) -> list:
+        """The functions (None: module level) whose code applies a transform or a lax primitive
+        to ``f`` (``jax.vmap(f)``, ``lax.scan(f, ...)``)."""
+        memo = self.__dict__.get("_applied_memo")
+        if memo is None:
+            memo = self.__dict__["_applied_memo"] = {}
+            names = {q.rsplit(".", 1)[1] for q in list(N.TRANSFORMS) + list(N.LAX_BODIES)}
+            for call in self.calls_named(names):
+                scope = self.scope_at(call)
+                qn = self.resolve(call.func, scope)
+                if qn in N.TRANSFORMS:
+                    slots = [(0, "fun")]
+                else:
+                    slots = N.LAX_BODIES.get(qn or "", [])
+                for idx, kw in slots:
+                    arg = _arg(call, idx, kw)
+                    if arg is None:
+                        continue
+                    for elt in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]):
+                        for g in self.local_functions(elt, scope):
+                            memo.setdefault(id(g), []).append(self.function_at(call))
+        return memo.get(id(f), [])
 
     def created_inside(self, node: ast.AST, inside) -> bool:
         ctx = self.context(node)
