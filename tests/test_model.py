@@ -794,6 +794,101 @@ def test_static_truth_of_flags_fixed_at_every_trace():
     assert truths("sink4") == [None]  # callers pass different values
 
 
+def test_how_staged_names_the_transform_or_the_caller():
+    _, m = build("""
+    import jax
+
+    @jax.jit
+    def step(x):
+        return helper(x)
+
+    def helper(x):
+        return inner(x)
+
+    def inner(x):
+        return x
+
+    def body(i, x):
+        return x
+
+    def run(x):
+        return jax.lax.fori_loop(0, 3, body, x), jax.vmap(inner2)(x)
+
+    def inner2(x):
+        return x
+
+    def eager(x):
+        return x
+
+    g = jax.grad(eager)
+    """)
+    st = m.staging
+    assert st.how_staged(func(m, "step")) == "under jax.jit"
+    assert st.how_staged(func(m, "helper")) == "when called from `step` under jax.jit"
+    assert st.how_staged(func(m, "inner")) == "when called from `helper` called from `step` under jax.jit"
+    assert st.how_staged(func(m, "body")) == "in a jax.lax.fori_loop body"
+    assert st.how_staged(func(m, "inner2")) == "under jax.vmap"
+    assert st.how_staged(func(m, "eager")) == "when traced"  # autodiff alone is not staged
+
+
+def _variance(src: str, callee: str = "step"):
+    """(model, ShapeVariance around the calls of ``callee``, those calls' first arguments, contexts)."""
+    tree, m = build(src)
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == callee),
+                   key=lambda c: c.lineno)
+    out = []
+    for call in calls:
+        ctx = m.context(call)
+        out.append((m.shape_variance(ctx.scope, ctx.loops), call, ctx))
+    return m, out
+
+
+def test_ragged_batch_is_the_last_short_batch_of_a_fixed_step_sweep():
+    _, found = _variance("""
+    def sweep(x, bs, n, k):
+        for i in range(0, n, bs):
+            step(x[i:i + bs])
+        for i in range(0, n, bs):
+            end = min(i + bs, n)
+            step(x[i:end])
+        for i in range(0, n - bs + 1, bs):
+            step(x[i:i + bs])
+        for i in range(0, k * bs, bs):
+            step(x[i:i + bs])
+        for i in range(0, 96, 32):
+            step(x[i:i + 32])
+        for i in range(0, 100, 32):
+            step(x[i:i + 32])
+        for i in range(-(-n // bs)):
+            step(x[i * bs:(i + 1) * bs])
+        for i in range(n // bs):
+            step(x[i * bs:(i + 1) * bs])
+        for i in range(0, n, bs):
+            step(x[:i + bs])
+    """)
+    got = [v.ragged_batch(call.args[0], ctx) for v, call, ctx in found]
+    assert got == ["bs", "bs", None, None, None, "32", "bs", None, None]
+    # the growing prefix is churn, not a ragged batch
+    v, call, _ = found[-1]
+    assert v.argument_churns(call.args[0])
+
+
+def test_feeds_back_is_a_call_whose_result_the_loop_passes_it_again():
+    _, found = _variance("""
+    def loops(w, g, xs, n):
+        for _ in range(n):
+            w = step(w, g)
+        for _ in range(n):
+            state, metrics = step(state, g)
+        outs = []
+        for level in range(n):
+            outs.append(step(xs[level], g))
+        for level in range(n):
+            y = step(xs, level)
+    """)
+    assert [v.feeds_back(call) for v, call, _ in found] == [True, True, False, False]
+
+
 # --------------------------------------------------------------------------- limits
 
 

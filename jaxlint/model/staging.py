@@ -69,6 +69,29 @@ class Staging:
         self._memo[key] = result
         return result
 
+    def how_staged(self, f: Optional[FunctionInfo], depth: int = 0) -> str:
+        """How staged ``f`` comes to see abstract tracers, for messages: "under jax.jit", "under
+        jax.vmap", "in a jax.lax.fori_loop body", "when called from `step` under jax.jit"."""
+        if f is None or not self.staged(f):
+            return "when traced"
+        for cause in f.trace_causes:
+            if cause.kind == "jit":
+                return f"under {cause.name}"
+            if cause.kind == "lax":
+                return f"in a {cause.name} body"
+            if cause.kind == "transform" and cause.name not in CONCRETE_TRANSFORMS:
+                return f"under {cause.name}"
+        for cause in f.trace_causes:
+            if cause.kind == "caller" and self.staged(cause.caller):
+                inner = self.how_staged(cause.caller, depth + 1) if depth < 2 else "when traced"
+                if inner == "when traced":
+                    return f"when called from `{cause.caller.name}`, which is traced"
+                return f"when called from `{cause.caller.name}` {inner.removeprefix('when ')}"
+        for cause in f.trace_causes:
+            if cause.kind == "transform":
+                return f"under {cause.name} inside compiled code"
+        return "when traced"
+
     # -- parameters the model may wrongly count as tracers
 
     def _bound_by_partial(self) -> dict:
