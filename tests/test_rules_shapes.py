@@ -1294,6 +1294,55 @@ def test_runtime_jax304_prefix_slices_retrace_every_iteration():
     assert len(traces) == 6
 
 
+def test_runtime_jax304_ragged_last_batch_compiles_once_more():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    traces = []
+
+    @jax.jit
+    def energy(x):
+        traces.append(x.shape)
+        return jnp.sum(x ** 2)
+
+    x = jnp.arange(100.0)
+    for i in range(0, x.shape[0], 32):  # 32, 32, 32, then 4
+        energy(x[i:i + 32])
+    assert traces == [(32,), (4,)]  # twice, not once per iteration
+    for i in range(0, x.shape[0] - 32 + 1, 32):  # full batches only: no new compilation
+        energy(x[i:i + 32])
+    assert len(traces) == 2
+
+
+def test_runtime_jax302_none_defaults_partial_flags_and_psum_constants_are_static():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from functools import partial
+
+    @jax.jit
+    def f(x, mask=None, params=None):
+        if mask:  # None: fine under jit
+            x = x * mask
+        params = params or {}
+        return x + len(params)
+
+    def _g(x, *, exact=False):
+        if exact and x.sum() > 0:  # short-circuits: the traced test never runs
+            x = -x
+        return x
+
+    g = jax.jit(partial(_g, exact=False))
+
+    def h(x):
+        n = jax.lax.psum(1, "i")
+        return x + jnp.zeros(n).sum()  # a static size
+
+    assert float(f(jnp.ones(3)).sum()) == 3.0
+    assert float(g(jnp.ones(3)).sum()) == 3.0
+    assert jax.vmap(h, axis_name="i")(jnp.ones(4)).shape == (4,)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        f(jnp.ones(3), mask=jnp.array(True))  # the case JAX302 reports: a caller passes an array
+
+
 def test_runtime_jax305_python_loop_unrolls_into_the_program():
     jax = pytest.importorskip("jax")
 
