@@ -202,20 +202,28 @@ class HostConversionInTracedCode(Rule):
             qn = model.resolve(func, scope)
             values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
             values += [kw.value for kw in call.keywords]
-            what = None
+            what = error = None
             if qn in N.HOST_BUILTINS:
                 if values and model.is_jax(values[0], scope):
                     what = f"`{unparse(func)}()`"
+                    error = "TracerBoolConversionError" if qn == "builtins.bool" else "ConcretizationTypeError"
             elif qn is not None and (qn.startswith("numpy.") or qn.startswith("math.")):
                 if qn not in _SAFE_ON_TRACERS and not qn.startswith(("numpy.random.", "numpy.testing.")):
                     if any(model.is_jax(v, scope) for v in values):
                         what = f"`{unparse(func)}()`"
+                        error = "TracerArrayConversionError" if qn.startswith("numpy.") else "ConcretizationTypeError"
             elif isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
                 if model.is_jax(func.value, scope):
                     what = f"`.{func.attr}()`"
-            if what is not None:
-                yield self.finding(call, f"{what} on a tracer inside traced code fails or freezes a constant; "
-                                         "use jax.numpy, or make the argument static")
+                    error = "ConcretizationTypeError"
+            if what is None:
+                continue
+            if what == "`.item()`" and not model.staging.staged(f):  # autodiff alone: the value becomes a constant
+                yield self.finding(call, "`.item()` on a tracer under autodiff turns it into a constant, so no "
+                                         "gradient flows through it; keep it an array (use jax.numpy)")
+                continue
+            yield self.finding(call, f"{what} on a tracer raises {error} {model.staging.how_staged(f)}; use "
+                                     "jax.numpy and keep it an array, or make the argument static")
 
 
 RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode]

@@ -76,9 +76,10 @@ class DataDependentShape(Rule):
                     continue
                 parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
                 if any(model.is_mask(p, scope) and not staging.suspect(f, p, scope) for p in parts):
-                    yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a data-dependent "
-                                            "shape and fails under jit; use jnp.where(mask, x, fill) or a "
-                                            "masked reduction")
+                    yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a size that depends "
+                                            "on the data, so it raises NonConcreteBooleanIndexError "
+                                            f"{staging.how_staged(f)}; use jnp.where(mask, x, fill) or a masked "
+                                            "reduction")
             for call in f.calls:
                 scope = model.scope_at(call)
 
@@ -87,9 +88,12 @@ class DataDependentShape(Rule):
 
                 what = self._sized_call(model, call, scope, traced)
                 if what is not None and not model.in_size_is_none_branch(model.context(call)):
-                    yield self.finding(call, what)
+                    head, fix = what
+                    yield self.finding(call, f"{head} has a size that depends on the data, so it raises "
+                                             f"ConcretizationTypeError {staging.how_staged(f)}; {fix}")
 
-    def _sized_call(self, model: ModuleModel, call: ast.Call, scope: Scope, traced) -> Optional[str]:
+    def _sized_call(self, model: ModuleModel, call: ast.Call, scope: Scope, traced) -> Optional[tuple]:
+        """``(what, fix)`` for a call whose output size depends on traced data."""
         func = call.func
         qn = model.resolve(func, scope)
         has = {kw.arg for kw in call.keywords}
@@ -100,23 +104,20 @@ class DataDependentShape(Rule):
         if qn in _SIZE_FUNCS:
             if "size" in has or not any(traced(call_arg(call, i, None)) for i in _SIZE_FUNCS[qn]):
                 return None
-            return (f"`{unparse(func)}(...)` without `size=` has a data-dependent shape and fails under jit; "
-                    "pass size= (and fill_value=)")
+            return f"`{unparse(func)}(...)` without `size=`", "pass size= (and fill_value=)"
         if qn == "jax.numpy.where":
             if len(call.args) == 1 and not has & {"x", "y", "size"} and traced(call.args[0]):
-                return ("one-argument `jnp.where(cond)` without `size=` has a data-dependent shape and fails "
-                        "under jit; use jnp.where(cond, x, y) or pass size=")
+                return ("one-argument `jnp.where(cond)` without `size=`",
+                        "use jnp.where(cond, x, y) or pass size=")
             return None
         if qn == "jax.numpy.repeat":
             repeats = call_arg(call, 1, "repeats")
             if (repeats is not None and "total_repeat_length" not in has and traced(repeats)):
-                return ("`jnp.repeat` with traced `repeats` has a data-dependent shape and fails under jit; "
-                        "pass total_repeat_length=")
+                return "`jnp.repeat` with traced `repeats`", "pass total_repeat_length="
             return None
         if (qn is None and isinstance(func, ast.Attribute) and func.attr == "nonzero" and "size" not in has
                 and traced(func.value)):
-            return (f"`{unparse(func)}()` without `size=` has a data-dependent shape and fails under jit; "
-                    "pass size= (and fill_value=)")
+            return f"`{unparse(func)}()` without `size=`", "pass size= (and fill_value=)"
         return None
 
 
@@ -127,11 +128,16 @@ class TracedControlFlow(Rule):
     code = "JAX302"
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
-               "traced value inside jitted (or vmapped, or lax-body) code.")
+               "value known to be an array (the result of a JAX operation, a comparison or arithmetic with one, "
+               "an argument used as a number) inside jitted (or vmapped, or lax-body) code.")
     rationale = ("Inside `jax.jit` a value is an abstract tracer: Python cannot decide which branch to take, so "
                  "converting it to bool raises TracerBoolConversionError. Branch on device with "
                  "`jnp.where`/`jax.lax.cond`/`jax.lax.switch`, loop with `jax.lax.while_loop`, or make the value "
-                 "a static argument. Tests on shapes, dtypes, static arguments and `is None` are fine.")
+                 "a static argument. Tests on shapes, dtypes, static arguments and `is None` are fine, and so "
+                 "are tests of arguments that may be None, a container or an object (a pytree: `if "
+                 "dynamic_scale:`, `params or {}`), of parameters with a default no caller passes, of config "
+                 "values fixed with `functools.partial` before jit, and of flags that short-circuit (`flag and "
+                 "...` with `flag` fixed to False).")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -166,7 +172,7 @@ class TracedControlFlow(Rule):
             if culprit is not None:
                 kind, fix = _describe_if(node)
                 yield self.finding(test, f"{kind} on the traced value `{unparse(culprit, 30)}` raises "
-                                         f"TracerBoolConversionError under jit; {fix}")
+                                         f"TracerBoolConversionError {staging.how_staged(f)}; {fix}")
         for node in model.bool_nodes:
             if id(node) in covered:
                 continue
@@ -184,7 +190,7 @@ class TracedControlFlow(Rule):
                 op = "and" if isinstance(node.op, ast.And) else "or"
                 what, fix = f"`{op}`", f"use jnp.logical_{op} (or {'&' if op == 'and' else '|'}) or jnp.where"
             yield self.finding(node, f"{what} on the traced value `{unparse(culprit, 30)}` raises "
-                                     f"TracerBoolConversionError under jit; {fix}")
+                                     f"TracerBoolConversionError {staging.how_staged(f)}; {fix}")
 
     def _culprit(self, model: ModuleModel, staging, f: FunctionInfo, ctx, e: ast.AST, tested: bool):
         """The first operand that Python converts to bool and that is a tracer. ``tested``: the
@@ -192,15 +198,19 @@ class TracedControlFlow(Rule):
         of ``and``/``or``)."""
         if isinstance(e, ast.BoolOp):
             last = len(e.values) - 1
+            stops_at = isinstance(e.op, ast.Or)  # `or` stops at a true operand, `and` at a false one
             for i, v in enumerate(e.values):
                 found = self._culprit(model, staging, f, ctx, v, tested or i < last)
                 if found is not None:
                     return found
+                if i < last and staging.static_truth(f, v, ctx.scope) is stops_at:
+                    return None  # a flag fixed at every trace short-circuits: the rest never runs
             return None
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return self._culprit(model, staging, f, ctx, e.operand, True)
-        if (tested and model.truthy_tracer(e, ctx.scope) and not staging.suspect(f, e, ctx.scope)
-                and not staging.narrowed(ctx, e) and not model.reads_internal_helper(e, ctx.scope)):
+        if (tested and model.truthy_tracer(e, ctx.scope) and staging.array_valued(f, e, ctx.scope)
+                and not staging.suspect(f, e, ctx.scope) and not staging.narrowed(ctx, e)
+                and not model.reads_internal_helper(e, ctx.scope)):
             return e
         return None
 
@@ -297,8 +307,10 @@ class TracedShapeArgument(Rule):
                     bad = [p for p in parts if model.is_jax(p, scope) and not staging.suspect(f, p, scope)]
                     if bad:
                         yield self.finding(bad[0], f"size `{unparse(bad[0], 30)}` of `{unparse(call.func)}` is "
-                                                   "computed from a traced value; shapes must be static under jit: "
-                                                   "derive it from `.shape` or make it a static argument")
+                                                   "computed from a traced value, and shapes must be known when "
+                                                   f"tracing: this raises a TypeError or ConcretizationTypeError "
+                                                   f"{staging.how_staged(f)}; derive it from `.shape`, or make it a "
+                                                   "static argument (static_argnames=)")
                         break
 
     def _size_args(self, model: ModuleModel, call: ast.Call, scope: Scope) -> list:
@@ -325,11 +337,15 @@ class ShapeChurn(Rule):
     confirmed_by = "compiles"
     name = "shape-churn"
     summary = ("Finds calls, in a loop, of a jitted function with an argument sliced to a width that changes "
-               "every iteration (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the loop).")
+               "every iteration (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the loop), or "
+               "to batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`).")
     rationale = ("A jitted function is compiled once per input shape. Passing a slice whose length follows "
                  "the loop (a growing prefix, a ragged window) gives a new shape, and a new trace and XLA "
                  "compile, every iteration. Pad to a fixed length (or a few bucket sizes) and pass the valid "
-                 "length or a mask as an array.")
+                 "length or a mask as an array. A sweep in fixed-size batches compiles twice when the length "
+                 "is not a multiple of the batch size: once for the full batches, once more for the last, "
+                 "shorter one; pad it (with a mask) or drop it. Sweeps that stop at a multiple of the batch "
+                 "size, or that skip a short batch, are not reported.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -376,10 +392,17 @@ class ShapeChurn(Rule):
                     args.append(arg)
             args += [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in static_names]
             for arg in args:
-                if churn.argument_churns(arg):
-                    yield self.finding(arg, f"`{unparse(arg, 30)}` changes shape from one iteration to the next, so "
-                                            f"`{unparse(call.func)}` retraces and recompiles each time; pad to a "
-                                            "fixed size and pass the length or a mask")
+                size = churn.ragged_batch(arg, ctx)
+                if size is not None:
+                    yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the length "
+                                            f"is a multiple of `{size}`, so `{unparse(call.func)}` compiles once more "
+                                            "for the last, shorter batch; pad it to the full batch size (and mask "
+                                            "the padding) or drop it")
+                elif churn.argument_churns(arg):
+                    yield self.finding(arg, f"`{unparse(arg, 30)}` has a new shape in every iteration, so "
+                                            f"`{unparse(call.func)}` is traced and compiled again in every iteration; "
+                                            "pad to a fixed size (or a few bucket sizes) and pass the length or a "
+                                            "mask")
 
 
 # --------------------------------------------------------------------------- JAX305
@@ -392,7 +415,7 @@ class UnrolledLoopInTracedCode(Rule):
     confirmed_by = "unroll"
     name = "unrolled-loop-in-traced-code"
     summary = ("Finds Python `for` loops inside traced code that run at least 100 times (a literal or "
-               "module-constant `range`) or that call a jitted step function every iteration.")
+               "module-constant `range`) or that feed a jitted step function its own result every iteration.")
     rationale = ("Tracing runs the Python loop and records every iteration: `for _ in range(1000)` inside jit "
                  "becomes a program with a thousand copies of the body, which takes minutes to compile and "
                  "grows the executable. `jax.lax.fori_loop` or `jax.lax.scan` record the body once and compile "
@@ -421,17 +444,23 @@ class UnrolledLoopInTracedCode(Rule):
             return jax.lax.fori_loop(0, 1000, step, (x, v))
     """
 
+    opt_in_cases = ("A Python loop of unknown length in traced code that calls a jitted function without feeding "
+                    "it its own result (a sweep over a few settings, each traced on purpose): the unroll costs "
+                    "as much as the loop is long, which the code does not show.")
+
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         staging = model.staging
         for f in staging.functions():
             if not f.loops:
                 continue
             for loop in f.loops:
-                msg = self._unrolled(model, loop, f)
-                if msg is not None:
-                    yield self.finding(loop.node, msg)
+                found = self._unrolled(model, loop, f)
+                if found is not None:
+                    msg, opt_in = found
+                    yield self.finding(loop.node, msg, opt_in=opt_in)
 
-    def _unrolled(self, model: ModuleModel, loop: Loop, f: FunctionInfo) -> Optional[str]:
+    def _unrolled(self, model: ModuleModel, loop: Loop, f: FunctionInfo) -> Optional[tuple]:
+        """``(message, opt-in reason or None)`` for a loop that tracing unrolls at a cost."""
         if loop.kind != "for" or loop.bounded:
             return None
         node = loop.node
@@ -448,8 +477,9 @@ class UnrolledLoopInTracedCode(Rule):
             except (TypeError, ValueError, OverflowError):
                 return None
             if trips >= UNROLL_TRIPS and model.traces_jax_ops(loop, f):
-                return (f"Python `for` loop of {trips} iterations in traced code is unrolled into {trips} copies "
-                        "of its body, which compile slowly; use jax.lax.fori_loop or jax.lax.scan")
+                return (f"Python `for` loop of {trips} iterations in traced code is unrolled: the compiled program "
+                        f"holds {trips} copies of its body, so compiling it is slow; use jax.lax.fori_loop or "
+                        "jax.lax.scan", None)
             return None
         if any(model.rank_derived(a, scope) for a in rng.args):
             return None  # a loop over the axes of an array: a handful of iterations
@@ -459,10 +489,18 @@ class UnrolledLoopInTracedCode(Rule):
             if qn is not None and qn.split(".")[0] in ("jax", "flax", "equinox", "optax", "haiku"):
                 continue  # library functions jit themselves; they are not the user's step function
             wrap = model.callable_info(call.func, call_scope)
-            if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
-                return (f"Python `for` loop in traced code calls the jitted `{unparse(call.func)}` every "
-                        "iteration, unrolling one copy per step into the program; use jax.lax.fori_loop or "
-                        "jax.lax.scan")
+            if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
+                continue
+            name = unparse(call.func)
+            if model.shape_variance(call_scope, (loop,)).feeds_back(call):
+                # each iteration continues from the last: an iterative algorithm, as long as its step count
+                return (f"Python `for` loop in traced code feeds the jitted `{name}` its own result every "
+                        f"iteration: tracing inlines one copy of `{name}` per iteration, so the program grows "
+                        "with the step count and compiles slowly; use jax.lax.fori_loop or jax.lax.scan", None)
+            return (f"Python `for` loop of unknown length in traced code calls the jitted `{name}` every "
+                    f"iteration: tracing inlines one copy of `{name}` per iteration; if the loop is long, use "
+                    "jax.lax.fori_loop, jax.lax.scan or jax.vmap",
+                    "the loop's length is unknown and no state is carried through the call")
         return None
 
 

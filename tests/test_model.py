@@ -189,6 +189,49 @@ def test_partial_jit_with_static_argnums_and_argnames():
     assert several.tracer_params == {"x"}
 
 
+def test_parameters_bound_by_partial_inside_jit_or_pmap_are_not_tracers():
+    # jax.jit(partial(f, config=c)) compiles a function of the remaining parameters only: the
+    # bound ones are Python values closed over, and neither they nor what is computed from them
+    # in a callee are tracers.
+    _, m = build("""
+    import functools
+    import jax
+
+    def helper(batch, flag):
+        return batch
+
+    def step(state, batch, config, debug=False):
+        return helper(batch, config.get("flag"))
+
+    def init(model, config, key):
+        return key
+
+    def run(config, model, key):
+        fast = jax.pmap(functools.partial(step, config=config, debug=True), axis_name="b")
+        bound = functools.partial(init, model, config)
+        state = jax.jit(bound)(key)
+        return fast, state
+    """)
+    step = func(m, "step")
+    assert step.tracer_params == {"state", "batch"}
+    assert func(m, "helper").tracer_params == {"batch"}
+    assert func(m, "init").tracer_params == {"key"}
+
+
+def test_a_parameter_bound_by_partial_at_one_jit_but_passed_at_another_is_a_tracer():
+    _, m = build("""
+    from functools import partial
+    import jax
+
+    def f(x, n):
+        return x * n
+
+    a = jax.jit(partial(f, n=3))
+    b = jax.jit(f)
+    """)
+    assert func(m, "f").tracer_params == {"x", "n"}
+
+
 def test_equinox_and_flax_nnx_jit():
     _, m = build("""
     import equinox as eqx
@@ -602,6 +645,248 @@ def test_is_jax_without_explicit_scope():
     """)
     (arg,) = call_to(tree, "sink").args
     assert m.is_jax(arg)
+
+
+def test_psum_of_a_python_constant_is_a_static_int():
+    # jax.lax.psum folds a non-tracer operand at trace time: psum(1, axis) is the axis size, an int
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def body(x):
+        n = jax.lax.psum(1, axis_name="i")
+        total = jax.lax.psum(x, "i")
+        return sink(n, total, jax.lax.psum(n * 2, "i"))
+
+    f = jax.vmap(body, axis_name="i")
+    """)
+    call = call_to(tree, "sink")
+    assert [m.is_jax(a, m.scope_at(call)) for a in call.args] == [False, True, False]
+
+
+# --------------------------------------------------------------------------- value kinds under staging
+
+
+def _kinds(src: str, fname: str = "f") -> list:
+    tree, m = build(src)
+    call = call_to(tree, "sink")
+    f = m.function_at(call)
+    assert f is not None and f.name == fname and m.staging.staged(f)
+    return [m.staging.array_valued(f, a, m.scope_at(call)) for a in call.args]
+
+
+def test_array_valued_results_of_jax_operations_comparisons_and_arithmetic():
+    assert _kinds("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, y, training):
+        s = jnp.sum(x)
+        k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+        return sink(s, s > 0, x.mean(), y * 2.0, -s, k1, training, x.T, s if training else x)
+    """) == [True] * 9
+
+
+def test_array_valued_is_not_any_traced_parameter():
+    # None defaults, containers, objects and Python values are legal jit arguments
+    assert _kinds("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, scale, opt, cfg, fn, mode, kw, flag=False, mask=None):
+        if opt is not None:
+            x = x + 1
+        a = cfg["lr"]
+        b = scale.value_and_grad
+        c = fn(x)
+        d = mode == "train"
+        e = helper(**kw)
+        return sink(flag, mask, opt, cfg, scale, fn, mode, kw, state_field(x), x.shape[0])
+
+    def state_field(x):
+        return x
+    """) == [False, False, False, False, False, False, False, False, True, False]
+
+
+def test_array_valued_elements_and_fields_of_traced_arguments():
+    # an element unpacked or indexed out of a traced argument is a leaf unless used otherwise; a
+    # field read off one is only known to be an array when used as a number (it may be None, an
+    # object or static aux data)
+    assert _kinds("""
+    import jax
+    from flax import struct
+
+    class State(struct.PyTreeNode):
+        step: int
+        warmup: int = struct.field(pytree_node=False)
+
+    def body(carry):
+        x, err = carry
+        state, opts = x
+        return sink(err, err > 1.0, state.step, state.step > 0, state.step % 10 == 0,
+                    state.warmup > 0, carry[0]["k"] > 0, opts)
+
+    def f(x0):
+        return jax.lax.while_loop(lambda c: True, body, x0)
+    """, "body") == [True, True, False, True, True, False, True, True]
+
+
+def test_array_valued_through_staged_callers():
+    # a helper's defaulted parameter is known only where a staged caller passes it an array
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def helper(x, mask=None, flag=False, n=3):
+        return sink(mask, flag, n)
+
+    @jax.jit
+    def f(x, y):
+        return helper(x, mask=x > 0, flag=y.flag, n=y.n)
+    """)
+    call = call_to(tree, "sink")
+    helper = m.function_at(call)
+    got = [m.staging.array_valued(helper, a, m.scope_at(call)) for a in call.args]
+    assert got == [True, False, False]
+
+
+def test_static_truth_of_flags_fixed_at_every_trace():
+    tree, m = build("""
+    from functools import partial
+    import jax
+
+    def _impl(x, *, resid=False, check=True, mode="a"):
+        return sink(resid, not resid, check, mode, x, True)
+
+    fast = jax.jit(partial(_impl, resid=False, mode="a"))
+
+    @partial(jax.jit, static_argnames=("flag",))
+    def g(x, flag):
+        return sink2(flag)
+
+    def h(x, *, flag=False):
+        return sink3(flag)
+
+    @jax.jit
+    def caller(x):
+        return h(x) + h(x, flag=False)
+
+    @jax.jit
+    def caller2(x):
+        return _impl2(x, True) + _impl2(x, False)
+
+    def _impl2(x, verbose):
+        return sink4(verbose)
+    """)
+    st = m.staging
+
+    def truths(name):
+        call = call_to(tree, name)
+        f = m.function_at(call)
+        return [st.static_truth(f, a, m.scope_at(call)) for a in call.args]
+
+    # check is not bound by the partial: the jit's caller may pass it
+    assert truths("sink") == [False, True, None, True, None, True]
+    assert truths("sink2") == [None]  # static, but each call may pass another value
+    assert truths("sink3") == [False]  # every staged caller leaves the default or passes False
+    assert truths("sink4") == [None]  # callers pass different values
+
+
+def test_how_staged_names_the_transform_or_the_caller():
+    _, m = build("""
+    import jax
+
+    @jax.jit
+    def step(x):
+        return helper(x)
+
+    def helper(x):
+        return inner(x)
+
+    def inner(x):
+        return x
+
+    def body(i, x):
+        return x
+
+    def run(x):
+        return jax.lax.fori_loop(0, 3, body, x), jax.vmap(inner2)(x)
+
+    def inner2(x):
+        return x
+
+    def eager(x):
+        return x
+
+    g = jax.grad(eager)
+    """)
+    st = m.staging
+    assert st.how_staged(func(m, "step")) == "under jax.jit"
+    assert st.how_staged(func(m, "helper")) == "when called from `step` under jax.jit"
+    assert st.how_staged(func(m, "inner")) == "when called from `helper` called from `step` under jax.jit"
+    assert st.how_staged(func(m, "body")) == "in a jax.lax.fori_loop body"
+    assert st.how_staged(func(m, "inner2")) == "under jax.vmap"
+    assert st.how_staged(func(m, "eager")) == "when traced"  # autodiff alone is not staged
+
+
+def _variance(src: str, callee: str = "step"):
+    """(model, ShapeVariance around the calls of ``callee``, those calls' first arguments, contexts)."""
+    tree, m = build(src)
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == callee),
+                   key=lambda c: c.lineno)
+    out = []
+    for call in calls:
+        ctx = m.context(call)
+        out.append((m.shape_variance(ctx.scope, ctx.loops), call, ctx))
+    return m, out
+
+
+def test_ragged_batch_is_the_last_short_batch_of_a_fixed_step_sweep():
+    _, found = _variance("""
+    def sweep(x, bs, n, k):
+        for i in range(0, n, bs):
+            step(x[i:i + bs])
+        for i in range(0, n, bs):
+            end = min(i + bs, n)
+            step(x[i:end])
+        for i in range(0, n - bs + 1, bs):
+            step(x[i:i + bs])
+        for i in range(0, k * bs, bs):
+            step(x[i:i + bs])
+        for i in range(0, 96, 32):
+            step(x[i:i + 32])
+        for i in range(0, 100, 32):
+            step(x[i:i + 32])
+        for i in range(-(-n // bs)):
+            step(x[i * bs:(i + 1) * bs])
+        for i in range(n // bs):
+            step(x[i * bs:(i + 1) * bs])
+        for i in range(0, n, bs):
+            step(x[:i + bs])
+    """)
+    got = [v.ragged_batch(call.args[0], ctx) for v, call, ctx in found]
+    assert got == ["bs", "bs", None, None, None, "32", "bs", None, None]
+    # the growing prefix is churn, not a ragged batch
+    v, call, _ = found[-1]
+    assert v.argument_churns(call.args[0])
+
+
+def test_feeds_back_is_a_call_whose_result_the_loop_passes_it_again():
+    _, found = _variance("""
+    def loops(w, g, xs, n):
+        for _ in range(n):
+            w = step(w, g)
+        for _ in range(n):
+            state, metrics = step(state, g)
+        outs = []
+        for level in range(n):
+            outs.append(step(xs[level], g))
+        for level in range(n):
+            y = step(xs, level)
+    """)
+    assert [v.feeds_back(call) for v, call, _ in found] == [True, True, False, False]
 
 
 # --------------------------------------------------------------------------- limits

@@ -700,3 +700,61 @@ def test_jax203_untraced_code_is_not_reported():
         pred = predict(w, x)
         return float(np.mean(np.asarray(pred) == y)), int(jnp.argmax(pred))
     """) == []
+
+
+def test_jax203_config_bound_by_partial_before_jit_is_not_reported():
+    # The config and the flags functools.partial fixes before jax.jit/pmap are Python values
+    # closed over; shapes and sizes built from them, and from .shape, are static.
+    assert findings("""
+    import functools
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def init_state(model, config, key):
+        shape = (config.batch_size, config.max_len)
+        return model.init(key, np.ones(shape, dtype=jnp.int32))
+
+    def train_step(state, batch, config):
+        n_tokens = batch.shape[-1]
+        k = int(config.model.get("keep_ratio", 0.5) * n_tokens)
+        return jax.lax.top_k(batch, k)
+
+    def setup(model, config, key):
+        state = jax.jit(functools.partial(init_state, model, config))(key)
+        step = jax.pmap(functools.partial(train_step, config=config), axis_name="batch")
+        return state, step
+    """, "JAX203") == []
+
+
+def test_jax203_messages_name_the_error_and_where_it_is_traced():
+    from ruletools import messages
+
+    msgs = messages("""
+    import math
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def f(x):
+        a = float(x.sum())
+        b = np.sqrt(x)
+        c = bool(x.any())
+        return helper(x) + a + b + c
+
+    def helper(y):
+        return math.exp(y.mean())
+
+    def loss(w):
+        return w.sum().item() * w
+
+    g = jax.grad(loss)
+    """, "JAX203")
+    assert len(msgs) == 5
+    a, b, c, d, e = msgs
+    assert "raises ConcretizationTypeError under jax.jit" in a
+    assert "raises TracerArrayConversionError under jax.jit" in b
+    assert "raises TracerBoolConversionError under jax.jit" in c
+    assert "raises ConcretizationTypeError when called from `f` under jax.jit" in d
+    assert "turns it into a constant, so no gradient flows through it" in e

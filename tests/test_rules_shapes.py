@@ -15,7 +15,7 @@ import pytest
 from jaxlint.engine import check_source
 from jaxlint_rules.shapes import (DataDependentShape, ShapeChurn, TracedControlFlow, TracedShapeArgument,
                                   UnrolledLoopInTracedCode)
-from ruletools import assert_marked, findings
+from ruletools import assert_marked, findings, line_of, messages
 
 RULES = [DataDependentShape, TracedControlFlow, TracedShapeArgument, ShapeChurn, UnrolledLoopInTracedCode]
 
@@ -249,6 +249,60 @@ _JAX302_POSITIVE = [
 ]
 
 
+# Values known to be arrays: still reported even where a parameter has a default, is fixed by a
+# partial, or is a field of a pytree.
+_JAX302_POSITIVE += [
+    # an Optional parameter that a staged caller does pass an array
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def masked(x, mask=None):
+        if mask:  # expect: JAX302
+            x = x * mask
+        return x
+
+    @jax.jit
+    def step(x):
+        return masked(x, mask=jnp.ones_like(x) > 0)
+    """,
+    # a flag fixed to True by a partial does not short-circuit `and`; a static flag may be True
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    def _solve(x, *, check=False):
+        if check and x.sum() < 0:  # expect: JAX302
+            x = -x
+        return x
+
+    solve = jax.jit(partial(_solve, check=True))
+
+    @partial(jax.jit, static_argnames=("strict",))
+    def clipped(x, strict):
+        if strict and jnp.max(x) > 1:  # expect: JAX302
+            x = jnp.clip(x, 0, 1)
+        return x
+    """,
+    # elements and fields of a traced argument used as numbers; arithmetic with a number
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def train_step(state, batch):
+        if batch["mask"][0] > 0:  # expect: JAX302
+            state = state.replace(step=state.step + 1)
+        if state.step % 100 == 0:  # expect: JAX302
+            state = state.replace(lr=state.lr * 0.5)
+        if state.lr * 2:  # expect: JAX302
+            pass
+        return state
+    """,
+]
+
+
 @pytest.mark.parametrize("src", _JAX302_POSITIVE)
 def test_jax302_reported(src):
     assert_marked(src)
@@ -373,6 +427,121 @@ _JAX302_NEGATIVE = [
 ]
 
 
+# Values that are not known to be arrays: None guards, containers, objects, config flags fixed
+# before jit, fields that may be static, flags that short-circuit.
+_JAX302_NEGATIVE += [
+    # Optional parameters, a dict fallback, tuple-or-None, a bool default no caller passes
+    """
+    from typing import Optional
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def prefill(params, tokens, existing_prefix: Optional[jax.Array] = None, padding=None,
+                softmax_logits: bool = False):
+        if existing_prefix:
+            raise ValueError("prefixes are not supported")
+        if padding:
+            tokens = jnp.pad(tokens, padding)
+        logits = tokens @ params["w"]
+        if softmax_logits:
+            logits = jax.nn.softmax(logits)
+        return logits
+
+    @jax.jit
+    def apply(x, variables):
+        variables = variables or {}
+        return x + sum(variables.values())
+    """,
+    # an optional object used as one; a field of the state, and one declared static
+    """
+    import jax
+    import jax.numpy as jnp
+    from flax import struct
+
+    class State(struct.PyTreeNode):
+        params: dict
+        apply_fn: object = struct.field(pytree_node=False)
+        warmup: int = struct.field(pytree_node=False)
+
+    @jax.jit
+    def train_step(state, batch, dynamic_scale):
+        if dynamic_scale:
+            grad_fn = dynamic_scale.value_and_grad(lambda p: jnp.sum(p["w"] * batch))
+        if state.dynamic_scale:
+            batch = batch * 2
+        if state.warmup > 0:
+            batch = batch * 0.5
+        return state.apply_fn(state.params, batch)
+    """,
+    # config values from a config bound with functools.partial before pmap, passed to helpers
+    """
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    def mixup(batch, alpha, mixmod=False):
+        if mixmod:
+            return batch * alpha
+        return batch
+
+    def targets(batch, config):
+        kind = config.masked_feature_loss.target
+        if kind == FeatureTargets.RGB:
+            return batch
+        elif kind == "spectrogram":
+            return -batch
+        return batch
+
+    def train_step(state, batch, config, debug=False):
+        batch = mixup(batch, 0.2, mixmod=config.get("mixmod", False))
+        return state, targets(batch, config)
+
+    def train(config, state, batches):
+        step = jax.pmap(functools.partial(train_step, config=config, debug=config.debug), axis_name="b")
+        for batch in batches:
+            state, _ = step(state, batch)
+        return state
+    """,
+    # a parameter compared with an enum member or a string is a Python value (jit would reject an
+    # enum argument); an isinstance test on it
+    """
+    import enum
+    import jax
+    import jax.numpy as jnp
+
+    class Mode(enum.Enum):
+        TRAIN = 1
+        EVAL = 2
+
+    @jax.jit
+    def forward(x, mode, kind):
+        if mode == Mode.TRAIN:
+            x = x * 0.5
+        if kind in ("relu", "gelu"):
+            x = jax.nn.relu(x)
+        return x
+    """,
+    # a flag fixed to False by the only jit that compiles the function short-circuits `and`
+    """
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    def _lstsq(a, b, *, numpy_resid=False):
+        x = jnp.linalg.pinv(a) @ b
+        rank = jnp.linalg.matrix_rank(a)
+        if numpy_resid and (rank < a.shape[1]):
+            return x, jnp.asarray([])
+        if not numpy_resid or rank < a.shape[1]:
+            return x, jnp.sum((a @ x - b) ** 2)
+        return x, None
+
+    _jit_lstsq = jax.jit(partial(_lstsq, numpy_resid=False))
+    """,
+]
+
+
 @pytest.mark.parametrize("src", _JAX302_NEGATIVE)
 def test_jax302_near_miss_not_reported(src):
     assert_quiet(src)
@@ -487,6 +656,21 @@ _JAX303_POSITIVE = [
 ]
 
 
+_JAX303_POSITIVE += [
+    # psum of a traced value is a tracer
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def collective(x):
+        total = jax.lax.psum(x.sum().astype(int), axis_name="i")
+        return jnp.zeros(total)  # expect: JAX303
+
+    batched = jax.vmap(collective, axis_name="i")
+    """,
+]
+
+
 @pytest.mark.parametrize("src", _JAX303_POSITIVE)
 def test_jax303_reported(src):
     assert_marked(src)
@@ -540,6 +724,29 @@ _JAX303_NEGATIVE = [
 
     def run(xs):
         return jax.vmap(embed, in_axes=(0, None))(xs, 3), TABLE.reshape(3, 4)
+    """,
+]
+
+
+_JAX303_NEGATIVE += [
+    # psum of a Python constant is the axis size, a static int; sizes closed over from eager code
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def collective(x):
+        axis_size = jax.lax.psum(1, axis_name="i")
+        return jnp.zeros((x.shape[0] * axis_size, 2)) + jnp.arange(axis_size).sum()
+
+    batched = jax.vmap(collective, axis_name="i")
+
+    def make(xs, n_steps):
+        width = int(xs.max())
+
+        @jax.jit
+        def run(x):
+            return jnp.zeros(width) + x
+        return run
     """,
 ]
 
@@ -686,6 +893,98 @@ _JAX304_NEGATIVE = [
 @pytest.mark.parametrize("src", _JAX304_NEGATIVE)
 def test_jax304_near_miss_not_reported(src):
     assert findings(src, "JAX304") == []
+
+
+# A sweep in fixed-size batches whose last batch is shorter compiles twice, not once per
+# iteration: reported with its own message wherever the length need not be a multiple.
+_JAX304_RAGGED = _STEP + """
+    import math
+
+    def sweep(x, bs):
+        n = x.shape[0]
+        for i in range(0, n, bs):
+            step(x[i:i + bs])  # expect: JAX304
+        for i in range(0, len(x), bs):
+            end = min(i + bs, n)
+            step(x[i:end])  # expect: JAX304
+        for start in range(0, n, 32):
+            batch = x[start:min(n, start + 32)]
+            step(batch)  # expect: JAX304
+        for i in range(math.ceil(n / bs)):
+            step(x[i * bs:(i + 1) * bs])  # expect: JAX304
+        for i in range((n + bs - 1) // bs):
+            step(x[:, i * bs:(i + 1) * bs])  # expect: JAX304
+        for b, i in enumerate(range(0, n, bs)):
+            step(x[i:i + bs])  # expect: JAX304
+        for i in reversed(range(0, n, bs)):
+            step(x[i:i + bs])  # expect: JAX304
+"""
+
+
+def test_jax304_ragged_last_batch_reported_as_one_extra_compilation():
+    assert_marked(_JAX304_RAGGED)
+    for msg in messages(_JAX304_RAGGED, "JAX304"):
+        assert "compiles once more for the last, shorter batch" in msg, msg
+        assert "pad it" in msg and "drop it" in msg, msg
+        assert "every iteration" not in msg, msg
+    assert "multiple of `32`" in messages(_JAX304_RAGGED, "JAX304")[2]
+
+
+_JAX304_FULL_BATCHES = [
+    # every batch is full: the sweep stops at a multiple of the batch size, a batch short of the
+    # end, or the count of full batches; literal bounds that divide
+    _STEP + """
+    def sweep(x, bs, k):
+        n = x.shape[0]
+        for i in range(0, n - bs + 1, bs):
+            step(x[i:i + bs])
+        for i in range(0, (n // bs) * bs, bs):
+            step(x[i:i + bs])
+        for i in range(0, k * bs, bs):
+            step(x[i:i + bs])
+        for i in range(n // bs):
+            step(x[i * bs:(i + 1) * bs])
+        for i in range(0, 4096, 32):
+            step(x[i:i + 32])
+    """,
+    # the loop drops the short batch
+    _STEP + """
+    def sweep(x, bs):
+        for i in range(0, len(x), bs):
+            batch = x[i:i + bs]
+            if len(batch) < bs:
+                break
+            step(batch)
+        for i in range(0, len(x), bs):
+            batch = x[i:i + bs]
+            if batch.shape[0] == bs:
+                step(batch)
+    """,
+    # not a batch sweep: a window of a fixed size at offsets from a list
+    _STEP + """
+    def sweep(x, bs, offsets):
+        for i in offsets:
+            step(x[i:i + bs])
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX304_FULL_BATCHES)
+def test_jax304_full_batches_not_reported(src):
+    assert findings(src, "JAX304") == []
+
+
+def test_jax304_churn_message_says_every_iteration():
+    src = _STEP + """
+    def prefixes(x):
+        for i in range(1, x.shape[0]):
+            step(x[:i])
+        for i in range(0, x.shape[0], 8):
+            step(x[:i + 8])
+    """
+    msgs = messages(src, "JAX304")
+    assert len(msgs) == 2
+    assert all("traced and compiled again in every iteration" in m for m in msgs)
 
 
 def test_jax304_reports_the_argument():
@@ -866,6 +1165,61 @@ def test_jax305_near_miss_not_reported(src):
     assert_quiet(src)
 
 
+_JAX305_SWEEP = """
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def solve(y0, dt):
+        return y0 * dt
+
+    @eqx.filter_jit
+    def strong_order(y0, levels, dts):
+        lo, hi = levels
+        errs = []
+        for level in range(lo, hi + 1):
+            errs.append(solve(y0, dts[level]))
+        for state in range(hi):
+            y0, err = carried(y0, dts[state])
+        return jnp.stack(errs), y0
+
+    @jax.jit
+    def carried(y, dt):
+        return y - dt, dt
+"""
+
+
+def test_jax305_loop_of_unknown_length_reported_by_default_only_when_it_carries_state():
+    # A sweep over a few settings (each traced on purpose) calls the jitted function without
+    # feeding it its own result: its length is unknown, so the finding is opt-in; the loop that
+    # continues from the last call's result is an iteration, reported.
+    got = check_source(textwrap.dedent(_JAX305_SWEEP), "t.py", [UnrolledLoopInTracedCode()]).findings
+    by_line = {f.line: f for f in got}
+    sweep_line = line_of(_JAX305_SWEEP, "for level in")
+    carried_line = line_of(_JAX305_SWEEP, "for state in")
+    assert sorted(by_line) == [sweep_line, carried_line]
+    sweep, carried = by_line[sweep_line], by_line[carried_line]
+    assert sweep.opt_in and "unknown" in sweep.opt_in
+    assert "of unknown length" in sweep.message and "`solve`" in sweep.message
+    assert carried.opt_in is None and "feeds the jitted `carried` its own result" in carried.message
+    assert UnrolledLoopInTracedCode.opt_in_cases
+
+
+def test_jax305_messages_state_the_unrolled_copies():
+    src = """
+    import jax
+
+    @jax.jit
+    def f(x):
+        for _ in range(500):
+            x = x * 0.5
+        return x
+    """
+    (msg,) = messages(src, "JAX305")
+    assert "500 copies of its body" in msg and "jax.lax.fori_loop" in msg
+
+
 # --------------------------------------------------------------------------- runtime truth (under JAX)
 
 
@@ -938,6 +1292,55 @@ def test_runtime_jax304_prefix_slices_retrace_every_iteration():
     for i in range(0, 3):
         energy(x[i:i + 7])  # fixed width: one more trace, then cache hits
     assert len(traces) == 6
+
+
+def test_runtime_jax304_ragged_last_batch_compiles_once_more():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    traces = []
+
+    @jax.jit
+    def energy(x):
+        traces.append(x.shape)
+        return jnp.sum(x ** 2)
+
+    x = jnp.arange(100.0)
+    for i in range(0, x.shape[0], 32):  # 32, 32, 32, then 4
+        energy(x[i:i + 32])
+    assert traces == [(32,), (4,)]  # twice, not once per iteration
+    for i in range(0, x.shape[0] - 32 + 1, 32):  # full batches only: no new compilation
+        energy(x[i:i + 32])
+    assert len(traces) == 2
+
+
+def test_runtime_jax302_none_defaults_partial_flags_and_psum_constants_are_static():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from functools import partial
+
+    @jax.jit
+    def f(x, mask=None, params=None):
+        if mask:  # None: fine under jit
+            x = x * mask
+        params = params or {}
+        return x + len(params)
+
+    def _g(x, *, exact=False):
+        if exact and x.sum() > 0:  # short-circuits: the traced test never runs
+            x = -x
+        return x
+
+    g = jax.jit(partial(_g, exact=False))
+
+    def h(x):
+        n = jax.lax.psum(1, "i")
+        return x + jnp.zeros(n).sum()  # a static size
+
+    assert float(f(jnp.ones(3)).sum()) == 3.0
+    assert float(g(jnp.ones(3)).sum()) == 3.0
+    assert jax.vmap(h, axis_name="i")(jnp.ones(4)).shape == (4,)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        f(jnp.ones(3), mask=jnp.array(True))  # the case JAX302 reports: a caller passes an array
 
 
 def test_runtime_jax305_python_loop_unrolls_into_the_program():

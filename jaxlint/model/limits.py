@@ -28,6 +28,7 @@ MASK_CHAIN = 8  # is_mask(): boolean arrays through ``~``, ``&``, ``|`` and name
 CONST_CHAIN = 6  # const_int(): int constants through names and arithmetic
 SITE_CHAIN = 6  # staging: where the callable made by a transform call runs (``g = jax.grad(f)`` ...)
 VARIANCE_CHAIN = 6  # shape variance: names recomputed in the loop from names recomputed in the loop
+KIND_CHAIN = 10  # staging.array_valued(): known arrays through names, calls, operators and callers
 
 # -- horizons (precision choices)
 TRACER_SOURCE_HORIZON = 4  # staging.suspect(): assignments followed back to a parameter

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
 from . import limits as L
-from .records import FunctionInfo, Scope
-from .syntax import call_arg
+from .records import FunctionInfo, Scope, _element
+from .syntax import _contains, _pos, at_update, call_arg
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -68,6 +68,29 @@ class Staging:
                 break
         self._memo[key] = result
         return result
+
+    def how_staged(self, f: Optional[FunctionInfo], depth: int = 0) -> str:
+        """How staged ``f`` comes to see abstract tracers, for messages: "under jax.jit", "under
+        jax.vmap", "in a jax.lax.fori_loop body", "when called from `step` under jax.jit"."""
+        if f is None or not self.staged(f):
+            return "when traced"
+        for cause in f.trace_causes:
+            if cause.kind == "jit":
+                return f"under {cause.name}"
+            if cause.kind == "lax":
+                return f"in a {cause.name} body"
+            if cause.kind == "transform" and cause.name not in CONCRETE_TRANSFORMS:
+                return f"under {cause.name}"
+        for cause in f.trace_causes:
+            if cause.kind == "caller" and self.staged(cause.caller):
+                inner = self.how_staged(cause.caller, depth + 1) if depth < 2 else "when traced"
+                if inner == "when traced":
+                    return f"when called from `{cause.caller.name}`, which is traced"
+                return f"when called from `{cause.caller.name}` {inner.removeprefix('when ')}"
+        for cause in f.trace_causes:
+            if cause.kind == "transform":
+                return f"under {cause.name} inside compiled code"
+        return "when traced"
 
     # -- parameters the model may wrongly count as tracers
 
@@ -169,6 +192,324 @@ class Staging:
                     return True
         return False
 
+    # -- value kinds under staging: known arrays, static constants
+
+    def array_valued(self, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> bool:
+        """Whether ``expr`` (in staged ``f``) is known to be an array, so a tracer: the result of a
+        JAX operation or of a compiled function, a comparison or arithmetic with one, a traced
+        input compared with a number, or a traced input (a parameter, an element unpacked from
+        one) that nothing shows to be anything else.
+
+        Not known: what the model counts as a JAX value only because it is (part of) a traced
+        argument, where that argument may as well be None, a container, an object or static
+        data, all legal under jit: a parameter with a default that the callers need not pass, one
+        tested ``is None``, indexed with a string, read an attribute arrays do not have, called,
+        or compared with a string or an enum member; a field read off a traced input
+        (``state.dynamic_scale``), which may be None or static aux data (``pytree_node=False``)."""
+        return self._array(expr, scope, 0)
+
+    def _array(self, e: ast.AST, scope: Scope, depth: int) -> bool:
+        m = self.m
+        if e is None or depth > L.KIND_CHAIN or not m.work.spend() or not m.is_jax(e, scope):
+            return False
+        key = ("array", id(e))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = False  # cycle guard
+        result = self._array_uncached(e, scope, depth + 1)
+        self._memo[key] = result
+        return result
+
+    def _array_uncached(self, e: ast.AST, scope: Scope, d: int) -> bool:
+        t = type(e)
+        if t is ast.Name:
+            return self._name_array(e, scope, d)
+        if t is ast.Call:
+            return self._call_array(e, scope, d)
+        if t is ast.Attribute:
+            return e.attr in _ARRAY_ATTRS and self._array(e.value, scope, d)
+        if t is ast.Subscript:
+            return self._array(e.value, scope, d)
+        if t is ast.BinOp:
+            if self._array(e.left, scope, d) or self._array(e.right, scope, d):
+                return True
+            # arithmetic of a traced input with a number is a number: a tracer
+            return ((_number(e.right) and self._input(e.left, scope, d))
+                    or (_number(e.left) and self._input(e.right, scope, d)))
+        if t is ast.UnaryOp:
+            return self._array(e.operand, scope, d)
+        if t is ast.Compare:
+            operands = [e.left, *e.comparators]
+            if any(self._array(x, scope, d) for x in operands):
+                return True
+            # an element of a traced argument compared with a number is a number: a tracer
+            numeric = any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in e.ops) or any(
+                _number(x) for x in operands)
+            return numeric and any(self._input(x, scope, d) or (isinstance(x, ast.BinOp) and self._array(x, scope, d))
+                                   for x in operands)
+        if t is ast.IfExp:
+            return self._array(e.body, scope, d) or self._array(e.orelse, scope, d)
+        if t is ast.NamedExpr:
+            return self._array(e.value, scope, d)
+        return False
+
+    def _call_array(self, call: ast.Call, scope: Scope, d: int) -> bool:
+        m = self.m
+        func = call.func
+        qn = m.resolve(func, scope)
+        if qn is not None:
+            return N.produces_array(qn) or m.callable_info(func, scope) is not None
+        if isinstance(func, ast.Attribute):
+            if at_update(func) is not None or func.attr in _ARRAY_METHODS:
+                return True  # x.at[i].set(v), x.sum(), batch["x"].mean()
+            if self._array(func.value, scope, d):
+                return True  # any other method of a known array
+        if m.callable_info(func, scope) is not None:
+            return True  # a compiled or transformed function: its results are arrays
+        for g in m.local_functions(func, scope):
+            if any(self._array(r, g.scope, d) for r in g.returns):
+                return True
+        return False
+
+    def _name_array(self, name: ast.Name, scope: Scope, d: int) -> bool:
+        found = self.m._lookup(name.id, scope, _pos(name))
+        if found is None:
+            return False
+        ev, later = found
+        if self._event_array(ev, name.id, d):
+            return True
+        pos = _pos(name)
+        # a binding later in a loop around the use reaches it on the next iteration
+        return any(_contains(lp.node, pos) and ev.pos < _pos(lp.node) and self._event_array(c, name.id, d)
+                   for c in later for lp in c.loops)
+
+    def _event_array(self, ev, name: str, d: int) -> bool:
+        kind = ev.kind
+        if kind == "param":
+            return self._param_array(ev, name, d)
+        if kind == "assign":
+            value, path = _unpacked(ev.value, ev.path)
+            if value is None:
+                return False
+            if path and isinstance(value, (ast.Name, ast.Subscript)) or isinstance(value, ast.Subscript):
+                # ``x, err = state``, ``m = batch["mask"]``: an element of a traced input
+                if self._input(value, ev.scope, d) and not self._python_evidence(ev, name):
+                    return True
+            if path and isinstance(value, ast.Call) and self.m.callable_info(value.func, ev.scope) is None:
+                local = self.m.local_functions(value.func, ev.scope)
+                if local:  # ``arr, name = helper(x)``: each element has its own kind
+                    return any(self._array(_element(r, path[0]), g.scope, d) for g in local for r in g.returns)
+            return self._array(value, ev.scope, d)
+        if kind == "for":
+            return self._array(ev.value, ev.scope, d)
+        if kind == "aug":
+            node = ev.node
+            return self._array(node.value, ev.scope, d) or self._array(node.target, ev.scope, d)
+        return False
+
+    def _param_array(self, ev, name: str, d: int) -> bool:
+        g = ev.scope.func
+        if g is None or name not in g.tracer_params or name in self._shaky(g):
+            return False
+        if self._python_evidence(ev, name):
+            return False
+        if not _has_default(g, name) and any(c.kind != "caller" for c in g.trace_causes):
+            return True  # an argument of the staged function itself: a leaf of it is a tracer
+        return any(self._array(arg, s, d) for arg, s in self._caller_args(g, name))
+
+    def _input(self, e: ast.AST, scope: Scope, d: int) -> bool:
+        """A traced input or an element of one (``batch``, ``batch["x"][0]``, ``err`` from
+        ``x, err = state``), read without a JAX operation or an attribute: a parameter without a
+        default, or passed an array by a staged caller, or a name unpacked from one."""
+        while isinstance(e, (ast.Subscript, ast.Attribute)):
+            if isinstance(e, ast.Attribute) and (e.attr in N.METADATA_ATTRS or e.attr in self._static_fields()):
+                return False
+            e = e.value
+        if not isinstance(e, ast.Name) or d > L.KIND_CHAIN or not self.m.work.spend():
+            return False
+        ev = self.m.binding(e.id, scope, _pos(e))
+        if ev is None:
+            return False
+        if ev.kind == "param":
+            g = ev.scope.func
+            if g is None or e.id not in g.tracer_params or e.id in self._shaky(g):
+                return False
+            if not _has_default(g, e.id) and any(c.kind != "caller" for c in g.trace_causes):
+                return True
+            return any(self._array(arg, s, d + 1) or self._input(arg, s, d + 1) for arg, s in self._caller_args(g, e.id))
+        if ev.kind == "assign":
+            value, _ = _unpacked(ev.value, ev.path)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and self.m.resolve(
+                    value.func, ev.scope) is None:
+                value = value.func.value  # ``state = state.replace(...)``: a new one of the same kind
+            return isinstance(value, (ast.Name, ast.Subscript, ast.Attribute)) and self._input(value, ev.scope, d + 1)
+        return False
+
+    def _static_fields(self) -> set:
+        """Attributes this module's classes declare static, not pytree leaves:
+        ``x: int = flax.struct.field(pytree_node=False)``, ``equinox.field(static=True)``."""
+        key = "static_fields"
+        if key not in self._memo:
+            out: set = set()
+            for node in ast.walk(self.m.tree):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                for stmt in node.body:
+                    value = stmt.value if isinstance(stmt, (ast.AnnAssign, ast.Assign)) else None
+                    if not isinstance(value, ast.Call):
+                        continue
+                    if any((kw.arg == "pytree_node" and isinstance(kw.value, ast.Constant) and kw.value.value is False)
+                           or (kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True)
+                           for kw in value.keywords):
+                        targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets
+                        out |= {t.id for t in targets if isinstance(t, ast.Name)}
+            self._memo[key] = out
+        return self._memo[key]
+
+    def _caller_args(self, g: FunctionInfo, name: str) -> list:
+        """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
+        parameter ``name``."""
+        m = self.m
+        out = []
+        for cause in g.trace_causes:
+            caller = cause.caller
+            if cause.kind != "caller" or caller is None or not self.staged(caller):
+                continue
+            for call in caller.calls:
+                if g in m.local_functions(call.func, caller.scope):
+                    arg = _passed(g, call, name)
+                    if arg is not None:
+                        out.append((arg, caller.scope))
+        return out
+
+    def _python_evidence(self, ev, name: str) -> bool:
+        """Whether the function binding ``name`` (at ``ev``) uses it as something other than an
+        array: ``x is None``, ``x["key"]``, ``x.field`` (an attribute arrays lack), ``x(...)``,
+        ``**x``, ``x or {}``, ``x == "mode"``, ``x == Enum.MEMBER``, ``isinstance(x, str)``."""
+        key = ("evidence", id(ev))
+        if key in self._memo:
+            return self._memo[key]
+        m = self.m
+        node = ev.scope.node
+        found = False
+
+        def ours(n) -> bool:
+            return (isinstance(n, ast.Name) and n.id == name
+                    and m.binding(name, m.scope_at(n), _pos(n)) is ev)
+
+        for n in ast.walk(node):
+            t = type(n)
+            if t is ast.Attribute:
+                found = ours(n.value) and n.attr not in _ARRAY_NAMES
+            elif t is ast.Subscript:
+                found = (isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) and ours(n.value))
+            elif t is ast.Compare:
+                operands = [n.left, *n.comparators]
+                found = any(ours(x) for x in operands) and any(
+                    _python_comparison(m, op, other, ev.scope) for op, other in _pairs(n, ours))
+            elif t is ast.BoolOp:
+                found = (isinstance(n.op, ast.Or) and any(ours(v) for v in n.values[:-1])
+                         and isinstance(n.values[-1], (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Constant)))
+            elif t is ast.Call:
+                found = ours(n.func) or any(kw.arg is None and ours(kw.value) for kw in n.keywords) or (
+                    isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(n.args) == 2
+                    and ours(n.args[0]) and _python_types(m, n.args[1], ev.scope))
+            if found:
+                break
+        self._memo[key] = found
+        return found
+
+    def static_truth(self, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> Optional[bool]:
+        """The truth value ``expr`` has every time staged ``f`` is traced, when it is fixed: a
+        literal, ``not`` of one, or a parameter every staged entry fixes to the same constant
+        (``jax.jit(partial(f, flag=False))``, a caller passing a literal or leaving the default);
+        None when it is not known."""
+        if isinstance(expr, ast.Constant):
+            return bool(expr.value)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            inner = self.static_truth(f, expr.operand, scope)
+            return None if inner is None else not inner
+        if not isinstance(expr, ast.Name):
+            return None
+        ev = self.m.binding(expr.id, scope, _pos(expr))
+        if ev is None or ev.kind != "param" or ev.scope.func is None:
+            return None
+        value = self.static_constant(ev.scope.func, expr.id)
+        return None if value is None else bool(value[0])
+
+    def static_constant(self, g: FunctionInfo, name: str) -> Optional[tuple]:
+        """``(value,)`` when every staged entry of ``g`` fixes parameter ``name`` to the same
+        literal: a ``functools.partial`` inside each jit that compiles it, or each staged caller
+        passing that literal (or leaving a literal default). None when any entry may pass
+        something else (a decorator jit, a transform, a lax body)."""
+        m = self.m
+        values = []
+        for cause in g.trace_causes:
+            if cause.kind == "caller":
+                caller = cause.caller
+                if caller is None:
+                    return None
+                if not self.staged(caller):
+                    continue
+                for call in caller.calls:
+                    if g not in m.local_functions(call.func, caller.scope):
+                        continue
+                    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                            kw.arg is None for kw in call.keywords):
+                        return None
+                    given = _passed(g, call, name)
+                    if given is None:
+                        given = _default(g, name)  # left out: the default
+                    if not isinstance(given, ast.Constant):
+                        return None
+                    values.append(given.value)
+            elif cause.kind == "jit":
+                wraps = [w for w in m.jit_wraps if w.target is not None and not w.decorator
+                         and g in m.local_functions(w.target, m.scope_at(w.node))]
+                if not wraps or any(w.func is g and w.decorator for w in m.jit_wraps):
+                    return None
+                for w in wraps:
+                    fixed = self._partial_constant(w.target, m.scope_at(w.node), g, name, 0)
+                    if fixed is None:
+                        return None
+                    values.append(fixed[0])
+            else:
+                return None
+        if not values or any(v != values[0] or type(v) is not type(values[0]) for v in values):
+            return None
+        return (values[0],)
+
+    def _partial_constant(self, expr: ast.AST, scope: Scope, g: FunctionInfo, name: str,
+                          depth: int) -> Optional[tuple]:
+        """``(value,)`` when the callable ``expr`` (a jit's target) is a ``functools.partial`` of
+        ``g`` that binds ``name`` to a literal."""
+        m = self.m
+        if depth > L.PARTIAL_CHAIN:
+            return None
+        if isinstance(expr, ast.Name):
+            ev = m.binding(expr.id, scope, _pos(expr))
+            if ev is None or not ev.plain_assign:
+                return None
+            return self._partial_constant(ev.value, ev.scope, g, name, depth + 1)
+        if not isinstance(expr, ast.Call) or not expr.args:
+            return None
+        qn = m.resolve(expr.func, scope)
+        if qn == N.PARTIAL:
+            for kw in expr.keywords:
+                if kw.arg == name:
+                    return (kw.value.value,) if isinstance(kw.value, ast.Constant) else None
+            if any(isinstance(a, ast.Starred) for a in expr.args):
+                return None
+            inner = expr.args[0]
+            params = g.params[1:] if g.is_method and isinstance(inner, ast.Attribute) else g.params
+            for i, a in enumerate(expr.args[1:]):
+                if i < len(params) and params[i] == name:
+                    return (a.value,) if isinstance(a, ast.Constant) else None
+            return self._partial_constant(inner, scope, g, name, depth + 1)
+        if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
+            return self._partial_constant(expr.args[0], scope, g, name, depth + 1)
+        return None
+
     def _parents(self) -> dict:
         """id(argument expression) -> the call it is an argument of."""
         if self._arg_parent is None:
@@ -243,6 +584,100 @@ def _opaque_statics(f: FunctionInfo) -> bool:
                     isinstance(kw.value, (ast.Constant, ast.Tuple, ast.List, ast.Set))
                     or (isinstance(kw.value, ast.UnaryOp) and isinstance(kw.value.operand, ast.Constant))):
                 return True
+    return False
+
+
+# Attributes and methods of a jax.Array: reading one off a traced input is no evidence that
+# the input is a container or an object; the methods also give arrays.
+_ARRAY_ATTRS = frozenset({"T", "mT", "real", "imag"})
+_ARRAY_METHODS = frozenset({
+    "sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin", "cumsum", "cumprod",
+    "astype", "reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "dot", "clip", "round",
+    "conj", "conjugate", "sort", "argsort", "take", "repeat", "diagonal", "ptp", "view", "nonzero",
+})
+_ARRAY_NAMES = _ARRAY_ATTRS | _ARRAY_METHODS | N.METADATA_ATTRS | N.HOST_METHODS | N.NON_ARRAY_METHODS | {
+    "at", "block_until_ready", "addressable_data"}
+
+
+def _number(e: ast.AST) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    return isinstance(e, ast.Constant) and isinstance(e.value, (int, float, complex)) and not isinstance(e.value, bool)
+
+
+def _unpacked(value: Optional[ast.AST], path) -> tuple:
+    """The expression an assignment binds (following a tuple-unpacking ``path`` into tuple
+    literals) and what is left of the path."""
+    path = list(path or ())
+    while path and isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
+            isinstance(x, ast.Starred) for x in value.elts):
+        value = value.elts[path.pop(0)]
+    return value, path
+
+
+def _has_default(g: FunctionInfo, name: str) -> bool:
+    return _default(g, name) is not None
+
+
+def _default(g: FunctionInfo, name: str) -> Optional[ast.AST]:
+    a = g.node.args
+    positional = list(g.params)
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p: dv for p, dv in zip(g.kwonly, a.kw_defaults) if dv is not None})
+    return defaults.get(name)
+
+
+def _passed(g: FunctionInfo, call: ast.Call, name: str) -> Optional[ast.AST]:
+    """The argument ``call`` (a call of ``g``) passes for parameter ``name``, if it spells it out."""
+    params = g.params[1:] if isinstance(call.func, ast.Attribute) and g.is_method else g.params
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if i < len(params) and params[i] == name:
+            return arg
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _pairs(cmp: ast.Compare, ours) -> list:
+    """``(operator, other operand)`` for each comparison in ``cmp`` that involves ``ours``."""
+    operands = [cmp.left, *cmp.comparators]
+    out = []
+    for i, op in enumerate(cmp.ops):
+        a, b = operands[i], operands[i + 1]
+        if ours(a):
+            out.append((op, b))
+        elif ours(b):
+            out.append((op, a))
+    return out
+
+
+def _python_comparison(model: ModuleModel, op: ast.cmpop, other: ast.AST, scope: Scope) -> bool:
+    """A comparison only a Python value makes sense in: ``is None``, ``== "mode"``,
+    ``== Enum.MEMBER`` (an attribute of an imported or module-level name other than a JAX/NumPy
+    constant), ``in ("a", "b")``."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        return isinstance(other, ast.Constant) and other.value is None
+    if isinstance(op, (ast.In, ast.NotIn)):
+        return isinstance(other, (ast.Tuple, ast.List, ast.Set)) and bool(other.elts) and all(
+            isinstance(x, ast.Constant) and isinstance(x.value, str) for x in other.elts)
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return False
+    if isinstance(other, ast.Constant):
+        return isinstance(other.value, str)
+    if isinstance(other, ast.Attribute) and not model.is_jax(other, scope):
+        root = other
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return False
+        qn = model.resolve(other, scope)
+        if qn is not None:
+            return not qn.startswith(("jax.", "numpy.", "math.", "builtins."))
+        ev = model.binding(root.id, scope, _pos(root))
+        return ev is not None and ev.scope is model.module_scope
     return False
 
 

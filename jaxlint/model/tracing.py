@@ -117,7 +117,10 @@ class _TraceAnalysis:
                 elif inner:
                     fi.decorators.append(inner)
 
-    def _jit_entry(self, fi: FunctionInfo, wrap: JitWrap, bound: bool = False) -> None:
+    def _jit_entry(self, fi: FunctionInfo, wrap: JitWrap, bound: bool = False, closed: frozenset = frozenset()) -> None:
+        """``closed``: parameters a ``functools.partial`` inside the wrapper fixes (``jax.pmap(partial(step,
+        config=config))``): Python values closed over, not arguments of the compiled function, so not
+        tracers."""
         self.m.jit_wraps.append(wrap)
         if fi.jit_entry is None:
             fi.jit_entry = wrap
@@ -131,7 +134,7 @@ class _TraceAnalysis:
         else:
             fi.static_argnums |= wrap.static_argnums
         static = set(fi.static_names())
-        tracers = set() if wrap.kind == "filter_jit" else self._all_params(fi, static)
+        tracers = set() if wrap.kind == "filter_jit" else self._all_params(fi, static) - closed
         self._mark(fi, TraceCause("jit", wrap.spelling, wrap.decorator), tracers)
 
     # -- calls
@@ -158,7 +161,8 @@ class _TraceAnalysis:
             if targets:
                 bound = isinstance(target, ast.Attribute)
                 for fi in targets:
-                    self._jit_entry(fi, wrap, bound=bound and fi.is_method)
+                    self._jit_entry(fi, wrap, bound=bound and fi.is_method,
+                                    closed=frozenset(self._bound_by_partial(target, fi, scope)))
             else:
                 m.jit_wraps.append(wrap)
             return

@@ -8,7 +8,7 @@ from typing import Optional
 from .. import names as N
 from . import limits as L
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
-from .syntax import _contains, _pos, at_update
+from .syntax import _contains, _pos, at_update, call_arg
 
 # jnp functions that return a boolean array.
 _MASK_FUNCS = frozenset("jax.numpy." + n for n in (
@@ -16,6 +16,10 @@ _MASK_FUNCS = frozenset("jax.numpy." + n for n in (
     "logical_and", "logical_or", "logical_not", "logical_xor", "equal", "not_equal", "greater",
     "greater_equal", "less", "less_equal", "isin", "in1d",
 ))
+
+# Collectives that fold a non-tracer operand into a concrete value at trace time (jax 0.10.2,
+# ``jax._src.lax.parallel._psum``: "handle the constant case specially").
+_CONSTANT_FOLDING_COLLECTIVES = frozenset({"jax.lax.psum"})
 
 _BOOL_DTYPES = frozenset({"builtins.bool", "jax.numpy.bool_", "jax.numpy.bool", "numpy.bool_", "numpy.bool"})
 
@@ -100,6 +104,11 @@ class ValueQueries:
         func = call.func
         qn = self.resolve(func, scope)
         if qn is not None:
+            if qn in _CONSTANT_FOLDING_COLLECTIVES:
+                # psum of a value that is not a tracer is folded at trace time into a concrete
+                # number (``jax.lax.psum(1, "i")`` is the axis size): a JAX value only if its operand is
+                operand = call_arg(call, 0, "x")
+                return operand is not None and self.is_jax(operand, scope)
             if N.produces_array(qn):
                 return True
             if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.HOST_BUILTINS or qn in N.FORMAT_BUILTINS:
