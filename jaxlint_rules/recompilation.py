@@ -128,8 +128,9 @@ class JitInLoop(Rule):
     """
 
     opt_in_cases = ("A wrapper rebuilt in a loop over a few items (literal options, the entries of a dict) "
-                    "inside a function with no evidence that it runs more than once: a few compiles per call, "
-                    "which matters only if the function is called again and again.")
+                    "inside a function with no evidence that it runs more than once, or reused in a loop inside "
+                    "each item of a function not known to run at every step: a few compiles per call, which "
+                    "matter only if the function is called again and again.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
@@ -211,9 +212,10 @@ class JitPerCall(Rule):
     """
 
     opt_in_cases = ("A wrapper rebuilt per call of a function with no evidence in its module that it runs "
-                    "more than once (no call in a loop, no per-step name, not returned by a factory), or of a "
-                    "function that also runs a loop of JAX work of its own, next to which one compile per call is "
-                    "small.")
+                    "more than once (no call in a loop, no per-step name, not returned by a factory); or one "
+                    "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
+                    "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
+                    "of a sweep).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
