@@ -8,13 +8,13 @@ from typing import Iterator, Optional
 from jaxlint.model import (
     Churn,
     JitWrap,
-    Loop,
     ModuleModel,
     NewCallable,
     Repetition,
     cached,
     called_once,
     escapes,
+    many_trips,
     per_step,
     varying_names,
 )
@@ -58,17 +58,6 @@ def why_repeated(rep: Repetition) -> list:
 def _names(names) -> str:
     quoted = [f"`{n}`" for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
-
-
-def many_trips(loops) -> Optional[Loop]:
-    """The innermost of ``loops`` that iterates over steps or items: a ``range``/``while`` loop
-    (however short), or a loop over anything but a few literal options or the parts of one
-    structure (``for mode in ("train", "eval")``, ``for k, v in d.items()``), which runs a fixed
-    few times per call of its function."""
-    for loop in reversed(loops):
-        if loop.ranged or (not loop.bounded and loop.steplike):
-            return loop
-    return None
 
 
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:

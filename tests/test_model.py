@@ -1062,3 +1062,22 @@ def test_churn(body, kind, name, line):
 ])
 def test_no_churn(body):
     assert churn_of(body) is None
+
+
+def test_many_trips_is_the_innermost_loop_over_steps_or_items():
+    from jaxlint.model import many_trips
+    _, m = build("""
+        def run(xs, d, n):
+            for step in range(n):
+                for mode in ("a", "b"):
+                    for k, v in d.items():
+                        pass
+            for x in xs:
+                for i in range(3):
+                    pass
+    """)
+    outer, modes, items, xs, short = m.loops
+    assert many_trips((outer, modes, items)) is outer  # options and a dict's entries are a few per step
+    assert many_trips((modes, items)) is None
+    assert many_trips((xs, short)) is short  # a range is steps, however short
+    assert many_trips((xs,)) is xs

@@ -77,6 +77,17 @@ def per_step(rep: Optional[Repetition]) -> bool:
     return False
 
 
+def many_trips(loops) -> Optional[Loop]:
+    """The innermost of ``loops`` that iterates over steps or items: a ``range``/``while`` loop
+    (however short), or a loop over anything but a few literal options or the parts of one
+    structure (``for mode in ("train", "eval")``, ``for k, v in d.items()``), which runs a fixed
+    few times per call of its function."""
+    for loop in reversed(loops):
+        if loop.ranged or (not loop.bounded and loop.steplike):
+            return loop
+    return None
+
+
 def cached(f: FunctionInfo) -> bool:
     return any(d in N.CACHE_DECORATORS for d in f.decorators)
 
