@@ -6,16 +6,19 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.model import (
+    Churn,
     JitWrap,
     ModuleModel,
     NewCallable,
+    Repetition,
     cached,
     called_once,
     escapes,
-    mentions,
+    many_trips,
+    per_step,
     varying_names,
 )
-from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 
 def describe(new: Optional[NewCallable]) -> Optional[str]:
@@ -33,6 +36,28 @@ def describe(new: Optional[NewCallable]) -> Optional[str]:
     if new.kind == "def":
         return f"the function `{new.name}` defined there"
     return f"`{new.name}`, {describe(new.inner)} made there"
+
+
+def why_repeated(rep: Repetition) -> list:
+    """How a message says why a function runs again and again (``ModuleModel.repeats``): message
+    parts, with the lines it cites as :class:`~jaxlint.rule.Line`."""
+    name = f"`{rep.func.name}`"
+    if rep.kind == "step_name":
+        return [f"{name} is a per-step method"]
+    if rep.kind == "loop":
+        return [f"{name} is called in the loop on ", Line(rep.loop.node.lineno)]  # type: ignore[union-attr]
+    if rep.kind == "factory":
+        return [f"{name} is the function `{rep.via.name}` returns, called by its users again and again"]  # type: ignore[union-attr]
+    if rep.kind == "caller":
+        return [f"{name} is called from `{rep.via.name}`, and ", *why_repeated(rep.inner)]  # type: ignore[union-attr,arg-type]
+    if rep.kind == "step_param":
+        return [f"{name} takes the training step `{rep.name}`, so it runs at steps of a loop"]
+    return [f"{name} does little but this compiled call, so whatever calls it per batch compiles per batch"]
+
+
+def _names(names) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
@@ -58,11 +83,15 @@ class JitInLoop(Rule):
     name = "jit-in-loop"
     summary = ("Finds `jax.jit`/`jax.pmap` wrappers created inside a loop around a callable that is new on "
                "every iteration (a lambda, `functools.partial`, bound method, transformed or freshly defined "
-               "function) and called in that iteration.")
+               "function) and called in that iteration. In a loop over a few literal options or the entries of "
+               "a dict it is reported when the function around the loop is known to run again and again; a "
+               "wrapper around a different function each iteration (a method of an environment made in the "
+               "loop) is not reported.")
     rationale = ("JAX caches compiled programs per function object. A new lambda, partial or nested function "
                  "each iteration is a new key, so every iteration traces and compiles from scratch: seconds of "
                  "compile time per step instead of microseconds of dispatch. Re-wrapping the same module-level "
-                 "function hits the cache and is not reported.")
+                 "function hits the cache and is not reported. The message says what repeats: every iteration "
+                 "of the loop, or every call of the function around a loop over a few items.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -87,12 +116,55 @@ class JitInLoop(Rule):
             return params
     """
 
+    opt_in_cases = ("A wrapper rebuilt in a loop over a few items (literal options, the entries of a dict) "
+                    "inside a function with no evidence that it runs more than once, or reused in a loop inside "
+                    "each item of a function not known to run at every step: a few compiles per call, which "
+                    "matter only if the function is called again and again.")
+
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
             what = jit_in_loop(model, wrap)
-            if what is not None:
-                yield self.finding(wrap.node, f"`{wrap.spelling}` of {what} recompiles every iteration; "
-                                              "create the jitted function once, outside the loop")
+            if what is None:
+                continue
+            loops = wrap.ctx.loops
+            varying: set = set()
+            for loop in loops:
+                varying |= varying_names(loop)
+            target = wrap.node if wrap.decorator else wrap.target
+            if model.per_iteration_function(target, varying, wrap.ctx.scope) is not None:
+                continue  # a different function each iteration (one per environment): compiling each is inherent
+            captured = model.captured_per_iteration(target, varying, wrap.ctx.scope)
+            fix = (f"pass {_names(captured)} as {'an argument' if len(captured) == 1 else 'arguments'} and "
+                   if captured else "")
+            hot = many_trips(loops)
+            if hot is not None:
+                yield self.finding(
+                    wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
+                                Line(hot.node.lineno), f", so every iteration traces and compiles it again; {fix}"
+                                "create the jitted function once, before the loop"])
+                continue
+            outer = model.function_at(wrap.node)
+            if outer is None or outer.traced or called_once(outer) or cached(outer):
+                continue  # module-level code or a test: a few compiles, once
+            rep = model.repeats(outer)
+            if rep is None and model.runs_once(outer):
+                continue
+            name = model.bound_name(wrap)
+            reused = any(len(model.context(c).loops) > len(loops) for c in outer.calls
+                         if model.calls_wrapper([c], wrap.node, name))
+            if rep is None:
+                opt_in: Optional[str] = f"no evidence that `{outer.name}` runs more than once"
+            elif reused and not per_step(rep):
+                opt_in = (f"one compile per item and call of `{outer.name}`, reused in a loop, and `{outer.name}` "
+                          "is not known to run at every step")
+            else:
+                opt_in = None
+            message = [f"`{wrap.spelling}` of {what} is rebuilt for each item of the loop on ", Line(loops[-1].node.lineno),
+                       f" on every call of `{outer.name}`",
+                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
+                       f", so every call traces and compiles it again; {fix}create the jitted function once "
+                       "(at module level, in `__init__`, or before the loop) and reuse it"]
+            yield self.finding(wrap.node, message, opt_in=opt_in)
 
 
 class JitPerCall(Rule):
@@ -100,10 +172,15 @@ class JitPerCall(Rule):
     confirmed_by = "compiles"
     name = "jit-per-call"
     summary = ("Finds jit wrappers built inside a function around a callable made there (a closure, lambda, "
-               "partial or bound method) and called there, so each call of the outer function compiles anew.")
+               "partial or bound method) and called there, in a function with evidence that it runs again "
+               "and again: called in a loop of its module, a per-step method (`step`, `update`, `act`, "
+               "`__call__`, `sample`, `insert`), a closure a factory returns, called from such a function, "
+               "given the training step, or a small helper whose result is the compiled call.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
                  "wrapped callable is a new object each call, so every call retraces and recompiles. Jit once "
-                 "(module level, `__init__`, a returned factory, or a cached helper) and reuse the result.")
+                 "(module level, `__init__`, a returned factory, or a cached helper) and reuse the result. "
+                 "Functions that run once (set-up code, `train()`, `main`, tests) compile once and are not "
+                 "reported.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -123,6 +200,12 @@ class JitPerCall(Rule):
             return jnp.tanh(params @ x)
     """
 
+    opt_in_cases = ("A wrapper rebuilt per call of a function with no evidence in its module that it runs "
+                    "more than once (no call in a loop, no per-step name, not returned by a factory); or one "
+                    "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
+                    "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
+                    "of a sweep).")
+
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
             outer = wrap.func.parent if wrap.decorator and wrap.func else model.function_at(wrap.node)
@@ -131,7 +214,7 @@ class JitPerCall(Rule):
             if called_once(outer) or cached(outer):
                 continue
             if jit_in_loop(model, wrap) is not None:
-                continue  # JAX101 reports it
+                continue  # JAX101's case
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
@@ -142,12 +225,36 @@ class JitPerCall(Rule):
             uses = [c for c in outer.calls if model.calls_wrapper([c], wrap.node, name)]
             if not uses:
                 continue
-            if any(model.context(c).loops for c in uses):
-                continue  # called in a loop of the same call: the compile is amortized over it
             if name is not None and escapes(outer, name):
                 continue
-            yield self.finding(wrap.node, f"`{wrap.spelling}` of {what} is rebuilt and recompiled on every call "
-                                          f"of `{outer.name}`; jit once and reuse it")
+            rep = model.repeats(outer)
+            if rep is None and model.compute_helper(outer, uses):
+                rep = Repetition("helper", outer)
+            if rep is None and model.runs_once(outer):
+                continue
+            looped = next((c for c in uses if model.context(c).loops), None)
+            if looped is not None:
+                # Reused in a loop of the same call: one compile per call of ``outer``, of the program
+                # its loop runs (an evaluation pass rebuilding its eval step at every evaluation).
+                cost = ["so every call traces and compiles again the program its loop on ",
+                        Line(model.context(looped).loops[0].node.lineno), " runs"]
+            else:
+                cost = ["so every call traces and compiles it again"]
+            message = [f"`{wrap.spelling}` of {what} is rebuilt on every call of `{outer.name}`",
+                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
+                       ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
+                       "cached factory) and reuse it"]
+            own = model.own_loop(outer, uses) if rep is not None and looped is None else None
+            if rep is None:
+                opt_in: Optional[str] = f"no evidence that `{outer.name}` runs more than once"
+            elif own is not None:
+                opt_in = f"`{outer.name}` also runs a loop of its own; one compile per call is small next to it"
+            elif looped is not None and not per_step(rep):
+                opt_in = (f"one compile per call of `{outer.name}`, reused in its loop, and `{outer.name}` is not "
+                          "known to run at every step")
+            else:
+                opt_in = None
+            yield self.finding(wrap.node, message, opt_in=opt_in)
 
 
 class StaticArgChurn(Rule):
@@ -155,7 +262,10 @@ class StaticArgChurn(Rule):
     confirmed_by = "compiles"
     name = "static-arg-churn"
     summary = ("Finds calls, inside a loop, of a jitted function whose static argument "
-               "(`static_argnums`/`static_argnames`) is the loop variable or a value recomputed in the loop.")
+               "(`static_argnums`/`static_argnames`) takes a new value on every iteration: the loop counter, "
+               "the item of a loop over a sequence, a value incremented in the loop, or one computed from "
+               "those. Values that stay the same or take a few values (literal options, a short constant "
+               "range, comparisons, `i % k`) are not reported, nor are values returned by other functions.")
     rationale = ("Static arguments are part of the compilation cache key: every new value compiles a new "
                  "program. A step counter or loop index passed as static compiles once per iteration. Pass it "
                  "as a traced array, or keep static arguments to a handful of fixed values.")
@@ -188,37 +298,39 @@ class StaticArgChurn(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        varying_cache: dict = {}
         for call in (c for loop in model.loops for c in loop.calls):
             ctx = model.context(call)
             if ctx is None or not ctx.loops or model.in_traced_code(call):
                 continue
             wrap = model.callable_info(call.func, ctx.scope)
-            if wrap is not None and (wrap.static_argnums or wrap.static_argnames) and model.in_timing_harness(ctx):
-                continue
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
+            if model.in_timing_harness(ctx):
+                continue
             params, shift, static_pos, static_names = wrap.static_layout(call)
-            varying = set()
-            for loop in ctx.loops:
-                if id(loop) not in varying_cache:
-                    varying_cache[id(loop)] = varying_names(loop)
-                varying |= varying_cache[id(loop)]
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
                     break
                 idx = i + shift
                 pname = params[idx] if idx < len(params) else None
                 if idx in static_pos or (pname is not None and pname in static_names):
-                    if mentions(arg, varying):
-                        yield self._report(arg, pname or f"#{idx}", call)
+                    churn = model.churn(arg, ctx.loops, ctx.scope)
+                    if churn is not None:
+                        yield self._report(arg, pname or f"#{idx}", call, churn)
             for kw in call.keywords:
-                if kw.arg in static_names and mentions(kw.value, varying):
-                    yield self._report(kw.value, kw.arg, call)
+                if kw.arg in static_names:
+                    churn = model.churn(kw.value, ctx.loops, ctx.scope)
+                    if churn is not None:
+                        yield self._report(kw.value, kw.arg, call, churn)
 
-    def _report(self, arg: ast.AST, pname: str, call: ast.Call) -> Finding:
-        return self.finding(arg, f"static argument `{pname}` of `{unparse(call.func)}` changes every iteration, "
-                                 "compiling a new program each time; pass it as an array or hoist it")
+    def _report(self, arg: ast.AST, pname: str, call: ast.Call, churn: Churn) -> Finding:
+        source = {"counter": f"the loop counter `{churn.name}`", "item": f"the loop item `{churn.name}`",
+                  "accumulated": f"`{churn.name}`, updated on every iteration"}[churn.kind]
+        how = f"is {source}" if unparse(arg) == churn.name else f"is computed from {source}"
+        return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it takes a new value "
+                                  "on every iteration of the loop on ", Line(churn.loop.node.lineno), ", so every "
+                                  "iteration compiles a new program; pass it as a traced argument (not static), "
+                                  "or keep it to a few fixed values"])
 
 
 RULES = [JitInLoop, JitPerCall, StaticArgChurn]

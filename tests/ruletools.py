@@ -22,6 +22,17 @@ def findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
     return sorted((f.line, f.code) for f in _check(src) if code is None or f.code == code)
 
 
+def default_findings(src: str, code: str | None = None) -> list[tuple[int, str]]:
+    """Like :func:`findings`, without the opt-in ones (reported only with ``--pedantic``)."""
+    return sorted((f.line, f.code) for f in _check(src) if (code is None or f.code == code) and f.opt_in is None)
+
+
+def opt_in_findings(src: str, code: str | None = None) -> list[tuple[int, str, str]]:
+    """(line, code, reason) of the opt-in findings in ``src``: reported only with ``--pedantic``."""
+    return sorted((f.line, f.code, f.opt_in) for f in _check(src)
+                  if (code is None or f.code == code) and f.opt_in is not None)
+
+
 def messages(src: str, code: str) -> list[str]:
     return [f.message for f in _check(src) if f.code == code]
 

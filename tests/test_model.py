@@ -1292,3 +1292,392 @@ def test_test_code_by_function_and_class_name():
     by_name = {n.targets[0].id: n for n in ast.walk(m.tree) if isinstance(n, ast.Assign)}
     assert m.in_test_code(by_name["a"]) and m.in_test_code(by_name["b"]) and m.in_test_code(by_name["c"])
     assert not m.in_test_code(by_name["d"])
+
+
+# --------------------------------------------------------------------------- repetition: how often a function runs
+
+
+def repetition(src: str, name: str):
+    _, m = build(src)
+    return m, m.repeats(func(m, name))
+
+
+def test_repeats_when_called_in_a_loop_of_the_module():
+    m, rep = repetition("""
+        import jax
+
+        def gather(x):
+            return jax.pmap(lambda v: jax.lax.all_gather(v, "b"), "b")(x)
+
+        def evaluate(batches):
+            for batch in batches:
+                gather(batch)
+    """, "gather")
+    assert rep.kind == "loop" and rep.loop.node.lineno == 8 and rep.call.lineno == 9
+
+
+@pytest.mark.parametrize("loop", ['for mode in ("train", "eval"):', "for k, v in tree.items():"])
+def test_a_loop_over_a_few_options_or_a_structure_is_no_evidence(loop):
+    _, rep = repetition(f"""
+        import jax
+
+        def gather(x):
+            return jax.pmap(lambda v: v, "b")(x)
+
+        def report(tree):
+            {loop}
+                gather(tree)
+    """, "gather")
+    assert rep is None
+
+
+@pytest.mark.parametrize("name", ["step", "update", "act", "__call__", "sample", "insert", "train_step", "step_env"])
+def test_per_step_method_names_repeat(name):
+    m, rep = repetition(f"""
+        class Agent:
+            def {name}(self, x):
+                return x
+    """, name)
+    assert rep.kind == "step_name"
+
+
+def test_repeats_through_a_caller_that_repeats():
+    m, rep = repetition("""
+        class Learner:
+            def update(self, batch):
+                return self._gather(batch)
+
+            def _gather(self, x):
+                return x
+    """, "_gather")
+    assert rep.kind == "caller" and rep.via.name == "update" and rep.inner.kind == "step_name"
+
+
+def test_a_closure_its_factory_returns_repeats():
+    m, rep = repetition("""
+        import functools
+
+        def fake_pmap(fn):
+            @functools.wraps(fn)
+            def wrapped(*args):
+                return fn(*args)
+            return wrapped
+    """, "wrapped")
+    assert rep.kind == "factory" and rep.via.name == "fake_pmap"
+
+
+def test_a_training_step_parameter_is_evidence_unless_it_is_the_step_function():
+    _, rep = repetition("""
+        def evaluate(self, state, step, writer):
+            writer.write(step)
+    """, "evaluate")
+    assert rep.kind == "step_param" and rep.name == "step"
+    _, rep = repetition("""
+        def loop(step, state, n):
+            for _ in range(n):
+                state = step(state)
+            return state
+    """, "loop")
+    assert rep is None
+
+
+@pytest.mark.parametrize("name", ["initialize_model", "setup", "init", "load_params", "train", "run"])
+def test_set_up_names_take_no_step_parameter_evidence(name):
+    _, rep = repetition(f"""
+        def {name}(config, step):
+            return config
+    """, name)
+    assert rep is None
+
+
+def test_no_evidence_for_a_function_called_once_or_not_at_all():
+    m, rep = repetition("""
+        def init(cfg):
+            return cfg
+
+        def run_experiment(cfg):
+            state = init(cfg)
+            return state
+    """, "init")
+    assert rep is None
+    assert m.repeats(func(m, "run_experiment")) is None
+
+
+def test_a_recursive_cycle_is_no_evidence():
+    _, rep = repetition("""
+        def a(x):
+            return b(x)
+
+        def b(x):
+            return a(x)
+    """, "a")
+    assert rep is None
+
+
+def test_per_step_evidence():
+    from jaxlint.model import per_step
+    m, rep = repetition("""
+        def evaluate(state, step):
+            return state
+
+        def sweep(configs):
+            for cfg in configs:
+                trial(cfg)
+
+        def trial(cfg):
+            return cfg
+
+        def train(n):
+            for i in range(n):
+                log(i)
+
+        def log(i):
+            return i
+    """, "evaluate")
+    assert per_step(rep)
+    assert not per_step(m.repeats(func(m, "trial")))  # once per configuration
+    assert per_step(m.repeats(func(m, "log")))  # every step of a range loop
+    assert not per_step(None)
+
+
+def test_runs_once():
+    _, m = build("""
+        def main():
+            helper()
+
+        def helper():
+            pass
+
+        def initialize_model(rng):
+            def inner():
+                pass
+            return inner()
+
+        def gather(x):
+            return x
+
+        def loop_caller(xs):
+            for x in xs:
+                gather(x)
+
+        def unknown(x):
+            return x
+    """)
+    assert m.runs_once(func(m, "main")) and m.runs_once(func(m, "helper"))
+    assert m.runs_once(func(m, "initialize_model")) and m.runs_once(func(m, "inner"))
+    assert not m.runs_once(func(m, "gather"))  # called in a loop
+    assert not m.runs_once(func(m, "unknown"))  # no caller here: its callers may be anywhere
+
+
+def test_compute_helper_is_a_small_function_returning_the_compiled_call():
+    tree, m = build('''
+        import jax
+
+        def gather(x):
+            """All-gather."""
+            return unreplicate(jax.pmap(lambda v: v, "b")(x))
+
+        def accuracy(params, x, labels):
+            score = jax.jit(lambda p, x: p @ x)
+            return (score(params, x) == labels).mean()
+
+        def long_one(x):
+            a = 1
+            b = 2
+            c = 3
+            return jax.jit(lambda v: v)(x)
+
+        def init_state(rng):
+            return jax.jit(lambda r: r)(rng)
+
+        def looping(xs):
+            for x in xs:
+                pass
+            return jax.jit(lambda v: v)(xs)
+
+        def not_returned(x):
+            jax.jit(lambda v: v)(x)
+            return None
+    ''')
+
+    def uses(name):
+        f = func(m, name)
+        return f, [c for c in f.calls if isinstance(c.func, ast.Call) or (isinstance(c.func, ast.Name) and c.func.id == "score")]
+
+    assert m.compute_helper(*uses("gather"))
+    assert m.compute_helper(*uses("accuracy"))
+    for name in ("long_one", "init_state", "looping", "not_returned"):
+        assert not m.compute_helper(*uses(name)), name
+
+
+def test_a_primitive_eager_rule_is_not_a_compute_helper():
+    _, m = build("""
+        import jax
+
+        @p.def_impl
+        def _impl(*args, **params):
+            return jax.jit(functools.partial(p.bind, **params))(*args)
+    """)
+    f = func(m, "_impl")
+    assert not m.compute_helper(f, [c for c in f.calls if isinstance(c.func, ast.Call)])
+
+
+def test_own_loop_of_work_that_does_not_run_the_wrapper():
+    _, m = build("""
+        import jax
+
+        def evaluate(state, it, n):
+            for step in range(n):
+                batch = next(it)
+                eval_step(state, batch)
+            out = jax.pmap(lambda v: v, "b")(state)
+            return out
+
+        def per_batch(xs):
+            g = jax.jit(lambda v: v)
+            for x in xs:
+                g(x)
+
+        def options(x):
+            for mode in ("a", "b"):
+                print(mode)
+            return jax.jit(lambda v: v)(x)
+    """)
+    f = func(m, "evaluate")
+    pm = [c for c in f.calls if isinstance(c.func, ast.Call)]
+    assert m.own_loop(f, pm).node.lineno == 5
+    g = func(m, "per_batch")
+    assert m.own_loop(g, [c for c in g.calls if isinstance(c.func, ast.Name) and c.func.id == "g"]) is None
+    h = func(m, "options")
+    assert m.own_loop(h, [c for c in h.calls if isinstance(c.func, ast.Call)]) is None
+
+
+# --------------------------------------------------------------------------- repetition: what a loop's callable closes over
+
+
+def jit_target(m, line):
+    (wrap,) = [w for w in m.jit_wraps if w.node.lineno == line]
+    return (wrap.node if wrap.decorator else wrap.target), wrap.ctx
+
+
+def test_per_iteration_function_from_an_object_made_in_the_loop():
+    from jaxlint.model import varying_names
+    _, m = build("""
+        import jax
+        import functools
+
+        def figures(games, lrs, scale):
+            for game in games:
+                env = make(game)
+                init = jax.jit(jax.vmap(env.init))
+                step = jax.jit(jax.vmap(auto_reset(env.step, env.init)))
+                act = jax.jit(lambda s: env.step(s, 0))
+                upd = jax.jit(functools.partial(update, lr=game))
+                scaled = jax.jit(lambda x: x * scale)
+                own = jax.jit(lambda e, s: e.step(s))
+    """)
+    loop = m.loops[0]
+    varying = varying_names(loop)
+    for line, want in ((8, "env"), (9, "env"), (10, "env"), (11, None), (12, None), (13, None)):
+        target, ctx = jit_target(m, line)
+        assert m.per_iteration_function(target, varying, ctx.scope) == want, line
+
+
+def test_captured_per_iteration_names():
+    from jaxlint.model import varying_names
+    _, m = build("""
+        import jax
+        import functools
+
+        def unroll(layers, cfg, lr):
+            for i in range(layers):
+                def slice_ith(x):
+                    return jax.numpy.take(x, i, axis=cfg.axis)
+                a = jax.jit(slice_ith)
+                b = jax.jit(functools.partial(update, lr=lr * i))
+                c = jax.jit(lambda x, i=0: x + i)
+                @jax.jit
+                def d(x):
+                    j = 2
+                    return x * j
+    """)
+    varying = varying_names(m.loops[0])
+    got = {}
+    for line in (9, 10, 11, 13):
+        target, ctx = jit_target(m, line)
+        got[line] = m.captured_per_iteration(target, varying, ctx.scope)
+    assert got == {9: ["i"], 10: ["i"], 11: [], 13: []}
+
+
+# --------------------------------------------------------------------------- repetition: values that change per iteration
+
+
+def churn_of(body: str, callee: str = "f", arg: int = 0):
+    """The churn of the first argument of the call of ``callee`` in ``body``, the body of a function
+    (its lines indented relative to the body), which starts on line 3."""
+    src = "\ndef run(self, n, xs, temps, bs, tasks, ds):\n" + "".join(f"    {ln}\n" for ln in body.split("\n"))
+    src += "\nNUM = 3\n"
+    tree, m = build(src)
+    call = call_to(tree, callee)
+    ctx = m.context(call)
+    return m.churn(call.args[arg], ctx.loops, ctx.scope)
+
+
+@pytest.mark.parametrize("body, kind, name, line", [
+    ("for step in range(n):\n    f(step)", "counter", "step", 3),
+    ("for i, x in enumerate(xs):\n    f(i)", "counter", "i", 3),
+    ("for i, x in enumerate(xs):\n    f(x)", "item", "x", 3),
+    ("for t in temps:\n    f(t)", "item", "t", 3),
+    ("for t in temps:\n    f(t * 2 + 1)", "item", "t", 3),
+    ("for t in reversed(range(n)):\n    f(float(t) / n)", "counter", "t", 3),
+    ("k = 1\nfor _ in range(n):\n    k *= 2\n    f(k)", "accumulated", "k", 4),
+    ("w = 1\nwhile n:\n    w = w * 2 + 1\n    f(w)", "accumulated", "w", 4),
+    ("k = 1\nfor _ in range(n):\n    f(k)\n    k = k * 2", "accumulated", "k", 4),
+    ("for e in range(n):\n    r = 0.5 * (1 - e / n)\n    for b in bs:\n        f(r)", "counter", "e", 3),
+    ("for x in xs:\n    f(x.shape[0])", "item", "x", 3),
+    ("for step in range(n):\n    f(f'{step}')", "counter", "step", 3),
+])
+def test_churn(body, kind, name, line):
+    churn = churn_of(body)
+    assert churn is not None and (churn.kind, churn.name, churn.loop.node.lineno) == (kind, name, line)
+
+
+@pytest.mark.parametrize("body", [
+    "for step in range(n):\n    f(10)",
+    "for step in range(n):\n    f(n)",
+    "for step in range(n):\n    task = ds.meta['task']\n    f(task)",
+    "for step in range(n):\n    size = 32\n    f(size)",
+    "for mode in ('train', 'eval'):\n    f(mode)",
+    "for i in range(3):\n    f(i)",
+    "for i in range(NUM):\n    f(i)",
+    "for step in range(n):\n    f(step % 2)",
+    "for step in range(n):\n    f(step > 10)",
+    "for step in range(n):\n    f(not step)",
+    "for step in range(n):\n    f('a' if step % 3 else 'b')",
+    "for step in range(n):\n    f(('a', 'b')[step % 2])",
+    "for step in range(n):\n    f(task_of(step))",
+    "for step in range(n):\n    batch, task = next_batch(step)\n    f(task)",
+    "for step in range(n):\n    task = pick(step)\n    f(task)\n    for task in tasks:\n        pass",
+    "for x in xs:\n    f(self.mode)",
+])
+def test_no_churn(body):
+    assert churn_of(body) is None
+
+
+def test_many_trips_is_the_innermost_loop_over_steps_or_items():
+    from jaxlint.model import many_trips
+    _, m = build("""
+        def run(xs, d, n):
+            for step in range(n):
+                for mode in ("a", "b"):
+                    for k, v in d.items():
+                        pass
+            for x in xs:
+                for i in range(3):
+                    pass
+    """)
+    outer, modes, items, xs, short = m.loops
+    assert many_trips((outer, modes, items)) is outer  # options and a dict's entries are a few per step
+    assert many_trips((modes, items)) is None
+    assert many_trips((xs, short)) is short  # a range is steps, however short
+    assert many_trips((xs,)) is xs

@@ -455,8 +455,8 @@ def test_extension_checks_each_cell_with_the_earlier_cells_as_context(tmp_path):
         ["jaxlint: line 5:col 15: JAX201"],  # registered once, not twice
     ]
     assert jaxlint_lines(res[3]["err"]) == [
-        "jaxlint: line 3:col 13: JAX101 `jax.jit` of a lambda recompiles every iteration; create the "
-        "jitted function once, outside the loop"]
+        "jaxlint: line 3:col 13: JAX101 `jax.jit` of a lambda is rebuilt on every iteration of the loop on "
+        "line 2, so every iteration traces and compiles it again; create the jitted function once, before the loop"]
     assert "SyntaxError" in res[5]["out"] + res[5]["err"]
     assert "cell checks off" in res[8]["out"] and "cell checks on" in res[10]["out"]
 
@@ -512,8 +512,8 @@ def test_jaxlint_trace_cell_magic(tmp_path):
     assert f"JAX101 In [{n}]:3 confirmed: 5 compilations of" in out
     # the static check of the cell ran before it, on its own lines
     assert jaxlint_lines(res[2]["err"]) == [
-        "jaxlint: line 3:col 9: JAX101 `jax.jit` of a lambda recompiles every iteration; create the "
-        "jitted function once, outside the loop"]
+        "jaxlint: line 3:col 9: JAX101 `jax.jit` of a lambda is rebuilt on every iteration of the loop on "
+        "line 2, so every iteration traces and compiles it again; create the jitted function once, before the loop"]
     assert res[3]["out"].strip() == "6.0"
     report = json.loads(res[4]["out"][res[4]["out"].index("{"):])
     (fn,) = report["functions"]

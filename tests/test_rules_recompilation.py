@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import jaxlint_rules
-from ruletools import findings, line_of
+from ruletools import default_findings, findings, line_of, messages, opt_in_findings
 
 RULES = [r() for r in jaxlint_rules.ALL_RULES]
 
@@ -733,3 +733,418 @@ def test_jax102_still_reports_a_closure_over_a_model_method():
             return jax.jit(lambda v: model.apply(params, v))(x)  # HERE
     """
     assert findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
+
+
+# --------------------------------------------------------------------------- JAX102: evidence that the function repeats
+
+
+JAX102_REPEATED = {
+    "helper_called_in_an_eval_loop": ("""
+        import jax
+        from flax import jax_utils
+
+        def all_gather_and_unreplicate(inputs):
+            return jax_utils.unreplicate(
+                jax.pmap(lambda x: jax.lax.all_gather(x, "batch"), "batch")(inputs))  # HERE
+
+        def evaluate(state, it, eval_step, n):
+            logs = []
+            for step in range(n):
+                batch = next(it)
+                out = eval_step(state, batch)
+                logs.append(all_gather_and_unreplicate(out))
+                print(len(logs))
+            return logs
+    """, "is called in the loop on line 11"),
+    "closure_returned_by_a_factory": ("""
+        import functools
+        import jax
+
+        def fake_pmap(fn, jit_result):
+            @functools.wraps(fn)
+            def wrapped_fn(*args):
+                vmapped = jax.vmap(fn)
+                if jit_result:
+                    vmapped = jax.jit(vmapped)  # HERE
+                out = vmapped(*args)
+                return out
+            return wrapped_fn
+    """, "is the function `fake_pmap` returns"),
+    "called_from_a_per_step_method": ("""
+        import jax
+        import jax.numpy as jnp
+
+        class Learner:
+            def update(self, params, batch):
+                grads = self._grads(params, batch)
+                return params - 0.1 * grads
+
+            def _grads(self, params, batch):
+                loss = lambda p: jnp.mean((batch @ p) ** 2)
+                g = jax.jit(jax.grad(loss))  # HERE
+                out = g(params)
+                return out
+    """, "`_grads` is called from `update`, and `update` is a per-step method"),
+    "takes_the_training_step": ("""
+        import jax
+
+        def log_gathered(state, step, writer):
+            values = jax.pmap(lambda x: jax.lax.all_gather(x, "b"), "b")(state)  # HERE
+            writer.write(step, values)
+            writer.flush()
+    """, "takes the training step `step`"),
+    "eval_step_rebuilt_per_evaluation_reused_in_its_loop": ("""
+        import functools
+        import jax
+
+        def inference_on_dataset(model, state, it, n, step):
+            eval_pmapped = jax.pmap(functools.partial(eval_step, model=model), "batch")  # HERE
+            metrics = []
+            for i in range(n):
+                metrics.append(eval_pmapped(state, next(it)))
+            return metrics
+    """, "compiles again the program its loop on line 8 runs"),
+}
+
+
+@pytest.mark.parametrize("src, why", JAX102_REPEATED.values(), ids=JAX102_REPEATED.keys())
+def test_jax102_reported_with_evidence_of_repetition(src, why):
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX102")]
+    (msg,) = messages(src, "JAX102")
+    assert why in msg and "so every call" in msg and "create the jitted function once" in msg
+
+
+JAX102_RUNS_ONCE = {
+    "initialize_model_called_from_train": """
+        import functools
+        import jax
+
+        def initialize_model(model_def, input_shape, rngs):
+            @functools.partial(jax.jit, backend="cpu")
+            def _initialize_model(rngs):
+                return model_def.init(rngs, jax.numpy.ones(input_shape))
+            init_params = _initialize_model(rngs)
+            count = sum(x.size for x in jax.tree_util.tree_leaves(init_params))
+            print(count)
+            return init_params
+
+        def train(rng, model_def):
+            params = initialize_model(model_def, (1, 8), rng)
+            for step in range(100):
+                params = sgd(params)
+            return params
+    """,
+    "init_of_an_experiment": """
+        import jax
+
+        def init(cfg, env):
+            keys = jax.random.split(jax.random.PRNGKey(cfg.seed), 8)
+            reset = jax.pmap(jax.vmap(env.reset))
+            state = reset(keys)
+            return state
+
+        def run_experiment(cfg, env):
+            state = init(cfg, env)
+            return state
+    """,
+    "helper_nested_in_set_up_code": """
+        import jax
+
+        def setup_state(model, rng, shape):
+            def make(rng):
+                return model.init(rng, jax.numpy.ones(shape))
+            return jax.jit(make)(rng)
+    """,
+    "nested_jit_in_a_method_only_called_from_a_jitted_method": """
+        from functools import partial
+        import jax
+
+        class Strategy:
+            @partial(jax.jit, static_argnames=("self",))
+            def tell(self, state, fitness):
+                return self._tell(state, fitness)
+
+            def _tell(self, state, fitness):
+                @jax.jit
+                def infer_step(ctx):
+                    return self.model.apply(state.params, ctx)
+                pred = infer_step(fitness)
+                return state.mean + pred
+    """,
+}
+
+
+@pytest.mark.parametrize("src", JAX102_RUNS_ONCE.values(), ids=JAX102_RUNS_ONCE.keys())
+def test_jax102_quiet_for_functions_that_run_once(src):
+    assert findings(src, "JAX102") == []  # not even with --pedantic
+
+
+JAX102_OPT_IN = {
+    "no_evidence_either_way": ("""
+        import jax
+
+        def quantile_summary(params, xs, q):
+            scale = params["scale"]
+            offset = params["offset"]
+            summarize = jax.jit(lambda v: jax.numpy.quantile(v * scale + offset, q))  # HERE
+            result = summarize(xs)
+            return result
+    """, "no evidence that `quantile_summary` runs more than once"),
+    "primitive_eager_rule": ("""
+        import functools
+        import jax
+
+        @mpmd_map_p.def_impl
+        def _mpmd_map_impl(*args, **params):
+            jit_impl = jax.jit(functools.partial(mpmd_map_p.bind, **params))  # HERE
+            return jit_impl(*args)
+    """, "no evidence that `_mpmd_map_impl` runs more than once"),
+    "a_tiny_gather_after_a_whole_evaluation_pass": ("""
+        import jax
+
+        def eval_and_log_summary(state, it, eval_step_fn, n):
+            preds = []
+            for step in range(n):
+                preds.append(eval_step_fn(state, next(it)))
+            res = jax.pmap(lambda x: jax.lax.all_gather(x, "batch"), "batch")(preds[-1])  # HERE
+            return res
+
+        def train(state, it, eval_step_fn, datasets, steps):
+            for step in range(steps):
+                if step % 1000 == 0:
+                    for name in datasets:
+                        eval_and_log_summary(state, it, eval_step_fn, 10)
+    """, "`eval_and_log_summary` also runs a loop of its own; one compile per call is small next to it"),
+    "a_per_trial_sweep_function_compiling_its_step_once": ("""
+        import jax
+
+        def run_trial(cfg, params, batches):
+            step = jax.jit(lambda p, b: p - cfg.lr * jax.numpy.mean(b))  # HERE
+            for b in batches:
+                params = step(params, b)
+            return params
+
+        def sweep(configs, params, batches):
+            return [run_trial(cfg, params, batches) for cfg in configs]
+    """, "one compile per call of `run_trial`, reused in its loop, and `run_trial` is not known to run at every step"),
+}
+
+
+@pytest.mark.parametrize("src, reason", JAX102_OPT_IN.values(), ids=JAX102_OPT_IN.keys())
+def test_jax102_opt_in_without_evidence_or_when_amortised(src, reason):
+    assert default_findings(src, "JAX102") == []
+    assert opt_in_findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102", reason)]
+
+
+# --------------------------------------------------------------------------- JAX101: what repeats, and what cannot be hoisted
+
+
+def test_jax101_in_a_loop_over_a_dict_reports_the_repeated_function():
+    src = """
+        import functools
+        import jax
+
+        class EvalManager:
+            def _evaluate(self, state, step, dataset):
+                for name, it in dataset.valid_iter.items():
+                    pmapped = jax.pmap(functools.partial(eval_step, model=self.model), "batch")  # HERE
+                    for i in range(100):
+                        pmapped(state, next(it))
+    """
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX101")]
+    (msg,) = messages(src, "JAX101")
+    assert msg.startswith("`jax.pmap` of a functools.partial object is rebuilt for each item of the loop on line 7 "
+                          "on every call of `_evaluate` (`_evaluate` takes the training step `step`")
+    assert "so every call traces and compiles it again" in msg
+
+
+def test_jax101_in_a_loop_over_a_dict_of_a_function_run_per_configuration_is_opt_in():
+    src = """
+        import functools
+        import jax
+
+        def evaluate_all(state, datasets):
+            for name, it in datasets.items():
+                pmapped = jax.pmap(functools.partial(eval_step, name=name), "batch")  # HERE
+                for i in range(100):
+                    pmapped(state, next(it))
+
+        def compare(states, datasets):
+            for state in states:
+                evaluate_all(state, datasets)
+    """
+    assert default_findings(src) == []
+    assert opt_in_findings(src, "JAX101") == [(line_of(src, "# HERE"), "JAX101", (
+        "one compile per item and call of `evaluate_all`, reused in a loop, and `evaluate_all` is not known to "
+        "run at every step"))]
+
+
+def test_jax101_in_a_loop_over_options_without_evidence_is_opt_in_and_in_a_test_quiet():
+    src = """
+        import jax
+
+        def compare(x):
+            out = {}
+            for mode in ("fast", "exact"):
+                f = jax.jit(lambda v: solve(v, mode))  # HERE
+                out[mode] = f(x)
+            return out
+    """
+    assert default_findings(src) == []
+    assert opt_in_findings(src, "JAX101") == [(line_of(src, "# HERE"), "JAX101",
+                                               "no evidence that `compare` runs more than once")]
+    test = src.replace("def compare(x)", "def test_compare(x)")
+    assert findings(test, "JAX101") == []
+
+
+def test_jax101_quiet_when_each_iteration_compiles_a_different_function():
+    src = """
+        import jax
+
+        for game in available_games():
+            env = make(game)
+            init = jax.jit(jax.vmap(env.init))
+            step = jax.jit(jax.vmap(auto_reset(env.step, env.init)))
+            s = init(keys)
+            for i in range(100):
+                s = step(s, act(s))
+    """
+    assert findings(src, "JAX101") == []
+
+
+def test_jax101_still_reports_a_closure_over_loop_data_and_says_to_pass_it():
+    src = """
+        import jax
+
+        def unroll(layers, cfg, n):
+            out = []
+            for i in range(n):
+                def slice_ith(x):
+                    return jax.tree_util.tree_map(lambda a: jax.numpy.take(a, i, axis=cfg.axis), x)
+                out.append(jax.jit(slice_ith)(layers))  # HERE
+            return out
+    """
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX101")]
+    (msg,) = messages(src, "JAX101")
+    assert msg == ("`jax.jit` of the function `slice_ith` defined there is rebuilt on every iteration of the loop "
+                   "on line 6, so every iteration traces and compiles it again; pass `i` as an argument and create "
+                   "the jitted function once, before the loop")
+
+
+def test_jax101_a_lambda_reading_the_batch_through_array_methods_is_still_reported():
+    src = """
+        import jax
+
+        def losses(params, batches):
+            out = []
+            for batch in batches:
+                out.append(jax.jit(lambda p: (p * batch.mean()).sum())(params))  # HERE
+            return out
+    """
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX101")]
+    assert "pass `batch` as an argument" in messages(src, "JAX101")[0]
+
+
+def test_jax101_a_short_range_loop_is_still_every_iteration():
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        params = jnp.ones(16)
+        for step in range(5):
+            update = jax.jit(lambda p: p - 0.1 * jnp.sin(p))  # HERE
+            params = update(params)
+    """
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX101")]
+
+
+# --------------------------------------------------------------------------- JAX103: values that do not churn
+
+
+JAX103_NO_CHURN = {
+    "loop_invariant_value_recomputed_in_the_loop": """
+        import jax
+
+        eval_step_pmapped = jax.pmap(eval_step, static_broadcasted_argnums=(2,))
+
+        def evaluate(state, dataset_dict, ds_name, steps):
+            for eval_step_i in range(steps):
+                task = dataset_dict[ds_name].meta_data["task_name"]
+                batch = next(dataset_dict[ds_name].valid_iter)
+                eval_step_pmapped(state, batch, task)
+    """,
+    "values_of_a_small_constant_range": """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnums=(1,))
+        def get_qp(state, ix):
+            return state[ix]
+
+        def visualize(state, max_steps):
+            num_viz = 3
+            rollouts = []
+            for step in range(max_steps):
+                for i in range(num_viz):
+                    rollouts.append(get_qp(state, i))
+            return rollouts
+    """,
+    "co_training_task_from_a_helper": """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnums=(0, 1))
+        def train_step(task, dataset, state, batch):
+            return state
+
+        def train(state, total_steps, get_next_train_batch, metrics):
+            for step in range(total_steps):
+                batch, task, ds = get_next_train_batch(step)
+                state = train_step(task, ds, state, batch)
+                if step % 100 == 0:
+                    for task, ds in metrics.keys():
+                        print(task, ds)
+            return state
+    """,
+    "a_value_from_a_few_options": """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnames=("train",))
+        def forward(x, train):
+            return x
+
+        def run(x, n):
+            for step in range(n):
+                x = forward(x, train=step % 10 != 0)
+                x = forward(x, train="dropout" if step % 2 else "none")
+            return x
+    """,
+}
+
+
+@pytest.mark.parametrize("src", JAX103_NO_CHURN.values(), ids=JAX103_NO_CHURN.keys())
+def test_jax103_quiet_for_values_that_do_not_churn(src):
+    assert findings(src, "JAX103") == []
+
+
+def test_jax103_message_names_the_loop_whose_iterations_change_it():
+    src = """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnames=("rate",))
+        def train_step(params, batch, rate):
+            return params
+
+        def finetune(params, batches, num_epochs):
+            for epoch in range(num_epochs):
+                rate = 0.5 * (1.0 - epoch / num_epochs)
+                for batch in batches:
+                    params = train_step(params, batch, rate=rate)
+            return params
+    """
+    assert messages(src, "JAX103") == [
+        "static argument `rate` of `train_step` is computed from the loop counter `epoch`: it takes a new value on "
+        "every iteration of the loop on line 10, so every iteration compiles a new program; pass it as a traced "
+        "argument (not static), or keep it to a few fixed values"]

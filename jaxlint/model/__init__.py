@@ -21,28 +21,18 @@ from .builder import build_model
 from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, KeyUse
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
-from .records import (
-                      BOUNDED_TRIPS,
-                      STARRED,
-                      Binding,
-                      ClassInfo,
-                      Context,
-                      FunctionInfo,
-                      JitWrap,
-                      Loop,
-                      NewCallable,
-                      Scope,
-                      TraceCause,
-)
-from .repetition import cached, called_once, escapes
+from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
+                      NewCallable, Repetition, Scope, TraceCause)
+from .repetition import cached, called_once, escapes, many_trips, per_step, setup_name, step_name
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse
 from .transfers import FETCH_OR_FORMAT_NAMES
 
 __all__ = [
-    "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "ClassInfo", "Context", "FunctionInfo",
-    "JitWrap", "Loop", "ModuleModel", "ModuleSummary", "NewCallable", "Scope", "TraceCause",
-    "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once", "escapes",
-    "is_str_key", "last_name", "loop_iterable", "mentions", "unparse", "varying_names",
+    "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "Churn", "ClassInfo", "Context",
+    "FunctionInfo", "JitWrap", "Loop", "ModuleModel", "ModuleSummary", "NewCallable", "Repetition", "Scope",
+    "TraceCause", "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once",
+    "escapes", "is_str_key", "last_name", "loop_iterable", "many_trips", "mentions", "per_step",
+    "setup_name", "step_name", "unparse", "varying_names",
     "KEY_FUNCS", "KEY_MAKERS", "KeyUse", "SAMPLERS",  # key flow (keys.py)
 ]

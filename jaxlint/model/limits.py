@@ -29,12 +29,15 @@ CONST_CHAIN = 6  # const_int(): int constants through names and arithmetic
 SITE_CHAIN = 6  # staging: where the callable made by a transform call runs (``g = jax.grad(f)`` ...)
 VARIANCE_CHAIN = 6  # shape variance: names recomputed in the loop from names recomputed in the loop
 KIND_CHAIN = 10  # staging.array_valued(): known arrays through names, calls, operators and callers
+REPETITION_CHAIN = 6  # repeats(): a function called from a function called from ... that repeats
+CHURN_CHAIN = 6  # churn(): a static value computed in the loop from names computed in the loop
 
 # -- horizons (precision choices)
 TRACER_SOURCE_HORIZON = 4  # staging.suspect(): assignments followed back to a parameter
 RANK_HORIZON = 3  # rank_derived(): ``n = x.ndim`` followed through names
 INTERNAL_HELPER_HORIZON = 1  # reads_internal_helper(): one name back to a library helper's result
 PROPAGATION_ROUNDS_PER_FUNCTION = 50  # tracing: re-visits of callees per function of the module
+HELPER_STATEMENTS = 3  # repetition: a helper whose whole work is one compiled call has at most this many
 
 # -- the per-module work budget
 WORK_BASE = 20_000

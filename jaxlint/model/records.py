@@ -302,3 +302,39 @@ class Binding:
     def plain_assign(self) -> bool:
         """``name = value``: the whole value bound to the name (not unpacked, augmented or looped)."""
         return self.kind == "assign" and self.path is None
+
+
+@dataclass(frozen=True, eq=False)
+class Repetition:
+    """Evidence that a function runs many times (``ModuleModel.repeats``).
+
+    ``kind``: "loop" (called in a loop: ``call`` the call, ``loop`` the loop), "step_name" (a
+    per-step method name such as ``step``, ``update`` or ``__call__``), "caller" (called from
+    ``via``, a function that itself repeats for the reason ``inner``), "factory" (a closure that
+    its enclosing function ``via`` returns or stores: whoever gets it calls it again and again),
+    "helper" (a helper whose whole work is one compiled call on its arguments, the kind of
+    function that is called once per batch) or "step_param" (it takes the training step number,
+    parameter ``name``: it is called at a step of a loop)."""
+
+    kind: str
+    func: "FunctionInfo"
+    call: Optional[ast.AST] = None
+    loop: Optional[Loop] = None
+    via: Optional["FunctionInfo"] = None
+    inner: Optional["Repetition"] = None
+    name: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Churn:
+    """Why a value takes a new value on every iteration of ``loop`` (``ModuleModel.churn``).
+
+    ``kind``: "counter" (a loop counter: the target of a ``range``/``count`` loop or the index of
+    ``enumerate``), "item" (the item of a loop over a sequence that is not a few literal options)
+    or "accumulated" (a name incremented in the loop, or recomputed from itself: ``n *= 2``,
+    ``width = width * 2 + 1``). ``name`` is that loop-level name; the value may be computed from it
+    (``rate = 0.5 * (1 - epoch / n)`` churns as the counter ``epoch``)."""
+
+    kind: str
+    loop: Loop
+    name: str
