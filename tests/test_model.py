@@ -516,6 +516,126 @@ def test_loop_runs_jax_work():
     assert not m.loop_runs_jax_work(other)
 
 
+# --------------------------------------------------------------------------- periodic guards (issue 11)
+
+_PERIODIC = """
+import jax
+import jax.numpy as jnp
+from utils import should_log
+import utils as u
+
+@jax.jit
+def train_step(p, b):
+    return p - b, {"loss": jnp.sum(b)}
+
+def every_n(step, n):
+    return step % n == 0
+
+def in_warmup(step, warmup_every):
+    return step < warmup_every
+
+class Agent:
+    def run(self, batches):
+        for b in batches:
+            self.p, aux = train_step(self.p, b)
+            self.training_steps += 1
+            if self.training_steps % self.summary_every == 0:
+                attr_mod()
+            if not self.training_steps % self.summary_every:
+                not_mod()
+
+def train(p, batches, every, total, eval_steps, stats, best, start, num_steps):
+    next_eval = every
+    last_log = 0
+    for step, b in enumerate(batches):
+        p, aux = train_step(p, b)
+        if should_log(step, every):
+            imported_helper()
+        if u.every_n(step, every, total):
+            module_helper()
+        if every_n(step, every):
+            local_helper()
+        if in_warmup(step, every):
+            local_non_schedule()
+        if should_log(b, every):
+            helper_on_data()
+        if step % every != 0:
+            mod_not_equal()
+        if step % every:
+            mod_truthy()
+        if step in eval_steps:
+            counter_in_set()
+        is_log_step = (step + 1) % every == 0
+        if is_log_step:
+            named_guard()
+        if aux["loss"] >= next_eval:
+            advanced_threshold()
+            next_eval += every
+        if step - last_log >= every:
+            elapsed_threshold()
+            last_log = step
+        if aux["loss"] < best:
+            best_so_far()
+            best = aux["loss"]
+        if b.dtype == jnp.bfloat16:
+            element_property()
+        for k, v in aux.items():
+            if k in stats:
+                inner_key_member()
+            if k == "loss":
+                inner_key_equal()
+    step = start
+    while step < num_steps:
+        p, step = train_step(p, step)
+        if (step % every) == 0 or step == num_steps - 1:
+            device_counter_or_last()
+    for epoch in jnp.arange(num_steps):
+        p, aux = train_step(p, epoch)
+        if epoch == start:
+            arange_equal()
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("attr_mod", True),               # self.training_steps % self.summary_every == 0
+    ("not_mod", True),                # not self.training_steps % self.summary_every
+    ("imported_helper", True),        # should_log(step, every), imported
+    ("module_helper", True),          # u.every_n(step, every, total)
+    ("local_helper", True),           # a helper of this module that returns a modulo test
+    ("local_non_schedule", False),    # a helper of this module that returns step < n
+    ("helper_on_data", False),        # given a batch, not the step
+    ("mod_not_equal", False),         # step % every != 0 holds almost every step
+    ("mod_truthy", False),
+    ("counter_in_set", True),         # step in eval_steps
+    ("named_guard", True),            # a name bound to a modulo test
+    ("advanced_threshold", True),     # the branch moves the threshold on (+=)
+    ("elapsed_threshold", True),      # step - last_log >= every ... last_log = step
+    ("best_so_far", False),           # best = loss: not a schedule
+    ("element_property", False),      # b.dtype == ...: a property of every element
+    ("inner_key_member", False),      # k in stats, k from the loop nested in the step loop
+    ("inner_key_equal", False),
+    ("device_counter_or_last", True),  # step % every == 0 or step == n - 1, step from the step
+    ("arange_equal", True),           # for epoch in jnp.arange(n): if epoch == start
+])
+def test_periodic_guards_of_issue_11(name, periodic):
+    tree, m = build(_PERIODIC)
+    ctx = m.context(call_to(tree, name))
+    step_loop = next(lp for lp in ctx.loops if lp.kind != "for" or not isinstance(lp.node.iter, ast.Call)
+                     or ast.unparse(lp.node.iter) != "aux.items()")
+    assert m.periodic_guard(ctx, step_loop) is periodic
+
+
+def test_loop_counters():
+    from jaxlint.model.periodicity import loop_counters
+    tree, m = build(_PERIODIC)
+    agent_loop = m.context(call_to(tree, "attr_mod")).loops[0]
+    assert loop_counters(agent_loop) == {"self.training_steps"}
+    step_loop = m.context(call_to(tree, "imported_helper")).loops[0]
+    assert loop_counters(step_loop) == {"step"}  # the enumerate index, not the batch
+    items_loop = m.context(call_to(tree, "inner_key_member")).loops[1]
+    assert loop_counters(items_loop) == set()
+
+
 # --------------------------------------------------------------------------- JAX values
 
 

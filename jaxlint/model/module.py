@@ -17,6 +17,7 @@ from .arrays import ArrayKinds
 from .callables import CallableQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
+from .periodicity import PeriodicityQueries
 from .rebinding import RebindingQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
@@ -33,7 +34,7 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_tes
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries):
+                  RepetitionQueries, RebindingQueries, PeriodicityQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

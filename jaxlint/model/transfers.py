@@ -64,6 +64,6 @@ class TransferQueries:
         if f is not None and f.traced:
             return None
         loop = self.hot_loop(ctx)
-        if loop is None or self.periodic_guard(ctx):
+        if loop is None or self.periodic_guard(ctx, loop):
             return None
         return loop
