@@ -636,6 +636,255 @@ def test_loop_counters():
     assert loop_counters(items_loop) == set()
 
 
+# --------------------------------------------------------------------------- work per iteration (issue 11)
+
+_WORK = """
+import time
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+tx = optax.sgd(0.1)
+
+@jax.jit
+def train_step(p, b):
+    return p - b, jnp.sum(b)
+
+@jax.jit
+def train_epoch(p, batches):
+    def body(p, b):
+        p, loss = train_step(p, b)
+        return p, loss
+    return lax.scan(body, p, batches)
+
+def make_rollout(env):
+    def rollout(state):
+        def env_step(s, _):
+            return env.step(s), s
+        return lax.scan(env_step, state, None, length=500)
+    return rollout
+
+def setup(env):
+    learn = make_rollout(env)
+    learn = jax.pmap(learn)
+    return learn, None
+
+@jax.jit
+def accumulated_step(p, opt_state, micro):
+    def body(i, g):
+        return g + jax.grad(lambda q: jnp.sum(q * micro[i]))(p)
+    g = lax.fori_loop(0, micro.shape[0], body, jnp.zeros_like(p))
+    updates, opt_state = tx.update(g, opt_state)
+    return optax.apply_updates(p, updates), opt_state
+
+def rnn_loss(p, xs):
+    h, ys = lax.scan(lambda h, x: (jnp.tanh(h + x @ p), h), jnp.zeros(3), xs)
+    return jnp.sum(ys)
+
+@jax.jit
+def short_loop(p):
+    return lax.fori_loop(0, 4, lambda i, q: q * 2, p)
+
+def python_epoch(p, batches):
+    for b in batches:
+        p, _ = train_step(p, b)
+    return p
+
+def make_batch(n):
+    return jnp.stack([jnp.arange(4) for _ in range(n)])
+
+def run(p, data, env, n, epochs, every, micro, opt_state):
+    for e in range(epochs):
+        p, losses = train_epoch(p, data)
+        scanned_epoch(losses)
+    rollout = jax.jit(make_rollout(env))
+    for e in range(epochs):
+        state = rollout(p)
+        factory_rollout(state)
+    learn, _ = setup(env)
+    for e in range(epochs):
+        state = learn(p)
+        setup_rollout(state)
+    for e in range(epochs):
+        p = python_epoch(p, data)
+        python_loop(p)
+    for b in data:
+        p, opt_state = accumulated_step(p, opt_state, micro)
+        accumulation_step(p)
+    for b in data:
+        loss, g = jax.value_and_grad(rnn_loss)(p, b)
+        rnn_step(loss)
+    for b in data:
+        p = short_loop(p)
+        short(p)
+    for step in range(n):
+        p, loss = train_step(p, data)
+        if step % every == 0:
+            p, losses = train_epoch(p, data)
+        guarded_program(loss)
+    for step in range(n):
+        x = make_batch(8)
+        p, loss = train_step(p, x)
+        comprehension_helper(loss)
+"""
+
+
+@pytest.mark.parametrize("name, program", [
+    ("scanned_epoch", "train_epoch"),       # a jitted function whose body is a lax.scan
+    ("factory_rollout", "rollout"),         # jax.jit of a function a factory returns
+    ("setup_rollout", "learn"),             # through a tuple returned by setup(), and jax.pmap
+    ("python_loop", "python_epoch"),        # a Python function with a loop of jitted steps
+    ("accumulation_step", None),            # one optimizer step that accumulates micro-batches
+    ("rnn_step", None),                     # a scan inside a differentiated loss
+    ("short", None),                        # a literal 4-trip fori_loop
+    ("guarded_program", None),              # the program runs only under an if
+    ("comprehension_helper", None),         # a helper that builds a batch in a comprehension
+])
+def test_iteration_program(name, program):
+    tree, m = build(_WORK)
+    loop = m.context(call_to(tree, name)).loops[-1]
+    found = m.iteration_program(loop)
+    if program is None:
+        assert found is None, ast.unparse(found)
+    else:
+        assert found is not None and ast.unparse(found.func) == program
+
+
+_SWEEPS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def acc_fn(x, reg):
+    return jnp.mean(x) * reg
+
+@jax.jit
+def step(p, b):
+    return p - b, jnp.sum(b)
+
+def sweep(x, regs, shots_list, batches, p, outputs):
+    results = {}
+    for shots in shots_list:
+        for reg in regs:
+            acc = acc_fn(x[:shots], reg)
+            results[shots, reg] = acc
+    for i, b in enumerate(batches):
+        outputs[i] = acc_fn(b, 0.1)
+    for reg in regs:
+        p, loss = step(p, reg)
+        results[reg] = loss
+    return results
+"""
+
+
+def test_sweep_loop_and_carried_state():
+    tree, m = build(_SWEEPS)
+    grid, by_index, carrying = [lp for lp in m.loops if lp.node.lineno in (15, 19, 21)][:3]
+    assert m.sweep_loop(grid)  # results[shots, reg]: the elements key the results
+    assert not m.sweep_loop(by_index)  # keyed by the enumerate index: the elements are batches
+    assert m.carried_state(carrying) == {"p"}
+    assert not m.sweep_loop(carrying)  # threads p through the steps
+    assert m.carried_state(grid) == set()
+
+
+_ELEMENTS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def predict(w, x):
+    return x @ w
+
+def to_bits(weights):
+    bits = []
+    for w in weights:
+        converted = jax.lax.bitcast_convert_type(w, np.uint16)
+        bits.append(np.asarray(converted.astype(np.uint16)))
+    return bits
+
+def eager_eval(w, batches):
+    out = []
+    for x in batches:
+        out.append(np.asarray(jnp.dot(x, w)))
+    return out
+
+def jitted_eval(w, batches):
+    for x in batches:
+        print(float(predict(w, x).sum()))
+
+def accumulate(total, batches):
+    for x in batches:
+        total = total + jnp.sum(x)
+        print(float(total))
+"""
+
+
+def test_converts_elements():
+    tree, m = build(_ELEMENTS)
+    to_bits, eager, jitted, acc = (func(m, n).loops[0] for n in ("to_bits", "eager_eval", "jitted_eval",
+                                                                  "accumulate"))
+    assert m.converts_elements(to_bits)
+    assert not m.converts_elements(eager)  # jnp.dot with weights from outside the loop
+    assert not m.converts_elements(jitted)  # a compiled call
+    assert not m.converts_elements(acc)  # adds each element into a total kept on device
+
+
+_TIMING = """
+import time
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(p, b):
+    return p - b
+
+def bench(p, b, n):
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step(p, b).block_until_ready()
+
+def throughput(p, batches):
+    start = time.time()
+    for b in batches:
+        p = step(p, b)
+        p.block_until_ready()
+    return len(batches) / (time.time() - start)
+
+def latencies(p, batches):
+    times = []
+    for b in batches:
+        t0 = time.time()
+        p = step(p, b)
+        p.block_until_ready()
+        times.append(time.time() - t0)
+    return min(times)
+
+def train(p, batches, log):
+    for b in batches:
+        t0 = time.time()
+        p = step(p, b)
+        p.block_until_ready()
+        log(time.time() - t0)
+    return p
+"""
+
+
+@pytest.mark.parametrize("name, measuring", [
+    ("bench", True),        # repeats one call on the same inputs
+    ("throughput", True),   # carries state, but returns the timing
+    ("latencies", True),    # returns what the timings were appended to
+    ("train", False),       # a training loop that times its steps
+])
+def test_measuring_loop(name, measuring):
+    tree, m = build(_TIMING)
+    f = func(m, name)
+    loop = f.loops[0]
+    block = next(c for c in loop.calls if ast.unparse(c.func).endswith("block_until_ready"))
+    assert m.measuring_loop(m.context(block), loop) is measuring
+
+
 # --------------------------------------------------------------------------- JAX values
 
 

@@ -26,6 +26,7 @@ from .syntax import _end, _pos
 from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
+from .work import WorkQueries
 
 _BUILTINS = frozenset(dir(builtins))
 # Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
@@ -34,7 +35,7 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_tes
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries, PeriodicityQueries):
+                  RepetitionQueries, RebindingQueries, PeriodicityQueries, WorkQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

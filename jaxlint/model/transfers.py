@@ -57,7 +57,11 @@ class TransferQueries:
         return any(self.formats_jax(v, scope) for v in values)
 
     def per_iteration_loop(self, ctx: Optional[Context]) -> Optional[Loop]:
-        """The JAX loop a host-side node runs in every iteration of, unless a periodic ``if`` guards it."""
+        """The step loop a host-side node runs in every iteration of: the innermost loop of JAX
+        work around it (:meth:`hot_loop`), unless a periodic ``if`` guards the node, one iteration
+        of the loop runs a whole program (:meth:`iteration_program`: the sync is once per
+        rollout or epoch), the loop walks the points of a sweep (:meth:`sweep_loop`), or its only
+        JAX work converts the elements it walks (:meth:`converts_elements`)."""
         if ctx is None or not ctx.loops:
             return None
         f = ctx.scope.func
@@ -65,5 +69,7 @@ class TransferQueries:
             return None
         loop = self.hot_loop(ctx)
         if loop is None or self.periodic_guard(ctx, loop):
+            return None
+        if self.iteration_program(loop) is not None or self.sweep_loop(loop) or self.converts_elements(loop):
             return None
         return loop
