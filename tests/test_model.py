@@ -885,6 +885,140 @@ def test_measuring_loop(name, measuring):
     assert m.measuring_loop(m.context(block), loop) is measuring
 
 
+# --------------------------------------------------------------------------- inherent syncs (issue 11)
+
+_HOST = """
+import json
+import time
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+import matplotlib.pyplot as plt
+
+@jax.jit
+def policy(p, obs):
+    return jnp.argmax(obs @ p), jnp.sum(p)
+
+class Learner:
+    def __init__(self):
+        self.update = jax.jit(self._update)
+
+    def _update(self, params, batch):
+        return params - batch, {"loss": jnp.sum(batch)}
+
+    def helper(self, x):
+        return x
+
+    def run(self, batches, history):
+        params = self.params
+        for batch in batches:
+            params, logs = self.update(params, batch)
+            self._params_for_actor = (1, jax.device_get(params))
+            logs = jax.device_get(logs)
+            history.append(float(jnp.linalg.norm(params)))
+            self.helper(np.asarray(params))
+
+def act(p, env, obs, tokenizer, every, frames, render):
+    for t in range(100):
+        action, v = policy(p, obs)
+        obs, r, done, info = env.step(np.asarray(action))
+        print(tokenizer.decode(action.tolist()))
+        host_action = np.asarray(action)
+        env.step(host_action)
+        w = torch.tensor(np.asarray(v))
+        json.dumps({"v": v.tolist()})
+        wandb.log({"v": float(v)})
+        frames.append(float(v))
+    for t in range(100):
+        action, v = policy(p, obs)
+        policy(p, np.asarray(action))
+    for t in range(100):
+        action, v = policy(p, obs)
+        if t % 3 == 0:
+            frames.append(env.render())
+    for t in range(100):
+        action, v = policy(p, obs)
+        if t % every == 0:
+            plt.plot(frames)
+    for t in range(100):
+        action, v = policy(p, obs)
+        if render:
+            env.render()
+    for t in range(100):
+        action, v = policy(p, obs)
+        cmd = input("next? ")
+"""
+
+
+def _fetch_at(tree, m, line_text):
+    lines = textwrap.dedent(_HOST).splitlines()
+    lineno = next(i for i, text in enumerate(lines, 1) if text.strip() == line_text)
+    calls = [c for c in m.calls if c.lineno == lineno and m.host_fetch(c) is not None]
+    assert calls, line_text
+    return calls[0]
+
+
+@pytest.mark.parametrize("line_text, consumer", [
+    ("obs, r, done, info = env.step(np.asarray(action))", "env.step"),     # a host environment
+    ("print(tokenizer.decode(action.tolist()))", "tokenizer.decode"),      # a host tokenizer
+    ("host_action = np.asarray(action)", "env.step"),                     # through a name
+    ("w = torch.tensor(np.asarray(v))", "torch.tensor"),                   # another framework
+    ('json.dumps({"v": v.tolist()})', "json.dumps"),                      # inside a dict display
+    ('wandb.log({"v": float(v)})', None),                                  # a log is a record
+    ("frames.append(float(v))", None),                                     # so is a list
+    ("policy(p, np.asarray(action))", None),                               # compiled code
+    ("self.helper(np.asarray(params))", None),                             # code of this module
+])
+def test_host_consumer(line_text, consumer):
+    tree, m = build(_HOST)
+    found = m.host_consumer(_fetch_at(tree, m, line_text))
+    assert (ast.unparse(found.func) if found is not None else None) == consumer
+
+
+def test_hands_off_and_a_loop_that_already_syncs():
+    tree, m = build(_HOST)
+    publish = _fetch_at(tree, m, "self._params_for_actor = (1, jax.device_get(params))")
+    logs = _fetch_at(tree, m, "logs = jax.device_get(logs)")
+    record = _fetch_at(tree, m, "history.append(float(jnp.linalg.norm(params)))")
+    loop = m.context(publish).loops[-1]
+    assert m.carried_state(loop) == {"params"}
+    assert m.hands_off(publish, loop)  # the state the loop threads, stored on the object
+    assert not m.hands_off(logs, loop)  # a metric, not the state
+    assert m.loop_syncs_inherently(loop) is publish
+    assert "already waits for the device" in m.inherent_sync(record, loop)
+    assert m.inherent_sync(publish, loop) == "hands the loop's state to host code"
+
+
+def test_host_paced_loops():
+    tree, m = build(_HOST)
+    act = func(m, "act")
+    consumer, compiled, rendered, plotted, flagged, typed = act.loops
+    assert m.host_paced(consumer) is None
+    assert m.host_paced(compiled) is None
+    assert ast.unparse(m.host_paced(rendered).func) == "env.render"  # every 3 steps
+    assert m.host_paced(plotted) is None  # plotting every `every` steps does not pace a loop
+    assert ast.unparse(m.host_paced(flagged).func) == "env.render"
+    assert ast.unparse(m.host_paced(typed).func) == "input"
+    assert m.inherent_sync(call_to(tree, "input"), typed) == "the loop is paced by `input`"
+
+
+def test_check_functions():
+    tree, m = build("""
+    def check(seed):
+        def inner():
+            a()
+        b()
+    def checkpoint():
+        c()
+    def report():
+        d()
+    """)
+    assert m.in_check_function(call_to(tree, "a")) and m.in_check_function(call_to(tree, "b"))
+    assert m.in_check_function(call_to(tree, "c"))  # checkpoint starts with "check" too; only asserts ask
+    assert not m.in_check_function(call_to(tree, "d"))
+
+
 # --------------------------------------------------------------------------- JAX values
 
 
