@@ -21,6 +21,7 @@ import ast
 import re
 from typing import NamedTuple, Optional
 
+from . import limits as L
 from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name
 
@@ -32,8 +33,6 @@ _PERIOD_WORDS = ("every", "freq", "interval", "period", "should", "due")
 _COUNTER_NAME = re.compile(r"(?:^|_)(?:steps?|iters?|iterations?|epochs?|updates?)$", re.IGNORECASE)
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
 _ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)
-
-_HELPER_HORIZON = 3  # names bound to guards / helpers followed back
 
 
 def _spelled(node: ast.AST) -> Optional[str]:
@@ -205,7 +204,7 @@ class PeriodicityQueries:
             return self._periodic_compare(test, names)
         if isinstance(test, ast.Call):
             return self._periodic_helper(test, names, scope, depth)
-        if isinstance(test, ast.Name) and depth < _HELPER_HORIZON:
+        if isinstance(test, ast.Name) and depth < L.PERIODIC_HELPER_HORIZON:
             ev = self.binding(test.id, scope, _pos(test))
             if ev is not None and ev.plain_assign and ev.value is not None:
                 return self._periodic_test(ev.value, names, ev.scope, depth + 1)
@@ -222,7 +221,6 @@ class PeriodicityQueries:
 
     def _periodic_compare(self, test: ast.Compare, names: "_Names") -> bool:
         ops = test.ops
-        counters = names.counters
         if _mods(test):
             return all(isinstance(op, _ONCE_PER_PERIOD) for op in ops) and self._counting_mod(test, names.inner)
         parts = [test.left, *test.comparators]
@@ -271,7 +269,7 @@ class PeriodicityQueries:
         counter_args = [s for s in spelled if s in names.counters or _COUNTER_NAME.search(s.rsplit(".", 1)[-1])]
         if not counter_args or all(s.split(".")[0] in names.inner for s in counter_args):
             return False
-        funcs = self.local_functions(call.func, scope) if depth < _HELPER_HORIZON else []
+        funcs = self.local_functions(call.func, scope) if depth < L.PERIODIC_HELPER_HORIZON else []
         if funcs:
             return any(_returns_schedule(f) for f in funcs)
         words = [last_name(call.func)] + [kw.arg or "" for kw in call.keywords] + spelled

@@ -32,7 +32,6 @@ DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_lo
 # with a device loop beside it (gradient accumulation over micro-batches).
 _UPDATE_CALLS = frozenset({"apply_updates", "apply_gradients"})
 _OPTIMIZER_WORDS = ("opt", "tx", "solver")
-_PROGRAM_HORIZON = 3  # calls followed from an iteration into the functions that run a program
 # A differentiated function is the forward pass of one step, whatever loops it runs.
 _DIFFERENTIATING = frozenset({q for q, policy in N.TRANSFORMS.items() if policy == "argnums"} | {
     "jax.vjp", "jax.jvp", "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad",
@@ -167,7 +166,7 @@ class WorkQueries:
         return memo[key]
 
     def _function_runs_program(self, f: FunctionInfo, compiled: bool, depth: int) -> bool:
-        if depth > _PROGRAM_HORIZON or not self.work.spend():
+        if depth > L.PROGRAM_HORIZON or not self.work.spend():
             return False
         memo = self._work_memo()
         key = ("func", id(f), compiled)
