@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 
 def _fetch_spelling(call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
@@ -19,17 +19,40 @@ def _fetch_spelling(call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
     return f"`{unparse(call.func)}({unparse(value, 30)})`"
 
 
+_TEST_CODE = "in test code, where checks must see the values"
+_CHECK_FUNCTION = "an assert in a check/verify function, which must see the values"
+
+# What each kind of sync is for, and how to avoid it: (what the host waits for, the fix).
+_FIX = {
+    "fetch": ("so the host waits for each step before it can dispatch the next",
+              "keep it on device and fetch every N steps or once after the loop"),
+    "format": ("so the host waits for each step before it can dispatch the next",
+               "print or log every N steps, or keep the values on device and report them after the loop"),
+    "if": ("to pick a branch", "test it every N steps, or branch on device with `jnp.where`/`lax.cond`"),
+    "while": ("to decide whether to go on",
+              "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
+    "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
+}
+
+
 class HostTransferInLoop(Rule):
     code = "JAX201"
     confirmed_by = "transfers"
     name = "host-transfer-in-loop"
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`, `x.item()`, `x.tolist()`, `np.asarray(x)`, "
                "`jax.device_get(x)` and print/f-string/logging of `x`, where `x` is a JAX value, that run every "
-               "iteration of a loop dispatching JAX work.")
+               "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
+               "under a periodic guard (`if step % N == 0`, `if should_log(step, every)`, a threshold the "
+               "branch moves on), syncs once per iteration of a loop whose iteration runs a whole program "
+               "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, and syncs the host needs "
+               "anyway (a value handed to a host environment, tokenizer, torch or json; a loop paced by "
+               "`input()`, rendering or plotting; parameters published to host-side actors).")
     rationale = ("JAX dispatches work asynchronously: the Python loop runs ahead while the accelerator computes. "
                  "Reading a value on the host waits for all queued work and copies it back, so the next step "
                  "cannot be queued until it arrives. Done every step, the accelerator idles between steps. "
                  "Fetch every N steps (`if step % 100 == 0:`), accumulate on device, or fetch after the loop.")
+    opt_in_cases = ("Syncs in test code (test modules, test functions and test classes) and asserts in "
+                    "check/verify functions, where the checks must see the values.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -68,49 +91,78 @@ class HostTransferInLoop(Rule):
             ctx = model.context(call)
             if ctx is None or not ctx.loops or last_name(call.func) not in FETCH_OR_FORMAT_NAMES:
                 continue
-            what = _fetch_spelling(call, model.host_fetch(call))
+            what, kind = _fetch_spelling(call, model.host_fetch(call)), "fetch"
             if what is None and model.formats_jax_call(call):
-                what = f"`{unparse(call.func)}(...)` of a JAX value"
+                what, kind = f"`{unparse(call.func)}(...)` of a JAX value", "format"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
                 continue
-            if model.per_iteration_loop(ctx) is not None:
+            loop = model.per_iteration_loop(ctx)
+            if loop is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
-                yield self._report(call, what)
+                finding = self._report(model, call, loop, what, kind)
+                if finding is not None:
+                    yield finding
         for node in model.joined_strs:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if model.formats_jax(node, scope) and model.per_iteration_loop(model.context(node)):
-                yield self._report(node, "an f-string of a JAX value")
+            loop = model.per_iteration_loop(model.context(node))
+            if loop is not None and model.formats_jax(node, scope):
+                finding = self._report(model, node, loop, "an f-string of a JAX value", "format")
+                if finding is not None:
+                    yield finding
         for node in model.percent_formats:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            if model.formats_jax(node.right, scope) and model.per_iteration_loop(model.context(node)):
-                yield self._report(node, "`%`-formatting a JAX value")
+            loop = model.per_iteration_loop(model.context(node))
+            if loop is not None and model.formats_jax(node.right, scope):
+                finding = self._report(model, node, loop, "`%`-formatting a JAX value", "format")
+                if finding is not None:
+                    yield finding
         for node in model.ifs:
             test = node.test
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
             if ctx is None or not model.is_jax(test, ctx.scope):
                 continue
-            if model.per_iteration_loop(ctx) is not None:
-                kind = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
-                        ast.Assert: "`assert`"}[type(node)]
-                yield self._report(test, f"{kind} on the JAX value `{unparse(test, 30)}`")
+            loop = model.per_iteration_loop(ctx)
+            if loop is not None:
+                kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
+                spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
+                           ast.Assert: "`assert`"}[type(node)]
+                finding = self._report(model, test, loop, f"{spelled} on the JAX value `{unparse(test, 30)}`",
+                                       kind, statement=node)
+                if finding is not None:
+                    yield finding
 
-    def _report(self, node: ast.AST, what: str) -> Finding:
-        return self.finding(node, f"{what} syncs with the device every iteration; keep it on device, "
-                                  "fetch every N steps or after the loop")
+    def _report(self, model: ModuleModel, node: ast.AST, loop, what: str, kind: str,
+                statement: Optional[ast.AST] = None) -> Optional[Finding]:
+        if model.inherent_sync(node, loop) is not None:
+            return None
+        opt_in = None
+        if model.in_test_code(node):
+            opt_in = _TEST_CODE
+        elif kind == "assert" and model.in_check_function(statement):
+            opt_in = _CHECK_FUNCTION
+        why, fix = _FIX[kind]
+        return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
+                                   Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in)
 
 
 class BlockUntilReadyInLoop(Rule):
     code = "JAX202"
     name = "block-until-ready-in-loop"
-    summary = "Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a loop of JAX work."
+    summary = ("Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a step loop of JAX "
+               "work, training loops that time their phases every step included. Not reported: benchmarks (a "
+               "loop that times one call on the same inputs, or a function that returns the timing), blocks "
+               "under a periodic guard, and blocks once per iteration of a loop whose iteration runs a whole "
+               "program (a jitted `lax.scan` epoch or rollout).")
     rationale = ("Blocking every step empties JAX's asynchronous dispatch queue: the host waits for the device, "
                  "then the device waits for the host to dispatch the next step. Block once after the loop, or "
-                 "only in a timing harness (loops that read `time.perf_counter()` are not reported).")
+                 "every N steps to bound the queue; to time the phases of a training loop, time every N steps. "
+                 "In a benchmark that times one call, blocking is the point.")
+    opt_in_cases = "Blocks in test code (test modules, test functions and test classes)."
     bad = """
         import jax
         import jax.numpy as jnp
@@ -157,10 +209,14 @@ class BlockUntilReadyInLoop(Rule):
                 continue
             ctx = model.context(call)
             loop = model.per_iteration_loop(ctx)
-            if loop is None or model.in_timing_harness(ctx):
+            if loop is None or model.measuring_loop(ctx, loop) or model.host_paced(loop) is not None:
                 continue
-            yield self.finding(call, "`block_until_ready()` every iteration stalls asynchronous dispatch; "
-                                     "block once after the loop")
+            yield self.finding(call, ["`block_until_ready()` in every iteration of the loop on ",
+                                      Line(loop.node.lineno),
+                                      " empties the dispatch queue: the device idles while the host dispatches "
+                                      "the next step; block once after the loop, or every N steps to bound "
+                                      "the queue"],
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None)
 
 
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE

@@ -62,10 +62,12 @@ def test_text_output_is_flake8_format_and_exit_1(tmp_path, capsys):
     code, out, _ = run(capsys, "check", str(p))
     assert code == 1
     assert out.splitlines() == [
-        f"{p}:12:15: JAX201 `float(x)` syncs with the device every iteration; keep it on device, "
-        "fetch every N steps or after the loop",
-        f"{p}:13:9: JAX202 `block_until_ready()` every iteration stalls asynchronous dispatch; "
-        "block once after the loop",
+        f"{p}:12:15: JAX201 `float(x)` syncs with the device in every iteration of the loop on line 10, so the "
+        "host waits for each step before it can dispatch the next; keep it on device and fetch every N steps or "
+        "once after the loop",
+        f"{p}:13:9: JAX202 `block_until_ready()` in every iteration of the loop on line 10 empties the dispatch "
+        "queue: the device idles while the host dispatches the next step; block once after the loop, or every N "
+        "steps to bound the queue",
     ]
 
 

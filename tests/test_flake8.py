@@ -82,6 +82,25 @@ def test_flake8_extend_ignore_and_config(tmp_path):
     assert flake8(str(p), cwd=tmp_path).stdout == ""
 
 
+def test_flake8_jaxlint_pedantic_reports_opt_in_findings(tmp_path):
+    """A sync in a test module is right but rarely worth changing (an opt-in finding): flake8
+    reports it only with --jaxlint-pedantic, or ``jaxlint-pedantic = true`` in its config, and then
+    as `jaxlint check --pedantic` does."""
+    p = tmp_path / "test_rollout.py"
+    p.write_text(BAD.format(noqa=""))
+    assert flake8(str(p), cwd=tmp_path).stdout == ""
+    proc = flake8("--jaxlint-pedantic", str(p), cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.splitlines() and all(
+        ":10:15: JAX201 " in line for line in proc.stdout.splitlines()), proc.stdout + proc.stderr
+    jl = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--pedantic", str(p)],
+                        capture_output=True, text=True, cwd=tmp_path)
+    assert parse(proc.stdout) == parse(jl.stdout)
+    assert subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", str(p)],
+                          capture_output=True, text=True, cwd=tmp_path).stdout == ""
+    (tmp_path / ".flake8").write_text("[flake8]\njaxlint-pedantic = true\n")
+    assert ":10:15: JAX201 " in flake8(str(p), cwd=tmp_path).stdout
+
+
 def test_flake8_selection_is_flake8s_own(tmp_path):
     """The plugin reads no [tool.jaxlint]: a bad code there is `jaxlint check`'s usage error, not
     flake8's; flake8 selects with its own options, other plugins' codes included."""

@@ -559,6 +559,509 @@ def test_loop_runs_jax_work():
     assert not m.loop_runs_jax_work(other)
 
 
+# --------------------------------------------------------------------------- periodic guards (issue 11)
+
+_PERIODIC = """
+import jax
+import jax.numpy as jnp
+from utils import should_log
+import utils as u
+
+@jax.jit
+def train_step(p, b):
+    return p - b, {"loss": jnp.sum(b)}
+
+def every_n(step, n):
+    return step % n == 0
+
+def in_warmup(step, warmup_every):
+    return step < warmup_every
+
+class Agent:
+    def run(self, batches):
+        for b in batches:
+            self.p, aux = train_step(self.p, b)
+            self.training_steps += 1
+            if self.training_steps % self.summary_every == 0:
+                attr_mod()
+            if not self.training_steps % self.summary_every:
+                not_mod()
+
+def train(p, batches, every, total, eval_steps, stats, best, start, num_steps):
+    next_eval = every
+    last_log = 0
+    for step, b in enumerate(batches):
+        p, aux = train_step(p, b)
+        if should_log(step, every):
+            imported_helper()
+        if u.every_n(step, every, total):
+            module_helper()
+        if every_n(step, every):
+            local_helper()
+        if in_warmup(step, every):
+            local_non_schedule()
+        if should_log(b, every):
+            helper_on_data()
+        if step % every != 0:
+            mod_not_equal()
+        if step % every:
+            mod_truthy()
+        if step in eval_steps:
+            counter_in_set()
+        is_log_step = (step + 1) % every == 0
+        if is_log_step:
+            named_guard()
+        if aux["loss"] >= next_eval:
+            advanced_threshold()
+            next_eval += every
+        if step - last_log >= every:
+            elapsed_threshold()
+            last_log = step
+        if aux["loss"] < best:
+            best_so_far()
+            best = aux["loss"]
+        if b.dtype == jnp.bfloat16:
+            element_property()
+        for k, v in aux.items():
+            if k in stats:
+                inner_key_member()
+            if k == "loss":
+                inner_key_equal()
+    step = start
+    while step < num_steps:
+        p, step = train_step(p, step)
+        if (step % every) == 0 or step == num_steps - 1:
+            device_counter_or_last()
+    for epoch in jnp.arange(num_steps):
+        p, aux = train_step(p, epoch)
+        if epoch == start:
+            arange_equal()
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("attr_mod", True),               # self.training_steps % self.summary_every == 0
+    ("not_mod", True),                # not self.training_steps % self.summary_every
+    ("imported_helper", True),        # should_log(step, every), imported
+    ("module_helper", True),          # u.every_n(step, every, total)
+    ("local_helper", True),           # a helper of this module that returns a modulo test
+    ("local_non_schedule", False),    # a helper of this module that returns step < n
+    ("helper_on_data", False),        # given a batch, not the step
+    ("mod_not_equal", False),         # step % every != 0 holds almost every step
+    ("mod_truthy", False),
+    ("counter_in_set", True),         # step in eval_steps
+    ("named_guard", True),            # a name bound to a modulo test
+    ("advanced_threshold", True),     # the branch moves the threshold on (+=)
+    ("elapsed_threshold", True),      # step - last_log >= every ... last_log = step
+    ("best_so_far", False),           # best = loss: not a schedule
+    ("element_property", False),      # b.dtype == ...: a property of every element
+    ("inner_key_member", False),      # k in stats, k from the loop nested in the step loop
+    ("inner_key_equal", False),
+    ("device_counter_or_last", True),  # step % every == 0 or step == n - 1, step from the step
+    ("arange_equal", True),           # for epoch in jnp.arange(n): if epoch == start
+])
+def test_periodic_guards_of_issue_11(name, periodic):
+    tree, m = build(_PERIODIC)
+    ctx = m.context(call_to(tree, name))
+    step_loop = next(lp for lp in ctx.loops if lp.kind != "for" or not isinstance(lp.node.iter, ast.Call)
+                     or ast.unparse(lp.node.iter) != "aux.items()")
+    assert m.periodic_guard(ctx, step_loop) is periodic
+
+
+def test_loop_counters():
+    from jaxlint.model.periodicity import loop_counters
+    tree, m = build(_PERIODIC)
+    agent_loop = m.context(call_to(tree, "attr_mod")).loops[0]
+    assert loop_counters(agent_loop) == {"self.training_steps"}
+    step_loop = m.context(call_to(tree, "imported_helper")).loops[0]
+    assert loop_counters(step_loop) == {"step"}  # the enumerate index, not the batch
+    items_loop = m.context(call_to(tree, "inner_key_member")).loops[1]
+    assert loop_counters(items_loop) == set()
+
+
+# --------------------------------------------------------------------------- work per iteration (issue 11)
+
+_WORK = """
+import time
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+tx = optax.sgd(0.1)
+
+@jax.jit
+def train_step(p, b):
+    return p - b, jnp.sum(b)
+
+@jax.jit
+def train_epoch(p, batches):
+    def body(p, b):
+        p, loss = train_step(p, b)
+        return p, loss
+    return lax.scan(body, p, batches)
+
+def make_rollout(env):
+    def rollout(state):
+        def env_step(s, _):
+            return env.step(s), s
+        return lax.scan(env_step, state, None, length=500)
+    return rollout
+
+def setup(env):
+    learn = make_rollout(env)
+    learn = jax.pmap(learn)
+    return learn, None
+
+@jax.jit
+def accumulated_step(p, opt_state, micro):
+    def body(i, g):
+        return g + jax.grad(lambda q: jnp.sum(q * micro[i]))(p)
+    g = lax.fori_loop(0, micro.shape[0], body, jnp.zeros_like(p))
+    updates, opt_state = tx.update(g, opt_state)
+    return optax.apply_updates(p, updates), opt_state
+
+def rnn_loss(p, xs):
+    h, ys = lax.scan(lambda h, x: (jnp.tanh(h + x @ p), h), jnp.zeros(3), xs)
+    return jnp.sum(ys)
+
+@jax.jit
+def short_loop(p):
+    return lax.fori_loop(0, 4, lambda i, q: q * 2, p)
+
+def python_epoch(p, batches):
+    for b in batches:
+        p, _ = train_step(p, b)
+    return p
+
+def make_batch(n):
+    return jnp.stack([jnp.arange(4) for _ in range(n)])
+
+def run(p, data, env, n, epochs, every, micro, opt_state):
+    for e in range(epochs):
+        p, losses = train_epoch(p, data)
+        scanned_epoch(losses)
+    rollout = jax.jit(make_rollout(env))
+    for e in range(epochs):
+        state = rollout(p)
+        factory_rollout(state)
+    learn, _ = setup(env)
+    for e in range(epochs):
+        state = learn(p)
+        setup_rollout(state)
+    for e in range(epochs):
+        p = python_epoch(p, data)
+        python_loop(p)
+    for b in data:
+        p, opt_state = accumulated_step(p, opt_state, micro)
+        accumulation_step(p)
+    for b in data:
+        loss, g = jax.value_and_grad(rnn_loss)(p, b)
+        rnn_step(loss)
+    for b in data:
+        p = short_loop(p)
+        short(p)
+    for step in range(n):
+        p, loss = train_step(p, data)
+        if step % every == 0:
+            p, losses = train_epoch(p, data)
+        guarded_program(loss)
+    for step in range(n):
+        x = make_batch(8)
+        p, loss = train_step(p, x)
+        comprehension_helper(loss)
+"""
+
+
+@pytest.mark.parametrize("name, program", [
+    ("scanned_epoch", "train_epoch"),       # a jitted function whose body is a lax.scan
+    ("factory_rollout", "rollout"),         # jax.jit of a function a factory returns
+    ("setup_rollout", "learn"),             # through a tuple returned by setup(), and jax.pmap
+    ("python_loop", "python_epoch"),        # a Python function with a loop of jitted steps
+    ("accumulation_step", None),            # one optimizer step that accumulates micro-batches
+    ("rnn_step", None),                     # a scan inside a differentiated loss
+    ("short", None),                        # a literal 4-trip fori_loop
+    ("guarded_program", None),              # the program runs only under an if
+    ("comprehension_helper", None),         # a helper that builds a batch in a comprehension
+])
+def test_iteration_program(name, program):
+    tree, m = build(_WORK)
+    loop = m.context(call_to(tree, name)).loops[-1]
+    found = m.iteration_program(loop)
+    if program is None:
+        assert found is None, ast.unparse(found)
+    else:
+        assert found is not None and ast.unparse(found.func) == program
+
+
+_SWEEPS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def acc_fn(x, reg):
+    return jnp.mean(x) * reg
+
+@jax.jit
+def step(p, b):
+    return p - b, jnp.sum(b)
+
+def sweep(x, regs, shots_list, batches, p, outputs):
+    results = {}
+    for shots in shots_list:
+        for reg in regs:
+            acc = acc_fn(x[:shots], reg)
+            results[shots, reg] = acc
+    for i, b in enumerate(batches):
+        outputs[i] = acc_fn(b, 0.1)
+    for reg in regs:
+        p, loss = step(p, reg)
+        results[reg] = loss
+    return results
+"""
+
+
+def test_sweep_loop_and_carried_state():
+    tree, m = build(_SWEEPS)
+    grid, by_index, carrying = [lp for lp in m.loops if lp.node.lineno in (15, 19, 21)][:3]
+    assert m.sweep_loop(grid)  # results[shots, reg]: the elements key the results
+    assert not m.sweep_loop(by_index)  # keyed by the enumerate index: the elements are batches
+    assert m.carried_state(carrying) == {"p"}
+    assert not m.sweep_loop(carrying)  # threads p through the steps
+    assert m.carried_state(grid) == set()
+
+
+_ELEMENTS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def predict(w, x):
+    return x @ w
+
+def to_bits(weights):
+    bits = []
+    for w in weights:
+        converted = jax.lax.bitcast_convert_type(w, np.uint16)
+        bits.append(np.asarray(converted.astype(np.uint16)))
+    return bits
+
+def eager_eval(w, batches):
+    out = []
+    for x in batches:
+        out.append(np.asarray(jnp.dot(x, w)))
+    return out
+
+def jitted_eval(w, batches):
+    for x in batches:
+        print(float(predict(w, x).sum()))
+
+def accumulate(total, batches):
+    for x in batches:
+        total = total + jnp.sum(x)
+        print(float(total))
+"""
+
+
+def test_converts_elements():
+    tree, m = build(_ELEMENTS)
+    to_bits, eager, jitted, acc = (func(m, n).loops[0] for n in ("to_bits", "eager_eval", "jitted_eval",
+                                                                  "accumulate"))
+    assert m.converts_elements(to_bits)
+    assert not m.converts_elements(eager)  # jnp.dot with weights from outside the loop
+    assert not m.converts_elements(jitted)  # a compiled call
+    assert not m.converts_elements(acc)  # adds each element into a total kept on device
+
+
+_TIMING = """
+import time
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(p, b):
+    return p - b
+
+def bench(p, b, n):
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step(p, b).block_until_ready()
+
+def throughput(p, batches):
+    start = time.time()
+    for b in batches:
+        p = step(p, b)
+        p.block_until_ready()
+    return len(batches) / (time.time() - start)
+
+def latencies(p, batches):
+    times = []
+    for b in batches:
+        t0 = time.time()
+        p = step(p, b)
+        p.block_until_ready()
+        times.append(time.time() - t0)
+    return min(times)
+
+def train(p, batches, log):
+    for b in batches:
+        t0 = time.time()
+        p = step(p, b)
+        p.block_until_ready()
+        log(time.time() - t0)
+    return p
+"""
+
+
+@pytest.mark.parametrize("name, measuring", [
+    ("bench", True),        # repeats one call on the same inputs
+    ("throughput", True),   # carries state, but returns the timing
+    ("latencies", True),    # returns what the timings were appended to
+    ("train", False),       # a training loop that times its steps
+])
+def test_measuring_loop(name, measuring):
+    tree, m = build(_TIMING)
+    f = func(m, name)
+    loop = f.loops[0]
+    block = next(c for c in loop.calls if ast.unparse(c.func).endswith("block_until_ready"))
+    assert m.measuring_loop(m.context(block), loop) is measuring
+
+
+# --------------------------------------------------------------------------- inherent syncs (issue 11)
+
+_HOST = """
+import json
+import time
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+import matplotlib.pyplot as plt
+
+@jax.jit
+def policy(p, obs):
+    return jnp.argmax(obs @ p), jnp.sum(p)
+
+class Learner:
+    def __init__(self):
+        self.update = jax.jit(self._update)
+
+    def _update(self, params, batch):
+        return params - batch, {"loss": jnp.sum(batch)}
+
+    def helper(self, x):
+        return x
+
+    def run(self, batches, history):
+        params = self.params
+        for batch in batches:
+            params, logs = self.update(params, batch)
+            self._params_for_actor = (1, jax.device_get(params))
+            logs = jax.device_get(logs)
+            history.append(float(jnp.linalg.norm(params)))
+            self.helper(np.asarray(params))
+
+def act(p, env, obs, tokenizer, every, frames, render):
+    for t in range(100):
+        action, v = policy(p, obs)
+        obs, r, done, info = env.step(np.asarray(action))
+        print(tokenizer.decode(action.tolist()))
+        host_action = np.asarray(action)
+        env.step(host_action)
+        w = torch.tensor(np.asarray(v))
+        json.dumps({"v": v.tolist()})
+        wandb.log({"v": float(v)})
+        frames.append(float(v))
+    for t in range(100):
+        action, v = policy(p, obs)
+        policy(p, np.asarray(action))
+    for t in range(100):
+        action, v = policy(p, obs)
+        if t % 3 == 0:
+            frames.append(env.render())
+    for t in range(100):
+        action, v = policy(p, obs)
+        if t % every == 0:
+            plt.plot(frames)
+    for t in range(100):
+        action, v = policy(p, obs)
+        if render:
+            env.render()
+    for t in range(100):
+        action, v = policy(p, obs)
+        cmd = input("next? ")
+"""
+
+
+def _fetch_at(tree, m, line_text):
+    lines = textwrap.dedent(_HOST).splitlines()
+    lineno = next(i for i, text in enumerate(lines, 1) if text.strip() == line_text)
+    calls = [c for c in m.calls if c.lineno == lineno and m.host_fetch(c) is not None]
+    assert calls, line_text
+    return calls[0]
+
+
+@pytest.mark.parametrize("line_text, consumer", [
+    ("obs, r, done, info = env.step(np.asarray(action))", "env.step"),     # a host environment
+    ("print(tokenizer.decode(action.tolist()))", "tokenizer.decode"),      # a host tokenizer
+    ("host_action = np.asarray(action)", "env.step"),                     # through a name
+    ("w = torch.tensor(np.asarray(v))", "torch.tensor"),                   # another framework
+    ('json.dumps({"v": v.tolist()})', "json.dumps"),                      # inside a dict display
+    ('wandb.log({"v": float(v)})', None),                                  # a log is a record
+    ("frames.append(float(v))", None),                                     # so is a list
+    ("policy(p, np.asarray(action))", None),                               # compiled code
+    ("self.helper(np.asarray(params))", None),                             # code of this module
+])
+def test_host_consumer(line_text, consumer):
+    tree, m = build(_HOST)
+    found = m.host_consumer(_fetch_at(tree, m, line_text))
+    assert (ast.unparse(found.func) if found is not None else None) == consumer
+
+
+def test_hands_off_and_a_loop_that_already_syncs():
+    tree, m = build(_HOST)
+    publish = _fetch_at(tree, m, "self._params_for_actor = (1, jax.device_get(params))")
+    logs = _fetch_at(tree, m, "logs = jax.device_get(logs)")
+    record = _fetch_at(tree, m, "history.append(float(jnp.linalg.norm(params)))")
+    loop = m.context(publish).loops[-1]
+    assert m.carried_state(loop) == {"params"}
+    assert m.hands_off(publish, loop)  # the state the loop threads, stored on the object
+    assert not m.hands_off(logs, loop)  # a metric, not the state
+    assert m.loop_syncs_inherently(loop) is publish
+    assert "already waits for the device" in m.inherent_sync(record, loop)
+    assert m.inherent_sync(publish, loop) == "hands the loop's state to host code"
+
+
+def test_host_paced_loops():
+    tree, m = build(_HOST)
+    act = func(m, "act")
+    consumer, compiled, rendered, plotted, flagged, typed = act.loops
+    assert m.host_paced(consumer) is None
+    assert m.host_paced(compiled) is None
+    assert ast.unparse(m.host_paced(rendered).func) == "env.render"  # every 3 steps
+    assert m.host_paced(plotted) is None  # plotting every `every` steps does not pace a loop
+    assert ast.unparse(m.host_paced(flagged).func) == "env.render"
+    assert ast.unparse(m.host_paced(typed).func) == "input"
+    assert m.inherent_sync(call_to(tree, "input"), typed) == "the loop is paced by `input`"
+
+
+def test_check_functions():
+    tree, m = build("""
+    def check(seed):
+        def inner():
+            a()
+        b()
+    def checkpoint():
+        c()
+    def report():
+        d()
+    """)
+    assert m.in_check_function(call_to(tree, "a")) and m.in_check_function(call_to(tree, "b"))
+    assert m.in_check_function(call_to(tree, "c"))  # checkpoint starts with "check" too; only asserts ask
+    assert not m.in_check_function(call_to(tree, "d"))
+
+
 # --------------------------------------------------------------------------- JAX values
 
 

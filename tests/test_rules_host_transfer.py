@@ -7,9 +7,11 @@ also fails when another rule fires on it.
 
 from __future__ import annotations
 
+import textwrap
 
-
-from ruletools import assert_marked, findings
+import jaxlint_rules
+from jaxlint.engine import check_source
+from ruletools import assert_marked, findings, line_of, messages
 
 
 # --------------------------------------------------------------------------- the rules' own examples
@@ -472,6 +474,451 @@ def test_jax202_waiting_for_all_dispatched_results_is_not_reported():
             jax.block_until_ready(out)
         return outs
     """) == []
+
+
+# --------------------------------------------------------------------------- JAX201/JAX202: how often, and whether the host needs it
+
+
+def _all(src: str, path: str = "t.py") -> list:
+    """(line, code, opt_in) of every finding, the opt-in ones (reported only with --pedantic) included.
+    ``path`` must name an existing file for the path-based facts (test modules, notebooks)."""
+    result = check_source(textwrap.dedent(src) if not path.endswith(".ipynb") else src, path,
+                          [r() for r in jaxlint_rules.ALL_RULES])
+    assert not result.internal_errors, result.internal_errors
+    return sorted((f.line, f.code, f.opt_in) for f in result.findings)
+
+
+def test_jax201_every_n_helper_predicates_are_periodic():
+    assert findings(_TRAIN_STEP + """
+    import train_utils as u
+    from train_utils import should_log
+
+    def log_step(step, every):
+        return (step + 1) % every == 0
+
+    class Trainer:
+        def is_eval_step(self, step):
+            return step % self.eval_every == 0
+
+        def fit(self, params, batches, every, total):
+            for step, batch in enumerate(batches):
+                params, metrics = train_step(params, batch)
+                if should_log(step, every):
+                    print(float(metrics["loss"]))
+                if u.every_n(step, every, total):
+                    logging.info("norm %s", metrics["norm"])
+                if log_step(step, every):
+                    print(f"{metrics['loss']}")
+                if self.is_eval_step(step):
+                    np.asarray(params)
+            return params
+    """, "JAX201") == []
+
+
+def test_jax201_modulo_on_attributes_is_periodic():
+    assert findings(_TRAIN_STEP + """
+    class Agent:
+        def run(self, batches):
+            for batch in batches:
+                self.params, metrics = train_step(self.params, batch)
+                self.training_steps += 1
+                if self.training_steps % self.summary_every == 0:
+                    print(float(metrics["loss"]))
+                if not self.training_steps % self.config.log_every:
+                    logging.info("norm %s", metrics["norm"])
+    """, "JAX201") == []
+
+
+def test_jax201_threshold_schedule_is_periodic_but_its_own_test_still_syncs():
+    # The branch runs once per eval_every env steps; reading the device counter in the test
+    # is itself a sync every iteration.
+    assert_marked(_TRAIN_STEP + """
+    def train(state, batches, eval_every):
+        next_eval_step = eval_every
+        for batch in batches:
+            state, metrics = train_step(state, batch)
+            if int(state[0]) >= next_eval_step:  # expect: JAX201
+                print(float(metrics["loss"]))
+                next_eval_step += eval_every
+    """)
+
+
+def test_jax201_modulo_guard_on_a_device_counter_is_periodic():
+    # `step` comes back from the jitted step (a device value): the `while` test syncs, the
+    # guarded print runs every print_every steps or at the last.
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batch, steps, print_every):
+        step = 0
+        while step < steps:  # expect: JAX201
+            params, step = train_step(params, batch)
+            if (step % print_every) == 0 or step == steps - 1:
+                print(f"step {step}")
+        return params
+    """)
+
+
+def test_jax201_membership_over_the_inner_loops_keys_is_not_periodic():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, stats):
+        for batch in batches:
+            params, aux = train_step(params, batch)
+            for k, v in aux.items():
+                if k in stats:
+                    stats[k].append(v.item())  # expect: JAX201
+                if k == "loss":
+                    print(float(v))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_guards_that_hold_most_steps_are_not_periodic():
+    assert_marked(_TRAIN_STEP + """
+    from train_utils import should_log
+
+    def train(params, batches, every, best):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            if step % every != 0:
+                print(float(metrics["loss"]))  # expect: JAX201
+            if not should_log(step, every):
+                print(float(metrics["norm"]))  # expect: JAX201
+            if batch.dtype == np.float32:
+                print(np.asarray(params))  # expect: JAX201
+            if metrics["loss"] < best:  # expect: JAX201
+                best = metrics["loss"]
+                print(float(best))  # expect: JAX201
+        return params
+    """)
+
+
+_PROGRAMS = """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+    from jax import lax
+
+    tx = optax.adam(1e-3)
+
+    @jax.jit
+    def train_step(params, batch):
+        loss = jnp.mean((params - batch) ** 2)
+        return params - 0.1 * loss, loss
+
+    @jax.jit
+    def train_epoch(params, batches):
+        return lax.scan(train_step, params, batches)
+
+    def make_update(env, num_steps):
+        def update(state):
+            def env_step(s, _):
+                s = env.step(s)
+                return s, jnp.sum(s)
+            return lax.scan(env_step, state, None, length=num_steps)
+        return update
+"""
+
+
+def test_jax201_jax202_once_per_whole_program_is_not_reported():
+    assert findings(_PROGRAMS + """
+    def fit(params, data, epochs, env, n):
+        for epoch in range(epochs):
+            params, losses = train_epoch(params, data)
+            jax.block_until_ready(params)
+            print(f"epoch {epoch} loss {float(losses[-1]):.4f}")
+        update = jax.jit(make_update(env, 500))
+        state = params
+        for i in range(n):
+            state, rewards = update(state)
+            state.block_until_ready()
+            print("mean reward", float(jnp.mean(rewards)))
+        return params
+
+    def python_epoch(params, batches):
+        for b in batches:
+            params, loss = train_step(params, b)
+        return params, loss
+
+    def fit_python(params, batches, epochs):
+        for epoch in range(epochs):
+            params, loss = python_epoch(params, batches)
+            print(epoch, loss.item())
+        return params
+    """) == []
+
+
+def test_jax201_step_loop_stays_reported_beside_programs():
+    # A program run now and then (a periodic evaluation) does not make the step loop an epoch
+    # loop; a step that accumulates micro-batches with a device loop is still one step.
+    assert_marked(_PROGRAMS + """
+    @jax.jit
+    def accumulated_step(params, opt_state, micro):
+        def body(i, g):
+            return g + jax.grad(lambda p: jnp.sum((p - micro[i]) ** 2))(params)
+        grads = lax.fori_loop(0, micro.shape[0], body, jnp.zeros_like(params))
+        updates, opt_state = tx.update(grads, opt_state)
+        return optax.apply_updates(params, updates), opt_state, jnp.sum(grads)
+
+    def fit(params, batches, eval_data, every, opt_state):
+        for step, batch in enumerate(batches):
+            params, loss = train_step(params, batch)
+            if step % every == 0:
+                params, eval_losses = train_epoch(params, eval_data)
+            print(float(loss))  # expect: JAX201
+        for micro in batches:
+            params, opt_state, gnorm = accumulated_step(params, opt_state, micro)
+            print(float(gnorm))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_once_per_sweep_point_is_not_reported():
+    assert findings(_PROGRAMS + """
+    @jax.jit
+    def fewshot_acc(x, y, reg):
+        return jnp.mean((x * reg - y) ** 2)
+
+    def evaluate(x, y, shots_list, regs):
+        results = {}
+        for shots in shots_list:
+            for reg in regs:
+                acc = fewshot_acc(x[:shots], y[:shots], reg)
+                results[shots, reg] = np.array(acc)
+        return results
+    """, "JAX201") == []
+
+
+def test_jax201_loop_that_only_converts_its_elements_is_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def to_bits(weights):
+        bits = []
+        for w in weights:
+            if w.dtype == jnp.bfloat16:
+                converted = jax.lax.bitcast_convert_type(w, np.uint16)
+                bits.append(np.asarray(converted.astype(np.uint16)))
+            else:
+                bits.append(np.asarray(w))
+        return bits
+    """) == []
+
+
+def test_jax201_values_the_host_consumes_are_not_reported():
+    # A host environment steps on the action, a tokenizer decodes the tokens, torch and json
+    # take the values: the host needs them every iteration, and the loop already waits for the
+    # device there, so a further fetch in the same iteration adds no stall.
+    assert findings(_TRAIN_STEP + """
+    import json
+    import torch
+
+    @jax.jit
+    def policy(params, obs):
+        return jnp.argmax(obs @ params), jnp.max(obs @ params)
+
+    def act(params, env, obs, episodes):
+        for t in range(episodes):
+            action, value = policy(params, obs)
+            obs, reward, done, info = env.step(np.asarray(action))
+            values = float(value)
+            if done:
+                break
+
+    def generate(params, prompt, tokenizer, n):
+        tokens = prompt
+        for _ in range(n):
+            tokens, _ = policy(params, tokens)
+            print(tokenizer.decode(tokens.tolist()))
+
+    def export(params, layers, out):
+        for i in layers:
+            w = jnp.transpose(params[i])
+            out[f"layer{i}"] = torch.tensor(np.asarray(w))
+            json.dumps({"norm": jnp.linalg.norm(w).tolist()})
+    """, "JAX201") == []
+
+
+def test_jax201_records_are_not_host_consumers():
+    assert_marked(_TRAIN_STEP + """
+    import wandb
+
+    def train(params, batches, history, writer):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            wandb.log({"loss": float(metrics["loss"])})  # expect: JAX201
+            history.append(np.asarray(metrics["norm"]))  # expect: JAX201
+            writer.add_scalar("loss", metrics["loss"].item(), step)  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_params_published_to_host_actors_are_not_reported():
+    assert findings(_TRAIN_STEP + """
+    class Learner:
+        def __init__(self):
+            self._update = jax.jit(self.update)
+
+        def update(self, params, batch):
+            return params - batch, {"loss": jnp.sum(batch)}
+
+        def run(self, params, queue, logger):
+            while True:
+                batch = queue.get()
+                params, logs = self._update(params, batch)
+                self._params_for_actor = (self.frames, jax.device_get(params))
+                logs = jax.device_get(logs)
+                logger.write(logs)
+    """, "JAX201") == []
+
+
+def test_jax201_jax202_host_paced_loops_are_not_reported():
+    assert findings(_STEP + """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    def play(params, state):
+        while True:
+            state = step(state, params)
+            if bool(state["w"][0]):
+                break
+            move = int(input("your move: "))
+
+    def render_rollout(params, state, env):
+        frames, done, t = [], False, 0
+        while not done:
+            state = step(state, params)
+            done = bool(state["w"][0])
+            t += 1
+            if t % 3 == 0:
+                frames.append(env.render(state))
+        return frames
+
+    def show(params, batches):
+        for b in batches:
+            out = step(params, b)
+            out["w"].block_until_ready()
+            print("pred", out["w"].argmax())
+            plt.bar(np.arange(10), np.asarray(out["w"]))
+            plt.show()
+    """) == []
+
+
+def test_jax201_training_loop_that_plots_now_and_then_is_still_reported():
+    assert_marked(_TRAIN_STEP + """
+    import matplotlib.pyplot as plt
+
+    def train(params, batches, plot_every):
+        losses = []
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            losses.append(float(metrics["loss"]))  # expect: JAX201
+            if step % plot_every == 0:
+                plt.plot(losses)
+                plt.savefig("loss.png")
+        return params
+    """)
+
+
+def test_jax201_messages_say_how_often_and_the_fix():
+    src = _TRAIN_STEP + """
+    def train(params, batches, tol):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            loss = float(metrics["loss"])
+            print(f"{metrics['norm']}")
+            if metrics["loss"] > tol:
+                break
+            assert jnp.isfinite(metrics["loss"])
+        err = jnp.abs(params).max()
+        while err > tol:
+            params, metrics = train_step(params, params)
+            err = metrics["norm"]
+        return params
+    """
+    loop, inner = line_of(src, "for batch in batches"), line_of(src, "while err > tol")
+    msgs = messages(src, "JAX201")
+    assert msgs == [
+        f"`float(metrics['loss'])` syncs with the device in every iteration of the loop on line {loop}, so the "
+        "host waits for each step before it can dispatch the next; keep it on device and fetch every N steps "
+        "or once after the loop",
+        f"`print(...)` of a JAX value syncs with the device in every iteration of the loop on line {loop}, so the "
+        "host waits for each step before it can dispatch the next; print or log every N steps, or keep the "
+        "values on device and report them after the loop",
+        f"`if` on the JAX value `metrics['loss'] > tol` syncs with the device in every iteration of the loop on "
+        f"line {loop}, to pick a branch; test it every N steps, or branch on device with `jnp.where`/`lax.cond`",
+        f"`assert` on the JAX value `jnp.isfinite(metrics['loss'])` syncs with the device in every iteration of "
+        f"the loop on line {loop}, to check it; check every N steps or after the loop, or inside the step with "
+        "`checkify`",
+        f"`while` on the JAX value `err > tol` syncs with the device in every iteration of the loop on line "
+        f"{inner}, to decide whether to go on; test it every N iterations, or run the whole loop on device with "
+        "`lax.while_loop`",
+    ]
+
+
+def test_jax201_jax202_in_test_code_are_opt_in(tmp_path):
+    src = textwrap.dedent(_STEP + """
+    def run(params, batches):
+        for b in batches:
+            params = step(params, b)
+            params["w"].block_until_ready()
+            assert jnp.all(params["w"] > -1)
+        return params
+    """)
+    test_module = tmp_path / "tests" / "test_rollout.py"
+    test_module.parent.mkdir()
+    test_module.write_text(src)
+    got = _all(src, str(test_module))
+    why = "in test code, where checks must see the values"
+    assert got == [(line_of(src, "block_until_ready"), "JAX202", why), (line_of(src, "assert "), "JAX201", why)]
+    # a test function in any module
+    fn = src.replace("def run(", "def test_run(")
+    assert [opt_in for _, _, opt_in in _all(fn)] == [why, why]
+    # and an assert in a check function: opt-in too; elsewhere it is a default finding
+    check = src.replace("def run(", "def check_rollout(").replace('        params["w"].block_until_ready()\n', "")
+    assert _all(check) == [(line_of(check, "assert "), "JAX201",
+                            "an assert in a check/verify function, which must see the values")]
+    assert [opt_in for *_, opt_in in _all(src)] == [None, None]
+
+
+def test_jax201_prints_in_a_notebook_loop_are_reported(tmp_path):
+    # Printing every step costs the same in a notebook as in a script.
+    import json as _json
+
+    cells = [textwrap.dedent(_TRAIN_STEP), textwrap.dedent("""
+    for batch in batches:
+        params, metrics = train_step(params, batch)
+        print(f"loss {metrics['loss']}")
+        losses.append(float(metrics["loss"]))
+    """)]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "demo.ipynb"
+    path.write_text(_json.dumps(nb))
+    assert [(code, opt_in) for _, code, opt_in in _all(path.read_text(), str(path))] == [("JAX201", None)] * 2
+
+
+def test_jax202_training_loop_that_times_its_phases_is_reported():
+    # Timing every step of a training loop blocks every step: a real cost, unlike a benchmark
+    # that times one call on the same inputs (or returns the timing).
+    assert_marked(_STEP + """
+    def train(params, batches, log):
+        for batch in batches:
+            t0 = time.perf_counter()
+            params = step(params, batch)
+            jax.block_until_ready(params)  # expect: JAX202
+            log(step_time=time.perf_counter() - t0)
+        return params
+
+    def fit(params, batches):
+        start = time.time()
+        for batch in batches:
+            params = step(params, batch)
+            params["w"].block_until_ready()  # expect: JAX202
+        print("took", time.time() - start)
+        return params
+    """)
 
 
 # --------------------------------------------------------------------------- JAX203 positives

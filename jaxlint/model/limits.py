@@ -38,6 +38,8 @@ RANK_HORIZON = 3  # rank_derived(): ``n = x.ndim`` followed through names
 INTERNAL_HELPER_HORIZON = 1  # reads_internal_helper(): one name back to a library helper's result
 PROPAGATION_ROUNDS_PER_FUNCTION = 50  # tracing: re-visits of callees per function of the module
 HELPER_STATEMENTS = 3  # repetition: a helper whose whole work is one compiled call has at most this many
+PERIODIC_HELPER_HORIZON = 3  # periodicity: names bound to a guard's test, helpers' definitions followed
+PROGRAM_HORIZON = 3  # work: calls followed from a loop's iteration into a function that runs a program
 
 # -- the per-module work budget
 WORK_BASE = 20_000

@@ -1,4 +1,4 @@
-"""Loop queries: per-iteration JAX work, hot loops, periodic guards, timing harnesses."""
+"""Loop queries: per-iteration JAX work, hot loops, timing harnesses (periodic guards: periodicity.py)."""
 
 from __future__ import annotations
 
@@ -44,33 +44,6 @@ def varying_names(loop: Loop) -> set:
 
 def mentions(expr: ast.AST, names: set) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
-
-
-def _is_periodic(test: ast.AST, loop_names: set[str]) -> bool:
-    if isinstance(test, ast.BoolOp):
-        if isinstance(test.op, ast.And):
-            return any(_is_periodic(v, loop_names) for v in test.values)
-        return all(_is_periodic(v, loop_names) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _has_mod(test.operand)
-    if isinstance(test, ast.Compare):
-        if _has_mod(test):
-            return True
-        if any(isinstance(op, (ast.Eq, ast.In)) for op in test.ops):
-            mentioned = set()
-            for part in [test.left, *test.comparators]:
-                for n in ast.walk(part):
-                    if isinstance(n, ast.Name):
-                        mentioned.add(n.id)
-            return bool(mentioned & loop_names)
-    return False
-
-
-def _has_mod(node: ast.AST) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and not isinstance(n.left, (ast.Constant, ast.JoinedStr)):
-            return True
-    return False
 
 
 class _CarriedState:
@@ -152,7 +125,7 @@ class _CarriedState:
 
 class LoopQueries:
     """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
-    periodic guards and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+    and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
 
     def effective_children(self, loop: Loop) -> Iterator[Loop]:
         """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
@@ -214,22 +187,6 @@ class LoopQueries:
             return loop
         return None
 
-    def periodic_guard(self, ctx: Context, loop: Optional[Loop] = None) -> bool:
-        """Whether an ``if`` inside a loop around the node makes it run only now and then:
-        ``if step % 100 == 0``, ``if i == n - 1``, ``if (i + 1) % every == 0 and i > 0``. A guard in
-        an outer loop counts too: a periodic evaluation loop runs only periodically."""
-        names: Optional[set] = None
-        for test, depth in ctx.guards:
-            if depth == 0:
-                continue
-            if names is None:
-                names = set()
-                for lp in ctx.loops:
-                    names |= lp.target_names() | self._counters(lp)
-            if _is_periodic(test, names):
-                return True
-        return False
-
     def in_timing_harness(self, ctx: Context) -> bool:
         """Whether the node's loops, or the function around them, read a timer or call a
         measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
@@ -256,16 +213,6 @@ class LoopQueries:
                 g = g.parent
             return timed(f.calls)
         return timed(c for c in self.calls if self.scope_at(c) is self.module_scope)
-
-    def _counters(self, loop: Loop) -> set[str]:
-        """Names incremented in the loop body (``step += 1``)."""
-        out = set()
-        body = getattr(loop.node, "body", [])
-        for stmt in body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                    out.add(node.target.id)
-        return out
 
     def rebound_each_iteration(self, name: str, event, loop: Loop) -> bool:
         """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:

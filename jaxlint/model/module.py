@@ -18,6 +18,7 @@ from .callables import CallableQueries
 from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
+from .periodicity import PeriodicityQueries
 from .rebinding import RebindingQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
@@ -26,6 +27,7 @@ from .syntax import _end, _pos
 from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
+from .work import WorkQueries
 
 _BUILTINS = frozenset(dir(builtins))
 # Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
@@ -34,7 +36,7 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_tes
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries, KeyQueries):
+                  RepetitionQueries, RebindingQueries, KeyQueries, PeriodicityQueries, WorkQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

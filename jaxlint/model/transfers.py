@@ -1,5 +1,15 @@
-"""Host transfers: which calls copy a JAX value to the host or format it as text, and in which
-loops they run every iteration."""
+"""Host transfers: which calls copy a JAX value to the host or format it as text, in which loops
+they run every step, and which of them the host needs anyway.
+
+A per-step sync is worth removing only where it stalls a loop of device work for nothing.
+:meth:`TransferQueries.per_iteration_loop` answers how often a node syncs: every iteration of a
+step loop, or not per step at all (periodic, after the step loop, once per whole program, once
+per sweep point). :meth:`TransferQueries.inherent_sync` answers whether the host needs the value
+there anyway: host code consumes it (a host environment's step, a tokenizer, torch, json,
+``np.testing``), the loop is paced by the host (``input()``, rendering, plotting), the loop
+publishes its state to host-side consumers, or it already waits for the device every iteration
+for one of these reasons.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +17,29 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from .periodicity import small_literal_period
 from .records import Context, Loop
-from .syntax import unparse
+from .syntax import _pos, last_name, unparse
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
 FETCH_OR_FORMAT_NAMES = frozenset(
     {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
     | {"item", "tolist", "format"} | N.LOG_METHODS)
+
+# Host libraries that take the fetched value for their own computation (not a log or a record):
+# another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
+HOST_LIBRARIES = ("torch.", "json.", "pickle.", "PIL.", "shapely.", "cv2.", "imageio.", "pyspiel.",
+                  "gym.", "gymnasium.", "numpy.testing.", "sentencepiece.")
+# Methods of host objects that consume a value given to them: a host environment's step, a
+# tokenizer's decode, a game state's move, a pipe or socket.
+HOST_CONSUMING_METHODS = frozenset({"step", "decode", "decode_batch", "batch_decode", "apply_action",
+                                    "send", "sendall"})
+# Calls that pace a loop by the host: a person typing, a frame drawn or shown, a real-time wait.
+PACING_CALLS = frozenset({"builtins.input", "time.sleep"})
+PACING_PREFIXES = ("matplotlib.", "IPython.display.", "mediapy.", "cv2.imshow", "cv2.waitKey")
+PACING_NAMES = frozenset({"render", "imshow", "show", "display", "show_image", "show_images", "show_video",
+                          "show_videos", "save_svg", "display_svg", "clear_output", "savefig"})
 
 
 class TransferQueries:
@@ -38,32 +63,176 @@ class TransferQueries:
 
     def formats_jax_call(self, call: ast.Call) -> bool:
         """print/str/repr/format/logging/str.format calls that format a JAX value."""
-        scope = self.scope_at(call)
-        func = call.func
-        qn = self.resolve(func, scope)
-        is_fmt = qn in N.FORMAT_BUILTINS
-        if not is_fmt and isinstance(func, ast.Attribute):
-            if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
-                is_fmt = True
-            elif func.attr in N.LOG_METHODS:
-                if qn is not None and qn.startswith("logging."):
-                    is_fmt = True
-                elif qn is None:
-                    recv = unparse(func.value, 80).lower()
-                    is_fmt = "log" in recv.rsplit(".", 1)[-1]
-        if not is_fmt:
+        if not self._prints(call):
             return False
+        scope = self.scope_at(call)
         values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
         return any(self.formats_jax(v, scope) for v in values)
 
     def per_iteration_loop(self, ctx: Optional[Context]) -> Optional[Loop]:
-        """The JAX loop a host-side node runs in every iteration of, unless a periodic ``if`` guards it."""
+        """The step loop a host-side node runs in every iteration of: the innermost loop of JAX
+        work around it (:meth:`hot_loop`), unless a periodic ``if`` guards the node, one iteration
+        of the loop runs a whole program (:meth:`iteration_program`: the sync is once per
+        rollout or epoch), the loop walks the points of a sweep (:meth:`sweep_loop`), or its only
+        JAX work converts the elements it walks (:meth:`converts_elements`)."""
         if ctx is None or not ctx.loops:
             return None
         f = ctx.scope.func
         if f is not None and f.traced:
             return None
         loop = self.hot_loop(ctx)
-        if loop is None or self.periodic_guard(ctx):
+        if loop is None or self.periodic_guard(ctx, loop):
+            return None
+        if self.iteration_program(loop) is not None or self.sweep_loop(loop) or self.converts_elements(loop):
             return None
         return loop
+
+    # -- syncs the host needs anyway
+
+    def inherent_sync(self, node: ast.AST, loop: Loop) -> Optional[str]:
+        """Why the host needs the value of this sync in every iteration of ``loop`` anyway, in a
+        few words, or None: host code consumes the fetched value (:meth:`host_consumer`), the loop
+        hands its state to host-side consumers (:meth:`hands_off`), the loop is paced by the host
+        (:meth:`host_paced`), or it already waits for the device every iteration for one of these
+        reasons (:meth:`loop_syncs_inherently`)."""
+        if isinstance(node, ast.Call):
+            consumer = self.host_consumer(node)
+            if consumer is not None:
+                return f"consumed by `{unparse(consumer.func, 30)}`"
+            if self.hands_off(node, loop):
+                return "hands the loop's state to host code"
+        pacing = self.host_paced(loop)
+        if pacing is not None:
+            return f"the loop is paced by `{unparse(pacing.func, 30)}`"
+        earlier = self.loop_syncs_inherently(loop)
+        if earlier is not None and earlier is not node:
+            return f"the loop already waits for the device on line {earlier.lineno}"
+        return None
+
+    def host_consumer(self, call: ast.Call) -> Optional[ast.Call]:
+        """The host call that consumes what ``call`` (a host fetch) returns, when the value goes
+        straight into it (as an argument, inside a literal tuple/list/dict argument, or through a
+        name assigned in the same loop body): a host library (:data:`HOST_LIBRARIES`) or a method
+        of a host object that takes values (:data:`HOST_CONSUMING_METHODS`: ``env.step``,
+        ``tokenizer.decode``). Logging, printing and appending to a list are records, not consumers."""
+        if self.host_fetch(call) is None:
+            return None
+        ctx = self.context(call)
+        if ctx is None or not ctx.loops:
+            return None
+        loop = ctx.loops[-1]
+        targets: set = set()
+        for sub in ast.walk(loop.node):
+            if isinstance(sub, ast.Assign) and sub.value is call:
+                targets |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
+        for c in loop.all_calls():
+            if c is call or not self._consumes(c):
+                continue
+            for a in [*c.args, *(kw.value for kw in c.keywords)]:
+                for part in _literal_parts(a):
+                    if part is call or (isinstance(part, ast.Name) and part.id in targets
+                                        and _pos(part) > _pos(call)):
+                        return c
+        return None
+
+    def _consumes(self, c: ast.Call) -> bool:
+        scope = self.scope_at(c)
+        qn = self.resolve(c.func, scope)
+        if qn is not None:
+            return qn.startswith(HOST_LIBRARIES)
+        f = c.func
+        if not isinstance(f, ast.Attribute) or f.attr not in HOST_CONSUMING_METHODS:
+            return False
+        if self.callable_info(f, scope) is not None or self.local_functions(f, scope):
+            return False  # compiled, or code of this module
+        return not self.is_jax(f.value, scope)
+
+    def hands_off(self, call: ast.Call, loop: Loop) -> bool:
+        """``self._params_for_actor = (n, jax.device_get(params))``: the loop fetches the state it
+        threads through its steps (:meth:`carried_state`) and stores it on an object, where other
+        host code (actors, an inference server) reads it. Recording a metric is not a hand-off."""
+        value = self.host_fetch(call)
+        if not isinstance(value, ast.Name) or value.id not in self.carried_state(loop):
+            return False
+        for sub in ast.walk(loop.node):
+            if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) for t in sub.targets):
+                if any(part is call for part in _literal_parts(sub.value)):
+                    return True
+        return False
+
+    def host_paced(self, loop: Loop) -> Optional[ast.Call]:
+        """A call that paces the loop by the host in (nearly) every iteration: ``input()``, a frame
+        rendered, drawn or shown, a real-time ``sleep``. One under a periodic ``if`` counts only
+        with a small literal period (``if step % 5 == 0: frames.append(env.render())``): a
+        training loop that plots every 1000 steps is not paced by its plots."""
+        memo = self._work_memo()
+        key = ("paced", id(loop))
+        if key in memo:
+            return memo[key]
+        found = None
+        for c in loop.all_calls():
+            scope = self.scope_at(c)
+            qn = self.resolve(c.func, scope)
+            pacing = (qn in PACING_CALLS or (qn is not None and qn.startswith(PACING_PREFIXES))
+                      or last_name(c.func) in PACING_NAMES)
+            if not pacing:
+                continue
+            ctx = self.context(c)
+            rare = any(depth > loop.depth and self.periodic_test(test, depth, ctx, loop)
+                       and not small_literal_period(test) for test, depth in ctx.guards)
+            if not rare:
+                found = c
+                break
+        memo[key] = found
+        return found
+
+    def loop_syncs_inherently(self, loop: Loop) -> Optional[ast.Call]:
+        """A host fetch made in every iteration of the loop that the host needs anyway (consumed
+        by host code, or a hand-off): the loop already waits for the device there each iteration,
+        so another sync in the same iteration adds no stall."""
+        memo = self._work_memo()
+        key = ("inherent", id(loop))
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        found = None
+        for c in self.unconditional_calls(loop):
+            if self.host_fetch(c) is not None and (self.host_consumer(c) is not None or self.hands_off(c, loop)):
+                found = c
+                break
+        memo[key] = found
+        return found
+
+    def _prints(self, c: ast.Call) -> bool:
+        func = c.func
+        qn = self.resolve(func, self.scope_at(c))
+        if qn in N.FORMAT_BUILTINS:
+            return True
+        if isinstance(func, ast.Attribute):
+            if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+                return True
+            if func.attr in N.LOG_METHODS:
+                return (qn is not None and qn.startswith("logging.")) or (
+                    qn is None and "log" in unparse(func.value, 80).lower().rsplit(".", 1)[-1])
+        return False
+
+    def in_check_function(self, node: ast.AST) -> bool:
+        """Whether the node runs in a function named ``check*``/``verify*`` (or nested in one): a
+        cross-check of results, whose asserts must see the values."""
+        f = self.function_at(node)
+        while f is not None:
+            if f.name.lstrip("_").lower().startswith(("check", "verify")):
+                return True
+            f = f.parent
+        return False
+
+
+def _literal_parts(expr: ast.AST):
+    """The expression and, through tuple/list/dict/set displays and starred items, its parts."""
+    yield expr
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        for e in expr.elts:
+            yield from _literal_parts(e.value if isinstance(e, ast.Starred) else e)
+    elif isinstance(expr, ast.Dict):
+        for v in expr.values:
+            yield from _literal_parts(v)

@@ -1,0 +1,277 @@
+"""Periodicity: whether an ``if`` around a node makes it run only now and then in a loop.
+
+A guard is periodic when its test has the shape of a schedule, whatever the kind of its values
+(a device step counter makes the guard itself sync, which is another finding, but the guarded
+work still runs only now and then):
+
+* a modulo test that holds once per period: ``step % every == 0``, ``not self.steps % self.every``;
+* an equality or membership test on a step counter: ``step == n - 1``, ``step in eval_steps``;
+* a threshold the guarded branch moves on: ``if env_steps >= next_eval: ...; next_eval += every``,
+  ``if now - last_log > 60: ...; last_log = now``;
+* an every-N helper predicate given the step: ``should_log(step, every)``, ``u.every_n(step, n, total)``;
+* a name bound to one of these: ``is_log_step = step % every == 0`` ... ``if is_log_step:``.
+
+A test on the variables of a loop nested inside the loop that counts (``for k, v in aux.items():
+if k in stats:``) picks items within one step, not steps, and is not periodic.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import NamedTuple, Optional
+
+from . import limits as L
+from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
+from .syntax import _pos, last_name
+
+# Words that name a schedule in an every-N helper or its period argument (``should_log``,
+# ``every_n``, ``log_freq``, ``eval_interval``, ``is_checkpoint_due``).
+_PERIOD_WORDS = ("every", "freq", "interval", "period", "should", "due")
+# The last part of a name or attribute that counts steps (``step``, ``self.training_steps``,
+# ``state.global_step``, ``epoch``): what an every-N helper is given.
+_COUNTER_NAME = re.compile(r"(?:^|_)(?:steps?|iters?|iterations?|epochs?|updates?)$", re.IGNORECASE)
+# Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
+_ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)
+
+
+def _spelled(node: ast.AST) -> Optional[str]:
+    """``step``, ``self.training_steps``: a name or an attribute chain on a name, as written."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _spellings(expr: ast.AST) -> set:
+    return {s for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)) for s in [_spelled(n)] if s}
+
+
+def _mods(node: ast.AST) -> list:
+    return [n for n in ast.walk(node) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+            and not isinstance(n.left, (ast.Constant, ast.JoinedStr))]
+
+
+def small_literal_period(test: ast.AST) -> bool:
+    """``step % 5 == 0``: a modulo by an int literal of at most BOUNDED_TRIPS."""
+    for m in _mods(test):
+        r = m.right
+        if isinstance(r, ast.Constant) and isinstance(r.value, int) and not isinstance(r.value, bool):
+            if 0 < r.value <= BOUNDED_TRIPS:
+                return True
+    return False
+
+
+class _Names(NamedTuple):
+    """What a guard's test is read against: what the loops up to the one that counts count
+    (``step``, ``self.steps``), their targets, and the targets of loops nested inside it."""
+
+    counters: set
+    elements: set
+    inner: set
+
+
+def _atoms(expr: ast.AST) -> Optional[list]:
+    """The names and attribute chains ``expr`` does arithmetic on (``step``, ``i + 1``,
+    ``self.steps - 1``), or None when it is more than arithmetic (a call, a subscript)."""
+    if isinstance(expr, ast.Constant):
+        return []
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        s = _spelled(expr)
+        return [s] if s else None
+    if isinstance(expr, ast.UnaryOp):
+        return _atoms(expr.operand)
+    if isinstance(expr, ast.BinOp):
+        left, right = _atoms(expr.left), _atoms(expr.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _counted(expr: ast.AST, names: "_Names") -> bool:
+    """Arithmetic on a counter (``step``, ``self.steps + 1``) or on an element of a loop
+    (``name``); ``w.dtype`` reads a property of the element instead."""
+    atoms = _atoms(expr)
+    return bool(atoms) and any(a in names.counters or a in names.elements for a in atoms)
+
+
+def _returns_schedule(f: FunctionInfo) -> bool:
+    """A helper whose result is a modulo, equality or membership test (``return step % every == 0``)."""
+    for r in f.returns:
+        for n in ast.walk(r):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+                return True
+            if isinstance(n, ast.Compare) and any(isinstance(op, (ast.Eq, ast.In)) for op in n.ops):
+                return True
+    return False
+
+
+def _every_iteration(stmts: list):
+    """The statements that run in every iteration of a loop body: not those under an ``if`` or
+    in a nested loop (``with`` and ``try`` bodies are seen through)."""
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _every_iteration(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            yield from _every_iteration(stmt.body)
+            yield from _every_iteration(stmt.finalbody)
+
+
+def loop_counters(loop: Loop) -> set:
+    """What counts the iterations of a loop, as spelled: the target of a loop over steps
+    (``range``, ``count``, ``trange``, ``arange``), the index of ``enumerate``, and names or
+    attributes advanced in every iteration (``step += 1``, ``self.steps += 1``, ``i = i + 1``)."""
+    out: set = set()
+    node = loop.node
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        it, target = node.iter, node.target
+        if loop.ranged or (isinstance(it, ast.Call) and last_name(it.func) in ("arange", "trange")):
+            out |= loop.target_names()
+        while isinstance(it, ast.Call) and last_name(it.func) in ("tqdm", "iter") and it.args:
+            it = it.args[0]
+        if (isinstance(it, ast.Call) and last_name(it.func) == "enumerate" and isinstance(target, ast.Tuple)
+                and target.elts and isinstance(target.elts[0], ast.Name)):
+            out.add(target.elts[0].id)
+    for sub in _every_iteration(getattr(node, "body", [])):
+        if isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Sub)):
+            s = _spelled(sub.target)
+            if s:
+                out.add(s)
+        elif (isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.value, ast.BinOp)
+              and isinstance(sub.value.op, ast.Add)):
+            s = _spelled(sub.targets[0])
+            if s and s in _spellings(sub.value):
+                out.add(s)
+    return out
+
+
+class PeriodicityQueries:
+    """Periodic guards. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def _if_of_test(self, test: ast.AST) -> Optional[ast.If]:
+        table = self.__dict__.get("_if_tests")
+        if table is None:
+            table = self._if_tests = {id(n.test): n for n in self.ifs if isinstance(n, ast.If)}
+        return table.get(id(test))
+
+    def periodic_guard(self, ctx: Context, loop: Optional[Loop] = None) -> bool:
+        """Whether an ``if`` inside a loop around the node makes it run only now and then in
+        ``loop`` (by default the innermost loop around the node): see the module docstring. A guard
+        in an outer loop counts too: a periodic evaluation loop runs only periodically."""
+        return self.periodic_guard_test(ctx, loop) is not None
+
+    def periodic_guard_test(self, ctx: Optional[Context], loop: Optional[Loop] = None) -> Optional[ast.AST]:
+        """The test of the periodic guard around a node with this context (see
+        :meth:`periodic_guard`), or None."""
+        if ctx is None or not ctx.guards or not ctx.loops:
+            return None
+        for test, depth in ctx.guards:
+            if depth and self.periodic_test(test, depth, ctx, loop):
+                return test
+        return None
+
+    def periodic_test(self, test: ast.AST, depth: int, ctx: Context, loop: Optional[Loop] = None) -> bool:
+        """Whether one guard of a node with this context (``(test, depth)`` from ``ctx.guards``)
+        is periodic in ``loop`` (by default the innermost loop around the node)."""
+        loops = ctx.loops
+        hot = loops.index(loop) if loop is not None and loop in loops else len(loops) - 1
+        outer = loops[:min(depth, hot + 1)]
+        # what the loops count, and what the test itself takes a modulo of (``step`` in
+        # ``step % every == 0 or step == total - 1``, where ``step`` comes back from the step)
+        counters: set = {s for m in _mods(test) for s in _spellings(m.left)}
+        elements: set = set()
+        for lp in outer:
+            counters |= loop_counters(lp)
+            elements |= lp.target_names()
+        inner: set = set()
+        for lp in loops[hot + 1:depth]:
+            inner |= lp.target_names()
+        names = _Names(counters, elements - inner, inner)
+        return self._periodic_test(test, names, self.scope_at(test), 0)
+
+    def _periodic_test(self, test: ast.AST, names: "_Names", scope: Scope, depth: int) -> bool:
+        if isinstance(test, ast.BoolOp):
+            parts = [self._periodic_test(v, names, scope, depth) for v in test.values]
+            return any(parts) if isinstance(test.op, ast.And) else all(parts)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            # ``not step % every``: true once per period (``not should_log(...)`` is the opposite)
+            return self._counting_mod(test.operand, names.inner) and not isinstance(test.operand, ast.Call)
+        if isinstance(test, ast.Compare):
+            return self._periodic_compare(test, names)
+        if isinstance(test, ast.Call):
+            return self._periodic_helper(test, names, scope, depth)
+        if isinstance(test, ast.Name) and depth < L.PERIODIC_HELPER_HORIZON:
+            ev = self.binding(test.id, scope, _pos(test))
+            if ev is not None and ev.plain_assign and ev.value is not None:
+                return self._periodic_test(ev.value, names, ev.scope, depth + 1)
+        return False
+
+    def _counting_mod(self, expr: ast.AST, inner: set) -> bool:
+        """A modulo in ``expr`` whose operands are not only the variables of loops nested inside
+        the loop that counts."""
+        for m in _mods(expr):
+            names = {n.id for n in ast.walk(m) if isinstance(n, ast.Name)}
+            if not names or not names <= inner:
+                return True
+        return False
+
+    def _periodic_compare(self, test: ast.Compare, names: "_Names") -> bool:
+        ops = test.ops
+        if _mods(test):
+            return all(isinstance(op, _ONCE_PER_PERIOD) for op in ops) and self._counting_mod(test, names.inner)
+        parts = [test.left, *test.comparators]
+        if all(isinstance(op, ast.Eq) for op in ops):
+            # ``step == total - 1``, ``name == "final"``: one side is a counter or an element of
+            # the loop, or arithmetic on one (``w.dtype == bf16`` filters by a property instead)
+            return any(_counted(p, names) for p in parts)
+        if all(isinstance(op, ast.In) for op in ops):  # ``step in eval_steps``; not ``key in stats``
+            return _counted(test.left, names._replace(elements=set()))
+        if all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in ops):
+            return self._advanced_threshold(test)
+        return False
+
+    def _advanced_threshold(self, test: ast.Compare) -> bool:
+        """``if x >= next_eval: ...; next_eval += every`` (or ``next_eval = x + every``), and the
+        elapsed form ``if now - last >= every: ...; last = now``: the branch moves the threshold on."""
+        node = self._if_of_test(test)
+        if node is None:
+            return False
+        compared = _spellings(test)
+        subtracted = {s for n in ast.walk(test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+                      for s in [_spelled(n.right)] if s}
+        for stmt in node.body:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Mult)):
+                    if _spelled(sub.target) in compared:
+                        return True
+                elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                    target = _spelled(sub.targets[0])
+                    if target is None or target not in compared:
+                        continue
+                    grows = isinstance(sub.value, ast.BinOp) and isinstance(sub.value.op, (ast.Add, ast.Mult))
+                    if grows or target in subtracted:
+                        return True
+        return False
+
+    def _periodic_helper(self, call: ast.Call, names: "_Names", scope: Scope, depth: int) -> bool:
+        """``should_log(step, every)``, ``u.every_n(step, n, total)``, ``self.is_eval_step(step)``:
+        a helper given the step counter whose definition returns a schedule test, or, when its
+        definition is not in this module, whose name or period argument names a schedule."""
+        qn = self.resolve(call.func, scope)
+        if qn is not None and qn.startswith(("builtins.", "jax.", "numpy.", "math.")):
+            return False
+        args = list(call.args) + [kw.value for kw in call.keywords]
+        spelled = [s for a in args for s in _spellings(a)]
+        counter_args = [s for s in spelled if s in names.counters or _COUNTER_NAME.search(s.rsplit(".", 1)[-1])]
+        if not counter_args or all(s.split(".")[0] in names.inner for s in counter_args):
+            return False
+        funcs = self.local_functions(call.func, scope) if depth < L.PERIODIC_HELPER_HORIZON else []
+        if funcs:
+            return any(_returns_schedule(f) for f in funcs)
+        words = [last_name(call.func)] + [kw.arg or "" for kw in call.keywords] + spelled
+        return any(w in name.lower() for name in words for w in _PERIOD_WORDS)
+

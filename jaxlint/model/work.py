@@ -1,0 +1,365 @@
+"""How much JAX work one iteration of a loop does.
+
+A per-iteration sync costs the time the accelerator idles while the host dispatches the next
+iteration: much next to a small jitted step, nothing next to a whole program. The queries here
+tell the kinds of iteration apart:
+
+* a **step**: one small computation (a jitted train step, an eager batch of ``jnp`` ops);
+* a **program**: an unconditional call that runs many steps on its own -- a compiled function
+  whose body is a device loop (``lax.scan``/``fori_loop``/``while_loop`` over a rollout or an
+  epoch), or a Python function of this module with a loop of jitted steps inside (``train_epoch()``);
+* a **sweep point**: one configuration of a sweep (``for l2 in l2_regs: results[shots, l2] = ...``),
+  whose elements are hashable keys, not data.
+
+It also says which names a loop threads through its JAX calls (``params = step(params, batch)``):
+a training or simulation loop carries state, a benchmark repeats one call on the same inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from .. import names as N
+from . import limits as L
+from .records import BOUNDED_TRIPS, FunctionInfo, Loop, Scope
+from .syntax import _pos, last_name
+
+# Device loops: one call runs its body many times on the accelerator.
+DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
+                          "flax.nnx.scan", "flax.nnx.fori_loop", "flax.nnx.while_loop"})
+# An optimizer update in the body of a compiled function makes it one training step, even
+# with a device loop beside it (gradient accumulation over micro-batches).
+_UPDATE_CALLS = frozenset({"apply_updates", "apply_gradients"})
+_OPTIMIZER_WORDS = ("opt", "tx", "solver")
+# A differentiated function is the forward pass of one step, whatever loops it runs.
+_DIFFERENTIATING = frozenset({q for q, policy in N.TRANSFORMS.items() if policy == "argnums"} | {
+    "jax.vjp", "jax.jvp", "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad",
+    "flax.nnx.grad", "flax.nnx.value_and_grad"})
+
+
+def _small_trip_count(call: ast.Call, qn: str) -> bool:
+    """``lax.fori_loop(0, 4, ...)``, ``lax.scan(f, c, xs, length=2)``: a literal trip count of at
+    most BOUNDED_TRIPS (a short loop inside one step)."""
+    def lit(node) -> Optional[int]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        return None
+
+    if qn.endswith("fori_loop") and len(call.args) >= 2:
+        lo, hi = lit(call.args[0]), lit(call.args[1])
+        return lo is not None and hi is not None and hi - lo <= BOUNDED_TRIPS
+    for kw in call.keywords:
+        if kw.arg == "length":
+            n = lit(kw.value)
+            return n is not None and n <= BOUNDED_TRIPS
+    return False
+
+
+def _is_update(call: ast.Call) -> bool:
+    f = call.func
+    name = last_name(f)
+    if name in _UPDATE_CALLS:
+        return True
+    if name == "update" and isinstance(f, ast.Attribute):
+        recv = last_name(f.value).lower() if isinstance(f.value, (ast.Name, ast.Attribute)) else ""
+        return any(w in recv for w in _OPTIMIZER_WORDS)
+    return False
+
+
+class WorkQueries:
+    """Work per iteration. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def _work_memo(self) -> dict:
+        memo = self.__dict__.get("_work")
+        if memo is None:
+            memo = self._work = {}
+        return memo
+
+    # -- what a call runs
+
+    def called_functions(self, func: ast.AST, scope: Scope) -> list:
+        """``(function, compiled)`` for the functions of this module that calling ``func`` runs:
+        a def, a method, a lambda, through ``jax.jit``/``pmap``/transforms and ``partial``, names
+        bound to them, and functions returned by a factory of this module (``step = make_step()``,
+        ``learn, net, state = setup(...)``). ``compiled``: the call runs it under jit/pmap or a
+        transform rather than as Python. Differentiated functions (``jax.grad(loss)``) are left
+        out: they are the forward pass of one step."""
+        return self._callees(func, scope, 0, False)
+
+    def _callees(self, expr: ast.AST, scope: Scope, depth: int, compiled: bool) -> list:
+        if depth > L.CALLABLE_CHAIN or not self.work.spend():
+            return []
+        if isinstance(expr, ast.Lambda):
+            f = self.func_of_node.get(id(expr))
+            return [(f, compiled)] if f is not None else []
+        if isinstance(expr, ast.Name):
+            ev = self.binding(expr.id, scope, _pos(expr))
+            if ev is None:
+                return []
+            if ev.kind == "def":
+                f = self.func_of_node.get(id(ev.node))
+                if f is None:
+                    return []
+                by_decorator = f.jit_entry is not None or any(c.decorator for c in f.trace_causes)
+                return [(f, compiled or by_decorator)]
+            if ev.kind != "assign" or ev.value is None:
+                return []
+            if ev.path is None:
+                return self._callees(ev.value, ev.scope, depth + 1, compiled)
+            if len(ev.path) == 1:
+                if isinstance(ev.value, (ast.Tuple, ast.List)) and ev.path[0] < len(ev.value.elts):
+                    return self._callees(ev.value.elts[ev.path[0]], ev.scope, depth + 1, compiled)
+                if isinstance(ev.value, ast.Call):
+                    return self._factory_results(ev.value, ev.scope, depth, compiled, ev.path[0])
+            return []
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls"):
+            cls = self._class_of(scope)
+            if cls is None:
+                return []
+            out = []
+            for value in cls.self_attrs.get(expr.attr, ()):
+                out += self._callees(value, self.scope_at(value), depth + 1, compiled)
+            meth = cls.methods.get(expr.attr)
+            if meth is not None:
+                by_decorator = meth.jit_entry is not None or any(c.decorator for c in meth.trace_causes)
+                out.append((meth, compiled or by_decorator))
+            return out
+        if isinstance(expr, ast.Call):
+            qn = self.resolve(expr.func, scope)
+            if qn in _DIFFERENTIATING:
+                return []
+            if (qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS) and expr.args:
+                return self._callees(expr.args[0], scope, depth + 1, True)
+            if qn == N.PARTIAL and expr.args:
+                return self._callees(expr.args[0], scope, depth + 1, compiled)
+            if isinstance(expr.func, ast.Call) and self._jit_factory(expr.func, scope) and expr.args:
+                return self._callees(expr.args[0], scope, depth + 1, True)  # partial(jax.jit, ...)(f)
+            return self._factory_results(expr, scope, depth, compiled, None)
+        return []
+
+    def _factory_results(self, call: ast.Call, scope: Scope, depth: int, compiled: bool,
+                         index: Optional[int]) -> list:
+        """The functions a call of a factory of this module returns (element ``index`` of a
+        returned tuple)."""
+        out = []
+        for g, _ in self._callees(call.func, scope, depth + 1, False):
+            for r in g.returns:
+                if index is not None:
+                    if not isinstance(r, (ast.Tuple, ast.List)) or index >= len(r.elts):
+                        continue
+                    r = r.elts[index]
+                if isinstance(r, (ast.Name, ast.Attribute, ast.Call, ast.Lambda)):
+                    out += self._callees(r, g.scope, depth + 1, compiled)
+        return out
+
+    def runs_program(self, call: ast.Call) -> bool:
+        """Whether the call runs many steps on its own: a compiled function whose body is a
+        device loop (not one training step with a short loop inside), or a Python function of
+        this module with a loop of calls of compiled code."""
+        memo = self._work_memo()
+        key = ("call", id(call))
+        if key not in memo:
+            memo[key] = False
+            memo[key] = any(self._function_runs_program(f, compiled, 0)
+                            for f, compiled in self.called_functions(call.func, self.scope_at(call)))
+        return memo[key]
+
+    def _function_runs_program(self, f: FunctionInfo, compiled: bool, depth: int) -> bool:
+        if depth > L.PROGRAM_HORIZON or not self.work.spend():
+            return False
+        memo = self._work_memo()
+        key = ("func", id(f), compiled)
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # cycle guard
+        result = False
+        if compiled or f.traced:
+            loops = [c for c in f.calls if (qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS
+                     and not _small_trip_count(c, qn)]
+            if loops:
+                result = not any(_is_update(c) for c in f.calls)
+            else:
+                # a compiled function that hands its work to a helper: ``return rollout(state)``
+                result = any(self._function_runs_program(g, True, depth + 1)
+                             for c in f.calls for g, _ in self._callees(c.func, f.scope, 0, True))
+        else:
+            result = any(self._dispatches_steps(lp) for lp in f.loops) or any(
+                self._function_runs_program(g, c2, depth + 1)
+                for c in f.calls for g, c2 in self._callees(c.func, f.scope, 0, False))
+        memo[key] = result
+        return result
+
+    def _dispatches_steps(self, loop: Loop) -> bool:
+        """A ``for``/``while`` loop (not a comprehension building one batch, not a short literal
+        loop) whose iterations call compiled or transformed code: a loop of steps."""
+        if loop.kind == "comprehension" or loop.bounded:
+            return False
+        return any(self.callable_info(c.func, self.scope_at(c)) is not None for c in loop.all_calls())
+
+    # -- what one iteration does
+
+    def unconditional_calls(self, loop: Loop) -> Iterator[ast.Call]:
+        """Calls made in every iteration of the loop: not under an ``if`` inside it, nor in a
+        nested loop (except bounded ones, which are seen through)."""
+        def conditional(call: ast.Call) -> bool:
+            ctx = self.context(call)
+            return ctx is None or any(depth > loop.depth for _, depth in ctx.guards) or any(
+                self._branch_in(if_id, loop) for if_id, _ in ctx.branches)
+
+        for call in loop.calls:
+            if not conditional(call):
+                yield call
+        for ch in loop.children:
+            if ch.bounded:
+                yield from (c for c in self.unconditional_calls(ch) if not conditional(c))
+
+    def _branch_in(self, if_id: int, loop: Loop) -> bool:
+        table = self.__dict__.get("_ifs_by_id")
+        if table is None:
+            table = self._ifs_by_id = {id(n): n for n in self.ifs if isinstance(n, ast.If)}
+        node = table.get(if_id)
+        ctx = self.context(node) if node is not None else None
+        return ctx is not None and loop in ctx.loops
+
+    def iteration_program(self, loop: Loop) -> Optional[ast.Call]:
+        """The call that makes one iteration of the loop a whole program (see :meth:`runs_program`),
+        made in every iteration; None when the iteration is a step."""
+        memo = self._work_memo()
+        key = ("loop", id(loop))
+        if key not in memo:
+            memo[key] = None
+            memo[key] = next((c for c in self.unconditional_calls(loop) if self.runs_program(c)), None)
+        return memo[key]
+
+    def carried_state(self, loop: Loop) -> set:
+        """Names the loop threads through its JAX calls: assigned in the body from a call of
+        compiled or JAX code that takes them (``params, loss = train_step(params, batch)``)."""
+        memo = self._work_memo()
+        key = ("carried", id(loop))
+        if key in memo:
+            return memo[key]
+        out: set = set()
+        for stmt in getattr(loop.node, "body", []):
+            for sub in ast.walk(stmt):
+                if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call):
+                    continue
+                call = sub.value
+                scope = self.scope_at(call)
+                if self.callable_info(call.func, scope) is None and not self.is_jax(call, scope):
+                    continue
+                args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
+                        for n in ast.walk(a) if isinstance(n, ast.Name)}
+                for t in sub.targets:
+                    out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} & args
+        memo[key] = out
+        return out
+
+    def sweep_loop(self, loop: Loop) -> bool:
+        """A loop over the points of a sweep rather than over steps or data: its elements key the
+        results (``for l2 in self.l2_regs: results[shots, l2] = ...``) -- a dict key is hashable, so
+        not an array or a batch -- and it threads no state from one iteration to the next."""
+        node = loop.node
+        if loop.ranged or not isinstance(node, (ast.For, ast.AsyncFor)):
+            return False
+        target = node.target
+        if (isinstance(target, ast.Tuple) and target.elts and isinstance(node.iter, ast.Call)
+                and last_name(node.iter.func) == "enumerate"):
+            target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())  # the elements, not the index
+        elements = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if not elements or self.carried_state(loop):
+            return False
+        for stmt in node.body:
+            for sub in ast.walk(stmt):
+                if not isinstance(sub, ast.Assign):
+                    continue
+                for k in (t.slice for t in sub.targets if isinstance(t, ast.Subscript)):
+                    if any(isinstance(n, ast.Name) and n.id in elements for n in ast.walk(k)):
+                        return True
+        return False
+
+    def converts_elements(self, loop: Loop) -> bool:
+        """A loop whose only JAX work converts the elements it walks (``for w in weights:
+        bits.append(np.asarray(lax.bitcast_convert_type(w, np.uint16)))``): no compiled call, and
+        every array operation in it reads only the loop's elements, values computed from them in
+        the iteration, constants and module attributes. It dispatches no work that a sync would
+        stall, like a loop that only fetches its elements; ``jnp.dot(x, w)`` with weights from
+        outside the loop is real work."""
+        memo = self._work_memo()
+        key = ("elements", id(loop))
+        if key in memo:
+            return memo[key]
+        memo[key] = False
+        derived = set(loop.target_names())
+        if not derived or any(self.callable_info(c.func, self.scope_at(c)) is not None for c in loop.all_calls()):
+            return False
+
+        def local(expr: ast.AST, scope: Scope) -> bool:
+            for n in ast.walk(expr):
+                if isinstance(n, ast.Name) and n.id not in derived and self.resolve(n, scope) is None:
+                    return False
+            return True
+
+        for stmt in getattr(loop.node, "body", []):
+            scope = self.scope_at(stmt)
+            for sub in ast.walk(stmt):
+                if isinstance(sub, (ast.Assign, ast.AugAssign)):
+                    value = sub.value if isinstance(sub, ast.Assign) else ast.BinOp(sub.target, sub.op, sub.value)
+                    if local(value, scope):
+                        for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
+                            derived |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    elif self.is_jax(sub.value, scope):
+                        return False  # ``x = x + jnp.sum(b)``: device work on state from outside
+        works = False
+        for c in loop.all_calls():
+            scope = self.scope_at(c)
+            if not self.is_jax(c, scope):
+                continue
+            works = True
+            inputs = [*c.args, *(kw.value for kw in c.keywords)]
+            if isinstance(c.func, ast.Attribute):
+                inputs.append(c.func.value)
+            if not all(local(a, scope) for a in inputs):
+                return False
+        memo[key] = works
+        return works
+
+    def measuring_loop(self, ctx, loop: Loop) -> bool:
+        """A benchmark rather than a training loop that times itself: the loop is in a timing
+        harness (:meth:`in_timing_harness`) and either repeats a call without threading state
+        (``for _ in range(n): t0 = time.perf_counter(); step(x).block_until_ready()``), or its
+        function measures (a ``bench``/``measure``/``profile`` name, or it returns the timing).
+        A loop that carries training state and times its phases every step is not one."""
+        if not self.in_timing_harness(ctx):
+            return False
+        if not self.carried_state(loop):
+            return True
+        f = ctx.scope.func
+        g = f
+        while g is not None:
+            if any(word in g.name.lower() for word in N.MEASURE_NAMES):
+                return True
+            g = g.parent
+        return f is not None and self._returns_timing(f)
+
+    def _returns_timing(self, f: FunctionInfo) -> bool:
+        """Whether what ``f`` returns is computed from timer readings (``return n / (time.time() - t0)``,
+        ``times.append(time.perf_counter() - t0)`` ... ``return min(times)``)."""
+        def timed(expr: ast.AST, names: set) -> bool:
+            for n in ast.walk(expr):
+                if isinstance(n, ast.Call) and self.resolve(n.func, f.scope) in N.TIMERS:
+                    return True
+                if isinstance(n, ast.Name) and n.id in names:
+                    return True
+            return False
+
+        names: set = set()
+        for _ in range(3):  # names from timer readings, and names computed from those
+            for sub in ast.walk(f.node):
+                if isinstance(sub, ast.Assign) and timed(sub.value, names):
+                    names |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
+                elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+                      and sub.func.attr == "append" and isinstance(sub.func.value, ast.Name)
+                      and any(timed(a, names) for a in sub.args)):
+                    names.add(sub.func.value.id)
+        return any(timed(r, names) for r in f.returns)
