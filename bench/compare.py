@@ -10,9 +10,9 @@ drifting machine load hits both alike), on the pinned corpus:
 Each checkout runs from its own source tree (PYTHONPATH=<checkout>) with this interpreter and its
 installed dependencies.
 
-    python bench/compare.py BEFORE_DIR [AFTER_DIR] [--runs 5] [--corpus DIR]
+    python bench/compare.py BEFORE_DIR [AFTER_DIR ...] [--runs 5] [--corpus DIR]
 
-AFTER_DIR defaults to this checkout. Prints a markdown table to stdout; progress on stderr.
+AFTER_DIR defaults to this checkout; several are measured side by side. Prints a markdown table to stdout; progress on stderr.
 """
 
 from __future__ import annotations
@@ -38,14 +38,16 @@ def _load(name: str):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before")
-    ap.add_argument("after", nargs="?", default=REPO)
+    ap.add_argument("after", nargs="*", default=[REPO])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--corpus", metavar="DIR")
     args = ap.parse_args(argv)
     run = _load("run")
     libs, jaxdir = run.locate_corpus(args.corpus)
     py = sys.executable
-    sides = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
+    sides = {"before": os.path.abspath(args.before)}
+    for i, d in enumerate(args.after):
+        sides["after" if len(args.after) == 1 else f"after{i + 1}"] = os.path.abspath(d)
 
     def jaxlint(side, *a):
         return ["env", f"PYTHONPATH={sides[side]}", py, "-m", "jaxlint", *a]
@@ -68,12 +70,12 @@ def main(argv=None) -> int:
             run.run_once(cmd, work, os.path.join(work, f"prime-{s}.txt"))
             warm_cmds.append((f"{s}: jaxlint check -j0 (warm cache) libs+jax", cmd))
         rows += [("warm, libs+jax", r) for r in bench.measure("warm", warm_cmds)]
-        f8 = bench.measure("flake8", [("flake8 -j1 libs without the plugin", flake8("after", "without"))]
+        f8 = bench.measure("flake8", [("flake8 -j1 libs without the plugin", flake8("before", "without"))]
                            + [(f"{s}: flake8 -j1 libs with the plugin", flake8(s, "with")) for s in sides])
         rows += [("flake8", r) for r in f8]
     lines = run.count_tree(libs)[1] + run.count_tree(jaxdir)[1]
-    print(f"Median of {args.runs} interleaved runs; before = {sides['before']}, after = {sides['after']}; "
-          f"libs+jax = {lines:,} lines.\n")
+    print(f"Median of {args.runs} interleaved runs; " + ", ".join(f"{k} = {v}" for k, v in sides.items())
+          + f"; libs+jax = {lines:,} lines.\n")
     print("| what | command | median wall s | median CPU s | lines/s |")
     print("|---|---|--:|--:|--:|")
     for what, r in rows:
