@@ -8,7 +8,7 @@ drifting machine load hits both alike), on the pinned corpus:
     time; the "without" rows are the same flake8 for both checkouts and are timed once).
 
 Each checkout runs from its own source tree (PYTHONPATH=<checkout>) with this interpreter and its
-installed dependencies.
+installed dependencies, with bytecode caching on (as for a user; bench/run.py's CHILD_ENV).
 
     python bench/compare.py BEFORE_DIR [AFTER_DIR ...] [--runs 5] [--corpus DIR]
 

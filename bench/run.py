@@ -107,11 +107,16 @@ def count_tree(root):
 
 # ---------------------------------------------------------------- running
 
+# As installed for a user, Python caches bytecode: a PYTHONDONTWRITEBYTECODE=1 in the bench's own
+# environment would make every run compile jaxlint's sources again (about 0.1 s per process here).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_once(cmd, cwd, out_path):
     """Run cmd with stdout to a file; return (wall s, exit code, peak RSS KiB, stderr text, CPU s)."""
     with open(out_path, "wb") as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=CHILD_ENV)
         # wait4 gives the resource usage of this child alone (incl. its reaped descendants' max RSS),
         # unlike getrusage(RUSAGE_CHILDREN), which is a high-water mark over every child so far.
         _, status, ru = os.wait4(p.pid, 0)
