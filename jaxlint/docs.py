@@ -36,7 +36,8 @@ def render() -> str:
             f"### Why it is slow or wrong on an accelerator\n\n{r.rationale}\n\n"
             f"### Example\n\n{_code(r.bad)}\n"
             f"### Use instead\n\n{_code(r.good)}\n"
-            f"### Suppressing it\n\nAdd `# noqa: {r.code}` to the line, or ignore the code project-wide with "
+            + (f"### Reported only with --pedantic\n\n{r.opt_in_cases}\n\n" if r.opt_in_cases else "")
+            + f"### Suppressing it\n\nAdd `# noqa: {r.code}` to the line, or ignore the code project-wide with "
             f"`ignore = [\"{r.code}\"]` under `[tool.jaxlint]` in pyproject.toml "
             f"(flake8: `--extend-ignore {r.code}`).\n"
         )

@@ -34,3 +34,15 @@ def test_documented_examples_trigger_exactly_their_rule():
         good = section.split("### Use instead\n\n```python\n", 1)[1].split("```", 1)[0]
         assert {f.code for f in check_source(bad, "example.py", rules).findings} == {rule.code}, rule.code
         assert check_source(good, "example.py", rules).findings == [], rule.code
+
+
+def test_opt_in_cases_are_documented():
+    from jaxlint.docs import render
+    from jaxlint.registry import ALL_RULES
+
+    text = render()
+    with_cases = [r for r in ALL_RULES if r.opt_in_cases]
+    assert with_cases, "some rules have opt-in cases (issue 11's policy)"
+    for r in with_cases:
+        section = text.split(f"## {r.code} {r.name}\n", 1)[1].split("\n## ", 1)[0]
+        assert f"### Reported only with --pedantic\n\n{r.opt_in_cases}\n" in section, r.code
