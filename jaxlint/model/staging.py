@@ -351,10 +351,8 @@ class Staging:
         key = "static_fields"
         if key not in self._memo:
             out: set = set()
-            for node in ast.walk(self.m.tree):
-                if not isinstance(node, ast.ClassDef):
-                    continue
-                for stmt in node.body:
+            for cls in self.m.classes.values():  # every class the walk recorded
+                for stmt in cls.node.body:
                     value = stmt.value if isinstance(stmt, (ast.AnnAssign, ast.Assign)) else None
                     if not isinstance(value, ast.Call):
                         continue
