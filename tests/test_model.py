@@ -498,6 +498,74 @@ def test_context_loops():
     assert _loop_kinds(m, call_to(tree, "in_comp")) == [("comprehension", 12)]
 
 
+_TRIPS = """
+PROMPTS = ["I love to", "Today is a", "What is the"]
+SIZES = (8, 16, 32)
+GROWN = ["a", "b"]
+GROWN.append("c")
+EDITED = ["a", "b"]
+EDITED[0] = "z"
+MANY = list(range(100))
+N_VIEWS = 3
+REBOUND = 3
+REBOUND = 300
+
+def f(xs, n):
+    local = {"a": 1, "b": 2}
+    for p in PROMPTS: body_prompts(p)
+    for i in range(len(PROMPTS)): body_len(i)
+    for i, s in enumerate(SIZES): body_enum(i, s)
+    for a, b in zip(PROMPTS, xs): body_zip(a, b)
+    for v in range(N_VIEWS): body_views(v)
+    for k in local: body_local(k)
+    for g in GROWN: body_grown(g)
+    for e in EDITED: body_edited(e)
+    for m in MANY: body_many(m)
+    for r in range(REBOUND): body_rebound(r)
+    for x in xs: body_param(x)
+    for i in range(n): body_n(i)
+    for i in range(len(xs)): body_len_param(i)
+"""
+
+
+@pytest.mark.parametrize("name, trips", [
+    ("body_prompts", 3),
+    ("body_len", 3),
+    ("body_enum", 3),
+    ("body_zip", 3),  # zip stops at its shortest input: at most 3
+    ("body_views", 3),
+    ("body_local", 2),
+    ("body_grown", None),  # appended to: not a fixed collection
+    ("body_edited", None),  # an item assigned: not fixed either
+    ("body_many", None),  # a call, not a literal
+    ("body_rebound", None),  # bound twice: not a constant
+    ("body_param", None),
+    ("body_n", None),
+    ("body_len_param", None),
+])
+def test_known_trips_of_names_bound_to_literal_collections(name, trips):
+    tree, m = build(_TRIPS)
+    (loop,) = m.context(call_to(tree, name)).loops
+    scope = m.context(loop.node).scope
+    assert m.known_trips(loop.node.iter, scope) == trips
+    # refine_bounds() ran in build_model(): a few known trips make the loop bounded
+    assert loop.bounded is (trips is not None)
+
+
+def test_refine_bounds_keeps_long_known_loops_unbounded():
+    tree, m = build("""
+    STEPS = 1000
+    LAYERS = ("q", "k", "v", "o", "q2", "k2", "v2", "o2", "q3", "k3", "v3", "o3", "a", "b", "c", "d", "e")
+    def f():
+        for s in range(STEPS): step_body(s)
+        for name in LAYERS: layer_body(name)
+    """)
+    for name, trips in (("step_body", 1000), ("layer_body", 17)):
+        (loop,) = m.context(call_to(tree, name)).loops
+        assert m.known_trips(loop.node.iter, m.context(loop.node).scope) == trips
+        assert loop.bounded is False
+
+
 @pytest.mark.parametrize("name, periodic", [
     ("g_mod", True),
     ("g_last", True),

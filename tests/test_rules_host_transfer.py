@@ -150,6 +150,40 @@ def test_jax201_eager_evaluation_loop_over_batches():
     """)
 
 
+def test_jax201_loop_over_a_few_prompts_fixed_by_the_module_is_not_per_step():
+    # A literal list of three prompts, iterated by name or by index: the loop runs three times,
+    # so its syncs are three, not one per step.
+    assert findings(_TRAIN_STEP + """
+    PROMPTS = ["I love to", "Today is a", "What is the"]
+
+    def export(params):
+        rows = []
+        for i in range(len(PROMPTS)):
+            params, metrics = train_step(params, jnp.asarray([i]))
+            print(f"{metrics['loss']=}")
+            rows.append({"prompt": PROMPTS[i], "loss": float(metrics["loss"])})
+        for p in PROMPTS:
+            params, metrics = train_step(params, jnp.asarray([len(p)]))
+            print(p, metrics["loss"])
+        return rows
+    """, "JAX201") == []
+
+
+def test_jax201_a_named_list_that_grows_is_not_a_few_trips():
+    assert_marked(_TRAIN_STEP + """
+    PROMPTS = ["I love to", "Today is a"]
+
+    def export(params, more):
+        PROMPTS.extend(more)
+        for i in range(len(PROMPTS)):
+            params, metrics = train_step(params, jnp.asarray([i]))
+            print(f"{metrics['loss']=}")  # expect: JAX201
+        for step in range(len(more)):
+            params, metrics = train_step(params, jnp.asarray([step]))
+            print(metrics["loss"])  # expect: JAX201
+    """)
+
+
 def test_jax201_small_host_loop_inside_the_step_loop():
     assert_marked(_TRAIN_STEP + """
     def train(params, batches, history):

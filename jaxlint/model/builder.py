@@ -32,6 +32,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
     model._wraps_by_call = {}
     model.work = Work(tree.body[-1].end_lineno if tree.body else 0)
     _Builder(model, shallow).run(tree)
+    model.refine_bounds()
     _TraceAnalysis(model).run()
     return model
 

@@ -6,9 +6,15 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
+from . import limits as L
 from .records import _COMPS as _COMPREHENSIONS
-from .records import _DICT_VIEWS, Context, FunctionInfo, Loop, Scope, _waits
-from .syntax import _names_in
+from .records import _DICT_VIEWS, BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope, _waits
+from .syntax import _names_in, _pos
+
+# Methods that change a list, dict or set in place: a literal bound to a name and changed so is
+# not a fixed collection.
+_IN_PLACE = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add",
+                       "discard", "setdefault", "popitem", "sort", "reverse", "__setitem__", "__delitem__"})
 
 
 def loop_iterable(node: ast.AST) -> Optional[ast.AST]:
@@ -126,6 +132,87 @@ class _CarriedState:
 class LoopQueries:
     """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
     and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def refine_bounds(self) -> None:
+        """Mark as bounded the loops whose trip count the module fixes at a few iterations, beyond
+        what the syntax of the iterable shows (:meth:`known_trips`): ``for p in prompts`` with
+        ``prompts = ["a", "b", "c"]``, ``for i in range(len(prompts))``, ``range(n_views)`` with
+        ``n_views = 3``. Run once, after the walk, before any query reads ``Loop.bounded``."""
+        for loop in self.loops:
+            if loop.bounded:
+                continue
+            it = loop_iterable(loop.node)
+            ctx = self.ctx.get(id(loop.node))
+            if it is None or ctx is None:
+                continue
+            n = self.known_trips(it, ctx.scope)
+            if n is not None and n <= BOUNDED_TRIPS:
+                loop.bounded = True
+
+    def known_trips(self, it: ast.AST, scope: Scope, depth: int = 0) -> Optional[int]:
+        """How many items iterating ``it`` yields, when the module fixes it: a literal tuple, list,
+        set or dict; ``range`` of int constants (names bound once to int literals included); a name
+        bound once to a literal tuple, or to a literal list, set or dict that no code changes in
+        place; ``len`` of one of these inside ``range``; ``enumerate``/``reversed``/``zip`` of them.
+        None when it depends on anything else."""
+        if depth > L.CONST_CHAIN:
+            return None
+        if isinstance(it, (ast.Tuple, ast.List, ast.Set)):
+            return None if any(isinstance(e, ast.Starred) for e in it.elts) else len(it.elts)
+        if isinstance(it, ast.Dict):
+            return None if any(k is None for k in it.keys) else len(it.keys)
+        if isinstance(it, ast.Name):
+            value = self._fixed_collection(it, scope)
+            return None if value is None else self.known_trips(value, scope, depth + 1)
+        if not (isinstance(it, ast.Call) and it.args and not it.keywords
+                and not any(isinstance(a, ast.Starred) for a in it.args)):
+            return None
+        qn = self.resolve(it.func, scope)
+        if qn == "builtins.range" and len(it.args) <= 3:
+            vals = [self._range_bound(a, scope, depth) for a in it.args]
+            if any(v is None for v in vals):
+                return None
+            try:
+                return len(range(*vals))
+            except (TypeError, ValueError, OverflowError):
+                return None
+        if qn in ("builtins.enumerate", "builtins.reversed") and len(it.args) == 1:
+            return self.known_trips(it.args[0], scope, depth + 1)
+        if qn == "builtins.zip":
+            counts = [self.known_trips(a, scope, depth + 1) for a in it.args]
+            known = [c for c in counts if c is not None]
+            return min(known) if known else None  # zip stops at its shortest input
+        return None
+
+    def _range_bound(self, e: ast.AST, scope: Scope, depth: int) -> Optional[int]:
+        if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
+                and self.resolve(e.func, scope) == "builtins.len"):
+            return self.known_trips(e.args[0], scope, depth + 1)
+        return self.const_int(e, scope)
+
+    def _fixed_collection(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+        """The literal a name is bound to, once in its scope, when the collection cannot change: a
+        tuple, or a list/set/dict that is never changed in place (no ``append``, item assignment
+        or ``del``) through that name. (A callee it is passed to could still change it: unseen.)"""
+        ev = self.binding(name.id, scope, _pos(name))
+        if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+            return None
+        value = ev.value
+        if isinstance(value, ast.Tuple):
+            return value
+        if not isinstance(value, (ast.List, ast.Set, ast.Dict)):
+            return None
+        for method in _IN_PLACE:
+            for c in self.calls_by_name.get(method, ()):
+                f = c.func
+                if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name.id
+                        and self.binding(name.id, self.scope_at(c), _pos(f.value)) is ev):
+                    return None
+        for target, _kind in self.stores:
+            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                    and target.value.id == name.id):
+                return None
+        return value
 
     def effective_children(self, loop: Loop) -> Iterator[Loop]:
         """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
