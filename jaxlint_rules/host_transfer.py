@@ -219,6 +219,83 @@ class BlockUntilReadyInLoop(Rule):
                                opt_in=_TEST_CODE if model.in_test_code(call) else None)
 
 
+class TimingWithoutBlock(Rule):
+    code = "JAX204"
+    name = "timing-without-block"
+    summary = ("Finds wall-clock measurements of JAX work that never wait for it: `t0 = time.perf_counter()` "
+               "... `time.perf_counter() - t0` (also `time.time()`, `time.monotonic()`, `timeit.default_timer()`), "
+               "`timeit.timeit(lambda: f(x))` and `with Timer():` blocks, where the timed code calls a jitted or "
+               "transformed function or a JAX array operation and nothing after that call blocks "
+               "(`block_until_ready`), fetches a JAX value (`float`, `np.asarray`, `.item()`, "
+               "`jax.device_get`), prints one, or calls a function of this module that does. Not reported: "
+               "regions whose work jaxlint cannot see (`model.fit()`, an imported helper), regions where code it "
+               "cannot see into is handed the result after the work (it may wait: `report(y)`), loops timed as a "
+               "whole that wait in every iteration (at most the last steps go unmeasured), and timestamps never "
+               "subtracted.")
+    rationale = ("JAX dispatches asynchronously: `y = f(x)` returns once the work is queued, often in "
+                 "microseconds, while the accelerator computes for milliseconds. A clock read right after it "
+                 "measures the dispatch (and, on the first call, the compilation), not the computation, and "
+                 "the number can be wrong by orders of magnitude. Wait for the result before reading the "
+                 "clock: `jax.block_until_ready(y)` (or `y.block_until_ready()`). To time the steps of a "
+                 "training loop, time every N steps and block only then: blocking every step costs throughput "
+                 "(JAX202).")
+    bad = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return jnp.tanh(x @ x.T)
+
+        def measure(x):
+            t0 = time.perf_counter()
+            y = step(x)
+            return y, time.perf_counter() - t0
+    """
+    good = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return jnp.tanh(x @ x.T)
+
+        def measure(x):
+            t0 = time.perf_counter()
+            y = jax.block_until_ready(step(x))
+            return y, time.perf_counter() - t0
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for region in model.unwaited_timings():
+            work = region.work
+            value = model.work_result_name(work)
+            if region.kind == "timeit":
+                wait = f"`{unparse(work, 40)}.block_until_ready()` in the timed code"
+            elif value:
+                wait = f"`jax.block_until_ready({value})`"
+            else:
+                wait = "`jax.block_until_ready(...)` on its result"
+            if region.kind == "clock":
+                what = f"`{unparse(region.node, 40)}` reads the clock"
+            elif region.kind == "timeit":
+                what = f"`{unparse(region.node.func, 30)}` times"
+            else:
+                what = f"the `{unparse(region.node.func, 30)}` block ends"
+            ctx = model.context(region.node)
+            loop = model.hot_loop(ctx) if ctx is not None else None
+            every_n = ""
+            if loop is not None and not model.measuring_loop(ctx, loop):
+                every_n = (" and, in a loop of steps, time only every N steps (blocking every step costs "
+                           "throughput, JAX202)")
+            yield self.finding(region.node, [
+                f"{what} while `{unparse(work, 40)}` (", Line(work.lineno),
+                ") may still be running: JAX dispatches asynchronously, so this measures the dispatch, not "
+                f"the computation; wait first with {wait}{every_n}"])
+
+
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
 
 
@@ -282,4 +359,4 @@ class HostConversionInTracedCode(Rule):
                                      "jax.numpy and keep it an array, or make the argument static")
 
 
-RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode]
+RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock]

@@ -2252,3 +2252,85 @@ def test_many_trips_is_the_innermost_loop_over_steps_or_items():
     assert many_trips((modes, items)) is None
     assert many_trips((xs, short)) is short  # a range is steps, however short
     assert many_trips((xs,)) is xs
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def test_unwaited_timings_kinds_work_and_waits():
+    tree, m = build("""
+    import time, timeit
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def pair(x):
+        t0 = time.perf_counter()
+        y = step(x)
+        return time.perf_counter() - t0
+
+    def waited(x):
+        t0 = time.perf_counter()
+        y = step(x).block_until_ready()
+        return time.perf_counter() - t0
+
+    def wrapped(x, n):
+        for _ in range(n):
+            x = step(x)
+            dt = time.time() - st
+            st = time.time()
+
+    def by_timeit(x):
+        return timeit.timeit(lambda: step(x))
+
+    def by_context(x, Timer):
+        with Timer():
+            step(x)
+    """)
+    regions = m.unwaited_timings()
+    assert [(r.kind, r.node.lineno, r.work.lineno) for r in regions] == [
+        ("clock", 13, 12), ("clock", 23, 22), ("timeit", 27, 27), ("context", 30, 31)]
+    assert regions[0].start.lineno == 11
+    assert m.work_result_name(regions[0].work) == "y"
+    assert m.work_result_name(regions[2].work) is None
+
+
+def test_device_role_of_calls_in_a_timed_region():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def blocks(x):
+        return step(x).block_until_ready()
+
+    def f(x, report, log):
+        y = step(x)
+        z = jnp.dot(y, y)
+        s = y.sum()
+        blocks(x)
+        report(y)
+        float(y)
+        np.asarray(y)
+        log.info("%s", y)
+        len([1, 2])
+        y.save_svg("a.svg")
+    """)
+    roles = {ast.unparse(c): m._device_role(c, 0) for c in func(m, "f").calls}
+    assert roles["step(x)"] == "work"
+    assert roles["jnp.dot(y, y)"] == "work"
+    assert roles["y.sum()"] == "work"
+    assert roles["blocks(x)"] == "wait"
+    assert roles["report(y)"] == "maybe"
+    assert roles["float(y)"] == "wait"
+    assert roles["np.asarray(y)"] == "wait"
+    assert roles["log.info('%s', y)"] == "wait"
+    assert roles["len([1, 2])"] is None
+    assert roles["y.save_svg('a.svg')"] == "maybe"

@@ -1239,3 +1239,146 @@ def test_jax203_messages_name_the_error_and_where_it_is_traced():
     assert "raises TracerBoolConversionError under jax.jit" in c
     assert "raises ConcretizationTypeError when called from `f` under jax.jit" in d
     assert "turns it into a constant, so no gradient flows through it" in e
+
+
+# --------------------------------------------------------------------------- JAX204
+
+_STEP = """
+    import time
+    import timeit
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(x):
+        return jnp.tanh(x @ x.T)
+"""
+
+
+def test_jax204_spellings_of_an_unwaited_measurement():
+    assert_marked(_STEP + """
+    class Timer:
+        def __enter__(self):
+            self.t0 = time.perf_counter()
+        def __exit__(self, *exc):
+            self.elapsed = time.perf_counter() - self.t0
+
+    def eager_op(a, b):
+        t0 = time.perf_counter()
+        c = jnp.dot(a, b)
+        return c, time.perf_counter() - t0  # expect: JAX204
+
+    def verbose_timing(x, verbose):
+        t0 = time.time()
+        y = step(x)
+        if verbose:
+            print("took", time.time() - t0)  # expect: JAX204
+        return y
+
+    def timeit_by_name(x):
+        def run():
+            step(x)
+        return timeit.timeit(run, number=10)  # expect: JAX204
+
+    def context(x):
+        with Timer():  # expect: JAX204
+            y = step(x)
+        return y
+
+    def train(x, n):
+        tt = 0.0
+        st = time.time()
+        for _ in range(n):
+            x = step(x)
+            tt += time.time() - st  # expect: JAX204
+            print(tt)
+            st = time.time()
+        return x
+    """)
+
+
+def test_jax204_message_names_the_value_and_the_fix():
+    src = _STEP + """
+    def measure(x):
+        t0 = time.perf_counter()
+        y, aux = step(x), None
+        params, _ = step(x)
+        return time.perf_counter() - t0
+    """
+    (msg,) = messages(src, "JAX204")
+    assert f"`step(x)` (line {line_of(src, 'params, _ = step(x)')}) may still be running" in msg
+    assert "measures the dispatch, not the computation" in msg
+    assert "wait first with `jax.block_until_ready(params)`" in msg
+
+
+def test_jax204_in_a_training_loop_says_to_time_every_n_steps():
+    (msg,) = messages(_STEP + """
+    def train(x, batches):
+        for b in batches:
+            t0 = time.perf_counter()
+            x = step(x + b)
+            dt = time.perf_counter() - t0
+            print(dt)
+        return x
+    """, "JAX204")
+    assert "time only every N steps" in msg and "JAX202" in msg
+
+
+def test_jax204_waited_or_unseen_measurements_are_not_reported():
+    assert findings(_STEP + """
+    def nan_check(x):
+        t0 = time.perf_counter()
+        y = step(x)
+        if jnp.isnan(y).any():  # bool() of a device value waits for it
+            raise FloatingPointError
+        return time.perf_counter() - t0
+
+    def run_blocked(x):
+        y = step(x)
+        return y.block_until_ready()
+
+    def helper_blocks(x):
+        t0 = time.perf_counter()
+        run_blocked(x)  # a function of this module that itself blocks
+        return time.perf_counter() - t0
+
+    def helper_unseen(x, trainer):
+        t0 = time.perf_counter()
+        trainer.fit(x)  # code we cannot see into: not known to be JAX work
+        return time.perf_counter() - t0
+
+    def syncs_every_few_steps(s, n, frames):
+        st = time.time()
+        for i in range(n):
+            if i % 5 == 0:
+                frames.append(np.asarray(s))  # waits for the previous steps
+            s = step(s)
+        return s, time.time() - st
+
+    def host_only(batches):
+        t0 = time.perf_counter()
+        data = np.stack([np.asarray(b) for b in batches])
+        return data, time.perf_counter() - t0
+
+    def timestamps(x):
+        started = time.time()
+        y = step(x)
+        finished = time.time()
+        return y, started, finished
+
+    def logged(x, log):
+        t0 = time.perf_counter()
+        loss = step(x)
+        log.info("loss %s", loss)  # logging a device value waits for it
+        return time.perf_counter() - t0
+
+    def two_regions(x):
+        t0 = time.perf_counter()
+        x = jax.block_until_ready(step(x))
+        t1 = time.perf_counter()
+        y = np.asarray(step(x))
+        t2 = time.perf_counter()
+        return t1 - t0, t2 - t1
+    """, "JAX204") == []

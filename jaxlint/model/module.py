@@ -24,6 +24,7 @@ from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, S
 from .repetition import RepetitionQueries
 from .staging import Staging
 from .syntax import _end, _pos
+from .timing import TimingQueries
 from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
@@ -36,7 +37,8 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_tes
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries, KeyQueries, PeriodicityQueries, WorkQueries):
+                  RepetitionQueries, RebindingQueries, KeyQueries, PeriodicityQueries, WorkQueries,
+                  TimingQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

@@ -1,0 +1,325 @@
+"""Timed regions: wall-clock measurements around JAX work, and whether they wait for it.
+
+JAX dispatches asynchronously: ``y = f(x)`` returns as soon as the work is queued. A clock read
+after it measures the dispatch, not the computation, unless something in between waits for the
+device. :meth:`TimingQueries.unwaited_timings` finds the measurements that do not wait:
+
+* **clock pairs**: ``t0 = time.perf_counter()`` and a later clock read in the same block, with
+  an elapsed time taken (``dt = time.perf_counter() - t0``, or ``t1 = ...`` and ``t1 - t0`` later);
+  the region is the statements between the two reads;
+* **timeit**: ``timeit.timeit(lambda: f(x), number=n)`` (also ``timeit.repeat``, ``timeit.Timer``):
+  the region is the lambda's body, or the body of a function of this module passed by name;
+* **timer contexts**: ``with Timer(...):`` (a context manager called ``*timer*``, ``*timing*`` or
+  ``*stopwatch*``): the region is the ``with`` body.
+
+A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
+or a JAX array operation. It waits when, after its last such call, it blocks
+(``block_until_ready``), fetches a JAX value to the host (``float``, ``np.asarray``, ``.item()``,
+``jax.device_get``) or prints or logs one, or calls a function of this module whose body does one
+of these. Calls we cannot see into (``model.fit()``, an imported helper) are neither work nor waits.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from .. import names as N
+from . import limits as L
+from .records import _waits
+from .syntax import _end, last_name
+
+TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
+CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
+_CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
+TIMER_CONTEXT_WORDS = ("timer", "timing", "stopwatch")
+# Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
+ARRAY_METHODS = frozenset({
+    "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
+    "dot", "squeeze", "flatten", "ravel", "clip", "round", "all", "any", "cumsum", "take", "swapaxes",
+    "conj", "sort", "argsort", "repeat", "T", "at", "set", "add", "multiply", "get", "min", "max"})
+# Host modules whose functions do not wait for the device (``time``, ``logging`` of host values).
+_HOST_MODULES = frozenset({"time", "math", "random", "os", "sys", "itertools", "collections", "json", "re"})
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+_NOT_RUN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+if hasattr(ast, "TryStar"):
+    _COMPOUND = _COMPOUND + (ast.TryStar,)
+
+
+@dataclass(frozen=True, eq=False)
+class TimedRegion:
+    """A measurement that reads the clock while JAX work it timed may still run.
+
+    ``kind``: "clock" | "timeit" | "context". ``node``: where the measurement ends (the second
+    clock read, the ``timeit`` call, the timer context's call). ``start``: the first clock read
+    (clock pairs only). ``work``: the last call in the region that dispatches JAX work."""
+
+    kind: str
+    node: ast.AST
+    work: ast.Call
+    start: Optional[ast.AST] = None
+
+
+class TimingQueries:
+    """Timing without waiting. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def unwaited_timings(self) -> list:
+        """Every :class:`TimedRegion` of the module, in source order."""
+        memo = self.__dict__.get("_timings")
+        if memo is not None:
+            return memo
+        out: list = []
+        self._timings = out
+        if any(name in self.calls_by_name for name in _CLOCK_NAMES):
+            for block, loop_body in _blocks(self.tree):
+                out.extend(self._clock_pairs(block, loop_body))
+        for name in ("timeit", "repeat", "Timer"):
+            for call in self.calls_by_name.get(name, ()):
+                region = self._timeit_region(call)
+                if region is not None:
+                    out.append(region)
+        if any(w in name.lower() for name in self.calls_by_name for w in TIMER_CONTEXT_WORDS):
+            for node in ast.walk(self.tree):
+                if isinstance(node, (ast.With, ast.AsyncWith)):
+                    out.extend(self._context_region(node))
+        out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        return out
+
+    # -- the three kinds of measurement
+
+    def is_clock(self, call: ast.Call) -> bool:
+        return (isinstance(call, ast.Call) and last_name(call.func) in _CLOCK_NAMES
+                and self.resolve(call.func, self.scope_at(call)) in CLOCKS)
+
+    def _clock_pairs(self, block: list, loop_body: bool) -> Iterator[TimedRegion]:
+        """Clock pairs in one statement list. In a loop's body the measurement may wrap around:
+        ``st = time.time()`` last in the body, ``tt += time.time() - st`` after the next
+        iteration's step (the region is the rest of the body, then its start up to the read)."""
+        n = len(block)
+        for i, stmt in enumerate(block):
+            start = _clock_assignment(self, stmt)
+            if start is None:
+                continue
+            name, start_call = start
+            order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
+            for k, j in enumerate(order):
+                later = block[j]
+                end = self._clock_read(later, name)
+                if end is None:
+                    if _rebinds(later, name):
+                        break
+                    continue
+                after = [block[x] for x in order[k:]]
+                if not any(_subtracts(s, name) for s in after):
+                    break  # a second timestamp, not an elapsed time
+                work = self._unwaited([block[x] for x in order[:k]])
+                if work is not None:
+                    yield TimedRegion("clock", end, work, start_call)
+                break
+
+    def _clock_read(self, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
+        """The clock read that ends a measurement started into ``name``: any clock call in a
+        simple statement; in a compound one (``if verbose: print(time.time() - t0)``), one in a
+        statement that reads ``name``."""
+        if not isinstance(stmt, _COMPOUND):
+            return next((c for c in _calls_in([stmt]) if self.is_clock(c)), None)
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
+                found = next((c for c in _calls_in([sub]) if self.is_clock(c)), None)
+                if found is not None:
+                    return found
+        return None
+
+    def _timeit_region(self, call: ast.Call) -> Optional[TimedRegion]:
+        if self.resolve(call.func, self.scope_at(call)) not in TIMEIT_CALLS:
+            return None
+        stmt = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "stmt"), None)
+        if isinstance(stmt, ast.Lambda):
+            work = self._unwaited([ast.Expr(stmt.body)])
+        elif isinstance(stmt, ast.Name):
+            fs = [f for f, compiled in self.called_functions(stmt, self.scope_at(call)) if not compiled]
+            if len(fs) != 1 or isinstance(fs[0].node, ast.Lambda):
+                return None
+            work = self._unwaited(fs[0].node.body)
+        else:
+            return None  # a string statement: not parsed here
+        return TimedRegion("timeit", call, work) if work is not None else None
+
+    def _context_region(self, node: ast.AST) -> Iterator[TimedRegion]:
+        for item in node.items:
+            ctx = item.context_expr
+            if not isinstance(ctx, ast.Call):
+                continue
+            name = last_name(ctx.func).lower()
+            if any(w in name for w in TIMER_CONTEXT_WORDS):
+                work = self._unwaited(node.body)
+                if work is not None:
+                    yield TimedRegion("context", ctx, work)
+                return
+
+    def work_result_name(self, call: ast.Call) -> Optional[str]:
+        """What the timed call's result is bound to (``y`` in ``y = f(x)``, ``params`` in
+        ``params, loss = step(...)``: the first name), for messages; None when it is not bound."""
+        stmt = self.stmt_of.get(id(call))
+        if stmt is None:
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Assign) and node.value is call:
+                    stmt = node
+                    break
+        if isinstance(stmt, ast.Assign) and stmt.value is call:
+            for t in stmt.targets:
+                names = [n.id for n in ast.walk(t) if isinstance(n, ast.Name) and n.id != "_"]
+                if names:
+                    return names[0]  # the outputs of one compiled call are ready together
+        return None
+
+    # -- work and waits
+
+    def _unwaited(self, stmts: list) -> Optional[ast.Call]:
+        """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
+        wait (:meth:`_device_role`), and no loop around it in the region waits in each iteration
+        (then at most the last iterations go unmeasured)."""
+        last_work: Optional[ast.Call] = None
+        waits: list = list(self._tests_on_device(stmts))
+        for c in _calls_in(stmts):
+            kind = self._device_role(c, 0)
+            if kind == "work":
+                if last_work is None or _end(c) > _end(last_work):
+                    last_work = c
+            elif kind in ("wait", "maybe"):
+                waits.append(c)
+        if last_work is None:
+            return None
+        if any(_end(w) >= _end(last_work) for w in waits):
+            return None
+        for stmt in stmts:
+            for loop in ast.walk(stmt):
+                if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and _inside(last_work, loop) and any(
+                        _inside(w, loop) for w in waits):
+                    return None
+        return last_work
+
+    def _tests_on_device(self, stmts: list) -> Iterator[ast.AST]:
+        """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
+        of it waits for the device."""
+        for stmt in stmts:
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and self.is_jax(
+                        node.test, self.scope_at(node.test)):
+                    yield node.test
+
+    def _device_role(self, c: ast.Call, depth: int) -> Optional[str]:
+        """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
+        array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
+        handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
+        or None (neither: host code on host values)."""
+        if not self.work.spend():
+            return "maybe"
+        scope = self.scope_at(c)
+        qn = self.resolve(c.func, scope)
+        if _waits(c) or qn == N.BLOCK_UNTIL_READY:
+            return "wait"
+        if self.host_fetch(c) is not None or self.formats_jax_call(c):
+            return "wait"
+        if self.callable_info(c.func, scope) is not None:
+            return "work"
+        f = c.func
+        if isinstance(f, ast.Attribute) and qn is None and self.is_jax(f.value, scope):
+            return "work" if f.attr in ARRAY_METHODS else "maybe"
+        if qn is not None and qn.startswith("jax.") and self.is_jax(c, scope):
+            return "work"
+        if depth < L.PROGRAM_HORIZON:
+            # A Python function of this module counts as a wait when it waits after its own last
+            # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
+            # its work may wait unseen.
+            callees = self.called_functions(f, scope)
+            for g, compiled in callees:
+                if compiled or g.traced or isinstance(g.node, ast.Lambda):
+                    return "work"
+                if self._waits_last(g.node.body, depth + 1):
+                    return "wait"
+            if callees:
+                return "maybe" if self._takes_jax(c, scope) else None
+        if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
+            return None
+        return "maybe" if self._takes_jax(c, scope) else None
+
+    def _takes_jax(self, c: ast.Call, scope) -> bool:
+        args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
+        if isinstance(c.func, ast.Attribute):
+            args.append(c.func.value)
+        return any(self.is_jax(a, scope) for a in args)
+
+    def _waits_last(self, stmts: list, depth: int) -> bool:
+        """Whether a function body (called in a timed region) waits for the device after its last
+        JAX work."""
+        last_work: Optional[ast.AST] = None
+        last_wait: Optional[ast.AST] = None
+        for t in self._tests_on_device(stmts):
+            if last_wait is None or _end(t) > _end(last_wait):
+                last_wait = t
+        for c in _calls_in(stmts):
+            kind = self._device_role(c, depth)
+            if kind == "work" and (last_work is None or _end(c) > _end(last_work)):
+                last_work = c
+            elif kind in ("wait", "maybe") and (last_wait is None or _end(c) > _end(last_wait)):
+                last_wait = c
+        return last_wait is not None and (last_work is None or _end(last_wait) >= _end(last_work))
+
+
+def _blocks(tree: ast.AST) -> Iterator[tuple]:
+    """Every statement list of the tree (bodies, ``else`` and ``finally`` clauses, handlers), with
+    whether it is a loop's body (which runs again after its last statement)."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                yield stmts, field == "body" and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+
+
+def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
+    """``t0 = time.perf_counter()`` -> ("t0", the call)."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target, value = stmt.target, stmt.value
+    else:
+        return None
+    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and model.is_clock(value):
+        return target.id, value
+    return None
+
+
+def _calls_in(stmts: list) -> Iterator[ast.Call]:
+    """Calls that run when the statements run (not in nested defs, classes or lambdas), in
+    source order."""
+    found: list = []
+    todo = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _NOT_RUN):
+            continue
+        if isinstance(node, ast.Call):
+            found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    found.sort(key=lambda c: (c.lineno, c.col_offset))
+    return iter(found)
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and _end(node) <= _end(outer)
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+
+def _subtracts(node: ast.AST, name: str) -> bool:
+    """``... - t0`` (``time.time() - t0``, ``end - t0``): an elapsed time since ``t0``."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
+               and n.right.id == name for n in ast.walk(node))
+
+
+def _rebinds(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
