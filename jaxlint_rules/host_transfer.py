@@ -296,6 +296,64 @@ class TimingWithoutBlock(Rule):
                 f"the computation; wait first with {wait}{every_n}"])
 
 
+class LoopInvariantUpload(Rule):
+    code = "JAX205"
+    confirmed_by = "uploads"
+    name = "loop-invariant-upload"
+    summary = ("Finds `jnp.asarray(X)`, `jnp.array(X)` and `jax.device_put(X)` every iteration of a step loop, "
+               "where `X` is host data (a NumPy array, a list or tuple) bound before the loop and not changed in "
+               "it: a dataset, a mask or a lookup table converted again every step. Not reported: per-step "
+               "batches (`X[i]`, loop targets, names rebound in the loop), values that are already JAX arrays, "
+               "data of unknown kind (parameters, attributes), and conversions under a periodic guard.")
+    rationale = ("Converting host data to a JAX array copies it to the accelerator (over PCIe or the host "
+                 "interconnect) and allocates device memory for it; done in the loop, the same bytes travel "
+                 "every iteration and the step waits for them. Convert once before the loop and reuse the "
+                 "device array.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def step(w, table, i):
+            return w + table[i]
+
+        def train(w, n):
+            table = np.random.rand(10_000, 128).astype(np.float32)
+            for i in range(n):
+                w = step(w, jnp.asarray(table), i)
+            return w
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def step(w, table, i):
+            return w + table[i]
+
+        def train(w, n):
+            table = jnp.asarray(np.random.rand(10_000, 128).astype(np.float32))
+            for i in range(n):
+                w = step(w, table, i)
+            return w
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for name in ("asarray", "array", "device_put"):
+            for call in model.calls_by_name.get(name, ()):
+                found = model.invariant_upload(call)
+                if found is None:
+                    continue
+                loop, x, ev = found
+                yield self.finding(call, [
+                    f"`{unparse(call, 40)}` copies the same host data to the device in every iteration of the "
+                    "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
+                    f") does not change in the loop; convert it once before the loop "
+                    f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"])
+
+
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
 
 
@@ -359,4 +417,5 @@ class HostConversionInTracedCode(Rule):
                                      "jax.numpy and keep it an array, or make the argument static")
 
 
-RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock]
+RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock,
+         LoopInvariantUpload]

@@ -2334,3 +2334,29 @@ def test_device_role_of_calls_in_a_timed_region():
     assert roles["log.info('%s', y)"] == "wait"
     assert roles["len([1, 2])"] is None
     assert roles["y.save_svg('a.svg')"] == "maybe"
+
+
+def test_invariant_upload_finds_the_loop_the_name_and_its_binding():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(w, t):
+        return w + t.sum()
+
+    def f(w, n, rows):
+        table = np.load("t.npy").astype(np.float32)
+        for i in range(n):
+            w = step(w, jnp.asarray(table))
+            w = step(w, jnp.asarray(rows[i]))
+            table2 = np.ones(3)
+            w = step(w, jnp.asarray(table2))
+        return w
+    """)
+    ups = {ast.unparse(c): m.invariant_upload(c) for c in m.calls if ast.unparse(c).startswith("jnp.asarray")}
+    loop, name, ev = ups["jnp.asarray(table)"]
+    assert (loop.node.lineno, name.id, ev.node.lineno) == (12, "table", 11)
+    assert ups["jnp.asarray(rows[i])"] is None  # a per-step item
+    assert ups["jnp.asarray(table2)"] is None  # bound in the loop

@@ -1382,3 +1382,63 @@ def test_jax204_waited_or_unseen_measurements_are_not_reported():
         t2 = time.perf_counter()
         return t1 - t0, t2 - t1
     """, "JAX204") == []
+
+
+# --------------------------------------------------------------------------- JAX205
+
+
+def test_jax205_same_host_data_every_step():
+    assert_marked(_TRAIN_STEP + """
+    LOOKUP = np.arange(1000, dtype=np.float32)
+
+    def train(params, n, path):
+        table = np.load(path).reshape(-1, 8).astype(np.float32)
+        ids = [3, 1, 4]
+        for i in range(n):
+            params, _ = train_step(params, jnp.asarray(table))  # expect: JAX205
+            params = params + jax.device_put(LOOKUP)[i]  # expect: JAX205
+            params = params + jnp.array(ids, dtype=jnp.int32).sum()  # expect: JAX205
+        return params
+    """)
+
+
+def test_jax205_message_says_what_is_copied_and_the_fix():
+    (msg,) = messages(_TRAIN_STEP + """
+    def train(params, n):
+        table = np.ones((10, 8))
+        for i in range(n):
+            params, _ = train_step(params, jnp.asarray(table))
+        return params
+    """, "JAX205")
+    assert msg.startswith("`jnp.asarray(table)` copies the same host data to the device in every iteration")
+    assert "`table = jnp.asarray(table)`" in msg
+
+
+def test_jax205_per_step_data_and_device_values_are_not_reported():
+    assert findings(_TRAIN_STEP + """
+    def per_step(params, data, loader, n, rng, devices, stats, bs):
+        buf = np.zeros(8)
+        on_device = jnp.ones(8)
+        host = np.ones(8)
+        for i in range(n):
+            params, _ = train_step(params, jnp.asarray(data[i * bs:(i + 1) * bs]))  # a new slice
+            noise = rng.normal(size=8)
+            params, _ = train_step(params, jnp.asarray(noise))  # rebound every iteration
+            buf[i % 8] = 1.0
+            params, _ = train_step(params, jnp.asarray(buf))  # changed in place every iteration
+            params, _ = train_step(params, jnp.asarray(on_device))  # already a JAX array
+            params, _ = train_step(params, jnp.asarray(stats))  # a parameter: kind unknown
+            if i % 100 == 0:
+                params, _ = train_step(params, jnp.asarray(host))  # periodic
+        for x in loader:
+            params, _ = train_step(params, jnp.asarray(x))  # the loop's own items
+        copies = [jax.device_put(host, d) for d in devices]  # one per device, not the same copy
+        return params, copies
+
+    @jax.jit
+    def traced(x):
+        table = np.ones(8)
+        for i in range(100):
+            x = x + jnp.asarray(table)  # a constant of the program, copied once at compile time
+        return x
+    """, "JAX205") == []

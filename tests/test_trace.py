@@ -257,7 +257,8 @@ def test_text_report_fits_80_columns():
 
 def test_json_report_has_the_documented_keys():
     proc, report = trace(fixture("float_every_step.py"))
-    assert {"functions", "transfers", "jaxpr", "findings", "internal_compiles", "script_exit_code"} <= set(report)
+    assert {"functions", "transfers", "uploads", "jaxpr", "findings", "internal_compiles",
+            "script_exit_code"} <= set(report)
     assert set(report["functions"][0]) >= {"name", "qualname", "file", "line", "calls", "traces", "compiles",
                                            "trace_seconds", "compile_seconds", "miss_reasons"}
     assert set(report["transfers"][0]) == {"file", "line", "kind", "count"}
@@ -289,3 +290,19 @@ def test_importing_the_trace_package_and_plugin_does_not_import_jax():
     code = "import sys, jaxlint.trace, jaxlint.trace.pytest_plugin; print('jax' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_host_to_device_copies_are_counted_per_line_with_bytes():
+    proc, report = trace(fixture("uploads.py"))
+    assert proc.returncode == 0
+    got = {(os.path.basename(u["file"]), u["line"], u["kind"]): (u["count"], u["bytes"]) for u in report["uploads"]}
+    assert got == {
+        ("uploads.py", 18, "jnp.asarray"): (50, 50 * 256 * 64 * 4),  # the same table every step
+        ("uploads.py", 18, "jit argument"): (50, 50 * 32 * 64 * 4),  # a NumPy batch passed to jit
+        ("uploads.py", 19, "device_put"): (50, 50 * 4),  # a NumPy float32 scalar
+        ("uploads.py", 20, "jnp.array"): (50, 50 * 2 * 8),  # a Python list, as NumPy float64 on the host
+    }  # jnp.asarray of a JAX array (line 21) copies nothing and is not counted
+    jax205 = [(f["line"], f["confirmed"], f["evidence"]) for f in report["findings"] if f["code"] == "JAX205"]
+    # JAX205 reports only names of host data bound before the loop (not a literal display)
+    assert jax205 == [(18, True, "50 host-to-device copies of 3.1 MiB in all (jnp.asarray)")]
+    assert "Host-to-device copies" in text_report(fixture("uploads.py"))

@@ -17,6 +17,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import limits as L
 from .periodicity import small_literal_period
 from .records import Context, Loop
 from .syntax import _pos, last_name, unparse
@@ -42,8 +43,99 @@ PACING_NAMES = frozenset({"render", "imshow", "show", "display", "show_image", "
                           "show_videos", "save_svg", "display_svg", "clear_output", "savefig"})
 
 
+# Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
+UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})
+# NumPy calls whose result is metadata or a scalar type, not host array data.
+_HOST_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "ravel", "flatten", "squeeze",
+                                 "view", "clip", "round"})
+_NUMPY_NOT_DATA = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
+                             "numpy.iinfo", "numpy.finfo", "numpy.random.default_rng", "numpy.random.RandomState",
+                             "numpy.random.seed"})
+
+
 class TransferQueries:
-    """Device-to-host transfers. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+    """Device-to-host transfers (and the same host data copied to the device every step).
+    Mixed into :class:`~jaxlint.model.ModuleModel`."""
+
+    def invariant_upload(self, call: ast.Call) -> Optional[tuple]:
+        """``(loop, name, binding)`` when the call copies the same host data to the device in every
+        iteration of a step loop: ``jnp.asarray(X)``, ``jnp.array(X)`` or ``jax.device_put(X)``
+        where ``X`` is a name bound, before the loop and nowhere in it, to host data (a NumPy call's
+        result, a list or tuple display, a comprehension) that the loop does not change in place
+        (no item assignment, no method call on it, not passed as ``out=``). The loop is the one
+        :meth:`per_iteration_loop` gives: periodic, amortised and once-per-program code is not
+        per step. None otherwise: a per-step batch (``X[i]``, a loop target, a name rebound in the
+        loop), a JAX value, data of unknown kind (a parameter, an attribute)."""
+        if not call.args or isinstance(call.args[0], ast.Starred):
+            return None
+        x = call.args[0]
+        if not isinstance(x, ast.Name):
+            return None
+        scope = self.scope_at(call)
+        if self.resolve(call.func, scope) not in UPLOADS:
+            return None
+        ctx = self.context(call)
+        loop = self.per_iteration_loop(ctx)
+        if loop is None:
+            return None
+        ev = self.binding(x.id, scope, _pos(x))
+        if ev is None or self.rebound_each_iteration(x.id, ev, loop) or self.is_jax(x, scope):
+            return None
+        if not self._host_data(ev):
+            return None
+        if self._changed_in_loop(x.id, loop):
+            return None
+        if any(self._varies_in_loop(a, loop) for a in [*call.args[1:], *(k.value for k in call.keywords)]):
+            return None
+        return loop, x, ev
+
+    def _host_data(self, ev) -> bool:
+        """The binding that reaches the upload binds host data: a NumPy call's result (and array
+        methods of one: ``np.load(p).astype(np.float32)``), a list or tuple display, a list
+        comprehension."""
+        if not ev.plain_assign or ev.value is None:
+            return False
+        v = ev.value
+        for _ in range(L.CONST_CHAIN):
+            if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
+                return True
+            if not isinstance(v, ast.Call):
+                return False
+            qn = self.resolve(v.func, ev.scope)
+            if qn is not None:
+                return qn.startswith("numpy.") and qn not in _NUMPY_NOT_DATA
+            if isinstance(v.func, ast.Attribute) and v.func.attr in _HOST_ARRAY_METHODS:
+                v = v.func.value  # ``<numpy array>.astype(...)``
+                continue
+            return False
+        return False
+
+    def _varies_in_loop(self, expr: ast.AST, loop: Loop) -> bool:
+        """Whether a name the expression reads gets a new value in the loop (``d`` in
+        ``for d in devices: jax.device_put(x, d)``: one copy per device, not the same copy)."""
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Name):
+                ev = self.binding(n.id, self.scope_at(expr), _pos(n))
+                if ev is not None and self.rebound_each_iteration(n.id, ev, loop):
+                    return True
+        return False
+
+    def _changed_in_loop(self, name: str, loop: Loop) -> bool:
+        for target, _kind in self.stores:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
+                ctx = self.context(target)
+                if ctx is not None and loop in ctx.loops:
+                    return True
+        for c in loop.all_calls():
+            f = c.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name:
+                return True  # ``X.fill(0)``, ``X.sort()``
+            for kw in c.keywords:
+                if kw.arg == "out" and isinstance(kw.value, ast.Name) and kw.value.id == name:
+                    return True
+            if last_name(f) == "copyto" and c.args and isinstance(c.args[0], ast.Name) and c.args[0].id == name:
+                return True
+        return False
 
     def host_fetch(self, call: ast.Call) -> Optional[ast.AST]:
         """If the call copies a JAX value to the host, that value: the argument of

@@ -232,6 +232,8 @@ class Collector:
         self.user_files = user_files
         self.records: dict = {}
         self.transfers: Counter = Counter()  # (file, line, kind) -> count
+        self.uploads: Counter = Counter()  # host-to-device: (file, line, kind) -> count
+        self.upload_bytes: Counter = Counter()  # (file, line, kind) -> bytes copied
         self.internal_compiles = 0
         self.internal_traces = 0
         self.internal_compile_seconds = 0.0
@@ -291,6 +293,13 @@ class Collector:
         if rec is not None:
             rec.lower_seconds += seconds
             self.log("lower", key, time.perf_counter() - seconds, seconds, rec.last_reason)
+
+    def uploaded(self, frame, kind: str, nbytes: int) -> None:
+        """Host data copied to the device: ``jax.device_put``/``jnp.asarray``/``jnp.array`` of
+        NumPy or Python data, or a NumPy array passed to a jitted function."""
+        site = (*self.user_files.site(frame), kind)
+        self.uploads[site] += 1
+        self.upload_bytes[site] += nbytes
 
     def transferred(self, frame, kind: str) -> None:
         file, line = self.user_files.site(frame)

@@ -103,6 +103,14 @@ class Counted:
             key = self._jaxlint_key
             for c in collectors:
                 c.called(key)
+            try:
+                nbytes = _host_bytes((args, kwargs), python_data=False)
+            except Exception:  # never break the program for a count
+                nbytes = None
+            if nbytes is not None:
+                caller = sys._getframe(1)
+                for c in collectors:
+                    c.uploaded(caller, "jit argument", nbytes)
         return self._jaxlint_real(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
@@ -196,6 +204,7 @@ class Instrumentation:
         self._hook_traces()
         self._hook_compiles()
         self._hook_transfers()
+        self._hook_uploads()
 
     def _listen(self) -> None:
         if self._listening:
@@ -461,6 +470,43 @@ class Instrumentation:
             if original is not None:
                 self._patch(numpy, name, self._transfer_hook(original, "numpy", lambda a: type(a) is ArrayImpl))
 
+    # -- host-to-device copies ----------------------------------------------
+    def _hook_uploads(self) -> None:
+        """``jax.device_put``, ``jnp.asarray`` and ``jnp.array`` called from user code on NumPy
+        arrays or Python data (implicit copies of NumPy arguments to jitted functions are counted
+        in :class:`Counted`)."""
+        import jax.numpy as jnp
+
+        for owner, name, kind in ((jax, "device_put", "device_put"), (jnp, "asarray", "jnp.asarray"),
+                                  (jnp, "array", "jnp.array")):
+            original = getattr(owner, name, None)
+            if original is None:
+                self.partial.append(f"{owner.__name__}.{name} not found: its host-to-device copies not counted")
+                continue
+            self._patch(owner, name, self._upload_hook(original, kind))
+
+    def _upload_hook(self, original, kind: str):
+        inst, token = self, self._token
+
+        @functools.wraps(original)
+        def hooked(value, *args, **kwargs):
+            if getattr(_TLS, "busy", False) or not inst.collectors or inst._token is not token:
+                return original(value, *args, **kwargs)
+            caller = sys._getframe(1)
+            if inst._is_jax_frame(caller):
+                return original(value, *args, **kwargs)
+            result = original(value, *args, **kwargs)
+            try:
+                nbytes = _host_bytes(value)
+                if nbytes is not None:
+                    for c in inst.collectors:
+                        c.uploaded(caller, kind, nbytes)
+            except Exception as e:  # never break the program for a count
+                inst._error(e)
+            return result
+
+        return hooked
+
     def _is_jax_frame(self, frame) -> bool:
         return frame.f_code.co_filename.startswith(self._jax_dirs)
 
@@ -517,6 +563,23 @@ class _FirstUserCall:
         if _has_tracer(frame.f_locals.values()):
             self.code = code
             sys.setprofile(None)
+
+
+def _host_bytes(value: Any, python_data: bool = True) -> Optional[int]:
+    """Bytes of host array data (NumPy arrays and scalars; with ``python_data``, also a list or
+    tuple of Python numbers) in a value that JAX copies to the device; None when there is none
+    (JAX arrays, tracers, static Python objects)."""
+    import numpy
+
+    total, host = 0, False
+    for leaf in jax.tree_util.tree_leaves(value):
+        if isinstance(leaf, (numpy.ndarray, numpy.generic)):
+            total += leaf.nbytes
+            host = True
+    if not host and python_data and isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, (int, float, bool, complex)) for v in jax.tree_util.tree_leaves(value)):
+        return numpy.asarray(value).nbytes
+    return total if host else None
 
 
 def _tracer_type():

@@ -53,6 +53,10 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         {"file": f, "line": l, "kind": k, "count": n}
         for (f, l, k), n in sorted(collector.transfers.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
+    uploads = [
+        {"file": f, "line": l, "kind": k, "count": n, "bytes": collector.upload_bytes[(f, l, k)]}
+        for (f, l, k), n in sorted(collector.uploads.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     jaxpr = [
         {"name": r.name, "qualname": r.qualname, "file": r.file, "line": r.line, **r.jaxpr}
         for r in recs if r.jaxpr is not None
@@ -65,6 +69,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "partial": list(collector.partial),
         "functions": [_function(r) for r in recs],
         "transfers": transfers,
+        "uploads": uploads,
         "jaxpr": jaxpr,
         "findings": [],
         "unpredicted": [],
@@ -119,6 +124,11 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
         entry = lines.setdefault((_real(f), l), [0, set()])
         entry[0] += n
         entry[1].add(k)
+    upload_lines: dict = {}  # (file, line) -> {kind: [count, bytes]}
+    for (f, l, k), n in collector.uploads.items():
+        entry = upload_lines.setdefault((_real(f), l), {}).setdefault(k, [0, 0])
+        entry[0] += n
+        entry[1] += collector.upload_bytes[(f, l, k)]
     out, explained_recs, explained_lines = [], set(), set()
     for fd in findings:
         file, line = _real(fd.path), fd.line
@@ -143,6 +153,20 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                 evidence = f"{entry[0]} transfer{'s' if entry[0] != 1 else ''} ({', '.join(sorted(entry[1]))})"
             else:
                 evidence = "not observed: no host transfer from this line"
+        elif kind == "uploads":
+            by_kind = upload_lines.get((file, line), {})
+            # Several copies on one line (``f(jnp.asarray(a), jax.device_put(b))``): the finding's
+            # message starts with the call it is about, which names the kind.
+            spelled = _UPLOAD_KIND.get(fd.message.split("(", 1)[0].rsplit(".", 1)[-1].strip("`"))
+            if spelled in by_kind:
+                by_kind = {spelled: by_kind[spelled]}
+            if by_kind:
+                n = sum(c for c, _ in by_kind.values())
+                confirmed = n >= 2
+                evidence = (f"{n} host-to-device cop{'ies' if n != 1 else 'y'} of "
+                            f"{_bytes(sum(b for _, b in by_kind.values()))} in all ({', '.join(sorted(by_kind))})")
+            else:
+                evidence = "not observed: no host-to-device copy from this line"
         elif kind in ("trace_time", "unroll"):
             rec = _enclosing(recs, file, line)
             if rec is None:
@@ -224,6 +248,18 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
+# The last name of an upload call as a JAX205 message spells it -> the kind the hooks count.
+_UPLOAD_KIND = {"asarray": "jnp.asarray", "array": "jnp.array", "device_put": "device_put"}
+
+
+def _bytes(n: int) -> str:
+    """Exact below 1 KiB, else KiB/MiB/GiB with one decimal."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def text(report: dict, max_rows: int = 20) -> str:
     lines = []
     env = report.get("environment") or {}
@@ -268,6 +304,17 @@ def text(report: dict, max_rows: int = 20) -> str:
             lines.append(f"  {t['count']:>8}  {t['kind']:<10}  {_where(t['file'], t['line'])}")
         if len(report["transfers"]) > max_rows:
             lines.append(f"  … {len(report['transfers']) - max_rows} more lines (see --format json)")
+    lines.append("")
+    lines.append("Host-to-device copies")
+    uploads = report.get("uploads", [])
+    if not uploads:
+        lines.append("  none counted")
+    else:
+        lines.append(f"  {'count':>8}  {'bytes':>10}  {'kind':<12}  where")
+        for u in uploads[:max_rows]:
+            lines.append(f"  {u['count']:>8}  {_bytes(u['bytes']):>10}  {u['kind']:<12}  {_where(u['file'], u['line'])}")
+        if len(uploads) > max_rows:
+            lines.append(f"  … {len(uploads) - max_rows} more lines (see --format json)")
     lines.append("")
     lines.append("Jaxpr facts (first trace of each function)")
     if not report["jaxpr"]:
