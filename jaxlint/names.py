@@ -128,12 +128,27 @@ FORMAT_BUILTINS = {"builtins.str", "builtins.repr", "builtins.format", "builtins
 
 # Real NumPy entry points that copy a device array to host memory.
 NUMPY_FETCH = {"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"}
-# NumPy functions that are fine on a tracer (they read metadata only).
-NUMPY_TRACER_SAFE = {
+# NumPy functions that read metadata only: they never copy an array's data.
+NUMPY_METADATA = {
     "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.isscalar", "numpy.iterable",
     "numpy.dtype", "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.can_cast",
     "numpy.broadcast_shapes", "numpy.ndarray", "numpy.isdtype", "numpy.min_scalar_type",
     "numpy.iscomplexobj", "numpy.isrealobj", "numpy.dtypes",
+}
+# NumPy functions that hand an argument that is not an ndarray to its own method of the same name
+# (``np.sum(x)`` calls ``x.sum()``): on a jax.Array they return a jax.Array and copy nothing
+# (checked on jax 0.10.2 and NumPy 2: each returns ``ArrayImpl``). ``np.argsort``, ``np.diagonal``
+# and ``np.trace`` are not among them: they call ``asanyarray`` first.
+NUMPY_FORWARDING = {
+    "numpy." + n for n in (
+        "sum", "mean", "std", "var", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "cumsum",
+        "cumprod", "all", "any", "round", "around", "reshape", "transpose", "squeeze", "swapaxes", "repeat",
+    )
+}
+# NumPy functions that write their argument to a file: the host needs its data there.
+NUMPY_HOST_IO = {"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"}
+# NumPy functions that are fine on a tracer (they read metadata only).
+NUMPY_TRACER_SAFE = NUMPY_METADATA | {
     # These hand a non-ndarray argument to its own method (np.sum(t) calls t.sum()), which on a
     # tracer is the jnp operation: they work under jit (checked on jax 0.10.2 for the common ones).
     "numpy.sum", "numpy.mean", "numpy.std", "numpy.var", "numpy.max", "numpy.min", "numpy.amax",
@@ -155,6 +170,9 @@ MEASURE_NAMES = {"measure", "benchmark", "bench", "timeit", "time_fn", "profile"
 CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
+
+# Functions that call their first argument on every leaf of the trees after it.
+TREE_MAPS = {"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"}
 
 BLOCK_UNTIL_READY = "jax.block_until_ready"
 DEVICE_GET = "jax.device_get"

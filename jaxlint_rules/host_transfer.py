@@ -10,10 +10,14 @@ from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
-def _fetch_spelling(call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
-    """How a message names a host fetch: ``float(loss)``, ``x.item()``."""
+def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
+    """How a message names a host fetch: ``float(loss)``, ``x.item()``, a tree map's fetch."""
     if value is None:
         return None
+    if len(call.args) >= 2 and value is call.args[1] and last_name(call.func) in ("map", "tree_map"):
+        inner = model.mapped_fetch(call)
+        how = f"`{unparse(inner, 30)}`" if inner is not None else f"`{unparse(call.args[0], 30)}`"
+        return f"`{unparse(call.func)}(...)` with {how} on every leaf of `{unparse(value, 30)}`"
     if isinstance(call.func, ast.Attribute) and call.func.value is value:
         return f"`{unparse(value, 30)}.{call.func.attr}()`"
     return f"`{unparse(call.func)}({unparse(value, 30)})`"
@@ -39,14 +43,19 @@ class HostTransferInLoop(Rule):
     code = "JAX201"
     confirmed_by = "transfers"
     name = "host-transfer-in-loop"
-    summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`, `x.item()`, `x.tolist()`, `np.asarray(x)`, "
-               "`jax.device_get(x)` and print/f-string/logging of `x`, where `x` is a JAX value, that run every "
+    summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`/`if not x:`/`while x > tol:`, `x.item()`, "
+               "`x.tolist()`, `np.asarray(x)` and other NumPy functions that copy `x` (`np.exp(x)`, `np.isnan(x)`; "
+               "`np.sum(x)` calls `x.sum()`, so `np.sum(x).item()` is the sync), `jax.device_get(x)`, "
+               "`jax.tree.map(lambda v: v.item(), x)`, print/f-string/logging of `x`, and calls of this module's "
+               "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
+               "(results of jitted steps, also through methods of the module's own classes), that run every "
                "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
                "under a periodic guard (`if step % N == 0`, `if should_log(step, every)`, a threshold the "
                "branch moves on), syncs once per iteration of a loop whose iteration runs a whole program "
                "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, and syncs the host needs "
                "anyway (a value handed to a host environment, tokenizer, torch or json; a loop paced by "
-               "`input()`, rendering or plotting; parameters published to host-side actors).")
+               "`input()`, rendering or plotting; parameters published to host-side actors; a generator that "
+               "yields each step's state to its consumer).")
     rationale = ("JAX dispatches work asynchronously: the Python loop runs ahead while the accelerator computes. "
                  "Reading a value on the host waits for all queued work and copies it back, so the next step "
                  "cannot be queued until it arrives. Done every step, the accelerator idles between steps. "
@@ -89,14 +98,20 @@ class HostTransferInLoop(Rule):
         reported: set = set()
         for call in model.calls:
             ctx = model.context(call)
-            if ctx is None or not ctx.loops or last_name(call.func) not in FETCH_OR_FORMAT_NAMES:
+            if ctx is None or not ctx.loops or not model.may_sync(call):
                 continue
-            what, kind = _fetch_spelling(call, model.host_fetch(call)), "fetch"
-            if what is None and model.formats_jax_call(call):
+            what, kind = _fetch_spelling(model, call, model.host_fetch(call)), "fetch"
+            if what is None and last_name(call.func) in FETCH_OR_FORMAT_NAMES and model.formats_jax_call(call):
                 what, kind = f"`{unparse(call.func)}(...)` of a JAX value", "format"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
-                continue
+                helper = model.helper_sync(call)
+                if helper is None:
+                    continue
+                arg, inner, f = helper
+                what = (f"`{unparse(call.func)}(...)`, which reads `{unparse(arg, 30)}` on the host "
+                        f"(`{unparse(inner, 30)}` on line {inner.lineno}),")
+                reported.update(id(n) for a in call.args for n in ast.walk(a))
             loop = model.per_iteration_loop(ctx)
             if loop is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
@@ -124,14 +139,15 @@ class HostTransferInLoop(Rule):
         for node in model.ifs:
             test = node.test
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
-            if ctx is None or not model.is_jax(test, ctx.scope):
+            value = model.bool_sync(test, ctx.scope) if ctx is not None else None
+            if value is None:
                 continue
             loop = model.per_iteration_loop(ctx)
             if loop is not None:
                 kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
                            ast.Assert: "`assert`"}[type(node)]
-                finding = self._report(model, test, loop, f"{spelled} on the JAX value `{unparse(test, 30)}`",
+                finding = self._report(model, test, loop, f"{spelled} on the JAX value `{unparse(value, 30)}`",
                                        kind, statement=node)
                 if finding is not None:
                     yield finding

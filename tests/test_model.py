@@ -2360,3 +2360,122 @@ def test_invariant_upload_finds_the_loop_the_name_and_its_binding():
     assert (loop.node.lineno, name.id, ev.node.lineno) == (12, "table", 11)
     assert ups["jnp.asarray(rows[i])"] is None  # a per-step item
     assert ups["jnp.asarray(table2)"] is None  # bound in the loop
+
+
+# --------------------------------------------------------------------------- host syncs (issue 12)
+
+_SYNC_SRC = """
+import logging
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def step(p, b):
+    return p - b, {"loss": jnp.mean(b)}
+
+class Trainer:
+    def __init__(self):
+        self._step = jax.jit(step)
+
+    def train_step(self, p, b):
+        return self._step(p, b)
+
+def log_metrics(i, metrics):
+    for k, v in metrics.items():
+        logging.info("%s %s", k, float(v))
+
+def log_keys(metrics):
+    for k in metrics:
+        print(k)
+
+def run(p, batches, host):
+    trainer = Trainer()
+    for b in batches:
+        p, m = step(p, b)
+        a = jnp.asarray(m["loss"])
+        e = np.exp(m["loss"])
+        s = np.sum(a)
+        t = np.sum(m["loss"])
+        h = np.exp(host)
+        k = np.take(host, a)
+        leaves = jax.tree.map(lambda v: v.item(), m)
+        same = jax.tree.map(lambda v: v + 1, m)
+        q, r = trainer.train_step(p, b)
+        log_metrics(0, m)
+        log_keys(m)
+        if not jnp.allclose(p, b):
+            pass
+        if host and a > 0:
+            pass
+"""
+
+
+def _assigned(tree, name):
+    return next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name)
+
+
+def test_numpy_forwarding_results_and_host_fetches():
+    tree, m = build(_SYNC_SRC)
+    get = lambda name: _assigned(tree, name)  # noqa: E731
+    assert m.host_fetch(get("e")) is not None  # np.exp copies
+    assert m.host_fetch(get("s")) is None and m.is_jax(get("s"))  # np.sum(one array) is x.sum()
+    assert m.host_fetch(get("t")) is None and not m.is_jax(get("t"))  # a pytree's element: unknown
+    assert m.device_or_copy(get("t"), m.scope_at(get("t")))  # ... but reading it on the host syncs
+    assert m.host_fetch(get("h")) is None  # host data
+    assert m.host_fetch(get("k")) is None  # host data beside the JAX value
+
+
+def test_tree_map_leaves_are_jax_values_and_the_map_fetches():
+    tree, m = build(_SYNC_SRC)
+    leaves, same = _assigned(tree, "leaves"), _assigned(tree, "same")
+    lam = leaves.args[0]
+    v = lam.body.func.value
+    assert m.is_jax(v, m.scope_at(lam.body))  # the leaf of a JAX tree
+    assert m.host_fetch(leaves) is leaves.args[1]
+    assert ast.unparse(m.mapped_fetch(leaves)) == "v.item()"
+    assert m.host_fetch(same) is None
+
+
+def test_instance_class_and_method_results():
+    tree, m = build(_SYNC_SRC)
+    call = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).strip("()") == "q, r")
+    cls = m.instance_class(call.func.value, m.scope_at(call))
+    assert cls is not None and cls.node.name == "Trainer"
+    assert m.is_jax(call)
+
+
+def test_helper_sync_and_bool_sync():
+    tree, m = build(_SYNC_SRC)
+    log = call_to(tree, "log_metrics")
+    arg, inner, f = m.helper_sync(log)
+    assert ast.unparse(arg) == "m" and ast.unparse(inner) == "float(v)" and f.name == "log_metrics"
+    assert m.helper_sync(call_to(tree, "log_keys")) is None  # keys are host strings
+    ifs = [n for n in m.ifs if isinstance(n, ast.If)]
+    assert ast.unparse(m.bool_sync(ifs[0].test, m.scope_at(ifs[0]))) == "jnp.allclose(p, b)"
+    assert m.bool_sync(ifs[1].test, m.scope_at(ifs[1])) is None  # ``host and ...``: first operand is host
+
+
+def test_streams_state_and_nested_targets_in_converting_loops():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(s):
+        return s + 1
+
+    def gen(s, n):
+        for _ in range(n):
+            s = step(s)
+            yield s
+
+    def draw(cells, out):
+        for c in cells:
+            out.append([float(jnp.sin(0.5 * i)) for i in range(6)])
+    """)
+    gen_loop, draw_loop = m.loops[0], m.loops[1]
+    assert m.streams_state(gen_loop) is not None
+    assert m.streams_state(draw_loop) is None
+    assert m.converts_elements(draw_loop)  # the inner loop's target is taken per element

@@ -578,14 +578,15 @@ def test_jax201_threshold_schedule_is_periodic_but_its_own_test_still_syncs():
 
 
 def test_jax201_modulo_guard_on_a_device_counter_is_periodic():
-    # `step` comes back from the jitted step (a device value): the `while` test syncs, the
-    # guarded print runs every print_every steps or at the last.
+    # `step` comes back from the jitted step (a device value): the `while` test syncs, and so
+    # does the guard's own test (its first operand is read every step), while the guarded print
+    # runs every print_every steps or at the last.
     assert_marked(_TRAIN_STEP + """
     def train(params, batch, steps, print_every):
         step = 0
         while step < steps:  # expect: JAX201
             params, step = train_step(params, batch)
-            if (step % print_every) == 0 or step == steps - 1:
+            if (step % print_every) == 0 or step == steps - 1:  # expect: JAX201
                 print(f"step {step}")
         return params
     """)
@@ -1442,3 +1443,323 @@ def test_jax205_per_step_data_and_device_values_are_not_reported():
             x = x + jnp.asarray(table)  # a constant of the program, copied once at compile time
         return x
     """, "JAX205") == []
+
+
+# --------------------------------------------------------------------------- JAX201: NumPy, tree maps, `not`,
+# own classes and logging helpers (issue 12, gaps 2 and 5)
+
+
+def test_jax201_numpy_functions_that_copy_a_jax_value():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(np.exp(metrics["loss"]))  # expect: JAX201
+            if np.isnan(metrics["norm"]):  # expect: JAX201
+                break
+            stacked = np.stack([metrics["loss"], metrics["norm"]])  # expect: JAX201
+        return params, stacked
+    """)
+
+
+def test_jax201_numpy_reduction_then_item_or_float():
+    # np.sum(x) calls x.sum(): no copy yet, but reading the result on the host syncs
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(np.sum(metrics["loss"]).item())  # expect: JAX201
+            history.append(float(np.mean(metrics["norm"])))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_numpy_reduction_of_a_jax_array_alone_does_not_sync():
+    # np.sum / np.mean / np.argmax of one jax.Array return a jax.Array (they call its methods)
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, totals):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            loss = jnp.asarray(metrics["loss"])
+            totals.append(np.sum(loss))
+            totals.append(np.mean(loss))
+            totals.append(np.argmax(loss))
+            totals.append(np.shape(params))
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_numpy_on_host_arrays_is_not_a_sync():
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, labels, stats):
+        for batch in batches:
+            x = np.asarray(batch)
+            params, metrics = train_step(params, x)
+            stats.append(np.exp(x))
+            stats.append(np.sum(x).item())
+            host = jax.device_get(metrics)
+            stats.append(np.isnan(host["loss"]))
+            np.save("ckpt.npy", params)
+            stats.append(np.random.choice(4, p=np.ones(4) / 4))
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_numpy_with_host_data_beside_the_jax_value_is_quiet():
+    # the host indexes its own data with the value: it needs it there
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, table):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            idx = jnp.argmax(metrics["norm"])
+            row = np.take(table, idx, axis=0)
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_tree_map_that_fetches_each_leaf():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(jax.tree.map(lambda v: v.item(), metrics))  # expect: JAX201
+            history.append(jax.tree_util.tree_map(float, metrics))  # expect: JAX201
+            history.append(jax.tree_map(lambda v: np.asarray(v), metrics))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_tree_map_through_a_def_names_the_fetch():
+    src = _TRAIN_STEP + """
+    def to_host(v):
+        return float(v)
+
+    def train(params, batches, history):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(jax.tree.map(to_host, metrics))  # expect: JAX201
+        return params
+    """
+    assert_marked(src)
+    assert "with `float(v)` on every leaf of `metrics`" in messages(src, "JAX201")[0]
+
+
+def test_jax201_tree_maps_that_stay_on_device_or_run_periodically():
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, history, batch_np):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            metrics = jax.tree.map(lambda v: v.mean(), metrics)
+            batch = jax.tree.map(lambda v: np.asarray(v), batch_np)
+            if step % 100 == 0:
+                history.append(jax.tree.map(lambda v: v.item(), metrics))
+        history.append(jax.tree.map(float, metrics))
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_not_and_boolean_operators_on_device_values():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches, target, tol):
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            if not jnp.allclose(params, target):  # expect: JAX201
+                continue
+            if metrics["loss"] < tol and batch is not None:  # expect: JAX201
+                break
+        return params
+
+    def solve(params, batch, tol):
+        done = False
+        while not done:  # expect: JAX201
+            params, metrics = train_step(params, batch)
+            done = metrics["loss"] < tol
+        return params
+    """)
+
+
+def test_jax201_not_and_boolean_operators_on_host_values_are_quiet():
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches, verbose, tol):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            if not verbose:
+                continue
+            if verbose and metrics["loss"] < tol:  # only when verbose: not every step
+                break
+            if step % 10 == 0 and metrics["loss"] < tol:
+                break
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_device_step_counter_in_a_guard_or_loop_test_syncs():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def train_step(state, batch):
+        return state.apply_gradients(grads=jnp.mean(batch)), jnp.mean(batch)
+
+    def train(state, batches, log_every, total, history):
+        for batch in batches:
+            state, loss = train_step(state, batch)
+            if state.step % log_every == 0:  # expect: JAX201
+                history.append(loss)
+        while state.step < total:  # expect: JAX201
+            state, loss = train_step(state, batches[0])
+        return state
+    """)
+
+
+def test_jax201_host_step_counter_guard_is_quiet():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def train_step(state, batch):
+        return state.apply_gradients(grads=jnp.mean(batch)), jnp.mean(batch)
+
+    def train(state, batches, log_every, total, history):
+        step = 0
+        for batch in batches:
+            state, loss = train_step(state, batch)
+            step += 1
+            if step % log_every == 0:
+                history.append(float(loss))
+        return state
+    """, "JAX201") == []
+
+
+_TRAINER = """
+    import logging
+
+    import jax
+    import jax.numpy as jnp
+
+    class Trainer:
+        def __init__(self, lr):
+            self.lr = lr
+            self._step = jax.jit(self._update)
+            self.p_step = jax.pmap(self._update)
+
+        def _update(self, params, batch):
+            loss = jnp.mean((params - batch) ** 2)
+            return params - self.lr * loss, loss
+
+        def train_step(self, params, batch):
+            return self._step(params, batch)
+
+        def describe(self):
+            return "trainer"
+"""
+
+
+def test_jax201_methods_of_the_projects_own_classes_return_jax_values():
+    assert_marked(_TRAINER + """
+    class Runner:
+        def __init__(self, lr):
+            self.trainer = Trainer(lr)
+
+        def run(self, params, batches, history):
+            for batch in batches:
+                params, loss = self.trainer.train_step(params, batch)
+                history.append(float(loss))  # expect: JAX201
+            return params
+
+    def run(params, batches, history):
+        trainer = Trainer(0.1)
+        for batch in batches:
+            params, loss = trainer.p_step(params, batch)
+            history.append(loss.item())  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_methods_of_own_classes_near_misses():
+    assert findings(_TRAINER + """
+    class Runner:
+        def __init__(self, lr, other):
+            self.trainer = Trainer(lr) if other is None else other
+
+        def run(self, params, batches, history):
+            for batch in batches:
+                params, loss = self.trainer.train_step(params, batch)
+                history.append(float(loss))  # the trainer may be another object
+            return params
+
+    def run(params, batches, history, make):
+        trainer = Trainer(0.1)
+        for batch in batches:
+            params, loss = trainer.train_step(params, batch)
+            history.append(trainer.describe())
+            other = make()
+            params, loss2 = other.train_step(params, batch)
+            history.append(float(loss2))
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_logging_helper_that_converts_its_argument():
+    src = _TRAIN_STEP + """
+    def log_metrics(step, metrics):
+        for k, v in metrics.items():
+            logging.info("%d %s %.3f", step, k, float(v))
+
+    def print_loss(metrics):
+        print(f"loss {metrics['loss']}")
+
+    def train(params, batches):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            log_metrics(step, metrics)  # expect: JAX201
+            print_loss(metrics=metrics)  # expect: JAX201
+        return params
+    """
+    assert_marked(src)
+    first = messages(src, "JAX201")[0]
+    assert "`log_metrics(...)`, which reads `metrics` on the host (`float(v)` on line" in first
+
+
+def test_jax201_logging_helper_near_misses():
+    assert findings(_TRAIN_STEP + """
+    def log_scheduled(step, metrics, every):
+        if step % every == 0:
+            print(float(metrics["loss"]))
+
+    def log_shapes(metrics):
+        for k, v in metrics.items():
+            print(k, v.shape)
+
+    def check(metrics):
+        assert metrics["loss"].ndim == 0, f"bad loss {metrics['loss']}"
+
+    def to_float(x):
+        return float(x)
+
+    def log_host(step, metrics):
+        print(step, float(metrics["loss"]))
+
+    def train(params, batches, host_metrics):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            log_scheduled(step, metrics, 100)
+            log_shapes(metrics)
+            log_host(step, host_metrics)
+            if step % 50 == 0:
+                log_host(step, metrics)
+        return params
+    """, "JAX201") == []
+
+
+def test_jax201_streaming_generator_that_yields_its_state_is_quiet():
+    assert findings(_TRAIN_STEP + """
+    def stream(params, batch, n):
+        for _ in range(n):
+            if jnp.all(params > 10.0):
+                break
+            params, metrics = train_step(params, batch)
+            yield params
+    """, "JAX201") == []

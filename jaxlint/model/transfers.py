@@ -18,8 +18,9 @@ from typing import Optional
 
 from .. import names as N
 from . import limits as L
-from .periodicity import small_literal_period
-from .records import Context, Loop
+from .loops import mentions
+from .periodicity import _every_iteration, small_literal_period
+from .records import Context, FunctionInfo, Loop
 from .syntax import _pos, last_name, unparse
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
@@ -137,21 +138,125 @@ class TransferQueries:
                 return True
         return False
 
+    def may_sync(self, call: ast.Call) -> bool:
+        """A cheap pre-filter for :meth:`host_fetch` and :meth:`formats_jax_call`: the callee is
+        spelled with a name they can accept, a name bound to a NumPy import, or a function of
+        this module (a helper that converts its argument, :meth:`helper_sync`)."""
+        func = call.func
+        name = last_name(func)
+        if name in FETCH_OR_FORMAT_NAMES or name in ("map", "tree_map"):
+            return True
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name):
+            if root.id in self._numpy_names():
+                return True
+            if isinstance(func, ast.Name):
+                return bool(self.local_functions(func, self.scope_at(call)))
+        return False
+
+    def _numpy_names(self) -> set:
+        names = self.__dict__.get("_np_names")
+        if names is None:
+            names = self._np_names = set()
+            for scope in [self.module_scope] + [f.scope for f in self.functions]:
+                for local, qn in scope.imports.items():
+                    if qn and (qn == "numpy" or qn.startswith("numpy.")):
+                        names.add(local)
+        return names
+
     def host_fetch(self, call: ast.Call) -> Optional[ast.AST]:
         """If the call copies a JAX value to the host, that value: the argument of
-        ``float(x)``/``np.asarray(x)``/``jax.device_get(x)``, the receiver of ``x.item()``/``x.tolist()``."""
+        ``float(x)``/``np.asarray(x)``/``jax.device_get(x)``, the receiver of ``x.item()``/``x.tolist()``,
+        a JAX argument of any other NumPy function that converts its arguments (``np.exp(x)``,
+        ``np.isnan(x)``, ``np.concatenate([a, b])``: not metadata reads like ``np.shape``, not
+        ``np.sum(x)``, which calls ``x.sum()``), or the tree of a tree map whose function fetches
+        each leaf (``jax.tree.map(float, metrics)``, ``jax.tree.map(lambda v: v.item(), m)``).
+        ``float(np.sum(x))`` and ``np.sum(x).item()`` fetch ``np.sum(x)``: one array or a pytree,
+        the value read on the host syncs."""
         scope = self.scope_at(call)
         func = call.func
         qn = self.resolve(func, scope)
         args = [a for a in call.args if not isinstance(a, ast.Starred)]
         if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
-            if args and self.is_jax(args[0], scope):
+            if args and self.device_or_copy(args[0], scope):
                 return args[0]
             return None
+        if qn is not None and qn in N.TREE_MAPS:
+            return self._tree_map_fetch(call, scope)
+        if qn is not None and qn.startswith("numpy."):
+            if (qn in N.NUMPY_METADATA or qn in N.NUMPY_FORWARDING
+                    or qn.startswith(("numpy.random.", "numpy.testing.", "numpy.dtypes."))):
+                return None
+            # NumPy computing on device values alone (``np.exp(loss)``, ``np.isnan(x)``); with host
+            # data beside them (``np.take(host_list, idx)``) the host needs the value for its own data
+            if not args or not all(self._device_or_literal(a, scope) for a in args):
+                return None
+            return next((a for a in args if self.is_jax(a, scope)), None)
         if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-            if self.is_jax(func.value, scope):
+            if self.device_or_copy(func.value, scope):
                 return func.value
         return None
+
+    def _device_or_literal(self, e: ast.AST, scope) -> bool:
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            e = e.operand
+        if isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return all(self._device_or_literal(x, scope) for x in e.elts)
+        return self.is_jax(e, scope)
+
+    def _tree_map_fetch(self, call: ast.Call, scope) -> Optional[ast.AST]:
+        """The first tree of ``jax.tree.map(f, tree, ...)`` when ``f`` fetches each leaf: a host
+        conversion itself (``float``, ``np.asarray``, ``jax.device_get``), or a lambda or def of
+        this module that makes a host fetch (``lambda v: v.item()``; its parameters are the JAX
+        leaves, :meth:`mapped_leaf`)."""
+        if len(call.args) < 2 or isinstance(call.args[1], ast.Starred):
+            return None
+        fn, tree = call.args[0], call.args[1]
+        if not self.holds_jax(tree, scope):
+            return None
+        qn = self.resolve(fn, scope)
+        if qn is not None:
+            if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET or (
+                    qn.startswith("numpy.") and qn not in N.NUMPY_METADATA and qn not in N.NUMPY_FORWARDING
+                    and not qn.startswith(("numpy.random.", "numpy.testing."))):
+                return tree
+            return None
+        for f in self.local_functions(fn, scope):
+            if f.traced or call not in self.tree_map_sites(f):
+                continue
+            if any(self.host_fetch(c) is not None for c in f.calls):
+                return tree
+        return None
+
+    def mapped_fetch(self, call: ast.Call) -> Optional[ast.Call]:
+        """For a tree map that fetches each leaf (:meth:`host_fetch`) through a lambda or def,
+        the fetch inside it (``v.item()``); None when the function is a conversion itself."""
+        scope = self.scope_at(call)
+        if self.resolve(call.func, scope) not in N.TREE_MAPS or not call.args:
+            return None
+        for f in self.local_functions(call.args[0], scope):
+            for c in f.calls:
+                if self.host_fetch(c) is not None:
+                    return c
+        return None
+
+    def bool_sync(self, test: ast.AST, scope) -> Optional[ast.AST]:
+        """The JAX value whose truth an ``if``/``while``/``assert`` test reads on the host every
+        time it runs: the test itself when it is a JAX value (or a host copy made in it, see
+        :meth:`device_or_copy`), the operand of ``not``, or the first operand of ``and``/``or``
+        (the later ones run only sometimes)."""
+        for _ in range(L.MASK_CHAIN):
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test = test.operand
+            elif isinstance(test, ast.BoolOp) and test.values:
+                test = test.values[0]
+            else:
+                break
+        return test if self.device_or_copy(test, scope) else None
 
     def formats_jax_call(self, call: ast.Call) -> bool:
         """print/str/repr/format/logging/str.format calls that format a JAX value."""
@@ -179,6 +284,106 @@ class TransferQueries:
             return None
         return loop
 
+    # -- helpers of this module that convert their arguments
+
+    def helper_sync(self, call: ast.Call) -> Optional[tuple]:
+        """``log_metrics(step, metrics)`` where ``log_metrics`` is a plain (not compiled) function
+        of this module, called for its effect (it returns nothing: a helper that returns what
+        it converted, ``four_dig(x)``, is a conversion whose result the caller needs on the
+        host), whose body copies a parameter to the host or formats it (``float(v)``,
+        ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
+        taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
+        a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
+        ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
+        inside the helper, and does not count."""
+        if isinstance(call.func, ast.Attribute) or self.callable_info(call.func, self.scope_at(call)) is not None:
+            return None
+        scope = self.scope_at(call)
+        for f in self.local_functions(call.func, scope):
+            if f.traced or isinstance(f.node, ast.Lambda) or f.is_method or f.returns:
+                continue
+            bound = self._bind_params(call, f)
+            for param, arg in bound:
+                if not self.holds_jax(arg, scope):
+                    continue
+                inner = self._param_sync(f, param)
+                if inner is not None:
+                    return arg, inner, f
+        return None
+
+    def _bind_params(self, call: ast.Call, f: FunctionInfo) -> list:
+        out = []
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                break
+            if i < len(f.params):
+                out.append((f.params[i], a))
+        names = set(f.params) | set(f.kwonly)
+        out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
+        return out
+
+    def _param_sync(self, f: FunctionInfo, param: str) -> Optional[ast.AST]:
+        """The first host fetch or format in ``f``'s body of a value taken from ``param`` (see
+        :meth:`helper_sync`), memoized per function and parameter."""
+        memo = self._work_memo()
+        key = ("param_sync", id(f), param)
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        derived = {param}
+        for _ in range(3):  # names taken from the parameter, and names taken from those
+            for sub in ast.walk(f.node):
+                if not self.work.spend():
+                    return None
+                if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
+                    for t in sub.targets:
+                        if isinstance(t, ast.Name):
+                            derived.add(t.id)
+                elif isinstance(sub, (ast.For, ast.comprehension)):
+                    it, target = sub.iter, sub.target
+                    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                            and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
+                        if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                            target = target.elts[1]
+                        if isinstance(target, ast.Name):
+                            derived.add(target.id)
+        others = (set(f.params) | set(f.kwonly)) - {param}
+        found = None
+        for c in f.calls:
+            ctx = self.context(c)
+            if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
+                continue
+            values = self._synced_values(c)
+            if any(_taken_from(v, derived) for v in values):
+                found = c
+                break
+        if found is None:
+            for node in self.joined_strs:
+                ctx = self.context(node)
+                if ctx is None or ctx.raising or ctx.scope is not f.scope or any(
+                        mentions(t, others) for t, _ in ctx.guards):
+                    continue
+                if any(isinstance(v, ast.FormattedValue) and _taken_from(v.value, derived) for v in node.values):
+                    found = node
+                    break
+        memo[key] = found
+        return found
+
+    def _synced_values(self, c: ast.Call) -> list:
+        """What a call in a helper would copy to the host or format, were it a JAX value."""
+        func = c.func
+        qn = self.resolve(func, self.scope_at(c))
+        args = [a for a in c.args if not isinstance(a, ast.Starred)]
+        if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
+            return args[:1]
+        if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+            return [func.value]
+        if self._prints(c):
+            return [v for v in [*args, *(kw.value for kw in c.keywords
+                                         if kw.arg not in ("sep", "end", "file", "flush"))]
+                    if not isinstance(v, ast.JoinedStr)]
+        return []
+
     # -- syncs the host needs anyway
 
     def inherent_sync(self, node: ast.AST, loop: Loop) -> Optional[str]:
@@ -196,6 +401,8 @@ class TransferQueries:
         pacing = self.host_paced(loop)
         if pacing is not None:
             return f"the loop is paced by `{unparse(pacing.func, 30)}`"
+        if self.streams_state(loop) is not None:
+            return "the loop yields each step's state to its consumer"
         earlier = self.loop_syncs_inherently(loop)
         if earlier is not None and earlier is not node:
             return f"the loop already waits for the device on line {earlier.lineno}"
@@ -209,6 +416,8 @@ class TransferQueries:
         ``tokenizer.decode``). Logging, printing and appending to a list are records, not consumers."""
         if self.host_fetch(call) is None:
             return None
+        if self._consumes(call):
+            return call  # ``np.save(path, x)``: the fetch is the host's own use of the value
         ctx = self.context(call)
         if ctx is None or not ctx.loops:
             return None
@@ -231,7 +440,7 @@ class TransferQueries:
         scope = self.scope_at(c)
         qn = self.resolve(c.func, scope)
         if qn is not None:
-            return qn.startswith(HOST_LIBRARIES)
+            return qn.startswith(HOST_LIBRARIES) or qn in N.NUMPY_HOST_IO
         f = c.func
         if not isinstance(f, ast.Attribute) or f.attr not in HOST_CONSUMING_METHODS:
             return False
@@ -251,6 +460,24 @@ class TransferQueries:
                 if any(part is call for part in _literal_parts(sub.value)):
                     return True
         return False
+
+    def streams_state(self, loop: Loop) -> Optional[ast.AST]:
+        """A ``yield`` in every iteration of the loop of the state it threads through its steps
+        (:meth:`carried_state`): a streaming generator (``state = sample_step(state); yield
+        state``), whose consumer takes every step as it comes (a token decoded and shown), so the
+        host waits for each step anyway."""
+        node = loop.node
+        if loop.kind == "comprehension":
+            return None
+        carried = self.carried_state(loop)
+        if not carried:
+            return None
+        for stmt in _every_iteration(getattr(node, "body", [])):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+                value = stmt.value.value
+                if value is not None and mentions(value, carried):
+                    return stmt.value
+        return None
 
     def host_paced(self, loop: Loop) -> Optional[ast.Call]:
         """A call that paces the loop by the host in (nearly) every iteration: ``input()``, a frame
@@ -317,6 +544,32 @@ class TransferQueries:
                 return True
             f = f.parent
         return False
+
+
+def _taken_from(expr: ast.AST, names: set) -> bool:
+    """``v``, ``metrics["loss"]``, ``aux.loss``, ``v.mean()``, ``-v``, ``v * 100``: the expression
+    is one of ``names`` or read from one (not a metadata attribute, not through another call)."""
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.Attribute):
+        return expr.attr not in N.METADATA_ATTRS and _taken_from(expr.value, names)
+    if isinstance(expr, ast.Subscript):
+        return _taken_from(expr.value, names)
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return _taken_from(expr.operand, names)
+    if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, ast.Mod) and isinstance(expr.left, (ast.Constant, ast.JoinedStr)):
+            return _taken_from(expr.right, names)
+        return _taken_from(expr.left, names) or _taken_from(expr.right, names)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return any(_taken_from(e, names) for e in expr.elts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr in _REDUCING_METHODS and _taken_from(expr.func.value, names)
+    return False
+
+
+# Array methods whose result is still the array's data (``v.mean()``): a fetch of it fetches ``v``.
+_REDUCING_METHODS = frozenset({"mean", "sum", "max", "min", "squeeze", "reshape", "astype", "ravel", "flatten"})
 
 
 def _literal_parts(expr: ast.AST):

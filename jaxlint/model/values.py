@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import names as N
 from . import limits as L
-from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
+from .records import _DICT_VIEWS, Binding, ClassInfo, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update, call_arg
 
 # jnp functions that return a boolean array.
@@ -113,6 +113,11 @@ class ValueQueries:
                 return True
             if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.HOST_BUILTINS or qn in N.FORMAT_BUILTINS:
                 return False
+            if qn in N.NUMPY_FORWARDING:
+                # ``np.sum(x)`` calls ``x.sum()``: a JAX array in, a JAX array out (a pytree of
+                # them would be converted by NumPy instead)
+                first = call_arg(call, 0, "a")
+                return first is not None and self.arrays.certain(first, scope)
             if qn.startswith(("builtins.", "numpy.", "math.")):
                 return False
         if isinstance(func, ast.Attribute):
@@ -124,7 +129,59 @@ class ValueQueries:
         info = self.callable_info(func, scope)
         if info is not None:
             return True
-        return self._local_result(call, scope, None)
+        if self._local_result(call, scope, None):
+            return True
+        return self._instance_result(call, scope)
+
+    # -- instances of the module's own classes
+
+    def instance_class(self, expr: ast.AST, scope: Scope) -> Optional[ClassInfo]:
+        """The class of this module that ``expr`` is certainly an instance of: a name bound once
+        in its scope to ``C(...)``, or ``self.attr`` whose every assignment in the class is one
+        (``self.trainer = Trainer(cfg)``), where ``C`` is a class defined in this module."""
+        if not self.work.spend():
+            return None
+        values: list = []
+        if isinstance(expr, ast.Name):
+            ev = self.binding(expr.id, scope, _pos(expr))
+            if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
+                return None
+            values, vscope = [ev.value], ev.scope
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = self._class_of(scope)
+            values = list(cls.self_attrs.get(expr.attr, ())) if cls is not None else []
+            vscope = None
+        found: Optional[ClassInfo] = None
+        for v in values:
+            if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
+                return None
+            s = vscope if vscope is not None else self.scope_at(v)
+            ev = self.binding(v.func.id, s, _pos(v.func))
+            cls = self.classes.get(id(ev.node)) if ev is not None and ev.kind == "other" else None
+            if cls is None or (found is not None and cls is not found):
+                return None
+            found = cls
+        return found
+
+    def _instance_result(self, call: ast.Call, scope: Scope) -> bool:
+        """``self.trainer.train_step(batch)``, ``trainer.evaluate(x)``: a method of an instance of
+        this module's own class (:meth:`instance_class`) that returns a JAX value, or an attribute
+        the class sets to a compiled callable (``self.p_step = jax.pmap(step)``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            return False
+        cls = self.instance_class(func.value, scope)
+        if cls is None:
+            return False
+        for value in cls.self_attrs.get(func.attr, ()):
+            if self.callable_info(value, self.scope_at(value)) is not None:
+                return True
+        meth = cls.methods.get(func.attr)
+        if meth is None:
+            return False
+        if meth.jit_entry is not None and meth.jit_entry.decorator:
+            return True
+        return not meth.tracer_params and self.returns_jax(meth)
 
     def _local_result(self, call: ast.Call, scope: Scope, index: Optional[int]) -> bool:
         """Whether a call of this module's own (not compiled) function returns a JAX value; with
@@ -178,7 +235,7 @@ class ValueQueries:
         kind = ev.kind
         if kind == "param":
             f = ev.scope.func
-            return f is not None and ev.value in f.tracer_params
+            return f is not None and (ev.value in f.tracer_params or self.mapped_leaf(ev))
         if kind == "assign":
             value = ev.value
             path = list(ev.path or ())
@@ -207,6 +264,77 @@ class ValueQueries:
                     return False
                 return self.is_jax(it.args[0], ev.scope)
             return self.is_jax(it, ev.scope)
+        return False
+
+    # -- functions mapped over the leaves of trees
+
+    def tree_map_sites(self, f: FunctionInfo) -> list:
+        """The tree-map calls (``jax.tree.map(f, tree, ...)``, ``jax.tree_util.tree_map``) that
+        call ``f`` (a lambda or def of this module, not traced) on the leaves of their trees."""
+        table = self.__dict__.get("_tree_map_sites")
+        if table is None:
+            table = self._tree_map_sites = {}
+            for call in self.calls_named({"map", "tree_map"}):
+                if not call.args or self.resolve(call.func, self.scope_at(call)) not in N.TREE_MAPS:
+                    continue
+                for g in self.local_functions(call.args[0], self.scope_at(call)):
+                    table.setdefault(id(g), []).append(call)
+        return table.get(id(f), [])
+
+    def mapped_leaf(self, ev: Binding) -> bool:
+        """A parameter of a function mapped over trees of JAX values: positional parameter ``i``
+        of ``f`` in ``jax.tree.map(f, t0, t1, ...)`` receives the leaves of ``t<i>``, which are
+        JAX arrays when the tree is a JAX value at every such call (and ``f`` is not traced)."""
+        f = ev.scope.func
+        if f is None or f.traced or ev.value not in f.params:
+            return False
+        sites = self.tree_map_sites(f)
+        if not sites:
+            return False
+        i = f.params.index(ev.value)
+        if f.is_method:
+            return False
+        for call in sites:
+            trees = call.args[1:]
+            if i >= len(trees) or isinstance(trees[i], ast.Starred) or any(
+                    isinstance(t, ast.Starred) for t in trees[:i]):
+                return False
+            if not self._all_jax(trees[i], self.scope_at(call)):
+                return False
+        return True
+
+    def _all_jax(self, tree: ast.AST, scope: Scope) -> bool:
+        """A JAX value, or a dict/tuple/list display whose every part is one (every leaf is JAX)."""
+        if isinstance(tree, ast.Dict):
+            return bool(tree.values) and all(k is not None and self._all_jax(v, scope)
+                                             for k, v in zip(tree.keys, tree.values))
+        if isinstance(tree, (ast.Tuple, ast.List)):
+            return bool(tree.elts) and all(not isinstance(e, ast.Starred) and self._all_jax(e, scope)
+                                           for e in tree.elts)
+        return self.is_jax(tree, scope)
+
+    def device_or_copy(self, expr: ast.AST, scope: Scope) -> bool:
+        """Whether evaluating ``expr`` gives a JAX value or the host copy of one made right there:
+        :meth:`is_jax`, or ``np.sum(x)`` of a JAX value ``x`` (``x.sum()`` when ``x`` is one array,
+        NumPy's copy when it is a pytree: either way a value read on the host syncs), and
+        arithmetic or comparisons on one of these."""
+        if self.is_jax(expr, scope):
+            return True
+        if isinstance(expr, ast.Call):
+            if self.resolve(expr.func, scope) in N.NUMPY_FORWARDING:
+                first = call_arg(expr, 0, "a")
+                return first is not None and self.is_jax(first, scope)
+            return False
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, ast.Mod) and isinstance(expr.left, (ast.Constant, ast.JoinedStr)):
+                return False
+            return self.device_or_copy(expr.left, scope) or self.device_or_copy(expr.right, scope)
+        if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+            return self.device_or_copy(expr.operand, scope)
+        if isinstance(expr, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+                return False
+            return any(self.device_or_copy(p, scope) for p in [expr.left, *expr.comparators])
         return False
 
     def clear_value_memos(self) -> None:

@@ -281,8 +281,8 @@ class WorkQueries:
     def converts_elements(self, loop: Loop) -> bool:
         """A loop whose only JAX work converts the elements it walks (``for w in weights:
         bits.append(np.asarray(lax.bitcast_convert_type(w, np.uint16)))``): no compiled call, and
-        every array operation in it reads only the loop's elements, values computed from them in
-        the iteration, constants and module attributes. It dispatches no work that a sync would
+        every array operation in it reads only the loop's elements (and the targets of loops
+        nested in it), values computed from them in the iteration, constants and module attributes. It dispatches no work that a sync would
         stall, like a loop that only fetches its elements; ``jnp.dot(x, w)`` with weights from
         outside the loop is real work."""
         memo = self._work_memo()
@@ -291,6 +291,12 @@ class WorkQueries:
             return memo[key]
         memo[key] = False
         derived = set(loop.target_names())
+        if derived:  # the targets of loops nested in it are taken per element too (``for i in range(6)``)
+            stack = list(loop.children)
+            while stack:
+                inner = stack.pop()
+                derived |= inner.target_names()
+                stack.extend(inner.children)
         if not derived or any(self.callable_info(c.func, self.scope_at(c)) is not None for c in loop.all_calls()):
             return False
 
