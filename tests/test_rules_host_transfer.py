@@ -1239,3 +1239,26 @@ def test_jax203_messages_name_the_error_and_where_it_is_traced():
     assert "raises TracerBoolConversionError under jax.jit" in c
     assert "raises ConcretizationTypeError when called from `f` under jax.jit" in d
     assert "turns it into a constant, so no gradient flows through it" in e
+
+
+def test_jax202_two_identical_loops_in_one_function_are_both_reported():
+    # Issue 12: a per-step block_until_ready was said to be missed in one of two identical loops;
+    # every spelling tried reports both (the loops share nothing in the model).
+    assert_marked("""
+    import jax
+
+    step = jax.jit(lambda x: x * 2.0)
+
+    def run(x, batches, n):
+        for i in range(n):
+            x = step(x)
+            x.block_until_ready()  # expect: JAX202
+        for i in range(n):
+            x = step(x)
+            x.block_until_ready()  # expect: JAX202
+        for batch in batches:
+            x = jax.block_until_ready(step(x + batch))  # expect: JAX202
+        for batch in batches:
+            x = jax.block_until_ready(step(x + batch))  # expect: JAX202
+        return x
+    """)
