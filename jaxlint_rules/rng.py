@@ -14,6 +14,7 @@ from jaxlint.model import (
     Loop,
     ModuleModel,
     call_arg,
+    called_once,
     is_draw,
     per_step,
 )
@@ -180,7 +181,9 @@ class KeyReuse(Rule):
     name = "key-reuse"
     summary = ("Finds a PRNG key passed to two `jax.random` sampling calls (or to `split`/`fold_in` and a "
                "sampler) without a new key in between, or to one inside a loop when the key is never replaced "
-               "in the loop.")
+               "in the loop; also a key made once (at module level, or stored on `self` in `__init__`) that a "
+               "function draws from on every call when it runs more than once, and the key passed to the "
+               "caller's own lambdas and defs or to a distribution's `sample(seed=key)`.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -190,7 +193,10 @@ class KeyReuse(Rule):
                  "Not reported: a use whose result is never read, a split that only advances the key after a "
                  "draw (`perm = permutation(key, n); key, = split(key, 1)`), `fold_in(key, n)` beside "
                  "`split(key, n)` (a different key), and index draws that pair two arrays on purpose "
-                 "(`choice(key, x, (n,))`, `choice(key, y, (n,))`).")
+                 "(`choice(key, x, (n,))`, `choice(key, y, (n,))`). A loop over a few names repeats its draws too "
+                 "when it keeps them side by side (`for name in (\"w1\", \"w2\"): params[name] = normal(key, s)`); "
+                 "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
+                 "is not reported.")
     opt_in_cases = ("In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
                     "a loop, and a key not advanced in a loop whose iterations differ anyway (the loop variable or "
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
@@ -354,6 +360,15 @@ class KeyReuse(Rule):
         return _draws(use.fn) and model.kept_per_iteration(use.call, loop) and not model.in_timing_harness(use.ctx)
 
 
+def _default_for_none(ctx) -> bool:
+    """Inside ``if <name> is None:``: a fallback value for an argument the caller left out."""
+    for test, _ in ctx.guards:
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return True
+    return False
+
+
 def _method_name(model: ModuleModel, stmt: ast.AST) -> str:
     f = model.function_at(stmt)
     return f.name if f is not None else "the class"
@@ -380,7 +395,8 @@ def _why_repeats(rep) -> str:
 class ConstantKeyInLoop(Rule):
     code = "JAX503"
     name = "constant-key-in-loop"
-    summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body.")
+    summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body, "
+               "or in a helper that runs at every step (called in a step loop, or a per-step method).")
     rationale = ("A key made from the same seed is the same key, so every iteration draws the same numbers: the "
                  "same noise, dropout mask or minibatch order each step. Create the key once before the loop and "
                  "split it in the loop, or derive a per-iteration key with `jax.random.fold_in(key, step)`.")
@@ -450,6 +466,10 @@ class ConstantKeyInLoop(Rule):
         f = ctx.scope.func
         if f is None or ctx.loops:
             return None  # in a loop over configurations of its own: one key per case on purpose
+        if called_once(f) or not model.drawn_in_place(call):
+            return None  # a test or entry point; a key handed to other code (a dummy init key)
+        if _default_for_none(ctx):
+            return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
         rep = model.repeats(f)
         if not per_step(rep):
             return None

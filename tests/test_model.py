@@ -2383,3 +2383,20 @@ def test_kept_per_iteration():
     assert m.kept_per_iteration(calls["laplace"], loop_of(calls["laplace"]))
     assert not m.kept_per_iteration(calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
     assert not m.kept_per_iteration(calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
+
+
+def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
+    tree, m = build("""
+    import jax
+
+    def f(model, params, x, cell, shape):
+        key = jax.random.PRNGKey(0)
+        a = jax.random.normal(key, shape)
+        b = jax.random.uniform(jax.random.PRNGKey(1), shape)
+        carry = cell.initialize_carry(jax.random.PRNGKey(2), shape)
+        dummy = jax.random.PRNGKey(3)
+        return a, b, carry, model.apply(params, x, rngs={"dropout": dummy})
+    """)
+    makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c) == "PRNGKey"),
+                    key=lambda c: c.args[0].value)
+    assert [m.drawn_in_place(c) for c in makers] == [True, True, False, False]

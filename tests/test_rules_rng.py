@@ -1187,3 +1187,24 @@ def test_jax503_constant_seed_in_helpers_that_run_once_or_per_configuration_is_n
             y = seeded((2,), step)
         return params, x, y
     """, "JAX503") == []
+
+
+def test_jax503_constant_key_in_a_per_step_helper_not_drawn_from_or_a_default_is_not_reported():
+    assert findings("""
+    import jax
+
+    class Sampler:
+        def sample(self, prompt, rng=None):
+            if rng is None:
+                rng = jax.random.PRNGKey(42)  # a default when the caller gives none
+            return self.decode(prompt, rng)
+
+        def __call__(self, model, params, x, cell, shape):
+            # dummy keys handed to code that may not draw (eval-mode dropout, a zeros carry)
+            carry = cell.initialize_carry(jax.random.PRNGKey(0), shape)
+            return model.apply(params, x, rngs={"dropout": jax.random.key(0)}, train=False), carry
+
+    def test_step():
+        key = jax.random.PRNGKey(0)
+        assert jax.random.normal(key, (2,)).shape == (2,)
+    """, "JAX503") == []

@@ -532,6 +532,28 @@ class KeyQueries:
             return ("repeats", rep)
         return None
 
+    def drawn_in_place(self, maker: ast.Call) -> bool:
+        """Whether the key a constructor call makes is drawn from (or split) by a ``jax.random``
+        call of the same function: it is that call's key (``normal(PRNGKey(0), s)``), or it is
+        bound to a name whose binding that call reads (``key = PRNGKey(0)``; ``normal(key, s)``).
+        A key handed to other code (``model.apply(..., rngs={"dropout": PRNGKey(0)})``,
+        ``cell.initialize_carry(PRNGKey(0), shape)``) may never be drawn from."""
+        ctx = self.context(maker)
+        if ctx is None:
+            return False
+        scope = ctx.scope
+        for call in self.calls_named(KEY_FUNCS):
+            if self.scope_at(call) is not scope or self.random_function(call, scope) not in KEY_FUNCS:
+                continue
+            arg = call_arg(call, 0, "key")
+            if arg is maker:
+                return True
+            if isinstance(arg, ast.Name):
+                ev = self.binding(arg.id, scope, _pos(arg))
+                if ev is not None and ev.plain_assign and ev.value is maker:
+                    return True
+        return False
+
     # -- dataflow facts
 
     def result_dead(self, call: ast.Call) -> bool:
