@@ -8,11 +8,15 @@ from typing import Iterator, Optional
 from jaxlint.model import (
     KEY_MAKERS,
     SAMPLERS,
+    FixedKeyDraw,
     FunctionInfo,
     KeyUse,
     Loop,
     ModuleModel,
     call_arg,
+    called_once,
+    is_draw,
+    per_step,
 )
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -150,13 +154,20 @@ def _frozen_for(f: FunctionInfo) -> str:
     return "every use of the traced computation gets the same number"
 
 
+def _spelled(use: KeyUse) -> str:
+    """How a key use reads in a message: the call, and for a local helper the draw it forwards to."""
+    if use.via is not None:
+        return f"`{use.spelling}` (which calls `jax.random.{use.fn}`)"
+    return f"`{use.spelling}`"
+
+
 def _may_vary(expr: Optional[ast.AST]) -> bool:
     """Whether fold_in's data can differ between iterations: anything but a literal may."""
     return expr is None or not isinstance(expr, ast.Constant)
 
 
 def _draws(fn: str) -> bool:
-    return fn in SAMPLERS
+    return is_draw(fn)
 
 
 # Why a finding in test code is opt-in (Finding.opt_in), in a few words.
@@ -170,7 +181,9 @@ class KeyReuse(Rule):
     name = "key-reuse"
     summary = ("Finds a PRNG key passed to two `jax.random` sampling calls (or to `split`/`fold_in` and a "
                "sampler) without a new key in between, or to one inside a loop when the key is never replaced "
-               "in the loop.")
+               "in the loop; also a key made once (at module level, or stored on `self` in `__init__`) that a "
+               "function draws from on every call when it runs more than once, and the key passed to the "
+               "caller's own lambdas and defs or to a distribution's `sample(seed=key)`.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -180,7 +193,10 @@ class KeyReuse(Rule):
                  "Not reported: a use whose result is never read, a split that only advances the key after a "
                  "draw (`perm = permutation(key, n); key, = split(key, 1)`), `fold_in(key, n)` beside "
                  "`split(key, n)` (a different key), and index draws that pair two arrays on purpose "
-                 "(`choice(key, x, (n,))`, `choice(key, y, (n,))`).")
+                 "(`choice(key, x, (n,))`, `choice(key, y, (n,))`). A loop over a few names repeats its draws too "
+                 "when it keeps them side by side (`for name in (\"w1\", \"w2\"): params[name] = normal(key, s)`); "
+                 "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
+                 "is not reported.")
     opt_in_cases = ("In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
                     "a loop, and a key not advanced in a loop whose iterations differ anyway (the loop variable or "
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
@@ -206,6 +222,44 @@ class KeyReuse(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
+        reported: set = set()
+        for found in self._check_groups(model):
+            reported.add((found.line, found.col))
+            yield found
+        for draw in model.fixed_key_draws():
+            if (draw.call.lineno, draw.call.col_offset) in reported:
+                continue
+            yield self._fixed_finding(model, draw)
+
+    def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
+        k = unparse(draw.key)
+        where = ("at module level" if draw.where == "module" else
+                 f"in `{_method_name(model, draw.made)}`")
+        how = draw.how
+        name = f"`{draw.func.name}`"
+        if how[0] == "sites":
+            lines = sorted({c.lineno for c in how[1]})[:3]
+            count = "twice" if len(how[1]) == 2 else f"{len(how[1])} times"
+            runs: tuple = (f"{name} is called {count}, on ",)
+            for i, n in enumerate(lines):
+                runs += ((", " if i else ""), Line(n))
+        elif how[0] == "loop":
+            runs = (f"{name} is called in the loop on ", Line(how[2].node.lineno))
+        else:
+            runs = (f"{name} runs again and again ({_why_repeats(how[1])})",)
+        what = "every call draws the same random numbers"
+        if draw.fn == SPLIT:
+            what += " (`split` returns the same subkeys each time)"
+        elif draw.fn == FOLD_IN:
+            what += " (`fold_in` with the same data returns the same key each time)"
+        fix = ("pass a key in and split it for each call" if draw.where == "module" else
+               f"split it on each call and store one half back (`{k}, sub = jax.random.split({k})`)")
+        return self.finding(draw.call, (f"PRNG key `{k}` is made once ", where, " (", Line(draw.made.lineno),
+                                        ") and never replaced, and ") + runs +
+                            (f", so {what}; {fix}",),
+                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None)
+
+    def _check_groups(self, model: ModuleModel) -> Iterator[Finding]:
         groups = model.key_use_groups()
         if not groups:
             return
@@ -245,7 +299,7 @@ class KeyReuse(Rule):
     @staticmethod
     def _message(prev: KeyUse, use: KeyUse) -> tuple:
         k = use.name
-        head = (f"PRNG key `{k}` was already used by `jax.random.{prev.fn}` on ", Line(prev.call.lineno), "; ")
+        head = (f"PRNG key `{k}` was already used by {_spelled(prev)} on ", Line(prev.call.lineno), "; ")
         if _draws(prev.fn) and _draws(use.fn):
             what = ("both draws get the same random bits, so their results are identical or correlated; "
                     f"split the key (`k1, k2 = jax.random.split({k})`) and draw from each subkey once")
@@ -287,7 +341,7 @@ class KeyReuse(Rule):
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
-            if not model.step_loop(loop, use.ctx):
+            if not model.step_loop(loop, use.ctx) and not self._kept_draws(model, use, loop):
                 continue
             if use.event.scope is use.ctx.scope and model.rebound_each_iteration(use.name, use.event, loop):
                 continue
@@ -297,10 +351,52 @@ class KeyReuse(Rule):
         return None
 
 
+    @staticmethod
+    def _kept_draws(model: ModuleModel, use: KeyUse, loop: Loop) -> bool:
+        """A loop over items (a few literal names included) whose iterations keep their draws side
+        by side: ``for name in ("w1", "w2"): params[name] = normal(key, shape)``. The draws are
+        equal; in a loop over configurations whose draws are only used within the iteration, one
+        key for comparable inputs is deliberate."""
+        return _draws(use.fn) and model.kept_per_iteration(use.call, loop) and not model.in_timing_harness(use.ctx)
+
+
+def _default_for_none(ctx) -> bool:
+    """Inside ``if <name> is None:``: a fallback value for an argument the caller left out."""
+    for test, _ in ctx.guards:
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return True
+    return False
+
+
+def _method_name(model: ModuleModel, stmt: ast.AST) -> str:
+    f = model.function_at(stmt)
+    return f.name if f is not None else "the class"
+
+
+def _why_repeats(rep) -> str:
+    """The evidence that a function repeats, in a few words."""
+    while rep is not None and rep.kind == "caller":
+        if rep.inner is None or rep.inner.kind == "caller":
+            return f"called from `{rep.via.name}`, which repeats"
+        inner = _why_repeats(rep.inner)
+        return f"called from `{rep.via.name}`, {inner}"
+    if rep is None:
+        return "it repeats"
+    if rep.kind == "step_name":
+        return "a per-step method"
+    if rep.kind == "loop":
+        return f"called in the loop on line {rep.loop.node.lineno}"
+    if rep.kind == "step_param":
+        return f"it takes the training step `{rep.name}`"
+    return "it repeats"
+
+
 class ConstantKeyInLoop(Rule):
     code = "JAX503"
     name = "constant-key-in-loop"
-    summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body.")
+    summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body, "
+               "or in a helper that runs at every step (called in a step loop, or a per-step method).")
     rationale = ("A key made from the same seed is the same key, so every iteration draws the same numbers: the "
                  "same noise, dropout mask or minibatch order each step. Create the key once before the loop and "
                  "split it in the loop, or derive a per-iteration key with `jax.random.fold_in(key, step)`.")
@@ -333,7 +429,9 @@ class ConstantKeyInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for call in model.calls:
             ctx = model.context(call)
-            if ctx is None or not ctx.loops:
+            if ctx is None:
+                continue
+            if not ctx.loops and ctx.scope.func is None:
                 continue
             qn = model.resolve(call.func, ctx.scope)
             if qn not in KEY_MAKERS:
@@ -344,6 +442,9 @@ class ConstantKeyInLoop(Rule):
                 continue
             loops = [lp for lp in ctx.loops if model.step_loop(lp, ctx)]
             if not loops:
+                found = self._per_step_helper(model, call, ctx)
+                if found is not None:
+                    yield found
                 continue
             loop = loops[-1]
             tail, opt_in = "", None
@@ -357,6 +458,26 @@ class ConstantKeyInLoop(Rule):
                                       f"iteration draws the same random numbers{tail}; create the key once before "
                                       "the loop and split it per iteration, or derive one with "
                                       "`jax.random.fold_in(key, step)`"), opt_in=opt_in)
+
+
+    def _per_step_helper(self, model: ModuleModel, call: ast.Call, ctx) -> Optional[Finding]:
+        """A constant-seed key made in a function that runs at every step of a loop (called in a
+        ``range``/``while`` loop, from such a function, or named/parametrized like a step)."""
+        f = ctx.scope.func
+        if f is None or ctx.loops:
+            return None  # in a loop over configurations of its own: one key per case on purpose
+        if called_once(f) or not model.drawn_in_place(call):
+            return None  # a test or entry point; a key handed to other code (a dummy init key)
+        if _default_for_none(ctx):
+            return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
+        rep = model.repeats(f)
+        if not per_step(rep):
+            return None
+        return self.finding(call, (f"`{unparse(call, 30)}` with a constant seed in `{f.name}`, which runs at every "
+                                   f"step ({_why_repeats(rep)}), makes the same key on every call, so every step "
+                                   "draws the same random numbers; make the key once, pass it in and split it per "
+                                   "step, or derive one with `jax.random.fold_in(key, step)`"),
+                            opt_in=_TEST_INPUTS if model.in_test_code(call) else None)
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

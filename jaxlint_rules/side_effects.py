@@ -100,19 +100,27 @@ class SideEffectInTracedCode(Rule):
             if f is None or not f.traced:
                 continue
             scope = model.scope_at(target)
-            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and kind == "assign":
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and kind in ("assign", "aug"):
                 # The model records store targets without their values: a helper that only ever sees
                 # static arguments, or a memo filled under ``if key not in cache:``, stores static
                 # values (a trace-time cache), not tracers.
                 if not f.tracer_params or model.membership_guarded(target):
                     continue
+                if kind == "aug":
+                    # ``tot[0] += x``: reported when what is added is a JAX value (a counter bumped by
+                    # a constant is trace-time bookkeeping: a trace counter)
+                    stmt = model.stmt_of.get(id(target))
+                    if not isinstance(stmt, ast.AugAssign) or not model.holds_jax(stmt.value, scope):
+                        continue
                 owner = _OWNER.get(model.outliving_container(f, target.value, scope))
                 if owner == _OWNER["function"] and f.jit_entry is None:
                     # Transform and lax bodies commonly hand their output tree structure to the
                     # caller through a closure dict: only a compiled function's writes are reported.
                     continue
                 if owner is not None:
-                    yield self.finding(target, f"`{unparse(target)} = ...` writes into the {owner} "
+                    op = "= ..." if kind == "assign" else "+= ..." if isinstance(
+                        getattr(model.stmt_of.get(id(target)), "op", None), ast.Add) else "op= ..."
+                    yield self.finding(target, f"`{unparse(target)} {op}` writes into the {owner} "
                                                f"`{target.value.id}` {_when(model, f)}; return the value from "
                                                "the traced function instead")
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)

@@ -2479,3 +2479,151 @@ def test_streams_state_and_nested_targets_in_converting_loops():
     assert m.streams_state(gen_loop) is not None
     assert m.streams_state(draw_loop) is None
     assert m.converts_elements(draw_loop)  # the inner loop's target is taken per element
+
+
+# --------------------------------------------------------------------------- keys across calls (issue 12)
+
+
+def test_key_use_follows_the_callers_own_lambdas_defs_and_distribution_sample():
+    tree, m = build("""
+    import jax
+
+    def helper(key, shape):
+        return jax.random.normal(key, shape)
+
+    def f(key, shape, pi):
+        functor = lambda *args: jax.random.normal(*args) - 4.0
+        def gains(k, s):
+            return jax.random.uniform(k, s)
+        def rebinds(k, s):
+            k = jax.random.PRNGKey(0)
+            return jax.random.uniform(k, s)
+        a = functor(key, shape)
+        b = gains(key, shape)
+        c = pi.sample(seed=key)
+        d = helper(key, shape)
+        e = rebinds(key, shape)
+        return a, b, c, d, e
+    """)
+    use = m.key_use(call_to(tree, "functor"))
+    assert (use.fn, use.name, use.spelling) == ("normal", "key", "functor")
+    assert isinstance(use.via.node, ast.Lambda)
+    use = m.key_use(call_to(tree, "gains"))
+    assert (use.fn, use.name, use.via.name) == ("uniform", "key", "gains")
+    sample = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr == "sample"][0]
+    use = m.key_use(sample)
+    assert (use.fn, use.name, use.spelling, use.via) == ("sample", "key", "pi.sample", None)
+    assert m.key_use(call_to(tree, "helper")) is None  # a module function: called for its result
+    assert m.key_use(call_to(tree, "rebinds")) is None  # the parameter is rebound before the draw
+    assert m.key_parameters(func(m, "gains")) == {0: "uniform"}
+    assert m.key_parameters(func(m, "rebinds")) == {}
+
+
+def test_fixed_key_draws_module_and_instance_keys_in_functions_that_run_again():
+    tree, m = build("""
+    import jax
+
+    KEY = jax.random.PRNGKey(0)
+    SEED = 3
+    REBOUND = jax.random.PRNGKey(1)
+
+    def init_layer(shape):
+        return jax.random.normal(KEY, shape)
+
+    def init_once(shape):
+        return jax.random.normal(KEY, shape)
+
+    def per_step(shape, step):
+        return jax.random.normal(jax.random.fold_in(KEY, step), shape)
+
+    def uses_rebound(shape):
+        return jax.random.normal(REBOUND, shape)
+
+    def bump():
+        global REBOUND
+        REBOUND, _ = jax.random.split(REBOUND)
+
+    class Agent:
+        def __init__(self):
+            self.key = jax.random.PRNGKey(SEED)
+        def act(self, logits):
+            return jax.random.categorical(self.key, logits)
+
+    class Advancing:
+        def __init__(self):
+            self.key = jax.random.PRNGKey(SEED)
+        def act(self, logits):
+            self.key, sub = jax.random.split(self.key)
+            return jax.random.categorical(self.key, logits)
+
+    layers = [init_layer((2, 2)), init_layer((2, 2))]
+    one = init_once((2,))
+    noise = [per_step((2,), i) for i in range(3)]
+    other = [uses_rebound((2,)) for i in range(3)]
+    """)
+    found = {(d.func.name, d.where, d.how[0]) for d in m.fixed_key_draws()}
+    assert found == {("init_layer", "module", "sites"), ("act", "instance", "repeats")}
+    (agent,) = [d for d in m.fixed_key_draws() if d.where == "instance"]
+    assert agent.made.lineno == 26 and agent.how[1].kind == "step_name"
+
+
+def test_runs_again_counts_bounded_loops_and_two_call_sites():
+    tree, m = build("""
+    def a(): pass
+    def b(): pass
+    def c(): pass
+    def main():
+        for name in ("w1", "w2"):
+            a()
+        b()
+        b()
+        c()
+    """)
+    assert m.runs_again(func(m, "a"))[0] == "loop"  # a bounded loop still runs it twice
+    assert m.runs_again(func(m, "b"))[0] == "sites"
+    assert m.runs_again(func(m, "c")) is None
+    assert m.runs_again(func(m, "main")) is None
+
+
+def test_kept_per_iteration():
+    tree, m = build("""
+    import jax
+
+    def f(key, shapes, fns):
+        params, ws, outs = {}, [], {}
+        for name in ("w1", "w2"):
+            params[name] = jax.random.normal(key, (2,)) * 0.02
+        for s in shapes:
+            ws.append(jax.random.uniform(key, s).astype(float))
+        for name in ("a", "b"):
+            x = jax.random.bernoulli(key, 0.5, (2,))
+            outs[name] = fns[name](x)
+        for name in ("a", "b"):
+            params["fixed"] = jax.random.gamma(key, 1.0, (2,))
+        return [jax.random.laplace(key, s) for s in shapes], params, ws, outs
+    """)
+    calls = {m.random_function(c): c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c)}
+    loop_of = lambda c: m.context(c).loops[-1]
+    assert m.kept_per_iteration(calls["normal"], loop_of(calls["normal"]))
+    assert m.kept_per_iteration(calls["uniform"], loop_of(calls["uniform"]))
+    assert m.kept_per_iteration(calls["laplace"], loop_of(calls["laplace"]))
+    assert not m.kept_per_iteration(calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
+    assert not m.kept_per_iteration(calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
+
+
+def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
+    tree, m = build("""
+    import jax
+
+    def f(model, params, x, cell, shape):
+        key = jax.random.PRNGKey(0)
+        a = jax.random.normal(key, shape)
+        b = jax.random.uniform(jax.random.PRNGKey(1), shape)
+        carry = cell.initialize_carry(jax.random.PRNGKey(2), shape)
+        dummy = jax.random.PRNGKey(3)
+        return a, b, carry, model.apply(params, x, rngs={"dropout": dummy})
+    """)
+    makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c) == "PRNGKey"),
+                    key=lambda c: c.args[0].value)
+    assert [m.drawn_in_place(c) for c in makers] == [True, True, False, False]

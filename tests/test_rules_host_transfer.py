@@ -1244,7 +1244,7 @@ def test_jax203_messages_name_the_error_and_where_it_is_traced():
 
 # --------------------------------------------------------------------------- JAX204
 
-_STEP = """
+_MATMUL_STEP = """
     import time
     import timeit
 
@@ -1259,7 +1259,7 @@ _STEP = """
 
 
 def test_jax204_spellings_of_an_unwaited_measurement():
-    assert_marked(_STEP + """
+    assert_marked(_MATMUL_STEP + """
     class Timer:
         def __enter__(self):
             self.t0 = time.perf_counter()
@@ -1301,7 +1301,7 @@ def test_jax204_spellings_of_an_unwaited_measurement():
 
 
 def test_jax204_message_names_the_value_and_the_fix():
-    src = _STEP + """
+    src = _MATMUL_STEP + """
     def measure(x):
         t0 = time.perf_counter()
         y, aux = step(x), None
@@ -1315,7 +1315,7 @@ def test_jax204_message_names_the_value_and_the_fix():
 
 
 def test_jax204_in_a_training_loop_says_to_time_every_n_steps():
-    (msg,) = messages(_STEP + """
+    (msg,) = messages(_MATMUL_STEP + """
     def train(x, batches):
         for b in batches:
             t0 = time.perf_counter()
@@ -1328,7 +1328,7 @@ def test_jax204_in_a_training_loop_says_to_time_every_n_steps():
 
 
 def test_jax204_waited_or_unseen_measurements_are_not_reported():
-    assert findings(_STEP + """
+    assert findings(_MATMUL_STEP + """
     def nan_check(x):
         t0 = time.perf_counter()
         y = step(x)
@@ -1763,3 +1763,26 @@ def test_jax201_streaming_generator_that_yields_its_state_is_quiet():
             params, metrics = train_step(params, batch)
             yield params
     """, "JAX201") == []
+
+
+def test_jax202_two_identical_loops_in_one_function_are_both_reported():
+    # Issue 12: a per-step block_until_ready was said to be missed in one of two identical loops;
+    # every spelling tried reports both (the loops share nothing in the model).
+    assert_marked("""
+    import jax
+
+    step = jax.jit(lambda x: x * 2.0)
+
+    def run(x, batches, n):
+        for i in range(n):
+            x = step(x)
+            x.block_until_ready()  # expect: JAX202
+        for i in range(n):
+            x = step(x)
+            x.block_until_ready()  # expect: JAX202
+        for batch in batches:
+            x = jax.block_until_ready(step(x + batch))  # expect: JAX202
+        for batch in batches:
+            x = jax.block_until_ready(step(x + batch))  # expect: JAX202
+        return x
+    """)

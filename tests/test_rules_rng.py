@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from jaxlint_rules.rng import ConstantKeyInLoop, GlobalRngInTracedCode, KeyReuse
-from ruletools import assert_marked, findings, messages
+from ruletools import assert_marked, findings, messages, opt_in_findings
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]
 
@@ -929,3 +929,282 @@ def test_runtime_paired_choice_picks_the_same_rows():
     xb = jax.random.choice(key, x, (4,), replace=False)
     yb = jax.random.choice(key, x * 10, (4,), replace=False)
     assert (yb == xb * 10).all()
+
+
+# --------------------------------------------------------------------------- keys shared across calls (issue 12)
+
+
+def test_jax502_module_level_key_drawn_by_a_helper_called_for_each_layer():
+    assert_marked("""
+    import jax
+
+    KEY = jax.random.PRNGKey(0)
+
+    def init_layer(shape):
+        return jax.random.normal(KEY, shape) * 0.02  # expect: JAX502
+
+    def init_bias(n):
+        k1, k2 = jax.random.split(KEY)  # expect: JAX502
+        return jax.random.normal(k1, (n,))
+
+    def init_mlp(sizes):
+        layers = [init_layer((a, b)) for a, b in zip(sizes[:-1], sizes[1:])]
+        return layers, init_bias(3), init_bias(4)
+    """)
+
+
+def test_jax502_key_stored_on_self_in_init_and_drawn_per_call():
+    assert_marked("""
+    import jax
+
+    class Explorer:
+        def __init__(self, seed):
+            self.key = jax.random.PRNGKey(seed)
+
+        def act(self, logits):
+            return jax.random.categorical(self.key, logits)  # expect: JAX502
+
+        def noise(self, shape):
+            return jax.random.normal(self.key, shape)  # expect: JAX502
+
+        def rollout(self, logits, n):
+            return [self.noise((2,)) for _ in range(n)]
+    """)
+
+
+def test_jax502_key_fixed_across_calls_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    KEY = jax.random.PRNGKey(0)
+    state = {"key": jax.random.PRNGKey(1)}
+
+    def sample_once(shape):
+        # called once: one draw per run
+        return jax.random.normal(KEY, shape)
+
+    def per_step(shape, step):
+        return jax.random.normal(jax.random.fold_in(KEY, step), shape)
+
+    def from_argument(key, shape):
+        return jax.random.normal(key, shape)
+
+    class Advancing:
+        def __init__(self, seed):
+            self.key = jax.random.PRNGKey(seed)
+
+        def act(self, logits):
+            self.key, sub = jax.random.split(self.key)
+            return jax.random.categorical(sub, logits)
+
+    class Reseeded:
+        def __init__(self, seed):
+            self.key = jax.random.PRNGKey(seed)
+
+        def reset(self, seed):
+            self.key = jax.random.PRNGKey(seed)
+
+        def act(self, logits):
+            return jax.random.categorical(self.key, logits)
+
+    def main():
+        x = sample_once((2,))
+        ys = [per_step((2,), i) for i in range(3)]
+        zs = [from_argument(k, (2,)) for k in jax.random.split(KEY, 3)]
+        return x, ys, zs
+    """, "JAX502") == []
+
+
+def test_jax502_key_fixed_across_calls_in_a_test_helper_is_opt_in(tmp_path):
+    src = """
+    import jax
+
+    class TestModel:
+        def setUp(self):
+            self.rng = jax.random.PRNGKey(0)
+
+        def get_data(self):
+            return jax.random.normal(self.rng, (2, 3))
+
+        def test_a(self):
+            assert self.get_data().shape == (2, 3)
+
+        def test_b(self):
+            assert self.get_data().shape == (2, 3)
+    """
+    assert opt_in_findings(src, "JAX502") == [(9, "JAX502", "test inputs from one key")]
+
+
+def test_jax502_same_key_kept_for_each_name_of_a_literal_loop():
+    assert_marked("""
+    import jax
+
+    def init(key, shape):
+        params = {}
+        for name in ("w1", "w2", "w3"):
+            params[name] = jax.random.normal(key, shape) * 0.02  # expect: JAX502
+        return params
+
+    def init_layers(key, shapes):
+        ws = []
+        for shape in shapes:
+            ws.append(jax.random.uniform(key, shape))  # expect: JAX502
+        return ws, [jax.random.normal(key, s) for s in shapes]  # expect: JAX502
+    """)
+
+
+def test_jax502_literal_loop_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def compare(key, fns, shape):
+        # comparable inputs per implementation, used within the iteration
+        outs = {}
+        for name in ("ref", "fast"):
+            x = jax.random.normal(key, shape)
+            outs[name] = fns[name](x)
+        return outs
+
+    def init_folded(key, shape):
+        params = {}
+        for i, name in enumerate(("w1", "w2")):
+            params[name] = jax.random.normal(jax.random.fold_in(key, i), shape)
+        return params
+
+    def init_split(key, shape):
+        params = {}
+        for name in ("w1", "w2"):
+            key, sub = jax.random.split(key)
+            params[name] = jax.random.normal(sub, shape)
+        return params
+
+    def init_per_key(keys, shape):
+        return {name: jax.random.normal(k, shape) for name, k in zip(("a", "b"), keys)}
+    """, "JAX502") == []
+
+
+def test_jax502_key_passed_to_the_callers_own_lambda_or_def():
+    assert_marked("""
+    import jax
+
+    def sinespe(rng_key, shape):
+        functor = lambda *args: jax.random.normal(*args) - 4.0
+        freqs = functor(rng_key, shape)
+        offsets = jax.random.normal(rng_key, shape)  # expect: JAX502
+
+        def init_gains(key, shape):
+            return jax.random.normal(key, shape) / 2
+
+        gains = init_gains(rng_key, shape)  # expect: JAX502
+        return freqs, offsets, gains
+    """)
+
+
+def test_jax502_distribution_sample_with_a_consumed_key():
+    assert_marked("""
+    import jax
+
+    def update_actor(actor, params, obs, key, delay):
+        for _ in range(delay):
+            actor_key, alpha_key = jax.random.split(key)  # expect: JAX502
+            pi = actor.apply(params, obs)
+            action = pi.sample(seed=key)  # expect: JAX502
+        return action, actor_key, alpha_key
+
+    def act(actor, params, obs, key):
+        k1, k2 = jax.random.split(key)
+        pi = actor.apply(params, obs)
+        return pi.sample(seed=key), k1, k2  # expect: JAX502
+    """)
+
+
+def test_jax502_lambdas_defs_and_sample_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def init_layer(key, shape):
+        return jax.random.normal(key, shape)
+
+    def f(key, shape, pi):
+        # a lambda that does not draw, and a def given a subkey
+        scale = lambda k, s: s * 2
+        k1, k2 = jax.random.split(key)
+        def gains(k, s):
+            return jax.random.normal(k, s)
+        a = scale(key, shape)
+        b = gains(k1, shape)
+        c = pi.sample(seed=k2)
+        d = pi.sample(10)
+        return a, b, c, d
+
+    def g(key, shape, pi):
+        key, sub = jax.random.split(key)
+        x = pi.sample(seed=sub)
+        key, sub = jax.random.split(key)
+        y = pi.sample(seed=sub)
+        return x, y
+    """, "JAX502") == []
+
+
+def test_jax503_constant_seed_in_a_helper_called_every_step():
+    assert_marked("""
+    import jax
+
+    def noise(shape):
+        key = jax.random.PRNGKey(0)  # expect: JAX503
+        return jax.random.normal(key, shape)
+
+    def train(x, n):
+        for step in range(n):
+            x = x + noise(x.shape)
+        return x
+
+    class Policy:
+        def act(self, logits):
+            return jax.random.categorical(jax.random.key(1), logits)  # expect: JAX503
+    """)
+
+
+def test_jax503_constant_seed_in_helpers_that_run_once_or_per_configuration_is_not_reported():
+    assert findings("""
+    import jax
+
+    def make_data(shape):
+        key = jax.random.PRNGKey(0)
+        return jax.random.normal(key, shape)
+
+    def init(shape):
+        return jax.random.normal(jax.random.PRNGKey(0), shape)
+
+    def seeded(shape, seed):
+        return jax.random.normal(jax.random.PRNGKey(seed), shape)
+
+    def main():
+        params = init((3,))
+        for cfg in ("small", "large"):
+            x = make_data((2,))
+        for step in range(10):
+            y = seeded((2,), step)
+        return params, x, y
+    """, "JAX503") == []
+
+
+def test_jax503_constant_key_in_a_per_step_helper_not_drawn_from_or_a_default_is_not_reported():
+    assert findings("""
+    import jax
+
+    class Sampler:
+        def sample(self, prompt, rng=None):
+            if rng is None:
+                rng = jax.random.PRNGKey(42)  # a default when the caller gives none
+            return self.decode(prompt, rng)
+
+        def __call__(self, model, params, x, cell, shape):
+            # dummy keys handed to code that may not draw (eval-mode dropout, a zeros carry)
+            carry = cell.initialize_carry(jax.random.PRNGKey(0), shape)
+            return model.apply(params, x, rngs={"dropout": jax.random.key(0)}, train=False), carry
+
+    def test_step():
+        key = jax.random.PRNGKey(0)
+        assert jax.random.normal(key, (2,)).shape == (2,)
+    """, "JAX503") == []

@@ -1359,3 +1359,44 @@ def test_runtime_jax305_python_loop_unrolls_into_the_program():
     assert n_unrolled >= 200
     assert n_rolled < 20
     assert float(jax.jit(unrolled)(1.0)) == pytest.approx(float(jax.jit(rolled)(1.0)), rel=1e-5)
+
+
+def test_jax303_dynamic_slice_in_dim_with_a_traced_size():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.lax import dynamic_slice_in_dim
+
+    @jax.jit
+    def window(x, start, size):
+        return lax.dynamic_slice_in_dim(x, start, size)  # expect: JAX303
+
+    @jax.jit
+    def longest(x, lengths):
+        return dynamic_slice_in_dim(x, 0, slice_size=jnp.max(lengths), axis=0)  # expect: JAX303
+
+    def prefix_sums(x):
+        def body(i, acc):
+            return acc + jnp.sum(lax.dynamic_slice_in_dim(x, 0, i + 1))  # expect: JAX303
+        return lax.fori_loop(0, x.shape[0], body, 0.0)
+    """)
+
+
+def test_jax303_dynamic_slice_in_dim_with_static_sizes_is_not_reported():
+    assert findings("""
+    from functools import partial
+
+    import jax
+    from jax import lax
+
+    @partial(jax.jit, static_argnames="size")
+    def window(x, start, size):
+        return lax.dynamic_slice_in_dim(x, start, size)
+
+    @jax.jit
+    def halves(x, start):
+        half = x.shape[0] // 2
+        return (lax.dynamic_slice_in_dim(x, start, half),
+                lax.dynamic_update_slice_in_dim(x, x[:2], start, axis=0))
+    """, "JAX303") == []

@@ -584,3 +584,54 @@ def test_runtime_jax602_print_under_vmap_alone_runs_every_call_showing_a_tracer(
         batched(jnp.ones(3))
     out = capsys.readouterr().out
     assert out.count("row =") == 3 and "Tracer" in out and "1." not in out
+
+
+def test_jax601_augmented_item_of_a_closed_over_list_in_jit():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    tot = [0.0]
+
+    @jax.jit
+    def step(x):
+        tot[0] += jnp.sum(x)  # expect: JAX601
+        return x * 2.0
+
+    def run(xs):
+        acc = {"loss": 0.0}
+
+        @jax.jit
+        def f(x):
+            acc["loss"] += jnp.mean(x ** 2)  # expect: JAX601
+            return x
+
+        for x in xs:
+            f(x)
+        return acc
+    """)
+
+
+def test_jax601_augmented_items_that_are_not_leaks_are_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    traces = [0]
+
+    @jax.jit
+    def step(x):
+        traces[0] += 1  # a trace counter: a static bump, bookkeeping
+        return x * 2.0
+
+    @jax.jit
+    def local(x):
+        buf = [0.0]
+        buf[0] += jnp.sum(x)
+        return buf[0]
+
+    def eager(xs, tot):
+        for x in xs:
+            tot[0] += jnp.sum(x)
+        return tot
+    """, "JAX601") == []

@@ -25,6 +25,7 @@ import ast
 from typing import Optional
 
 from .records import Context, Scope
+from .repetition import called_once, setup_name
 from .syntax import _end, _pos, call_arg
 
 JAX_RANDOM = "jax.random."
@@ -43,6 +44,9 @@ FOLD_IN = "fold_in"
 DERIVERS = frozenset({SPLIT, FOLD_IN})
 KEY_FUNCS = SAMPLERS | DERIVERS  # spellings checked before resolving a call
 KEY_MAKERS = ("jax.random.PRNGKey", "jax.random.key")
+# Methods of distribution objects (distrax, TFP, numpyro-style APIs) that draw with a key passed as
+# ``seed=``: ``pi.sample(seed=key)`` is a draw from ``key`` like ``jax.random.normal(key, ...)``.
+DIST_SAMPLE = frozenset({"sample", "sample_and_log_prob"})
 # Draws of indices: with one key they pick the same indices for arrays of the same length, which
 # is how a dataset's inputs and labels are shuffled or subsampled together. Name of the data argument.
 _INDEX_DRAWS = {"choice": "a", "permutation": "x", "shuffle": "x"}
@@ -51,17 +55,27 @@ _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+def is_draw(fn: str) -> bool:
+    """Whether a key use's function draws from the key (a sampler, or a distribution's
+    ``sample(seed=key)``) rather than deriving keys from it."""
+    return fn in SAMPLERS or fn in DIST_SAMPLE
+
+
 class KeyUse:
-    """One ``jax.random`` call and the binding of the key it consumes.
+    """One ``jax.random`` call (or a call that forwards its key to one) and the binding of the key
+    it consumes.
 
-    ``fn``: the jax.random function (a sampler, "split" or "fold_in"); ``name``: the key's variable;
-    ``event``: the :class:`~jaxlint.model.Binding` of that variable the call reads; ``ctx``: the
-    call's context; ``data``: fold_in's data argument; ``num``: split's count argument (None when
-    left to its default of 2)."""
+    ``fn``: the jax.random function (a sampler, "split" or "fold_in"; "sample" for a distribution's
+    ``sample(seed=key)``); ``name``: the key's variable; ``event``: the
+    :class:`~jaxlint.model.Binding` of that variable the call reads; ``ctx``: the call's context;
+    ``data``: fold_in's data argument; ``num``: split's count argument (None when left to its
+    default of 2); ``spelling``: how the consuming call reads in a message (``jax.random.normal``,
+    ``pi.sample``, ``functor``); ``via``: the local lambda or
+    def the key was passed to, when the call forwards it."""
 
-    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num")
+    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via")
 
-    def __init__(self, call, name, fn, ctx, event, data=None, num=None):
+    def __init__(self, call, name, fn, ctx, event, data=None, num=None, spelling=None, via=None):
         self.call = call
         self.name = name
         self.fn = fn
@@ -69,6 +83,26 @@ class KeyUse:
         self.event = event
         self.data = data
         self.num = num
+        self.spelling = spelling or f"{JAX_RANDOM}{fn}"
+        self.via = via
+
+
+class FixedKeyDraw:
+    """A draw from a key that is the same on every call of the function ``func`` it is in
+    (:meth:`KeyQueries.fixed_key_draws`). ``where``: "module" (a module-level name) or "instance"
+    (``self.<attr>`` set in set-up methods only); ``made``: the statement storing the key;
+    ``how``: why ``func`` runs more than once (:meth:`KeyQueries.runs_again`)."""
+
+    __slots__ = ("call", "fn", "key", "where", "made", "func", "how")
+
+    def __init__(self, call, fn, key, where, made, func, how):
+        self.call = call
+        self.fn = fn
+        self.key = key
+        self.where = where
+        self.made = made
+        self.func = func
+        self.how = how
 
 
 class _NameEvent:
@@ -245,9 +279,14 @@ class KeyQueries:
             return None
         scope = ctx.scope
         fn = self.random_function(call, scope)
-        if fn not in KEY_FUNCS:
-            return None
-        arg = call_arg(call, 0, "key")
+        spelling = via = None
+        if fn in KEY_FUNCS:
+            arg = call_arg(call, 0, "key")
+        else:
+            found = self._forwarded_key(call, scope)
+            if found is None:
+                return None
+            fn, arg, spelling, via = found
         if not isinstance(arg, ast.Name):
             return None
         ev = self.binding(arg.id, scope, _pos(arg))
@@ -259,18 +298,261 @@ class KeyQueries:
                 return None
         data = call_arg(call, 1, "data") if fn == FOLD_IN else None
         num = call_arg(call, 1, "num") if fn == SPLIT else None
-        return KeyUse(call, arg.id, fn, ctx, ev, data, num)
+        return KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via)
+
+    def _forwarded_key(self, call: ast.Call, scope: Scope) -> Optional[tuple]:
+        """``(fn, key expression, spelling, via)`` for a call that draws from a key without being a
+        ``jax.random`` call: a distribution's ``pi.sample(seed=key)``, or a lambda or def of the
+        calling function's own that passes the parameter given ``key`` to a ``jax.random``
+        function (``functor = lambda *a: jax.random.normal(*a) - 4``; ``functor(key, shape)``)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in DIST_SAMPLE:
+            for kw in call.keywords:
+                if kw.arg == "seed":
+                    return func.attr, kw.value, _spell(func), None
+            return None
+        if not isinstance(func, (ast.Name, ast.Lambda)) or scope.kind != "function":
+            return None
+        if isinstance(func, ast.Name) and func.id not in self._forwarder_names():
+            return None
+        for f in self.local_functions(func, scope):
+            if f.scope.parent is not scope:
+                continue  # only the caller's own helpers: a module function may be called for its result
+            forwards = self.key_parameters(f)
+            for i, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                if i in forwards:
+                    fn = forwards[i]
+                    return fn, arg, _spell(func), f
+        return None
+
+    def _forwarder_names(self) -> set:
+        """Names bound to a nested lambda or def that forwards a key parameter (a cheap filter)."""
+        memo = self.__dict__.get("_forwarder_names_memo")
+        if memo is None:
+            memo = set()
+            for f in self.functions:
+                if f.parent is None or not self.key_parameters(f):
+                    continue
+                if isinstance(f.node, ast.Lambda):
+                    stmt = self._lambda_stmt(f)
+                    if isinstance(stmt, ast.Assign):
+                        out: list = []
+                        for t in stmt.targets:
+                            _plain_names(t, out)
+                        memo.update(out)
+                else:
+                    memo.add(f.name)
+            self.__dict__["_forwarder_names_memo"] = memo
+        return memo
+
+    def _lambda_stmt(self, f) -> Optional[ast.stmt]:
+        parent = f.scope.parent
+        if parent is None or parent.kind != "function":
+            return None
+        for stmt in ast.walk(parent.node):
+            if isinstance(stmt, ast.Assign) and stmt.value is f.node:
+                return stmt
+        return None
+
+    def key_parameters(self, f) -> dict:
+        """Positional parameter index -> the ``jax.random`` function the body of ``f`` passes that
+        parameter to as the key, directly (``jax.random.normal(key, shape)``) or as the first of
+        its ``*args`` (``lambda *a: jax.random.normal(*a)``). Only the function's own calls count
+        (not those of functions nested in it)."""
+        memo = self.__dict__.setdefault("_key_params_memo", {})
+        found = memo.get(id(f))
+        if found is not None:
+            return found
+        out: dict = {}
+        memo[id(f)] = out
+        node = f.node
+        vararg = node.args.vararg.arg if node.args.vararg is not None else None
+        for call in f.calls:
+            fn = self.random_function(call, f.scope)
+            if fn not in KEY_FUNCS:
+                continue
+            first = call.args[0] if call.args else None
+            if first is None:
+                for kw in call.keywords:
+                    if kw.arg == "key":
+                        first = kw.value
+            if isinstance(first, ast.Name) and first.id in f.params:
+                if self.binding(first.id, f.scope, _pos(first)) is None or \
+                        len(f.scope.events.get(first.id, ())) > 1:
+                    continue  # rebound in the body: not the argument any more
+                out.setdefault(f.params.index(first.id), fn)
+            elif isinstance(first, ast.Starred) and isinstance(first.value, ast.Name) and first.value.id == vararg:
+                out.setdefault(len(f.params), fn)
+        return out
 
     def key_use_groups(self) -> list:
         """The key uses of the module grouped by the binding they consume (and the scope they run
         in), each group in source order; groups in the order of their first use."""
         groups: dict = {}
-        for call in self.calls_named(KEY_FUNCS):
+        calls = list(self.calls_named(KEY_FUNCS))
+        calls.extend(c for name in DIST_SAMPLE for c in self.calls_by_name.get(name, ()))
+        names = self._forwarder_names()
+        calls.extend(c for name in names for c in self.calls_by_name.get(name, ()))
+        seen: set = set()
+        for call in calls:
+            if id(call) in seen:
+                continue
+            seen.add(id(call))
             use = self.key_use(call)
             if use is None:
                 continue
             groups.setdefault((id(use.event), id(use.ctx.scope)), []).append(use)
         return [sorted(g, key=lambda u: _pos(u.call)) for g in groups.values()]
+
+    # -- keys that stay the same from one call to the next
+
+    def fixed_key_draws(self) -> list:
+        """Draws (and splits) inside a function from a key that is the same on every call of that
+        function, when the function runs more than once: :class:`FixedKeyDraw` records. The key
+        is a module-level name bound once to a key (``KEY = jax.random.PRNGKey(0)``) and never
+        rebound, or ``self.<attr>`` assigned a key in set-up methods only (``__init__``,
+        ``setup``) and never replaced by another method. ``fold_in`` with data that may change
+        makes a new key per call and is left out."""
+        memo = self.__dict__.get("_fixed_key_memo")
+        if memo is not None:
+            return memo
+        out: list = []
+        self.__dict__["_fixed_key_memo"] = out
+        calls = list(self.calls_named(KEY_FUNCS))
+        calls.extend(c for name in DIST_SAMPLE for c in self.calls_by_name.get(name, ()))
+        for call in calls:
+            if not self.work.spend():
+                break
+            found = self._fixed_key_draw(call)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _fixed_key_draw(self, call: ast.Call) -> Optional["FixedKeyDraw"]:
+        ctx = self.context(call)
+        if ctx is None or ctx.scope.kind != "function" or ctx.scope.func is None:
+            return None
+        f = ctx.scope.func
+        scope = ctx.scope
+        fn = self.random_function(call, scope)
+        if fn in KEY_FUNCS:
+            arg = call_arg(call, 0, "key")
+        elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
+            fn = call.func.attr
+            arg = next((kw.value for kw in call.keywords if kw.arg == "seed"), None)
+        else:
+            return None
+        if fn == FOLD_IN:
+            data = call_arg(call, 1, "data")
+            if data is None or not isinstance(data, ast.Constant):
+                return None  # fold_in(KEY, step): a new key per call
+        made = None
+        if isinstance(arg, ast.Name):
+            made = self._module_key(arg, scope)
+            where = "module"
+        elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
+              and f.params and arg.value.id == f.params[0]):
+            made = self._instance_key(f, arg.attr)
+            where = "instance"
+        if made is None:
+            return None
+        how = self.runs_again(f)
+        if how is None:
+            return None
+        return FixedKeyDraw(call, fn, arg, where, made, f, how)
+
+    def _module_key(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+        """The statement binding a module-level key ``name`` refers to, when it is bound once at
+        module level to a key (made by a key constructor, or derived with split/fold_in) and no
+        function declares it ``global``."""
+        ev = self.binding(name.id, scope, _pos(name))
+        if ev is None or ev.scope.kind != "module" or ev.kind != "assign":
+            return None
+        if len(ev.scope.events.get(name.id, ())) != 1 or any(
+                name.id in s.globals for s in self.scopes if s.kind == "function"):
+            return None
+        return ev.node if self._makes_key(ev.value, ev.scope) else None
+
+    def _makes_key(self, value: Optional[ast.AST], scope: Scope) -> bool:
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if not isinstance(value, ast.Call):
+            return False
+        if self.resolve(value.func, scope) in KEY_MAKERS:
+            return True
+        return self.random_function(value, scope) in DERIVERS
+
+    def _instance_key(self, f, attr: str) -> Optional[ast.AST]:
+        """The assignment that stores a key in ``self.<attr>``, when every assignment to it in the
+        class is in a set-up method (``__init__``, ``setup``, ...) and one of them makes a key."""
+        cls = f.cls
+        if cls is None or setup_name(f.name):
+            return None
+        made = None
+        for method in cls.methods.values():
+            node = method.node
+            if isinstance(node, ast.Lambda) or not method.params:
+                continue
+            me = method.params[0]
+            for stmt in ast.walk(node):
+                if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    stored = [t for tt in targets for t in ast.walk(tt) if isinstance(t, ast.Attribute)
+                              and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == me
+                              and isinstance(t.ctx, ast.Store)]
+                    if not stored:
+                        continue
+                    if not setup_name(method.name):
+                        return None  # replaced by a method that runs later: maybe split and stored back
+                    if isinstance(stmt, ast.Assign) and self._makes_key(stmt.value, method.scope):
+                        made = stmt
+                elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
+                    return None  # setattr(self, name, ...): unseen stores
+        return made
+
+    def runs_again(self, f) -> Optional[tuple]:
+        """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two
+        or more calls of it in this module, ``("loop", call, loop)`` for a call in any loop (a loop
+        over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
+        :meth:`repeats` (a per-step name, a call from a function that repeats). None otherwise,
+        and for entry points and tests, which run once."""
+        sites = self.callers(f)
+        for call, _ in sites:
+            ctx = self.context(call)
+            if ctx is not None and ctx.loops:
+                return ("loop", call, ctx.loops[-1])
+        if len(sites) >= 2:
+            return ("sites", [c for c, _ in sites])
+        if called_once(f):
+            return None
+        rep = self.repeats(f)
+        if rep is not None and rep.kind != "factory":
+            return ("repeats", rep)
+        return None
+
+    def drawn_in_place(self, maker: ast.Call) -> bool:
+        """Whether the key a constructor call makes is drawn from (or split) by a ``jax.random``
+        call of the same function: it is that call's key (``normal(PRNGKey(0), s)``), or it is
+        bound to a name whose binding that call reads (``key = PRNGKey(0)``; ``normal(key, s)``).
+        A key handed to other code (``model.apply(..., rngs={"dropout": PRNGKey(0)})``,
+        ``cell.initialize_carry(PRNGKey(0), shape)``) may never be drawn from."""
+        ctx = self.context(maker)
+        if ctx is None:
+            return False
+        scope = ctx.scope
+        for call in self.calls_named(KEY_FUNCS):
+            if self.scope_at(call) is not scope or self.random_function(call, scope) not in KEY_FUNCS:
+                continue
+            arg = call_arg(call, 0, "key")
+            if arg is maker:
+                return True
+            if isinstance(arg, ast.Name):
+                ev = self.binding(arg.id, scope, _pos(arg))
+                if ev is not None and ev.plain_assign and ev.value is maker:
+                    return True
+        return False
 
     # -- dataflow facts
 
@@ -367,6 +649,32 @@ class KeyQueries:
             _plain_names(t, bound)
         return use.name in bound
 
+    def kept_per_iteration(self, call: ast.Call, loop) -> bool:
+        """Whether each iteration of ``loop`` keeps what ``call`` returns beside the others: the
+        call (under arithmetic, ``.astype``/``.reshape``-style methods) is the value stored into an
+        item named by the loop variable (``params[name] = normal(key, s) * 0.02``), appended
+        (``ws.append(normal(key, s))``), or the element of the comprehension ``loop`` is. Then the
+        iterations' results live side by side, and a key that does not change makes them equal:
+        several layers with the same weights, even in a loop over a few literal names."""
+        node = loop.node
+        targets = loop.target_names()
+        if isinstance(node, _COMPREHENSIONS):
+            elts = [node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            return any(_carries(e, call) for e in elts)
+        ctx = self.context(call)
+        if ctx is None or ctx.scope.kind == "class":
+            return False
+        stmt = self._key_names(ctx.scope).statement(call)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _carries(stmt.value, call):
+            ts = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            return any(isinstance(t, ast.Subscript) and any(
+                isinstance(n, ast.Name) and n.id in targets for n in ast.walk(t.slice)) for t in ts)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            f = stmt.value.func
+            if isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "add"):
+                return any(_carries(a, call) for a in stmt.value.args)
+        return False
+
     def distinct_derivations(self, a: KeyUse, b: KeyUse) -> bool:
         """Whether two derivations from one key give different keys: ``fold_in`` with different
         data, or ``fold_in(key, n)`` beside ``split(key, n)`` (``fold_in(key, i)`` equals
@@ -410,6 +718,38 @@ class KeyQueries:
         rest_b = [ast.dump(x) for x in cb.args[2:]] + sorted(
             (k.arg or "", ast.dump(k.value)) for k in cb.keywords if k.arg not in (data, "key"))
         return rest_a == rest_b
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_KEEPS_VALUES = frozenset({"astype", "reshape", "T", "squeeze", "ravel", "flatten"})
+
+
+def _carries(expr: ast.AST, call: ast.Call) -> bool:
+    """Whether ``expr`` is ``call`` or arithmetic on it (``normal(k, s) * 0.02 + b``,
+    ``normal(k, s).astype(dt)``), so that equal calls give equal values."""
+    for _ in range(16):
+        if expr is call:
+            return True
+        if isinstance(expr, ast.BinOp):
+            if _carries(expr.left, call):
+                return True
+            expr = expr.right
+        elif isinstance(expr, ast.UnaryOp):
+            expr = expr.operand
+        elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+              and expr.func.attr in _KEEPS_VALUES):
+            expr = expr.func.value
+        else:
+            return False
+    return False
+
+
+def _spell(expr: ast.AST) -> str:
+    try:
+        text = ast.unparse(expr)
+    except Exception:  # pragma: no cover - unparse of a parsed tree does not fail
+        return "the call"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _within(node: ast.AST, outer: ast.AST) -> bool:
