@@ -33,6 +33,15 @@ JIT_WRAPPERS = {
     "flax.nnx.pmap": "pmap",
 }
 
+# Jit wrappers whose cache is keyed on the identity of the function object, so a wrapper rebuilt
+# around a new bound method (``jax.jit(env.step)``: ``env.step`` is a new object at every
+# evaluation) traces and compiles again. Measured under jax 0.10.2: ``jax.jit(env.step)`` rebuilt
+# 5 times compiles 5 times. ``flax.nnx.jit`` wraps every function in a new ``JitFn``
+# (``dataclass(eq=False)``) handed to ``jax.jit``. Not here: ``jax.pmap`` and equinox's
+# ``filter_jit``/``filter_pmap`` key their caches on the function's equality (a bound method equals
+# the last one made from the same instance and function): rebuilt 5 times, they compile once.
+IDENTITY_KEYED_WRAPPERS = frozenset({"jax.jit", "flax.nnx.jit"})
+
 # Transformations that trace the function they are given (argument 0 or keyword).
 # policy: which parameters of the transformed function receive tracers.
 #   "all"      every parameter (minus static_argnums where the transform has them)

@@ -32,7 +32,7 @@ def describe(new: Optional[NewCallable]) -> Optional[str]:
     if new.kind == "transformed":
         return f"the result of `{unparse(new.node.func)}(...)`"
     if new.kind == "bound_method":
-        return f"the bound method `{unparse(new.node)}`"
+        return f"the bound method `{unparse(new.node)}` (a new object at every attribute access)"
     if new.kind == "def":
         return f"the function `{new.name}` defined there"
     return f"`{new.name}`, {describe(new.inner)} made there"
@@ -68,7 +68,7 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
     else:
-        what = describe(model.new_callable(wrap.target, ctx.loops, ctx.scope))
+        what = describe(model.rebuilt_callable(wrap, ctx.loops))
     if what is None:
         return None
     loop = ctx.loops[-1]
@@ -89,8 +89,13 @@ class JitInLoop(Rule):
                "loop) is not reported.")
     rationale = ("JAX caches compiled programs per function object. A new lambda, partial or nested function "
                  "each iteration is a new key, so every iteration traces and compiles from scratch: seconds of "
-                 "compile time per step instead of microseconds of dispatch. Re-wrapping the same module-level "
-                 "function hits the cache and is not reported. The message says what repeats: every iteration "
+                 "compile time per step instead of microseconds of dispatch. A method looked up on an instance "
+                 "(`self.step`, `env.step`, `self.env.step` with `self.env = Env(...)`) is a new bound-method "
+                 "object at every lookup, so `jax.jit` of it misses too; `jax.pmap` and equinox's `filter_jit` "
+                 "find it equal to the last one and reuse the program, and are not reported for it. Re-wrapping "
+                 "the same function object hits the cache and is not reported: a module-level function, "
+                 "`mod.func`, `Cls.func`, a staticmethod, a function stored on an object (`self.loss_fn = "
+                 "loss_fn`, `state.apply_fn`) or in a dict. The message says what repeats: every iteration "
                  "of the loop, or every call of the function around a loop over a few items.")
     bad = """
         import jax
@@ -177,7 +182,8 @@ class JitPerCall(Rule):
                "`__call__`, `sample`, `insert`), a closure a factory returns, called from such a function, "
                "given the training step, or a small helper whose result is the compiled call.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
-                 "wrapped callable is a new object each call, so every call retraces and recompiles. Jit once "
+                 "wrapped callable is a new object each call (a bound method of any instance of a class of the "
+                 "module included, for `jax.jit`), so every call retraces and recompiles. Jit once "
                  "(module level, `__init__`, a returned factory, or a cached helper) and reuse the result. "
                  "Functions that run once (set-up code, `train()`, `main`, tests) compile once and are not "
                  "reported.")
@@ -218,7 +224,7 @@ class JitPerCall(Rule):
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
-                what = describe(model.new_callable(wrap.target, outer, wrap.ctx.scope))
+                what = describe(model.rebuilt_callable(wrap, outer))
             if what is None or model.wraps_callable_param(wrap, outer):
                 continue
             name = model.bound_name(wrap)

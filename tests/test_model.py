@@ -2627,3 +2627,133 @@ def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
     makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c) == "PRNGKey"),
                     key=lambda c: c.args[0].value)
     assert [m.drawn_in_place(c) for c in makers] == [True, True, False, False]
+
+
+# --------------------------------------------------------------------------- bound methods vs stored functions
+
+_ATTRS = """
+    import functools
+    import mymod
+    from lib import make_env
+    from pkg import thing
+
+    class Base:
+        def reset(self, x):
+            return x
+
+    class Env(Base):
+        scale_fn: object
+
+        def __init__(self):
+            self.loss_fn = mymod.loss
+            self.table = {"f": mymod.loss}
+
+        def step(self, x):
+            return x
+
+        @staticmethod
+        def sm(x):
+            return x
+
+        @classmethod
+        def cm(cls, x):
+            return x
+
+        @property
+        def prop(self):
+            return mymod.loss
+
+        alias = staticmethod(mymod.loss)
+
+    class Remote(make_env):
+        def update(self, x):
+            return super().update(x), super().reset(x)
+
+    class Local(Env):
+        def update(self, x):
+            return super().step(x), super().sm(x)
+
+    env = Env()
+
+    class Agent:
+        def __init__(self, cfg):
+            self.env = Env()
+            self.other = make_env(cfg)
+            self.mixed = Env() if cfg else make_env(cfg)
+
+        def act(self, x, param):
+            return (self.env.step, self.env.cm, self.env.reset, self.act, env.step, Env.cm,
+                    self.env.loss_fn, self.env.sm, Env.sm, Env.step, mymod.loss, self.env.scale_fn,
+                    self.env.alias, functools.partial,
+                    self.other.step, self.mixed.step, param.step, self.env.prop, thing.f, self.env.missing)
+"""
+
+
+def _attribute_kinds(src: str, names) -> dict:
+    tree, m = build(src)
+    out = {}
+    for spelled in names:
+        node = loads(tree, spelled)[-1]
+        out[spelled] = m.attribute_callable(node, m.scope_at(node))
+    return out
+
+
+def test_attribute_callable_fresh_bound_methods():
+    """A method looked up on an instance (or a classmethod, on its class too) is a new bound-method
+    object at every evaluation: ``jax.jit`` of it misses the cache each time."""
+    names = ["self.env.step", "self.env.cm", "self.env.reset", "self.act", "env.step", "Env.cm"]
+    assert _attribute_kinds(_ATTRS, names) == dict.fromkeys(names, "bound_method")
+
+
+def test_attribute_callable_stored_functions():
+    """The same function object at every evaluation: an instance attribute set in ``__init__``, a
+    staticmethod (on an instance or the class), a plain function on its class, a module's function,
+    a dataclass-style field, ``staticmethod(f)`` in the class body."""
+    names = ["self.env.loss_fn", "self.env.sm", "Env.sm", "Env.step", "mymod.loss", "functools.partial",
+             "self.env.scale_fn", "self.env.alias"]
+    assert _attribute_kinds(_ATTRS, names) == dict.fromkeys(names, "stored")
+
+
+def test_attribute_callable_unknown_objects():
+    """What this module cannot tell: an object a factory made, one of two kinds, a parameter, a
+    property, a name imported from a module (an object, maybe), an attribute no class defines."""
+    names = ["self.other.step", "self.mixed.step", "param.step", "self.env.prop", "thing.f", "self.env.missing"]
+    assert _attribute_kinds(_ATTRS, names) == dict.fromkeys(names, None)
+
+
+def test_attribute_callable_through_super():
+    tree, m = build(_ATTRS)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Call)
+             and getattr(n.value.func, "id", "") == "super"]
+    kinds = {(m.scope_at(n).func.qualname, n.attr): m.attribute_callable(n, m.scope_at(n)) for n in calls}
+    assert kinds == {("Remote.update", "update"): None,  # a base from another module: it may be anything
+                     ("Remote.update", "reset"): None,
+                     ("Local.update", "step"): "bound_method", ("Local.update", "sm"): "stored"}
+
+
+def test_rebuilt_callable_depends_on_the_wrapper_cache():
+    """``jax.jit`` keys its cache on the function object, ``jax.pmap`` and equinox's ``filter_jit`` on
+    its equality: a new bound method equal to the last one misses only the first."""
+    tree, m = build("""
+        import jax
+        import equinox as eqx
+
+        class Env:
+            def step(self, x):
+                return x
+
+            def update(self, xs):
+                for x in xs:
+                    jax.jit(self.step)(x)
+                    jax.pmap(self.step)(x)
+                    eqx.filter_jit(self.step)(x)
+                    f = self.step
+                    jax.jit(f)(x)
+                    jax.jit(lambda v: v)(x)
+                    jax.pmap(lambda v: v)(x)
+    """)
+    loops = m.loops[0]
+    kinds = [(w.spelling, m.rebuilt_callable(w, (loops,))) for w in m.jit_wraps]
+    assert [(s, n.kind if n else None) for s, n in kinds] == [
+        ("jax.jit", "bound_method"), ("jax.pmap", None), ("eqx.filter_jit", None), ("jax.jit", "name"),
+        ("jax.jit", "lambda"), ("jax.pmap", "lambda")]

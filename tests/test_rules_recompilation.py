@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import jaxlint_rules
-from ruletools import default_findings, findings, line_of, messages, opt_in_findings
+from ruletools import assert_marked, default_findings, findings, line_of, messages, opt_in_findings
 
 RULES = [r() for r in jaxlint_rules.ALL_RULES]
 
@@ -1148,3 +1148,311 @@ def test_jax103_message_names_the_loop_whose_iterations_change_it():
         "static argument `rate` of `train_step` is computed from the loop counter `epoch`: it takes a new value on "
         "every iteration of the loop on line 10, so every iteration compiles a new program; pass it as a traced "
         "argument (not static), or keep it to a few fixed values"]
+
+
+# --------------------------------------------------------------------------- bound methods of any instance
+
+BOUND_METHOD_POSITIVE = {
+    "method_of_an_attribute_in_a_per_step_method": """
+        import jax
+        import jax.numpy as jnp
+
+        class Env:
+            def __init__(self, gravity):
+                self.gravity = gravity
+
+            def step(self, state, action):
+                return state + action - self.gravity
+
+        class Agent:
+            def __init__(self):
+                self.env = Env(9.8)
+
+            def act(self, state, action):
+                return jax.jit(self.env.step)(state, action)  # expect: JAX102
+    """,
+    "method_of_a_local_instance_in_a_loop": """
+        import jax
+        import jax.numpy as jnp
+
+        class Env:
+            def get_obs(self, state):
+                return jnp.tanh(state)
+
+        def rollout(states):
+            env = Env()
+            obs = []
+            for s in states:
+                obs.append(jax.jit(env.get_obs)(s))  # expect: JAX101
+            return obs
+    """,
+    "method_of_a_module_level_instance_per_call": """
+        import jax
+        import jax.numpy as jnp
+
+        class Scorer:
+            def score(self, x):
+                return jnp.sum(x ** 2)
+
+        SCORER = Scorer()
+
+        def train_step(x):
+            return jax.jit(SCORER.score)(x)  # expect: JAX102
+    """,
+    "name_bound_to_a_method_in_the_loop": """
+        import jax
+
+        class Buffer:
+            def insert(self, data, item):
+                return data.at[0].set(item)
+
+        def fill(data, items):
+            buf = Buffer()
+            for item in items:
+                insert = buf.insert
+                data = jax.jit(insert)(data, item)  # expect: JAX101
+            return data
+    """,
+    "inherited_method_and_super": """
+        import jax
+
+        class Base:
+            def apply(self, x):
+                return x * 2
+
+        class Net(Base):
+            def __call__(self, x):
+                return jax.jit(super().apply)(x)  # expect: JAX102
+
+        class Wrapper:
+            def __init__(self):
+                self.net = Net()
+
+            def update(self, x):
+                return jax.jit(self.net.apply)(x)  # expect: JAX102
+    """,
+    "classmethod_on_the_class": """
+        import jax
+
+        class Norm:
+            @classmethod
+            def apply(cls, x):
+                return x / 2
+
+        def normalize(xs):
+            return [jax.jit(Norm.apply)(x) for x in xs]  # expect: JAX101
+    """,
+}
+
+
+@pytest.mark.parametrize("src", BOUND_METHOD_POSITIVE.values(), ids=BOUND_METHOD_POSITIVE.keys())
+def test_jit_of_a_bound_method_of_any_instance_is_reported(src):
+    assert_marked(src)
+
+
+BOUND_METHOD_STORED = {
+    "train_state_apply_fn_field": """
+        import jax
+        from flax import struct
+
+        @struct.dataclass
+        class TrainState:
+            apply_fn: object = struct.field(pytree_node=False)
+            params: object = None
+
+        def train_step(state: TrainState, x):
+            return jax.jit(state.apply_fn)(state.params, x)
+
+        def train(state, xs):
+            for x in xs:
+                y = jax.jit(state.apply_fn)(state.params, x)
+            return y
+    """,
+    "loss_fn_stored_in_init": """
+        import jax
+
+        def mse(p, x):
+            return ((p - x) ** 2).mean()
+
+        class Trainer:
+            def __init__(self, loss_fn=mse):
+                self.loss_fn = loss_fn
+
+            def step(self, p, x):
+                return jax.jit(self.loss_fn)(p, x)
+
+        class Runner:
+            def __init__(self):
+                self.trainer = Trainer()
+
+            def update(self, p, x):
+                return jax.jit(self.trainer.loss_fn)(p, x)
+    """,
+    "module_attribute_function": """
+        import jax
+        import losses
+        import pkg.metrics as metrics
+
+        def train_step(p, x):
+            return jax.jit(losses.mse)(p, x) + jax.jit(metrics.acc)(p, x)
+
+        def evaluate(p, xs):
+            return [jax.jit(losses.mse)(p, x) for x in xs]
+    """,
+    "function_on_its_class": """
+        import jax
+
+        class Losses:
+            def mse(p, x):
+                return ((p - x) ** 2).mean()
+
+        def train_step(p, x):
+            return jax.jit(Losses.mse)(p, x)
+
+        def evaluate(p, xs):
+            return [jax.jit(Losses.mse)(p, x) for x in xs]
+    """,
+    "staticmethods": """
+        import jax
+
+        class Model:
+            @staticmethod
+            def forward(p, x):
+                return p * x
+
+            def step(self, p, x):
+                return jax.jit(self.forward)(p, x)
+
+        MODEL = Model()
+
+        def evaluate(p, xs):
+            return [jax.jit(MODEL.forward)(p, x) + jax.jit(Model.forward)(p, x) for x in xs]
+    """,
+    "functions_in_a_dict": """
+        import jax
+
+        def relu(x):
+            return x * (x > 0)
+
+        class Net:
+            def __init__(self):
+                self.acts = {"relu": relu}
+
+            def __call__(self, x, name):
+                return jax.jit(self.acts[name])(x)
+
+        ACTS = {"relu": relu}
+
+        def evaluate(xs):
+            return [jax.jit(ACTS["relu"])(x) for x in xs]
+    """,
+    "optax_transformation_fields": """
+        import jax
+        import optax
+
+        class Learner:
+            def __init__(self):
+                self.tx = optax.adam(1e-3)
+
+            def update(self, grads, opt_state, params):
+                return jax.jit(self.tx.update)(grads, opt_state, params)
+    """,
+    "pmap_and_filter_jit_reuse_equal_bound_methods": """
+        import jax
+        import equinox as eqx
+
+        class Buffer:
+            def insert(self, data, item):
+                return data + item
+
+        class Learner:
+            def __init__(self):
+                self._buffer = Buffer()
+
+            def update(self, data, item):
+                data = jax.pmap(self._buffer.insert)(data, item)
+                return eqx.filter_jit(self._buffer.insert)(data, item)
+
+            def step(self, data, item):
+                return jax.pmap(self.update)(data, item)
+    """,
+    "a_different_instance_each_iteration_or_call": """
+        import jax
+
+        class Env:
+            def step(self, s):
+                return s + 1
+
+        def rollout_all(states):
+            for cfg in range(3):
+                env = Env()
+                states = jax.jit(env.step)(states)
+            return states
+
+        def train_step(env, s):
+            return jax.jit(env.step)(s)
+    """,
+    "instance_from_another_module": """
+        import jax
+        from envs import make_env
+
+        class Agent:
+            def __init__(self, name):
+                self.env = make_env(name)
+
+            def act(self, s):
+                return jax.jit(self.env.step)(s)
+    """,
+    "wrapper_kept_once": """
+        import jax
+
+        class Env:
+            def step(self, s):
+                return s + 1
+
+        class Agent:
+            def __init__(self):
+                self.env = Env()
+                self._step = jax.jit(self.env.step)
+
+            def act(self, s):
+                return self._step(s)
+    """,
+}
+
+
+@pytest.mark.parametrize("src", BOUND_METHOD_STORED.values(), ids=BOUND_METHOD_STORED.keys())
+def test_jit_of_a_stored_function_or_an_equal_bound_method_is_quiet(src):
+    assert findings(src, "JAX101") == [] and findings(src, "JAX102") == []
+
+
+def test_bound_method_message_says_a_new_object_is_made_each_access():
+    [msg] = messages(BOUND_METHOD_POSITIVE["method_of_an_attribute_in_a_per_step_method"], "JAX102")
+    assert "the bound method `self.env.step` (a new object at every attribute access)" in msg
+    assert "`act` is a per-step method" in msg
+
+
+def test_jax102_closure_defined_before_a_loop_in_a_repeated_function():
+    """Issue 12 gap 6: a closure defined before the loop is one new function per call of the outer
+    function: its jit compiles once per call, in the loop or outside it."""
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        def evaluate(params, batches):
+            def body_fn(p, b):
+                return jnp.mean(p * b)
+            total = 0.0
+            for b in batches:
+                total += jax.jit(body_fn)(params, b)  # expect: JAX102
+            return total
+
+        def train(params, data, n):
+            for i in range(n):
+                evaluate(params, data)
+    """
+    assert_marked(src)
+    assert "compiles again the program its loop on line 9 runs" in messages(src, "JAX102")[0]
+    once = src.replace("    for i in range(n):\n                evaluate(params, data)",
+                       "    evaluate(params, data)")
+    assert once != src and findings(once, "JAX102") == []

@@ -215,6 +215,7 @@ class _Builder:
         scope = Scope(node, "class", self.scope)
         self.m.scopes.append(scope)
         scope.cls = info
+        info.scope = scope
         saved = (self.scope, self.cur)
         self.scope = scope
         self.qual.append(node.name)

@@ -196,6 +196,7 @@ class ClassInfo:
     node: ast.ClassDef
     methods: dict = field(default_factory=dict)  # name -> FunctionInfo
     self_attrs: dict = field(default_factory=dict)  # attribute -> [value expressions assigned to self.attr]
+    scope: Optional["Scope"] = None  # the class body's scope (its bindings: methods, class attributes)
 
 
 @dataclass(eq=False)

@@ -125,9 +125,9 @@ class RepetitionQueries:
             if qn in N.TRANSFORMS or qn in N.JIT_WRAPPERS:
                 return NewCallable("transformed", target)
             return None
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            funcs = self.local_functions(target, scope)
-            if funcs and funcs[0].is_method:
+        if isinstance(target, ast.Attribute):
+            # A method looked up on an instance is a new bound-method object at every evaluation.
+            if self.attribute_callable(target, scope) == "bound_method":
                 return NewCallable("bound_method", target)
             return None
         if isinstance(target, ast.Name):
@@ -137,7 +137,7 @@ class RepetitionQueries:
             if ev.kind == "def":
                 created = ev.node
                 what = NewCallable("def", ev.node, target.id)
-            elif ev.plain_assign and isinstance(ev.value, (ast.Lambda, ast.Call)):
+            elif ev.plain_assign and isinstance(ev.value, (ast.Lambda, ast.Call, ast.Attribute)):
                 created = ev.value
                 desc = self.new_callable(ev.value, inside, ev.scope)
                 if desc is None:
@@ -145,8 +145,36 @@ class RepetitionQueries:
                 what = NewCallable("name", ev.value, target.id, desc)
             else:
                 return None
+            if isinstance(created, ast.Attribute):  # no context of its own: where the name is bound
+                return what if self._bound_inside(ev, inside) else None
             return what if self.created_inside(created, inside) else None
         return None
+
+    def _bound_inside(self, ev, inside) -> bool:
+        if isinstance(inside, FunctionInfo):
+            s = ev.scope
+            while s is not None:
+                if s.func is inside:
+                    return True
+                s = s.parent
+            return False
+        return any(loop in ev.loops for loop in inside)
+
+    def rebuilt_callable(self, wrap: JitWrap, inside) -> Optional[NewCallable]:
+        """What makes rebuilding the jit wrapper ``wrap`` each time the region ``inside`` runs (see
+        :meth:`new_callable`) trace and compile again: the callable it wraps, created anew there,
+        whose new object misses the wrapper's cache. A bound method misses only the caches of the
+        wrappers keyed on the function object's identity (``jax.jit``): ``jax.pmap`` and
+        equinox's ``filter_jit`` find the bound method equal to the last one and reuse the
+        compiled program (``names.IDENTITY_KEYED_WRAPPERS``)."""
+        new = self.new_callable(wrap.target, inside, wrap.ctx.scope)
+        inner = new
+        while inner is not None and inner.kind == "name":
+            inner = inner.inner
+        if inner is not None and inner.kind == "bound_method" \
+                and self.wrapper_qualname(wrap) not in N.IDENTITY_KEYED_WRAPPERS:
+            return None
+        return new
 
     def compiled_once(self, f: FunctionInfo) -> bool:
         """Whether a function is traced only as the body of jit wrappers whose result the program

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import names as N
 from . import limits as L
-from .records import _DICT_VIEWS, Binding, ClassInfo, FunctionInfo, Scope, _element
+from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update, call_arg
 
 # jnp functions that return a boolean array.
@@ -134,34 +134,6 @@ class ValueQueries:
         return self._instance_result(call, scope)
 
     # -- instances of the module's own classes
-
-    def instance_class(self, expr: ast.AST, scope: Scope) -> Optional[ClassInfo]:
-        """The class of this module that ``expr`` is certainly an instance of: a name bound once
-        in its scope to ``C(...)``, or ``self.attr`` whose every assignment in the class is one
-        (``self.trainer = Trainer(cfg)``), where ``C`` is a class defined in this module."""
-        if not self.work.spend():
-            return None
-        values: list = []
-        if isinstance(expr, ast.Name):
-            ev = self.binding(expr.id, scope, _pos(expr))
-            if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
-                return None
-            values, vscope = [ev.value], ev.scope
-        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            cls = self._class_of(scope)
-            values = list(cls.self_attrs.get(expr.attr, ())) if cls is not None else []
-            vscope = None
-        found: Optional[ClassInfo] = None
-        for v in values:
-            if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
-                return None
-            s = vscope if vscope is not None else self.scope_at(v)
-            ev = self.binding(v.func.id, s, _pos(v.func))
-            cls = self.classes.get(id(ev.node)) if ev is not None and ev.kind == "other" else None
-            if cls is None or (found is not None and cls is not found):
-                return None
-            found = cls
-        return found
 
     def _instance_result(self, call: ast.Call, scope: Scope) -> bool:
         """``self.trainer.train_step(batch)``, ``trainer.evaluate(x)``: a method of an instance of
