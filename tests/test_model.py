@@ -2273,7 +2273,7 @@ def shape_source_of(body: str, callee: str = "step"):
 @pytest.mark.parametrize("body, kind, every, sizes", [
     ("for i in range(1, steps):\n    step(data[:i])", "slice", True, None),
     ("for i, j in zip(xs, sizes):\n    step(data[i:j])", "slice", False, None),
-    ("for n in sizes:\n    step(jnp.ones(n))", "built", False, None),
+    ("for s in sentences:\n    n = len(s.split())\n    step(jnp.ones(n))", "built", False, None),
     ("for n in range(steps):\n    step(jnp.arange(n))", "built", True, None),
     ("for n in range(steps):\n    m = 2 * n + 1\n    step(jnp.zeros((m, d)))", "built", True, None),
     ("t = 1\nwhile t < steps:\n    step(jax.random.normal(key, (t,)))\n    t += 1", "built", True, None),
@@ -2300,6 +2300,7 @@ def test_shape_source(body, kind, every, sizes):
     "for b in loader:\n    step(jnp.zeros(b.shape))",
     "for b in loader:\n    step(jnp.zeros(len(b)))",
     "for b in loader:\n    step(jnp.array([ex['x'] for ex in b]))",  # a batch's length is its loader's
+    "for n in sizes:\n    step(jnp.ones((n, n)))",  # a sweep over sizes: each compiled once, on purpose
     "for i in range(steps):\n    step(data[i])",  # row indexing
     "for i in range(steps):\n    step(jnp.zeros((k, d)))",
     "for i in range(steps):\n    step(jnp.ones(i % 4 + 1))",  # periodic: four shapes

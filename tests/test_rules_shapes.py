@@ -1082,9 +1082,11 @@ _JAX304_SHAPES_NEGATIVE = [
     """,
     # a few literal sizes in the loop header (buckets, once each), arrays of one size, size= given
     _STEP + """
-    def sweep(x, loader, d):
+    def sweep(x, loader, d, sizes):
         for n in (128, 256, 512):
             step(jnp.zeros(n))
+        for n in sizes:
+            step(jax.random.normal(jax.random.key(0), (n, n)))
         xs = [jnp.ones(d) for _ in range(8)]
         for v in xs:
             step(v)
@@ -1104,7 +1106,8 @@ def test_jax304_message_counts_the_compilations():
     def run(steps, sizes, sentences, vocab, key):
         for n in range(steps):
             step(jnp.arange(n))
-        for w in sizes:
+        for s in sentences:
+            w = len(s.split())
             step(jnp.ones(w))
         for s in sentences:
             step(jnp.array([vocab[t] for t in s.split()]))

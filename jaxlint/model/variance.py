@@ -97,6 +97,8 @@ class ShapeVariance:
         self.loops = loops
         self.bounded_iters = bounded_iters  # ids of the iterables of loops over a few literal options
         self._memo: dict = {}
+        self._call_ctx = None
+        self._item_sizes = False  # whether loop items used as sizes count (the elements of a drawn list)
 
     def name_varies(self, name: str, depth: int = 0) -> bool:
         if name in self._memo:
@@ -180,7 +182,8 @@ class ShapeVariance:
         for n in (5, 9, 12)]; for x in xs``), directly or through names assigned in the loop.
         Sizes read from ``.shape``/``len()`` vary only where that array's or list's shape does
         (batches from a loader do not); sizes bucketed (``//``, ``%``, a helper's result) do not
-        count. ``ctx``: the call's context, for ``if len(buf) == k`` guards around it. None when
+        count, nor do the items of a loop over sizes (``for n in sizes: f(jnp.ones(n))``, a sweep
+        that compiles each size on purpose). ``ctx``: the call's context, for ``if len(buf) == k`` guards around it. None when
         nothing shows the shape changes."""
         self._call_ctx = ctx
         try:
@@ -351,7 +354,10 @@ class ShapeVariance:
             if self._counter(e.id):
                 return _Driver(f"`{e.id}`", True, f"value of `{e.id}`")
             if self._loop_of_target(e.id) is not None:
-                return _Driver(f"`{e.id}`", False, f"value of `{e.id}`")
+                # ``for n in sizes``: a sweep over sizes, each compiled once on purpose (like a
+                # sweep over configurations that reuses one seed, JAX503); but the sizes of a
+                # list of arrays the loop then walks as data (``_drawn``) count
+                return _Driver(f"`{e.id}`", False, f"value of `{e.id}`") if self._item_sizes else None
             ev = self.m.binding(e.id, self.scope, _pos(e))
             if ev is not None and ev.plain_assign and ev.scope is self.scope and any(lp in self.loops for lp in ev.loops):
                 d = self._size_driver(ev.value, depth + 1)
@@ -502,7 +508,7 @@ class ShapeVariance:
         if loop is None:
             return None
         inner = ShapeVariance(self.m, self.scope, (loop,), self.bounded_iters)
-        inner._call_ctx = None
+        inner._item_sizes = True
         elt = comp.elt
         src = inner._source(elt, depth + 1)
         size_expr = None
