@@ -220,3 +220,70 @@ def produces_array(qualname: str) -> bool:
     if qualname in NON_ARRAY_RESULTS or qualname.startswith(NON_ARRAY_PREFIXES):
         return False
     return qualname.startswith(ARRAY_PRODUCER_PREFIXES)
+
+
+# Array constructors and shape-taking functions: name -> the (position, keyword) of every
+# argument that decides an output shape (JAX303: sizes in traced code; JAX304: sizes that
+# follow a loop).
+_NP = "jax.numpy."
+_R = "jax.random."
+_L = "jax.lax."
+SHAPE_ARGS: dict = {
+    **{_NP + n: [(0, "shape")] for n in ("zeros", "ones", "empty", "full")},
+    _NP + "arange": [(0, "start"), (1, "stop"), (2, "step")],
+    **{_NP + n: [(2, "num")] for n in ("linspace", "logspace", "geomspace")},
+    _NP + "eye": [(0, "N"), (1, "M")],
+    _NP + "tri": [(0, "N"), (1, "M")],
+    _NP + "identity": [(0, "n")],
+    _NP + "tril_indices": [(0, "n"), (2, "m")],
+    _NP + "triu_indices": [(0, "n"), (2, "m")],
+    _NP + "reshape": [(1, "shape"), (None, "newshape")],
+    _NP + "broadcast_to": [(1, "shape")],
+    **{_NP + n: [(2, "shape")] for n in ("zeros_like", "ones_like", "empty_like")},
+    _NP + "full_like": [(3, "shape")],
+    _L + "full": [(0, "shape")],
+    _L + "iota": [(1, "size")],
+    _L + "broadcast": [(1, "sizes")],
+    _L + "broadcast_in_dim": [(1, "shape")],
+    _L + "reshape": [(1, "new_sizes")],
+    _L + "full_like": [(3, "shape")],
+    _L + "dynamic_slice": [(2, "slice_sizes")],
+    _L + "dynamic_slice_in_dim": [(2, "slice_size")],
+    _R + "split": [(1, "num")],
+    # jax.random samplers: the position of `shape` in each signature (jax 0.10.2).
+    **{_R + n: [(1, "shape")] for n in ("normal", "uniform", "randint", "bits", "cauchy", "exponential",
+                                         "gumbel", "laplace", "logistic", "maxwell", "rademacher")},
+    **{_R + n: [(2, "shape")] for n in ("bernoulli", "gamma", "loggamma", "chisquare", "dirichlet",
+                                         "generalized_normal", "geometric", "lognormal", "pareto", "poisson",
+                                         "rayleigh", "t", "wald", "choice")},
+    **{_R + n: [(3, "shape")] for n in ("ball", "beta", "binomial", "categorical", "double_sided_maxwell", "f",
+                                         "multinomial", "multivariate_normal", "truncated_normal",
+                                         "weibull_min")},
+    _R + "triangular": [(4, "shape")],
+    _R + "orthogonal": [(1, "n"), (2, "shape"), (4, "m")],
+}
+
+# Calls that turn a Python list (or a list of arrays) into one array whose leading size is the
+# list's length (JAX304: a list that grows per iteration, or per-item data of varying length).
+LIST_TO_ARRAY = frozenset({
+    *(_NP + n for n in ("array", "asarray", "stack", "concatenate", "vstack", "hstack", "column_stack",
+                        "dstack", "row_stack")),
+    *("numpy." + n for n in ("array", "asarray", "stack", "concatenate", "vstack", "hstack", "column_stack")),
+})
+
+# Methods whose result has a length that depends on the data it is given: text split into words
+# or encoded into tokens (JAX304: ``jnp.array([vocab[w] for w in sentence.split()])``).
+RAGGED_METHODS = frozenset({"split", "rsplit", "splitlines", "findall", "encode", "tokenize", "word_tokenize"})
+
+
+# Functions whose output size depends on the data unless ``size=`` is given (JAX301 in traced code,
+# JAX304 outside it, on data that changes per iteration):
+# name -> positions of the arguments whose values decide the size.
+SIZE_FUNCS = {
+    "jax.numpy.nonzero": (0,), "jax.numpy.argwhere": (0,), "jax.numpy.flatnonzero": (0,),
+    "jax.numpy.unique": (0,), "jax.numpy.unique_values": (0,), "jax.numpy.unique_counts": (0,),
+    "jax.numpy.unique_inverse": (0,), "jax.numpy.unique_all": (0,),
+    "jax.numpy.compress": (0,), "jax.numpy.extract": (0,),
+    "jax.numpy.union1d": (0, 1), "jax.numpy.intersect1d": (0, 1), "jax.numpy.setdiff1d": (0, 1),
+    "jax.numpy.setxor1d": (0, 1),
+}

@@ -7,7 +7,6 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (
     KEY_MAKERS,
-    SAMPLERS,
     FixedKeyDraw,
     FunctionInfo,
     KeyUse,

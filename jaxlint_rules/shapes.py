@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from jaxlint import names as N
 from jaxlint.model import (
     FunctionInfo,
     Loop,
@@ -28,16 +29,10 @@ def _describe_if(node: ast.AST) -> tuple[str, str]:
 # --------------------------------------------------------------------------- JAX301
 
 
-# Functions whose output size depends on the data unless ``size=`` is given:
-# name -> positions of the arguments whose values decide the size.
-_SIZE_FUNCS = {
-    "jax.numpy.nonzero": (0,), "jax.numpy.argwhere": (0,), "jax.numpy.flatnonzero": (0,),
-    "jax.numpy.unique": (0,), "jax.numpy.unique_values": (0,), "jax.numpy.unique_counts": (0,),
-    "jax.numpy.unique_inverse": (0,), "jax.numpy.unique_all": (0,),
-    "jax.numpy.compress": (0,), "jax.numpy.extract": (0,),
-    "jax.numpy.union1d": (0, 1), "jax.numpy.intersect1d": (0, 1), "jax.numpy.setdiff1d": (0, 1),
-    "jax.numpy.setxor1d": (0, 1),
-}
+# Functions whose output size depends on the data unless ``size=`` is given.
+_SIZE_FUNCS = N.SIZE_FUNCS
+
+
 class DataDependentShape(Rule):
     code = "JAX301"
     name = "data-dependent-shape"
@@ -228,44 +223,8 @@ def _cover(e: ast.AST, covered: set) -> None:
 
 # --------------------------------------------------------------------------- JAX303
 
-_NP = "jax.numpy."
-_R = "jax.random."
-_L = "jax.lax."
 # name -> the (position, keyword) of every argument that decides an output shape.
-_SHAPE_ARGS: dict = {
-    **{_NP + n: [(0, "shape")] for n in ("zeros", "ones", "empty", "full")},
-    _NP + "arange": [(0, "start"), (1, "stop"), (2, "step")],
-    **{_NP + n: [(2, "num")] for n in ("linspace", "logspace", "geomspace")},
-    _NP + "eye": [(0, "N"), (1, "M")],
-    _NP + "tri": [(0, "N"), (1, "M")],
-    _NP + "identity": [(0, "n")],
-    _NP + "tril_indices": [(0, "n"), (2, "m")],
-    _NP + "triu_indices": [(0, "n"), (2, "m")],
-    _NP + "reshape": [(1, "shape"), (None, "newshape")],
-    _NP + "broadcast_to": [(1, "shape")],
-    **{_NP + n: [(2, "shape")] for n in ("zeros_like", "ones_like", "empty_like")},
-    _NP + "full_like": [(3, "shape")],
-    _L + "full": [(0, "shape")],
-    _L + "iota": [(1, "size")],
-    _L + "broadcast": [(1, "sizes")],
-    _L + "broadcast_in_dim": [(1, "shape")],
-    _L + "reshape": [(1, "new_sizes")],
-    _L + "full_like": [(3, "shape")],
-    _L + "dynamic_slice": [(2, "slice_sizes")],
-    _L + "dynamic_slice_in_dim": [(2, "slice_size")],
-    _R + "split": [(1, "num")],
-    # jax.random samplers: the position of `shape` in each signature (jax 0.10.2).
-    **{_R + n: [(1, "shape")] for n in ("normal", "uniform", "randint", "bits", "cauchy", "exponential",
-                                         "gumbel", "laplace", "logistic", "maxwell", "rademacher")},
-    **{_R + n: [(2, "shape")] for n in ("bernoulli", "gamma", "loggamma", "chisquare", "dirichlet",
-                                         "generalized_normal", "geometric", "lognormal", "pareto", "poisson",
-                                         "rayleigh", "t", "wald", "choice")},
-    **{_R + n: [(3, "shape")] for n in ("ball", "beta", "binomial", "categorical", "double_sided_maxwell", "f",
-                                         "multinomial", "multivariate_normal", "truncated_normal",
-                                         "weibull_min")},
-    _R + "triangular": [(4, "shape")],
-    _R + "orthogonal": [(1, "n"), (2, "shape"), (4, "m")],
-}
+_SHAPE_ARGS = N.SHAPE_ARGS
 
 
 class TracedShapeArgument(Rule):
@@ -336,16 +295,25 @@ class ShapeChurn(Rule):
     code = "JAX304"
     confirmed_by = "compiles"
     name = "shape-churn"
-    summary = ("Finds calls, in a loop, of a jitted function with an argument sliced to a width that changes "
-               "every iteration (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the loop), or "
-               "to batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`).")
-    rationale = ("A jitted function is compiled once per input shape. Passing a slice whose length follows "
-                 "the loop (a growing prefix, a ragged window) gives a new shape, and a new trace and XLA "
-                 "compile, every iteration. Pad to a fixed length (or a few bucket sizes) and pass the valid "
-                 "length or a mask as an array. A sweep in fixed-size batches compiles twice when the length "
+    summary = ("Finds calls, in a loop, of a jitted function with an argument whose shape follows the loop: "
+               "sliced to a width that changes (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the "
+               "loop), built with a size from the loop (`f(jnp.ones(n))`, `f(jnp.arange(t))`, `f(jnp.zeros((n, "
+               "d)))`), stacked from a list that grows each iteration (`buf.append(x); f(jnp.stack(buf))`), "
+               "converted from per-item data of varying length (`f(jnp.array([vocab[w] for w in s.split()]))`), "
+               "or drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`); "
+               "and sweeps in batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`).")
+    rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
+                 "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
+                 "buffer, a tokenized sentence) is traced and compiled again for every new shape: every iteration "
+                 "when it grows with a counter, once per distinct length when it follows the data, once per size "
+                 "when the sizes are listed. Pad to a fixed length (or a few bucket sizes) and pass the valid "
+                 "length or a mask as an array; take fixed-size windows with `jax.lax.dynamic_slice`; give "
+                 "data-dependent functions `size=`. A sweep in fixed-size batches compiles twice when the length "
                  "is not a multiple of the batch size: once for the full batches, once more for the last, "
                  "shorter one; pad it (with a mask) or drop it. Sweeps that stop at a multiple of the batch "
-                 "size, or that skip a short batch, are not reported.")
+                 "size or skip a short batch, batches from a loader, row indexing `x[i]`, sizes bucketed with "
+                 "`//` or a helper, buffers flushed when full, and loops over a few literal sizes are not "
+                 "reported.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -398,11 +366,41 @@ class ShapeChurn(Rule):
                                             f"is a multiple of `{size}`, so `{unparse(call.func)}` compiles once more "
                                             "for the last, shorter batch; pad it to the full batch size (and mask "
                                             "the padding) or drop it")
-                elif churn.argument_churns(arg):
-                    yield self.finding(arg, f"`{unparse(arg, 30)}` has a new shape in every iteration, so "
-                                            f"`{unparse(call.func)}` is traced and compiled again in every iteration; "
-                                            "pad to a fixed size (or a few bucket sizes) and pass the length or a "
-                                            "mask")
+                    continue
+                src = churn.shape_source(arg, ctx)
+                if src is not None:
+                    yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src))
+
+
+# What to do about each kind of shape that follows the loop.
+_CHURN_FIX = {
+    "slice": ("pad to a fixed size (or a few bucket sizes) and pass the length or a mask, or take a fixed-size "
+              "window with jax.lax.dynamic_slice"),
+    "built": "build it at a fixed size (the largest, or a few bucket sizes) and pass the length or a mask",
+    "stacked": ("preallocate a fixed-size buffer (jnp.zeros((max_len, ...))), write each item with .at[t].set, "
+                "and pass the count or a mask"),
+    "sized": "pass size= (and fill_value=) so the result has a fixed size, and mask the fill",
+    "converted": "pad every item to a fixed length (or a few bucket lengths) and pass the length or a mask",
+    "drawn": "pad them to one size (or a few bucket sizes) and pass the lengths or masks",
+}
+
+
+def _churn_message(arg: str, callee: str, src) -> str:
+    if src.every:
+        how = f"a new shape in every iteration, so `{callee}` is traced and compiled again in every iteration"
+    elif src.sizes:
+        shown = ", ".join(str(s) for s in src.sizes)
+        how = (f"{len(src.sizes)} different sizes ({shown}), so `{callee}` is traced and compiled {len(src.sizes)} "
+               "times, once per size")
+    elif src.count:
+        how = (f"up to {src.count} different shapes, so `{callee}` is traced and compiled up to {src.count} times, "
+               "once per shape")
+    elif src.kind == "drawn":
+        how = f"one shape per distinct size, so `{callee}` is traced and compiled once per distinct shape among them"
+    else:
+        how = (f"a new shape for each distinct {src.per}, so `{callee}` is traced and compiled once per distinct "
+               f"{src.per}")
+    return f"`{arg}` {src.origin}: {how}; {_CHURN_FIX[src.kind]}"
 
 
 # --------------------------------------------------------------------------- JAX305

@@ -2757,3 +2757,69 @@ def test_rebuilt_callable_depends_on_the_wrapper_cache():
     assert [(s, n.kind if n else None) for s, n in kinds] == [
         ("jax.jit", "bound_method"), ("jax.pmap", None), ("eqx.filter_jit", None), ("jax.jit", "name"),
         ("jax.jit", "lambda"), ("jax.pmap", "lambda")]
+
+
+# --------------------------------------------------------------------------- variance: shapes that follow the loop
+
+
+def shape_source_of(body: str, callee: str = "step"):
+    """``ShapeVariance.shape_source`` of the first argument of the call of ``callee`` in ``body``,
+    the body of a function, over the unbounded loops around the call (as JAX304 asks)."""
+    src = ("import jax\nimport jax.numpy as jnp\n\ndef make(n):\n    return jnp.ones((n, 4))\n\n"
+           "def run(xs, sizes, steps, d, key, loader, sentences, vocab, data, k):\n"
+           + "".join(f"    {ln}\n" for ln in body.split("\n")))
+    tree, m = build(src)
+    call = call_to(tree, callee)
+    ctx = m.context(call)
+    loops = tuple(lp for lp in ctx.loops if not lp.bounded)
+    return m.shape_variance(ctx.scope, loops).shape_source(call.args[0], ctx)
+
+
+@pytest.mark.parametrize("body, kind, every, sizes", [
+    ("for i in range(1, steps):\n    step(data[:i])", "slice", True, None),
+    ("for i, j in zip(xs, sizes):\n    step(data[i:j])", "slice", False, None),
+    ("for s in sentences:\n    n = len(s.split())\n    step(jnp.ones(n))", "built", False, None),
+    ("for n in range(steps):\n    step(jnp.arange(n))", "built", True, None),
+    ("for n in range(steps):\n    m = 2 * n + 1\n    step(jnp.zeros((m, d)))", "built", True, None),
+    ("t = 1\nwhile t < steps:\n    step(jax.random.normal(key, (t,)))\n    t += 1", "built", True, None),
+    ("for n in range(steps):\n    z = jnp.zeros(n)\n    w = z * 2\n    step(w)", "built", True, None),
+    ("buf = []\nfor x in xs:\n    buf.append(x)\n    step(jnp.stack(buf))", "stacked", True, None),
+    ("buf = []\nfor x in xs:\n    buf.append(x)\n    step(buf)", "stacked", True, None),
+    ("buf = []\nfor x in xs:\n    if x:\n        buf.append(x)\n    step(jnp.array(buf))", "stacked", False, None),
+    ("for s in sentences:\n    ids = jnp.array([vocab[w] for w in s.split()])\n    step(ids)", "converted", False, None),
+    ("for s in sentences:\n    step(jnp.zeros(len(s.split())))", "built", False, None),
+    ("for s in sentences:\n    step(jnp.asarray(vocab.encode(s)))", "converted", False, None),
+    ("for b in loader:\n    step(jnp.array([v for v in xs if v < b]))", "converted", False, None),
+    ("for b in loader:\n    step(data[jnp.nonzero(b)[0]])", "sized", False, None),
+    ("xs = [make(n) for n in (5, 9, 12)]\nfor x in xs:\n    step(x)", "drawn", False, (5, 9, 12)),
+    ("xs = [jnp.ones(n) for n in (5, 9, 5)]\nfor x in xs:\n    step(x)", "drawn", False, (5, 9)),
+    ("for x in [data[:n] for n in sizes]:\n    step(x)", "drawn", False, None),
+])
+def test_shape_source(body, kind, every, sizes):
+    src = shape_source_of(body)
+    assert src is not None and (src.kind, src.every, src.sizes) == (kind, every, sizes), src
+
+
+@pytest.mark.parametrize("body", [
+    "for b in loader:\n    step(b)",  # same-shaped batches from a loader
+    "for b in loader:\n    step(jnp.zeros(b.shape))",
+    "for b in loader:\n    step(jnp.zeros(len(b)))",
+    "for b in loader:\n    step(jnp.array([ex['x'] for ex in b]))",  # a batch's length is its loader's
+    "for n in sizes:\n    step(jnp.ones((n, n)))",  # a sweep over sizes: each compiled once, on purpose
+    "for i in range(steps):\n    step(data[i])",  # row indexing
+    "for i in range(steps):\n    step(jnp.zeros((k, d)))",
+    "for i in range(steps):\n    step(jnp.ones(i % 4 + 1))",  # periodic: four shapes
+    "for i in range(steps):\n    step(jnp.ones((i // 64 + 1) * 64))",  # bucketed
+    "for s in sentences:\n    step(jnp.zeros(bucket(len(s.split()))))",  # a helper's bucket size
+    "buf = []\nfor x in xs:\n    buf.append(x)\n    if len(buf) == k:\n        step(jnp.stack(buf))\n        buf = []",
+    "buf = []\nfor x in xs:\n    buf.append(x)\n    if len(buf) == k:\n        step(jnp.stack(buf))",  # once, at k
+    "buf = []\nfor x in xs:\n    buf.append(x)\n    step(jnp.stack(buf[-k:]))",
+    "buf = []\nfor x in xs:\n    buf.append(x)\n    if len(buf) > k:\n        buf.pop(0)\n    step(jnp.stack(buf))",
+    "for s in sentences:\n    ids = [vocab[w] for w in s.split()]\n    ids = ids + [0] * (k - len(ids))\n    step(jnp.array(ids))",
+    "for b in loader:\n    step(jnp.unique(b, size=8))",
+    "xs = [jnp.ones(d) for _ in range(10)]\nfor x in xs:\n    step(x)",  # one size
+    "xs = [jnp.ones(n) for n in (8, 8)]\nfor x in xs:\n    step(x)",
+    "xs = [make(d) for n in sizes]\nfor x in xs:\n    step(x)",
+])
+def test_no_shape_source(body):
+    assert shape_source_of(body) is None

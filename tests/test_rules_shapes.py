@@ -987,6 +987,144 @@ def test_jax304_churn_message_says_every_iteration():
     assert all("traced and compiled again in every iteration" in m for m in msgs)
 
 
+# Shapes that follow the loop beyond slices: built with a size from the loop, stacked from a list
+# that grows, converted from per-item data of varying length, drawn from a list of arrays of
+# different sizes, data-dependent sizes without size=.
+_JAX304_SHAPES = [
+    _STEP + """
+    def curriculum(key, steps, d):
+        for n in range(16, steps):
+            key, sub = jax.random.split(key)
+            step(jnp.ones(n))  # expect: JAX304
+            step(jnp.arange(n))  # expect: JAX304
+            step(jax.random.normal(sub, (n, d)))  # expect: JAX304
+            length = 2 * n
+            mask = jnp.zeros((length, d))
+            step(mask)  # expect: JAX304
+    """,
+    _STEP + """
+    def decode(first, max_new):
+        tokens = [first]
+        for _ in range(max_new):
+            out = step(jnp.stack(tokens))  # expect: JAX304
+            tokens.append(out)
+    """,
+    _STEP + """
+    def encode(sentences, vocab):
+        for sentence in sentences:
+            ids = jnp.array([vocab[w] for w in sentence.split()])
+            step(ids)  # expect: JAX304
+    """,
+    _STEP + """
+    def make_batch(key, n):
+        return jax.random.uniform(key, (n, 3))
+
+    def sweep(key):
+        batches = [make_batch(key, n) for n in (5, 9, 12)]
+        for b in batches:
+            step(b)  # expect: JAX304
+    """,
+    _STEP + """
+    def selected(loader, x):
+        for batch in loader:
+            idx = jnp.nonzero(batch > 0)[0]
+            step(x[idx])  # expect: JAX304
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX304_SHAPES)
+def test_jax304_shapes_that_follow_the_loop_reported(src):
+    assert_marked(src)
+
+
+_JAX304_SHAPES_NEGATIVE = [
+    # batches from a loader, their rows, sizes read from them, arrays of a fixed size
+    _STEP + """
+    def train(loader, steps, bs, d):
+        for batch in loader:
+            step(batch)
+            step(batch[0])
+            step(jnp.zeros(batch.shape))
+            step(jnp.ones((len(batch), d)))
+        for i in range(steps):
+            step(jnp.zeros((bs, d)))
+    """,
+    # padded text, bucketed sizes (a helper, //), a buffer flushed when full
+    _STEP + """
+    def next_bucket(n):
+        return 1 << (n - 1).bit_length()
+
+    def encode(sentences, vocab, max_len, rows, bs):
+        for sentence in sentences:
+            ids = [vocab[w] for w in sentence.split()][:max_len]
+            ids = ids + [0] * (max_len - len(ids))
+            step(jnp.array(ids))
+            step(jnp.zeros(next_bucket(len(sentence.split()))))
+            step(jnp.zeros((len(sentence) // 64 + 1) * 64))
+        buf = []
+        for row in rows:
+            buf.append(row)
+            if len(buf) == bs:
+                step(jnp.stack(buf))
+                buf = []
+    """,
+    # not jitted: no compilation to repeat
+    _STEP + """
+    def host_norm(x):
+        return float((x ** 2).sum())
+
+    def run(sentences, vocab, steps):
+        for s in sentences:
+            host_norm(jnp.array([vocab[w] for w in s.split()]))
+        for n in range(steps):
+            host_norm(jnp.arange(n))
+    """,
+    # a few literal sizes in the loop header (buckets, once each), arrays of one size, size= given
+    _STEP + """
+    def sweep(x, loader, d, sizes):
+        for n in (128, 256, 512):
+            step(jnp.zeros(n))
+        for n in sizes:
+            step(jax.random.normal(jax.random.key(0), (n, n)))
+        xs = [jnp.ones(d) for _ in range(8)]
+        for v in xs:
+            step(v)
+        for batch in loader:
+            step(jnp.unique(batch, size=16))
+    """,
+]
+
+
+@pytest.mark.parametrize("src", _JAX304_SHAPES_NEGATIVE)
+def test_jax304_fixed_shapes_not_reported(src):
+    assert findings(src, "JAX304") == []
+
+
+def test_jax304_message_counts_the_compilations():
+    src = _STEP + """
+    def run(steps, sizes, sentences, vocab, key):
+        for n in range(steps):
+            step(jnp.arange(n))
+        for s in sentences:
+            w = len(s.split())
+            step(jnp.ones(w))
+        for s in sentences:
+            step(jnp.array([vocab[t] for t in s.split()]))
+        for x in [jnp.ones(n) for n in (5, 9, 12)]:
+            step(x)
+        for lo, hi in zip(sizes, sizes[1:]):
+            step(key[lo:hi])
+    """
+    counter, value, length, listed, width = messages(src, "JAX304")
+    assert "compiled again in every iteration" in counter and "fixed size" in counter
+    assert "once per distinct value of `w`" in value and "every iteration" not in value
+    assert "once per distinct length" in length and "sentence" not in length and "s.split()" in length
+    assert "compiled 3 times, once per size" in listed and "(5, 9, 12)" in listed
+    assert "once per distinct width" in width and "dynamic_slice" in width
+    assert all("bucket" in m for m in (counter, value, length, listed, width))
+
+
 def test_jax304_reports_the_argument():
     src = _STEP + """
     def prefixes(x):
