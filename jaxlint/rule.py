@@ -77,7 +77,8 @@ class Rule:
     # What ``jaxlint trace`` counts to confirm a finding (jaxlint/trace/report.py), or None when a
     # run cannot confirm it: "compiles" (two or more compilations or traces started from the
     # finding's line), "transfers" (two or more host transfers from it), "uploads" (two or more
-    # host-to-device copies from it), "trace_time" (the
+    # host-to-device copies from it), "clock" (a clock read on the line while the last jitted call's
+    # result was not ready), "trace_time" (the
     # enclosing function was traced fewer times than called: the line ran at trace time only),
     # "unroll" (the enclosing function's jaxpr is very large).
     confirmed_by: ClassVar[Optional[str]] = None

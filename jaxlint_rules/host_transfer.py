@@ -237,6 +237,7 @@ class BlockUntilReadyInLoop(Rule):
 
 class TimingWithoutBlock(Rule):
     code = "JAX204"
+    confirmed_by = "clock"
     name = "timing-without-block"
     summary = ("Finds wall-clock measurements of JAX work that never wait for it: `t0 = time.perf_counter()` "
                "... `time.perf_counter() - t0` (also `time.time()`, `time.monotonic()`, `timeit.default_timer()`), "
@@ -289,7 +290,7 @@ class TimingWithoutBlock(Rule):
             work = region.work
             value = model.work_result_name(work)
             if region.kind == "timeit":
-                wait = f"`{unparse(work, 40)}.block_until_ready()` in the timed code"
+                wait = f"`jax.block_until_ready({unparse(work, 40)})` in the timed code"
             elif value:
                 wait = f"`jax.block_until_ready({value})`"
             else:

@@ -237,11 +237,14 @@ class KeyReuse(Rule):
         how = draw.how
         name = f"`{draw.func.name}`"
         if how[0] == "sites":
-            lines = sorted({c.lineno for c in how[1]})[:3]
+            every_line = sorted({c.lineno for c in how[1]})
+            lines = every_line[:3]
             count = "twice" if len(how[1]) == 2 else f"{len(how[1])} times"
             runs: tuple = (f"{name} is called {count}, on ",)
             for i, n in enumerate(lines):
                 runs += ((", " if i else ""), Line(n))
+            if len(every_line) > len(lines):
+                runs += (f" and {len(every_line) - len(lines)} more",)
         elif how[0] == "loop":
             runs = (f"{name} is called in the loop on ", Line(how[2].node.lineno))
         else:

@@ -306,3 +306,12 @@ def test_host_to_device_copies_are_counted_per_line_with_bytes():
     # JAX205 reports only names of host data bound before the loop (not a literal display)
     assert jax205 == [(18, True, "50 host-to-device copies of 3.1 MiB in all (jnp.asarray)")]
     assert "Host-to-device copies" in text_report(fixture("uploads.py"))
+
+
+def test_unblocked_timing_is_confirmed_by_clock_reads_while_the_result_is_computed():
+    proc, report = trace(fixture("unblocked_timing.py"))
+    assert proc.returncode == 0
+    jax204 = [(f["line"], f["confirmed"], f["evidence"]) for f in report["findings"] if f["code"] == "JAX204"]
+    # the unblocked read (line 22) comes while `chain` still runs; the blocked one (line 27) has no finding
+    assert jax204 == [(22, True, "20 of 20 clock reads here came while the last jitted call's result "
+                                 "was still being computed")]

@@ -234,6 +234,8 @@ class Collector:
         self.transfers: Counter = Counter()  # (file, line, kind) -> count
         self.uploads: Counter = Counter()  # host-to-device: (file, line, kind) -> count
         self.upload_bytes: Counter = Counter()  # (file, line, kind) -> bytes copied
+        self.clock_reads: Counter = Counter()  # (file, line) -> clock reads after a jitted call
+        self.clock_reads_pending: Counter = Counter()  # (file, line) -> of those, with its result not ready
         self.internal_compiles = 0
         self.internal_traces = 0
         self.internal_compile_seconds = 0.0
@@ -300,6 +302,12 @@ class Collector:
         site = (*self.user_files.site(frame), kind)
         self.uploads[site] += 1
         self.upload_bytes[site] += nbytes
+
+    def clock_read(self, frame, pending: bool) -> None:
+        site = (frame.f_code.co_filename, frame.f_lineno)
+        self.clock_reads[site] += 1
+        if pending:
+            self.clock_reads_pending[site] += 1
 
     def transferred(self, frame, kind: str) -> None:
         file, line = self.user_files.site(frame)

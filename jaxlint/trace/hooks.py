@@ -111,6 +111,9 @@ class Counted:
                 caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
+            out = self._jaxlint_real(*args, **kwargs)
+            INSTRUMENTATION.dispatched(out)
+            return out
         return self._jaxlint_real(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
@@ -146,6 +149,34 @@ class Instrumentation:
         self.by_source: dict = {}  # (file, firstlineno) -> code, for jaxprs derived by grad/vmap
         self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
         self._jax_dirs: tuple = ()
+        self._last_outputs: list = []  # weak references to the arrays the last jitted call returned
+
+    def dispatched(self, out: Any) -> None:
+        """Remember (weakly) what the last jitted call returned, for the clock hooks to ask
+        whether it is still being computed."""
+        try:
+            refs = []
+            for leaf in jax.tree_util.tree_leaves(out):
+                if isinstance(leaf, jax.Array):
+                    refs.append(weakref.ref(leaf))
+            self._last_outputs = refs
+        except Exception:  # never break the program for a count
+            self._last_outputs = []
+
+    def work_pending(self) -> Optional[bool]:
+        """Whether an array the last jitted call returned is not ready yet; None when none is alive."""
+        alive = False
+        for ref in self._last_outputs:
+            a = ref()
+            if a is None:
+                continue
+            alive = True
+            try:
+                if not a.is_ready():
+                    return True
+            except Exception:
+                continue
+        return False if alive else None
 
     # -- install / remove ----------------------------------------------------
     def attach(self, collector: Collector) -> None:
@@ -205,6 +236,7 @@ class Instrumentation:
         self._hook_compiles()
         self._hook_transfers()
         self._hook_uploads()
+        self._hook_clocks()
 
     def _listen(self) -> None:
         if self._listening:
@@ -504,6 +536,37 @@ class Instrumentation:
             except Exception as e:  # never break the program for a count
                 inst._error(e)
             return result
+
+        return hooked
+
+    # -- clock reads ---------------------------------------------------------
+    def _hook_clocks(self) -> None:
+        """``time.perf_counter()``/``time.time()``/``time.monotonic()`` (and ``_ns``) called from user
+        code: whether the last jitted call's result was still being computed at the read (a
+        measurement that does not wait, JAX204). Spellings bound before jaxlint started
+        (``from time import perf_counter``, ``timeit``'s own timer) are not seen."""
+        for name in ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns"):
+            original = getattr(time, name, None)
+            if original is not None:
+                self._patch(time, name, self._clock_hook(original))
+
+    def _clock_hook(self, original):
+        inst, token = self, self._token
+
+        @functools.wraps(original)
+        def hooked():
+            value = original()
+            collectors = inst.collectors
+            if not collectors or inst._token is not token or not inst._last_outputs:
+                return value
+            caller = sys._getframe(1)
+            mine = [c for c in collectors if c.user_files(caller.f_code.co_filename)]
+            if mine:
+                pending = inst.work_pending()
+                if pending is not None:
+                    for c in mine:
+                        c.clock_read(caller, pending)
+            return value
 
         return hooked
 

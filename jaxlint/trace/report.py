@@ -153,6 +153,16 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                 evidence = f"{entry[0]} transfer{'s' if entry[0] != 1 else ''} ({', '.join(sorted(entry[1]))})"
             else:
                 evidence = "not observed: no host transfer from this line"
+        elif kind == "clock":
+            site = next(((f, l) for (f, l) in collector.clock_reads if _real(f) == file and l == line), None)
+            if site is None:
+                evidence = ("not observed: no clock read after a jitted call ran from this line "
+                            "(timeit and timers bound before the run are not seen)")
+            else:
+                n, pending = collector.clock_reads[site], collector.clock_reads_pending[site]
+                confirmed = pending > 0
+                evidence = (f"{pending} of {n} clock read{'s' if n != 1 else ''} here came while the last jitted "
+                            "call's result was still being computed")
         elif kind == "uploads":
             by_kind = upload_lines.get((file, line), {})
             # Several copies on one line (``f(jnp.asarray(a), jax.device_put(b))``): the finding's
