@@ -116,10 +116,15 @@ def test_pytest_fixture_is_registered(tmp_path):
 
 
 def test_missing_private_hook_gives_a_labelled_partial_report(monkeypatch):
-    from jax._src import pjit
+    import importlib
 
-    original = pjit._trace_for_jit
-    monkeypatch.setattr(pjit, "_trace_for_jit", lambda *a, **k: original(*a, **k))
+    from jaxlint.trace.adapters import select
+
+    era, _ = select()
+    module, name = era.ENTRY_POINT  # the JAX function this era's trace hook relies on
+    owner = importlib.import_module(module)
+    original = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *a, **k: original(*a, **k))
 
     with audit() as a:
         @jax.jit
@@ -129,8 +134,37 @@ def test_missing_private_hook_gives_a_labelled_partial_report(monkeypatch):
         named_for_fallback(jnp.ones(2))
         named_for_fallback(jnp.ones(3))
     assert any("trace attribution unavailable" in p for p in a.collector.partial)
-    assert a.compiles(named_for_fallback) == 2 and a.traces(named_for_fallback) == 2
-    assert a.report()["partial"]
+    report = a.report()
+    assert report["compiles_matched_by_name"] >= 2  # so --max-compiles refuses to pass
+    if _events_are_named():
+        assert a.compiles(named_for_fallback) == 2 and a.traces(named_for_fallback) == 2
+        (row,) = [f for f in report["functions"] if f["name"] == "named_for_fallback"]
+        assert row["matched_by_name"] is True and row["miss_reasons"] == []
+    else:  # jax 0.4.30: nothing to match by; the report says so instead of showing a count
+        (row,) = [f for f in report["functions"] if f["name"] == "named_for_fallback"]
+        assert row["matched_by_name"] is True and (row["calls"], row["compiles"]) == (2, 0)
+        assert any("carry no function name" in p for p in report["partial"])
+
+
+def _events_are_named() -> bool:
+    """Whether this JAX puts ``fun_name`` on its compile events (it does from jax 0.4.36 or so)."""
+    names = []
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            names.append(kwargs.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        jax.jit(lambda x: x * 7 + 1)(jnp.ones(9))
+    finally:
+        from jax._src import monitoring
+
+        for name in ("unregister_event_duration_listener", "_unregister_event_duration_listener_by_callback"):
+            if hasattr(monitoring, name):
+                getattr(monitoring, name)(listen)
+                break
+    return bool(names and names[0])
 
 
 def test_retrace_after_clear_caches_is_explained_as_a_repeat_not_a_shape_change():
