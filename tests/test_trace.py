@@ -313,7 +313,8 @@ def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
 
 
 def test_importing_the_trace_package_and_plugin_does_not_import_jax():
-    code = "import sys, jaxlint.trace, jaxlint.trace.pytest_plugin; print('jax' in sys.modules)"
+    code = ("import sys, jaxlint.trace, jaxlint.trace.pytest_plugin, jaxlint.trace.adapters; "
+            "print('jax' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"
 

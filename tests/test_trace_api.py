@@ -187,3 +187,23 @@ def test_functions_outside_the_user_roots_get_no_wrapper_and_no_row(tmp_path):
         f(jnp.ones(2))
     assert type(f).__name__ == "PjitFunction"
     assert a.report()["functions"] == [] and a.internal_compiles >= 1
+
+
+def test_the_installed_jax_has_an_era_adapter_and_a_full_report():
+    """Every JAX the project tests (pyproject's lower bound to the newest) fits one era module:
+    no PARTIAL REPORT, nothing matched by name."""
+    from jaxlint.trace.adapters import select
+
+    era, misses = select()
+    assert era is not None, misses
+    with audit() as a:
+        @jax.jit
+        def cube(x):
+            return x ** 3
+
+        cube(jnp.ones(2)); cube(jnp.ones(3))  # noqa: E702
+    report = a.report()
+    assert report["partial"] == [] and report["compiles_matched_by_name"] == 0
+    (row,) = [f for f in report["functions"] if f["name"] == "cube"]
+    assert (row["traces"], row["compiles"], row["matched_by_name"]) == (2, 2, False)
+    assert [(r["reason"], r["argument"]) for r in row["miss_reasons"]] == [("shape", "x")]
