@@ -187,9 +187,11 @@ def test_uninstall_keeps_the_programs_replacements_and_leaves_inert_wrappers():
     import numpy as np
     from jax._src import pjit
 
+    from jaxlint.trace.adapters import select
     from jaxlint.trace.hooks import INSTRUMENTATION
 
-    real_jit, real_asarray, real_trace = jax.jit, np.asarray, pjit._trace_for_jit
+    hooked = select()[0].PATCHED  # the pjit function this JAX's trace hook replaces
+    real_jit, real_asarray, real_trace = jax.jit, np.asarray, getattr(pjit, hooked)
     try:
         with audit() as a:
             inner = jax.jit  # jaxlint's
@@ -200,20 +202,21 @@ def test_uninstall_keeps_the_programs_replacements_and_leaves_inert_wrappers():
             jax.jit = my_jit
             np.asarray = getattr(np.asarray, "__wrapped__", np.asarray)
             assert np.asarray is real_asarray
-            stale_trace = pjit._trace_for_jit  # jaxlint's, as pytest's monkeypatch would save it
+            stale_trace = getattr(pjit, hooked)  # jaxlint's, as pytest's monkeypatch would save it
             step = jax.jit(lambda x: x + 1)
             step(jnp.ones(2)); step(jnp.ones(3))
         assert (a.calls(step), a.compiles(step)) == (2, 2)
         assert jax.jit is my_jit and np.asarray is real_asarray  # the program's values stay
-        assert pjit._trace_for_jit is real_trace and INSTRUMENTATION._saved == []  # the rest is JAX's
+        assert getattr(pjit, hooked) is real_trace and INSTRUMENTATION._saved == []  # the rest is JAX's
 
-        pjit._trace_for_jit = stale_trace  # an old jaxlint wrapper put back from outside
+        setattr(pjit, hooked, stale_trace)  # an old jaxlint wrapper put back from outside
         with audit() as b:
             again = jax.jit(lambda x: x - 1)  # my_jit -> the old jaxlint jit: passes through
             again(jnp.ones(2)); again(jnp.ones(2))
         assert (b.calls(again), b.traces(again), b.compiles(again)) == (2, 1, 1)  # counted once
     finally:
-        jax.jit, np.asarray, pjit._trace_for_jit = real_jit, real_asarray, real_trace
+        jax.jit, np.asarray = real_jit, real_asarray
+        setattr(pjit, hooked, real_trace)
 
 
 # -- exits from unusual places --------------------------------------------------

@@ -141,6 +141,9 @@ class Record:
         self.traced_from: Counter = Counter()  # (file, line) of the call that caused a trace
         self.via: Optional[str] = None  # library function that traced this one (nnx.jit, pmap ...)
         self.jaxpr: Optional[dict] = None  # facts of the first trace
+        # True when some of its traces or compiles were attributed by function name only (no
+        # trace hook on this JAX, or an ahead-of-time compile): its counts are guesses
+        self.by_name = False
         self.last_reason = FIRST_CALL  # why the latest trace missed the cache, as text
         self._history: list = []  # recent signatures of every trace, for traces of unknown objects
         self._identities: list = []  # [[weakref or None, recent signatures of that object]]
@@ -238,6 +241,8 @@ class Collector:
         self.clock_reads_pending: Counter = Counter()  # (file, line) -> of those, with its result not ready
         self.internal_compiles = 0
         self.internal_traces = 0
+        self.names_only = False  # no trace hook for this JAX: all counts matched by function name
+        self.compiles_by_name = 0  # compiles whose function was known only by name (user's or JAX's)
         self.internal_compile_seconds = 0.0
         self.partial: list = []  # what could not be measured, and why
         self.errors: Counter = Counter()  # instrumentation errors swallowed, by message
@@ -277,10 +282,15 @@ class Collector:
             self._internal_events += 1
         self.events.append(Event(start - self.t0, seconds, kind, key, reason))
 
-    def compiled(self, key: Any, seconds: float) -> None:
-        """A compile of ``seconds`` that has just ended."""
+    def compiled(self, key: Any, seconds: float, by_name: bool = False) -> None:
+        """A compile of ``seconds`` that has just ended; ``by_name``: attributed by the compiled
+        function's name only (a guess)."""
         rec = self.records.get(key) if key is not None else None
         start = time.perf_counter() - seconds
+        if by_name:
+            self.compiles_by_name += 1
+            if rec is not None:
+                rec.by_name = True
         if rec is None:
             self.internal_compiles += 1
             self.internal_compile_seconds += seconds

@@ -6,12 +6,14 @@ Exactness rules this module keeps:
   exactly the objects they would see without jaxlint and the program compiles
   exactly as often. ``jax.jit``/``jax.pmap`` still return JAX's own wrapper;
   jaxlint only puts a forwarding object around that result to count calls.
-* Traces are observed by wrapping ``jax._src.pjit._trace_for_jit`` (called
-  once per trace-cache miss) and compilations by the public
+* Traces are observed where JAX runs one trace-cache miss of ``jax.jit``
+  (``jax._src.pjit._trace_for_jit`` on jax 0.9+, the memoized body of
+  ``pjit._create_pjit_jaxpr`` before; one module per JAX era in ``adapters``,
+  chosen once when the hooks install) and compilations by the public
   ``jax.monitoring`` compile events, attributed to a function through the
-  jaxpr being compiled. When those private names are missing (another JAX
-  version), the run still completes and the report says which parts are
-  partial.
+  jaxpr being compiled. When an era's private names are missing (an untested
+  JAX), the run still completes, the report says which parts are partial,
+  and counts matched by function name are labelled as such.
 * Host transfers are counted where Python converts a concrete ``jax.Array``
   (``float``, ``int``, ``bool``, ``.item()``, ``.tolist()``, ``str``/``repr``/
   ``format``, ``__array__`` for NumPy, ``jax.device_get``), attributed to the
@@ -32,14 +34,14 @@ from typing import Any, Optional
 
 import jax
 
+from .adapters import base
+from .adapters import select as select_era
 from .collector import Collector, Signature
 from .userfiles import UserFiles
 
 _TLS = threading.local()
 _INTERNAL = object()  # compile target for JAX's own functions
-_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-_LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_TRACE_EVENT, _LOWER_EVENT, _COMPILE_EVENT = base.events()
 _TRANSFER_METHODS = {
     "__bool__": "bool", "__float__": "float", "__int__": "int", "__complex__": "complex",
     "__index__": "index", "item": "item", "tolist": "tolist", "__str__": "str",
@@ -145,6 +147,8 @@ class Instrumentation:
         self._lock = threading.RLock()
         self._listening = False
         self._trace_hooked = False
+        self._compile_hooked = False
+        self.era = None  # the adapter module for this JAX (see adapters/__init__.py)
         self.jaxpr_owner: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.by_source: dict = {}  # (file, firstlineno) -> code, for jaxprs derived by grad/vmap
         self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
@@ -184,6 +188,7 @@ class Instrumentation:
             if not self.collectors:
                 self._install()
             collector.partial = list(self.partial)
+            collector.names_only = not self._trace_hooked  # every row's counts are then guesses
             self.collectors = self.collectors + [collector]
 
     def detach(self, collector: Collector) -> None:
@@ -234,6 +239,7 @@ class Instrumentation:
         self._hook_jit_constructors()
         self._hook_traces()
         self._hook_compiles()
+        self._hook_pmap()
         self._hook_transfers()
         self._hook_uploads()
         self._hook_clocks()
@@ -241,15 +247,6 @@ class Instrumentation:
     def _listen(self) -> None:
         if self._listening:
             return
-        try:
-            from jax._src import dispatch
-
-            global _TRACE_EVENT, _LOWER_EVENT, _COMPILE_EVENT
-            _TRACE_EVENT = getattr(dispatch, "JAXPR_TRACE_EVENT", _TRACE_EVENT)
-            _LOWER_EVENT = getattr(dispatch, "JAXPR_TO_MLIR_MODULE_EVENT", _LOWER_EVENT)
-            _COMPILE_EVENT = getattr(dispatch, "BACKEND_COMPILE_EVENT", _COMPILE_EVENT)
-        except Exception:
-            pass
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         self._listening = True
 
@@ -299,20 +296,16 @@ class Instrumentation:
 
     # -- traces ----------------------------------------------------------------
     def _hook_traces(self) -> None:
+        self._trace_hooked = False
         try:
-            from jax._src import pjit
-
-            original = pjit._trace_for_jit
-            params = list(inspect.signature(original).parameters)
+            era, misses = select_era()
         except Exception as e:
-            self.partial.append(f"trace attribution unavailable ({e!r}); traces counted by function name only")
-            self._trace_hooked = False
-            return
-        expected = ["fun", "ji", "ctx_mesh", "dbg", "avals", "args", "kwargs"]
-        if params != expected:
-            self.partial.append("trace attribution unavailable (jax._src.pjit._trace_for_jit changed); "
-                                "traces counted by function name only")
-            self._trace_hooked = False
+            era, misses = None, [repr(e)]
+        self.era = era
+        if era is None:
+            self.partial.append(f"trace attribution unavailable on jax {jax.__version__} "
+                                f"({'; '.join(misses)}): traces, miss reasons and jaxpr facts not recorded; "
+                                "traces and compiles matched by function name (rows say so)")
             return
         try:
             from jax._src import core as jcore
@@ -322,17 +315,22 @@ class Instrumentation:
             clean = lambda: True  # noqa: E731
         inst, token = self, self._token
 
-        @functools.wraps(original)
-        def trace_for_jit(fun, ji, ctx_mesh, dbg, avals, args, kwargs):
+        def on_trace(run, call):
             if not inst.collectors or inst._token is not token:
-                return original(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
-            return inst._trace(original, clean, fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+                return run()
+            return inst._trace(run, clean, call)
 
-        self._patch(pjit, "_trace_for_jit", trace_for_jit)
+        try:
+            era.hook_traces(self._patch, on_trace)
+        except Exception as e:
+            self.partial.append(f"trace attribution unavailable ({era.NAME}: {e!r}); "
+                                "traces and compiles matched by function name (rows say so)")
+            return
         self._trace_hooked = True
 
-    def _trace(self, original, clean, fun, ji, ctx_mesh, dbg, avals, args, kwargs):
+    def _trace(self, run, clean, call):
         collectors = self.collectors
+        fun = call.fun
         code = code_of(fun)
         user = code is not None and any(c.user_files(code.co_filename) for c in collectors)
         top = clean()
@@ -342,21 +340,21 @@ class Instrumentation:
             sys.setprofile(finder)
         start = time.perf_counter()
         try:
-            params = original(fun, ji, ctx_mesh, dbg, avals, args, kwargs)
+            result = run()
         finally:
             if finder is not None:
                 sys.setprofile(None)
         seconds = time.perf_counter() - start
         try:
             self._traced(code if user else (finder.code if finder else None), fun if user else None,
-                         None if user else fun, ji, dbg, avals, args, kwargs, params, seconds)
+                         None if user else fun, call, result, seconds)
         except Exception as e:  # bookkeeping must never break the user's program
             self._error(e)
-        return params
+        return result
 
-    def _traced(self, code, fun, library_fun, ji, dbg, avals, args, kwargs, params, seconds) -> None:
+    def _traced(self, code, fun, library_fun, call, result, seconds) -> None:
         start = time.perf_counter() - seconds
-        jaxpr = getattr(params, "params", {}).get("jaxpr")
+        jaxpr = self.era.jaxpr_of(result)
         if code is None:
             for c in self.collectors:
                 c.internal_traces += 1
@@ -368,7 +366,8 @@ class Instrumentation:
                 pass
         self.by_source[(code.co_filename, code.co_firstlineno)] = code
         self.by_name.setdefault(code.co_name, set()).add(code)
-        sig = signature(fun if fun is not None else library_fun, ji, dbg, avals, args, kwargs)
+        sig = signature(fun if fun is not None else library_fun, call.ji, call.dbg, call.avals,
+                        call.args, call.kwargs)
         caller = sys._getframe(1)
         facts = None
         for c in self.collectors:
@@ -383,40 +382,71 @@ class Instrumentation:
                 if facts is None:
                     from .jaxpr_facts import jaxpr_facts
 
-                    facts = jaxpr_facts(jaxpr, getattr(params, "consts", ()), c.user_files)
+                    facts = jaxpr_facts(jaxpr, self.era.consts_of(result), c.user_files)
                 rec.jaxpr = facts
 
     # -- compiles --------------------------------------------------------------
     def _hook_compiles(self) -> None:
-        try:
-            from jax._src import pjit
-
-            original = pjit._pjit_call_impl_python
-            if "jaxpr" not in inspect.signature(original).parameters:
-                raise TypeError("no jaxpr parameter")
-        except Exception as e:
-            self.partial.append(f"compile attribution by jaxpr unavailable ({e!r}); compiles matched by name")
-            return
         inst, token = self, self._token
 
-        @functools.wraps(original)
-        def call_impl(*args, **kwargs):
+        def on_compile(run, jaxpr):
             if not inst.collectors or inst._token is not token:
-                return original(*args, **kwargs)
+                return run()
             prev = getattr(_TLS, "target", None)
-            _TLS.target = inst._owner(kwargs.get("jaxpr"), kwargs.get("name"))
+            _TLS.target = inst._owner(jaxpr)
             try:
-                return original(*args, **kwargs)
+                return run()
             finally:
                 _TLS.target = prev
 
-        self._patch(pjit, "_pjit_call_impl_python", call_impl)
+        why = base.hook_compiles(self._patch, on_compile)
+        self._compile_hooked = why is None
+        if why is not None:
+            self.partial.append(f"compile attribution by jaxpr unavailable ({why}); compiles matched by name "
+                                "(rows say so)")
 
-    def _owner(self, jaxpr, name=None) -> Any:
+    def _hook_pmap(self) -> None:
+        """The classic ``jax.pmap`` (before it ran through ``jit``): each miss of its cache
+        traces, lowers and compiles the function ``jax.pmap`` was given."""
+        inst, token = self, self._token
+
+        def on_pmap(run, fun, avals):
+            if not inst.collectors or inst._token is not token:
+                return run()
+            code = code_of(fun)
+            if code is None or not any(c.user_files(code.co_filename) for c in inst.collectors):
+                return run()
+            prev = getattr(_TLS, "target", None)
+            _TLS.target = code
+            start = time.perf_counter()
+            try:
+                return run()
+            finally:
+                _TLS.target = prev
+                try:
+                    inst._pmap_traced(code, fun, avals, start)
+                except Exception as e:
+                    inst._error(e)
+
+        base.hook_pmap(self._patch, on_pmap)  # unavailable: pmap runs through jit, seen as a trace
+
+    def _pmap_traced(self, code, fun, avals, start) -> None:
+        self.by_source[(code.co_filename, code.co_firstlineno)] = code
+        self.by_name.setdefault(code.co_name, set()).add(code)
+        sig = signature(fun, None, None, avals, (), {})
+        caller = sys._getframe(2)
+        for c in self.collectors:
+            rec = c.record(code, describe)
+            rec.via = rec.via or "jax.pmap"
+            rec.traced(fun, sig)
+            c.log("trace", code, start, time.perf_counter() - start, rec.last_reason)
+            rec.traced_from[c.user_files.site(caller)] += 1
+
+    def _owner(self, jaxpr) -> Any:
         if jaxpr is None:
             return _INTERNAL
-        if not self._trace_hooked and isinstance(name, str):
-            return self._match_name(name)
+        if not self._trace_hooked:
+            return None  # no jaxpr is known: the compile event's name decides (labelled)
         try:
             code = self.jaxpr_owner.get(jaxpr)
         except TypeError:
@@ -442,16 +472,26 @@ class Instrumentation:
                     self._by_name_trace(name, duration)
                 return
             target = getattr(_TLS, "target", None)
-            if target is None:
+            guessed = target is None
+            if guessed:
                 target = self._match_name(name)
+                if not name:
+                    self._unnamed(collectors)
             key = None if target is _INTERNAL else target
             for c in collectors:
                 if event == _COMPILE_EVENT:
-                    c.compiled(key, duration)
+                    c.compiled(key, duration, by_name=guessed)
                 else:
                     c.lowered(key, duration)
         except Exception as e:
             self._error(e)
+
+    def _unnamed(self, collectors) -> None:
+        note = (f"jax.monitoring events carry no function name on jax {jax.__version__}: compiles outside "
+                "a jit call that jaxlint saw cannot be matched to a function (counted as internal)")
+        for c in collectors:
+            if note not in c.partial:
+                c.partial.append(note)
 
     def _match_name(self, fun_name: str) -> Any:
         """The user function a compile belongs to when no jit call is on the stack (AOT), by name."""
@@ -471,6 +511,7 @@ class Instrumentation:
                 c.internal_traces += 1
                 continue
             rec = c.record(target, describe)
+            rec.by_name = True
             rec.traced(None, None)
             rec.trace_seconds += duration
             c.log("trace", target, time.perf_counter() - duration, duration, rec.last_reason)

@@ -29,15 +29,9 @@ def _subjaxprs(eqn) -> list:
 
 
 def _site(eqn, user_files) -> tuple:
-    try:
-        from jax._src import source_info_util
+    from .adapters.base import eqn_site
 
-        frame = source_info_util.user_frame(eqn.source_info.traceback)
-        if frame is not None:
-            return frame.file_name, frame.start_line
-    except Exception:
-        pass
-    return None, None
+    return eqn_site(eqn)
 
 
 def _constant(value: Any):

@@ -35,13 +35,14 @@ def _reasons(rec) -> list:
     ]
 
 
-def _function(rec) -> dict:
+def _function(rec, names_only: bool = False) -> dict:
     return {
         "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
         "calls": rec.calls, "traces": rec.traces, "compiles": rec.compiles,
         "trace_seconds": round(rec.trace_seconds, 6), "lower_seconds": round(rec.lower_seconds, 6),
         "compile_seconds": round(rec.compile_seconds, 6), "via": rec.via,
         "miss_reasons": _reasons(rec),
+        "matched_by_name": rec.by_name or names_only,
     }
 
 
@@ -67,13 +68,14 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "script_exit_code": exit_code,
         "environment": environment or {},
         "partial": list(collector.partial),
-        "functions": [_function(r) for r in recs],
+        "functions": [_function(r, collector.names_only) for r in recs],
         "transfers": transfers,
         "uploads": uploads,
         "jaxpr": jaxpr,
         "findings": [],
         "unpredicted": [],
         "internal_compiles": collector.internal_compiles,
+        "compiles_matched_by_name": collector.compiles_by_name,
         "internal_compile_seconds": round(collector.internal_compile_seconds, 6),
         "instrumentation_errors": dict(collector.errors),
     }
@@ -293,6 +295,8 @@ def text(report: dict, max_rows: int = 20) -> str:
             calls = "-" if f["calls"] is None else str(f["calls"])
             secs = f["lower_seconds"] + f["compile_seconds"]
             name = f"{f['qualname']} at {_where(f['file'], f['line'])}"
+            if f.get("matched_by_name"):
+                name += " [counts matched by name: guesses]"
             lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
             shown = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
                               for r in f["miss_reasons"]})
