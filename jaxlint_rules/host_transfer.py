@@ -255,8 +255,8 @@ class TimingWithoutBlock(Rule):
                  "the number can be wrong by orders of magnitude. Wait for the result before reading the "
                  "clock: `jax.block_until_ready(y)` (or `y.block_until_ready()`). To time the steps of a "
                  "training loop, time every N steps and block only then: blocking every step costs throughput "
-                 "(JAX202). (On CPU, JAX before 0.4.31 or so dispatched synchronously and such timings were "
-                 "accidentally right there; on GPU and TPU dispatch is always asynchronous.)")
+                 "(JAX202). (jax 0.4.30 still dispatched synchronously on CPU, where such timings happened to be "
+                 "right; 0.4.38 and later dispatch asynchronously on CPU too, as JAX always has on GPU and TPU.)")
     bad = """
         import time
         import jax

@@ -340,9 +340,9 @@ def test_unblocked_timing_is_confirmed_by_clock_reads_while_the_result_is_comput
     proc, report = trace(fixture("unblocked_timing.py"))
     assert proc.returncode == 0
     jax204 = [(f["line"], f["confirmed"], f["evidence"]) for f in report["findings"] if f["code"] == "JAX204"]
-    # The script measures both ways itself. Where the backend dispatches asynchronously (CPU since
-    # jax 0.4.31 or so, GPU and TPU always) the unblocked read (line 22) comes while `chain` still
-    # runs; where it does not (CPU on older JAX), the result is ready by then and nothing is confirmed.
+    # The script measures both ways itself. Where the backend dispatches asynchronously (CPU on
+    # jax 0.4.38 and later, measured; GPU and TPU always) the unblocked read (line 22) comes while
+    # `chain` still runs; where it does not (CPU on jax 0.4.30), the result is ready by then.
     unblocked, blocked = (float(v) for v in re.findall(r"([0-9.]+) ms", proc.stdout))
     if unblocked < blocked / 10:
         assert jax204 == [(22, True, "20 of 20 clock reads here came while the last jitted call's result "
