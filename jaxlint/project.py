@@ -140,11 +140,23 @@ _COMPILED_EXPORT = re.compile(
     re.MULTILINE)
 
 
+# A ``return`` of a JAX call (``return jnp.mean(...)``): such a module may export a function that
+# returns a JAX array (ModuleSummary.array_results). Other names of jax.numpy (``import jax.numpy
+# as np``) are read from the module's imports.
+_ARRAY_RETURN = re.compile(r"^[ \t]+return\b[^\n#]*\b(?:jnp|jax|lax)\.", re.MULTILINE)
+_NUMPY_ALIAS = re.compile(r"\bjax\.numpy\s+as\s+(\w+)|^from\s+jax\s+import\s+numpy\s+as\s+(\w+)", re.MULTILINE)
+
+
 def _may_export_compiled(text: str, path: str) -> bool:
-    """Whether a module can define or re-export a jitted or transformed callable at module level;
-    most modules of a large project cannot, and skipping their parse is most of the cost of
-    cross-module lookups."""
-    return path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
+    """Whether a module can define or re-export a jitted or transformed callable at module level,
+    or a function returning a JAX array; most modules of a large project cannot, and skipping
+    their parse is most of the cost of cross-module lookups."""
+    if path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None or \
+            _ARRAY_RETURN.search(text) is not None:
+        return True
+    aliases = {a for pair in _NUMPY_ALIAS.findall(text) for a in pair if a and a != "jnp"}
+    return bool(aliases) and re.search(
+        r"^[ \t]+return\b[^\n#]*\b(?:%s)\." % "|".join(sorted(aliases)), text, re.MULTILINE) is not None
 
 
 def _module_file(base: str, parts: list, isfile=os.path.isfile) -> Optional[str]:

@@ -14,9 +14,11 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
 
 class ModuleSummary:
     """What other modules need to know of a module, without its tree: whether it imports JAX,
-    which top-level names are jitted/transformed callables, and which names it re-exports."""
+    which top-level names are jitted/transformed callables, which top-level functions certainly
+    return a JAX array (:meth:`~jaxlint.model.ModuleModel.array_results`), and which names it
+    re-exports."""
 
-    __slots__ = ("path", "imports_jax", "exports", "reexports", "project")
+    __slots__ = ("path", "imports_jax", "exports", "array_results", "reexports", "project")
 
     def __init__(self, model: ModuleModel):
         self.path = model.path
@@ -24,6 +26,7 @@ class ModuleSummary:
         self.imports_jax = model.imports_jax
         self.exports: dict[str, JitWrap] = {}
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
+        self.array_results: frozenset = model.array_results()
         for name in model.module_scope.events:
             wrap = model.exported_callable(name)
             if wrap is None:
@@ -43,6 +46,7 @@ class ModuleSummary:
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
         self.exports, self.reexports = {}, {}
+        self.array_results = frozenset()
         return self
 
     def exported_callable(self, name: str) -> Optional[JitWrap]:
@@ -55,6 +59,17 @@ class ModuleSummary:
         if other is not None and other[1] is not None:
             return other[0].exported_callable(other[1])
         return None
+
+    def returns_array(self, name: str) -> bool:
+        """Whether calling the module's top-level ``name`` certainly returns one JAX array: a
+        function of :attr:`array_results`, here or where this module re-exports it from."""
+        if name in self.array_results:
+            return True
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return False
+        other = self.project.imported(self.path, *src)
+        return other is not None and other[1] is not None and other[0].returns_array(other[1])
 
 
 _SUMMARY_NODE = ast.Pass()
