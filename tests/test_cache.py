@@ -136,6 +136,41 @@ def test_an_imported_function_that_now_returns_a_jax_array_rechecks_its_importer
     assert names(checked) == ["evaluate.py", "metrics.py"]
 
 
+HELPERS = """\
+import jax.numpy as jnp
+
+from .model import step
+
+
+def loss_or_zero(params, x, warm):
+    return step(params, x)[1] if warm else jnp.zeros(())
+"""
+
+WATCH = """\
+from .helpers import loss_or_zero
+
+
+def watch(params, batches):
+    for x in batches:
+        print(float(loss_or_zero(params, x, True)))
+"""
+
+
+def test_what_a_function_returns_through_a_third_module_is_a_dependency_of_every_importer(
+        project, capsys, checked):
+    """helpers.py exports nothing compiled, so what loss_or_zero returns is judged on demand, and
+    it depends on model.py (is step jitted?): both importers depend on model.py, also the one
+    checked after the judgement was made."""
+    (project / "pkg" / "helpers.py").write_text(HELPERS)
+    (project / "pkg" / "a_watch.py").write_text(WATCH)
+    (project / "pkg" / "b_watch.py").write_text(WATCH)
+    assert run(capsys, project / "pkg") == (1, [("a_watch.py", 6, "JAX201"), ("b_watch.py", 6, "JAX201"),
+                                                ("train.py", 9, "JAX201")])
+    (project / "pkg" / "model.py").write_text(MODEL_PLAIN)  # step is no longer jitted
+    assert run(capsys, project / "pkg") == (0, [])
+    assert {"a_watch.py", "b_watch.py", "train.py"} <= set(names(checked))
+
+
 def test_changed_selection_uses_other_results(project, capsys, checked):
     run(capsys, project / "pkg")
     assert run(capsys, "--select", "JAX1", project / "pkg") == (0, [])

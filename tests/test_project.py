@@ -185,3 +185,39 @@ def test_imported_array_function_shadowed_by_a_local_name_is_not_followed(tmp_pa
                     "pkg/train.py": "from .metrics import accuracy\n" + EVAL_LOOP.format(
                         use="accuracy = lambda a, b: 0.5\n        print(float(accuracy(logits, y)))")})
     assert codes(tmp_path / "pkg/train.py") == []
+
+
+def test_array_candidates_are_top_level_defs_with_a_jax_return_line():
+    from jaxlint.project import array_candidates
+
+    text = textwrap.dedent("""
+        import jax
+        import jax.numpy as np
+        from jax import lax
+
+        def a(x):
+            y = x + 1
+            return np.sum(y)  # the module's name of jax.numpy
+
+        @jax.jit
+        def b(x):
+            def inner(z):
+                return lax.neg(z)
+            return inner(x)
+
+        class C:
+            def m(self, x):
+                return jax.nn.relu(x)
+
+        async def d(x):
+            return jax.numpy.abs(x)
+
+        def e(x):
+            return x  # jax. in a comment does not count
+
+        def f(x):
+            return float(x)
+    """)
+    assert array_candidates(text) == {"a", "b", "d"}
+    assert array_candidates("def g(x):\n    return jnp.sum(x)\n") == set()  # no jax in the module
+    assert array_candidates("import numpy as np\ndef g(x):\n    return np.sum(x)\n") == set()

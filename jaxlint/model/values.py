@@ -351,21 +351,18 @@ class ValueQueries:
 
     # -- what the module's functions return, for other modules (module summaries)
 
-    def array_results(self) -> frozenset:
-        """The top-level functions of this module that certainly return one JAX array, judged
+    def array_results(self, names=None) -> frozenset:
+        """The top-level functions of this module (of ``names`` only, when given) that certainly
+        return one JAX array, judged
         from their ``return`` statements alone, so that it holds in a shallow model too (whose
         function bodies were not walked): every ``return`` gives a ``jax.numpy``/``jax.random``/
         ``jax.lax``/``jax.nn`` call (or arithmetic, a comparison, indexing, ``.T`` or an array
         method on one), a call of a compiled callable, or a call of another such function. At
         least one ``return``, no bare ``return`` or ``yield``, no decorator, bound once at module
         level. A tuple of arrays does not count: its truth is its length, not a sync."""
-        memo = self.__dict__.get("_array_results")
-        if memo is None:
-            memo = self._array_results = {}
-            for name, evs in self.module_scope.events.items():
-                if len(evs) == 1 and evs[0].kind == "def":
-                    self._def_returns_array(name, memo)
-        return frozenset(n for n, v in memo.items() if v)
+        memo = self.__dict__.setdefault("_array_results", {})
+        asked = self.module_scope.events if names is None else names
+        return frozenset(n for n in asked if self._def_returns_array(n, memo))
 
     def _def_returns_array(self, name: str, memo: dict) -> bool:
         if name in memo:
