@@ -2932,3 +2932,42 @@ def test_module_summary_keeps_array_results_and_follows_reexports(tmp_path):
     assert summary.array_results == ARRAY_RESULTS - {"twice", "relayed"}
     init = resolver.model(str(pkg / "__init__.py"))
     assert init.returns_array("accuracy") and not init.returns_array("plain") and not init.returns_array("nope")
+
+
+def test_tuple_key_parameters_and_key_uses_of_keys_passed_in_tuples():
+    tree, m = build("""
+    import jax
+
+    def f(key, other, shape):
+        def setup(keys, cfg):
+            a, b = keys
+            a, sub = jax.random.split(a)
+            return jax.random.normal(b, shape), jax.random.uniform(cfg[1], shape)
+        pick = lambda ks: jax.random.normal(ks[2], shape)
+        def starred(keys):
+            a, *rest = keys
+            return jax.random.normal(a, shape)
+        def rebinds(keys):
+            keys = (keys, keys)
+            a, b = keys
+            return jax.random.normal(a, shape)
+        def in_loop(keys):
+            for _ in range(3):
+                a, b = keys
+                out = jax.random.normal(a, shape)
+            return out
+        x = setup((key, other), (None, key))
+        y = pick((None, None, key))
+        return x, y
+    """)
+    assert m.tuple_key_parameters(func(m, "setup")) == {(0, 0): "split", (0, 1): "normal", (1, 1): "uniform"}
+    assert m.tuple_key_parameters(func(m, "<lambda>")) == {(0, 2): "normal"}
+    assert m.tuple_key_parameters(func(m, "starred")) == {}
+    assert m.tuple_key_parameters(func(m, "rebinds")) == {}
+    assert m.tuple_key_parameters(func(m, "in_loop")) == {}  # conservative: not followed into a loop
+    uses = m.key_uses(call_to(tree, "setup"))
+    assert [(u.fn, u.name, u.via.name, u.num) for u in uses] == [
+        ("split", "key", "setup", None), ("normal", "other", "setup", None), ("uniform", "key", "setup", None)]
+    assert (m.key_use(call_to(tree, "setup")).fn, m.key_use(call_to(tree, "setup")).name) == ("split", "key")
+    (use,) = m.key_uses(call_to(tree, "pick"))
+    assert (use.fn, use.name) == ("normal", "key")
