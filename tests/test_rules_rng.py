@@ -1296,3 +1296,59 @@ def test_jax502_tuples_near_misses_are_not_reported():
         w = init((*keys, key))
         return w, jax.random.normal(key, shape)
     """, "JAX502") == []
+
+
+def test_jax502_key_passed_in_a_tuple_to_a_module_function():
+    # the Mava learner_setup pattern: a bundle of keys handed to a set-up function that unpacks
+    # and splits them, while the caller keeps using one of them
+    assert_marked("""
+    import jax
+
+    def learner_setup(env, keys, config):
+        key, actor_key, critic_key = keys
+        key, *env_keys = jax.random.split(key, config.num_envs + 1)
+        actor = jax.random.normal(actor_key, (config.width,))
+        critic = jax.random.normal(critic_key, (config.width,))
+        return (actor, critic), env_keys
+
+    def run_experiment(env, config):
+        key, key_e, actor_key, critic_key = jax.random.split(jax.random.PRNGKey(config.seed), num=4)
+        params, env_keys = learner_setup(env, (key, actor_key, critic_key), config)
+        eval_keys = jax.random.split(key_e, config.num_devices)
+        abs_keys = jax.random.split(key, config.num_devices)  # expect: JAX502
+        return params, env_keys, eval_keys, abs_keys
+    """)
+
+
+def test_jax502_module_function_tuple_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def learner_setup(keys, config):
+        key, actor_key = keys
+        key, *env_keys = jax.random.split(key, config.num_envs + 1)
+        return jax.random.normal(actor_key, (config.width,)), env_keys
+
+    def init_layer(key, shape):
+        return jax.random.normal(key, shape)
+
+    def fresh_keys(config):
+        key, setup_key, actor_key = jax.random.split(jax.random.PRNGKey(config.seed), 3)
+        params, env_keys = learner_setup((setup_key, actor_key), config)
+        return params, env_keys, jax.random.split(key, config.num_devices)
+
+    def bare_key_to_a_module_function(key, shape):
+        # a key passed as an argument to a module function is not followed (it may be called
+        # for its result)
+        a = init_layer(key, shape)
+        return a, jax.random.normal(key, shape)
+
+    class Learner:
+        def setup(self, keys):
+            key, other = keys
+            return jax.random.normal(key, (3,))
+
+    def method_is_not_followed(learner, key):
+        w = learner.setup((key, None))
+        return w, jax.random.normal(key, (3,))
+    """, "JAX502") == []

@@ -281,7 +281,8 @@ class KeyQueries:
     def key_uses(self, call: ast.Call) -> list:
         """Every key a call consumes (:meth:`key_use`): one for a ``jax.random`` call; for a call
         of the caller's own lambda or def, each key it passes where the helper draws from it,
-        as an argument or as an element of a tuple argument (``setup((key, init_key), cfg)``)."""
+        as an argument or as an element of a tuple argument (``setup((key, init_key), cfg)``); for
+        a call of a top-level function of the module, each key passed in a tuple argument."""
         ctx = self.context(call)
         if ctx is None:
             return []
@@ -312,7 +313,8 @@ class KeyQueries:
         being a ``jax.random`` call: a distribution's ``pi.sample(seed=key)``, or a lambda or def
         of the calling function's own that passes the parameter given ``key`` to a ``jax.random``
         function (``functor = lambda *a: jax.random.normal(*a) - 4``; ``functor(key, shape)``), or
-        an element of a tuple parameter (:meth:`tuple_key_parameters`: ``setup((key, k2))``).
+        an element of a tuple parameter (:meth:`tuple_key_parameters`: ``setup((key, k2))``) of
+        such a helper or of a top-level function of the module.
         ``direct``: the key is the argument itself, and the call's own arguments read as a
         ``split``'s count or ``fold_in``'s data (as the existing forwarding does)."""
         func = call.func
@@ -326,9 +328,13 @@ class KeyQueries:
         if isinstance(func, ast.Name) and func.id not in self._forwarder_names():
             return []
         for f in self.local_functions(func, scope):
-            if f.scope.parent is not scope:
-                continue  # only the caller's own helpers: a module function may be called for its result
-            forwards = self.key_parameters(f)
+            own = f.scope.parent is scope
+            if not own and (f.parent is not None or f.cls is not None):
+                continue
+            # A module function may be called for its result: a key passed to it as an argument is
+            # not followed. A tuple of keys handed to one is a bundle of RNG state it unpacks and
+            # consumes, not an input to compute a result from: its elements are followed.
+            forwards = self.key_parameters(f) if own else {}
             in_tuples = self.tuple_key_parameters(f)
             out = []
             direct = False
@@ -401,12 +407,17 @@ class KeyQueries:
         return False
 
     def _forwarder_names(self) -> set:
-        """Names bound to a nested lambda or def that forwards a key parameter (a cheap filter)."""
+        """Names bound to a nested lambda or def that forwards a key parameter, and of module
+        functions that draw from an element of a tuple parameter (a cheap filter)."""
         memo = self.__dict__.get("_forwarder_names_memo")
         if memo is None:
             memo = set()
             for f in self.functions:
-                if f.parent is None or not (self.key_parameters(f) or self.tuple_key_parameters(f)):
+                if f.parent is None:
+                    if f.cls is None and not isinstance(f.node, ast.Lambda) and self.tuple_key_parameters(f):
+                        memo.add(f.name)
+                    continue
+                if not (self.key_parameters(f) or self.tuple_key_parameters(f)):
                     continue
                 if isinstance(f.node, ast.Lambda):
                     stmt = self._lambda_stmt(f)
