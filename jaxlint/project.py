@@ -14,7 +14,9 @@ cannot make one file's check read the whole project.
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
+import functools
 import os
 import re
 from collections import OrderedDict
@@ -90,13 +92,17 @@ class ProjectResolver:
 
                 with open(path, "rb") as fh:
                     data = fh.read()
-                deps.add(("f", path, content_hash(data)))
+                digest = content_hash(data)
+                deps.add(("f", path, digest))
                 text = decode_source(data)
+                candidates = array_candidates(text)
                 if _may_export_compiled(text, path):
                     tree = ast.parse(text, filename=path)
-                    model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True))
+                    model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True), candidates)
                 else:
-                    model = ModuleSummary.empty(path, self, imports_jax="jax" in text)
+                    # judged on demand: most such modules are never asked what a function returns
+                    model = ModuleSummary.empty(path, self, imports_jax="jax" in text, pending=candidates,
+                                                digest=digest)
             except OSError:
                 deps.add(("f", path, None))
             except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
@@ -108,6 +114,32 @@ class ProjectResolver:
             old, _ = self._models.popitem(last=False)
             self._deps.pop(old, None)
         return model
+
+    def array_results(self, path: str, digest: str, names: frozenset) -> frozenset:
+        """Which of ``names`` (top-level functions of the project file ``path``) certainly return
+        a JAX array, for a summary that left them to be judged on demand: the file is read again
+        (it must still have the content ``digest``) and a shallow model built. What that consults
+        is added to what the file's summary depends on, for the result cache."""
+        found: frozenset = frozenset()
+        with self.recording() as deps:
+            try:
+                from .model import build_model
+
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                if content_hash(data) == digest:
+                    tree = ast.parse(decode_source(data), filename=path)
+                    model = build_model(tree, path=path, project=self, shallow=True)
+                    try:
+                        found = model.array_results(names)
+                    finally:
+                        model.dispose()
+            except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+                found = frozenset()
+        if path in self._deps:
+            self._deps[path] = self._deps[path] | deps
+        self._note(deps)
+        return found
 
     def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
         """What an import binds: ``(model, None)`` for a module of the project, ``(model, name)``
@@ -145,6 +177,47 @@ def _may_export_compiled(text: str, path: str) -> bool:
     most modules of a large project cannot, and skipping their parse is most of the cost of
     cross-module lookups."""
     return path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
+
+
+# A top-level def or class, a ``return`` of a JAX call (``return jnp.mean(...)``), and another name
+# of jax.numpy (``import jax.numpy as np``). Each starts with a literal, for a fast scan.
+_TOP_DEF = re.compile(r"\n(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b)")
+_NUMPY_ALIAS = re.compile(r"jax\.numpy[ \t]+as[ \t]+(\w+)|jax[ \t]+import[ \t]+numpy[ \t]+as[ \t]+(\w+)")
+
+
+@functools.lru_cache(maxsize=64)
+def _array_return(aliases: tuple):
+    return re.compile(r"return\b[^\n#]*?\b(?:%s)\." % "|".join(("jnp", "jax", "lax") + aliases))
+
+
+def array_candidates(text: str) -> frozenset:
+    """The top-level functions of a module that may return a JAX array, read from its text: a
+    ``return`` line in the function's block mentions ``jnp.``, ``jax.``, ``lax.`` (or another name
+    the module imports ``jax.numpy`` as). A cheap filter: only these are judged
+    (:meth:`~jaxlint.model.ModuleModel.array_results`), and only they can make parsing a module
+    that exports nothing compiled worth it."""
+    if "return" not in text or "jax" not in text:
+        return frozenset()
+    aliases = tuple(sorted({a for pair in _NUMPY_ALIAS.findall(text) for a in pair if a and a != "jnp"}))
+    returns = []
+    for m in _array_return(aliases).finditer(text):
+        pos = m.start()
+        line = text.rfind("\n", 0, pos) + 1
+        if line < pos and not text[line:pos].strip(" \t"):  # an indented ``return`` statement
+            returns.append(pos)
+    if not returns:
+        return frozenset()
+    marks = [(m.start(), m.group(1)) for m in _TOP_DEF.finditer(text)]
+    first = re.match(r"(?:async[ \t]+)?def[ \t]+(\w+)", text)
+    if first:
+        marks.insert(0, (0, first.group(1)))
+    starts = [pos for pos, _ in marks]
+    out = set()
+    for pos in returns:
+        i = bisect.bisect(starts, pos) - 1
+        if i >= 0 and marks[i][1]:
+            out.add(marks[i][1])
+    return frozenset(out)
 
 
 def _module_file(base: str, parts: list, isfile=os.path.isfile) -> Optional[str]:

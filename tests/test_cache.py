@@ -102,6 +102,75 @@ def test_a_new_module_that_an_import_now_resolves_to_rechecks_the_importer(proje
     assert names(checked) == ["model.py", "train.py"]
 
 
+EVALUATE = """\
+from .metrics import error
+
+
+def evaluate(predict, batches):
+    for x, y in batches:
+        print(float(error(predict(x), y)))
+"""
+
+METRICS_HOST = """\
+import numpy as np
+
+
+def error(pred, y):
+    return np.mean((pred - y) ** 2)
+"""
+
+METRICS_DEVICE = METRICS_HOST.replace("numpy as np", "jax.numpy as np")
+
+
+def test_an_imported_function_that_now_returns_a_jax_array_rechecks_its_importers(project, capsys, checked):
+    """What a module summary says a function returns (no jit involved) is part of what the
+    importer's result depends on: it is recomputed when the imported module changes."""
+    (project / "pkg" / "evaluate.py").write_text(EVALUATE)
+    (project / "pkg" / "metrics.py").write_text(METRICS_HOST)
+    assert run(capsys, project / "pkg") == (1, [("train.py", 9, "JAX201")])
+    (project / "pkg" / "metrics.py").write_text(METRICS_DEVICE)
+    assert run(capsys, project / "pkg") == (1, [("evaluate.py", 6, "JAX201"), ("train.py", 9, "JAX201")])
+    assert names(checked) == ["evaluate.py", "metrics.py"]
+    (project / "pkg" / "metrics.py").write_text(METRICS_HOST)
+    assert run(capsys, project / "pkg") == (1, [("train.py", 9, "JAX201")])
+    assert names(checked) == ["evaluate.py", "metrics.py"]
+
+
+HELPERS = """\
+import jax.numpy as jnp
+
+from .model import step
+
+
+def loss_or_zero(params, x, warm):
+    return step(params, x)[1] if warm else jnp.zeros(())
+"""
+
+WATCH = """\
+from .helpers import loss_or_zero
+
+
+def watch(params, batches):
+    for x in batches:
+        print(float(loss_or_zero(params, x, True)))
+"""
+
+
+def test_what_a_function_returns_through_a_third_module_is_a_dependency_of_every_importer(
+        project, capsys, checked):
+    """helpers.py exports nothing compiled, so what loss_or_zero returns is judged on demand, and
+    it depends on model.py (is step jitted?): both importers depend on model.py, also the one
+    checked after the judgement was made."""
+    (project / "pkg" / "helpers.py").write_text(HELPERS)
+    (project / "pkg" / "a_watch.py").write_text(WATCH)
+    (project / "pkg" / "b_watch.py").write_text(WATCH)
+    assert run(capsys, project / "pkg") == (1, [("a_watch.py", 6, "JAX201"), ("b_watch.py", 6, "JAX201"),
+                                                ("train.py", 9, "JAX201")])
+    (project / "pkg" / "model.py").write_text(MODEL_PLAIN)  # step is no longer jitted
+    assert run(capsys, project / "pkg") == (0, [])
+    assert {"a_watch.py", "b_watch.py", "train.py"} <= set(names(checked))
+
+
 def test_changed_selection_uses_other_results(project, capsys, checked):
     run(capsys, project / "pkg")
     assert run(capsys, "--select", "JAX1", project / "pkg") == (0, [])

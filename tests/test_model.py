@@ -2823,3 +2823,151 @@ def test_shape_source(body, kind, every, sizes):
 ])
 def test_no_shape_source(body):
     assert shape_source_of(body) is None
+
+
+# --------------------------------------------------------------------------- array_results (module summaries)
+
+ARRAY_RESULTS_SRC = """
+import functools
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+def accuracy(logits, labels):
+    return jnp.mean(jnp.argmax(logits, -1) == labels)
+
+def noise(key, shape):
+    return jax.random.normal(key, shape) * 0.1
+
+def clipped(x, lo):
+    y = x - lo
+    if lo > 0:
+        return jnp.clip(y, 0, 1).astype(jnp.float32)
+    return lax.max(y, 0.0)
+
+@jax.jit
+def step(x):
+    return x * 2
+
+def twice(x):
+    return step(x) + 1
+
+def relayed(logits, labels):
+    return 1 - accuracy(logits, labels)
+
+def picked(x, flag):
+    return jnp.sum(x) if flag else jnp.max(x)
+
+def plain(x):
+    return x + 1
+
+def pair(x):
+    return jnp.sum(x), x
+
+def host(x):
+    return jnp.sum(x).item()
+
+def size(x):
+    return jnp.shape(x)
+
+def maybe(x):
+    if x is None:
+        return
+    return jnp.sum(x)
+
+def either(x, flag):
+    if flag:
+        return jnp.sum(x)
+    return np.sum(x)
+
+def gen(x):
+    yield jnp.sum(x)
+
+@functools.lru_cache
+def cached(n):
+    return jnp.zeros(n)
+
+def shadowed(x, jnp):
+    return jnp.sum(x)
+
+def shadowed_locally(x):
+    jnp = np
+    return jnp.sum(x)
+
+def nothing(x):
+    pass
+
+def nested_only(x):
+    def inner(y):
+        return jnp.sum(y)
+    return inner
+
+def rebound(x):
+    return jnp.sum(x)
+rebound = functools.partial(rebound)
+"""
+
+# step is jitted: a call of it is a JAX value through the exported callable, not this fact
+ARRAY_RESULTS = {"accuracy", "noise", "clipped", "twice", "relayed", "picked"}
+
+
+@pytest.mark.parametrize("shallow", [False, True], ids=["full", "shallow"])
+def test_array_results_are_the_functions_every_return_of_which_is_a_jax_array(shallow):
+    tree = ast.parse(textwrap.dedent(ARRAY_RESULTS_SRC))
+    model = build_model(tree, shallow=shallow)
+    assert set(model.array_results()) == ARRAY_RESULTS
+
+
+def test_module_summary_keeps_array_results_and_follows_reexports(tmp_path):
+    from jaxlint.project import ProjectResolver
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .metrics import accuracy, plain\n")
+    (pkg / "metrics.py").write_text(textwrap.dedent(ARRAY_RESULTS_SRC))
+    resolver = ProjectResolver()
+    summary = resolver.model(str(pkg / "metrics.py"))
+    # only the functions a return line of which mentions jnp./jax./lax. are judged (array_candidates)
+    assert summary.array_results == ARRAY_RESULTS - {"twice", "relayed"}
+    init = resolver.model(str(pkg / "__init__.py"))
+    assert init.returns_array("accuracy") and not init.returns_array("plain") and not init.returns_array("nope")
+
+
+def test_tuple_key_parameters_and_key_uses_of_keys_passed_in_tuples():
+    tree, m = build("""
+    import jax
+
+    def f(key, other, shape):
+        def setup(keys, cfg):
+            a, b = keys
+            a, sub = jax.random.split(a)
+            return jax.random.normal(b, shape), jax.random.uniform(cfg[1], shape)
+        pick = lambda ks: jax.random.normal(ks[2], shape)
+        def starred(keys):
+            a, *rest = keys
+            return jax.random.normal(a, shape)
+        def rebinds(keys):
+            keys = (keys, keys)
+            a, b = keys
+            return jax.random.normal(a, shape)
+        def in_loop(keys):
+            for _ in range(3):
+                a, b = keys
+                out = jax.random.normal(a, shape)
+            return out
+        x = setup((key, other), (None, key))
+        y = pick((None, None, key))
+        return x, y
+    """)
+    assert m.tuple_key_parameters(func(m, "setup")) == {(0, 0): "split", (0, 1): "normal", (1, 1): "uniform"}
+    assert m.tuple_key_parameters(func(m, "<lambda>")) == {(0, 2): "normal"}
+    assert m.tuple_key_parameters(func(m, "starred")) == {}
+    assert m.tuple_key_parameters(func(m, "rebinds")) == {}
+    assert m.tuple_key_parameters(func(m, "in_loop")) == {}  # conservative: not followed into a loop
+    uses = m.key_uses(call_to(tree, "setup"))
+    assert [(u.fn, u.name, u.via.name, u.num) for u in uses] == [
+        ("split", "key", "setup", None), ("normal", "other", "setup", None), ("uniform", "key", "setup", None)]
+    assert (m.key_use(call_to(tree, "setup")).fn, m.key_use(call_to(tree, "setup")).name) == ("split", "key")
+    (use,) = m.key_uses(call_to(tree, "pick"))
+    assert (use.fn, use.name) == ("normal", "key")

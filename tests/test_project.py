@@ -116,3 +116,108 @@ def test_flake8_resolves_imports_too(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "JAX", str(tmp_path / "pkg/train.py")],
                           capture_output=True, text=True, cwd=tmp_path)
     assert proc.stdout.count(" JAX201 ") == 1 and ":6:" in proc.stdout, proc.stdout + proc.stderr
+
+
+METRICS = textwrap.dedent("""
+    import jax.numpy as jnp
+    import numpy as np
+
+    def accuracy(logits, labels):
+        return jnp.mean(jnp.argmax(logits, -1) == labels)
+
+    def scaled(x):
+        return x * 2
+
+    def summary(x):
+        return jnp.mean(x), jnp.max(x)
+
+    def host_mean(x):
+        return np.mean(x)
+
+    def either(x, on_device):
+        if on_device:
+            return jnp.mean(x)
+        return np.mean(x)
+""")
+
+EVAL_LOOP = """
+def run(step, params, batches):
+    for x, y in batches:
+        params, logits = step(params, x)
+        {use}
+    return params
+"""
+
+
+def test_result_of_an_imported_function_that_returns_a_jax_array(tmp_path):
+    uses = {
+        "print(float(accuracy(logits, y)))": "from .metrics import accuracy",
+        "acc = metrics.accuracy(logits, y).item()": "from . import metrics",
+        "print(f'acc {accuracy(logits, y)}')": "from .metrics import accuracy",
+        "if accuracy(logits, y) > 0.99: break": "from pkg.metrics import accuracy",
+    }
+    for i, (use, imp) in enumerate(uses.items()):
+        make(tmp_path, {"pkg/__init__.py": "", "pkg/metrics.py": METRICS,
+                        f"pkg/t{i}.py": imp + "\n" + EVAL_LOOP.format(use=use)})
+        assert codes(tmp_path / f"pkg/t{i}.py") == [(6, "JAX201")], use
+
+
+def test_result_of_an_imported_array_function_through_a_package_reexport(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "from .metrics import accuracy\n", "pkg/metrics.py": METRICS,
+                    "train.py": "from pkg import accuracy\n" + EVAL_LOOP.format(use="print(float(accuracy(logits, y)))")})
+    assert codes(tmp_path / "train.py") == [(6, "JAX201")]
+
+
+def test_imported_functions_that_may_not_return_a_jax_array_are_not_jax(tmp_path):
+    # scaled() returns what it is given, summary() a tuple (its truth is its length), host_mean() a
+    # NumPy value, either() a JAX value on one path only
+    uses = ["print(float(scaled(logits)))", "if summary(logits): break", "print(float(host_mean(y)))",
+            "print(float(either(y, False)))", "print(float(metrics.scaled(y)))"]
+    for i, use in enumerate(uses):
+        make(tmp_path, {"pkg/__init__.py": "", "pkg/metrics.py": METRICS,
+                        f"pkg/t{i}.py": "from . import metrics\nfrom .metrics import scaled, summary, host_mean, either\n"
+                        + EVAL_LOOP.format(use=use)})
+        assert codes(tmp_path / f"pkg/t{i}.py") == [], use
+
+
+def test_imported_array_function_shadowed_by_a_local_name_is_not_followed(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/metrics.py": METRICS,
+                    "pkg/train.py": "from .metrics import accuracy\n" + EVAL_LOOP.format(
+                        use="accuracy = lambda a, b: 0.5\n        print(float(accuracy(logits, y)))")})
+    assert codes(tmp_path / "pkg/train.py") == []
+
+
+def test_array_candidates_are_top_level_defs_with_a_jax_return_line():
+    from jaxlint.project import array_candidates
+
+    text = textwrap.dedent("""
+        import jax
+        import jax.numpy as np
+        from jax import lax
+
+        def a(x):
+            y = x + 1
+            return np.sum(y)  # the module's name of jax.numpy
+
+        @jax.jit
+        def b(x):
+            def inner(z):
+                return lax.neg(z)
+            return inner(x)
+
+        class C:
+            def m(self, x):
+                return jax.nn.relu(x)
+
+        async def d(x):
+            return jax.numpy.abs(x)
+
+        def e(x):
+            return x  # jax. in a comment does not count
+
+        def f(x):
+            return float(x)
+    """)
+    assert array_candidates(text) == {"a", "b", "d"}
+    assert array_candidates("def g(x):\n    return jnp.sum(x)\n") == set()  # no jax in the module
+    assert array_candidates("import numpy as np\ndef g(x):\n    return np.sum(x)\n") == set()

@@ -1208,3 +1208,147 @@ def test_jax503_constant_key_in_a_per_step_helper_not_drawn_from_or_a_default_is
         key = jax.random.PRNGKey(0)
         assert jax.random.normal(key, (2,)).shape == (2,)
     """, "JAX503") == []
+
+
+# --------------------------------------------------------------------------- keys passed inside tuples (issue 12 gap 4)
+
+
+def test_jax502_key_passed_in_a_tuple_to_the_callers_own_def_or_lambda():
+    assert_marked("""
+    import jax
+
+    def run_experiment(key, config):
+        def setup(keys, cfg):
+            key, init_key = keys
+            key, *env_keys = jax.random.split(key, cfg.num_envs + 1)
+            params = jax.random.normal(init_key, (cfg.width,))
+            return params, env_keys
+
+        key, init_key = jax.random.split(key)
+        params, env_keys = setup((key, init_key), config)
+        eval_keys = jax.random.split(key, config.num_devices)  # expect: JAX502
+        return params, env_keys, eval_keys
+
+    def noisy_pair(key, n):
+        draw = lambda ks, m: jax.random.normal(ks[0], (m,))
+        a = draw((key, 1), n)
+        b = jax.random.normal(key, (n,))  # expect: JAX502
+        return a, b
+
+    def init_and_perturb(key, shape):
+        def init(args):
+            key, scale = args
+            return jax.random.normal(key, shape) * scale
+        w = init((key, 0.02))
+        noise = jax.random.normal(key, shape)  # expect: JAX502
+        return w + noise
+    """)
+
+
+def test_jax502_tuples_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def subkeys_in_the_tuple(key, config):
+        def setup(keys, cfg):
+            key, init_key = keys
+            return jax.random.normal(key, (cfg.width,)), jax.random.normal(init_key, (cfg.width,))
+        key, k1, k2 = jax.random.split(key, 3)
+        params = setup((k1, k2), config)
+        return params, jax.random.split(key, 4)
+
+    def key_only_carried(key, config):
+        def setup(args):
+            key, cfg = args
+            return cfg.width, key
+        width, key = setup((key, config))
+        return jax.random.normal(key, (width,))
+
+    def other_element_drawn(key, k1, shape):
+        def init(keys):
+            a, b = keys
+            return jax.random.normal(a, shape), b
+        w, _ = init((k1, key))
+        return w, jax.random.normal(key, shape)
+
+    def advanced_after_the_draw(key, shape):
+        def init(args):
+            k, scale = args
+            return jax.random.normal(k, shape) * scale
+        w = init((key, 0.02))
+        key, sub = jax.random.split(key)
+        return w, key, sub
+
+    def one_branch_or_the_other(key, shape, from_helper):
+        def init(args):
+            k, scale = args
+            return jax.random.normal(k, shape) * scale
+        if from_helper:
+            w = init((key, 0.02))
+        else:
+            w = jax.random.normal(key, shape)
+        return w
+
+    def unknown_position(key, keys, shape):
+        def init(ks):
+            k, other = ks
+            return jax.random.normal(k, shape)
+        w = init((*keys, key))
+        return w, jax.random.normal(key, shape)
+    """, "JAX502") == []
+
+
+def test_jax502_key_passed_in_a_tuple_to_a_module_function():
+    # the Mava learner_setup pattern: a bundle of keys handed to a set-up function that unpacks
+    # and splits them, while the caller keeps using one of them
+    assert_marked("""
+    import jax
+
+    def learner_setup(env, keys, config):
+        key, actor_key, critic_key = keys
+        key, *env_keys = jax.random.split(key, config.num_envs + 1)
+        actor = jax.random.normal(actor_key, (config.width,))
+        critic = jax.random.normal(critic_key, (config.width,))
+        return (actor, critic), env_keys
+
+    def run_experiment(env, config):
+        key, key_e, actor_key, critic_key = jax.random.split(jax.random.PRNGKey(config.seed), num=4)
+        params, env_keys = learner_setup(env, (key, actor_key, critic_key), config)
+        eval_keys = jax.random.split(key_e, config.num_devices)
+        abs_keys = jax.random.split(key, config.num_devices)  # expect: JAX502
+        return params, env_keys, eval_keys, abs_keys
+    """)
+
+
+def test_jax502_module_function_tuple_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def learner_setup(keys, config):
+        key, actor_key = keys
+        key, *env_keys = jax.random.split(key, config.num_envs + 1)
+        return jax.random.normal(actor_key, (config.width,)), env_keys
+
+    def init_layer(key, shape):
+        return jax.random.normal(key, shape)
+
+    def fresh_keys(config):
+        key, setup_key, actor_key = jax.random.split(jax.random.PRNGKey(config.seed), 3)
+        params, env_keys = learner_setup((setup_key, actor_key), config)
+        return params, env_keys, jax.random.split(key, config.num_devices)
+
+    def bare_key_to_a_module_function(key, shape):
+        # a key passed as an argument to a module function is not followed (it may be called
+        # for its result)
+        a = init_layer(key, shape)
+        return a, jax.random.normal(key, shape)
+
+    class Learner:
+        def setup(self, keys):
+            key, other = keys
+            return jax.random.normal(key, (3,))
+
+    def method_is_not_followed(learner, key):
+        w = learner.setup((key, None))
+        return w, jax.random.normal(key, (3,))
+    """, "JAX502") == []

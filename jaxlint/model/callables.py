@@ -81,6 +81,23 @@ class CallableQueries:
                 return other[0].exported_callable(func.attr)
         return None
 
+    def imported_result(self, func: ast.AST, scope: Scope) -> bool:
+        """Whether calling ``func`` calls a function of another module of the project that
+        certainly returns one JAX array (:meth:`~jaxlint.model.ModuleSummary.returns_array`):
+        ``accuracy(logits, y)`` after ``from .metrics import accuracy``, or ``metrics.accuracy(...)``
+        after ``from . import metrics``."""
+        if self.project is None or not self.work.spend():
+            return False
+        if isinstance(func, ast.Name):
+            if self.binding(func.id, scope, _pos(func)) is not None:
+                return False
+            other = self._imported(func.id, scope)
+            return other is not None and other[1] is not None and other[0].returns_array(other[1])
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            other = self._imported(func.value.id, scope)
+            return other is not None and other[1] is None and other[0].returns_array(func.attr)
+        return False
+
     def exported_callable(self, name: str) -> Optional[JitWrap]:
         """What calling this module's top-level ``name`` runs (see :meth:`callable_info`)."""
         key = ("export", name)

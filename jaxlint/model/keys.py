@@ -273,67 +273,151 @@ class KeyQueries:
     def key_use(self, call: ast.Call) -> Optional[KeyUse]:
         """The key a sampler, ``split`` or ``fold_in`` call consumes, when it is a variable whose
         binding is known (a parameter or an assignment; a closure variable only when the calling
-        scope cannot rebind it)."""
+        scope cannot rebind it). For a call that forwards several keys, the first
+        (:meth:`key_uses`)."""
+        uses = self.key_uses(call)
+        return uses[0] if uses else None
+
+    def key_uses(self, call: ast.Call) -> list:
+        """Every key a call consumes (:meth:`key_use`): one for a ``jax.random`` call; for a call
+        of the caller's own lambda or def, each key it passes where the helper draws from it,
+        as an argument or as an element of a tuple argument (``setup((key, init_key), cfg)``); for
+        a call of a top-level function of the module, each key passed in a tuple argument."""
         ctx = self.context(call)
         if ctx is None:
-            return None
+            return []
         scope = ctx.scope
         fn = self.random_function(call, scope)
-        spelling = via = None
         if fn in KEY_FUNCS:
-            arg = call_arg(call, 0, "key")
+            found = [(fn, call_arg(call, 0, "key"), None, None, True)]
         else:
-            found = self._forwarded_key(call, scope)
-            if found is None:
-                return None
-            fn, arg, spelling, via = found
-        if not isinstance(arg, ast.Name):
-            return None
-        ev = self.binding(arg.id, scope, _pos(arg))
-        if ev is None or ev.kind in ("def", "other"):
-            return None
-        if ev.scope is not scope:
-            # A key from an enclosing scope: only when this scope cannot rebind it.
-            if scope.kind != "function" or arg.id in scope.globals or ev.scope.kind == "class":
-                return None
-        data = call_arg(call, 1, "data") if fn == FOLD_IN else None
-        num = call_arg(call, 1, "num") if fn == SPLIT else None
-        return KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via)
+            found = self._forwarded_keys(call, scope)
+        out = []
+        for fn, arg, spelling, via, direct in found:
+            if not isinstance(arg, ast.Name):
+                continue
+            ev = self.binding(arg.id, scope, _pos(arg))
+            if ev is None or ev.kind in ("def", "other"):
+                continue
+            if ev.scope is not scope:
+                # A key from an enclosing scope: only when this scope cannot rebind it.
+                if scope.kind != "function" or arg.id in scope.globals or ev.scope.kind == "class":
+                    continue
+            data = call_arg(call, 1, "data") if fn == FOLD_IN and direct else None
+            num = call_arg(call, 1, "num") if fn == SPLIT and direct else None
+            out.append(KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via))
+        return out
 
-    def _forwarded_key(self, call: ast.Call, scope: Scope) -> Optional[tuple]:
-        """``(fn, key expression, spelling, via)`` for a call that draws from a key without being a
-        ``jax.random`` call: a distribution's ``pi.sample(seed=key)``, or a lambda or def of the
-        calling function's own that passes the parameter given ``key`` to a ``jax.random``
-        function (``functor = lambda *a: jax.random.normal(*a) - 4``; ``functor(key, shape)``)."""
+    def _forwarded_keys(self, call: ast.Call, scope: Scope) -> list:
+        """``(fn, key expression, spelling, via, direct)`` for each key a call draws from without
+        being a ``jax.random`` call: a distribution's ``pi.sample(seed=key)``, or a lambda or def
+        of the calling function's own that passes the parameter given ``key`` to a ``jax.random``
+        function (``functor = lambda *a: jax.random.normal(*a) - 4``; ``functor(key, shape)``), or
+        an element of a tuple parameter (:meth:`tuple_key_parameters`: ``setup((key, k2))``) of
+        such a helper or of a top-level function of the module.
+        ``direct``: the key is the argument itself, and the call's own arguments read as a
+        ``split``'s count or ``fold_in``'s data (as the existing forwarding does)."""
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in DIST_SAMPLE:
             for kw in call.keywords:
                 if kw.arg == "seed":
-                    return func.attr, kw.value, _spell(func), None
-            return None
+                    return [(func.attr, kw.value, _spell(func), None, True)]
+            return []
         if not isinstance(func, (ast.Name, ast.Lambda)) or scope.kind != "function":
-            return None
+            return []
         if isinstance(func, ast.Name) and func.id not in self._forwarder_names():
-            return None
+            return []
         for f in self.local_functions(func, scope):
-            if f.scope.parent is not scope:
-                continue  # only the caller's own helpers: a module function may be called for its result
-            forwards = self.key_parameters(f)
+            own = f.scope.parent is scope
+            if not own and (f.parent is not None or f.cls is not None):
+                continue
+            # A module function may be called for its result: a key passed to it as an argument is
+            # not followed. A tuple of keys handed to one is a bundle of RNG state it unpacks and
+            # consumes, not an input to compute a result from: its elements are followed.
+            forwards = self.key_parameters(f) if own else {}
+            in_tuples = self.tuple_key_parameters(f)
+            out = []
+            direct = False
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
                     break
                 if i in forwards:
-                    fn = forwards[i]
-                    return fn, arg, _spell(func), f
-        return None
+                    if not direct:  # the first key passed as an argument, as the forwarding always did
+                        out.append((forwards[i], arg, _spell(func), f, True))
+                        direct = True
+                elif isinstance(arg, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in arg.elts):
+                    for j, elt in enumerate(arg.elts):
+                        if (i, j) in in_tuples:
+                            out.append((in_tuples[(i, j)], elt, _spell(func), f, False))
+            if out:
+                return out
+        return []
+
+    def tuple_key_parameters(self, f) -> dict:
+        """``(parameter index, element index)`` -> the ``jax.random`` function the body of ``f``
+        passes that element of a tuple parameter to as the key: unpacked first (``def
+        setup(keys): key, init_key = keys``; ``jax.random.split(key)``) or indexed
+        (``lambda ks, n: jax.random.normal(ks[0], (n,))``). The parameter is never rebound; the
+        unpacking has no starred target and is the binding the draw reads, outside any loop of
+        ``f``. Only the function's own calls count."""
+        memo = self.__dict__.setdefault("_tuple_key_params_memo", {})
+        found = memo.get(id(f))
+        if found is not None:
+            return found
+        out: dict = {}
+        memo[id(f)] = out
+        params = f.params
+        for call in f.calls:
+            if not self.work.spend():
+                break
+            fn = self.random_function(call, f.scope)
+            if fn not in KEY_FUNCS:
+                continue
+            first = call_arg(call, 0, "key")
+            where = None
+            if isinstance(first, ast.Subscript) and isinstance(first.value, ast.Name) and \
+                    isinstance(first.slice, ast.Constant) and type(first.slice.value) is int and first.slice.value >= 0:
+                where = (first.value.id, first.slice.value)
+            elif isinstance(first, ast.Name):
+                ev = self.binding(first.id, f.scope, _pos(first))
+                ctx = self.context(call)
+                if ev is None or ev.kind != "assign" or ev.scope is not f.scope or ctx is None or ctx.loops:
+                    continue
+                path = ev.path or ()
+                if len(path) != 1 or not isinstance(path[0], int) or not isinstance(ev.value, ast.Name):
+                    continue
+                if not self._plain_unpacking(f, ev.value):
+                    continue
+                where = (ev.value.id, path[0])
+            if where is None or where[0] not in params:
+                continue
+            if len(f.scope.events.get(where[0], ())) != 1:
+                continue  # the parameter is rebound in the body: not the argument any more
+            out.setdefault((params.index(where[0]), where[1]), fn)
+        return out
+
+    @staticmethod
+    def _plain_unpacking(f, value: ast.Name) -> bool:
+        """Whether ``value`` is the whole right side of a ``a, b = value`` statement of ``f`` whose
+        targets are plain names, none starred."""
+        for stmt in ast.walk(f.node):
+            if isinstance(stmt, ast.Assign) and stmt.value is value:
+                return len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and all(
+                    isinstance(e, ast.Name) for e in stmt.targets[0].elts)
+        return False
 
     def _forwarder_names(self) -> set:
-        """Names bound to a nested lambda or def that forwards a key parameter (a cheap filter)."""
+        """Names bound to a nested lambda or def that forwards a key parameter, and of module
+        functions that draw from an element of a tuple parameter (a cheap filter)."""
         memo = self.__dict__.get("_forwarder_names_memo")
         if memo is None:
             memo = set()
             for f in self.functions:
-                if f.parent is None or not self.key_parameters(f):
+                if f.parent is None:
+                    if f.cls is None and not isinstance(f.node, ast.Lambda) and self.tuple_key_parameters(f):
+                        memo.add(f.name)
+                    continue
+                if not (self.key_parameters(f) or self.tuple_key_parameters(f)):
                     continue
                 if isinstance(f.node, ast.Lambda):
                     stmt = self._lambda_stmt(f)
@@ -400,10 +484,8 @@ class KeyQueries:
             if id(call) in seen:
                 continue
             seen.add(id(call))
-            use = self.key_use(call)
-            if use is None:
-                continue
-            groups.setdefault((id(use.event), id(use.ctx.scope)), []).append(use)
+            for use in self.key_uses(call):
+                groups.setdefault((id(use.event), id(use.ctx.scope)), []).append(use)
         return [sorted(g, key=lambda u: _pos(u.call)) for g in groups.values()]
 
     # -- keys that stay the same from one call to the next

@@ -118,15 +118,16 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
 
     def uses_jax(self) -> bool:
         """Whether any rule can fire: the module imports JAX, or imports from a module of the
-        project that does (a training script importing its jitted step from ``model.py``)."""
+        project that does (a training script importing its jitted step from ``model.py``), or a
+        name such a module exports (through a package's ``__init__``)."""
         if self.imports_jax:
             return True
         if self.project is None or self.path is None:
             return False
         for module, attr, level in self.module_scope.import_src.values():
             other = self.project.imported(self.path, module, attr, level)
-            if other is not None and (other[0].imports_jax or (
-                    other[1] is not None and other[0].exported_callable(other[1]) is not None)):
+            if other is not None and (other[0].imports_jax or (other[1] is not None and (
+                    other[0].exported_callable(other[1]) is not None or other[0].returns_array(other[1])))):
                 return True
         return False
 

@@ -14,16 +14,20 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
 
 class ModuleSummary:
     """What other modules need to know of a module, without its tree: whether it imports JAX,
-    which top-level names are jitted/transformed callables, and which names it re-exports."""
+    which top-level names are jitted/transformed callables, which top-level functions certainly
+    return a JAX array (:attr:`array_results`: only the functions
+    :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
-    __slots__ = ("path", "imports_jax", "exports", "reexports", "project")
+    __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project")
 
-    def __init__(self, model: ModuleModel):
+    def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
         self.project = model.project
         self.imports_jax = model.imports_jax
         self.exports: dict[str, JitWrap] = {}
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
+        self._array_results: Optional[frozenset] = model.array_results(candidates)
+        self._pending: tuple = ()
         for name in model.module_scope.events:
             wrap = model.exported_callable(name)
             if wrap is None:
@@ -38,12 +42,30 @@ class ModuleSummary:
         model.dispose()
 
     @classmethod
-    def empty(cls, path: str, project, imports_jax: bool) -> "ModuleSummary":
-        """A module that exports nothing compiled (and whose imports do not matter)."""
+    def empty(cls, path: str, project, imports_jax: bool, pending: frozenset = frozenset(),
+              digest: Optional[str] = None) -> "ModuleSummary":
+        """A module that exports nothing compiled (and whose imports do not matter). ``pending``:
+        top-level functions that may return a JAX array, judged when first asked about
+        (:meth:`~jaxlint.project.ProjectResolver.array_results`) from the file of content ``digest``."""
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
         self.exports, self.reexports = {}, {}
+        if pending and project is not None and path is not None and digest is not None:
+            self._array_results, self._pending = None, (pending, digest)
+        else:
+            self._array_results, self._pending = frozenset(), ()
         return self
+
+    @property
+    def array_results(self) -> frozenset:
+        """The module's top-level functions that certainly return one JAX array
+        (:meth:`~jaxlint.model.ModuleModel.array_results`)."""
+        if self._array_results is None:
+            names, digest = self._pending
+            self._array_results = frozenset()  # a cycle of lookups sees "none" meanwhile
+            self._array_results = self.project.array_results(self.path, digest, names)
+            self._pending = ()
+        return self._array_results
 
     def exported_callable(self, name: str) -> Optional[JitWrap]:
         if name in self.exports:
@@ -55,6 +77,18 @@ class ModuleSummary:
         if other is not None and other[1] is not None:
             return other[0].exported_callable(other[1])
         return None
+
+    def returns_array(self, name: str) -> bool:
+        """Whether calling the module's top-level ``name`` certainly returns one JAX array: a
+        function of :attr:`array_results`, here or where this module re-exports it from."""
+        pending = self._pending
+        if (not pending or name in pending[0]) and name in self.array_results:
+            return True
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return False
+        other = self.project.imported(self.path, *src)
+        return other is not None and other[1] is not None and other[0].returns_array(other[1])
 
 
 _SUMMARY_NODE = ast.Pass()

@@ -131,6 +131,8 @@ class ValueQueries:
             return True
         if self._local_result(call, scope, None):
             return True
+        if self.imported_result(func, scope):
+            return True
         return self._instance_result(call, scope)
 
     # -- instances of the module's own classes
@@ -347,6 +349,85 @@ class ValueQueries:
         self._returns_memo[key] = result
         return result
 
+    # -- what the module's functions return, for other modules (module summaries)
+
+    def array_results(self, names=None) -> frozenset:
+        """The top-level functions of this module (of ``names`` only, when given) that certainly
+        return one JAX array, judged
+        from their ``return`` statements alone, so that it holds in a shallow model too (whose
+        function bodies were not walked): every ``return`` gives a ``jax.numpy``/``jax.random``/
+        ``jax.lax``/``jax.nn`` call (or arithmetic, a comparison, indexing, ``.T`` or an array
+        method on one), a call of a compiled callable, or a call of another such function. At
+        least one ``return``, no bare ``return`` or ``yield``, no decorator, bound once at module
+        level. A tuple of arrays does not count: its truth is its length, not a sync."""
+        memo = self.__dict__.setdefault("_array_results", {})
+        asked = self.module_scope.events if names is None else names
+        return frozenset(n for n in asked if self._def_returns_array(n, memo))
+
+    def _def_returns_array(self, name: str, memo: dict) -> bool:
+        if name in memo:
+            return bool(memo[name])
+        memo[name] = False  # cycle guard: mutual recursion is not certain
+        evs = self.module_scope.events.get(name, ())
+        if len(evs) != 1 or evs[0].kind != "def":
+            return False
+        node = evs[0].node
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
+            return False
+        found = _returned(node)
+        if found is None:
+            return False
+        returns, local = found
+        result = bool(returns) and all(self._certain_array(r, local, memo, 0) for r in returns)
+        memo[name] = result
+        return result
+
+    def _certain_array(self, e: ast.AST, local: set, memo: dict, depth: int) -> bool:
+        """Whether a returned expression is certainly one JAX array whatever the function is
+        given (``local``: the names the function binds, which hide the module's)."""
+        if depth > L.ARRAY_CHAIN or not self.work.spend():
+            return False
+        t = type(e)
+        if t is ast.Call:
+            func = e.func
+            root = func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name):
+                if root.id in local:
+                    return False
+                qn = self.resolve(func, self.module_scope)
+                if qn is not None and qn not in _CONSTANT_FOLDING_COLLECTIVES and N.produces_array(qn) \
+                        and not _internal(qn):
+                    return True
+                if self.callable_info(func, self.module_scope) is not None:
+                    return True
+                return isinstance(func, ast.Name) and self._def_returns_array(func.id, memo)
+            if isinstance(func, ast.Attribute):
+                # jnp.sum(x).astype(y), jnp.stack(xs).reshape(n, -1)
+                return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS and \
+                    self._certain_array(func.value, local, memo, depth + 1)
+            return False
+        if t is ast.BinOp:
+            if isinstance(e.op, ast.Mod) and isinstance(e.left, (ast.Constant, ast.JoinedStr)):
+                return False
+            return self._certain_array(e.left, local, memo, depth + 1) or \
+                self._certain_array(e.right, local, memo, depth + 1)
+        if t is ast.UnaryOp:
+            return not isinstance(e.op, ast.Not) and self._certain_array(e.operand, local, memo, depth + 1)
+        if t is ast.Compare:
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return False
+            return any(self._certain_array(x, local, memo, depth + 1) for x in [e.left, *e.comparators])
+        if t is ast.Subscript:
+            return self._certain_array(e.value, local, memo, depth + 1)
+        if t is ast.Attribute:
+            return e.attr not in N.METADATA_ATTRS and self._certain_array(e.value, local, memo, depth + 1)
+        if t is ast.IfExp:
+            return self._certain_array(e.body, local, memo, depth + 1) and \
+                self._certain_array(e.orelse, local, memo, depth + 1)
+        return False
+
     def is_mask(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
         """Whether ``e`` is certainly a boolean JAX array: a comparison involving a JAX value, ``~m``,
         ``m1 & m2``, ``jnp.isnan(...)``/``logical_*``, ``.astype(bool)``, or a name bound to one."""
@@ -488,3 +569,42 @@ class ValueQueries:
             return False
         name = _last_name(receiver).lower()
         return name == "ref" or name.endswith(("_ref", "_refs", "ref", "refs"))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _returned(node: ast.FunctionDef) -> Optional[tuple]:
+    """``(returned expressions, names bound in the function)`` of a def, read from its syntax
+    (nested defs, classes and lambdas are not its code, but their names are bound); None for a
+    generator or a bare ``return``."""
+    a = node.args
+    local = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+    local.update(p.arg for p in (a.vararg, a.kwarg) if p is not None)
+    returns: list = []
+    stack: list = list(node.body)
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in _SCOPES:
+            if t is not ast.Lambda:
+                local.add(n.name)
+            continue
+        if t is ast.Return:
+            if n.value is None:
+                return None
+            returns.append(n.value)
+        elif t in (ast.Yield, ast.YieldFrom):
+            return None
+        elif t is ast.Name:
+            if not isinstance(n.ctx, ast.Load):
+                local.add(n.id)
+            continue
+        elif t in (ast.Import, ast.ImportFrom):
+            local.update((al.asname or al.name).split(".")[0] for al in n.names)
+        elif t in (ast.Global, ast.Nonlocal):
+            local.update(n.names)
+        elif t is ast.ExceptHandler and n.name:
+            local.add(n.name)
+        stack.extend(ast.iter_child_nodes(n))
+    return returns, local
