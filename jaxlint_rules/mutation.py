@@ -32,7 +32,10 @@ def _at(target: ast.Subscript) -> str:
 # and for ``x[f()] = g()`` not two calls whose order would swap. Every subexpression keeps its
 # original spelling.
 
-_AUG_METHODS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power"}
+# ``-=`` becomes ``.add(-v)``: ``.at[].subtract`` is missing from jax 0.4.30 (present from 0.4.38 on).
+_AUG_METHODS = {ast.Add: "add", ast.Sub: "add", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power"}
+# Values that negate without parentheses: ``-v``, ``-2``, ``-self.lr``, ``-g[0]``, ``-f(x)``.
+_ATOMS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Call)
 _EFFECTS = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 # Calls whose order against another call cannot matter: pure builtins and JAX's functional API.
 _PURE_BUILTINS = frozenset("builtins." + n for n in (
@@ -135,7 +138,7 @@ class InplaceItemAssignment(Rule):
     @_never_raises
     def _fix(model: ModuleModel, target: ast.AST, kind: str) -> Optional[Fix]:
         """``x[i] = v`` -> ``x = x.at[i].set(v)``; ``x[i] op= v`` -> ``x = x.at[i].add(v)`` (``-=``
-        ``.subtract``, ``*=`` ``.multiply``, ``/=`` ``.divide``, ``**=`` ``.power``): a whole
+        ``.add(-v)``, ``*=`` ``.multiply``, ``/=`` ``.divide``, ``**=`` ``.power``): a whole
         statement, ``x`` a local plain name."""
         if kind not in ("assign", "aug") or not isinstance(target, ast.Subscript):
             return None
@@ -164,13 +167,16 @@ class InplaceItemAssignment(Rule):
             return None  # x[f()] = g(): Python runs g() first, the rewrite f() first
         if not _rebinding_is_safe(model, base.id, stmt):
             return None
+        negate = isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Sub)
+        wrap = negate and not isinstance(value, _ATOMS)
+        opening = f".{method}(" + ("-(" if wrap else "-" if negate else "")
         return Fix((
             Edit(start_of(stmt), start_of(stmt), (Span(start_of(base), end_of(base)), " = ")),
             Edit(end_of(base), end_of(base), (".at",)),
             # ``= (\n v\n)``: the first parenthesis around the value becomes the call's
             # (``.set(\n v\n)``); the text between the others and the value is kept
-            Edit(end_of(target), start_of(value), (f".{method}(", Span(end_of(target), start_of(value), after="("))),
-            Edit(end_of(value), end_of(stmt), (Span(end_of(value), end_of(stmt), before=")"), ")")),
+            Edit(end_of(target), start_of(value), (opening, Span(end_of(target), start_of(value), after="("))),
+            Edit(end_of(value), end_of(stmt), (Span(end_of(value), end_of(stmt), before=")"), "))" if wrap else ")")),
         ))
 
     @staticmethod

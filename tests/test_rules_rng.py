@@ -918,7 +918,10 @@ def test_runtime_two_distributions_from_one_key_are_functions_of_each_other():
     normal = jax.random.normal(key, (64,))
     coin = jax.random.bernoulli(key, 0.5, (64,))
     assert (coin == (normal < 0)).all()
-    assert (jax.random.normal(key, (8,))[:4] == jax.random.normal(key, (4,))).all()
+    prefix = (jax.random.normal(key, (8,))[:4] == jax.random.normal(key, (4,))).all()
+    # draws of different sizes share their first numbers with the partitionable threefry (JAX's
+    # default since 0.5); jax 0.4.x's default derives the bits from the whole shape
+    assert bool(prefix) == bool(jax.config.jax_threefry_partitionable)
 
 
 def test_runtime_paired_choice_picks_the_same_rows():

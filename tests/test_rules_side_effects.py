@@ -502,7 +502,7 @@ def test_runtime_jax602_print_in_jit_prints_once_showing_a_tracer(capsys):
         step(jnp.ones(3))
     out = capsys.readouterr().out
     assert out.count("y =") == 1
-    assert "Tracer" in out  # "Traced<...>" in older JAX, "JitTracer(float32[3])" in 0.10
+    assert "Traced<" in out or "Tracer(" in out  # "Traced<...>" in older JAX, "JitTracer(float32[3])" in 0.10
 
 
 def test_jax601_trace_time_memo_caches_are_not_reported():
@@ -583,7 +583,9 @@ def test_runtime_jax602_print_under_vmap_alone_runs_every_call_showing_a_tracer(
     for _ in range(3):
         batched(jnp.ones(3))
     out = capsys.readouterr().out
-    assert out.count("row =") == 3 and "Tracer" in out and "1." not in out
+    assert out.count("row =") == 3 and ("Traced<" in out or "Tracer(" in out)
+    if "val =" not in out:  # jax 0.4.x's BatchTracer repr also lists the batched values (`val = Array(...)`)
+        assert "1." not in out
 
 
 def test_jax601_augmented_item_of_a_closed_over_list_in_jit():

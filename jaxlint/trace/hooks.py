@@ -65,6 +65,8 @@ def code_of(fun: Any):
             continue
         code = getattr(fun, "__code__", None)
         if isinstance(code, types.CodeType):
+            if not hasattr(code, "co_qualname"):  # Python 3.10: the qualified name is the function's
+                _QUALNAMES.setdefault(code, getattr(fun, "__qualname__", code.co_name))
             return code
         func = getattr(fun, "__func__", None)
         if func is not None:
@@ -76,8 +78,14 @@ def code_of(fun: Any):
     return None
 
 
+# code -> the ``__qualname__`` of the function it was found through, for Python 3.10, whose code
+# objects have no ``co_qualname`` (kept for the process: code objects live as long as their functions).
+_QUALNAMES: dict = {}
+
+
 def describe(code) -> tuple:
-    return (code.co_name, getattr(code, "co_qualname", code.co_name), code.co_filename, code.co_firstlineno)
+    qualname = getattr(code, "co_qualname", None) or _QUALNAMES.get(code, code.co_name)
+    return (code.co_name, qualname, code.co_filename, code.co_firstlineno)
 
 
 def _attribute(owner: Any, name: str) -> Any:
