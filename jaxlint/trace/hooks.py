@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import jax
 
+from . import frames
 from .adapters import base
 from .adapters import select as select_era
 from .collector import Collector, Signature
@@ -100,6 +101,7 @@ class Counted:
         self._jaxlint_key = key
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
         collectors = INSTRUMENTATION.collectors
         if collectors:
             key = self._jaxlint_key
@@ -113,10 +115,16 @@ class Counted:
                 caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
+        try:
             out = self._jaxlint_real(*args, **kwargs)
+        except BaseException as e:
+            # The traceback the program sees has no jaxlint frame (this one included: a bare
+            # `raise` re-raises with the exception's own __traceback__ on Python 3.11+).
+            frames.hide(e)
+            raise
+        if collectors:
             INSTRUMENTATION.dispatched(out)
-            return out
-        return self._jaxlint_real(*args, **kwargs)
+        return out
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -236,6 +244,7 @@ class Instrumentation:
             if m is not None and getattr(m, "__file__", None)
         )
         self._listen()
+        frames.hide_from_jax()  # JAX's traceback filter drops the trace hooks' frames
         self._hook_jit_constructors()
         self._hook_traces()
         self._hook_compiles()
