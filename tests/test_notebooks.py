@@ -518,7 +518,8 @@ def test_jaxlint_trace_cell_magic(tmp_path):
     report = json.loads(res[4]["out"][res[4]["out"].index("{"):])
     (fn,) = report["functions"]
     assert (fn["file"], fn["line"], fn["compiles"], fn["calls"]) == (f"In [{n + 2}]", 3, 5, 5)
-    assert report["transfers"] == [{"file": f"In [{n + 2}]", "line": 5, "kind": "float", "count": 5}]
+    assert report["transfers"] == [{"file": f"In [{n + 2}]", "line": 5, "kind": "float", "count": 5,
+                                  "via": None}]
     assert [(f["code"], f["file"], f["line"], f["confirmed"]) for f in report["findings"]] == [
         ("JAX101", f"In [{n + 2}]", 3, True)]
     assert "ValueError: boom" in res[5]["out"] + res[5]["err"]

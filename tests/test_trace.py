@@ -288,7 +288,8 @@ def test_json_report_has_the_documented_keys():
             "script_exit_code"} <= set(report)
     assert set(report["functions"][0]) >= {"name", "qualname", "file", "line", "calls", "traces", "compiles",
                                            "trace_seconds", "compile_seconds", "miss_reasons"}
-    assert set(report["transfers"][0]) == {"file", "line", "kind", "count"}
+    assert set(report["transfers"][0]) == {"file", "line", "kind", "count", "via"}
+    assert report["transfers"][0]["via"] is None  # made by the user's line itself, not a library
     assert set(report["jaxpr"][0]) >= {"name", "file", "line", "equations", "callbacks", "large_constants",
                                        "float64_ops"}
     assert set(report["findings"][0]) >= {"code", "file", "line", "confirmed", "evidence"}
@@ -351,3 +352,100 @@ def test_unblocked_timing_is_confirmed_by_clock_reads_while_the_result_is_comput
         assert unblocked > blocked / 2, proc.stdout  # not a measurement in between
         assert jax204 == [(22, False, "0 of 20 clock reads here came while the last jitted call's result "
                                       "was still being computed")]
+
+
+# -- nothing of jaxlint in the user's program ----------------------------------
+
+FAILING = {
+    # an error while tracing a jitted function: JAX filters its frames, jaxlint's must go too
+    "reshape_in_jit": """
+        import jax
+        import jax.numpy as jnp
+
+
+        @jax.jit
+        def f(x):
+            return jnp.reshape(x, (3, 5))
+
+
+        def main():
+            return f(jnp.ones(4))
+
+
+        main()
+    """,
+    # nested jits, a scan body, and an exception chained from it (`raise ... from e`)
+    "chained_from_nested_jit": """
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+
+        @functools.partial(jax.jit, static_argnums=1)
+        def inner(x, n):
+            return jax.lax.scan(lambda c, _: (c + float(c), None), x, None, length=n)[0]
+
+
+        @jax.jit
+        def outer(x):
+            return inner(x, 3) * 2
+
+
+        try:
+            outer(jnp.ones(()))
+        except Exception as e:
+            raise RuntimeError("wrapped") from e
+    """,
+    # an error raised by a conversion jaxlint counts (its transfer hook is on the stack)
+    "float_of_vector": """
+        import jax.numpy as jnp
+
+        x = jnp.ones(3)
+        print(float(x))
+    """,
+}
+
+
+@pytest.mark.parametrize("name, filtering", [
+    ("reshape_in_jit", "auto"), ("reshape_in_jit", "off"), ("chained_from_nested_jit", "auto"),
+    ("float_of_vector", "auto"),
+])
+def test_traceback_is_the_one_plain_python_prints(tmp_path, name, filtering):
+    script = write(tmp_path, f"{name}.py", FAILING[name])
+    env = dict(os.environ, JAX_TRACEBACK_FILTERING=filtering)
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=str(tmp_path),
+                           env=env, timeout=300)
+    traced = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", script],
+                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300)
+    assert plain.returncode == traced.returncode == 1
+    assert traced.stdout == plain.stdout
+    shown = traced.stderr[:traced.stderr.index("jaxlint trace: ")]
+    assert shown.startswith("Traceback (most recent call last):\n")
+    files = re.findall(r'^\s*File "([^"]+)", line (\d+), in (\S+)$', shown, re.M)
+    assert files == re.findall(r'^\s*File "([^"]+)", line (\d+), in (\S+)$', plain.stderr, re.M)
+    assert not any("jaxlint" in f for f, _, _ in files)
+    assert shown == plain.stderr  # every line: source, carets, chained causes, JAX's note
+
+
+def test_program_sees_argv_and_file_as_typed(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    (real / "show.py").write_text(textwrap.dedent("""
+        import sys
+        print(sys.argv)
+        print(__file__, sys.modules["__main__"].__file__, sys._getframe().f_code.co_filename)
+        print(sys.path[0], type(__loader__).__name__, __spec__ and (__spec__.name, __spec__.origin), __package__, __name__)
+    """))
+    for typed in ("./link/../link/show.py", "link/show.py", str(tmp_path / "link" / "show.py")):
+        plain = subprocess.run([sys.executable, typed, "--lr", "3"], capture_output=True, text=True,
+                               cwd=str(tmp_path), timeout=300)
+        traced = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", typed, "--lr", "3"],
+                                capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
+        assert plain.returncode == traced.returncode == 0, traced.stderr
+        assert plain.stdout.splitlines()[0] == repr([typed, "--lr", "3"])
+        assert traced.stdout == plain.stdout
+    modular = [subprocess.run([*pre, "-m", "show"], capture_output=True, text=True, cwd=str(tmp_path / "link"),
+                              timeout=300).stdout for pre in ([sys.executable], [sys.executable, "-m", "jaxlint",
+                                                                                 "trace", "--no-static"])]
+    assert modular[0] == modular[1] and "show.py" in modular[0]

@@ -207,3 +207,28 @@ def test_the_installed_jax_has_an_era_adapter_and_a_full_report():
     (row,) = [f for f in report["functions"] if f["name"] == "cube"]
     assert (row["traces"], row["compiles"], row["matched_by_name"]) == (2, 2, False)
     assert [(r["reason"], r["argument"]) for r in row["miss_reasons"]] == [("shape", "x")]
+
+
+def _failing(x):
+    return jnp.reshape(x, (3, 5))
+
+
+@pytest.mark.parametrize("made", ["inside", "before"])
+def test_errors_inside_jit_carry_no_jaxlint_frame_under_audit(made):
+    # "inside": the call runs through jaxlint's forwarding wrapper and the trace hooks;
+    # "before": the wrapper is JAX's own, only the trace hooks are on the stack
+    import traceback
+
+    if made == "inside" and sys.version_info < (3, 11):
+        pytest.skip("Python 3.10 re-raises with the traceback of the except clause")
+    f = jax.jit(_failing) if made == "before" else None
+    with audit() as a:
+        f = f or jax.jit(_failing)
+        with pytest.raises(TypeError, match="cannot reshape") as info:
+            f(jnp.ones(4))
+    frames = [(os.path.basename(fr.filename), fr.name) for fr in traceback.extract_tb(info.value.__traceback__)]
+    # as without jaxlint: this test, the jitted function, then JAX's reshape (JAX filters the rest)
+    assert frames[:3] == [("test_trace_api.py", "test_errors_inside_jit_carry_no_jaxlint_frame_under_audit"),
+                          ("test_trace_api.py", "_failing"), ("lax_numpy.py", "reshape")], frames
+    assert not [fr for fr in frames if fr[0] in ("hooks.py", "jax_0_9.py", "jax_0_5.py", "jax_0_4.py", "base.py")]
+    assert a.calls(_failing) == (1 if made == "inside" else 0)

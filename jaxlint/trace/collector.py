@@ -235,6 +235,8 @@ class Collector:
         self.user_files = user_files
         self.records: dict = {}
         self.transfers: Counter = Counter()  # (file, line, kind) -> count
+        # (file, line, kind) -> Counter of the library frames (module, qualname, file, line) that made them
+        self.transfer_via: dict = {}
         self.uploads: Counter = Counter()  # host-to-device: (file, line, kind) -> count
         self.upload_bytes: Counter = Counter()  # (file, line, kind) -> bytes copied
         self.clock_reads: Counter = Counter()  # (file, line) -> clock reads after a jitted call
@@ -322,6 +324,13 @@ class Collector:
     def transferred(self, frame, kind: str) -> None:
         file, line = self.user_files.site(frame)
         self.transfers[(file, line, kind)] += 1
+        if frame is not None and not self.user_files(frame.f_code.co_filename):
+            # made by a library on behalf of that user line (numpyro's progress bar in mcmc.run):
+            # remember which library frame, so that the report names the cause
+            code = frame.f_code
+            where = (str(frame.f_globals.get("__name__", "?")), getattr(code, "co_qualname", code.co_name),
+                     code.co_filename, frame.f_lineno)
+            self.transfer_via.setdefault((file, line, kind), Counter())[where] += 1
         if self._samples_left:
             self._samples_left -= 1
             self.transfer_samples.append((time.perf_counter() - self.t0, file, line, kind))

@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import threading
 import time
 import types
 import weakref
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 
+from . import frames
 from .adapters import base
 from .adapters import select as select_era
 from .collector import Collector, Signature
@@ -84,8 +86,77 @@ _QUALNAMES: dict = {}
 
 
 def describe(code) -> tuple:
+    if isinstance(code, EntryPoint):
+        return (code.name, code.name, code.file, code.line)
     qualname = getattr(code, "co_qualname", None) or _QUALNAMES.get(code, code.co_name)
     return (code.co_name, qualname, code.co_filename, code.co_firstlineno)
+
+
+class EntryPoint(NamedTuple):
+    """The row of a program a library jitted on the user's behalf without tracing a function
+    the user gave it: the user's line that called into the library (``mcmc.run`` at
+    ``funnel.py:15``), and the library function called there."""
+
+    file: str
+    line: int
+    name: str  # the call as written (``mcmc.run``), else the library function's qualified name
+
+
+def _entry_point(frame, collectors) -> Optional[EntryPoint]:
+    """The innermost user frame from ``frame`` outwards, as an :class:`EntryPoint`; None when
+    no frame on the stack is the user's."""
+    callee = None
+    f = frame
+    while f is not None:
+        if any(c.user_files(f.f_code.co_filename) for c in collectors):
+            return EntryPoint(f.f_code.co_filename, f.f_lineno, _call_text(f) or _code_name(callee))
+        if not frames.own(f.f_code.co_filename):
+            callee = f.f_code
+        f = f.f_back
+    return None
+
+
+def _code_name(code) -> str:
+    if code is None:
+        return "?"
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _call_text(frame) -> Optional[str]:
+    """The callee of the call a frame is executing, as written in its source (``mcmc.run``), or
+    None (no source, no column positions before Python 3.11, a callee that is not a name or
+    attribute chain)."""
+    try:
+        import linecache
+        import re
+
+        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        line, end, col = pos[0], pos[1], pos[2]
+        if line is None or col is None or line != end:
+            return None
+        text = linecache.getline(frame.f_code.co_filename, line)[col:]
+        m = re.match(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(", text)
+        return re.sub(r"\s+", "", m.group(1)) if m else None
+    except Exception:
+        return None
+
+
+def _library_name(fun: Any, qualified: bool = False) -> str:
+    """A library function as the report names it: its qualified name; with ``qualified``, its
+    module too (``numpyro.infer.mcmc._body_fn``), through partials and wrappers."""
+    target = fun
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif getattr(target, "__wrapped__", None) is not None and target.__wrapped__ is not target:
+            target = target.__wrapped__
+        else:
+            break
+    name = getattr(target, "__qualname__", None) or getattr(fun, "__qualname__", None)
+    if name is None:
+        return repr(fun)
+    module = getattr(target, "__module__", None)
+    return f"{module}.{name}" if qualified and module else name
 
 
 def _attribute(owner: Any, name: str) -> Any:
@@ -108,6 +179,7 @@ class Counted:
         self._jaxlint_key = key
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
         collectors = INSTRUMENTATION.collectors
         if collectors:
             key = self._jaxlint_key
@@ -121,10 +193,16 @@ class Counted:
                 caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
+        try:
             out = self._jaxlint_real(*args, **kwargs)
+        except BaseException as e:
+            # The traceback the program sees has no jaxlint frame (this one included: a bare
+            # `raise` re-raises with the exception's own __traceback__ on Python 3.11+).
+            frames.hide(e)
+            raise
+        if collectors:
             INSTRUMENTATION.dispatched(out)
-            return out
-        return self._jaxlint_real(*args, **kwargs)
+        return out
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -244,6 +322,7 @@ class Instrumentation:
             if m is not None and getattr(m, "__file__", None)
         )
         self._listen()
+        frames.hide_from_jax()  # JAX's traceback filter drops the trace hooks' frames
         self._hook_jit_constructors()
         self._hook_traces()
         self._hook_compiles()
@@ -354,8 +433,13 @@ class Instrumentation:
                 sys.setprofile(None)
         seconds = time.perf_counter() - start
         try:
-            self._traced(code if user else (finder.code if finder else None), fun if user else None,
-                         None if user else fun, call, result, seconds)
+            target = code if user else (finder.code if finder else None)
+            if target is None and finder is not None and code is not None and not self._is_jax_code(code):
+                # a library's jit that traced no user function given to it (numpyro's sampler
+                # around the user's model): the program belongs to the library call the user
+                # made. JAX's own functions (the eager operations) stay JAX's.
+                target = _entry_point(sys._getframe(1), collectors)
+            self._traced(target, fun if user else None, None if user else fun, call, result, seconds)
         except Exception as e:  # bookkeeping must never break the user's program
             self._error(e)
         return result
@@ -372,8 +456,10 @@ class Instrumentation:
                 self.jaxpr_owner[jaxpr] = code
             except TypeError:
                 pass
-        self.by_source[(code.co_filename, code.co_firstlineno)] = code
-        self.by_name.setdefault(code.co_name, set()).add(code)
+        entry = isinstance(code, EntryPoint)
+        if not entry:  # an entry point has no definition site and no name a compile event carries
+            self.by_source[(code.co_filename, code.co_firstlineno)] = code
+            self.by_name.setdefault(code.co_name, set()).add(code)
         sig = signature(fun if fun is not None else library_fun, call.ji, call.dbg, call.avals,
                         call.args, call.kwargs)
         caller = sys._getframe(1)
@@ -381,7 +467,7 @@ class Instrumentation:
         for c in self.collectors:
             rec = c.record(code, describe)
             if library_fun is not None and rec.via is None:
-                rec.via = getattr(library_fun, "__qualname__", None) or repr(library_fun)
+                rec.via = _library_name(library_fun, qualified=entry)
             rec.traced(fun, sig)
             rec.trace_seconds += seconds
             c.log("trace", code, start, seconds, rec.last_reason)
@@ -622,6 +708,9 @@ class Instrumentation:
     def _is_jax_frame(self, frame) -> bool:
         return frame.f_code.co_filename.startswith(self._jax_dirs)
 
+    def _is_jax_code(self, code) -> bool:
+        return os.path.realpath(code.co_filename).startswith(self._jax_dirs)
+
     def _transfer_hook(self, original, kind: str, applies=None):
         """Wrap a conversion so that each call from outside JAX on a jax.Array counts once."""
         inst, token = self, self._token
@@ -655,9 +744,12 @@ class _FirstUserCall:
 
     Used when JAX traces a library wrapper (``jax.pmap``'s shard_map body,
     ``nnx.jit``, ``eqx.filter_jit``) instead of the user's function itself: the
-    first user function called with a tracer among its arguments. User code
-    that merely runs during a trace (a monitoring listener, a pytree flatten
-    function) is passed over.
+    first user function called from library code with a tracer among its
+    arguments. User code that merely runs during a trace (a monitoring listener,
+    a pytree flatten function, a numpyro model, which gets its values from
+    effect handlers, not arguments) is passed over, and so are user functions
+    called by user code (the model's helpers); when none is found, the program
+    belongs to the library call the user made (:func:`_entry_point`).
     """
 
     __slots__ = ("collectors", "code")
@@ -670,11 +762,17 @@ class _FirstUserCall:
         if event != "call" or self.code is not None:
             return
         code = frame.f_code
-        if not any(c.user_files(code.co_filename) for c in self.collectors):
+        if not self._user(code.co_filename):
             return
+        back = frame.f_back
+        if back is not None and self._user(back.f_code.co_filename):
+            return  # called by user code (a helper of the user's model): not what the library traced
         if _has_tracer(frame.f_locals.values()):
             self.code = code
             sys.setprofile(None)
+
+    def _user(self, filename: str) -> bool:
+        return any(c.user_files(filename) for c in self.collectors)
 
 
 def _host_bytes(value: Any, python_data: bool = True) -> Optional[int]:

@@ -35,6 +35,16 @@ def _reasons(rec) -> list:
     ]
 
 
+def _transfer_via(collector: Collector, site: tuple) -> Optional[dict]:
+    """The library frame that made most of a user line's transfers (None: the line itself did),
+    with how many of them it made."""
+    frames = getattr(collector, "transfer_via", {}).get(site)
+    if not frames:
+        return None
+    (module, qualname, file, line), n = frames.most_common(1)[0]
+    return {"module": module, "function": qualname, "file": file, "line": line, "count": n}
+
+
 def _function(rec, names_only: bool = False) -> dict:
     return {
         "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
@@ -51,7 +61,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
     """The report as plain data; ``findings`` are static ``Finding`` objects to cross-check."""
     recs = sorted(collector.user_records(), key=lambda r: (-r.compiles, -r.traces, str(r.file), r.line or 0))
     transfers = [
-        {"file": f, "line": l, "kind": k, "count": n}
+        {"file": f, "line": l, "kind": k, "count": n, "via": _transfer_via(collector, (f, l, k))}
         for (f, l, k), n in sorted(collector.transfers.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     uploads = [
@@ -316,6 +326,10 @@ def text(report: dict, max_rows: int = 20) -> str:
         lines.append(f"  {'count':>8}  {'kind':<10}  where")
         for t in report["transfers"][:max_rows]:
             lines.append(f"  {t['count']:>8}  {t['kind']:<10}  {_where(t['file'], t['line'])}")
+            via = t.get("via")
+            if via:
+                lines.append(f"      {'all' if via['count'] == t['count'] else via['count']} made in "
+                             f"{via['module']}:{via['line']} ({via['function']})")
         if len(report["transfers"]) > max_rows:
             lines.append(f"  … {len(report['transfers']) - max_rows} more lines (see --format json)")
     lines.append("")

@@ -21,8 +21,10 @@ import threading
 import traceback
 from typing import Optional, Sequence
 
+from . import frames
+
 EXIT_GATE = 3
-_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(runpy.__file__))
+_RUNPY = (os.path.abspath(runpy.__file__), "<frozen runpy>")
 _MISSING = object()
 
 
@@ -37,16 +39,53 @@ def _exit_code(e: SystemExit) -> int:
 
 
 def _print_traceback(exc: BaseException) -> list:
-    """Print the traceback as Python would (without jaxlint's frames); return its user sites."""
+    """Print the traceback as Python would, through ``sys.excepthook`` (the program's own, if it
+    set one), without jaxlint's frames (the runner's, the forwarding wrapper's, the trace
+    hooks'; those of ``runpy`` before the program's first); return its user sites."""
+    frames.hide(exc, leading=_RUNPY)
     tb = exc.__traceback__
-    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES)
-                              or tb.tb_frame.f_code.co_filename == "<frozen runpy>"):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except Exception:  # a broken hook: Python then prints both, as here
+        print("Error in sys.excepthook:", file=sys.stderr)
+        traceback.print_exc()
+        print("\nOriginal exception was:", file=sys.stderr)
+        traceback.print_exception(type(exc), exc, tb)
     sites = []
     for frame, line in traceback.walk_tb(tb):
         sites.append((frame.f_code.co_filename, line, type(exc).__name__))
     return sites
+
+
+def _run_script(script: str) -> None:
+    """Run ``script`` as ``python script`` does: ``sys.argv[0]`` is what was typed (set by the
+    caller), ``__file__`` and the code's file name are the typed path made absolute against the
+    working directory without resolving links or ``..`` (as CPython does), ``__loader__`` a
+    ``SourceFileLoader``. While it runs, it is ``sys.modules["__main__"]`` (as with ``runpy``)."""
+    import importlib.machinery
+    import io
+    import types
+    from pkgutil import read_code
+
+    file = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
+    with io.open_code(file) as f:
+        code = read_code(f)  # a compiled .pyc, as Python accepts too
+    if code is None:
+        with io.open_code(file) as f:
+            code = compile(f.read(), file, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=file, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", file),
+                         __builtins__=builtins)
+    saved = sys.modules.get("__main__", _MISSING)
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is _MISSING:
+            sys.modules.pop("__main__", None)
+        else:
+            sys.modules["__main__"] = saved
 
 
 def _join_threads() -> None:
@@ -154,9 +193,9 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str], on_os
                     sys.argv = [main_file, *argv]
                     runpy.run_module(module, run_name="__main__", alter_sys=True)
                 else:
-                    sys.argv = [script, *argv]
-                    sys.path[0] = os.path.dirname(main_file)
-                    runpy.run_path(main_file, run_name="__main__")
+                    sys.argv = [script, *argv]  # as typed, as `python script` leaves it
+                    sys.path[0] = os.path.dirname(main_file)  # links resolved, as Python does
+                    _run_script(script)
             finally:  # before the `except` clauses below look up their names
                 _restore_builtins(saved_builtins)
         except SystemExit as e:

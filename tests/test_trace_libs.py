@@ -1,0 +1,189 @@
+"""`jaxlint trace` on programs whose jit lives in a library: numpyro (the sampler jitted around the
+user's model), equinox (`eqx.filter_jit`), flax (`nnx.jit`, `nnx.scan`) and optax.
+
+Each program counts JAX's backend compiles itself with a `jax.monitoring` listener and prints the
+total; the report must account for exactly that many (user rows + eager operations).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("jax")
+
+COUNT = """
+import collections
+import jax
+from jax._src import dispatch
+
+COMPILES = collections.Counter()
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, **kw: COMPILES.update([kw.get("fun_name")]) if e == dispatch.BACKEND_COMPILE_EVENT else None)
+"""
+
+
+def run(tmp_path, body):
+    script = tmp_path / "prog.py"
+    script.write_text(COUNT + textwrap.dedent(body) + '\nprint("compiles", sum(COMPILES.values()))\n')
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json",
+                           "-o", str(out), str(script)], capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    plain = int(proc.stdout.split("compiles ")[-1])
+    assert sum(f["compiles"] for f in report["functions"]) + report["internal_compiles"] == plain
+    lines = script.read_text().splitlines()
+    return report, proc, (lambda text: lines.index(next(l for l in lines if text in l)) + 1)
+
+
+def rows(report):
+    return {(f["qualname"], f["line"]): (f["compiles"], f["traces"]) for f in report["functions"]}
+
+
+def test_numpyro_sampler_is_the_row_of_the_mcmc_run_call(tmp_path):
+    pytest.importorskip("numpyro")
+    report, proc, line = run(tmp_path, """
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+        from numpyro.infer import MCMC, NUTS
+
+
+        def nonlin(x):
+            return jnp.tanh(x)
+
+
+        def model(x, y=None):
+            w = numpyro.sample("w", dist.Normal(0, 1))
+            numpyro.sample("y", dist.Normal(nonlin(w * x), 0.1), obs=y)
+
+
+        x = jnp.linspace(-1, 1, 20)
+        mcmc = MCMC(NUTS(model), num_warmup=30, num_samples=30, progress_bar=False)
+        mcmc.run(jax.random.PRNGKey(1), x, jnp.tanh(0.5 * x))
+        print("w", mcmc.get_samples()["w"].shape)
+    """)
+    assert "w (30,)" in proc.stdout
+    # one sampler program, the user's `mcmc.run` line; not the model nor its one-line helper
+    assert rows(report) == {("mcmc.run", line("mcmc.run(")): (1, 1)}
+    row = report["functions"][0]
+    assert row["via"].startswith("numpyro.")
+    assert next(j for j in report["jaxpr"])["equations"] > 100
+    assert report["internal_compiles"] > 10  # numpyro's eager setup stays JAX's own count
+
+
+def test_numpyro_progress_bar_transfers_name_the_library_frame(tmp_path):
+    pytest.importorskip("numpyro")
+    report, proc, line = run(tmp_path, """
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+        from numpyro.infer import MCMC, NUTS
+
+
+        def model():
+            numpyro.sample("y", dist.Normal(0, 3))
+
+
+        quiet = MCMC(NUTS(model), num_warmup=20, num_samples=20, progress_bar=False)
+        quiet.run(jax.random.PRNGKey(0))
+        loud = MCMC(NUTS(model), num_warmup=20, num_samples=20, progress_bar=True)
+        loud.run(jax.random.PRNGKey(0))
+    """)
+    at = {}
+    for t in report["transfers"]:
+        at.setdefault(t["line"], []).append(t)
+    bar = [t for t in at[line("loud.run(")] if t["kind"] == "format"]
+    assert len(bar) == 1 and bar[0]["count"] >= 40, at
+    assert bar[0]["via"]["module"].startswith("numpyro.") and bar[0]["via"]["count"] == bar[0]["count"]
+    assert not [t for t in at.get(line("quiet.run("), []) if t["kind"] == "format"]
+    # the user's own conversions name no library frame
+    assert {(f["qualname"], f["line"]) for f in report["functions"]} == {
+        ("quiet.run", line("quiet.run(")), ("loud.run", line("loud.run("))}
+
+
+def test_equinox_filter_jit_with_optax_is_the_users_step(tmp_path):
+    pytest.importorskip("equinox")
+    pytest.importorskip("optax")
+    report, proc, line = run(tmp_path, """
+        import equinox as eqx
+        import jax.numpy as jnp
+        import optax
+
+
+        def loss(model, x, y):
+            return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+
+        @eqx.filter_jit
+        def step(model, opt_state, x, y):
+            l, grads = eqx.filter_value_and_grad(loss)(model, x, y)
+            updates, opt_state = optim.update(grads, opt_state, model)
+            return eqx.apply_updates(model, updates), opt_state, l
+
+
+        key = jax.random.PRNGKey(0)
+        model = eqx.nn.MLP(4, 1, 16, 2, key=key)
+        optim = optax.adam(1e-2)
+        opt_state = optim.init(eqx.filter(model, eqx.is_array))
+        x = jax.random.normal(key, (32, 4))
+        for i in range(5):
+            model, opt_state, l = step(model, opt_state, x, x.sum(axis=1, keepdims=True))
+        print("loss", float(l) >= 0)
+    """)
+    # JAX's eager operations (random, MLP init, optax init) are not rows: only the jitted step (its
+    # row is at its first line, the decorator)
+    assert rows(report) == {("step", line("def step(") - 1): (1, 1)}
+    assert report["internal_compiles"] > 5
+
+
+def test_flax_nnx_jit_and_scan_are_the_users_functions(tmp_path):
+    pytest.importorskip("flax")
+    pytest.importorskip("optax")
+    report, proc, line = run(tmp_path, """
+        import jax.numpy as jnp
+        import optax
+        from flax import nnx
+
+
+        class Block(nnx.Module):
+            def __init__(self, rngs):
+                self.lin = nnx.Linear(8, 8, rngs=rngs)
+
+            def __call__(self, x):
+                return jax.nn.relu(self.lin(x))
+
+
+        @nnx.jit
+        def train_step(model, optimizer, x, y):
+            def loss_fn(m):
+                return jnp.mean((m(x) - y) ** 2)
+
+            l, grads = nnx.value_and_grad(loss_fn)(model)
+            optimizer.update(model, grads)
+            return l
+
+
+        @nnx.jit
+        def rollout(cell, xs):
+            def body(cell, x):
+                return cell, cell(x)
+
+            return nnx.scan(body, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))(cell, xs)[1]
+
+
+        model = Block(nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.sgd(1e-2), wrt=nnx.Param)
+        for _ in range(4):
+            l = train_step(model, optimizer, jnp.ones((4, 8)), jnp.zeros((4, 8)))
+        for n in (5, 5, 7):
+            rollout(model, jnp.ones((n, 8)))
+        print("loss", float(l) >= 0)
+    """)
+    assert rows(report) == {("train_step", line("def train_step(") - 1): (1, 1),
+                            ("rollout", line("def rollout(") - 1): (2, 2)}
