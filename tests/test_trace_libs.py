@@ -30,9 +30,12 @@ def run(tmp_path, body):
     script = tmp_path / "prog.py"
     script.write_text(COUNT + textwrap.dedent(body) + '\nprint("compiles", sum(COMPILES.values()))\n')
     out = tmp_path / "report.json"
+    # numpyro turns its progress bar off when CI or PYTEST_XDIST_WORKER is set (MCMC.run): the
+    # programs here run as a user runs them
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json",
                            "-o", str(out), str(script)], capture_output=True, text=True, cwd=str(tmp_path),
-                          timeout=600)
+                          timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     plain = int(proc.stdout.split("compiles ")[-1])
