@@ -71,18 +71,20 @@ class TimingQueries:
             return memo
         out: list = []
         self._timings = out
-        if any(name in self.calls_by_name for name in _CLOCK_NAMES):
-            for block, loop_body in _blocks(self.tree):
-                out.extend(self._clock_pairs(block, loop_body))
+        clocks = any(self.is_clock(c) for name in _CLOCK_NAMES for c in self.calls_by_name.get(name, ()))
+        contexts = any(w in name.lower() for name in self.calls_by_name for w in TIMER_CONTEXT_WORDS)
+        if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
+            for node in ast.walk(self.tree):
+                if clocks:
+                    for block, loop_body in _blocks_of(node):
+                        out.extend(self._clock_pairs(block, loop_body))
+                if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
+                    out.extend(self._context_region(node))
         for name in ("timeit", "repeat", "Timer"):
             for call in self.calls_by_name.get(name, ()):
                 region = self._timeit_region(call)
                 if region is not None:
                     out.append(region)
-        if any(w in name.lower() for name in self.calls_by_name for w in TIMER_CONTEXT_WORDS):
-            for node in ast.walk(self.tree):
-                if isinstance(node, (ast.With, ast.AsyncWith)):
-                    out.extend(self._context_region(node))
         out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
         return out
 
@@ -180,15 +182,7 @@ class TimingQueries:
         """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
         wait (:meth:`_device_role`), and no loop around it in the region waits in each iteration
         (then at most the last iterations go unmeasured)."""
-        last_work: Optional[ast.Call] = None
-        waits: list = list(self._tests_on_device(stmts))
-        for c in _calls_in(stmts):
-            kind = self._device_role(c, 0)
-            if kind == "work":
-                if last_work is None or _end(c) > _end(last_work):
-                    last_work = c
-            elif kind in ("wait", "maybe"):
-                waits.append(c)
+        last_work, waits = self._work_and_waits(stmts, 0)
         if last_work is None:
             return None
         if any(_end(w) >= _end(last_work) for w in waits):
@@ -199,6 +193,20 @@ class TimingQueries:
                         _inside(w, loop) for w in waits):
                     return None
         return last_work
+
+    def _work_and_waits(self, stmts: list, depth: int) -> tuple:
+        """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
+        waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
+        last_work: Optional[ast.Call] = None
+        waits: list = list(self._tests_on_device(stmts))
+        for c in _calls_in(stmts):
+            kind = self._device_role(c, depth)
+            if kind == "work":
+                if last_work is None or _end(c) > _end(last_work):
+                    last_work = c
+            elif kind in ("wait", "maybe"):
+                waits.append(c)
+        return last_work, waits
 
     def _tests_on_device(self, stmts: list) -> Iterator[ast.AST]:
         """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
@@ -254,28 +262,19 @@ class TimingQueries:
     def _waits_last(self, stmts: list, depth: int) -> bool:
         """Whether a function body (called in a timed region) waits for the device after its last
         JAX work."""
-        last_work: Optional[ast.AST] = None
-        last_wait: Optional[ast.AST] = None
-        for t in self._tests_on_device(stmts):
-            if last_wait is None or _end(t) > _end(last_wait):
-                last_wait = t
-        for c in _calls_in(stmts):
-            kind = self._device_role(c, depth)
-            if kind == "work" and (last_work is None or _end(c) > _end(last_work)):
-                last_work = c
-            elif kind in ("wait", "maybe") and (last_wait is None or _end(c) > _end(last_wait)):
-                last_wait = c
-        return last_wait is not None and (last_work is None or _end(last_wait) >= _end(last_work))
+        last_work, waits = self._work_and_waits(stmts, depth)
+        if last_work is None:
+            return bool(waits)
+        return any(_end(w) >= _end(last_work) for w in waits)
 
 
-def _blocks(tree: ast.AST) -> Iterator[tuple]:
-    """Every statement list of the tree (bodies, ``else`` and ``finally`` clauses, handlers), with
-    whether it is a loop's body (which runs again after its last statement)."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            stmts = getattr(node, field, None)
-            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
-                yield stmts, field == "body" and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+def _blocks_of(node: ast.AST) -> Iterator[tuple]:
+    """The statement lists of one node (body, ``else`` and ``finally`` clauses; a handler's body),
+    with whether it is a loop's body (which runs again after its last statement)."""
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(node, field, None)
+        if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+            yield stmts, field == "body" and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
 
 
 def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
