@@ -25,6 +25,9 @@ def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]
 
 _TEST_CODE = "in test code, where checks must see the values"
 _CHECK_FUNCTION = "an assert in a check/verify function, which must see the values"
+_COLLECTED = ("collects each output of an evaluation-style loop (no state carried between iterations) on "
+              "the host; fetching after the loop would keep every output in device memory and save only "
+              "each batch's stall")
 
 # What each kind of sync is for, and how to avoid it: (what the host waits for, the fix).
 _FIX = {
@@ -61,7 +64,10 @@ class HostTransferInLoop(Rule):
                  "cannot be queued until it arrives. Done every step, the accelerator idles between steps. "
                  "Fetch every N steps (`if step % 100 == 0:`), accumulate on device, or fetch after the loop.")
     opt_in_cases = ("Syncs in test code (test modules, test functions and test classes) and asserts in "
-                    "check/verify functions, where the checks must see the values.")
+                    "check/verify functions, where the checks must see the values. Fetches that collect each "
+                    "output of an evaluation-style loop (one that carries no state from one iteration to the "
+                    "next) into a host list or dict (`preds.append(np.asarray(pred))`): moving the fetch after "
+                    "the loop keeps all outputs in device memory and saves only each batch's stall.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -161,6 +167,8 @@ class HostTransferInLoop(Rule):
             opt_in = _TEST_CODE
         elif kind == "assert" and model.in_check_function(statement):
             opt_in = _CHECK_FUNCTION
+        elif kind == "fetch" and isinstance(node, ast.Call) and model.collects_output(node, loop):
+            opt_in = _COLLECTED
         why, fix = _FIX[kind]
         return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
                                    Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in)

@@ -1,5 +1,6 @@
 """Every fixtures/<family>/bad.py reports exactly the findings its `# expect:` comments
-name, and every good.py reports nothing (no rule at all)."""
+name (`# expect: JAX201 (opt-in)`: reported only with --pedantic), and every good.py reports
+nothing (no rule at all)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FOLDERS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and re.match(r"JAX\d{3}_", p.name))
 FILES = sorted(FIXTURES.glob("*/bad.py")) + sorted(FIXTURES.glob("*/good.py"))
 
-_EXPECT = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*(\(opt-in\))?\s*$")
 
 
-def expected(path: Path) -> set[tuple[int, str]]:
-    """(line, code) pairs from `# expect: CODE[,CODE]` comments (real comments, not strings)."""
+def expected(path: Path) -> set[tuple[int, str, bool]]:
+    """(line, code, opt-in) triples from `# expect: CODE[,CODE] [(opt-in)]` comments (real
+    comments, not strings)."""
     out = set()
     with open(path, "rb") as fh:
         tokens = list(tokenize.tokenize(fh.readline))
@@ -31,7 +33,7 @@ def expected(path: Path) -> set[tuple[int, str]]:
         m = _EXPECT.search(tok.string)
         if m:
             for code in m.group(1).split(","):
-                out.add((tok.start[0], code.strip()))
+                out.add((tok.start[0], code.strip(), m.group(2) is not None))
         else:
             assert "expect:" not in tok.string, f"{path}:{tok.start[0]}: malformed expect comment {tok.string!r}"
     return out
@@ -60,8 +62,8 @@ def test_fixture_findings_match_expect_comments(path: Path):
     else:
         assert want, "bad.py must expect at least one finding"
         family = path.parent.name.split("_")[0]
-        assert any(code == family for _, code in want), f"bad.py expects no {family} finding"
+        assert any(code == family and not opt for _, code, opt in want), f"bad.py expects no default {family} finding"
     result = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
     assert result.internal_errors == []
-    got = {(f.line, f.code) for f in result.findings}
+    got = {(f.line, f.code, f.opt_in is not None) for f in result.findings}
     assert got == want, f"missing: {sorted(want - got)}, unexpected: {sorted(got - want)}"

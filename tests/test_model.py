@@ -566,6 +566,137 @@ def test_refine_bounds_keeps_long_known_loops_unbounded():
         assert loop.bounded is False
 
 
+_FEW = """
+import jax
+
+step = jax.jit(lambda w: w)
+
+def demo(steps=20, w=0.0):
+    for s in range(steps):
+        few_default(s)
+
+def demo_overridden(steps=20):
+    for s in range(steps):
+        default_overridden(s)
+
+def demo_uncalled(steps=20):
+    for s in range(steps):
+        default_uncalled(s)
+
+def nested():
+    for epoch in range(10):
+        for s in range(10):
+            hundred(s)
+        for s in range(11):
+            hundred_and_ten(s)
+
+def zipped(loader, steps=50):
+    for s, batch in zip(range(steps), loader):
+        zipped_fifty(s)
+
+def from_argv(n):
+    for s in range(n):
+        unknown(s)
+
+def update(w):  # a per-step method: whatever it loops over repeats
+    for s in range(5):
+        in_repeating_function(s)
+
+for s in range(100):
+    module_level(s)
+for s in range(101):
+    module_level_over(s)
+
+demo()
+demo_overridden(steps=5000)
+nested()
+zipped(None)
+"""
+
+
+@pytest.mark.parametrize("name, few", [
+    ("few_default", True),  # range(steps), steps=20 and demo() never passes it
+    ("default_overridden", False),  # a call passes steps=5000
+    ("default_uncalled", False),  # no call in the module: the default may not be what runs
+    ("hundred", True),  # 10 x 10
+    ("hundred_and_ten", False),  # 10 x 11: over FEW_ITERATIONS
+    ("zipped_fifty", True),  # zip stops at range(50)
+    ("unknown", False),
+    ("in_repeating_function", False),
+    ("module_level", True),
+    ("module_level_over", False),
+])
+def test_few_iterations(name, few):
+    tree, m = build(_FEW)
+    assert m.few_iterations(m.context(call_to(tree, name))) is few
+
+
+def test_param_default_int_needs_every_call_to_leave_the_argument_out():
+    tree, m = build("""
+    def a(n=8):
+        use_a(n)
+    def b(x, n=8):
+        use_b(n)
+    def c(n=8):
+        use_c(n)
+    a()
+    b(1)
+    c(3)
+    """)
+    for name, want in (("use_a", 8), ("use_b", 8), ("use_c", None)):
+        call = call_to(tree, name)
+        assert m.param_default_int(call.args[0], m.scope_at(call)) == want
+
+
+_COLLECT = """
+import jax
+import numpy as np
+
+predict = jax.jit(lambda p, x: p * x)
+train_step = jax.jit(lambda p, x: (p, x))
+
+def evaluate(params, batches):
+    preds, keys, by_name, total = [], [], {}, 0.0
+    for name, x in batches:
+        pred = predict(params, x)
+        preds.append(np.asarray(pred))
+        keys += [jax.device_get(pred)]
+        by_name[name] = np.asarray(pred)
+        logits = jax.device_get(pred)
+        preds.append(np.array(logits)[0])
+        total += float(pred.sum())
+        print(float(pred.mean()))
+
+def train(params, batches):
+    history = []
+    for x in batches:
+        params, m = train_step(params, x)
+        history.append(np.asarray(m))
+"""
+
+
+def test_collects_output_of_evaluation_style_loops():
+    tree, m = build(_COLLECT)
+    fetches = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and m.host_fetch(n) is not None:
+            fetches.setdefault(n.lineno, []).append(n)
+    lines = textwrap.dedent(_COLLECT).splitlines()
+
+    def at(text):
+        i = next(i for i, l in enumerate(lines, 1) if text in l)
+        (call,) = fetches[i]
+        return m.collects_output(call, m.context(call).loops[-1])
+
+    assert at("preds.append(np.asarray(pred))")
+    assert at("keys += [")
+    assert at("by_name[name] =")
+    assert at("logits = jax.device_get(pred)")  # collected through the name on the next line
+    assert not at("total += float")  # accumulated into a Python number: the fetch is the cost
+    assert not at("print(float(")
+    assert not at("history.append")  # the loop carries params: a training loop
+
+
 @pytest.mark.parametrize("name, periodic", [
     ("g_mod", True),
     ("g_last", True),

@@ -33,8 +33,8 @@ MODEL = textwrap.dedent("""
 """)
 
 LOOP = """
-def run(x):
-    for i in range(100):
+def run(x, steps):
+    for i in range(steps):
         x = {call}
         print(float(x))
     return x

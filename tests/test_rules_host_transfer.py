@@ -11,7 +11,7 @@ import textwrap
 
 import jaxlint_rules
 from jaxlint.engine import check_source
-from ruletools import assert_marked, findings, line_of, messages
+from ruletools import assert_marked, default_findings, expected, findings, line_of, messages, opt_in_findings
 
 
 # --------------------------------------------------------------------------- the rules' own examples
@@ -1785,4 +1785,100 @@ def test_jax202_two_identical_loops_in_one_function_are_both_reported():
         for batch in batches:
             x = jax.block_until_ready(step(x + batch))  # expect: JAX202
         return x
+    """)
+
+
+# -- issue 11: loops that sync only a few times in all, and evaluation loops collecting outputs
+
+
+def test_jax201_quiet_in_loops_known_to_run_a_few_times_in_all():
+    # A docs example: `range(100)` or a default of 20 steps nobody overrides syncs at most 100
+    # times per program, less than the compile of its step costs.
+    assert findings(_TRAIN_STEP + """
+    def main(params, batch, steps=20):
+        for step in range(steps):
+            params, metrics = train_step(params, batch)
+            print(f"step {step} loss {metrics['loss']}")
+        return params
+
+    def toy(params, batch):
+        for step in range(100):
+            params, metrics = train_step(params, batch)
+            print(step, float(metrics["loss"]))
+        return params
+
+    main(0.0, 1.0)
+    """, "JAX201") == []
+
+
+def test_jax201_reported_where_the_step_count_can_be_large():
+    assert_marked(_TRAIN_STEP + """
+    import sys
+
+    def main(params, batch, steps=20):
+        for step in range(steps):
+            params, metrics = train_step(params, batch)
+            print(f"step {step} loss {metrics['loss']}")  # expect: JAX201
+        return params
+
+    def long(params, batch):
+        for step in range(101):
+            params, metrics = train_step(params, batch)
+            print(step, float(metrics["loss"]))  # expect: JAX201
+        return params
+
+    def epochs(params, batch):
+        for epoch in range(20):
+            for step in range(20):  # 400 syncs in all
+                params, metrics = train_step(params, batch)
+                print(step, float(metrics["loss"]))  # expect: JAX201
+        return params
+
+    def update(params, batch):  # runs every step: its short loop repeats
+        for k in range(20):
+            params, metrics = train_step(params, batch)
+            print(k, float(metrics["loss"]))  # expect: JAX201
+        return params
+
+    main(0.0, 1.0, steps=int(sys.argv[1]))
+    """)
+
+
+def test_jax205_copies_are_reported_even_in_short_loops():
+    # An upload costs its size each time, not a fixed latency: a few iterations still copy it again.
+    assert_marked(_TRAIN_STEP + """
+    def train(params):
+        table = np.random.rand(4096, 4096)
+        for step in range(10 * 5):
+            params, _ = train_step(params, jnp.asarray(table))  # expect: JAX205
+        return params
+    """)
+
+
+def test_jax201_evaluation_loops_collecting_outputs_are_opt_in():
+    src = _TRAIN_STEP + """
+    predict = jax.jit(lambda p, x: p * x)
+
+    def evaluate(params, batches):
+        preds, total = [], 0.0
+        for x in batches:
+            pred = predict(params, x)
+            total += float(pred.sum())  # expect: JAX201
+            preds.append(np.asarray(pred))
+        return np.concatenate(preds), total
+    """
+    assert default_findings(src) == expected(src)
+    (opt,) = opt_in_findings(src, "JAX201")
+    assert opt[0] == line_of(src, "preds.append") and "evaluation-style loop" in opt[2]
+
+
+def test_jax201_training_loops_collecting_metrics_stay_reported():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches):
+        history, last = [], {}
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            history.append(np.asarray(metrics["loss"]))  # expect: JAX201
+            last["norm"] = float(metrics["norm"])  # expect: JAX201
+        return params, history
     """)

@@ -98,9 +98,9 @@ def test_hoisted_jit_compiles_once():
 def test_float_every_step_is_fifty_transfers_on_that_line():
     proc, report = trace(fixture("float_every_step.py"))
     got = {(os.path.basename(t["file"]), t["line"], t["kind"]): t["count"] for t in report["transfers"]}
-    assert got == {("float_every_step.py", 18, "float"): 50, ("float_every_step.py", 19, "numpy"): 1}
+    assert got == {("float_every_step.py", 21, "float"): 50, ("float_every_step.py", 22, "numpy"): 1}
     jax201 = [f for f in report["findings"] if f["code"] == "JAX201"]
-    assert [(f["line"], f["confirmed"], f["evidence"]) for f in jax201] == [(18, True, "50 transfers (float)")]
+    assert [(f["line"], f["confirmed"], f["evidence"]) for f in jax201] == [(21, True, "50 transfers (float)")]
     assert function(report, "step")["compiles"] == 1
 
 
@@ -263,7 +263,7 @@ def test_gate_messages_use_the_reports_relative_paths():
                            os.path.join("fixtures", "trace", "float_every_step.py")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 3, proc.stderr
-    where = os.path.join("fixtures", "trace", "float_every_step.py") + ":18"
+    where = os.path.join("fixtures", "trace", "float_every_step.py") + ":21"
     gates = [line for line in proc.stderr.splitlines() if line.startswith("GATE: ")]
     assert gates == [f"GATE: {where} made 50 host transfers (--max-transfers-per-line 10)"]
     report = proc.stderr[:proc.stderr.index("GATE: ")]

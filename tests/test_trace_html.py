@@ -150,7 +150,7 @@ def test_chrome_trace_has_transfer_instants_and_a_counter(tmp_path):
     instants = [ev for ev in data if ev["ph"] == "i"]
     counters = [ev for ev in data if ev["ph"] == "C"]
     assert len(instants) == len(counters) == 51
-    assert sum(1 for ev in instants if ev["args"]["line"] == 18 and ev["args"]["kind"] == "float") == 50
+    assert sum(1 for ev in instants if ev["args"]["line"] == 21 and ev["args"]["kind"] == "float") == 50
     assert [ev["args"]["count"] for ev in counters] == list(range(1, 52))
 
 
@@ -192,7 +192,7 @@ def test_html_transfer_chart_has_a_bar_per_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = page.read_text()
     assert len(re.findall(r'class="transfer-bar"', text)) == 2
-    assert "float_every_step.py:18: 50 transfers (float 50)" in text
+    assert "float_every_step.py:21: 50 transfers (float 50)" in text
     assert len(re.findall(r'class="transfer-mark"', text)) == 51
 
 

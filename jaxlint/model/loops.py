@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from . import limits as L
 from .records import _COMPS as _COMPREHENSIONS
-from .records import _DICT_VIEWS, BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope, _waits
+from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
 from .syntax import _names_in, _pos
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
@@ -149,7 +149,66 @@ class LoopQueries:
             if n is not None and n <= BOUNDED_TRIPS:
                 loop.bounded = True
 
-    def known_trips(self, it: ast.AST, scope: Scope, depth: int = 0) -> Optional[int]:
+    def few_iterations(self, ctx: Context) -> bool:
+        """Whether a node in ``ctx`` runs at most ``FEW_ITERATIONS`` times in all per program:
+        the trip counts of every loop around it in its function are known
+        (:meth:`known_trips`, with parameter defaults the module never overrides: ``def
+        main(steps=20)`` called as ``main()``), their product is at most that, and the function
+        is not known to run again and again (:meth:`repeats`). A docs example's
+        ``for step in range(100): print(loss)`` syncs 100 times in all."""
+        total = 1
+        for lp in ctx.loops:  # the node runs once per iteration of every loop around it
+            it = loop_iterable(lp.node)
+            n = None if it is None else self.known_trips(it, self.scope_at(it), defaults=True)
+            if n is None:
+                return False
+            total *= n
+            if total > FEW_ITERATIONS:
+                return False
+        f = ctx.scope.func
+        while f is not None and isinstance(f.node, ast.Lambda):
+            f = f.parent
+        return f is None or self.repeats(f) is None
+
+    def param_default_int(self, name: ast.Name, scope: Scope) -> Optional[int]:
+        """The int literal default of the parameter ``name`` names, when the module calls its
+        function somewhere and no call passes that argument (no ``*args``/``**kwargs`` either)."""
+        ev = self.binding(name.id, scope, _pos(name))
+        if ev is None or ev.kind != "param" or len(ev.scope.events.get(name.id, ())) != 1:
+            return None
+        f = ev.scope.func
+        node = f.node if f is not None else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        a = node.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        default = None
+        if name.id in positional:
+            i = positional.index(name.id)
+            j = i - (len(positional) - len(a.defaults))
+            if j >= 0:
+                default = a.defaults[j]
+        else:
+            kw = [p.arg for p in a.kwonlyargs]
+            if name.id in kw:
+                default = a.kw_defaults[kw.index(name.id)]
+            i = None
+        if not (isinstance(default, ast.Constant) and isinstance(default.value, int)
+                and not isinstance(default.value, bool)):
+            return None
+        sites = self.callers(f)
+        if not sites:
+            return None
+        for call, _ in sites:
+            if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None or k.arg == name.id
+                                                                          for k in call.keywords):
+                return None
+            offset = 1 if f.is_method and isinstance(call.func, ast.Attribute) else 0
+            if i is not None and len(call.args) + offset > i:
+                return None
+        return default.value
+
+    def known_trips(self, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = False) -> Optional[int]:
         """How many items iterating ``it`` yields, when the module fixes it: a literal tuple, list,
         set or dict; ``range`` of int constants (names bound once to int literals included); a name
         bound once to a literal tuple, or to a literal list, set or dict that no code changes in
@@ -163,13 +222,13 @@ class LoopQueries:
             return None if any(k is None for k in it.keys) else len(it.keys)
         if isinstance(it, ast.Name):
             value = self._fixed_collection(it, scope)
-            return None if value is None else self.known_trips(value, scope, depth + 1)
+            return None if value is None else self.known_trips(value, scope, depth + 1, defaults)
         if not (isinstance(it, ast.Call) and it.args and not it.keywords
                 and not any(isinstance(a, ast.Starred) for a in it.args)):
             return None
         qn = self.resolve(it.func, scope)
         if qn == "builtins.range" and len(it.args) <= 3:
-            vals = [self._range_bound(a, scope, depth) for a in it.args]
+            vals = [self._range_bound(a, scope, depth, defaults) for a in it.args]
             if any(v is None for v in vals):
                 return None
             try:
@@ -177,18 +236,21 @@ class LoopQueries:
             except (TypeError, ValueError, OverflowError):
                 return None
         if qn in ("builtins.enumerate", "builtins.reversed") and len(it.args) == 1:
-            return self.known_trips(it.args[0], scope, depth + 1)
+            return self.known_trips(it.args[0], scope, depth + 1, defaults)
         if qn == "builtins.zip":
-            counts = [self.known_trips(a, scope, depth + 1) for a in it.args]
+            counts = [self.known_trips(a, scope, depth + 1, defaults) for a in it.args]
             known = [c for c in counts if c is not None]
             return min(known) if known else None  # zip stops at its shortest input
         return None
 
-    def _range_bound(self, e: ast.AST, scope: Scope, depth: int) -> Optional[int]:
+    def _range_bound(self, e: ast.AST, scope: Scope, depth: int, defaults: bool = False) -> Optional[int]:
         if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
                 and self.resolve(e.func, scope) == "builtins.len"):
-            return self.known_trips(e.args[0], scope, depth + 1)
-        return self.const_int(e, scope)
+            return self.known_trips(e.args[0], scope, depth + 1, defaults)
+        v = self.const_int(e, scope)
+        if v is None and defaults and isinstance(e, ast.Name):
+            v = self.param_default_int(e, scope)
+        return v
 
     def _fixed_collection(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
         """The literal a name is bound to, once in its scope, when the collection cannot change: a

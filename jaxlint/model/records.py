@@ -123,6 +123,10 @@ def _is_steplike(it: ast.AST) -> bool:
 
 
 BOUNDED_TRIPS = 16
+# A loop known to run at most this many iterations in all (nested loops multiplied, in a function
+# that does not itself repeat) syncs at most this many times: at ~1 ms a sync, at most ~0.1 s in
+# all, less than compiling the step it runs once. Per-iteration syncs there are not worth changing.
+FEW_ITERATIONS = 100
 
 
 @dataclass(eq=False)

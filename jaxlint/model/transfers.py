@@ -54,6 +54,10 @@ _NUMPY_NOT_DATA = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.d
                              "numpy.random.seed"})
 
 
+# Methods that keep a value in a host container beyond the iteration.
+_COLLECTING_METHODS = frozenset({"append", "extend", "appendleft", "insert", "add"})
+
+
 class TransferQueries:
     """Device-to-host transfers (and the same host data copied to the device every step).
     Mixed into :class:`~jaxlint.model.ModuleModel`."""
@@ -76,7 +80,7 @@ class TransferQueries:
         if self.resolve(call.func, scope) not in UPLOADS:
             return None
         ctx = self.context(call)
-        loop = self.per_iteration_loop(ctx)
+        loop = self.per_iteration_loop(ctx, syncs=False)
         if loop is None:
             return None
         ev = self.binding(x.id, scope, _pos(x))
@@ -266,12 +270,14 @@ class TransferQueries:
         values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
         return any(self.formats_jax(v, scope) for v in values)
 
-    def per_iteration_loop(self, ctx: Optional[Context]) -> Optional[Loop]:
+    def per_iteration_loop(self, ctx: Optional[Context], syncs: bool = True) -> Optional[Loop]:
         """The step loop a host-side node runs in every iteration of: the innermost loop of JAX
         work around it (:meth:`hot_loop`), unless a periodic ``if`` guards the node, one iteration
         of the loop runs a whole program (:meth:`iteration_program`: the sync is once per
         rollout or epoch), the loop walks the points of a sweep (:meth:`sweep_loop`), or its only
-        JAX work converts the elements it walks (:meth:`converts_elements`)."""
+        JAX work converts the elements it walks (:meth:`converts_elements`), or, for a sync (``syncs``:
+        a fixed cost each time, unlike a copy whose cost grows with its size), the node runs only a
+        few times in all (:meth:`few_iterations`)."""
         if ctx is None or not ctx.loops:
             return None
         f = ctx.scope.func
@@ -281,6 +287,8 @@ class TransferQueries:
         if loop is None or self.periodic_guard(ctx, loop):
             return None
         if self.iteration_program(loop) is not None or self.sweep_loop(loop) or self.converts_elements(loop):
+            return None
+        if syncs and self.few_iterations(ctx):
             return None
         return loop
 
@@ -407,6 +415,52 @@ class TransferQueries:
         if earlier is not None and earlier is not node:
             return f"the loop already waits for the device on line {earlier.lineno}"
         return None
+
+    def collects_output(self, call: ast.Call, loop: Loop) -> bool:
+        """Whether ``call`` (a host fetch) collects each iteration's output of an evaluation-style
+        loop on the host: the loop threads no state through its JAX calls (:meth:`carried_state`:
+        every iteration computes from the same inputs, as an eval or inference loop over batches
+        does), and the fetched value goes into a host container that outlives the iteration
+        (``preds.append(np.asarray(pred))``, ``keys += [np.asarray(k)]``, ``out[name] = ...``),
+        directly or through a name assigned in the loop body (``logits = jax.device_get(logits)``
+        and then ``logits_list.append(np.array(logits)[mask])``). Fetching after the loop instead
+        keeps every output in device memory until then and saves only the stall of each batch."""
+        if self.host_fetch(call) is None or self.carried_state(loop):
+            return False
+        memo = self._work_memo()
+        key = ("collects", id(call), id(loop))
+        if key in memo:
+            return memo[key]
+        memo[key] = False
+        held = {id(call)}
+        names: set = set()
+        body = getattr(loop.node, "body", None)
+        if not isinstance(body, list):
+            return False
+        stmts = [sub for stmt in body for sub in ast.walk(stmt) if isinstance(sub, ast.stmt)]
+        for st in stmts:
+            if isinstance(st, ast.Assign) and st.value is call:
+                names |= {t.id for t in st.targets if isinstance(t, ast.Name)}
+
+        def carries(expr: ast.AST) -> bool:
+            return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in ast.walk(expr))
+
+        for st in stmts:
+            stored = None
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                c = st.value
+                if (isinstance(c.func, ast.Attribute) and c.func.attr in _COLLECTING_METHODS
+                        and isinstance(c.func.value, (ast.Name, ast.Attribute, ast.Subscript))):
+                    stored = c.args
+            elif isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and isinstance(
+                    st.value, (ast.List, ast.Tuple)):
+                stored = st.value.elts
+            elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Subscript) for t in st.targets):
+                stored = [st.value]
+            if stored and any(carries(a) for a in stored):
+                memo[key] = True
+                return True
+        return False
 
     def host_consumer(self, call: ast.Call) -> Optional[ast.Call]:
         """The host call that consumes what ``call`` (a host fetch) returns, when the value goes
