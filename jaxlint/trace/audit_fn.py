@@ -525,7 +525,7 @@ def resolve(target: str):
     return obj
 
 
-def main(args, script: Optional[str], rest: Sequence[str]) -> int:
+def main(args, script: Optional[str], rest: Sequence[str], missing_jax=lambda: None) -> int:
     """``jaxlint trace --inspect ...``: 0, 1 (the module or the function raised while imported
     or traced: one line), 2 (usage: a bad spec, an unknown module or function), 3 (a gate)."""
     if script is not None or rest or args.module:
@@ -551,11 +551,8 @@ def main(args, script: Optional[str], rest: Sequence[str]) -> int:
                 static_values[name] = spec[1]
     except SpecError as e:
         return _fail(str(e), EXIT_USAGE)
-    from . import missing_jax
-
-    missing = missing_jax()
-    if missing:
-        print(missing, file=sys.stderr)
+    if missing_jax():  # jaxlint.trace.missing_jax, passed in (an import of the package would be a cycle)
+        print(missing_jax(), file=sys.stderr)
         return EXIT_USAGE
     if args.x64:
         import jax

@@ -65,9 +65,10 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     if args.inspect:
+        from . import missing_jax
         from .audit_fn import main as inspect_main
 
-        return inspect_main(args, script, rest)
+        return inspect_main(args, script, rest, missing_jax)
     if (script is None) == (args.module is None):
         p.print_usage(sys.stderr)
         print("jaxlint trace: give a script or -m MODULE", file=sys.stderr)
