@@ -11,13 +11,17 @@ For tests, use the context manager::
     assert a.compiles(train_step) == 1
     assert a.transfer_count() == 0
 
+and, without running anything, ``inspect(train_step, state, batch_spec).equations`` (the jaxpr's
+size, per source line, captured constants, callbacks, and the compilations a list of argument
+sets would cause: see ``audit_fn``).
+
 This package imports nothing from JAX until ``audit()`` is entered, so that
 ``import jaxlint.trace`` (and the pytest plugin) stays free for static users.
 """
 
 from __future__ import annotations
 
-__all__ = ["audit", "Audit", "missing_jax"]
+__all__ = ["audit", "Audit", "inspect", "Args", "missing_jax"]
 
 
 def missing_jax():
@@ -40,9 +44,21 @@ def audit(user_roots=None):
     return Audit(user_roots)
 
 
+def inspect(fn, *args, **kwargs):
+    """Audit ``fn``'s jaxpr for these arguments (``jax.ShapeDtypeStruct`` allowed) without running
+    or compiling anything; see :func:`jaxlint.trace.audit_fn.inspect`."""
+    from .audit_fn import inspect as _inspect
+
+    return _inspect(fn, *args, **kwargs)
+
+
 def __getattr__(name):
     if name == "Audit":
         from .hooks import Audit
 
         return Audit
+    if name in ("Args", "Inspection"):
+        from . import audit_fn
+
+        return getattr(audit_fn, name)
     raise AttributeError(name)

@@ -7,9 +7,11 @@ import sys
 from typing import Sequence
 
 EXIT_ERROR = 2
-_VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line", "--html", "--chrome-trace"}
+_VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line", "--html", "--chrome-trace",
+           "--inspect", "--arg", "--args", "--static", "--top", "--max-equations"}
 
-USAGE = "jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]"
+USAGE = ("jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]\n"
+         "       jaxlint trace --inspect module:function --arg SPEC ... [--args SPEC,SPEC ...]")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,6 +34,9 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if any source line made more than N host transfers")
     p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m` does")
+    from .audit_fn import add_arguments
+
+    add_arguments(p)
     return p
 
 
@@ -59,6 +64,11 @@ def main(argv: Sequence[str]) -> int:
         args = p.parse_args(own)
     except SystemExit as e:
         return int(e.code or 0)
+    if args.inspect:
+        from . import missing_jax
+        from .audit_fn import main as inspect_main
+
+        return inspect_main(args, script, rest, missing_jax)
     if (script is None) == (args.module is None):
         p.print_usage(sys.stderr)
         print("jaxlint trace: give a script or -m MODULE", file=sys.stderr)

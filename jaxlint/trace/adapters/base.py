@@ -238,3 +238,41 @@ def eqn_site(eqn: Any) -> tuple:
     except Exception:
         pass
     return None, None
+
+
+_USER_FRAMES_TAKES: list = []  # [True when source_info_util.user_frames takes a traceback (jax 0.7+)]
+
+
+def eqn_frames(eqn: Any) -> list:
+    """``[(file, line, function)]`` of the frames outside JAX that made a jaxpr equation,
+    innermost first (empty when unknown). ``source_info_util.user_frames`` takes the
+    equation's ``SourceInfo`` up to jax 0.6 and its ``traceback`` from 0.7 on."""
+    try:
+        from jax._src import source_info_util
+
+        if not _USER_FRAMES_TAKES:
+            _USER_FRAMES_TAKES.append(params_of(source_info_util.user_frames)[:1] == ["traceback"])
+        info = eqn.source_info
+        frames = source_info_util.user_frames(info.traceback if _USER_FRAMES_TAKES[0] else info)
+        return [(f.file_name, f.start_line, f.function_name) for f in frames]
+    except Exception:
+        return []
+
+
+def shape_dtype_struct(shape: tuple, dtype: Any, weak: bool = False) -> Any:
+    """An abstract argument for ``jax.make_jaxpr``: a ``jax.ShapeDtypeStruct``. A weakly typed
+    one (``weak_type=``, which jax 0.4.30 lacks and 0.4.38 has) is, on older JAX, a Python scalar of that kind (which JAX
+    traces as the same weak aval); None there when no Python scalar has that aval."""
+    import jax
+    import numpy
+
+    if not weak:
+        return jax.ShapeDtypeStruct(tuple(shape), dtype)
+    if "weak_type" in inspect.signature(jax.ShapeDtypeStruct).parameters:
+        return jax.ShapeDtypeStruct(tuple(shape), dtype, weak_type=True)
+    value = {"i": 0, "f": 0.0, "c": 0j}.get(numpy.dtype(dtype).kind)
+    if tuple(shape) or value is None:
+        return None
+    if jax.dtypes.canonicalize_dtype(numpy.asarray(value).dtype) != numpy.dtype(dtype):
+        return None  # a Python scalar traces as the default width only (f32/i32, or 64 bits under x64)
+    return value
