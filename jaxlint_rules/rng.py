@@ -182,7 +182,10 @@ class KeyReuse(Rule):
                "sampler) without a new key in between, or to one inside a loop when the key is never replaced "
                "in the loop; also a key made once (at module level, or stored on `self` in `__init__`) that a "
                "function draws from on every call when it runs more than once, and the key passed to the "
-               "caller's own lambdas and defs or to a distribution's `sample(seed=key)`.")
+               "caller's own lambdas and defs, to functions of the module that draw from that parameter "
+               "(`init_layer(key, shape)` twice gives two identical layers; one that only splits it counts "
+               "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
+               "move), or to a distribution's `sample(seed=key)`.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -274,6 +277,8 @@ class KeyReuse(Rule):
                     yield self._loop_finding(model, use, loop)
                     continue
                 for prev in uses[:j]:
+                    if not (prev.pairwise and use.pairwise):
+                        continue
                     if model.distinct_derivations(prev, use) or model.exclusive(prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:

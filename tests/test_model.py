@@ -2645,10 +2645,46 @@ def test_key_use_follows_the_callers_own_lambdas_defs_and_distribution_sample():
               and n.func.attr == "sample"][0]
     use = m.key_use(sample)
     assert (use.fn, use.name, use.spelling, use.via) == ("sample", "key", "pi.sample", None)
-    assert m.key_use(call_to(tree, "helper")) is None  # a module function: called for its result
+    use = m.key_use(call_to(tree, "helper"))  # a module function that draws from its parameter
+    assert (use.fn, use.name, use.via.name) == ("normal", "key", "helper")
     assert m.key_use(call_to(tree, "rebinds")) is None  # the parameter is rebound before the draw
     assert m.key_parameters(func(m, "gains")) == {0: "uniform"}
     assert m.key_parameters(func(m, "rebinds")) == {}
+
+
+def test_key_parameters_of_module_functions_and_pairwise_uses():
+    tree, m = build("""
+    import jax
+
+    def draws(key, shape):
+        return jax.random.normal(key, shape)
+
+    def splits_then_rebinds(key, state):
+        key, sub = jax.random.split(key)  # reads the parameter, then rebinds it
+        return jax.random.normal(sub, state.shape)
+
+    def rebinds_in_a_loop(key, n):
+        for _ in range(n):
+            key, sub = jax.random.split(key)  # the parameter only on the first iteration
+        return sub
+
+    def caller(key, state, n):
+        a = draws(key, state.shape)
+        b = splits_then_rebinds(key, state)
+        c = jax.jit(splits_then_rebinds)(key, state)
+        return a, b, c, rebinds_in_a_loop(key, n)
+    """)
+    assert m.key_parameters(func(m, "draws")) == {0: "normal"}
+    assert m.key_parameters(func(m, "splits_then_rebinds")) == {0: "split"}
+    assert m.key_parameters(func(m, "rebinds_in_a_loop")) == {}
+    (use,) = m.key_uses(call_to(tree, "draws"))
+    assert use.pairwise and use.via.name == "draws"
+    (use,) = m.key_uses(call_to(tree, "splits_then_rebinds"))
+    assert not use.pairwise and use.fn == "split"  # counts for loop reuse only
+    jitted = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)]
+    (use,) = m.key_uses(jitted[0])
+    assert use.via.name == "splits_then_rebinds"
+    assert m.key_uses(call_to(tree, "rebinds_in_a_loop")) == []
 
 
 def test_fixed_key_draws_module_and_instance_keys_in_functions_that_run_again():

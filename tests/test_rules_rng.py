@@ -329,22 +329,73 @@ def test_jax502_exclusive_branches_are_not_reported():
     """) == []
 
 
-def test_jax502_key_passed_to_user_functions_and_key_utilities_is_not_reported():
+def test_jax502_key_passed_to_key_utilities_and_unknown_functions_is_not_reported():
     assert findings("""
     import jax
     import jax.numpy as jnp
+    from layers import init_layer
+
+    def describe(key):
+        return jax.random.key_data(key)  # reads the key, draws nothing
+
+    def init_model(key, shape):
+        # a function of another module: we cannot tell whether it consumes the key
+        a = init_layer(key, shape)
+        b = init_layer(key, shape)
+        data = jax.random.key_data(key)
+        copy = jax.random.clone(key)
+        info = describe(key)
+        return a, b, data, jax.random.normal(key, shape), copy, info
+    """) == []
+
+
+def test_jax502_key_drawn_by_a_module_function_and_used_again():
+    # `init_layer(key, ...)` twice gives two identical layers: the helper draws from its parameter.
+    assert_marked("""
+    import jax
 
     def init_layer(key, shape):
         return jax.random.normal(key, shape)
 
     def init_model(key, shape):
-        # unknown functions: we cannot tell whether they consume the key
         a = init_layer(key, shape)
-        b = init_layer(key, shape)
-        data = jax.random.key_data(key)
-        copy = jax.random.clone(key)
-        return a, b, data, jax.random.normal(key, shape), copy
-    """) == []
+        b = init_layer(key, shape)  # expect: JAX502
+        return a, b
+
+    def init_and_noise(key, shape):
+        w = init_layer(key, shape)
+        return w, jax.random.normal(key, shape)  # expect: JAX502
+    """)
+
+
+def test_jax502_module_function_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def init_layer(key, shape):
+        return jax.random.normal(key, shape)
+
+    def fresh(key, shape):
+        key = jax.random.PRNGKey(0)  # rebinds its parameter: the caller's key is not drawn
+        return jax.random.normal(key, shape)
+
+    def advanced(key, shape):
+        a = init_layer(key, shape)
+        key, sub = jax.random.split(key)  # advancing after the draw
+        return a, init_layer(sub, shape)
+
+    def split_first(key, shape):
+        k1, k2 = jax.random.split(key)
+        return init_layer(k1, shape), init_layer(k2, shape)
+
+    def either(key, shape, wide):
+        if wide:
+            return init_layer(key, shape)
+        return jax.random.normal(key, shape)
+
+    def rebinding_helper(key, shape):
+        return fresh(key, shape), fresh(key, shape)
+    """, "JAX502") == []
 
 
 def test_jax502_same_key_for_each_configuration_is_not_reported():
@@ -1340,12 +1391,6 @@ def test_jax502_module_function_tuple_near_misses_are_not_reported():
         params, env_keys = learner_setup((setup_key, actor_key), config)
         return params, env_keys, jax.random.split(key, config.num_devices)
 
-    def bare_key_to_a_module_function(key, shape):
-        # a key passed as an argument to a module function is not followed (it may be called
-        # for its result)
-        a = init_layer(key, shape)
-        return a, jax.random.normal(key, shape)
-
     class Learner:
         def setup(self, keys):
             key, other = keys
@@ -1354,4 +1399,56 @@ def test_jax502_module_function_tuple_near_misses_are_not_reported():
     def method_is_not_followed(learner, key):
         w = learner.setup((key, None))
         return w, jax.random.normal(key, (3,))
+    """, "JAX502") == []
+
+
+def test_jax502_same_key_into_a_module_function_that_splits_it_every_iteration():
+    # pgx's MCTS demo: `jax.jit(run_mcts)(key, state)` on every move with a key never advanced:
+    # the search noise is the same each move.
+    assert_marked("""
+    import jax
+
+    def run_mcts(key, state):
+        key, subkey = jax.random.split(key)
+        return state + jax.random.normal(subkey, state.shape)
+
+    def play(state, seed, moves):
+        key = jax.random.PRNGKey(seed)
+        for _ in range(moves):
+            state = jax.jit(run_mcts)(key, state)  # expect: JAX502
+        return state
+
+    def play_plain(state, key, moves):
+        for _ in range(moves):
+            state = run_mcts(key, state)  # expect: JAX502
+        return state
+    """)
+
+
+def test_jax502_module_function_that_splits_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def choose_point(key, n):
+        _, subkey = jax.random.split(key)
+        return jax.random.choice(subkey, n)
+
+    def vertex(key, n):
+        # the helper's `choice` and this `uniform` read the same subkey, but `choice` splits it
+        # again before drawing: no bits are shared
+        point = choose_point(key, n)
+        key, subkey = jax.random.split(key)
+        return point, jax.random.uniform(subkey, (2,))
+
+    def play(state, key, moves):
+        for _ in range(moves):
+            key, sub = jax.random.split(key)
+            state = jax.jit(choose_point)(sub, state)
+        return state
+
+    def colors(key, n):
+        key, *subkeys = jax.random.split(key, n + 1)
+        shape_colors = [jax.random.randint(subkey, (3,), 0, 255) for subkey in subkeys]
+        _, subkey = jax.random.split(key)  # a new key: the comprehension's `subkey` is its own
+        return shape_colors, jax.random.randint(subkey, (3,), 0, 255)
     """, "JAX502") == []

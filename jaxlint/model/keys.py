@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .. import names as N
 from .records import Context, Scope
 from .repetition import called_once, setup_name
 from .syntax import _end, _pos, call_arg
@@ -71,11 +72,16 @@ class KeyUse:
     ``data``: fold_in's data argument; ``num``: split's count argument (None when left to its
     default of 2); ``spelling``: how the consuming call reads in a message (``jax.random.normal``,
     ``pi.sample``, ``functor``); ``via``: the local lambda or
-    def the key was passed to, when the call forwards it."""
+    def the key was passed to, when the call forwards it; ``pairwise``: whether the use counts
+    against another use of the same key (False for a function of the module that only derives
+    keys from its parameter: ``_, k = split(key); choice(k, ...)`` there and ``uniform`` of the
+    caller's own ``split(key)`` draw different bits, as ``choice``/``randint`` split their key
+    again; the same key handed to it on every iteration of a loop still repeats its draws)."""
 
-    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via")
+    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via", "pairwise")
 
-    def __init__(self, call, name, fn, ctx, event, data=None, num=None, spelling=None, via=None):
+    def __init__(self, call, name, fn, ctx, event, data=None, num=None, spelling=None, via=None,
+                 pairwise=True):
         self.call = call
         self.name = name
         self.fn = fn
@@ -85,6 +91,7 @@ class KeyUse:
         self.num = num
         self.spelling = spelling or f"{JAX_RANDOM}{fn}"
         self.via = via
+        self.pairwise = pairwise
 
 
 class FixedKeyDraw:
@@ -296,6 +303,8 @@ class KeyQueries:
         for fn, arg, spelling, via, direct in found:
             if not isinstance(arg, ast.Name):
                 continue
+            if any(lp.kind == "comprehension" and arg.id in lp.target_names() for lp in ctx.loops):
+                continue  # ``[draw(k) for k in keys]``: the element, bound (and scoped) per item
             ev = self.binding(arg.id, scope, _pos(arg))
             if ev is None or ev.kind in ("def", "other"):
                 continue
@@ -305,7 +314,9 @@ class KeyQueries:
                     continue
             data = call_arg(call, 1, "data") if fn == FOLD_IN and direct else None
             num = call_arg(call, 1, "num") if fn == SPLIT and direct else None
-            out.append(KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via))
+            module_fn = via is not None and via.parent is None and not isinstance(via.node, ast.Lambda)
+            out.append(KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via,
+                              pairwise=not (module_fn and direct and not is_draw(fn))))
         return out
 
     def _forwarded_keys(self, call: ast.Call, scope: Scope) -> list:
@@ -323,6 +334,9 @@ class KeyQueries:
                 if kw.arg == "seed":
                     return [(func.attr, kw.value, _spell(func), None, True)]
             return []
+        if (isinstance(func, ast.Call) and len(func.args) == 1 and isinstance(func.args[0], ast.Name)
+                and self.resolve(func.func, scope) in N.JIT_WRAPPERS):
+            func = func.args[0]  # ``jax.jit(run_mcts)(key, state)``: the key goes to ``run_mcts``
         if not isinstance(func, (ast.Name, ast.Lambda)) or scope.kind != "function":
             return []
         if isinstance(func, ast.Name) and func.id not in self._forwarder_names():
@@ -331,10 +345,11 @@ class KeyQueries:
             own = f.scope.parent is scope
             if not own and (f.parent is not None or f.cls is not None):
                 continue
-            # A module function may be called for its result: a key passed to it as an argument is
-            # not followed. A tuple of keys handed to one is a bundle of RNG state it unpacks and
-            # consumes, not an input to compute a result from: its elements are followed.
-            forwards = self.key_parameters(f) if own else {}
+            # A key passed to a function of the module is consumed where the function passes that
+            # parameter straight to ``jax.random`` (``def init_layer(key, shape): return
+            # normal(key, shape)``); a tuple of keys handed to one is a bundle of RNG state it
+            # unpacks and consumes: its elements are followed too.
+            forwards = self.key_parameters(f)
             in_tuples = self.tuple_key_parameters(f)
             out = []
             direct = False
@@ -414,7 +429,8 @@ class KeyQueries:
             memo = set()
             for f in self.functions:
                 if f.parent is None:
-                    if f.cls is None and not isinstance(f.node, ast.Lambda) and self.tuple_key_parameters(f):
+                    if f.cls is None and not isinstance(f.node, ast.Lambda) and (
+                            self.key_parameters(f) or self.tuple_key_parameters(f)):
                         memo.add(f.name)
                     continue
                 if not (self.key_parameters(f) or self.tuple_key_parameters(f)):
@@ -463,9 +479,13 @@ class KeyQueries:
                     if kw.arg == "key":
                         first = kw.value
             if isinstance(first, ast.Name) and first.id in f.params:
-                if self.binding(first.id, f.scope, _pos(first)) is None or \
-                        len(f.scope.events.get(first.id, ())) > 1:
-                    continue  # rebound in the body: not the argument any more
+                ev = self.binding(first.id, f.scope, _pos(first))
+                ctx = self.context(call)
+                if ev is None or ev.kind != "param" or (
+                        len(f.scope.events.get(first.id, ())) > 1 and (ctx is None or ctx.loops)):
+                    # rebound before the call (``key, sub = split(key)`` reads the parameter
+                    # first, then rebinds it), or in a loop that may rebind it: not the argument
+                    continue
                 out.setdefault(f.params.index(first.id), fn)
             elif isinstance(first, ast.Starred) and isinstance(first.value, ast.Name) and first.value.id == vararg:
                 out.setdefault(len(f.params), fn)
@@ -479,6 +499,9 @@ class KeyQueries:
         calls.extend(c for name in DIST_SAMPLE for c in self.calls_by_name.get(name, ()))
         names = self._forwarder_names()
         calls.extend(c for name in names for c in self.calls_by_name.get(name, ()))
+        calls.extend(c for c in self.calls_by_name.get("", ()) if isinstance(c.func, ast.Call)
+                     and len(c.func.args) == 1 and isinstance(c.func.args[0], ast.Name)
+                     and c.func.args[0].id in names)  # ``jax.jit(helper)(key, ...)``
         seen: set = set()
         for call in calls:
             if id(call) in seen:
