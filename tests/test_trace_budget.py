@@ -92,7 +92,7 @@ def test_buckets_pad_to_the_max_and_offer_power_of_two_buckets_only_when_they_sa
 
 def test_shape_fix_names_the_dimension_and_the_sizes_seen():
     fix = advice.fix(advice.groups(record(*THREE_SHAPES).miss_reasons))
-    assert fix.startswith("pad dim 0 of `batch` to 32: one compile for the 3 shapes seen ([32,8], [17,8], [5,8])")
+    assert fix.startswith("pad dim 0 of `batch` to 32: one compile for the 3 shapes traced ([32,8], [17,8], [5,8])")
     assert "pad dim 0 to buckets 8/32 (2 compiles" in fix
     two = record(("shape", "x", "f32[4,10]", "f32[8,20]"))
     assert advice.fix(advice.groups(two.miss_reasons)).startswith("pad `x` (dim 0 to 8, dim 1 to 20)")
@@ -382,3 +382,39 @@ def test_cli_reads_pyproject_and_rejects_bad_values(tmp_path):
     assert "Recompilation hotspots" not in proc.stderr  # refused before the program ran
     proc = run("--budget", "moment", "static_churn.py", cwd=str(tmp_path))
     assert proc.returncode == 2 and "expected PATTERN=N" in proc.stderr
+
+
+def test_jax_audit_fixture_asserts_with_the_reasons_in_pytest_output(tmp_path):
+    test = tmp_path / "test_user.py"
+    test.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        def test_fixed_batch(jax_audit):
+            predict = jax.jit(lambda w, b: jnp.tanh(b @ w))
+            for _ in range(3):
+                predict(jnp.ones((8, 4)), jnp.ones((32, 8)))
+            jax_audit.assert_no_recompile(predict)
+
+        def test_tail_batch(jax_audit):
+            @jax.jit
+            def predict(w, batch):
+                return jnp.tanh(batch @ w)
+
+            for n in (32, 32, 17, 32, 5):
+                predict(jnp.ones((8, 4)), jnp.ones((n, 8)))
+            jax_audit.assert_compiles(predict, at_most=1)
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                          capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
+    out = proc.stdout
+    assert proc.returncode == 1 and "1 failed, 1 passed" in out, out + proc.stderr
+    errors = [line[1:].strip() for line in out.splitlines() if line.startswith("E ")]
+    assert errors[:3] == [
+        "AssertionError: `test_tail_batch.<locals>.predict` (test_user.py:11) compiled 3 times inside this "
+        "audit() block, expected at most 1 (5 calls, 3 traces):",
+        "shape of `batch` changed 2×: f32[32,8] → f32[17,8] → f32[5,8]",
+        "fix: pad dim 0 of `batch` to 32: one compile for the 3 shapes traced ([32,8], [17,8], [5,8]); mask or "
+        "slice off the padding; or, to waste less work, pad dim 0 to buckets 8/32 (2 compiles, at most 2× "
+        "padding per call)"], out
+    # the frame shown is the user's assertion, not jaxlint's raise
+    assert "> " + " " * 6 + "jax_audit.assert_compiles(predict, at_most=1)" in out and "raise AssertionError" not in out

@@ -146,7 +146,7 @@ def _shape_fix(arg: str, values: list) -> str:
     else:
         target = f"`{arg}` (" + ", ".join(f"dim {d} to {n}" for d, n in pads) + ")"
     seen = ", ".join(dict.fromkeys(_dims(s) for s in shapes))
-    text = (f"pad {target}: one compile for the {len(shapes)} shapes seen ({seen}); mask or slice "
+    text = (f"pad {target}: one compile for the {len(shapes)} shapes traced ({seen}); mask or slice "
             "off the padding")
     if bucket_parts:
         text += (f"; or, to waste less work, pad {' and '.join(bucket_parts)} ({compiles} compiles, "
