@@ -418,3 +418,17 @@ def test_jax_audit_fixture_asserts_with_the_reasons_in_pytest_output(tmp_path):
         "padding per call)"], out
     # the frame shown is the user's assertion, not jaxlint's raise
     assert "> " + " " * 6 + "jax_audit.assert_compiles(predict, at_most=1)" in out and "raise AssertionError" not in out
+
+
+def test_gate_text_gives_each_of_two_same_named_functions_its_own_reasons():
+    report = fake_report(("step", 3), ("step", 3))  # the same gate message twice
+    report["functions"][0]["reasons"] = [{"reason": "shape", "argument": "a", "count": 1, "values": ["f32[1]", "f32[2]"]}]
+    report["functions"][1]["reasons"] = [{"reason": "dtype", "argument": "b", "count": 2,
+                                          "values": ["f32[1]", "f64[1]", "i32[1]"]}]
+    for f in report["functions"]:
+        f["fix"] = advice.fix(f["reasons"])
+    report["gates"], report["budgets"] = budget.evaluate(report, budget.Settings(max_compiles=1))
+    text = budget.gate_text(report)
+    first, second = text.split("GATE: ")[1:]
+    assert "shape of `a`" in first and "dtype of `b`" not in first
+    assert "dtype of `b`" in second and "shape of `a`" not in second

@@ -167,15 +167,14 @@ def gate_text(report: dict) -> str:
     reasons and its fix."""
     from .report import _fit, _reason_lines
 
-    rows = {}
-    for r in report.get("budgets") or []:
-        if r["gate"]:
-            rows[r["gate"]] = r
+    failed = [r for r in report.get("budgets") or [] if r["gate"]]  # in the order of the gates
     funcs = {(f["qualname"], f["file"], f["line"]): f for f in report["functions"]}
     out = []
     for message in report.get("gates") or []:
         out.append(f"GATE: {message}\n")
-        r = rows.get(message)
+        r = next((r for r in failed if r["gate"] == message), None)
+        if r is not None:
+            failed.remove(r)  # two functions of one name: each gate gets its own row
         f = funcs.get((r["function"], r["file"], r["line"])) if r else None
         if f is not None:
             out.extend(_fit(f"      {line}") for line in _reason_lines(f) or [NO_RETRACE])
