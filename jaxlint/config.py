@@ -18,11 +18,21 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env"
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-        "pedantic"}
+        "pedantic", "trace"}
+# [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
+TRACE_KEYS = {"budget", "fail-on-recompile", "max-compiles", "max-transfers-per-line"}
 
 
 class ConfigError(Exception):
     pass
+
+
+@dataclass
+class TraceConfig:
+    budget: dict = field(default_factory=dict)  # glob on a function's (qualified) name -> most compiles
+    fail_on_recompile: bool = False
+    max_compiles: Optional[int] = None
+    max_transfers_per_line: Optional[int] = None
 
 
 @dataclass
@@ -34,6 +44,7 @@ class Config:
     pedantic: bool = False  # also report the findings that are right but rarely worth changing
     root: str = "."  # folder of the pyproject.toml the config came from
     source: Optional[str] = None
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -159,4 +170,40 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
             raise ConfigError(f"{source}: [tool.jaxlint] pedantic must be true or false, "
                               f"not {section['pedantic']!r}")
         cfg.pedantic = section["pedantic"]
+    if "trace" in section:
+        cfg.trace = _trace(section["trace"], source)
     return cfg
+
+
+def _count(value, what: str, source: str) -> int:
+    """A compile or transfer limit: an integer >= 0 (not a bool, a float or a string)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{source}: [tool.jaxlint.trace] {what} must be an integer >= 0, not {value!r}")
+    return value
+
+
+def _trace(section, source: str) -> TraceConfig:
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint] trace must be a table ([tool.jaxlint.trace])")
+    unknown = set(section) - TRACE_KEYS
+    if unknown:
+        raise ConfigError(f"{source}: unknown [tool.jaxlint.trace] key(s): {', '.join(sorted(unknown))}"
+                          f" (valid: {', '.join(sorted(TRACE_KEYS))})")
+    out = TraceConfig()
+    budget = section.get("budget", {})
+    if not isinstance(budget, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint.trace] budget must be a table of "
+                          f"\"pattern\" = N (e.g. {{\"train_step\" = 1, \"*\" = 3}}), not {budget!r}")
+    for pattern, n in budget.items():
+        if not pattern.strip():
+            raise ConfigError(f"{source}: [tool.jaxlint.trace] budget: empty function pattern")
+        out.budget[pattern] = _count(n, f"budget {pattern!r}", source)
+    if "fail-on-recompile" in section:
+        if not isinstance(section["fail-on-recompile"], bool):
+            raise ConfigError(f"{source}: [tool.jaxlint.trace] fail-on-recompile must be true or false, "
+                              f"not {section['fail-on-recompile']!r}")
+        out.fail_on_recompile = section["fail-on-recompile"]
+    for key in ("max-compiles", "max-transfers-per-line"):
+        if key in section:
+            setattr(out, key.replace("-", "_"), _count(section[key], key, source))
+    return out

@@ -307,3 +307,13 @@ def test_importing_the_cli_needs_no_jax():
             "assert 'jax' not in sys.modules, 'jax imported'")
     env = dict(os.environ, PYTHONPATH=ROOT)
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+
+
+def test_cli_inspect_refuses_run_gates_it_would_ignore():
+    # a gate that --inspect cannot evaluate must not pass silently
+    for extra in (["--budget", "*=1"], ["--fail-on-recompile"], ["--max-transfers-per-line", "3"]):
+        proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--inspect",
+                               "fixtures/trace/unrolled.py:rolled", "--arg", "f32[8]", "--arg", "f32[]", *extra],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert "are for runs" in proc.stderr

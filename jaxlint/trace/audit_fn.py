@@ -534,6 +534,10 @@ def main(args, script: Optional[str], rest: Sequence[str], missing_jax=lambda: N
         return _fail("give one argument set with --arg ... or several with --args, not both", EXIT_USAGE)
     if args.html or args.chrome_trace:
         return _fail("--html and --chrome-trace are for runs, not --inspect", EXIT_USAGE)
+    if getattr(args, "budget", None) or getattr(args, "fail_on_recompile", False) or getattr(
+            args, "max_transfers_per_line", None) is not None:
+        return _fail("--budget, --fail-on-recompile and --max-transfers-per-line are for runs; "
+                     "with --inspect use --max-compiles or --max-equations", EXIT_USAGE)
     try:
         sets = [parse_argset(args.arg)] if args.arg or not args.args else []
         sets += [parse_argset(split_items(text)) for text in args.args]

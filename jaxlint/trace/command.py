@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
 EXIT_ERROR = 2
 _VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line", "--html", "--chrome-trace",
-           "--inspect", "--arg", "--args", "--static", "--top", "--max-equations"}
+           "--inspect", "--arg", "--args", "--static", "--top", "--max-equations", "--budget"}
 
 USAGE = ("jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]\n"
          "       jaxlint trace --inspect module:function --arg SPEC ... [--args SPEC,SPEC ...]")
@@ -32,6 +33,14 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if any function compiled more than N times")
     p.add_argument("--max-transfers-per-line", type=int, metavar="N",
                    help="exit 3 if any source line made more than N host transfers")
+    from .budget import parse_option
+
+    p.add_argument("--budget", action="append", type=parse_option, metavar="PATTERN=N",
+                   help="exit 3 if a function whose (qualified) name matches the glob PATTERN compiled more "
+                        "than N times; repeatable, the most specific pattern applies ('*=N': every function); "
+                        "replaces the budget table of [tool.jaxlint.trace]")
+    p.add_argument("--fail-on-recompile", action="store_true",
+                   help="exit 3 if any function compiled more than once")
     p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m` does")
     from .audit_fn import add_arguments
@@ -80,7 +89,13 @@ def main(argv: Sequence[str]) -> int:
         print(missing, file=sys.stderr)
         return EXIT_ERROR
     from . import runner
+    from ..config import ConfigError, load_config
 
+    try:  # [tool.jaxlint.trace] of the nearest pyproject.toml above the script (the cwd with -m)
+        args.trace_config = load_config(os.path.dirname(os.path.abspath(script)) if script else os.getcwd()).trace
+    except ConfigError as e:
+        print(f"jaxlint trace: {e}", file=sys.stderr)
+        return EXIT_ERROR
     label = script or f"-m {args.module}"
 
     def emit(code: int, collector, failures: list, files: list) -> int:
@@ -105,6 +120,7 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
     (see ``runner.run``), which never returns to ``main``. When the report cannot be made,
     one line says why and the program's exit code is kept.
     """
+    from . import budget
     from . import report as rep
     from . import runner
 
@@ -116,11 +132,11 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
             except Exception as e:  # the static check must not cost the user the runtime report
                 collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
         report = rep.build(collector, findings, code, failures, label, runner.environment())
-        tripped = runner.gates(report, args.max_compiles, args.max_transfers_per_line)
+        tripped, report["budgets"] = budget.evaluate(report, budget.settings(args, getattr(args, "trace_config", None)))
         report["gates"] = tripped
         out = rep.as_json(report) if args.format == "json" else rep.text(report)
-        if args.format == "text" and tripped:
-            out += "".join(f"GATE: {t}\n" for t in tripped)
+        if args.format == "text":
+            out += budget.unmatched_text(report) + budget.gate_text(report)
     except Exception as e:
         _say(f"jaxlint trace: no report ({type(e).__name__}: {e})")
         return code

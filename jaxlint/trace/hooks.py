@@ -923,6 +923,21 @@ class Audit:
         rec = self._record(fn)
         return [(*k, n) for k, n in rec.miss_reasons.most_common()] if rec else []
 
+    def assert_compiles(self, fn: Any, at_most: Optional[int] = None, *, exactly: Optional[int] = None) -> None:
+        """Raise AssertionError unless ``fn`` compiled at most (or exactly) N times in the block;
+        the message has the count, every retrace reason and the fix."""
+        __tracebackhide__ = True  # pytest shows the user's assert line, not this one
+        from .budget import compile_assertion
+
+        message = compile_assertion(self._record(fn), fn, at_most, exactly, self.collector.names_only)
+        if message:
+            raise AssertionError(message)
+
+    def assert_no_recompile(self, fn: Any) -> None:
+        """``assert_compiles(fn, at_most=1)``: one compile in the block at most."""
+        __tracebackhide__ = True
+        self.assert_compiles(fn, at_most=1)
+
     def transfers(self) -> list:
         """``[Transfer(file, line, kind, count)]``, most frequent first."""
         from .report import Transfer

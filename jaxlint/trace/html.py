@@ -19,7 +19,7 @@ from typing import Optional
 
 from .chrome_trace import timeline
 from .collector import FIRST_CALL, RECREATED
-from .report import _grouped, _mib, _where
+from .report import _mib, _reason_lines, _where
 
 MAX_LANES = 40  # user functions drawn in the timeline (most compiled first)
 MAX_BARS = 30  # source lines in the transfer chart
@@ -250,8 +250,7 @@ def _table(headers: list, rows: list, numeric: tuple = ()) -> str:
 def _functions_table(report: dict) -> str:
     rows = []
     for f in report["functions"]:
-        reasons = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
-                            for r in f["miss_reasons"]})
+        reasons = _reason_lines(f)
         if f.get("via"):
             reasons.append(f"traced through {f['via']}")
         rows.append([
@@ -262,6 +261,25 @@ def _functions_table(report: dict) -> str:
         ])
     return _table(["compiles", "traces", "calls", "compile s", "function", "where", "miss reasons"], rows,
                   (0, 1, 2, 3))
+
+
+def _budgets_section(report: dict) -> str:
+    """The compile budgets and gates checked on this run (``report["budgets"]``), pass or fail."""
+    results = report.get("budgets") or []
+    if not results:
+        return ""
+    rows = []
+    for r in results:
+        if r["function"] is None:
+            state, what = '<span class="no">matched no function</span>', ""
+        else:
+            state = ('<span class="ok">passed</span>' if r["passed"] else
+                     '<span class="no">failed</span>' if r["gate"] else '<span class="no">cannot pass (guessed counts)</span>')
+            what = f"<code>{_e(r['function'])}</code> at {_e(_where(r['file'], r['line']))}"
+        limit = f"{_e(r['option'])} <code>{_e(r['pattern'])}</code> ≤ {r['limit']}"
+        rows.append([limit, what, "" if r["compiles"] is None else str(r["compiles"]), state])
+    return ('<section id="budgets"><h2>Compile budgets</h2>'
+            + _table(["budget", "function", "compiles", "result"], rows, (2,)) + "</section>")
 
 
 def _jaxpr_table(report: dict) -> str:
@@ -396,6 +414,7 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
         '<div class="detail">Hover over or click a bar for its kinds of transfer.</div>' if report["transfers"] else "",
         "</section>",
         '<section id="functions"><h2>Recompilation hotspots</h2>', _functions_table(report), "</section>",
+        _budgets_section(report),
         '<section id="transfers"><h2>Host transfers</h2>',
         _table(["count", "kind", "where"],
                [[str(t["count"]), _e(t["kind"]), _e(_where(t["file"], t["line"]))] for t in report["transfers"]],

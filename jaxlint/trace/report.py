@@ -10,6 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
+from . import advice
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -53,6 +54,7 @@ def _function(rec, names_only: bool = False) -> dict:
         "compile_seconds": round(rec.compile_seconds, 6), "via": rec.via,
         "miss_reasons": _reasons(rec),
         "matched_by_name": rec.by_name or names_only,
+        **advice.describe(rec),
     }
 
 
@@ -88,6 +90,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "compiles_matched_by_name": collector.compiles_by_name,
         "internal_compile_seconds": round(collector.internal_compile_seconds, 6),
         "instrumentation_errors": dict(collector.errors),
+        "static_checked": findings is not None,
     }
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -120,8 +123,8 @@ def _enclosing(recs: list, file: str, line: int):
 def _top_reason(rec) -> str:
     if not rec.miss_reasons:
         return ""
-    groups = _grouped(rec.miss_reasons)
-    return "; " + groups[0] if groups else ""
+    groups = advice.groups(rec.miss_reasons)
+    return "; " + advice.group_text(groups[0]) if groups else ""
 
 
 def cross_check(findings: list, recs: list, collector: Collector, failure_sites: Iterable) -> tuple:
@@ -243,26 +246,13 @@ def _where(file: Optional[str], line: Optional[int]) -> str:
     return f"{file}:{line}" if line else file
 
 
-def _grouped(miss_reasons: dict) -> list:
-    """Miss reasons ({(reason, argument, before, after): count}) aggregated by (reason,
-    argument), most frequent first, as text."""
-    groups: dict = {}
-    for (reason, arg, before, after), n in miss_reasons.items():
-        g = groups.setdefault((reason, arg), [0, []])
-        g[0] += n
-        g[1].append((n, before, after))
-    out = []
-    for (reason, arg), (n, examples) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
-        if reason == RECREATED:
-            out.append(f"function object re-created {n}×")
-            continue
-        if arg is None:
-            out.append(f"{reason} {n}×")
-            continue
-        examples.sort(key=lambda e: -e[0])
-        _, before, after = examples[0]
-        more = " …" if len(examples) > 1 else ""
-        out.append(f"{reason} of `{arg}` changed {n}×: {before} → {after}{more}")
+def _reason_lines(f: dict) -> list:
+    """A function row's every retrace reason (the chain of values each argument took) and its fix."""
+    gs = f["reasons"] if "reasons" in f else advice.from_rows(f["miss_reasons"])
+    out = advice.lines(gs)
+    fix = f["fix"] if "fix" in f else advice.fix(gs)
+    if fix:
+        out.append(f"fix: {fix}")
     return out
 
 
@@ -308,12 +298,7 @@ def text(report: dict, max_rows: int = 20) -> str:
             if f.get("matched_by_name"):
                 name += " [counts matched by name: guesses]"
             lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
-            shown = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
-                              for r in f["miss_reasons"]})
-            for text_ in shown[:3]:
-                lines.append(f"      {text_}")
-            if len(shown) > 3:
-                lines.append(f"      … {len(shown) - 3} more reasons (see --format json)")
+            lines.extend(f"      {t}" for t in _reason_lines(f))
             if f.get("via"):
                 lines.append(f"      traced through {f['via']}")
         if len(funcs) > max_rows:
@@ -356,23 +341,24 @@ def text(report: dict, max_rows: int = 20) -> str:
         if j["float64_ops"]:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
-    if report["findings"] or report["unpredicted"]:
+    lines.append("")
+    lines.append("Static findings, checked against the run")
+    if not report.get("static_checked", True):
+        lines.append(f"  {_static_not_run(report)}")
+    elif not report["findings"]:
+        lines.append("  none")
+    for f in report["findings"]:
+        state = "confirmed" if f["confirmed"] else "not confirmed"
+        lines.append(f"  {f['code']} {_where(f['file'], f['line'])} {state}: {f['evidence']}")
+    if report["unpredicted"]:
         lines.append("")
-        lines.append("Static findings, checked against the run")
-        if not report["findings"]:
-            lines.append("  no static findings")
-        for f in report["findings"]:
-            state = "confirmed" if f["confirmed"] else "not confirmed"
-            lines.append(f"  {f['code']} {_where(f['file'], f['line'])} {state}: {f['evidence']}")
-        if report["unpredicted"]:
-            lines.append("")
-            lines.append("Runtime problems no static finding predicted")
-            for u in report["unpredicted"]:
-                if u["kind"] == "recompilation":
-                    lines.append(f"  {u['count']} compilations of {u['name']} at {_where(u['file'], u['line'])}"
-                                 + (f": {u['detail']}" if u["detail"] else ""))
-                else:
-                    lines.append(f"  {u['count']} transfers ({u['detail']}) at {_where(u['file'], u['line'])}")
+        lines.append("Runtime problems no static finding predicted")
+        for u in report["unpredicted"]:
+            if u["kind"] == "recompilation":
+                lines.append(f"  {u['count']} compilations of {u['name']} at {_where(u['file'], u['line'])}"
+                             + (f": {u['detail']}" if u["detail"] else ""))
+            else:
+                lines.append(f"  {u['count']} transfers ({u['detail']}) at {_where(u['file'], u['line'])}")
     lines.append("")
     lines.append(f"Internal JAX compilations (eager operations): {report['internal_compiles']} "
                  f"({report['internal_compile_seconds']:.2f} s)")
@@ -380,6 +366,14 @@ def text(report: dict, max_rows: int = 20) -> str:
         n = sum(report["instrumentation_errors"].values())
         lines.append(f"jaxlint: {n} instrumentation error(s) ignored; the counts may be incomplete")
     return "".join(_fit(line) for line in lines)
+
+
+def _static_not_run(report: dict) -> str:
+    if any(p.startswith("static cross-check failed") for p in report["partial"]):
+        return "not run: the static check failed (see PARTIAL REPORT above)"
+    if report.get("script") is None:
+        return "not run (audit() runs no static check)"
+    return "not run (--no-static)"
 
 
 def _fit(line: str, width: int = 80) -> str:

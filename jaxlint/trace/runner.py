@@ -261,28 +261,8 @@ def environment() -> dict:
 
 
 def gates(report: dict, max_compiles: Optional[int], max_transfers: Optional[int]) -> list:
-    """Messages for every CI gate the run exceeded (paths as the report writes them)."""
-    from .report import _where
+    """Messages for every CI gate the run exceeded (paths as the report writes them); the
+    compile budgets and ``--fail-on-recompile`` are in ``budget.evaluate``."""
+    from .budget import Settings, evaluate
 
-    out = []
-    if max_compiles is not None:
-        # A gate never passes on a guess: compiles attributed by name only (no trace hook for
-        # this JAX, an ahead-of-time compile) may belong to another function of that name, or
-        # hide in the internal count.
-        guessed = [f["qualname"] for f in report["functions"] if f.get("matched_by_name")]
-        if report.get("compiles_matched_by_name") or guessed:
-            out.append(f"--max-compiles {max_compiles} cannot pass: {report.get('compiles_matched_by_name', 0)} "
-                       "compilation(s) were attributed by function name only"
-                       + (f" ({', '.join(sorted(set(guessed)))})" if guessed else "")
-                       + "; per-function counts are not exact on this run")
-        for f in report["functions"]:
-            if f["compiles"] > max_compiles:
-                out.append(f"{f['qualname']} compiled {f['compiles']} times (--max-compiles {max_compiles})")
-    if max_transfers is not None:
-        per_line: dict = {}
-        for t in report["transfers"]:
-            per_line[(t["file"], t["line"])] = per_line.get((t["file"], t["line"]), 0) + t["count"]
-        for (file, line), n in per_line.items():
-            if n > max_transfers:
-                out.append(f"{_where(file, line)} made {n} host transfers (--max-transfers-per-line {max_transfers})")
-    return out
+    return evaluate(report, Settings(max_compiles=max_compiles, max_transfers_per_line=max_transfers))[0]
