@@ -10,6 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
+from . import cost
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -30,7 +31,8 @@ def _real(path: Optional[str]) -> Optional[str]:
 
 def _reasons(rec) -> list:
     return [
-        {"reason": r, "argument": a, "before": b, "after": af, "count": n}
+        {"reason": r, "argument": a, "before": b, "after": af, "count": n,
+         "seconds": cost.reason_seconds(rec, (r, a, b, af))}
         for (r, a, b, af), n in sorted(rec.miss_reasons.items(), key=lambda kv: -kv[1])
     ]
 
@@ -53,13 +55,15 @@ def _function(rec, names_only: bool = False) -> dict:
         "compile_seconds": round(rec.compile_seconds, 6), "via": rec.via,
         "miss_reasons": _reasons(rec),
         "matched_by_name": rec.by_name or names_only,
+        **cost.function_keys(rec),
     }
 
 
 def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: Optional[int] = None,
           failure_sites: Iterable = (), script: Optional[str] = None, environment: Optional[dict] = None) -> dict:
     """The report as plain data; ``findings`` are static ``Finding`` objects to cross-check."""
-    recs = sorted(collector.user_records(), key=lambda r: (-r.compiles, -r.traces, str(r.file), r.line or 0))
+    recs = sorted(collector.user_records(), key=lambda r: (-round(r.cost.lost_seconds, 2), -r.compiles, -r.traces,
+                                                           str(r.file), r.line or 0))
     transfers = [
         {"file": f, "line": l, "kind": k, "count": n, "via": _transfer_via(collector, (f, l, k))}
         for (f, l, k), n in sorted(collector.transfers.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -88,6 +92,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "compiles_matched_by_name": collector.compiles_by_name,
         "internal_compile_seconds": round(collector.internal_compile_seconds, 6),
         "instrumentation_errors": dict(collector.errors),
+        **cost.run_keys(collector),
     }
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -243,26 +248,32 @@ def _where(file: Optional[str], line: Optional[int]) -> str:
     return f"{file}:{line}" if line else file
 
 
-def _grouped(miss_reasons: dict) -> list:
+def _grouped(miss_reasons: dict, seconds: Optional[dict] = None) -> list:
     """Miss reasons ({(reason, argument, before, after): count}) aggregated by (reason,
-    argument), most frequent first, as text."""
+    argument), most frequent first, as text; with ``seconds`` (same keys: the time lost to
+    each), most time lost first, each with its seconds."""
     groups: dict = {}
-    for (reason, arg, before, after), n in miss_reasons.items():
-        g = groups.setdefault((reason, arg), [0, []])
+    for key, n in miss_reasons.items():
+        reason, arg, before, after = key
+        g = groups.setdefault((reason, arg), [0, [], 0.0])
         g[0] += n
         g[1].append((n, before, after))
+        if seconds:
+            g[2] += seconds.get(key, 0.0)
     out = []
-    for (reason, arg), (n, examples) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+    order = (lambda kv: (-round(kv[1][2], 2), -kv[1][0])) if seconds else (lambda kv: -kv[1][0])
+    for (reason, arg), (n, examples, secs) in sorted(groups.items(), key=order):
+        lost = f" ({secs:.2f} s)" if seconds else ""
         if reason == RECREATED:
-            out.append(f"function object re-created {n}×")
+            out.append(f"function object re-created {n}×{lost}")
             continue
         if arg is None:
-            out.append(f"{reason} {n}×")
+            out.append(f"{reason} {n}×{lost}")
             continue
         examples.sort(key=lambda e: -e[0])
         _, before, after = examples[0]
         more = " …" if len(examples) > 1 else ""
-        out.append(f"{reason} of `{arg}` changed {n}×: {before} → {after}{more}")
+        out.append(f"{reason} of `{arg}` changed {n}×{lost}: {before} → {after}{more}")
     return out
 
 
@@ -300,15 +311,16 @@ def text(report: dict, max_rows: int = 20) -> str:
     if not funcs:
         lines.append("  no user function was traced")
     else:
-        lines.append(f"  {'compiles':>8} {'traces':>6} {'calls':>6} {'compile s':>9}  function")
+        lines.append(f"  {'compiles':>8} {'traces':>6} {'calls':>6} {'lost s':>7}  function")
         for f in funcs[:max_rows]:
             calls = "-" if f["calls"] is None else str(f["calls"])
-            secs = f["lower_seconds"] + f["compile_seconds"]
             name = f"{f['qualname']} at {_where(f['file'], f['line'])}"
             if f.get("matched_by_name"):
-                name += " [counts matched by name: guesses]"
-            lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
+                name += " [counts and seconds matched by name: guesses]"
+            lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {f.get('lost_seconds', 0.0):>7.2f}  {name}")
             shown = _grouped({(r["reason"], r["argument"], r["before"], r["after"]): r["count"]
+                              for r in f["miss_reasons"]},
+                             {(r["reason"], r["argument"], r["before"], r["after"]): r.get("seconds", 0.0)
                               for r in f["miss_reasons"]})
             for text_ in shown[:3]:
                 lines.append(f"      {text_}")
@@ -316,8 +328,10 @@ def text(report: dict, max_rows: int = 20) -> str:
                 lines.append(f"      … {len(shown) - 3} more reasons (see --format json)")
             if f.get("via"):
                 lines.append(f"      traced through {f['via']}")
+            lines.extend(cost.site_lines(f, _where))
         if len(funcs) > max_rows:
             lines.append(f"  … {len(funcs) - max_rows} more functions (see --format json)")
+    lines.extend(cost.summary_lines(report))
     lines.append("")
     lines.append("Host transfers")
     if not report["transfers"]:
