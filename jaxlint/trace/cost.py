@@ -36,7 +36,7 @@ class Cost:
     """One function's trace/lower/compile seconds, miss by miss."""
 
     __slots__ = ("misses", "first_seconds", "lost_seconds", "by_reason", "sites", "guessed_seconds",
-                 "first_site", "_current", "_open")
+                 "first_site", "_current", "_open", "_pending")
 
     def __init__(self):
         self.misses = 0
@@ -48,12 +48,13 @@ class Cost:
         self.first_site: Optional[tuple] = None  # the call site of the first miss
         self._current: Optional[tuple] = None  # (reason keys, site entry, first) of the latest miss
         self._open = False  # a miss begun before its trace was explained (the classic jax.pmap)
+        self._pending = 0.0  # the seconds of that miss so far, for its reasons once they are known
 
     def begin(self, site: tuple) -> None:
         """Start a miss whose lowering and compile arrive before its trace is recorded (the classic
         ``jax.pmap`` traces, lowers and compiles in one call); :meth:`missed` then explains it."""
         self._new((), site)
-        self._open = True
+        self._open, self._pending = True, 0.0
 
     def missed(self, keys: tuple, site: tuple, seconds: float) -> bool:
         """One trace of ``seconds`` called from ``site`` (file, line), with the miss reason keys
@@ -62,6 +63,9 @@ class Cost:
             self._open = False
             _, entry, first = self._current
             self._current = (tuple(keys), entry, first)
+            if not first:
+                for k in keys:
+                    self.by_reason[k] += self._pending
         else:
             self._new(keys, site)
         return self.spent(seconds)
@@ -84,6 +88,8 @@ class Cost:
             self._new((), (None, None))
         keys, entry, first = self._current
         entry[1] += seconds
+        if self._open:
+            self._pending += seconds
         if by_name:
             self.guessed_seconds += seconds
         if first:
