@@ -217,5 +217,5 @@ def summary_lines(report: dict) -> list:
         return []
     first = max(0.0, c["functions"] - c["lost"])
     return [f"  compiling: {c['total']:.2f} s of {wall:.2f} s wall ({report['compile_share']:.0%})",
-            f"    functions {c['functions']:.2f} s (lost {c['lost']:.2f} s, first compiles {first:.2f} s), "
+            f"    functions {c['functions']:.2f} s (lost {c['lost']:.2f}, first compiles {first:.2f}), "
             f"JAX internal {c['internal']:.2f} s"]
