@@ -7,6 +7,7 @@ Pure functions are tested on hand-made records; three small subprocess runs chec
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,8 @@ import pytest
 from jaxlint.config import ConfigError, load_config
 from jaxlint.trace import advice, budget
 from jaxlint.trace import report as rep
-from jaxlint.trace.collector import RECREATED, SAME, Record
+from jaxlint.trace.collector import RECREATED, SAME, Collector, Record
+from jaxlint.trace.userfiles import UserFiles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "fixtures", "trace")
@@ -146,21 +148,17 @@ def test_one_fix_line_per_function_joins_distinct_fixes_most_retraces_first():
 
 
 def hand_report(rec, findings=None, script="prog.py", partial=()):
-    class C:
-        pass
-
-    c = C()
-    c.records, c.transfers, c.uploads, c.upload_bytes, c.transfer_via = {rec.key: rec}, Counter(), Counter(), Counter(), {}
-    c.partial, c.errors, c.names_only, c.compiles_by_name = list(partial), Counter(), False, 0
-    c.internal_compiles, c.internal_compile_seconds = 0, 0.0
-    c.clock_reads, c.clock_reads_pending = Counter(), Counter()
+    c = Collector(UserFiles(None))
+    c.records = {rec.key: rec}
+    c.partial = list(partial)
     c.user_records = lambda: [rec]
     return rep.build(c, findings, 0, (), script, {})
 
 
 def test_text_report_shows_every_transition_and_the_fix():
     out = rep.text(hand_report(record(*THREE_SHAPES), findings=[]))
-    assert "      shape of `batch` changed 2×: f32[32,8] → f32[17,8] → f32[5,8]\n" in out
+    # the hotspot row also carries the seconds the misses lost (tests/test_trace_cost.py)
+    assert re.search(r"      shape of `batch` changed 2× \(\d+\.\d\d s\): f32\[32,8\] → f32\[17,8\] → f32\[5,8\]\n", out)
     assert "      fix: pad dim 0 of `batch` to 32: one compile" in out
     assert "…" not in out
 
@@ -353,7 +351,7 @@ def test_cli_budget_fails_with_reasons_and_fix_then_passes():
     tail = proc.stderr[proc.stderr.index("GATE: "):].splitlines()
     assert tail[0] == ("GATE: predict at fixtures/trace/three_shapes.py:6 compiled 3 times, over its budget of 1 "
                        "(--budget predict=1)")
-    assert tail[1] == "      shape of `batch` changed 2×: f32[32,8] → f32[17,8] → f32[5,8]"
+    assert re.fullmatch(r"      shape of `batch` changed 2× \(\d+\.\d\d s\): f32\[32,8\] → f32\[17,8\] → f32\[5,8\]", tail[1])
     assert tail[2].startswith("      fix: pad dim 0 of `batch` to 32")
     assert "Static findings, checked against the run\n  not run (--no-static)\n" in proc.stderr
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"budget-{os.getpid()}.json")
@@ -374,7 +372,7 @@ def test_cli_reads_pyproject_and_rejects_bad_values(tmp_path):
     proc = run("static_churn.py", cwd=str(tmp_path))
     assert proc.returncode == 3, proc.stderr
     assert "GATE: moment at static_churn.py:8 compiled 4 times ([tool.jaxlint.trace] fail-on-recompile = true)" in proc.stderr
-    assert "      static value of `power` changed 3×: 1 → 2 → 3 → 4\n" in proc.stderr
+    assert re.search(r"      static value of `power` changed 3× \(\d+\.\d\d s\): 1 → 2 → 3 → 4\n", proc.stderr)
     assert "      fix: static `power` took 4 values (1, 2, 3, 4)" in proc.stderr
     (tmp_path / "pyproject.toml").write_text("[tool.jaxlint.trace]\nfail-on-recompile = \"yes\"\n")
     proc = run("static_churn.py", cwd=str(tmp_path))

@@ -59,12 +59,13 @@ def chain(values: list) -> str:
 def group_text(g: dict) -> str:
     """One group as one line: ``shape of `batch` changed 2×: f32[32,8] → f32[17,8] → f32[5,8]``."""
     reason, arg, n, values = g["reason"], g["argument"], g["count"], g["values"]
+    lost = f" ({g['seconds']:.2f} s)" if "seconds" in g else ""  # the time its misses lost
     if reason == RECREATED:
-        return f"function object re-created {n}×"
+        return f"function object re-created {n}×{lost}"
     if arg is None and not values:
-        return f"{reason} {n}×"
+        return f"{reason} {n}×{lost}"
     what = f"{reason} of `{arg}`" if arg is not None else f"{reason} (leaves)"
-    return f"{what} changed {n}×: {chain(values)}" if values else f"{what} changed {n}×"
+    return f"{what} changed {n}×{lost}: {chain(values)}" if values else f"{what} changed {n}×{lost}"
 
 
 def lines(gs: list) -> list:

@@ -39,7 +39,8 @@ def timeline(collector: Collector) -> dict:
                 lane = index[e.key] = len(lanes)
                 lanes.append({"name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
                               "where": _where(rec.file, rec.line), "compiles": rec.compiles,
-                              "traces": rec.traces, "calls": rec.calls})
+                              "traces": rec.traces, "calls": rec.calls,
+                              "lost_seconds": rec.cost.lost_seconds, "first_seconds": rec.cost.first_seconds})
         events.append({"t": max(0.0, e.t), "seconds": max(0.0, e.seconds), "kind": e.kind, "lane": lane,
                        "reason": e.reason})
     transfers = [{"t": max(0.0, t), "file": f, "line": l, "where": _where(f, l), "kind": k}

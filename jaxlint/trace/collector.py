@@ -13,6 +13,8 @@ import weakref
 from collections import Counter, namedtuple
 from typing import Any, Optional
 
+from .cost import Clock, Cost, spend
+
 # Reasons for a retrace, as they appear in the JSON report.
 SHAPE = "shape"
 DTYPE = "dtype"
@@ -145,6 +147,8 @@ class Record:
         # trace hook on this JAX, or an ahead-of-time compile): its counts are guesses
         self.by_name = False
         self.last_reason = FIRST_CALL  # why the latest trace missed the cache, as text
+        self.last_keys: tuple = ()  # its miss_reasons keys (none for a first call or an unknown reason)
+        self.cost = Cost()  # seconds per miss, reason and call site (cost.py)
         self._history: list = []  # recent signatures of every trace, for traces of unknown objects
         self._identities: list = []  # [[weakref or None, recent signatures of that object]]
 
@@ -158,6 +162,7 @@ class Record:
         """
         first = self.traces == 0
         self.traces += 1
+        self.last_keys = ()
         if sig is None:
             self.last_reason = FIRST_CALL if first else "traced again (reason not recorded)"
             return
@@ -168,6 +173,7 @@ class Record:
             self.last_reason = reason_text(self._explain(sig, entry[1]))
         elif fun is not None:
             self.miss_reasons[(RECREATED, None, None, None)] += 1
+            self.last_keys = ((RECREATED, None, None, None),)
             self.last_reason = RECREATED
         else:
             self.last_reason = reason_text(self._explain(sig, self._history))
@@ -192,6 +198,7 @@ class Record:
         best = best or [(SAME, None, None, None)]
         for r in best:
             self.miss_reasons[r] += 1
+        self.last_keys = tuple(best)
         return best
 
     def _identity(self, fun: Any):
@@ -246,6 +253,7 @@ class Collector:
         self.names_only = False  # no trace hook for this JAX: all counts matched by function name
         self.compiles_by_name = 0  # compiles whose function was known only by name (user's or JAX's)
         self.internal_compile_seconds = 0.0
+        self.clock = Clock()  # wall time covered by traces, lowerings and compiles (cost.py)
         self.partial: list = []  # what could not be measured, and why
         self.errors: Counter = Counter()  # instrumentation errors swallowed, by message
         self.t0 = time.perf_counter()  # the run's start: event times are seconds since then
@@ -284,6 +292,12 @@ class Collector:
             self._internal_events += 1
         self.events.append(Event(start - self.t0, seconds, kind, key, reason))
 
+    def spent(self, rec: Optional[Record], start: float, seconds: float, site: Optional[tuple] = None,
+              trace: bool = False, by_name: bool = False) -> None:
+        """Account the seconds of one trace (``trace``: a cache miss called from ``site``), lowering
+        or compile of ``rec`` (None: JAX's own) for time lost and wall time compiling."""
+        spend(self, rec, start, seconds, site, trace, by_name)
+
     def compiled(self, key: Any, seconds: float, by_name: bool = False) -> None:
         """A compile of ``seconds`` that has just ended; ``by_name``: attributed by the compiled
         function's name only (a guess)."""
@@ -296,17 +310,21 @@ class Collector:
         if rec is None:
             self.internal_compiles += 1
             self.internal_compile_seconds += seconds
+            self.spent(None, start, seconds)
             self.log("compile", None, start, seconds, "JAX internal (eager operation)")
         else:
             rec.compiles += 1
             rec.compile_seconds += seconds
+            self.spent(rec, start, seconds, by_name=by_name)
             self.log("compile", key, start, seconds, rec.last_reason)
 
     def lowered(self, key: Any, seconds: float) -> None:
         rec = self.records.get(key) if key is not None else None
+        start = time.perf_counter() - seconds
+        self.spent(rec, start, seconds)
         if rec is not None:
             rec.lower_seconds += seconds
-            self.log("lower", key, time.perf_counter() - seconds, seconds, rec.last_reason)
+            self.log("lower", key, start, seconds, rec.last_reason)
 
     def uploaded(self, frame, kind: str, nbytes: int) -> None:
         """Host data copied to the device: ``jax.device_put``/``jnp.asarray``/``jnp.array`` of

@@ -450,6 +450,7 @@ class Instrumentation:
         if code is None:
             for c in self.collectors:
                 c.internal_traces += 1
+                c.spent(None, start, seconds)
             return
         if jaxpr is not None:
             try:
@@ -471,7 +472,9 @@ class Instrumentation:
             rec.traced(fun, sig)
             rec.trace_seconds += seconds
             c.log("trace", code, start, seconds, rec.last_reason)
-            rec.traced_from[c.user_files.site(caller)] += 1
+            site = c.user_files.site(caller)
+            rec.traced_from[site] += 1
+            c.spent(rec, start, seconds, site, trace=True)
             if rec.jaxpr is None and jaxpr is not None:
                 if facts is None:
                     from .jaxpr_facts import jaxpr_facts
@@ -512,6 +515,12 @@ class Instrumentation:
                 return run()
             prev = getattr(_TLS, "target", None)
             _TLS.target = code
+            try:  # its lowering and compile are reported before its trace: they belong to this miss
+                caller = sys._getframe(1)
+                for c in inst.collectors:
+                    c.record(code, describe).cost.begin(c.user_files.site(caller))
+            except Exception as e:
+                inst._error(e)
             start = time.perf_counter()
             try:
                 return run()
@@ -534,7 +543,10 @@ class Instrumentation:
             rec.via = rec.via or "jax.pmap"
             rec.traced(fun, sig)
             c.log("trace", code, start, time.perf_counter() - start, rec.last_reason)
-            rec.traced_from[c.user_files.site(caller)] += 1
+            site = c.user_files.site(caller)
+            rec.traced_from[site] += 1
+            # the trace's own seconds are not measured apart from the lowering and compile in it
+            c.spent(rec, start, 0.0, site, trace=True)
 
     def _owner(self, jaxpr) -> Any:
         if jaxpr is None:
@@ -601,15 +613,19 @@ class Instrumentation:
         target = self._match_name(name)
         frame = sys._getframe(2)
         for c in self.collectors:
+            start = time.perf_counter() - duration
             if target is _INTERNAL:
                 c.internal_traces += 1
+                c.spent(None, start, duration)
                 continue
             rec = c.record(target, describe)
             rec.by_name = True
             rec.traced(None, None)
             rec.trace_seconds += duration
-            c.log("trace", target, time.perf_counter() - duration, duration, rec.last_reason)
-            rec.traced_from[c.user_files.site(frame)] += 1
+            c.log("trace", target, start, duration, rec.last_reason)
+            site = c.user_files.site(frame)
+            rec.traced_from[site] += 1
+            c.spent(rec, start, duration, site, trace=True, by_name=True)
 
     # -- host transfers -----------------------------------------------------
     def _hook_transfers(self) -> None:

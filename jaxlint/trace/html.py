@@ -91,7 +91,8 @@ def _clip(text: str, width: int = 44) -> str:
 
 def timeline_svg(tl: dict) -> str:
     lanes = tl["lanes"]
-    shown = sorted(range(len(lanes)), key=lambda i: (-lanes[i]["compiles"], i))[:MAX_LANES]
+    shown = sorted(range(len(lanes)), key=lambda i: (-round(lanes[i].get("lost_seconds", 0.0), 2),
+                                                      -lanes[i]["compiles"], i))[:MAX_LANES]
     shown.sort()
     row = {lane: n for n, lane in enumerate(shown)}
     internal = [e for e in tl["events"] if e["lane"] is None and e["kind"] == "compile"]
@@ -112,12 +113,14 @@ def timeline_svg(tl: dict) -> str:
     backgrounds: list = []
     out: list = []  # the marks
 
-    def lane_box(n: int, label: str, title: str, cls: str) -> float:
+    def lane_box(n: int, label: str, title: str, cls: str, right: str = "") -> float:
         y = AXIS + n * LANE
+        extra = (f'<text class="lane-lost" x="{LABEL - 2}" y="{y + 19}" text-anchor="end">{_e(right)}'
+                 f'<title>{_e(title)}</title></text>' if right else "")
         backgrounds.append(f'<g class="lane {cls}" data-lane="{n}"><rect class="lane-bg" x="0" y="{y}" '
                            f'width="{WIDTH}" height="{LANE}"><title>{_e(title)}</title></rect>'
                            f'<text class="lane-label" x="8" y="{y + 19}">{_e(label)}<title>{_e(title)}</title>'
-                           f'</text></g>')
+                           f'</text>{extra}</g>')
         return y
 
     ys = {}
@@ -125,9 +128,12 @@ def timeline_svg(tl: dict) -> str:
         info = lanes[lane]
         calls = "-" if info["calls"] is None else info["calls"]
         name = info["qualname"] if len(info["qualname"]) <= 20 else info["qualname"][:19] + "…"
-        ys[lane] = lane_box(row[lane], f"{name}  {_clip(info['where'], 39 - len(name))}",
+        lost = _lost_label(info.get("lost_seconds", 0.0))
+        ys[lane] = lane_box(row[lane], f"{name}  {_clip(info['where'], 39 - len(name) - (len(lost) + 2 if lost else 0))}",
                             f"{info['qualname']} at {info['where']}: {info['compiles']} compiles, "
-                            f"{info['traces']} traces, {calls} calls", "fn-lane")
+                            f"{info['traces']} traces, {calls} calls; "
+                            f"{_duration(info.get('lost_seconds', 0.0))} lost to recompiles after the first compile "
+                            f"({_duration(info.get('first_seconds', 0.0))})", "fn-lane", lost)
     n_int = len(shown)
     if internal:
         ys[None] = lane_box(n_int, "JAX internal (eager ops)",
@@ -175,6 +181,23 @@ def timeline_svg(tl: dict) -> str:
     if tl["events_dropped"]:
         notes.append(f"{tl['events_dropped']} events past the log's limit not drawn (counts in the tables are exact)")
     return "".join(out) + "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
+
+
+def _cost_cards(report: dict) -> list:
+    """The run's wall time spent compiling and the time lost to recompiles, as summary cards."""
+    c = report.get("compiling_seconds")
+    if not c or report.get("wall_seconds") is None:
+        return []
+    return [(f"{report['compile_share']:.0%}", f"of {_duration(report['wall_seconds'])} wall time compiling "
+             f"({_duration(c['total'])})"),
+            (_duration(c["lost"]), "lost to recompiles of your functions")]
+
+
+def _lost_label(seconds: float) -> str:
+    """A lane's time lost, short: ``lost 1.2 s``, ``lost 35 ms``; empty when nothing was lost."""
+    if seconds < 5e-4:
+        return ""
+    return f"lost {seconds:.1f} s" if seconds >= 1 else f"lost {seconds * 1e3:.0f} ms"
 
 
 # The charts' text is 12px monospace (.lane-label, .count): at most this many px per character
@@ -253,14 +276,17 @@ def _functions_table(report: dict) -> str:
         reasons = _reason_lines(f)
         if f.get("via"):
             reasons.append(f"traced through {f['via']}")
+        sites = "<br>".join(
+            f"{_e(_where(s['file'], s['line']))}: {s['misses']} miss{'es' if s['misses'] != 1 else ''}, "
+            f"{s['lost_seconds']:.3f} s lost" for s in f.get("call_sites", []))
         rows.append([
             str(f["compiles"]), str(f["traces"]), "-" if f["calls"] is None else str(f["calls"]),
-            f"{f['lower_seconds'] + f['compile_seconds']:.3f}",
+            f"{f.get('lost_seconds', 0.0):.3f}", f"{f.get('first_compile_seconds', 0.0):.3f}",
             f"<code>{_e(f['qualname'])}</code>", _e(_where(f["file"], f["line"])),
-            "<br>".join(_e(r) for r in reasons),
+            "<br>".join(_e(r) for r in reasons), sites,
         ])
-    return _table(["compiles", "traces", "calls", "compile s", "function", "where", "miss reasons"], rows,
-                  (0, 1, 2, 3))
+    return _table(["compiles", "traces", "calls", "lost s", "first compile s", "function", "where",
+                   "miss reasons (time lost)", "call sites"], rows, (0, 1, 2, 3, 4))
 
 
 def _budgets_section(report: dict) -> str:
@@ -328,6 +354,7 @@ code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
 .lane-bg{fill:#fff}.lane:nth-child(even) .lane-bg{fill:#f7f9fc}
 .lane.hl .lane-bg{fill:#e7f0ff}
 .lane-label{font:12px ui-monospace,Menlo,Consolas,monospace;fill:var(--fg)}
+.lane-lost{font:12px ui-monospace,Menlo,Consolas,monospace;fill:#c92a2a}
 .grid{stroke:#e3e7ee;stroke-width:1}.tick{font-size:11px;fill:var(--muted);text-anchor:middle}
 .trace-mark{fill:#74c0fc}
 .compile-mark{stroke:#1d2330;stroke-width:.6}
@@ -392,6 +419,7 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
     cards = [(user_compiles, "compilations of your functions"), (len(report["functions"]), "functions traced"),
              (transfers, "host transfers"), (report["internal_compiles"], "internal JAX compilations"),
              (sum(1 for f in report["findings"] if f["confirmed"]), "static findings confirmed")]
+    cards += _cost_cards(report)
     legend = [("r-first", "#2f9e44", "compile: first call"), ("r-recreated", "#e03131", "compile: function re-created"),
               ("r-signature", "#f76707", "compile: argument signature changed"),
               ("r-other", "#7048e8", "compile: other reason"), ("trace", "#74c0fc", "trace"),

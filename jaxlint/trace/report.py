@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice
+from . import advice, cost
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -31,7 +31,8 @@ def _real(path: Optional[str]) -> Optional[str]:
 
 def _reasons(rec) -> list:
     return [
-        {"reason": r, "argument": a, "before": b, "after": af, "count": n}
+        {"reason": r, "argument": a, "before": b, "after": af, "count": n,
+         "seconds": cost.reason_seconds(rec, (r, a, b, af))}
         for (r, a, b, af), n in sorted(rec.miss_reasons.items(), key=lambda kv: -kv[1])
     ]
 
@@ -55,13 +56,15 @@ def _function(rec, names_only: bool = False) -> dict:
         "miss_reasons": _reasons(rec),
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
+        **cost.function_keys(rec),
     }
 
 
 def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: Optional[int] = None,
           failure_sites: Iterable = (), script: Optional[str] = None, environment: Optional[dict] = None) -> dict:
     """The report as plain data; ``findings`` are static ``Finding`` objects to cross-check."""
-    recs = sorted(collector.user_records(), key=lambda r: (-r.compiles, -r.traces, str(r.file), r.line or 0))
+    recs = sorted(collector.user_records(), key=lambda r: (-round(r.cost.lost_seconds, 2), -r.compiles, -r.traces,
+                                                           str(r.file), r.line or 0))
     transfers = [
         {"file": f, "line": l, "kind": k, "count": n, "via": _transfer_via(collector, (f, l, k))}
         for (f, l, k), n in sorted(collector.transfers.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -91,6 +94,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "internal_compile_seconds": round(collector.internal_compile_seconds, 6),
         "instrumentation_errors": dict(collector.errors),
         "static_checked": findings is not None,
+        **cost.run_keys(collector),
     }
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -247,8 +251,16 @@ def _where(file: Optional[str], line: Optional[int]) -> str:
 
 
 def _reason_lines(f: dict) -> list:
-    """A function row's every retrace reason (the chain of values each argument took) and its fix."""
+    """A function row's every retrace reason (the chain of values each argument took), with the
+    seconds its misses lost when the row has them, and its fix."""
     gs = f["reasons"] if "reasons" in f else advice.from_rows(f["miss_reasons"])
+    secs: dict = {}
+    for r in f["miss_reasons"]:
+        if "seconds" in r:
+            k = (r["reason"], r["argument"])
+            secs[k] = secs.get(k, 0.0) + r["seconds"]
+    if secs:
+        gs = [dict(g, seconds=secs.get((g["reason"], g["argument"]), 0.0)) for g in gs]
     out = advice.lines(gs)
     fix = f["fix"] if "fix" in f else advice.fix(gs)
     if fix:
@@ -290,19 +302,20 @@ def text(report: dict, max_rows: int = 20) -> str:
     if not funcs:
         lines.append("  no user function was traced")
     else:
-        lines.append(f"  {'compiles':>8} {'traces':>6} {'calls':>6} {'compile s':>9}  function")
+        lines.append(f"  {'compiles':>8} {'traces':>6} {'calls':>6} {'lost s':>7}  function")
         for f in funcs[:max_rows]:
             calls = "-" if f["calls"] is None else str(f["calls"])
-            secs = f["lower_seconds"] + f["compile_seconds"]
             name = f"{f['qualname']} at {_where(f['file'], f['line'])}"
             if f.get("matched_by_name"):
-                name += " [counts matched by name: guesses]"
-            lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {secs:>9.2f}  {name}")
+                name += " [counts and seconds matched by name: guesses]"
+            lines.append(f"  {f['compiles']:>8} {f['traces']:>6} {calls:>6} {f.get('lost_seconds', 0.0):>7.2f}  {name}")
             lines.extend(f"      {t}" for t in _reason_lines(f))
             if f.get("via"):
                 lines.append(f"      traced through {f['via']}")
+            lines.extend(cost.site_lines(f, _where))
         if len(funcs) > max_rows:
             lines.append(f"  … {len(funcs) - max_rows} more functions (see --format json)")
+    lines.extend(cost.summary_lines(report))
     lines.append("")
     lines.append("Host transfers")
     if not report["transfers"]:
