@@ -96,7 +96,6 @@ def install(inst, patch) -> list:
         finally:
             tls.inside = False
         seconds = perf() - start
-        tls.inside = False
         try:
             record(getframe(2), name, seconds)
         except Exception as e:  # never break the program for a count
