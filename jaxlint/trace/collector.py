@@ -248,6 +248,9 @@ class Collector:
         self.upload_bytes: Counter = Counter()  # (file, line, kind) -> bytes copied
         self.clock_reads: Counter = Counter()  # (file, line) -> clock reads after a jitted call
         self.clock_reads_pending: Counter = Counter()  # (file, line) -> of those, with its result not ready
+        self.eager: dict = {}  # (file, line) -> eager dispatches made from that user line
+        self.eager_seconds: dict = {}  # (file, line) -> wall seconds inside those dispatches
+        self.eager_ops: dict = {}  # (file, line) -> {primitive or JAX function name: dispatches}
         self.internal_compiles = 0
         self.internal_traces = 0
         self.names_only = False  # no trace hook for this JAX: all counts matched by function name
@@ -325,6 +328,16 @@ class Collector:
         if rec is not None:
             rec.lower_seconds += seconds
             self.log("lower", key, start, seconds, rec.last_reason)
+
+    def eager_dispatched(self, file: str, line: int, name: str, seconds: float) -> None:
+        """One JAX operation dispatched eagerly (outside any trace) from a user line."""
+        key = (file, line)
+        self.eager[key] = self.eager.get(key, 0) + 1
+        self.eager_seconds[key] = self.eager_seconds.get(key, 0.0) + seconds
+        ops = self.eager_ops.get(key)
+        if ops is None:
+            ops = self.eager_ops[key] = {}
+        ops[name] = ops.get(name, 0) + 1
 
     def uploaded(self, frame, kind: str, nbytes: int) -> None:
         """Host data copied to the device: ``jax.device_put``/``jnp.asarray``/``jnp.array`` of

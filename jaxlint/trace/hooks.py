@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 
-from . import frames
+from . import eager, frames
 from .adapters import base
 from .adapters import select as select_era
 from .collector import Collector, Signature
@@ -193,6 +193,8 @@ class Counted:
                 caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
+        prev = eager.inside()
+        eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
         try:
             out = self._jaxlint_real(*args, **kwargs)
         except BaseException as e:
@@ -200,6 +202,8 @@ class Counted:
             # `raise` re-raises with the exception's own __traceback__ on Python 3.11+).
             frames.hide(e)
             raise
+        finally:
+            eager._TLS.inside = prev
         if collectors:
             INSTRUMENTATION.dispatched(out)
         return out
@@ -330,6 +334,14 @@ class Instrumentation:
         self._hook_transfers()
         self._hook_uploads()
         self._hook_clocks()
+        self._hook_eager()
+
+    def _hook_eager(self) -> None:
+        """Eager dispatches per user line (see :mod:`.eager`)."""
+        try:
+            self.partial.extend(eager.install(self, self._patch))
+        except Exception as e:  # an unknown JAX layout: no eager counts, nothing broken
+            self.partial.append(f"eager dispatches not counted ({e!r})")
 
     def _listen(self) -> None:
         if self._listening:
@@ -426,9 +438,12 @@ class Instrumentation:
             finder = _FirstUserCall(collectors)
             sys.setprofile(finder)
         start = time.perf_counter()
+        prev = eager.inside()
+        eager._TLS.inside = True  # JAX's own operations while tracing are not eager dispatches
         try:
             result = run()
         finally:
+            eager._TLS.inside = prev
             if finder is not None:
                 sys.setprofile(None)
         seconds = time.perf_counter() - start

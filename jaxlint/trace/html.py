@@ -17,6 +17,7 @@ from __future__ import annotations
 import html as _html
 from typing import Optional
 
+from . import eager
 from .chrome_trace import timeline
 from .collector import FIRST_CALL, RECREATED
 from .report import _mib, _reason_lines, _where
@@ -331,7 +332,7 @@ def _findings(report: dict) -> str:
         urows = []
         for u in report["unpredicted"]:
             what = (f"{u['count']} compilations of <code>{_e(u['name'])}</code>" if u["kind"] == "recompilation"
-                    else f"{u['count']} transfers")
+                    else f"{u['count']} eager dispatches" if u["kind"] == "eager" else f"{u['count']} transfers")
             urows.append([_e(u["kind"]), what, _e(_where(u["file"], u["line"])), _e(u["detail"])])
         out += ("<h3>Runtime problems no static finding predicted</h3>"
                 + _table(["kind", "what", "where", "detail"], urows))
@@ -449,6 +450,7 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
                (0,)),
         "</section>",
         '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
+        eager.html_section(report, _e, _where, _table),
         '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
         "<footer>",
         f"<p>Internal JAX compilations (eager operations): {report['internal_compiles']} "

@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost
+from . import advice, cost, eager
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -87,6 +87,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "transfers": transfers,
         "uploads": uploads,
         "jaxpr": jaxpr,
+        "eager": eager.rows(collector),
         "findings": [],
         "unpredicted": [],
         "internal_compiles": collector.internal_compiles,
@@ -232,6 +233,8 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
         if (file, line) not in explained_lines and n >= floor and line:
             unpredicted.append({"kind": "transfer", "name": None, "file": file, "line": line,
                                 "count": n, "detail": ", ".join(sorted(kinds))})
+    eager_lines = {(_real(fd.path), fd.line) for fd in findings if confirmed_by(fd.code) == "eager"}
+    unpredicted.extend(eager.unpredicted(collector, busiest, eager_lines, _real))
     return out, unpredicted
 
 
@@ -354,6 +357,7 @@ def text(report: dict, max_rows: int = 20) -> str:
         if j["float64_ops"]:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
+    lines.extend(eager.text_lines(report, _where, max_rows))
     lines.append("")
     lines.append("Static findings, checked against the run")
     if not report.get("static_checked", True):
@@ -370,6 +374,8 @@ def text(report: dict, max_rows: int = 20) -> str:
             if u["kind"] == "recompilation":
                 lines.append(f"  {u['count']} compilations of {u['name']} at {_where(u['file'], u['line'])}"
                              + (f": {u['detail']}" if u["detail"] else ""))
+            elif u["kind"] == "eager":
+                lines.append(f"  {u['count']} eager dispatches ({u['detail']}) at {_where(u['file'], u['line'])}")
             else:
                 lines.append(f"  {u['count']} transfers ({u['detail']}) at {_where(u['file'], u['line'])}")
     lines.append("")

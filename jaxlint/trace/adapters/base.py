@@ -276,3 +276,47 @@ def shape_dtype_struct(shape: tuple, dtype: Any, weak: bool = False) -> Any:
     if jax.dtypes.canonicalize_dtype(numpy.asarray(value).dtype) != numpy.dtype(dtype):
         return None  # a Python scalar traces as the default width only (f32/i32, or 64 bits under x64)
     return value
+
+
+def eager_targets() -> tuple:
+    """What the eager-dispatch hooks patch on this JAX, and notes for what is missing:
+    ``({"eval_trace": core.EvalTrace (its process_primitive runs each primitive bound on
+    concrete arrays), "ufunc": jnp.ufunc (its __call__ runs x * y and jnp.multiply),
+    "jitted_type": the type of what jax.jit returns (JAX's own jit-wrapped functions,
+    jnp.cos)}, [notes])``. Every era since jax 0.4.30 has an ``EvalTrace.process_primitive``;
+    ``jnp.ufunc`` objects arrived later (before them, ``jnp.multiply`` is itself a jitted
+    function, but the operators of an array hold it in a closure: ``x * y`` is then not seen)."""
+    targets: dict = {}
+    notes: list = []
+    try:
+        from jax._src import core
+
+        cls = core.EvalTrace
+        if params_of(cls.__dict__["process_primitive"])[:2] != ["self", "primitive"]:
+            raise TypeError("jax._src.core.EvalTrace.process_primitive changed")
+        targets["eval_trace"] = cls
+    except Exception as e:
+        notes.append(f"eager primitives not counted ({e!r})")
+    try:
+        from jax._src.numpy import ufunc_api
+
+        cls = ufunc_api.ufunc
+        if "__call__" not in cls.__dict__:
+            raise TypeError("jnp.ufunc has no __call__")
+        targets["ufunc"] = cls
+    except Exception as e:
+        notes.append(f"eager array operators (x * y) not counted: no jnp.ufunc ({type(e).__name__})")
+    try:
+        from jax._src import api
+
+        jitted = type(api.jit(_identity))
+        if not callable(jitted) or jitted.__module__.startswith("jaxlint"):
+            raise TypeError(f"unexpected jit wrapper type {jitted!r}")
+        targets["jitted_type"] = jitted
+    except Exception as e:
+        notes.append(f"eager calls of JAX's jitted functions (jnp.cos) not counted ({e!r})")
+    return targets, notes
+
+
+def _identity(x):
+    return x

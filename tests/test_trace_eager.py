@@ -1,0 +1,217 @@
+"""Eager-dispatch hotspots (issue 14 part 4): JAX operations dispatched one by one outside any
+trace, counted per user source line; their report (text, JSON ``eager``, HTML, ``unpredicted``)."""
+
+import os
+import runpy
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+from jaxlint.trace import audit, eager, frames  # noqa: E402
+from jaxlint.trace.collector import Collector  # noqa: E402
+from jaxlint.trace.report import build, text  # noqa: E402
+from jaxlint.trace.userfiles import UserFiles  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEDULE = os.path.join(ROOT, "fixtures", "trace", "eager_schedule.py")
+HERE = os.path.abspath(__file__)
+
+
+def marked_lines(path):
+    """{marker: line} for `# eager: NAME` comments."""
+    out = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if "# eager: " in line:
+                out[line.split("# eager: ", 1)[1].strip()] = n
+    return out
+
+
+def ops_at(a, file, line):
+    return dict(a.collector.eager_ops.get((file, line), {}))
+
+
+def here(a):
+    """{line: {op: count}} for the lines of this test file."""
+    return {n: dict(ops) for (f, n), ops in a.collector.eager_ops.items() if os.path.abspath(f) == HERE}
+
+
+def test_schedule_fixture_counts_match_the_hand_count(capsys):
+    with audit() as a:
+        runpy.run_path(SCHEDULE, run_name="__main__")
+    marks = marked_lines(SCHEDULE)
+    steps = 40
+    # hand count per iteration, explained in the fixture's docstring
+    assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps, "multiply": steps}
+    assert ops_at(a, SCHEDULE, marks["total"]) == {"add": steps}
+    assert ops_at(a, SCHEDULE, marks["avg"]) == {"true_divide": steps}
+    assert ops_at(a, SCHEDULE, marks["first"]) == {"slice": steps, "squeeze": steps}
+    assert a.collector.eager[(SCHEDULE, marks["lr"])] == 2 * steps
+    # the jitted step's body is traced, never dispatched eagerly; its call is a compiled call
+    lines = {n for (f, n) in a.collector.eager if f == SCHEDULE}
+    step_line = marks["lr"] + 1
+    assert step_line not in lines and not any(19 <= n <= 23 for n in lines), sorted(lines)
+    assert all(s >= 0 for s in a.collector.eager_seconds.values())
+    assert "mean loss" in capsys.readouterr().out
+
+
+def test_traced_code_and_jitted_calls_are_not_eager_dispatches():
+    def body(x):
+        y = jnp.cos(x) * 2.0 + x[0]
+        with jax.ensure_compile_time_eval():
+            c = jnp.ones(3) * 2.0  # evaluated while tracing: not an eager dispatch of the program
+        return y + c
+
+    x = jnp.ones(3)
+    with audit() as a:
+        step = jax.jit(body)
+        for _ in range(5):
+            x = step(x)
+        jax.make_jaxpr(lambda v: jnp.sin(v) * 3.0)(x)
+        jax.eval_shape(lambda v: jnp.sin(v) + 1.0, x)
+    assert here(a) == {}
+    assert a.calls(step) == 5 and a.compiles(step) == 1
+
+
+def test_eager_grad_and_vmap_outside_jit_are_counted():
+    def loss(w):
+        return jnp.sum(jnp.sin(w) * w)
+
+    w = jnp.ones(3)
+    with audit() as a:
+        for _ in range(3):
+            jax.grad(loss)(w)
+    inside_loss = {n: ops for n, ops in here(a).items() if n == loss.__code__.co_firstlineno + 1}
+    assert inside_loss and sum(sum(o.values()) for o in inside_loss.values()) >= 3 * 2
+
+
+def test_dispatches_made_inside_a_library_count_for_the_users_line():
+    optax = pytest.importorskip("optax")
+    schedule = optax.cosine_decay_schedule(0.1, decay_steps=100)
+    with audit() as a:
+        for s in range(20):
+            lr = schedule(s)  # optax computes the schedule with jnp, eagerly
+    (ops,) = here(a).values()  # all of them on the user's line that called into optax
+    assert "cos" in ops and sum(ops.values()) >= 20, ops
+    assert float(lr) > 0
+
+
+def test_python_arithmetic_and_numpy_are_not_dispatches():
+    import numpy as np
+
+    with audit() as a:
+        for s in range(20):
+            lr = 0.1 * np.cos(np.pi * s / 20)  # NumPy on the host
+            k = jnp.pi * s / 20  # jnp.pi is a Python float
+    assert here(a) == {} and lr is not None and k is not None
+
+
+def test_errors_of_eager_operations_pass_through_without_jaxlint_frames():
+    with audit():
+        with pytest.raises(TypeError) as info:
+            jnp.ones(3) + jnp.ones(4)
+    tb, names = info.value.__traceback__, []
+    while tb is not None:
+        names.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    assert not any(frames.own(n) for n in names), names
+
+
+def test_jax_functions_behave_the_same_and_are_restored_after():
+    from jax._src import core
+
+    cos, process, pjit_type = jnp.cos, core.EvalTrace.__dict__["process_primitive"], type(jnp.cos)
+    with audit() as a:
+        assert jnp.cos == cos and hash(jnp.cos) == hash(cos) and jnp.cos.__name__ == "cos"
+        assert jnp.cos.lower(1.0).compile()(2.0) == pytest.approx(float(cos(2.0)))  # attributes forward
+        assert float(jax.jit(jnp.cos)(0.0)) == 1.0
+        jnp.cos(0.0)
+    assert jnp.cos is cos and type(jnp.cos) is pjit_type
+    assert core.EvalTrace.__dict__["process_primitive"] is process
+    assert list(here(a).values()) == [{"cos": 1}]  # only the bare jnp.cos(0.0); .lower and jax.jit are not eager
+
+
+def test_nested_audits_both_count():
+    x = jnp.ones(2)
+    with audit() as outer:
+        with audit() as inner:
+            for _ in range(4):
+                x = x * 2.0
+    assert list(here(inner).values()) == [{"multiply": 4}]
+    assert list(here(outer).values()) == [{"multiply": 4}]
+
+
+def test_missing_routes_are_partial_notes_not_crashes(monkeypatch):
+    from jaxlint.trace.adapters import base
+
+    monkeypatch.setattr(base, "eager_targets", lambda: ({}, ["eager primitives not counted (test)"]))
+    with audit() as a:
+        y = jnp.ones(3) * 2.0
+    assert "eager primitives not counted (test)" in a.collector.partial
+    assert a.collector.eager == {} and float(y[0]) == 2.0
+
+
+# -- the report, from hand-made records (no JAX needed) -----------------------------
+
+
+def _collector(counts, calls=None):
+    c = Collector(UserFiles(None))
+    for (file, line), ops in counts.items():
+        for name, n in ops.items():
+            for _ in range(n):
+                c.eager_dispatched(file, line, name, 0.001)
+    if calls is not None:
+        rec = c.record("step", lambda k: ("step", "step", "/p/train.py", 3))
+        rec.calls, rec.traces, rec.compiles = calls, 1, 1
+    return c
+
+
+def test_rows_are_sorted_with_primitives_most_frequent_first():
+    c = _collector({("/p/a.py", 5): {"add": 3, "mul": 7}, ("/p/a.py", 9): {"cos": 20}})
+    rows = eager.rows(c)
+    assert [(r["line"], r["count"]) for r in rows] == [(9, 20), (5, 10)]
+    assert list(rows[1]["primitives"].items()) == [("mul", 7), ("add", 3)]
+    assert rows[1]["seconds"] == pytest.approx(0.01)
+    assert set(rows[0]) == {"file", "line", "count", "seconds", "primitives"}
+
+
+def test_text_section_shows_only_lines_with_ten_dispatches_or_more():
+    c = _collector({("/p/a.py", 5): {"add": 9}, ("/p/a.py", 9): {"cos": 10, "multiply": 10}}, calls=10)
+    out = text(build(c))
+    section = out.split("Eager dispatch hotspots (outside jit)", 1)[1]
+    assert "/p/a.py:9" in section and "/p/a.py:5" not in section
+    assert "cos×10 multiply×10" in section and "2.0" in section  # two dispatches per step
+    assert "29 eager dispatches from 2 lines" in section
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_text_section_says_none_counted():
+    assert "Eager dispatch hotspots (outside jit)\n  none counted" in text(build(_collector({})))
+
+
+def test_unpredicted_eager_lines_dispatch_about_every_step():
+    counts = {("/p/a.py", 5): {"add": 19}, ("/p/a.py", 6): {"add": 20}, ("/p/a.py", 7): {"mul": 80}}
+    _, unpredicted = __import__("jaxlint.trace.report", fromlist=["cross_check"]).cross_check(
+        [], [r for r in _collector(counts, calls=40).user_records()], _collector(counts, calls=40), ())
+    flagged = [(u["kind"], u["line"], u["count"], u["detail"]) for u in unpredicted]
+    assert flagged == [("eager", 7, 80, "mul×80"), ("eager", 6, 20, "add×20")]  # floor: half of 40 calls
+
+
+def test_unpredicted_without_any_jitted_call_needs_a_hundred():
+    from jaxlint.trace.report import cross_check
+
+    c = _collector({("/p/a.py", 5): {"add": 99}, ("/p/a.py", 6): {"add": 100}})
+    _, unpredicted = cross_check([], c.user_records(), c, ())
+    assert [u["line"] for u in unpredicted] == [6]
+
+
+def test_html_has_the_eager_section():
+    from jaxlint.trace.html import render
+
+    c = _collector({("/p/a.py", 9): {"cos": 12}}, calls=12)
+    from jaxlint.trace.chrome_trace import timeline
+
+    page = render(build(c), timeline(c))
+    assert 'id="eager"' in page and "cos×12" in page and "/p/a.py:9" in page
