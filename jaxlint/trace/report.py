@@ -15,7 +15,7 @@ from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Which findings a run can confirm, and how, is declared on each rule (``Rule.confirmed_by``).
 # Thresholds for "runtime problems no static finding predicted".
 UNPREDICTED_COMPILES = 3
