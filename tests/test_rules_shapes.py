@@ -1020,7 +1020,8 @@ _JAX304_SHAPES = [
         return jax.random.uniform(key, (n, 3))
 
     def sweep(key):
-        batches = [make_batch(key, n) for n in (5, 9, 12)]
+        keys = jax.random.split(key, 3)
+        batches = [make_batch(k, n) for k, n in zip(keys, (5, 9, 12))]
         for b in batches:
             step(b)  # expect: JAX304
     """,
