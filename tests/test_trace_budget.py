@@ -430,3 +430,12 @@ def test_gate_text_gives_each_of_two_same_named_functions_its_own_reasons():
     first, second = text.split("GATE: ")[1:]
     assert "shape of `a`" in first and "dtype of `b`" not in first
     assert "dtype of `b`" in second and "shape of `a`" not in second
+
+
+def test_fix_of_a_function_a_library_traces_says_where_the_traces_come_from():
+    rec = record(("pytree structure", "dynamic", "(*, *)", "(*, *, *)"))
+    assert advice.describe(rec)["fix"].startswith("keep the pytree structure of `dynamic` fixed: pass zeros")
+    rec.via = "filter_eval_shape.<locals>._fn"
+    fix = advice.describe(rec)["fix"]
+    assert fix.startswith("these traces are made inside `filter_eval_shape.<locals>._fn`, from what your code")
+    assert "(*, *)" not in fix  # the structures are on the reason line, not repeated in the fix

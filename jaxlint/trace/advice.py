@@ -229,10 +229,9 @@ def group_fix(g: dict, created_at=None) -> Optional[str]:
                 f"`jnp.asarray({arg or 'x'}, dtype={target})` every time")
     if reason == STATIC:
         return _static_fix(arg, values)
-    if reason == STRUCTURE:
-        return (f"keep the pytree structure of {name} fixed ({chain(values)}): pass zeros instead of "
-                "None, the same keys and the same number of leaves every call" if values else
-                f"keep the pytree structure of {name} fixed")
+    if reason == STRUCTURE:  # the structures themselves are on the reason line above
+        return (f"keep the pytree structure of {name} fixed: pass zeros instead of None, the same keys "
+                "and the same number of leaves every call")
     if reason == SHARDING:
         return (f"{name} arrives with different shardings: `jax.device_put` it with one fixed sharding "
                 "before the call (or fix in_shardings)")
@@ -260,6 +259,12 @@ def created_site(rec) -> Optional[tuple]:
 
 
 def describe(rec) -> dict:
-    """The report keys for one ``Record``: ``reasons`` (the groups, every value) and ``fix``."""
+    """The report keys for one ``Record``: ``reasons`` (the groups, every value) and ``fix``. A
+    function a library traces for you (``via``: diffrax's solver tracing your vector field) is
+    retraced by that library's calls, so its fix says where the traces come from."""
     gs = groups(rec.miss_reasons)
-    return {"reasons": gs, "fix": fix(gs, created_site(rec))}
+    text = fix(gs, created_site(rec))
+    via = getattr(rec, "via", None)
+    if text and via:
+        text = f"these traces are made inside `{via}`, from what your code passes it: {text}"
+    return {"reasons": gs, "fix": text}
