@@ -26,8 +26,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import types
 from typing import Any
+
+from .forwarding import Forwarding
 
 # A line is shown in the text report when it dispatched at least this often (a line that ran a
 # few times during set-up is not a hotspot). JSON lists every line.
@@ -160,7 +161,7 @@ def install(inst, patch) -> list:
     return notes
 
 
-class Jitted:
+class Jitted(Forwarding):
     """What JAX's own ``jit``-wrapped functions (``jnp.cos``) are in JAX's module namespaces while
     jaxlint runs: the function itself plus an eager-dispatch count. Attributes, method binding,
     equality and hashing go to JAX's function, so caches keyed on it behave as without jaxlint."""
@@ -191,22 +192,6 @@ class Jitted:
             frames.hide(e)
             raise
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
-
-    def __getattr__(self, name):
-        if name.startswith("_jaxlint_"):
-            raise AttributeError(name)
-        return getattr(self._jaxlint_real, name)
-
-    def __eq__(self, other):
-        return self._jaxlint_real == (other._jaxlint_real if isinstance(other, Jitted) else other)
-
-    def __hash__(self):
-        return hash(self._jaxlint_real)
-
-    def __repr__(self):
-        return repr(self._jaxlint_real)
 
 
 def _primitive_name(primitive: Any, rest: tuple) -> str:

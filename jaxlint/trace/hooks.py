@@ -39,6 +39,7 @@ from . import eager, frames
 from .adapters import base
 from .adapters import select as select_era
 from .collector import Collector, Signature
+from .forwarding import Forwarding
 from .userfiles import UserFiles
 
 _TLS = threading.local()
@@ -166,7 +167,7 @@ def _attribute(owner: Any, name: str) -> Any:
     return getattr(owner, name, _MISSING)
 
 
-class Counted:
+class Counted(Forwarding):
     """What the instrumented ``jax.jit``/``jax.pmap`` return: JAX's own wrapper plus a call counter.
 
     Attribute access, binding as a method, equality and hashing all go to the
@@ -208,22 +209,6 @@ class Counted:
             INSTRUMENTATION.dispatched(out)
         return out
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
-
-    def __getattr__(self, name):
-        if name.startswith("_jaxlint_"):
-            raise AttributeError(name)
-        return getattr(self._jaxlint_real, name)
-
-    def __eq__(self, other):
-        return self._jaxlint_real == (other._jaxlint_real if isinstance(other, Counted) else other)
-
-    def __hash__(self):
-        return hash(self._jaxlint_real)
-
-    def __repr__(self):
-        return repr(self._jaxlint_real)
 
 
 class Instrumentation:
