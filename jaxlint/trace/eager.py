@@ -193,7 +193,6 @@ class Jitted(Forwarding):
             raise
 
 
-
 def _primitive_name(primitive: Any, rest: tuple) -> str:
     name = getattr(primitive, "name", None) or str(primitive)
     if name in ("pjit", "jit", "closed_call", "core_call"):  # a jitted function applied eagerly

@@ -210,7 +210,6 @@ class Counted(Forwarding):
         return out
 
 
-
 class Instrumentation:
     """Process-wide patches, installed while at least one collector listens."""
 
