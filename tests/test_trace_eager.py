@@ -17,6 +17,12 @@ from jaxlint.trace.userfiles import UserFiles  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEDULE = os.path.join(ROOT, "fixtures", "trace", "eager_schedule.py")
 HERE = os.path.abspath(__file__)
+# Before jnp.ufunc (jax 0.4.x), the array operators (`x * y`) and jax.numpy functions under eager
+# grad are not counted (the report's partial note says so); jax 0.4.30 is CI's oldest leg.
+from jaxlint.trace.adapters import base as _base  # noqa: E402
+
+OPERATORS_SEEN = "ufunc" in _base.eager_targets()[0]
+needs_operators = pytest.mark.skipif(not OPERATORS_SEEN, reason="this JAX has no jnp.ufunc: x * y is not counted")
 
 
 def marked_lines(path):
@@ -44,11 +50,15 @@ def test_schedule_fixture_counts_match_the_hand_count(capsys):
     marks = marked_lines(SCHEDULE)
     steps = 40
     # hand count per iteration, explained in the fixture's docstring
-    assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps, "multiply": steps}
-    assert ops_at(a, SCHEDULE, marks["total"]) == {"add": steps}
-    assert ops_at(a, SCHEDULE, marks["avg"]) == {"true_divide": steps}
+    if OPERATORS_SEEN:
+        assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps, "multiply": steps}
+        assert ops_at(a, SCHEDULE, marks["total"]) == {"add": steps}
+        assert ops_at(a, SCHEDULE, marks["avg"]) == {"true_divide": steps}
+        assert a.collector.eager[(SCHEDULE, marks["lr"])] == 2 * steps
+    else:  # `BASE * ...`, `total + loss` and `total / n` are array operators: not seen, never miscounted
+        assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps}
+        assert ops_at(a, SCHEDULE, marks["total"]) == {} and ops_at(a, SCHEDULE, marks["avg"]) == {}
     assert ops_at(a, SCHEDULE, marks["first"]) == {"slice": steps, "squeeze": steps}
-    assert a.collector.eager[(SCHEDULE, marks["lr"])] == 2 * steps
     # the jitted step's body is traced, never dispatched eagerly; its call is a compiled call
     lines = {n for (f, n) in a.collector.eager if f == SCHEDULE}
     step_line = marks["lr"] + 1
@@ -75,6 +85,7 @@ def test_traced_code_and_jitted_calls_are_not_eager_dispatches():
     assert a.calls(step) == 5 and a.compiles(step) == 1
 
 
+@needs_operators
 def test_eager_grad_and_vmap_outside_jit_are_counted():
     def loss(w):
         return jnp.sum(jnp.sin(w) * w)
@@ -133,6 +144,7 @@ def test_jax_functions_behave_the_same_and_are_restored_after():
     assert list(here(a).values()) == [{"cos": 1}]  # only the bare jnp.cos(0.0); .lower and jax.jit are not eager
 
 
+@needs_operators
 def test_nested_audits_both_count():
     x = jnp.ones(2)
     with audit() as outer:

@@ -303,9 +303,14 @@ def eager_targets() -> tuple:
         cls = ufunc_api.ufunc
         if "__call__" not in cls.__dict__:
             raise TypeError("jnp.ufunc has no __call__")
+        import jax.numpy as jnp
+
+        if not isinstance(jnp.multiply, cls):  # jax 0.4.x has the class, but not for its operators
+            raise TypeError("jnp.multiply is not a jnp.ufunc")
         targets["ufunc"] = cls
     except Exception as e:
-        notes.append(f"eager array operators (x * y) not counted: no jnp.ufunc ({type(e).__name__})")
+        notes.append(f"eager array operators (x * y) and jax.numpy functions under eager grad/vmap not "
+                     f"counted: no jnp.ufunc ({type(e).__name__})")
     try:
         from jax._src import api
 
