@@ -55,7 +55,9 @@ class HostTransferInLoop(Rule):
                "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
                "under a periodic guard (`if step % N == 0`, `if should_log(step, every)`, a threshold the "
                "branch moves on), syncs once per iteration of a loop whose iteration runs a whole program "
-               "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, and syncs the host needs "
+               "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, syncs in loops known to run at most "
+               "100 times in all (`for step in range(100)`; `range(steps)` with a default `steps=20` no call "
+               "overrides), and syncs the host needs "
                "anyway (a value handed to a host environment, tokenizer, torch or json; a loop paced by "
                "`input()`, rendering or plotting; parameters published to host-side actors; a generator that "
                "yields each step's state to its consumer).")
@@ -180,8 +182,9 @@ class BlockUntilReadyInLoop(Rule):
     summary = ("Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a step loop of JAX "
                "work, training loops that time their phases every step included. Not reported: benchmarks (a "
                "loop that times one call on the same inputs, or a function that returns the timing), blocks "
-               "under a periodic guard, and blocks once per iteration of a loop whose iteration runs a whole "
-               "program (a jitted `lax.scan` epoch or rollout).")
+               "under a periodic guard, blocks once per iteration of a loop whose iteration runs a whole "
+               "program (a jitted `lax.scan` epoch or rollout), and blocks in loops known to run at most 100 "
+               "times in all.")
     rationale = ("Blocking every step empties JAX's asynchronous dispatch queue: the host waits for the device, "
                  "then the device waits for the host to dispatch the next step. Block once after the loop, or "
                  "every N steps to bound the queue; to time the phases of a training loop, time every N steps. "
