@@ -1882,3 +1882,23 @@ def test_jax201_training_loops_collecting_metrics_stay_reported():
             last["norm"] = float(metrics["norm"])  # expect: JAX201
         return params, history
     """)
+
+
+def test_jax202_blocks_in_a_short_loop_are_quiet_and_in_a_long_one_reported():
+    assert_marked(_TRAIN_STEP + """
+    import sys
+
+    def demo(params, batch):
+        for step in range(50):  # 50 blocks in all
+            params, metrics = train_step(params, batch)
+            params.block_until_ready()
+        return params
+
+    def train(params, batch, steps):
+        for step in range(steps):
+            params, metrics = train_step(params, batch)
+            params.block_until_ready()  # expect: JAX202
+        return params
+
+    train(0.0, 1.0, int(sys.argv[1]))
+    """)
