@@ -25,10 +25,9 @@ import tempfile
 from typing import Optional, Sequence
 
 from . import __version__
-from .engine import FileResult
 from .project import locate_from
 from .rule import Finding
-from .source import content_hash
+from .source import FileResult, content_hash
 
 FORMAT = 3  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in
 DIRNAME = ".jaxlint_cache"
