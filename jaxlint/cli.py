@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
 from typing import Optional, Sequence
@@ -85,6 +84,8 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
     if jobs == 1 or len(files) < 8:
         _init_worker(codes)
         return [_check_one(f) for f in files]
+    import multiprocessing  # only when files are checked in parallel
+
     methods = multiprocessing.get_all_start_methods()
     mp = multiprocessing.get_context("fork" if "fork" in methods else None)
     if "fork" in methods:  # loaded once here, shared by the forked workers instead of loaded in each
