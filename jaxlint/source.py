@@ -79,7 +79,8 @@ class ParseError(Rule):
     rule list and ``jaxlint explain``."""
 
     code, name = "JAX000", "parse-error"
-    summary = "A file that cannot be read or parsed; the other files are still checked."
+    summary = ("A file that cannot be read or parsed, or is too large to analyze (over 1,000,000 characters); "
+               "the other files are still checked.")
     rationale = "jaxlint cannot check a file it cannot parse."
     bad = "def broken(:\n    pass\n"
     good = "def fixed():\n    pass\n"

@@ -149,3 +149,9 @@ def test_the_flake8_plugin_refuses_the_same_modules(monkeypatch):
     assert len(out) == 1 and out[0][:2] == (1, 0) and out[0][2].startswith("JAX000 not checked: ")
     monkeypatch.setattr(prefilter, "MAX_SOURCE_CHARS", 10_000)
     assert [m.split()[0] for _, _, m, _ in JaxlintChecker(ast.parse(src), "t.py", lines).run()] == ["JAX201"]
+
+
+def test_jax000_is_documented_with_the_limit():
+    from jaxlint.source import ParseError
+
+    assert f"{prefilter.MAX_SOURCE_CHARS:,} characters" in ParseError.summary
