@@ -69,8 +69,12 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
                path: Optional[str], text: Optional[str] = None) -> list[Finding]:
     project = PROJECT if path else None
-    if text is not None and not mentions_jax(text) and not imports_use_jax(tree, project, path):
-        return []  # what ``model.uses_jax()`` below would say, without the walk
+    if text is not None and not mentions_jax(text):
+        try:
+            if not imports_use_jax(tree, project, path):
+                return []  # what ``model.uses_jax()`` below would say, without the walk
+        except RecursionError:  # statements nested too deep for this walk: the model decides
+            pass
     try:
         model = build_model(tree, path=path, project=project)
     except RecursionError:

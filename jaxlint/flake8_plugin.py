@@ -62,7 +62,7 @@ class JaxlintChecker:
                 return
         from .engine import run_rules
 
-        for f in run_rules(self.tree, self.rules(), path=path):
+        for f in run_rules(self.tree, self.rules(), path=path, text=text):
             if f.opt_in is not None and not self.pedantic:
                 continue
             yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -155,3 +155,29 @@ def test_jax000_is_documented_with_the_limit():
     from jaxlint.source import ParseError
 
     assert f"{prefilter.MAX_SOURCE_CHARS:,} characters" in ParseError.summary
+
+
+def test_statements_nested_too_deep_for_the_import_walk_are_left_to_the_model(no_model, monkeypatch):
+    """A RecursionError in the module-level import walk is not a crash: the model decides (here
+    it is not built, which the fixture turns into a failure, so the walk must have succeeded or
+    fallen through; a lowered recursion limit forces the fall-through)."""
+    import sys
+
+    src = "import os\nif os:\n    pass\n" + "".join(f"elif os == {i}:\n    pass\n" for i in range(400))
+    tree = ast.parse(src)
+    monkeypatch.setattr(engine, "build_model", lambda *a, **k: (_ for _ in ()).throw(RecursionError()))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        out = engine.run_rules(tree, RULES, path="pkg/m.py", text=src)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert [(f.code, f.message) for f in out] == [("JAX000", "could not parse: too deeply nested to analyze")]
+
+
+def test_the_flake8_plugin_gives_the_engine_the_text(tmp_path, no_model):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
+                    "pkg/util.py": "import os\n\ndef where():\n    return os.getcwd()\n"})
+    path = tmp_path / "pkg/util.py"
+    src = path.read_text()
+    assert list(JaxlintChecker(ast.parse(src), str(path), src.splitlines(True)).run()) == []
