@@ -2,7 +2,10 @@
 
 A file's cached findings are reused only when all of these still hold:
 
-* the file's bytes hash to the same value (content, not modification time);
+* the file's bytes hash to the same value (content, not modification time: but a file whose size
+  and modification time in ns are those recorded when it was last hashed is not read again, when
+  that modification time was at least ``SETTLED_S`` seconds before the run that recorded it, so
+  a write racing that run is never taken for the content it hashed);
 * the settings are the same: jaxlint's version and its own source files, the Python
   version, and the selected rules (one cache file per combination, so switching back
   and forth stays warm);
@@ -22,16 +25,17 @@ import json
 import os
 import sys
 import tempfile
+import time
 from typing import Optional, Sequence
 
 from . import __version__
-from .engine import FileResult
 from .project import locate_from
 from .rule import Finding
-from .source import content_hash
+from .source import FileResult, content_hash
 
-FORMAT = 3  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in
+FORMAT = 4  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats
 DIRNAME = ".jaxlint_cache"
+SETTLED_S = 2  # a file modified less than this before a run gets no stat record from that run
 
 
 def project_root(start: str) -> str:
@@ -81,7 +85,9 @@ class ResultCache:
         self.key = key
         self.file = os.path.join(folder, f"results-{key}.json")
         self.entries: dict = {}
+        self.stats: dict = {}  # path -> [size, mtime_ns, content hash], for files that had settled
         self.dirty = False
+        self._settled_before = time.time_ns() - SETTLED_S * 1_000_000_000
         self._hashes: dict = {}  # path -> content hash (None: unreadable), memo for this run
         self._located: dict = {}
         self._files: dict = {}  # path -> isfile, memo for this run
@@ -94,18 +100,35 @@ class ResultCache:
                 data = json.load(fh)
             if data.get("format") == FORMAT and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
+                stats = data.get("stats")
+                self.stats = stats if isinstance(stats, dict) else {}
         except (OSError, ValueError, AttributeError, TypeError):
-            self.entries = {}
+            self.entries, self.stats = {}, {}
 
     # -- lookups ---------------------------------------------------------------
     def _hash_of(self, path: str) -> Optional[str]:
         if path not in self._hashes:
             try:
-                with open(path, "rb") as fh:
-                    self._hashes[path] = content_hash(fh.read())
+                st = os.stat(path)
+                rec = self.stats.get(path)
+                if (isinstance(rec, list) and len(rec) == 3 and rec[0] == st.st_size and rec[1] == st.st_mtime_ns
+                        and isinstance(rec[2], str)):
+                    self._hashes[path] = rec[2]  # unchanged since it was hashed: not read again
+                else:
+                    with open(path, "rb") as fh:
+                        self._hashes[path] = digest = content_hash(fh.read())
+                    self._record_stat(path, st, digest)
             except OSError:
                 self._hashes[path] = None
         return self._hashes[path]
+
+    def _record_stat(self, path: str, st, digest: str) -> None:
+        """Remember ``digest`` for the file's size and modification time, if it had settled."""
+        if st.st_mtime_ns < self._settled_before:
+            self.stats[path] = [st.st_size, st.st_mtime_ns, digest]
+            self.dirty = True
+        elif self.stats.pop(path, None) is not None:
+            self.dirty = True
 
     def _isfile(self, path: str) -> bool:
         hit = self._files.get(path)
@@ -149,7 +172,12 @@ class ResultCache:
     def put(self, result: FileResult) -> None:
         if result.internal_errors or result.content_hash is None:
             return
-        self.entries[os.path.abspath(result.path)] = {
+        path = os.path.abspath(result.path)
+        try:  # stat after the check: a write since the run began is newer than _settled_before
+            self._record_stat(path, os.stat(path), result.content_hash)
+        except OSError:
+            pass
+        self.entries[path] = {
             "hash": result.content_hash,
             "deps": [list(d) for d in result.deps],
             "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line, f.opt_in]
@@ -171,7 +199,7 @@ class ResultCache:
             fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(fd, "w") as fh:
-                    json.dump({"format": FORMAT, "key": self.key, "entries": self.entries}, fh,
+                    json.dump({"format": FORMAT, "key": self.key, "entries": self.entries, "stats": self.stats}, fh,
                               separators=(",", ":"))
                 os.replace(tmp, self.file)
             except BaseException:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
 from typing import Optional, Sequence
 
 from . import __version__, reporters
 from .config import ConfigError, load_config, unknown_code_error
-from .engine import FileResult, check_path
 from .files import discover
-from .registry import is_selected, select_rules
+from .registry import fixable_rule_codes, is_selected, rule_codes
+from .source import FileResult
+
+# The engine (and with it the model and the rules) is imported when a file is checked, not
+# before: a run whose every file is served by the result cache never loads it.
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -68,18 +70,28 @@ def _init_worker(codes: Sequence[str]) -> None:
 
 
 def _check_one(path: str) -> FileResult:
+    from .engine import check_path
+
     return check_path(path, _worker_rules)
 
 
 def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
     """Check files with the selected rule codes, in parallel when it pays."""
+    if not files:  # every file served by the result cache: load no rule
+        return []
     if jobs <= 0:
         jobs = os.cpu_count() or 1
     if jobs == 1 or len(files) < 8:
         _init_worker(codes)
         return [_check_one(f) for f in files]
+    import multiprocessing  # only when files are checked in parallel
+
     methods = multiprocessing.get_all_start_methods()
     mp = multiprocessing.get_context("fork" if "fork" in methods else None)
+    if "fork" in methods:  # loaded once here, shared by the forked workers instead of loaded in each
+        from . import engine, registry  # noqa: F401
+
+        registry._catalog()
     chunk = max(1, min(16, len(files) // (jobs * 4)))
     with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes),)) as pool:
         return list(pool.imap(_check_one, files, chunksize=chunk))
@@ -87,9 +99,9 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
 
 def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
     """Results for ``files`` in order: from the cache where still valid, checked otherwise."""
-    from .engine import PROJECT
-
-    PROJECT.clear()  # files may have changed since an earlier run in this process
+    engine = sys.modules.get(__package__ + ".engine")
+    if engine is not None:  # files may have changed since an earlier run in this process
+        engine.PROJECT.clear()
     if args.no_cache:
         return run_files(files, codes, args.jobs)
     from .cache import DIRNAME, ResultCache, project_root, settings_key
@@ -106,8 +118,6 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
 
 
 def cmd_check(args) -> int:
-    from .registry import ALL_RULES
-
     if args.fix and args.diff:
         print("jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write", file=sys.stderr)
         return EXIT_ERROR
@@ -126,7 +136,7 @@ def cmd_check(args) -> int:
         return EXIT_ERROR
     select = (args.select if args.select is not None else cfg.select) + args.extend_select
     ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
-    codes = [r.code for r in select_rules(ALL_RULES, select, ignore)]
+    codes = [c for c in rule_codes() if is_selected(c, select, ignore)]  # = select_rules(ALL_RULES, ...)
     files: list = []
     seen: set = set()
     for path in args.paths:  # each path on its own, so that one with nothing to check is named
@@ -138,10 +148,10 @@ def cmd_check(args) -> int:
                 seen.add(f)
                 files.append(f)
     results = _check_files(files, codes, args)
-    from . import fix as fixmod
-
     fix_errors: list = []
     if args.fix or args.diff:
+        from . import fix as fixmod
+
         changes, fix_errors = fixmod.fix_results(results, codes, cfg.keeps, write=not args.diff)
         sys.stderr.write(fixmod.summary(changes, fix_errors, write=not args.diff))
         if args.diff:
@@ -165,7 +175,9 @@ def cmd_check(args) -> int:
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
-    if args.format in ("text", "json"):  # only jaxlint's own formats mark the fixable findings
+    if args.format in ("text", "json") and any(f.code in fixable_rule_codes() for f in findings):
+        from . import fix as fixmod  # only jaxlint's own formats mark the fixable findings
+
         findings = fixmod.mark_fixable(findings, codes, {res.path for res in results if res.cached})
     sys.stdout.write(reporters.FORMATS[args.format](findings))
     if args.statistics and findings:

@@ -100,9 +100,13 @@ def find_pyproject(start: str) -> Optional[str]:
 
 def known_codes() -> list:
     """Every code jaxlint reports: JAX000 (a file it cannot read or parse) and the rules' codes."""
-    from .registry import CATALOG
+    from . import registry
+    from .source import PARSE_ERROR
 
-    return [r.code for r in CATALOG]
+    catalog = registry.__dict__.get("CATALOG")  # loaded (or replaced by a test): its codes
+    if catalog is not None:
+        return [r.code for r in catalog]
+    return [PARSE_ERROR, *registry.RULE_CODES]  # the same codes, without loading the rules
 
 
 def unknown_code_error(codes) -> Optional[str]:

@@ -11,29 +11,20 @@ import contextlib
 import gc
 import os
 import sys
-from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .model import build_model
+from .model.module import imports_use_jax
 from .noqa import NoqaMap
+from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
-from .source import PARSE_ERROR, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
+from .source import PARSE_ERROR, FileResult, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
 
 if sys.version_info >= (3, 11):
     # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and
     # lets the model walk 2,000 chained ``elif``s. 3.10 keeps its limit; RecursionError is caught.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list = field(default_factory=list)
-    internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
-    content_hash: Optional[str] = None  # of the bytes checked, for the result cache
-    deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
-    cached: bool = False  # read from the result cache: its findings carry no fixes
 
 
 def __getattr__(name: str):
@@ -65,18 +56,27 @@ def _gc_paused():
 
 
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
-              path: Optional[str] = None) -> list[Finding]:
+              path: Optional[str] = None, text: Optional[str] = None) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
-    ``path``, names imported from the project's other modules are resolved there."""
+    ``path``, names imported from the project's other modules are resolved there. With its
+    source ``text``, a module that never mentions JAX gets no model unless one of its imports
+    leads to JAX code of the project (no rule could fire on it otherwise)."""
     with _gc_paused():
-        return _run_rules(tree, rules, result, path)
+        return _run_rules(tree, rules, result, path, text)
 
 
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
-               path: Optional[str]) -> list[Finding]:
+               path: Optional[str], text: Optional[str] = None) -> list[Finding]:
+    project = PROJECT if path else None
+    if text is not None and not mentions_jax(text):
+        try:
+            if not imports_use_jax(tree, project, path):
+                return []  # what ``model.uses_jax()`` below would say, without the walk
+        except RecursionError:  # statements nested too deep for this walk: the model decides
+            pass
     try:
-        model = build_model(tree, path=path, project=PROJECT if path else None)
+        model = build_model(tree, path=path, project=project)
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
     out: list[Finding] = []
@@ -121,6 +121,10 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
             return result
     else:
         text = data
+    big = too_large(text)
+    if big is not None:  # refused before parsing: its tree alone would take hundreds of MB
+        result.findings.append(Finding(1, 0, big.code, big.message, big.name, path))
+        return result
     tree, error = parse_source(text, path)
     if error is not None:
         result.findings.append(error.with_path(path))
@@ -133,7 +137,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
 def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],
           project_path: Optional[str]) -> list[Finding]:
     """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
-    findings = run_rules(tree, rules, result, project_path)
+    findings = run_rules(tree, rules, result, project_path, text)
     if noqa and findings and "noqa" in text.lower():
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
@@ -163,6 +167,9 @@ def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
     from .notebook import FLAGS
 
     errors: list = []
+    big = too_large(mod.text)
+    if big is not None:
+        return [mod.locate(Finding(1, 0, big.code, big.message, big.name)).with_path(path)]
     tree, error = parse_source(mod.text, path, FLAGS)
     if error is not None:
         errors = mod.blank_broken_cells(path)

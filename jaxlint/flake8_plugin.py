@@ -3,15 +3,20 @@
 flake8 handles selection (``--select/--extend-ignore``) and ``# noqa`` itself; the plugin's one
 option, ``--jaxlint-pedantic`` (or ``jaxlint-pedantic = true`` in flake8's config), also reports
 the findings that are right but rarely worth changing (``Finding.opt_in``).
+
+Importing this module loads nothing else of jaxlint (flake8 imports every plugin on every run,
+an editor on every save): the engine, the model and the rules are imported by the first
+:meth:`JaxlintChecker.run`, and not at all for a file that never mentions JAX
+(:func:`jaxlint.prefilter.may_use_jax`). The fixer, notebooks, reporters, the CLI and the
+dynamic mode are never imported under flake8 (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from . import __version__
-from .engine import run_rules
 
 
 class JaxlintChecker:
@@ -30,9 +35,10 @@ class JaxlintChecker:
     def parse_options(cls, options) -> None:
         cls.pedantic = bool(getattr(options, "jaxlint_pedantic", False))
 
-    def __init__(self, tree: ast.Module, filename: str = "") -> None:
+    def __init__(self, tree: ast.Module, filename: str = "", lines: Sequence[str] = ()) -> None:
         self.tree = tree
         self.filename = filename
+        self.lines = lines
 
     @classmethod
     def rules(cls):
@@ -44,7 +50,19 @@ class JaxlintChecker:
 
     def run(self) -> Iterator[tuple]:
         path = self.filename if self.filename and self.filename not in ("-", "stdin") else None
-        for f in run_rules(self.tree, self.rules(), path=path):
+        from .prefilter import may_use_jax, too_large
+
+        text = "".join(self.lines) if self.lines else None
+        if text is not None:
+            big = too_large(text)
+            if big is not None:
+                yield 1, 0, f"{big.code} {big.message}", type(self)
+                return
+            if not may_use_jax(text, path):
+                return
+        from .engine import run_rules
+
+        for f in run_rules(self.tree, self.rules(), path=path, text=text):
             if f.opt_in is not None and not self.pedantic:
                 continue
             yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -220,14 +220,23 @@ def array_candidates(text: str) -> frozenset:
     return frozenset(out)
 
 
+if os.sep == "/" and os.altsep is None:
+    def _join(base: str, *parts: str) -> str:
+        """``os.path.join`` for a base folder and module name parts (none empty or absolute): the
+        same string, without its per-part checks (the result cache verifies thousands of imports)."""
+        return (base if base.endswith("/") else base + "/") + "/".join(parts)
+else:  # pragma: no cover - Windows
+    _join = os.path.join
+
+
 def _module_file(base: str, parts: list, isfile=os.path.isfile) -> Optional[str]:
     if not parts:
-        init = os.path.join(base, "__init__.py")
+        init = _join(base, "__init__.py")
         return init if isfile(init) else None
-    path = os.path.join(base, *parts)
+    path = _join(base, *parts)
     if isfile(path + ".py"):
         return path + ".py"
-    init = os.path.join(path, "__init__.py")
+    init = path + "/__init__.py" if _join is not os.path.join else os.path.join(path, "__init__.py")
     return init if isfile(init) else None
 
 
@@ -244,7 +253,7 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
     if not parts:
         return None
     top = here
-    while isfile(os.path.join(top, "__init__.py")):
+    while isfile(_join(top, "__init__.py")):
         top = os.path.dirname(top)
     for root in dict.fromkeys((here, top)):
         found = _module_file(root, parts, isfile)

@@ -21,6 +21,14 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
 
+# The codes of ``ALL_RULES`` and of its rules that offer safe fixes, spelled out so that a run
+# served from the result cache (and the ``--select`` check) needs no rule module; a test
+# (tests/test_architecture.py) keeps them equal to what the rule classes declare.
+RULE_CODES = ("JAX101", "JAX102", "JAX103", "JAX201", "JAX202", "JAX203", "JAX204", "JAX205", "JAX301", "JAX302",
+              "JAX303", "JAX304", "JAX305", "JAX401", "JAX402", "JAX403", "JAX501", "JAX502", "JAX503", "JAX601",
+              "JAX602")
+FIXABLE_RULE_CODES = frozenset({"JAX401", "JAX402", "JAX403"})
+
 _CATALOG = ("ALL_RULES", "RULES_BY_CODE", "RULES_BY_NAME", "FIXABLE_CODES", "CONFIRMED_BY", "CATALOG")
 _loaded: Optional[dict] = None
 
@@ -51,6 +59,19 @@ def __getattr__(name: str):
     if name in _CATALOG:
         return _catalog()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def rule_codes() -> tuple:
+    """The codes of ``ALL_RULES``, without loading the rules when they are not loaded yet
+    (``RULE_CODES``, the same codes)."""
+    rules = globals().get("ALL_RULES")
+    return tuple(r.code for r in rules) if rules is not None else RULE_CODES
+
+
+def fixable_rule_codes() -> frozenset:
+    """``FIXABLE_CODES``, without loading the rules when they are not loaded yet."""
+    rules = globals().get("ALL_RULES")
+    return frozenset(r.code for r in rules if r.fixable) if rules is not None else FIXABLE_RULE_CODES
 
 
 def confirmed_by(code: str) -> Optional[str]:

@@ -5,10 +5,20 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterator, Optional, Sequence
 
-from .model import ModuleModel
-from .model.syntax import unparse  # noqa: F401  (re-exported for the rules)
+if TYPE_CHECKING:  # annotations only: importing this module (the Finding record) loads no model
+    from .model import ModuleModel
+
+
+def __getattr__(name: str):
+    """``unparse`` (jaxlint/model/syntax.py), re-exported for the rules, loaded on first use: the
+    reporters and the result cache import :class:`Finding` from here without the model."""
+    if name == "unparse":
+        from .model.syntax import unparse
+
+        return unparse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, order=True)

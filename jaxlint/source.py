@@ -12,6 +12,7 @@ import hashlib
 import io
 import sys
 import tokenize
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .rule import Finding, Rule
@@ -21,6 +22,18 @@ _PYTHON = "%d.%d" % sys.version_info[:2]
 PARSE_ERROR = "JAX000"
 # ``parse_source(..., flags=TOP_LEVEL_AWAIT)``: a notebook cell may ``await`` at the top level.
 TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+@dataclass
+class FileResult:
+    """One file's result (the engine makes it; the result cache stores and restores it)."""
+
+    path: str
+    findings: list = field(default_factory=list)
+    internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
+    content_hash: Optional[str] = None  # of the bytes checked, for the result cache
+    deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
+    cached: bool = False  # read from the result cache: its findings carry no fixes
 
 
 def decode_source(data: bytes) -> str:
@@ -66,7 +79,8 @@ class ParseError(Rule):
     rule list and ``jaxlint explain``."""
 
     code, name = "JAX000", "parse-error"
-    summary = "A file that cannot be read or parsed; the other files are still checked."
+    summary = ("A file that cannot be read or parsed, or is too large to analyze (over 1,000,000 characters); "
+               "the other files are still checked.")
     rationale = "jaxlint cannot check a file it cannot parse."
     bad = "def broken(:\n    pass\n"
     good = "def fixed():\n    pass\n"

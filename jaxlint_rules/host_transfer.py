@@ -147,7 +147,9 @@ class HostTransferInLoop(Rule):
         for node in model.ifs:
             test = node.test
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
-            value = model.bool_sync(test, ctx.scope) if ctx is not None else None
+            if ctx is None or not ctx.loops:
+                continue  # in no loop: no per-iteration sync (per_iteration_loop says None)
+            value = model.bool_sync(test, ctx.scope)
             if value is None:
                 continue
             loop = model.per_iteration_loop(ctx)

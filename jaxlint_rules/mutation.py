@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from jaxlint.edits import Edit, Fix, Span, drop_unused_from_imports, end_of, start_of
+if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
+    from jaxlint.edits import Fix
 from jaxlint.model import ModuleModel, at_update, is_str_key
 from jaxlint.rule import Finding, Rule, unparse
 
@@ -159,6 +160,8 @@ class InplaceItemAssignment(Rule):
         value = stmt.value
         if isinstance(value, (ast.Tuple, ast.Starred, ast.Yield, ast.YieldFrom)):
             return None  # x[i] = 1, 2 would become two arguments
+        from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+
         if start_of(stmt) != start_of(target):
             return None  # (x[i]) = v
         if _has(target.slice, ast.NamedExpr) or _has(value, ast.NamedExpr):
@@ -300,6 +303,8 @@ class RemovedIndexUpdateApi(Rule):
         if len(call.args) != 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
             return None
         x, idx, v = call.args
+        from jaxlint.edits import Edit, Fix, end_of, start_of
+
         if not (start_of(x) < start_of(idx) <= start_of(index) and end_of(index) <= end_of(idx) < start_of(v)):
             return None
         wrap = not isinstance(x, _PRIMARY)
@@ -314,6 +319,8 @@ class RemovedIndexUpdateApi(Rule):
         """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
         the only thing left that fails on current JAX: drop the removed names nothing uses any more
         from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
+        from jaxlint.edits import drop_unused_from_imports
+
         return drop_unused_from_imports(text, "jax.ops", _OPS_IMPORTS)
 
     @staticmethod
@@ -391,6 +398,8 @@ class DiscardedFunctionalUpdate(Rule):
         receiver = call.func.value.value.value  # check() matched ``<receiver>.at[...].<method>(...)``
         if not (isinstance(receiver, ast.Name) and _rebinding_is_safe(model, receiver.id, stmt)):
             return None
+        from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+
         return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
 
 

@@ -89,10 +89,6 @@ class GlobalRngInTracedCode(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         once: dict = {}
         for f, call in model.traced_calls():
-            if id(f) not in once:
-                once[id(f)] = model.compiled_once(f)
-            if once[id(f)]:
-                continue  # compiled and called once: one draw per run, as without jit
             scope = f.scope
             func = call.func
             qn = model.resolve(func, scope)
@@ -101,14 +97,21 @@ class GlobalRngInTracedCode(Rule):
                 name = found[1]
                 if _is_constructor(qn) or name in _STATE_CALLS or name[:1] == "_":
                     continue
-                yield self._report(call, f"`{unparse(func)}()`", f)
-                continue
-            if qn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                what = f"`{unparse(func)}()`"
+            elif qn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 if func.attr in _STATE_CALLS:
                     continue
                 made = self._generator_from_outside(model, func.value, scope, f)
-                if made is not None:
-                    yield self._report(call, f"`{unparse(func)}()` of the host generator made by `{made}`", f)
+                if made is None:
+                    continue
+                what = f"`{unparse(func)}()` of the host generator made by `{made}`"
+            else:
+                continue
+            if id(f) not in once:  # asked only about a host draw: the costlier question
+                once[id(f)] = model.compiled_once(f)
+            if once[id(f)]:
+                continue  # compiled and called once: one draw per run, as without jit
+            yield self._report(call, what, f)
 
     def _generator_from_outside(self, model: ModuleModel, name: ast.Name, scope, f: FunctionInfo) -> Optional[str]:
         """If ``name`` holds a NumPy/Python generator object that was created outside ``f`` (or

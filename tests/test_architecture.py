@@ -201,3 +201,81 @@ def test_the_rules_load_on_first_use_only():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# What a flake8 run must never load (the editor runs flake8 on every save): the fixer and the
+# edit library, notebooks, reporters, the CLI, the result cache, config files, IPython, docs and
+# the dynamic mode. The engine, the model and the rules load only for a file that may use JAX.
+NOT_UNDER_FLAKE8 = ("jaxlint.fix", "jaxlint.edits", "jaxlint.notebook", "jaxlint.reporters", "jaxlint.trace",
+                    "jaxlint.cli", "jaxlint.cache", "jaxlint.config", "jaxlint.ipython", "jaxlint.docs")
+
+_FLAKE8_RUN = """
+import sys
+from flake8.main.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(",".join(sorted(m for m in sys.modules if m.startswith("jaxlint"))))
+"""
+
+
+def _flake8_modules(path) -> set:
+    proc = subprocess.run([sys.executable, "-c", _FLAKE8_RUN, "--isolated", "--select", "JAX", str(path)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.strip().splitlines()[-1].split(","))
+
+
+def _heavy(mods: set) -> list:
+    return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in NOT_UNDER_FLAKE8))
+
+
+def test_importing_the_flake8_plugin_loads_nothing_else_of_jaxlint():
+    code = ("import sys, jaxlint.flake8_plugin\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxlint')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['jaxlint', 'jaxlint.flake8_plugin']"
+
+
+def test_flake8_on_a_jax_file_loads_no_fixer_reporter_notebook_or_trace(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text("import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef step(x):\n    return x * 2\n\n"
+                    "def run(x, n):\n    for i in range(n):\n        x = step(x)\n        print(float(x))\n"
+                    "        x = x.at[0].set(1.0)\n")
+    mods = _flake8_modules(path)
+    assert "jaxlint_rules" in mods and "jaxlint.model" in mods  # it was checked
+    assert _heavy(mods) == []
+
+
+def test_flake8_on_a_file_that_never_mentions_jax_loads_no_model(tmp_path):
+    path = tmp_path / "util.py"
+    path.write_text("def add(a, b):\n    return a + b\n")
+    mods = _flake8_modules(path)
+    assert "jaxlint.flake8_plugin" in mods
+    assert not [m for m in mods if m.startswith(("jaxlint.engine", "jaxlint.model", "jaxlint_rules"))], mods
+
+
+def test_a_check_served_from_the_cache_loads_no_model_or_rules(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\n")
+    (tmp_path / "train.py").write_text("import jax\n\ndef run(xs):\n    for x in xs:\n"
+                                       "        print(float(jax.numpy.sum(x)))\n")
+    code = ("import sys\nfrom jaxlint.cli import main\nrc = main(['check', '.'])\n"
+            "print('@@', ','.join(sorted(m for m in sys.modules if m.startswith('jaxlint'))))\n")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    first = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    second = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert first.stdout.split("@@")[0] == second.stdout.split("@@")[0]  # the same findings
+    mods_first = set(first.stdout.split("@@ ")[1].strip().split(","))
+    mods_second = set(second.stdout.split("@@ ")[1].strip().split(","))
+    assert "jaxlint.model" in mods_first  # the first run checked the file
+    assert not [m for m in mods_second if m.startswith(("jaxlint.engine", "jaxlint.model", "jaxlint_rules"))], \
+        mods_second
+
+
+def test_the_registry_spells_out_the_rule_codes_it_declares():
+    from jaxlint import registry
+
+    assert registry.RULE_CODES == tuple(r.code for r in registry.ALL_RULES)
+    assert registry.FIXABLE_RULE_CODES == registry.FIXABLE_CODES

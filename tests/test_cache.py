@@ -3,6 +3,7 @@ yields stale findings or a crash."""
 
 import json
 import os
+import time
 
 import pytest
 
@@ -233,3 +234,38 @@ def test_the_settings_key_covers_the_model_package_and_the_rules_not_trace():
     assert ("jaxlint_rules", "shapes.py") in sources
     assert ("jaxlint", "engine.py") in sources
     assert not any(folder.startswith("jaxlint/trace") for folder, _ in sources)  # dynamic mode only
+
+
+def _settle(root, seconds=60):
+    """Make every file under ``root`` look last modified ``seconds`` ago."""
+    old = time.time() - seconds
+    for p in root.rglob("*.py"):
+        os.utime(p, (old, old))
+
+
+def test_a_settled_unchanged_file_is_not_read_again(project, capsys, checked, monkeypatch):
+    from jaxlint import cache
+
+    _settle(project)
+    first = run(capsys, project / "pkg")
+    hashed = []
+    real = cache.content_hash
+    monkeypatch.setattr(cache, "content_hash", lambda data: hashed.append(1) or real(data))
+    assert run(capsys, project / "pkg") == first
+    assert checked == [] and hashed == []  # size and mtime matched what the first run recorded
+    (project / "pkg" / "train.py").write_text(TRAIN.replace("print(float(loss))", "print('step')"))
+    assert run(capsys, project / "pkg") == (0, [])
+    assert names(checked) == ["train.py"] and len(hashed) == 1  # a new mtime: read and hashed
+
+
+def test_a_file_written_just_before_the_run_gets_no_stat_record(project, capsys, checked):
+    from jaxlint import cache
+
+    run(capsys, project / "pkg")  # the fixture's files were written just now: not settled
+    folder = project / ".jaxlint_cache"
+    data = json.loads(next(folder.glob("results-*.json")).read_text())
+    assert data["format"] == cache.FORMAT and data["stats"] == {}
+    _settle(project)
+    run(capsys, project / "pkg")
+    data = json.loads(next(folder.glob("results-*.json")).read_text())
+    assert sorted(os.path.basename(p) for p in data["stats"]) == ["__init__.py", "model.py", "train.py"]

@@ -3138,3 +3138,63 @@ def test_tuple_key_parameters_and_key_uses_of_keys_passed_in_tuples():
     assert (m.key_use(call_to(tree, "setup")).fn, m.key_use(call_to(tree, "setup")).name) == ("split", "key")
     (use,) = m.key_uses(call_to(tree, "pick"))
     assert (use.fn, use.name) == ("normal", "key")
+
+
+# -- module-level imports without a model (jaxlint/model/module.py: module_import_sources)
+
+_IMPORTS_EVERYWHERE = '''
+import os
+import a.b.c
+import x.y as xy
+from . import sibling
+from ..pkg.mod import f as g, h
+from m import *
+try:
+    from .fast import impl
+except ImportError:
+    from .slow import impl
+if os.name == "nt":
+    import winreg
+else:
+    for _ in ():
+        import posix
+    while False:
+        import w
+    else:
+        from .loop_else import le
+with open(__file__):
+    import inside_with
+match os.name:
+    case "posix":
+        from .m1 import on_posix
+    case _:
+        import m2
+def f():
+    import in_function
+class C:
+    import in_class
+    def m(self):
+        from .deep import d
+lambda: 0
+import os as os2, os
+'''
+
+
+def test_module_import_sources_are_the_walks_module_scope_imports():
+    from jaxlint.model.module import module_import_sources
+
+    tree = ast.parse(_IMPORTS_EVERYWHERE)
+    got = module_import_sources(tree)
+    want = build_model(ast.parse(_IMPORTS_EVERYWHERE)).module_scope.import_src
+    assert got == want
+    assert list(got) == list(want)  # the same order: uses_jax asks about them in this order
+    assert "in_function" not in got and "in_class" not in got and "d" not in got
+    assert {"impl", "winreg", "posix", "w", "le", "inside_with", "on_posix", "m2", "os2"} <= set(got)
+
+
+def test_imports_use_jax_needs_a_project_and_a_path():
+    from jaxlint.model.module import imports_use_jax
+
+    tree = ast.parse("from .model import step\n")
+    assert imports_use_jax(tree, None, "train.py") is False
+    assert imports_use_jax(tree, object(), None) is False

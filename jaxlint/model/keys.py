@@ -595,7 +595,36 @@ class KeyQueries:
         cls = f.cls
         if cls is None or setup_name(f.name):
             return None
+        memo = self.__dict__.setdefault("_instance_key_memo", {})
+        key = (id(cls), attr)
+        if key not in memo:
+            memo[key] = self._instance_key_of(cls, attr)
+        return memo[key]
+
+    def _instance_key_of(self, cls, attr: str) -> Optional[ast.AST]:
+        stores = self._self_stores(cls)
+        if stores is None:
+            return None  # setattr(self, name, ...): unseen stores
         made = None
+        for method, stmt, attrs in stores:
+            if attr not in attrs:
+                continue
+            if not setup_name(method.name):
+                return None  # replaced by a method that runs later: maybe split and stored back
+        for method, stmt, attrs in stores:
+            if attr in attrs and isinstance(stmt, ast.Assign) and self._makes_key(stmt.value, method.scope):
+                made = stmt
+        return made
+
+    def _self_stores(self, cls) -> Optional[list]:
+        """``(method, statement, attribute names)`` for every assignment in the class's methods
+        (nested code included) that stores attributes of the method's first parameter
+        (``self.key = ...``), in the methods' order; None when a method calls ``setattr``. One
+        walk of the class per module, whatever the attributes asked about."""
+        memo = self.__dict__.setdefault("_self_stores_memo", {})
+        if id(cls) in memo:
+            return memo[id(cls)]
+        out: Optional[list] = []
         for method in cls.methods.values():
             node = method.node
             if isinstance(node, ast.Lambda) or not method.params:
@@ -604,18 +633,17 @@ class KeyQueries:
             for stmt in ast.walk(node):
                 if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    stored = [t for tt in targets for t in ast.walk(tt) if isinstance(t, ast.Attribute)
-                              and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == me
-                              and isinstance(t.ctx, ast.Store)]
-                    if not stored:
-                        continue
-                    if not setup_name(method.name):
-                        return None  # replaced by a method that runs later: maybe split and stored back
-                    if isinstance(stmt, ast.Assign) and self._makes_key(stmt.value, method.scope):
-                        made = stmt
+                    attrs = {t.attr for tt in targets for t in ast.walk(tt) if isinstance(t, ast.Attribute)
+                             and isinstance(t.value, ast.Name) and t.value.id == me and isinstance(t.ctx, ast.Store)}
+                    if attrs:
+                        out.append((method, stmt, attrs))
                 elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
-                    return None  # setattr(self, name, ...): unseen stores
-        return made
+                    out = None
+                    break
+            if out is None:
+                break
+        memo[id(cls)] = out
+        return out
 
     def runs_again(self, f) -> Optional[tuple]:
         """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two

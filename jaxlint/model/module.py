@@ -122,14 +122,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         name such a module exports (through a package's ``__init__``)."""
         if self.imports_jax:
             return True
-        if self.project is None or self.path is None:
-            return False
-        for module, attr, level in self.module_scope.import_src.values():
-            other = self.project.imported(self.path, module, attr, level)
-            if other is not None and (other[0].imports_jax or (other[1] is not None and (
-                    other[0].exported_callable(other[1]) is not None or other[0].returns_array(other[1])))):
-                return True
-        return False
+        return _sources_use_jax(self.module_scope.import_src.values(), self.project, self.path)
 
     def resolve(self, expr: ast.AST, scope: Optional[Scope] = None) -> Optional[str]:
         """The canonical qualified name an expression refers to, or None.
@@ -324,3 +317,50 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
                 return None
             s = s.parent
         return None
+
+
+def module_import_sources(tree: ast.Module) -> dict:
+    """``{local name: (module, name, level)}`` for the imports run at module level (those in
+    ``if``/``try``/``with``/loop bodies too, not in functions or classes), as the walk records
+    them in the module scope's ``import_src`` (builder.py), without building a model."""
+    out: dict = {}
+    _collect_imports(tree.body, out)
+    return out
+
+
+def _collect_imports(stmts, out: dict) -> None:
+    for stmt in stmts:
+        t = type(stmt)
+        if t is ast.Import:
+            for alias in stmt.names:
+                if alias.asname:
+                    out[alias.asname] = (alias.name, None, 0)
+                else:
+                    top = alias.name.split(".")[0]
+                    out[top] = (top, None, 0)
+        elif t is ast.ImportFrom:
+            for alias in stmt.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = (stmt.module, alias.name, stmt.level)
+        elif t not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and isinstance(stmt, ast.AST):
+            # compound statements: their bodies, handlers and match cases, in source order
+            _collect_imports([c for c in ast.iter_child_nodes(stmt)
+                              if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))], out)
+
+
+def imports_use_jax(tree: ast.Module, project, path: Optional[str]) -> bool:
+    """For a module that imports no JAX package itself: whether it imports from a module of the
+    project that does, or a name such a module exports, so that a rule can fire on it
+    (:meth:`ModuleModel.uses_jax` once the model is built; the same answer, from the tree)."""
+    return _sources_use_jax(module_import_sources(tree).values(), project, path)
+
+
+def _sources_use_jax(sources, project, path: Optional[str]) -> bool:
+    if project is None or path is None:
+        return False
+    for module, attr, level in sources:
+        other = project.imported(path, module, attr, level)
+        if other is not None and (other[0].imports_jax or (other[1] is not None and (
+                other[0].exported_callable(other[1]) is not None or other[0].returns_array(other[1])))):
+            return True
+    return False
