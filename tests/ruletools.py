@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 
 import jaxlint_rules
-from jaxlint.engine import check_source
+from jaxlint.engine import check_path, check_source
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 
@@ -59,3 +60,19 @@ def line_of(src: str, marker: str) -> int:
     lines = [i for i, text in enumerate(textwrap.dedent(src).splitlines(), 1) if marker in text]
     assert len(lines) == 1, f"marker {marker!r} found on lines {lines}"
     return lines[0]
+
+
+def make_project(tmp_path: Path, files: dict) -> Path:
+    """Write ``{relative path: source}`` (dedented) under ``tmp_path``: a small project tree."""
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def path_codes(path: Path) -> list:
+    """Sorted (line, code) of every rule's findings on one file of a project (its imports resolved)."""
+    res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
+    assert res.internal_errors == []
+    return sorted((f.line, f.code) for f in res.findings)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from jaxlint import engine, prefilter
-from jaxlint.engine import check_path, check_source
+from jaxlint.engine import check_source
 from jaxlint.flake8_plugin import JaxlintChecker
 from jaxlint_rules import ALL_RULES
+from ruletools import make_project as make
+from ruletools import path_codes as codes
 
 RULES = [r() for r in ALL_RULES]
 
@@ -31,20 +32,6 @@ def run(x, steps):
         print(float(x))
     return x
 """
-
-
-def make(tmp_path: Path, files: dict) -> Path:
-    for name, text in files.items():
-        p = tmp_path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return tmp_path
-
-
-def codes(path: Path) -> list:
-    res = check_path(str(path), RULES)
-    assert res.internal_errors == []
-    return sorted((f.line, f.code) for f in res.findings)
 
 
 @pytest.fixture

@@ -5,13 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-from jaxlint.engine import check_path
 from jaxlint.project import ProjectResolver
-from jaxlint_rules import ALL_RULES
-
-RULES = [r() for r in ALL_RULES]
+from ruletools import make_project as make
+from ruletools import path_codes as codes
 
 MODEL = textwrap.dedent("""
     from functools import partial
@@ -39,20 +36,6 @@ def run(x, steps):
         print(float(x))
     return x
 """
-
-
-def make(tmp_path: Path, files: dict) -> Path:
-    for name, text in files.items():
-        p = tmp_path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return tmp_path
-
-
-def codes(path: Path) -> list:
-    res = check_path(str(path), RULES)
-    assert res.internal_errors == []
-    return sorted((f.line, f.code) for f in res.findings)
 
 
 def test_relative_import_of_a_jitted_function(tmp_path):
