@@ -11,7 +11,7 @@ jaxlint/edits.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Collection, Optional, Sequence
 
 from .edits import apply_fixes, fixable, parses, source_encoding, unified_diff
@@ -165,7 +165,7 @@ def mark_fixable(findings: Sequence, codes: Sequence[str], cached: Collection[st
     out = []
     for f in findings:
         fix = fixes.get((f.path, f.line, f.col, f.code, f.message))
-        out.append(f if f.fix is fix else replace(f, fix=fix))
+        out.append(f if f.fix is fix else f.replace(fix=fix))
     return out
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from .rule import Finding
@@ -297,7 +297,7 @@ class Module:
             cited = f"line {line}"
             if message.startswith(cited, offset):  # as rule.render wrote it
                 message = message[:offset] + self.cite(*self.where(line)[:2]) + message[offset + len(cited):]
-        return replace(f, col=f.col + delta, cell=cell, cell_line=cell_line, message=message, cites=())
+        return f.replace(col=f.col + delta, cell=cell, cell_line=cell_line, message=message, cites=())
 
     def blank_broken_cells(self, path: str) -> list:
         """Once the joined cells failed to parse: each code cell that does not parse on its own
@@ -309,7 +309,7 @@ class Module:
             _, cell_error = parse("\n".join(self.text_lines[start - 1:start - 1 + count]) + "\n", path)
             if cell_error is not None:
                 broken.append((start, count))
-                errors.append(replace(cell_error, line=start - 1 + cell_error.line))
+                errors.append(cell_error.replace(line=start - 1 + cell_error.line))
         for start, count in broken:
             self.text_lines[start - 1:start - 1 + count] = [""] * count
         return errors

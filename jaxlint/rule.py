@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Iterator, Optional, Sequence
 
 if TYPE_CHECKING:  # annotations only: importing this module (the Finding record) loads no model
@@ -21,39 +20,94 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True, order=True)
 class Finding:
-    line: int
-    col: int  # 0-based, as flake8 expects from a plugin
-    code: str
-    message: str
-    name: str = ""
-    path: str = ""
-    # Notebooks only (jaxlint/notebook.py): the cell (1-based among all cells) and the line in
-    # it; ``line`` is then the line in the code cells joined as one module, ``col`` is in the cell.
-    cell: Optional[int] = field(default=None, compare=False)
-    cell_line: Optional[int] = field(default=None, compare=False)
-    # A safe automatic fix (a jaxlint.edits.Fix) when the rule offers one; never cached or compared.
-    fix: Optional[object] = field(default=None, compare=False, repr=False)
-    # The lines the message cites (``Line``): ``(offset in message, line)`` for each ``line N``
-    # in it, so that a notebook can say which cell and line that is (jaxlint/notebook.py).
-    cites: tuple = field(default=(), compare=False, repr=False)
-    # Right, but rarely worth changing (a sync in test code, a jit rebuilt in a function that runs
-    # once): why, in a few words. Such findings are reported only on request (``--pedantic``,
-    # ``pedantic = true``, flake8 ``--jaxlint-pedantic``); None for every default finding.
-    opt_in: Optional[str] = field(default=None, compare=False)
+    """One finding. A value: compared, ordered and hashed by (line, col, code, message, name, path);
+    treat it as immutable (:meth:`replace` makes a changed copy)."""
+
+    __slots__ = ("line", "col", "code", "message", "name", "path", "cell", "cell_line", "fix", "cites", "opt_in")
+
+    def __init__(self, line: int, col: int, code: str, message: str, name: str = "", path: str = "",
+                 cell: Optional[int] = None, cell_line: Optional[int] = None, fix: Optional[object] = None,
+                 cites: tuple = (), opt_in: Optional[str] = None):
+        self.line = line
+        self.col = col  # 0-based, as flake8 expects from a plugin
+        self.code = code
+        self.message = message
+        self.name = name
+        self.path = path
+        # Notebooks only (jaxlint/notebook.py): the cell (1-based among all cells) and the line in
+        # it; ``line`` is then the line in the code cells joined as one module, ``col`` is in the cell.
+        self.cell = cell
+        self.cell_line = cell_line
+        # A safe automatic fix (a jaxlint.edits.Fix) when the rule offers one; never cached or compared.
+        self.fix = fix
+        # The lines the message cites (``Line``): ``(offset in message, line)`` for each ``line N``
+        # in it, so that a notebook can say which cell and line that is (jaxlint/notebook.py).
+        self.cites = cites
+        # Right, but rarely worth changing (a sync in test code, a jit rebuilt in a function that runs
+        # once): why, in a few words. Such findings are reported only on request (``--pedantic``,
+        # ``pedantic = true``, flake8 ``--jaxlint-pedantic``); None for every default finding.
+        self.opt_in = opt_in
+
+    def _key(self) -> tuple:
+        return (self.line, self.col, self.code, self.message, self.name, self.path)
+
+    def __eq__(self, other):
+        return self._key() == other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __ne__(self, other):
+        return self._key() != other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __lt__(self, other):
+        return self._key() < other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __le__(self, other):
+        return self._key() <= other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __gt__(self, other):
+        return self._key() > other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __ge__(self, other):
+        return self._key() >= other._key() if isinstance(other, Finding) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Finding(line={self.line!r}, col={self.col!r}, code={self.code!r}, message={self.message!r}, "
+                f"name={self.name!r}, path={self.path!r}, cell={self.cell!r}, cell_line={self.cell_line!r}, "
+                f"opt_in={self.opt_in!r})")
+
+    def replace(self, **changes) -> "Finding":
+        """A copy with the given fields changed (like ``dataclasses.replace``)."""
+        out = Finding(self.line, self.col, self.code, self.message, self.name, self.path, self.cell,
+                      self.cell_line, self.fix, self.cites, self.opt_in)
+        for k, v in changes.items():
+            setattr(out, k, v)
+        return out
 
     def with_path(self, path: str) -> "Finding":
-        return replace(self, path=path)
+        return self.replace(path=path)
 
 
-@dataclass(frozen=True)
 class Line:
     """A line of the checked file cited in a message (``... on line 20``), given to
     :meth:`Rule.finding` as a part of the message: it reads ``line 20`` in a ``.py`` file, and
     in a notebook as the cell and the line in it that the user sees."""
 
-    number: int
+    __slots__ = ("number",)
+
+    def __init__(self, number: int):
+        self.number = number
+
+    def __eq__(self, other):
+        return self.number == other.number if isinstance(other, Line) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.number)
+
+    def __repr__(self) -> str:
+        return f"Line(number={self.number!r})"
 
     def __str__(self) -> str:
         return f"line {self.number}"

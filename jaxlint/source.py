@@ -8,11 +8,9 @@ notebook adapter and the project resolver can all use it without importing one a
 from __future__ import annotations
 
 import ast
-import hashlib
 import io
 import sys
 import tokenize
-from dataclasses import dataclass, field
 from typing import Optional
 
 from .rule import Finding, Rule
@@ -24,16 +22,31 @@ PARSE_ERROR = "JAX000"
 TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 
 
-@dataclass
 class FileResult:
     """One file's result (the engine makes it; the result cache stores and restores it)."""
 
-    path: str
-    findings: list = field(default_factory=list)
-    internal_errors: list = field(default_factory=list)  # "CODE: ExcType: message" strings
-    content_hash: Optional[str] = None  # of the bytes checked, for the result cache
-    deps: tuple = ()  # what cross-module lookups consulted (ProjectResolver.recording)
-    cached: bool = False  # read from the result cache: its findings carry no fixes
+    __slots__ = ("path", "findings", "internal_errors", "content_hash", "deps", "cached")
+
+    def __init__(self, path: str, findings: Optional[list] = None, internal_errors: Optional[list] = None,
+                 content_hash: Optional[str] = None, deps: tuple = (), cached: bool = False):
+        self.path = path
+        self.findings: list = [] if findings is None else findings
+        self.internal_errors: list = [] if internal_errors is None else internal_errors  # "CODE: ExcType: message" strings
+        self.content_hash = content_hash  # of the bytes checked, for the result cache
+        self.deps = deps  # what cross-module lookups consulted (ProjectResolver.recording)
+        self.cached = cached  # read from the result cache: its findings carry no fixes
+
+    def _key(self) -> tuple:
+        return (self.path, self.findings, self.internal_errors, self.content_hash, self.deps, self.cached)
+
+    def __eq__(self, other):
+        return self._key() == other._key() if isinstance(other, FileResult) else NotImplemented
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        return (f"FileResult(path={self.path!r}, findings={self.findings!r}, internal_errors={self.internal_errors!r}, "
+                f"cached={self.cached!r})")
 
 
 def decode_source(data: bytes) -> str:
@@ -69,9 +82,15 @@ def parse_source(text: str, path: str = "<unknown>", flags: int = 0) -> tuple[Op
         return None, _parse_error(1, 0, "too deeply nested for the Python parser")
 
 
+try:  # blake2 itself, without the 4 ms of loading OpenSSL that ``import hashlib`` costs an editor's save
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # an interpreter built without it: hashlib finds another implementation
+    from hashlib import blake2b as _blake2b
+
+
 def content_hash(data: bytes) -> str:
     """The hash that keys cached results to a file's exact bytes."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return _blake2b(data, digest_size=16).hexdigest()
 
 
 class ParseError(Rule):

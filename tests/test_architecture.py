@@ -249,6 +249,20 @@ def test_flake8_on_a_jax_file_loads_no_fixer_reporter_notebook_or_trace(tmp_path
     assert _heavy(mods) == []
 
 
+def test_the_checking_path_loads_no_dataclasses_or_hashlib():
+    """What an editor's flake8 loads for a JAX file: the engine, the model and the rules. Their
+    records are plain classes, because ``dataclasses`` (about 1 ms a class to create, 15 of them)
+    and ``hashlib`` (4 ms loading OpenSSL) were two thirds of its import time (issue 16)."""
+    code = ("import sys\n"
+            "import jaxlint.engine, jaxlint.registry, jaxlint.flake8_plugin\n"
+            "jaxlint.flake8_plugin.JaxlintChecker.rules()\n"
+            "jaxlint.source.content_hash(b'x')\n"
+            "print(sorted(m for m in ('dataclasses', 'hashlib', '_hashlib') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_flake8_on_a_file_that_never_mentions_jax_loads_no_model(tmp_path):
     path = tmp_path / "util.py"
     path.write_text("def add(a, b):\n    return a + b\n")

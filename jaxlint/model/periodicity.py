@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from . import limits as L
 from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
@@ -66,13 +66,22 @@ def small_literal_period(test: ast.AST) -> bool:
     return False
 
 
-class _Names(NamedTuple):
+class _Names:
     """What a guard's test is read against: what the loops up to the one that counts count
     (``step``, ``self.steps``), their targets, and the targets of loops nested inside it."""
 
-    counters: set
-    elements: set
-    inner: set
+    __slots__ = ("counters", "elements", "inner")
+
+    def __init__(self, counters: set, elements: set, inner: set):
+        self.counters = counters
+        self.elements = elements
+        self.inner = inner
+
+    def _replace(self, **changes) -> "_Names":
+        out = _Names(self.counters, self.elements, self.inner)
+        for k, v in changes.items():
+            setattr(out, k, v)
+        return out
 
 
 def _atoms(expr: ast.AST) -> Optional[list]:

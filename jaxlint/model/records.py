@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .syntax import _names_in
@@ -129,18 +128,23 @@ BOUNDED_TRIPS = 16
 FEW_ITERATIONS = 100
 
 
-@dataclass(eq=False)
 class Context:
     """Where a node runs. Shared by all nodes with the same surroundings."""
 
-    scope: "Scope"
-    loops: tuple = ()  # Loop records, outermost first, within the node's own function
-    guards: tuple = ()  # (if-test expression, number of loops around that if)
-    branches: tuple = ()  # (id of an If, 0 for its body / 1 for its else): paths that exclude each other
-    raising: bool = False  # inside a ``raise`` statement or an ``assert`` message: runs at most once
+    __slots__ = ("scope", "loops", "guards", "branches", "raising")
+
+    def __init__(self, scope: "Scope", loops: tuple = (), guards: tuple = (), branches: tuple = (),
+                 raising: bool = False):
+        self.scope = scope
+        self.loops = loops  # Loop records, outermost first, within the node's own function
+        self.guards = guards  # (if-test expression, number of loops around that if)
+        self.branches = branches  # (id of an If, 0 for its body / 1 for its else): paths that exclude each other
+        self.raising = raising  # inside a ``raise`` statement or an ``assert`` message: runs at most once
+
+    def __repr__(self) -> str:
+        return f"Context(loops={len(self.loops)}, guards={len(self.guards)}, raising={self.raising})"
 
 
-@dataclass(frozen=True)
 class TraceCause:
     """Why a function is traced.
 
@@ -149,33 +153,54 @@ class TraceCause:
     of a lax primitive, ``name`` its qualified name) or "caller" (called from the traced function
     ``caller``; ``name`` its qualified name). ``decorator``: applied as a decorator."""
 
-    kind: str
-    name: str
-    decorator: bool = False
-    caller: Optional["FunctionInfo"] = None
+    __slots__ = ("kind", "name", "decorator", "caller")
+
+    def __init__(self, kind: str, name: str, decorator: bool = False, caller: Optional["FunctionInfo"] = None):
+        self.kind = kind
+        self.name = name
+        self.decorator = decorator
+        self.caller = caller
+
+    def _key(self) -> tuple:
+        return (self.kind, self.name, self.decorator, id(self.caller))
+
+    def __eq__(self, other) -> bool:  # a value: the same cause recorded twice is one cause
+        return self._key() == other._key() if isinstance(other, TraceCause) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"TraceCause({self.kind!r}, {self.name!r}, decorator={self.decorator})"
 
 
-@dataclass(eq=False)
 class FunctionInfo:
-    node: FuncNode
-    name: str
-    qualname: str
-    scope: "Scope"  # the function's own scope
-    parent: Optional["FunctionInfo"]
-    cls: Optional["ClassInfo"]
-    params: list[str]  # positional parameters in order (posonly + regular)
-    kwonly: list[str]
-    decorators: list[str] = field(default_factory=list)  # resolved qualnames of decorators
-    traced: bool = False
-    trace_causes: list = field(default_factory=list)  # TraceCause records: why it is traced
-    jit_entry: Optional["JitWrap"] = None  # set when the function itself is compiled by a jit wrapper
-    static_argnums: set = field(default_factory=set)
-    static_argnames: set = field(default_factory=set)
-    tracer_params: set = field(default_factory=set)
-    calls: list = field(default_factory=list)  # calls in the body, not in nested functions
-    returns: list = field(default_factory=list)  # returned expressions
-    subscripts: list = field(default_factory=list)  # x[...] reads in the body, not in nested functions
-    loops: list = field(default_factory=list)  # loops in the body, not in nested functions
+
+    def __init__(self, node: FuncNode, name: str, qualname: str, scope: "Scope", parent: Optional["FunctionInfo"],
+                 cls: Optional["ClassInfo"], params: list, kwonly: list, decorators: Optional[list] = None,
+                 traced: bool = False):
+        self.node = node
+        self.name = name
+        self.qualname = qualname
+        self.scope = scope  # the function's own scope
+        self.parent = parent
+        self.cls = cls
+        self.params = params  # positional parameters in order (posonly + regular)
+        self.kwonly = kwonly
+        self.decorators = [] if decorators is None else decorators  # resolved qualnames of decorators
+        self.traced = traced
+        self.trace_causes: list = []  # TraceCause records: why it is traced
+        self.jit_entry: Optional[JitWrap] = None  # set when the function itself is compiled by a jit wrapper
+        self.static_argnums: set = set()
+        self.static_argnames: set = set()
+        self.tracer_params: set = set()
+        self.calls: list = []  # calls in the body, not in nested functions
+        self.returns: list = []  # returned expressions
+        self.subscripts: list = []  # x[...] reads in the body, not in nested functions
+        self.loops: list = []  # loops in the body, not in nested functions
+
+    def __repr__(self) -> str:
+        return f"FunctionInfo({self.qualname!r}, line {getattr(self.node, 'lineno', '?')})"
 
     @property
     def traced_by_callers_only(self) -> bool:
@@ -195,29 +220,39 @@ class FunctionInfo:
         return out
 
 
-@dataclass(eq=False)
 class ClassInfo:
-    node: ast.ClassDef
-    methods: dict = field(default_factory=dict)  # name -> FunctionInfo
-    self_attrs: dict = field(default_factory=dict)  # attribute -> [value expressions assigned to self.attr]
-    scope: Optional["Scope"] = None  # the class body's scope (its bindings: methods, class attributes)
+    def __init__(self, node: ast.ClassDef, methods: Optional[dict] = None, self_attrs: Optional[dict] = None,
+                 scope: Optional["Scope"] = None):
+        self.node = node
+        self.methods: dict = {} if methods is None else methods  # name -> FunctionInfo
+        self.self_attrs: dict = {} if self_attrs is None else self_attrs  # attribute -> [value expressions assigned to self.attr]
+        self.scope = scope  # the class body's scope (its bindings: methods, class attributes)
+
+    def __repr__(self) -> str:
+        return f"ClassInfo({self.node.name!r})"
 
 
-@dataclass(eq=False)
 class JitWrap:
     """A place where a jit/pmap wrapper is created: a call ``jax.jit(f, ...)`` or a decorator."""
 
-    node: ast.AST  # the Call, or the decorated FunctionDef
-    kind: str  # "jit" | "pmap" | "filter_jit"
-    spelling: str  # how the user wrote the wrapper, e.g. "jax.jit"
-    target: Optional[ast.AST]  # the wrapped callable expression (None for decorators)
-    func: Optional[FunctionInfo]  # the decorated function, for decorators
-    ctx: Context
-    static_argnums: set = field(default_factory=set)
-    static_argnames: set = field(default_factory=set)
-    decorator: bool = False
-    inline: bool = False  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
-    params: tuple = ()  # positional parameters, for wrappers summarized from another module (func is None)
+    def __init__(self, node: ast.AST, kind: str, spelling: str, target: Optional[ast.AST],
+                 func: Optional[FunctionInfo], ctx: Context, static_argnums: Optional[set] = None,
+                 static_argnames: Optional[set] = None, decorator: bool = False, inline: bool = False,
+                 params: tuple = ()):
+        self.node = node  # the Call, or the decorated FunctionDef
+        self.kind = kind  # "jit" | "pmap" | "filter_jit"
+        self.spelling = spelling  # how the user wrote the wrapper, e.g. "jax.jit"
+        self.target = target  # the wrapped callable expression (None for decorators)
+        self.func = func  # the decorated function, for decorators
+        self.ctx = ctx
+        self.static_argnums: set = set() if static_argnums is None else static_argnums
+        self.static_argnames: set = set() if static_argnames is None else static_argnames
+        self.decorator = decorator
+        self.inline = inline  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
+        self.params = params  # positional parameters, for wrappers summarized from another module (func is None)
+
+    def __repr__(self) -> str:
+        return f"JitWrap({self.kind!r}, {self.spelling!r}, line {getattr(self.node, 'lineno', '?')})"
 
     def positional_params(self) -> list:
         return list(self.func.params) if self.func is not None else list(self.params)
@@ -249,7 +284,6 @@ class JitWrap:
         return positions, names
 
 
-@dataclass(frozen=True, eq=False)
 class NewCallable:
     """A callable object created anew each time a region of code runs (``ModuleModel.new_callable``).
 
@@ -258,10 +292,16 @@ class NewCallable:
     (a function defined in the region and bound to ``name``) or "name" (``name`` bound in the
     region to ``inner``)."""
 
-    kind: str
-    node: ast.AST
-    name: str = ""
-    inner: Optional["NewCallable"] = None
+    __slots__ = ("kind", "node", "name", "inner")
+
+    def __init__(self, kind: str, node: ast.AST, name: str = "", inner: Optional["NewCallable"] = None):
+        self.kind = kind
+        self.node = node
+        self.name = name
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"NewCallable({self.kind!r}, {self.name!r})"
 
 
 class Scope:
@@ -309,7 +349,6 @@ class Binding:
         return self.kind == "assign" and self.path is None
 
 
-@dataclass(frozen=True, eq=False)
 class Repetition:
     """Evidence that a function runs many times (``ModuleModel.repeats``).
 
@@ -321,16 +360,22 @@ class Repetition:
     function that is called once per batch) or "step_param" (it takes the training step number,
     parameter ``name``: it is called at a step of a loop)."""
 
-    kind: str
-    func: "FunctionInfo"
-    call: Optional[ast.AST] = None
-    loop: Optional[Loop] = None
-    via: Optional["FunctionInfo"] = None
-    inner: Optional["Repetition"] = None
-    name: str = ""
+    __slots__ = ("kind", "func", "call", "loop", "via", "inner", "name")
+
+    def __init__(self, kind: str, func: "FunctionInfo", call: Optional[ast.AST] = None, loop: Optional[Loop] = None,
+                 via: Optional["FunctionInfo"] = None, inner: Optional["Repetition"] = None, name: str = ""):
+        self.kind = kind
+        self.func = func
+        self.call = call
+        self.loop = loop
+        self.via = via
+        self.inner = inner
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Repetition({self.kind!r}, {self.func.qualname!r})"
 
 
-@dataclass(frozen=True, eq=False)
 class Churn:
     """Why a value takes a new value on every iteration of ``loop`` (``ModuleModel.churn``).
 
@@ -340,6 +385,12 @@ class Churn:
     ``width = width * 2 + 1``). ``name`` is that loop-level name; the value may be computed from it
     (``rate = 0.5 * (1 - epoch / n)`` churns as the counter ``epoch``)."""
 
-    kind: str
-    loop: Loop
-    name: str
+    __slots__ = ("kind", "loop", "name")
+
+    def __init__(self, kind: str, loop: Loop, name: str):
+        self.kind = kind
+        self.loop = loop
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Churn({self.kind!r}, {self.name!r})"

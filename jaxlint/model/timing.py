@@ -22,7 +22,6 @@ of these. Calls we cannot see into (``model.fit()``, an imported helper) are nei
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from .. import names as N
@@ -47,7 +46,6 @@ if hasattr(ast, "TryStar"):
     _COMPOUND = _COMPOUND + (ast.TryStar,)
 
 
-@dataclass(frozen=True, eq=False)
 class TimedRegion:
     """A measurement that reads the clock while JAX work it timed may still run.
 
@@ -55,10 +53,16 @@ class TimedRegion:
     clock read, the ``timeit`` call, the timer context's call). ``start``: the first clock read
     (clock pairs only). ``work``: the last call in the region that dispatches JAX work."""
 
-    kind: str
-    node: ast.AST
-    work: ast.Call
-    start: Optional[ast.AST] = None
+    __slots__ = ("kind", "node", "work", "start")
+
+    def __init__(self, kind: str, node: ast.AST, work: ast.Call, start: Optional[ast.AST] = None):
+        self.kind = kind
+        self.node = node
+        self.work = work
+        self.start = start
+
+    def __repr__(self) -> str:
+        return f"TimedRegion({self.kind!r}, line {getattr(self.node, 'lineno', '?')})"
 
 
 class TimingQueries:

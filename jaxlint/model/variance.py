@@ -4,7 +4,6 @@ around a call, and slice widths as polynomials of their bounds."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
@@ -53,7 +52,6 @@ def _combine(a: dict, b: dict, sign: int) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
-@dataclass(frozen=True)
 class ShapeSource:
     """Where a call argument's shape comes from, when it follows the loops around the call
     (:meth:`ShapeVariance.shape_source`).
@@ -69,22 +67,51 @@ class ShapeSource:
     the module fixes them; ``count``: how many distinct shapes at most, where the module fixes
     that but not the sizes."""
 
-    kind: str
-    origin: str
-    every: bool
-    per: str
-    sizes: Optional[tuple] = None
-    count: Optional[int] = None
+    __slots__ = ("kind", "origin", "every", "per", "sizes", "count")
+
+    def __init__(self, kind: str, origin: str, every: bool, per: str, sizes: Optional[tuple] = None,
+                 count: Optional[int] = None):
+        self.kind = kind
+        self.origin = origin
+        self.every = every
+        self.per = per
+        self.sizes = sizes
+        self.count = count
+
+    def _key(self) -> tuple:
+        return (self.kind, self.origin, self.every, self.per, self.sizes, self.count)
+
+    def __eq__(self, other) -> bool:
+        return self._key() == other._key() if isinstance(other, ShapeSource) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "ShapeSource(%s)" % ", ".join(map(repr, self._key()))
 
 
-@dataclass(frozen=True)
 class _Driver:
     """What an integer size follows: ``what`` (text), a new value every iteration or not, and what
     one compilation is per."""
 
-    what: str
-    every: bool
-    per: str
+    __slots__ = ("what", "every", "per")
+
+    def __init__(self, what: str, every: bool, per: str):
+        self.what = what
+        self.every = every
+        self.per = per
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, _Driver):
+            return NotImplemented
+        return (self.what, self.every, self.per) == (other.what, other.every, other.per)
+
+    def __hash__(self) -> int:
+        return hash((self.what, self.every, self.per))
+
+    def __repr__(self) -> str:
+        return f"_Driver({self.what!r}, {self.every!r}, {self.per!r})"
 
 
 class ShapeVariance:
