@@ -92,9 +92,23 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
         from . import engine, registry  # noqa: F401
 
         registry._catalog()
-    chunk = max(1, min(16, len(files) // (jobs * 4)))
+    # Largest files first, in small chunks: a 10,000-line module taken last would leave the other
+    # workers idle while it is checked. Neighbours stay together within a chunk (they import the
+    # same project modules, whose summaries each worker builds once). Results come back in order.
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+    chunk = max(1, min(4, len(files) // (jobs * 8)))
+    out: list = [None] * len(files)
     with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes),)) as pool:
-        return list(pool.imap(_check_one, files, chunksize=chunk))
+        for i, res in zip(order, pool.imap(_check_one, [files[i] for i in order], chunksize=chunk)):
+            out[i] = res
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:

@@ -281,6 +281,23 @@ def test_parallel_and_serial_runs_agree(tmp_path, capsys):
     assert len(serial.splitlines()) == 12
 
 
+def test_parallel_results_come_back_in_the_order_of_the_files(tmp_path, capsys):
+    """Parallel runs check the largest files first; the results must still come back in the
+    order of the files asked for (the caller pairs them with its files: the result cache)."""
+    from jaxlint.cli import run_files
+    from jaxlint.registry import RULE_CODES
+
+    files = []
+    for i in range(12):  # sizes in no particular order, so largest-first reorders them
+        write(tmp_path, f"m{i:02}.py", (BAD if i % 3 else GOOD) + "# pad\n" * ((i * 7) % 12 * 40))
+        files.append(str(tmp_path / f"m{i:02}.py"))
+    parallel = run_files(files, RULE_CODES, 2)
+    serial = run_files(files, RULE_CODES, 1)
+    assert [r.path for r in parallel] == files
+    assert [r.findings for r in parallel] == [r.findings for r in serial]
+    assert sum(len(r.findings) for r in serial) == 16  # two findings in each of the 8 BAD files
+
+
 def test_rules_and_explain(capsys):
     code, out, _ = run(capsys, "rules")
     assert code == 0
