@@ -1654,6 +1654,25 @@ def _random_calls(m: ModuleModel, fn: str) -> list:
     return sorted(out, key=lambda c: (c.lineno, c.col_offset))
 
 
+@pytest.mark.parametrize("src, expected", [
+    ("import jax\ndef f(k):\n    return jax.random.normal(k, ())\n", "normal"),
+    ("from jax import random as jr\ndef f(k):\n    return jr.split(k)\n", "split"),
+    ("import jax.random as jr\ndef f(k):\n    return jr.uniform(k)\n", "uniform"),
+    ("from jax.random import bernoulli as b\ndef f(k):\n    return b(k)\n", "bernoulli"),
+    ("from jax._src.random import split\ndef f(k):\n    return split(k)\n", "split"),
+    ("def f(k):\n    from jax import random\n    return random.normal(k)\n", "normal"),
+    ("import jax\ndef f(k):\n    n = jax.random.normal\n    return n(k)\n", "normal"),
+    # no name can reach jax.random: nothing to look at for keys
+    ("import jax\nimport jax.numpy as jnp\ndef f(k):\n    return jnp.split(k, 2)\n", None),
+    ("import jax\ndef f(k):\n    return jax.lax.rng_uniform(k)\n", None),
+])
+def test_may_call_jax_random_is_false_only_where_no_call_can_be_a_jax_random_one(src, expected):
+    m = build_model(ast.parse(src))
+    call = m.calls[-1]
+    assert m.random_function(call) == expected
+    assert m.may_call_jax_random() is (expected is not None)
+
+
 def test_key_use_names_the_binding_a_random_call_consumes():
     tree, m = build("""
     import jax

@@ -270,8 +270,23 @@ class KeyQueries:
             found = memo[id(scope)] = _ScopeNames(self, scope)
         return found
 
+    def may_call_jax_random(self) -> bool:
+        """Whether any name of the module can resolve to a ``jax.random`` function; when not,
+        :meth:`random_function` is None for every call, and key queries need not look. A name
+        resolves to ``jax.random.*`` only through an import whose name mentions ``random`` (``from
+        jax import random``, ``import jax.random as jr``, ``from jax._src.random import split``)
+        or an attribute ``random`` (``jax.random.normal`` after ``import jax``)."""
+        memo = self.__dict__.get("_may_call_random")
+        if memo is None:
+            memo = "random" in self.attr_names or any(
+                "random" in qn for s in self.scopes for qn in s.imports.values())
+            self.__dict__["_may_call_random"] = memo
+        return memo
+
     def random_function(self, call: ast.Call, scope: Optional[Scope] = None) -> Optional[str]:
         """The ``jax.random`` function a call calls (``"normal"``, ``"split"``, ...), or None."""
+        if not self.may_call_jax_random():
+            return None
         qn = self.resolve(call.func, scope)
         if not qn or not qn.startswith(JAX_RANDOM):
             return None
@@ -427,7 +442,7 @@ class KeyQueries:
         memo = self.__dict__.get("_forwarder_names_memo")
         if memo is None:
             memo = set()
-            for f in self.functions:
+            for f in self.functions if self.may_call_jax_random() else ():  # else no key parameters
                 if f.parent is None:
                     if f.cls is None and not isinstance(f.node, ast.Lambda) and (
                             self.key_parameters(f) or self.tuple_key_parameters(f)):
