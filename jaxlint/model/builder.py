@@ -52,11 +52,6 @@ class _Builder:
         self.branches: tuple = ()
         self.cur = Context(self.scope)
         self.qual: list[str] = []
-        self.handlers = {}
-        for name in dir(self):
-            node_type = getattr(ast, name[2:], None) if name.startswith("v_") else None
-            if node_type is not None:  # ast.TryStar is 3.11+
-                self.handlers[node_type] = getattr(self, name)
 
     def run(self, tree: ast.Module) -> None:
         self.body(tree.body)
@@ -73,9 +68,9 @@ class _Builder:
             self.visit(stmt)
 
     def visit(self, node: ast.AST) -> None:
-        handler = self.handlers.get(type(node))
+        handler = _HANDLERS.get(type(node))
         if handler is not None:
-            handler(node)
+            handler(self, node)
             return
         for child in ast.iter_child_nodes(node):
             self.visit(child)
@@ -511,3 +506,8 @@ class _Builder:
         for part in (node.lower, node.upper, node.step):
             if part is not None:
                 self.visit(part)
+
+
+# node type -> the _Builder method that visits it (``v_<TypeName>``), built once, not per module
+_HANDLERS = {getattr(ast, name[2:]): getattr(_Builder, name) for name in dir(_Builder)
+             if name.startswith("v_") and hasattr(ast, name[2:])}  # ast.TryStar is 3.11+
