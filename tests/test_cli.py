@@ -15,6 +15,8 @@ from jaxlint.cli import main
 from jaxlint.config import ConfigError, load_config
 from jaxlint.source import content_hash
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 BAD = textwrap.dedent("""
     import jax
     import jax.numpy as jnp
@@ -284,18 +286,25 @@ def test_parallel_and_serial_runs_agree(tmp_path, capsys):
 def test_parallel_results_come_back_in_the_order_of_the_files(tmp_path, capsys):
     """Parallel runs check the largest files first; the results must still come back in the
     order of the files asked for (the caller pairs them with its files: the result cache)."""
-    from jaxlint.cli import run_files
-    from jaxlint.registry import RULE_CODES
-
     files = []
     for i in range(12):  # sizes in no particular order, so largest-first reorders them
         write(tmp_path, f"m{i:02}.py", (BAD if i % 3 else GOOD) + "# pad\n" * ((i * 7) % 12 * 40))
         files.append(str(tmp_path / f"m{i:02}.py"))
-    parallel = run_files(files, RULE_CODES, 2)
-    serial = run_files(files, RULE_CODES, 1)
-    assert [r.path for r in parallel] == files
-    assert [r.findings for r in parallel] == [r.findings for r in serial]
-    assert sum(len(r.findings) for r in serial) == 16  # two findings in each of the 8 BAD files
+    # in a fresh interpreter: forking this test process (which may have imported jax) could hang
+    code = ("import json, sys\n"
+            "from jaxlint.cli import run_files\n"
+            "from jaxlint.registry import RULE_CODES\n"
+            "files = sys.argv[1:]\n"
+            "out = [[[r.path, [(f.line, f.code) for f in r.findings]] for r in run_files(files, RULE_CODES, jobs)]\n"
+            "       for jobs in (2, 1)]\n"
+            "print(json.dumps(out))\n")
+    proc = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    parallel, serial = json.loads(proc.stdout)
+    assert [path for path, _ in parallel] == files
+    assert parallel == serial
+    assert sum(len(found) for _, found in serial) == 16  # two findings in each of the 8 BAD files
 
 
 def test_rules_and_explain(capsys):
