@@ -79,7 +79,7 @@ class TimingQueries:
         contexts = any(w in name.lower() for name in self.calls_by_name for w in TIMER_CONTEXT_WORDS)
         if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
             for node in ast.walk(self.tree):
-                if clocks:
+                if clocks and isinstance(node, _BLOCK_OWNERS):  # only these hold statement lists
                     for block, loop_body in _blocks_of(node):
                         out.extend(self._clock_pairs(block, loop_body))
                 if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
@@ -270,6 +270,10 @@ class TimingQueries:
         if last_work is None:
             return bool(waits)
         return any(_end(w) >= _end(last_work) for w in waits)
+
+
+# The nodes with statement lists (``body``, ``orelse``, ``finalbody``); expressions have none.
+_BLOCK_OWNERS = (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
 
 
 def _blocks_of(node: ast.AST) -> Iterator[tuple]:
