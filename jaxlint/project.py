@@ -32,6 +32,7 @@ class ProjectResolver:
     def __init__(self) -> None:
         self._models: "OrderedDict[str, object]" = OrderedDict()
         self._files: dict = {}
+        self._abs: dict = {}  # absolute path as given -> os.path.abspath of it (asked thousands of times)
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
         self.depth = 0
@@ -40,6 +41,7 @@ class ProjectResolver:
         """Forget every file and summary (a new run in the same process sees current files)."""
         self._models.clear()
         self._files.clear()
+        self._abs.clear()
         self._deps.clear()
 
     # ----------------------------------------------------------- dependencies
@@ -64,7 +66,7 @@ class ProjectResolver:
 
     def locate(self, from_path: str, module: Optional[str], level: int) -> Optional[str]:
         """The project file for an import seen in ``from_path`` (None when not in the project)."""
-        key = (os.path.dirname(os.path.abspath(from_path)), module, level)
+        key = (os.path.dirname(self._abspath(from_path)), module, level)
         if key in self._files:
             found = self._files[key]
         else:
@@ -73,12 +75,24 @@ class ProjectResolver:
             self._note((("q", *key, found),))
         return found
 
+    def _abspath(self, path: str) -> str:
+        """``os.path.abspath``, remembered for absolute paths (a relative one depends on the
+        current directory, which may change between checks in one process)."""
+        found = self._abs.get(path)
+        if found is None:
+            found = os.path.abspath(path)
+            if os.path.isabs(path):
+                if len(self._abs) > 100_000:
+                    self._abs.clear()
+                self._abs[path] = found
+        return found
+
     # ----------------------------------------------------------- models
 
     def model(self, path: str):
         """The summary (:class:`~jaxlint.model.ModuleSummary`) of a project file, built once from a
         shallow model (module and class level only); None when it cannot be read or parsed."""
-        path = os.path.abspath(path)
+        path = self._abspath(path)
         if path in self._models:
             self._models.move_to_end(path)
             if self._recorders:
@@ -152,7 +166,7 @@ class ProjectResolver:
             if path is not None:
                 return self._enter(path, None)
         path = self.locate(from_path, module, level)
-        if path is None or os.path.abspath(path) == os.path.abspath(from_path):
+        if path is None or self._abspath(path) == self._abspath(from_path):
             return None
         return self._enter(path, name)
 
