@@ -68,7 +68,10 @@ class _Builder:
             self.visit(stmt)
 
     def visit(self, node: ast.AST) -> None:
-        handler = _HANDLERS.get(type(node))
+        t = type(node)
+        if t is _NAME or t is _CONSTANT:  # half of all nodes visited; nothing to record
+            return
+        handler = _HANDLERS.get(t)
         if handler is not None:
             handler(self, node)
             return
@@ -81,7 +84,13 @@ class _Builder:
                 self.visit(n)
 
     def bind(self, name: str, kind: str, value, path, node, pos) -> None:
-        self.scope.events.setdefault(name, []).append(Binding(pos, kind, value, path, node, self.scope, self.loops))
+        scope = self.scope
+        b = Binding(pos, kind, value, path, node, scope, self.loops)
+        evs = scope.events.get(name)
+        if evs is None:
+            scope.events[name] = [b]
+        else:
+            evs.append(b)
 
     def bind_target(self, target: ast.AST, value, pos, kind: str = "assign", path: tuple = ()) -> None:
         if isinstance(target, ast.Name):
@@ -415,9 +424,11 @@ class _Builder:
             self.func.calls.append(node)
         if self.loop is not None:
             self.loop.calls.append(node)
-        self.visit(node.func)
+        self.visit(func)
         for a in node.args:
-            self.visit(a)
+            t = type(a)
+            if t is not _NAME and t is not _CONSTANT:
+                self.visit(a)
         for kw in node.keywords:
             self.visit(kw.value)
 
@@ -446,7 +457,9 @@ class _Builder:
 
     def v_Attribute(self, node: ast.Attribute) -> None:
         self.m.attr_names.add(node.attr)
-        self.visit(node.value)
+        value = node.value
+        if type(value) is not _NAME:
+            self.visit(value)
 
     def v_Expr(self, node: ast.Expr) -> None:
         self.m.expr_values.add(id(node.value))
@@ -511,3 +524,4 @@ class _Builder:
 # node type -> the _Builder method that visits it (``v_<TypeName>``), built once, not per module
 _HANDLERS = {getattr(ast, name[2:]): getattr(_Builder, name) for name in dir(_Builder)
              if name.startswith("v_") and hasattr(ast, name[2:])}  # ast.TryStar is 3.11+
+_NAME, _CONSTANT = ast.Name, ast.Constant
