@@ -311,8 +311,14 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         s: Optional[Scope] = scope
         while s is not None:
             if name in s.import_src:
-                module, attr, level = s.import_src[name]
-                return self.project.imported(self.path, module, attr, level)
+                # asked again for every use of the name: the lookup (files located, summaries
+                # built and recorded for the result cache) is done once per import
+                memo = self.__dict__.setdefault("_imported_memo", {})
+                key = (id(s), name)
+                if key not in memo:
+                    module, attr, level = s.import_src[name]
+                    memo[key] = self.project.imported(self.path, module, attr, level)
+                return memo[key]
             if name in s.events:
                 return None
             s = s.parent
