@@ -46,7 +46,8 @@ def main() -> int:
     total = time.process_time() - start
     alone = total - spent[0]
     print(f"flake8 CPU without the plugin's work: {alone:.2f} s; plugin: {spent[0]:.2f} s; "
-          f"overhead {total / alone:.3f}x (target <= 1.10x)")
+          f"overhead {total / alone:.3f}x (target <= 1.05x)")
+    print(f"@@plugin-share alone={alone:.4f} plugin={spent[0]:.4f}")  # for bench/run.py
     return 0
 
 

@@ -2,7 +2,8 @@
 """Speed benchmark for jaxlint on the pinned real-library corpus (stdlib only).
 
 Measures, in one run (wall time = median of --runs runs, subprocess + time.perf_counter):
-  1. flake8 -j1 on libs/ without vs with the jaxlint plugin (overhead target <= 1.05x, CPU);
+  1. flake8 -j1 on libs/ without vs with the jaxlint plugin, and the plugin's own CPU time inside
+     one flake8 run (bench/plugin_share.py; the overhead target <= 1.05x is judged on that);
   2. the editor: flake8 on one ~1,000-line file without vs with the plugin (target <= 1.10x), the
      import time of the plugin (``python -X importtime``, target <= 20 ms) and which of jaxlint's
      modules a flake8 run loads (the fixer, notebooks, reporters, trace, CLI and cache must not);
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -392,10 +394,34 @@ def main(argv=None):
             # flake8 -j1 is one busy core: its CPU time is the steadier measure when the machine is
             # shared, so the target is judged on it; the wall ratio is shown beside it.
             f8_text = f"{cpu_ratio:.3f}x CPU, {ratio:.3f}x wall" if ratio and cpu_ratio else "n/a"
-            f8_ok = verdict(cpu_ratio <= FLAKE8_TARGET) if cpu_ratio else "n/a"
-            rows.append(dict(r=wi, tree="libs", kind="flake8",
-                             note=f"{f8_text} of without (target <= {FLAKE8_TARGET:.2f}x: {f8_ok})"))
-            targets.append((f"flake8 -j1 with the plugin <= {FLAKE8_TARGET:.2f}x without (libs; CPU time)", f8_text, f8_ok))
+            rows.append(dict(r=wi, tree="libs", kind="flake8", note=f"{f8_text} of without"))
+            # Two separate flake8 runs differ by more than the plugin costs on a shared machine
+            # (0.88x to 1.27x between two runs of this script on 2026-12-01), so the target is
+            # judged on the plugin's own CPU time inside one flake8 run (bench/plugin_share.py),
+            # median of --runs runs; the with/without ratio above is shown beside it.
+            log("flake8 -j1 on libs, the plugin's own CPU time inside one run (bench/plugin_share.py) ...")
+            shares = []
+            for i in range(args.runs):
+                proc = subprocess.run([py, os.path.join(HERE, "plugin_share.py"), libs], capture_output=True,
+                                      text=True, env=CHILD_ENV, cwd=tempfile.gettempdir())
+                found = re.search(r"@@plugin-share alone=([\d.]+) plugin=([\d.]+)", proc.stdout)
+                if proc.returncode != 0 or not found:
+                    bench.errors.append(f"bench/plugin_share.py failed: {proc.stderr.strip()[-300:]}")
+                    break
+                alone, spent = float(found.group(1)), float(found.group(2))
+                shares.append((alone + spent) / alone)
+                log(f"  [{i + 1}/{args.runs}] plugin {spent:.2f} s of {alone + spent:.2f} s CPU: {shares[-1]:.3f}x")
+            if shares:
+                share = statistics.median(shares)
+                f8_ok = verdict(share <= FLAKE8_TARGET)
+                notes.append("flake8 -j1 on libs, the plugin's own CPU share inside one flake8 run (bench/plugin_share.py): "
+                             + ", ".join(f"{x:.3f}x" for x in shares) + f"; median {share:.3f}x")
+                targets.append((f"flake8 -j1 with the plugin <= {FLAKE8_TARGET:.2f}x without (libs; the plugin's own "
+                                "CPU time inside one flake8 run, bench/plugin_share.py)",
+                                f"{share:.3f}x (median of {len(shares)}); two separate runs with/without: {f8_text}",
+                                f8_ok))
+            else:
+                targets.append((f"flake8 -j1 with the plugin <= {FLAKE8_TARGET:.2f}x without (libs)", f8_text, "n/a"))
 
         # the editor: flake8 on one file, import time, modules loaded
         ed = None
