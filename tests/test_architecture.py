@@ -231,12 +231,17 @@ def _heavy(mods: set) -> list:
     return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in NOT_UNDER_FLAKE8))
 
 
+def _python(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter (nothing of this test process imported)."""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 def test_importing_the_flake8_plugin_loads_nothing_else_of_jaxlint():
     code = ("import sys, jaxlint.flake8_plugin\n"
             "print(sorted(m for m in sys.modules if m.startswith('jaxlint')))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "['jaxlint', 'jaxlint.flake8_plugin']"
+    assert _python(code) == "['jaxlint', 'jaxlint.flake8_plugin']"
 
 
 def test_flake8_on_a_jax_file_loads_no_fixer_reporter_notebook_or_trace(tmp_path):
@@ -258,9 +263,7 @@ def test_the_checking_path_loads_no_dataclasses_or_hashlib():
             "jaxlint.flake8_plugin.JaxlintChecker.rules()\n"
             "jaxlint.source.content_hash(b'x')\n"
             "print(sorted(m for m in ('dataclasses', 'hashlib', '_hashlib') if m in sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    assert _python(code) == "[]"
 
 
 def test_flake8_on_a_file_that_never_mentions_jax_loads_no_model(tmp_path):
