@@ -93,8 +93,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
 
         registry._catalog()
     # Largest files first, in small chunks: a 10,000-line module taken last would leave the other
-    # workers idle while it is checked. Neighbours stay together within a chunk (they import the
-    # same project modules, whose summaries each worker builds once). Results come back in order.
+    # workers idle while it is checked. Results come back in the order of ``files``.
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     chunk = max(1, min(4, len(files) // (jobs * 8)))
     out: list = [None] * len(files)
