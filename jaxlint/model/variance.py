@@ -102,16 +102,17 @@ class _Driver:
         self.every = every
         self.per = per
 
+    def _key(self) -> tuple:
+        return (self.what, self.every, self.per)
+
     def __eq__(self, other) -> bool:
-        if not isinstance(other, _Driver):
-            return NotImplemented
-        return (self.what, self.every, self.per) == (other.what, other.every, other.per)
+        return self._key() == other._key() if isinstance(other, _Driver) else NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self.what, self.every, self.per))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"_Driver({self.what!r}, {self.every!r}, {self.per!r})"
+        return "_Driver(%s)" % ", ".join(map(repr, self._key()))
 
 
 class ShapeVariance:
