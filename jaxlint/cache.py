@@ -29,7 +29,7 @@ import time
 from typing import Optional, Sequence
 
 from . import __version__
-from .project import locate_from
+from .project import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 
@@ -90,7 +90,7 @@ class ResultCache:
         self._settled_before = time.time_ns() - SETTLED_S * 1_000_000_000
         self._hashes: dict = {}  # path -> content hash (None: unreadable), memo for this run
         self._located: dict = {}
-        self._files: dict = {}  # path -> isfile, memo for this run
+        self._listing = FileListing()  # isfile, from one directory read per folder for this run
         self.hits = 0
         self._load()
 
@@ -130,12 +130,6 @@ class ResultCache:
         elif self.stats.pop(path, None) is not None:
             self.dirty = True
 
-    def _isfile(self, path: str) -> bool:
-        hit = self._files.get(path)
-        if hit is None:
-            hit = self._files[path] = os.path.isfile(path)
-        return hit
-
     def _deps_hold(self, deps: list) -> bool:
         for dep in deps:
             if dep[0] == "f":
@@ -144,7 +138,7 @@ class ResultCache:
             elif dep[0] == "q":
                 key = (dep[1], dep[2], dep[3])
                 if key not in self._located:
-                    self._located[key] = locate_from(*key, isfile=self._isfile)
+                    self._located[key] = locate_from(*key, isfile=self._listing.isfile)
                 if self._located[key] != dep[4]:
                     return False
             else:

@@ -33,6 +33,7 @@ class ProjectResolver:
         self._models: "OrderedDict[str, object]" = OrderedDict()
         self._files: dict = {}
         self._abs: dict = {}  # absolute path as given -> os.path.abspath of it (asked thousands of times)
+        self._listing = FileListing()  # os.path.isfile for locating imports, one directory read per folder
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
         self.depth = 0
@@ -42,6 +43,7 @@ class ProjectResolver:
         self._models.clear()
         self._files.clear()
         self._abs.clear()
+        self._listing = FileListing()
         self._deps.clear()
 
     # ----------------------------------------------------------- dependencies
@@ -70,7 +72,7 @@ class ProjectResolver:
         if key in self._files:
             found = self._files[key]
         else:
-            found = self._files[key] = locate_from(*key)
+            found = self._files[key] = locate_from(*key, isfile=self._listing.isfile)
         if self._recorders:
             self._note((("q", *key, found),))
         return found
@@ -232,6 +234,40 @@ def array_candidates(text: str) -> frozenset:
         if i >= 0 and marks[i][1]:
             out.add(marks[i][1])
     return frozenset(out)
+
+
+class FileListing:
+    """``os.path.isfile`` answered from one read of each directory, remembered: locating one
+    import asks for up to eight candidate files (``mod.py``, ``mod/__init__.py``, next to the file
+    and at the package root), nearly all in folders that do not exist, and a check asks for
+    thousands. Names match exactly, as Python's import system matches them, also where the file
+    system ignores case."""
+
+    __slots__ = ("_dirs",)
+
+    def __init__(self) -> None:
+        self._dirs: dict = {}  # folder -> names of the regular files in it (symlinks followed)
+
+    def isfile(self, path: str) -> bool:
+        folder, name = os.path.split(path)
+        names = self._dirs.get(folder)
+        if names is None:
+            if len(self._dirs) > 50_000:
+                self._dirs.clear()
+            try:
+                with os.scandir(folder or ".") as entries:
+                    names = frozenset(e.name for e in entries if _is_file(e))
+            except OSError:  # no such folder (the usual case), or unreadable
+                names = frozenset()
+            self._dirs[folder] = names
+        return name in names
+
+
+def _is_file(entry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a broken link, or one that cannot be followed
+        return False
 
 
 if os.sep == "/" and os.altsep is None:

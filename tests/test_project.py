@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from jaxlint.project import ProjectResolver
+from jaxlint.project import FileListing, ProjectResolver
 from ruletools import make_project as make
 from ruletools import path_codes as codes
 
@@ -91,6 +91,29 @@ def test_resolver_locates_files(tmp_path):
     assert r.locate(here, "pkg.n", 0) == str(tmp_path / "pkg/n.py")
     assert r.locate(here, "top", 0) == str(tmp_path / "top.py")
     assert r.locate(here, "numpy", 0) is None
+
+
+def test_file_listing_answers_as_isfile(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": ""})
+    (tmp_path / "pkg" / "dir.py").mkdir()  # a folder named like a module is not a file
+    (tmp_path / "pkg" / "link.py").symlink_to(tmp_path / "pkg" / "mod.py")
+    (tmp_path / "pkg" / "broken.py").symlink_to(tmp_path / "pkg" / "gone.py")
+    listing = FileListing()
+    for name in ("__init__.py", "mod.py", "dir.py", "link.py", "broken.py", "gone.py", "MOD.py"):
+        path = str(tmp_path / "pkg" / name)
+        expected = name in ("__init__.py", "mod.py", "link.py")  # names match exactly, as imports do
+        assert listing.isfile(path) is expected, name
+    assert listing.isfile(str(tmp_path / "nowhere" / "mod.py")) is False
+
+
+def test_a_new_resolver_sees_files_created_since_the_last(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/m.py": ""})
+    here = str(tmp_path / "pkg/m.py")
+    r = ProjectResolver()
+    assert r.locate(here, "n", 1) is None
+    make(tmp_path, {"pkg/n.py": ""})
+    r.clear()  # a new run: the CLI clears the resolver before each
+    assert r.locate(here, "n", 1) == str(tmp_path / "pkg/n.py")
 
 
 def test_flake8_resolves_imports_too(tmp_path):
