@@ -30,9 +30,14 @@ _JAX_WORDS = ("jax", "flax", "equinox")  # the top-level packages ModuleModel.im
 
 def mentions_jax(text: str) -> bool:
     """Whether ``text`` contains ``jax``, ``flax`` or ``equinox`` (after NFKC normalization when
-    it is not ASCII, as Python normalizes identifiers: ``import ｊａｘ`` imports jax)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+    it is not ASCII, as Python normalizes identifiers: ``import ｊａｘ`` imports jax). The words
+    as written are looked for first: most modules with non-ASCII text (a docstring's ``—``) name
+    JAX plainly, and normalizing costs more than the search."""
+    if any(w in text for w in _JAX_WORDS):
+        return True
+    if text.isascii():
+        return False
+    text = unicodedata.normalize("NFKC", text)
     return any(w in text for w in _JAX_WORDS)
 
 

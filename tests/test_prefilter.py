@@ -89,6 +89,10 @@ def test_nfkc_spellings_of_jax_count_as_jax():
     """Python reads ``ｊａｘ`` (full-width letters) as the identifier ``jax``."""
     assert prefilter.mentions_jax("import \uff4a\uff41\uff58\n")
     assert not prefilter.mentions_jax("import numpy\n")
+    # non-ASCII text that names JAX plainly, or only once normalized, or not at all
+    assert prefilter.mentions_jax('"""Adam \u2014 in JAX."""\nimport jax\n')
+    assert prefilter.mentions_jax('"""\u2014"""\nimport \uff46\uff4c\uff41\uff58\n')
+    assert not prefilter.mentions_jax('"""\u2014"""\nimport numpy\n')
     plain = "import jax\n" + MODEL.replace("import jax\n", "") + LOOP
     src = plain.replace("jax", "\uff4a\uff41\uff58")
     assert ast.dump(ast.parse(src)) == ast.dump(ast.parse(plain))
