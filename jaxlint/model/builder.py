@@ -19,7 +19,7 @@ from .records import (
     Scope,
 )
 from .syntax import _end, _names_in, _pos
-from .tracing import _TraceAnalysis
+from .tracing import API_LAST_NAMES, _TraceAnalysis
 
 
 def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False) -> ModuleModel:
@@ -65,7 +65,11 @@ class _Builder:
         ctx = self.m.ctx
         for stmt in stmts:
             ctx[id(stmt)] = self.cur
-            self.visit(stmt)
+            handler = _HANDLERS.get(type(stmt))  # visit() inlined: a statement is never a leaf
+            if handler is not None:
+                handler(self, stmt)
+            else:
+                self.visit(stmt)
 
     def visit(self, node: ast.AST) -> None:
         t = type(node)
@@ -80,7 +84,7 @@ class _Builder:
 
     def visit_all(self, nodes) -> None:
         for n in nodes:
-            if n is not None:
+            if n is not None and type(n) not in _LEAVES:
                 self.visit(n)
 
     def bind(self, name: str, kind: str, value, path, node, pos) -> None:
@@ -163,9 +167,15 @@ class _Builder:
         m.functions.append(fi)
         m.func_of_node[id(node)] = fi
         m.ctx[id(node)] = self.cur
-        pos = _pos(node)
+        pos = (node.lineno, node.col_offset)
+        events = scope.events
         for p in params + kwonly + ([a.vararg.arg] if a.vararg else []) + ([a.kwarg.arg] if a.kwarg else []):
-            scope.events.setdefault(p, []).append(Binding(pos, "param", p, None, node, scope))
+            b = Binding(pos, "param", p, None, node, scope)
+            evs = events.get(p)
+            if evs is None:
+                events[p] = [b]
+            else:
+                evs.append(b)
         if cls is not None and not isinstance(node, ast.Lambda):
             cls.methods[name] = fi
         return fi
@@ -241,13 +251,22 @@ class _Builder:
             self._store(target.value, kind)
 
     def v_Assign(self, node: ast.Assign) -> None:
-        self.visit(node.value)
-        self.visit_all(node.targets)
-        pos = _end(node)
-        for t in node.targets:
-            self.m.stmt_of[id(t)] = node
-            self._store(t, "assign")
-            self.bind_target(t, node.value, pos)
+        value = node.value
+        if type(value) not in _LEAVES:
+            self.visit(value)
+        targets = node.targets
+        for t in targets:
+            if type(t) is not _NAME:
+                self.visit(t)
+        pos = (node.end_lineno or node.lineno, node.end_col_offset or 0)  # _end(node)
+        stmt_of = self.m.stmt_of
+        for t in targets:
+            stmt_of[id(t)] = node
+            if type(t) is _NAME:  # what _store (nothing) and bind_target do for a plain name
+                self.bind(t.id, "assign", value, None, t, pos)
+            else:
+                self._store(t, "assign")
+                self.bind_target(t, value, pos)
 
     def v_Delete(self, node: ast.Delete) -> None:
         for t in node.targets:
@@ -311,10 +330,12 @@ class _Builder:
         self._raising([node.exc, node.cause])
 
     def v_Return(self, node: ast.Return) -> None:
-        if node.value is not None:
-            self.visit(node.value)
+        value = node.value
+        if value is not None:
+            if type(value) not in _LEAVES:
+                self.visit(value)
             if self.func is not None:
-                self.func.returns.append(node.value)
+                self.func.returns.append(value)
 
     # -- control flow
 
@@ -357,7 +378,8 @@ class _Builder:
 
     def v_If(self, node: ast.If) -> None:
         self.m.ifs.append(node)
-        self.visit(node.test)
+        if type(node.test) not in _LEAVES:
+            self.visit(node.test)
         saved_guards, saved_branches, saved_cur = self.guards, self.branches, self.cur
         self.guards = self.guards + ((node.test, len(self.loops)),)
         self.branches = saved_branches + ((id(node), 0),)
@@ -414,36 +436,50 @@ class _Builder:
         m.ctx[id(node)] = self.cur
         m.calls.append(node)
         func = node.func
-        last = func.attr if type(func) is ast.Attribute else (func.id if type(func) is ast.Name else "")
+        t = type(func)
+        last = func.attr if t is _ATTRIBUTE else (func.id if t is _NAME else "")
         bucket = m.calls_by_name.get(last)
         if bucket is None:
             m.calls_by_name[last] = [node]
         else:
             bucket.append(node)
+        if last in API_LAST_NAMES or t is _CALL:
+            m.trace_calls.append(node)
         if self.func is not None:
             self.func.calls.append(node)
         if self.loop is not None:
             self.loop.calls.append(node)
-        self.visit(func)
+        if t is _ATTRIBUTE:  # v_Attribute, inlined
+            m.attr_names.add(last)
+            value = func.value
+            if type(value) is not _NAME:
+                self.visit(value)
+        elif t is not _NAME:
+            self.visit(func)
         for a in node.args:
-            t = type(a)
-            if t is not _NAME and t is not _CONSTANT:
+            if type(a) not in _LEAVES:
                 self.visit(a)
         for kw in node.keywords:
-            self.visit(kw.value)
+            value = kw.value
+            if type(value) not in _LEAVES:
+                self.visit(value)
 
     def v_JoinedStr(self, node: ast.JoinedStr) -> None:
         self.m.ctx[id(node)] = self.cur
         self.m.joined_strs.append(node)
         for v in node.values:
-            self.visit(v)
+            if type(v) is not _CONSTANT:
+                self.visit(v)
 
     def v_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        left, right = node.left, node.right
+        if type(node.op) is ast.Mod and type(left) is _CONSTANT and isinstance(left.value, str):
             self.m.ctx[id(node)] = self.cur
             self.m.percent_formats.append(node)
-        self.visit(node.left)
-        self.visit(node.right)
+        if type(left) not in _LEAVES:
+            self.visit(left)
+        if type(right) not in _LEAVES:
+            self.visit(right)
 
     # Fast paths for the commonest nodes (ast.iter_child_nodes is slow).
 
@@ -458,16 +494,20 @@ class _Builder:
     def v_Attribute(self, node: ast.Attribute) -> None:
         self.m.attr_names.add(node.attr)
         value = node.value
-        if type(value) is not _NAME:
+        if type(value) not in _LEAVES:
             self.visit(value)
 
     def v_Expr(self, node: ast.Expr) -> None:
-        self.m.expr_values.add(id(node.value))
-        self.m.stmt_of[id(node.value)] = node
-        self.visit(node.value)
+        value = node.value
+        m = self.m
+        m.expr_values.add(id(value))
+        m.stmt_of[id(value)] = node
+        if type(value) not in _LEAVES:
+            self.visit(value)
 
     def v_Starred(self, node) -> None:
-        self.visit(node.value)
+        if type(node.value) not in _LEAVES:
+            self.visit(node.value)
 
     v_keyword = v_Starred
     v_Await = v_Starred
@@ -478,42 +518,50 @@ class _Builder:
             self.visit(node.format_spec)
 
     def v_Subscript(self, node: ast.Subscript) -> None:
-        if self.func is not None and isinstance(node.ctx, ast.Load):
+        if self.func is not None and type(node.ctx) is ast.Load:
             self.m.ctx[id(node)] = self.cur
             self.func.subscripts.append(node)
-        self.visit(node.value)
-        self.visit(node.slice)
+        if type(node.value) not in _LEAVES:
+            self.visit(node.value)
+        if type(node.slice) not in _LEAVES:
+            self.visit(node.slice)
 
     def v_Tuple(self, node) -> None:
         for elt in node.elts:
-            self.visit(elt)
+            if type(elt) not in _LEAVES:
+                self.visit(elt)
 
     v_List = v_Tuple
     v_Set = v_Tuple
 
     def v_Compare(self, node: ast.Compare) -> None:
-        self.visit(node.left)
+        if type(node.left) not in _LEAVES:
+            self.visit(node.left)
         for c in node.comparators:
-            self.visit(c)
+            if type(c) not in _LEAVES:
+                self.visit(c)
 
     def v_BoolOp(self, node: ast.BoolOp) -> None:
         self.m.ctx[id(node)] = self.cur
         self.m.bool_nodes.append(node)
         for v in node.values:
-            self.visit(v)
+            if type(v) not in _LEAVES:
+                self.visit(v)
 
     def v_UnaryOp(self, node: ast.UnaryOp) -> None:
-        if isinstance(node.op, ast.Not):
+        if type(node.op) is ast.Not:
             self.m.ctx[id(node)] = self.cur
             self.m.bool_nodes.append(node)
-        self.visit(node.operand)
+        if type(node.operand) not in _LEAVES:
+            self.visit(node.operand)
 
     def v_Dict(self, node: ast.Dict) -> None:
         for k in node.keys:
-            if k is not None:
+            if k is not None and type(k) not in _LEAVES:
                 self.visit(k)
         for v in node.values:
-            self.visit(v)
+            if type(v) not in _LEAVES:
+                self.visit(v)
 
     def v_Slice(self, node: ast.Slice) -> None:
         for part in (node.lower, node.upper, node.step):
@@ -524,4 +572,5 @@ class _Builder:
 # node type -> the _Builder method that visits it (``v_<TypeName>``), built once, not per module
 _HANDLERS = {getattr(ast, name[2:]): getattr(_Builder, name) for name in dir(_Builder)
              if name.startswith("v_") and hasattr(ast, name[2:])}  # ast.TryStar is 3.11+
-_NAME, _CONSTANT = ast.Name, ast.Constant
+_NAME, _CONSTANT, _ATTRIBUTE, _CALL = ast.Name, ast.Constant, ast.Attribute, ast.Call
+_LEAVES = frozenset({ast.Name, ast.Constant})  # what visit() returns at at once: its callers skip the call
