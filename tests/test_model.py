@@ -435,6 +435,42 @@ def test_untraced_functions_stay_untraced():
     assert func(m, "step").traced
 
 
+def test_trace_calls_are_the_calls_that_may_jit_transform_or_run_a_lax_body_in_walk_order():
+    tree, m = build("""
+    import jax
+    from jax import lax
+
+    def body(c, x):
+        return c + jnp.sin(x), x
+
+    def run(xs):
+        f = jax.jit(jax.vmap(body))
+        g = make()(xs)
+        print(len(xs))
+        return lax.scan(body, 0.0, xs), f, g
+    """)
+    spelled = [ast.unparse(c.func) for c in m.trace_calls]
+    assert spelled == ["jax.jit", "jax.vmap", "make()", "lax.scan"]  # not sin/print/len/make
+    assert set(map(id, m.trace_calls)) <= set(map(id, m.calls))
+
+
+@pytest.mark.parametrize("alias", [
+    "from jax import jit as compile_fn",  # a local alias by import
+    "import jax\ncompile_fn = jax.jit",  # ... and by assignment at module level
+])
+def test_a_local_alias_of_jit_still_traces_the_function_it_wraps(alias):
+    _, m = build(alias + textwrap.dedent("""
+    import jax.numpy as jnp
+
+    def step(x):
+        return jnp.sin(x)
+
+    fast = compile_fn(step)
+    """))
+    assert func(m, "step").traced  # compile_fn is not one of the API's names the walk keeps
+    assert [c for c in m.trace_calls if ast.unparse(c.func) == "compile_fn"] == []
+
+
 def test_pure_callback_host_function_is_not_traced():
     _, m = build("""
     import jax

@@ -50,6 +50,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self.classes: dict[int, ClassInfo] = {}
         self.loops: list[Loop] = []
         self.calls: list[ast.Call] = []
+        self.trace_calls: list[ast.Call] = []  # calls that may be a jit/transform/lax call (tracing.API_LAST_NAMES)
         self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
         self.joined_strs: list[ast.JoinedStr] = []
         self.percent_formats: list[ast.BinOp] = []

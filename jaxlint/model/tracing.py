@@ -15,6 +15,16 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
 
 
+# The names a call of a jit wrapper, transform or lax primitive ends in (``jax.jit`` -> ``jit``). The
+# walk keeps the calls ending in one of these, or whose callee is itself a call
+# (``ModuleModel.trace_calls``), so that a module without local aliases of them is not scanned again.
+API_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*N.JIT_WRAPPERS, *N.TRANSFORMS, *N.LAX_BODIES))
+
+
+def _last_name(func: ast.AST) -> Optional[str]:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
 class _TraceAnalysis:
     """Which functions are traced, with static arguments and tracer parameters."""
 
@@ -29,11 +39,12 @@ class _TraceAnalysis:
             if not isinstance(fi.node, ast.Lambda):
                 self._decorators(fi)
         names = self._spellings()
-        for call in m.calls:
-            func = call.func
-            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if last in names or isinstance(func, ast.Call):
-                self._call(call)
+        if names <= API_LAST_NAMES:  # no local alias: the walk kept exactly these calls, in its order
+            calls = m.trace_calls
+        else:
+            calls = [c for c in m.calls if _last_name(c.func) in names or isinstance(c.func, ast.Call)]
+        for call in calls:
+            self._call(call)
         for fi in m.functions:  # a static argument is static whatever else traces the function
             fi.tracer_params -= fi.static_names()
         self._propagate()
@@ -41,8 +52,7 @@ class _TraceAnalysis:
     def _spellings(self) -> set:
         """Names a call of a jit wrapper, transform or lax primitive can end in here (the API's own
         names plus local aliases). Calls ending otherwise are not resolved at all."""
-        known = set(N.JIT_WRAPPERS) | set(N.TRANSFORMS) | set(N.LAX_BODIES)
-        return self.m.spellings({q.rsplit(".", 1)[1] for q in known})
+        return self.m.spellings(API_LAST_NAMES)
 
     # -- marking
 
@@ -229,7 +239,10 @@ class _TraceAnalysis:
             budget -= 1
             f = work.pop()
             for call in f.calls:
-                qn = m.resolve(call.func, f.scope)
+                func = call.func
+                if type(func) is ast.Attribute and not (type(func.value) is ast.Name and func.value.id in ("self", "cls")):
+                    continue  # ``jnp.sum(x)``, ``obj.method(x)``: no function of this module (local_functions)
+                qn = m.resolve(func, f.scope)
                 if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.LAX_BODIES or qn == N.PARTIAL:
                     continue
                 targets = m.local_functions(call.func, f.scope)
