@@ -104,9 +104,9 @@ class HostTransferInLoop(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         reported: set = set()
-        for call in model.calls:
+        for call in model.loop_calls:
             ctx = model.context(call)
-            if ctx is None or not ctx.loops or not model.may_sync(call):
+            if not model.may_sync(call):
                 continue
             what, kind = _fetch_spelling(model, call, model.host_fetch(call)), "fetch"
             if what is None and last_name(call.func) in FETCH_OR_FORMAT_NAMES and model.formats_jax_call(call):
@@ -228,10 +228,8 @@ class BlockUntilReadyInLoop(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
+        for call in model.calls_by_name.get("block_until_ready", ()):
             func = call.func
-            if last_name(func) != "block_until_ready":
-                continue
             qn = model.resolve(func, model.scope_at(call))
             if not (qn == N.BLOCK_UNTIL_READY or (isinstance(func, ast.Attribute)
                                                    and func.attr == "block_until_ready" and qn is None)):

@@ -338,9 +338,9 @@ class ShapeChurn(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
+        for call in model.loop_calls:
             ctx = model.context(call)
-            if ctx is None or not ctx.loops or model.in_traced_code(call):
+            if model.in_traced_code(call):
                 continue
             loops = tuple(lp for lp in ctx.loops if not lp.bounded)
             if not loops:

@@ -471,6 +471,26 @@ def test_a_local_alias_of_jit_still_traces_the_function_it_wraps(alias):
     assert [c for c in m.trace_calls if ast.unparse(c.func) == "compile_fn"] == []
 
 
+def test_loop_calls_are_the_calls_with_a_loop_around_them_in_their_function():
+    tree, m = build("""
+    def run(xs, n):
+        setup(xs)
+        for i in range(n):
+            step(xs)
+            def helper(y):
+                return inner(y)  # runs where helper is called, not in this loop
+            f = lambda y: lam(y)
+            while cond(xs):
+                nested(i)
+        ys = [comp(x) for x in src(xs)]
+        return after(ys)
+    """)
+    spelled = [ast.unparse(c.func) for c in m.loop_calls]
+    # not the iterables evaluated once before their loop (range, src), nor bodies of nested functions
+    assert spelled == ["step", "cond", "nested", "comp"]
+    assert spelled == [ast.unparse(c.func) for c in m.calls if m.context(c).loops]
+
+
 def test_pure_callback_host_function_is_not_traced():
     _, m = build("""
     import jax

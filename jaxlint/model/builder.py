@@ -449,6 +449,7 @@ class _Builder:
             self.func.calls.append(node)
         if self.loop is not None:
             self.loop.calls.append(node)
+            m.loop_calls.append(node)
         if t is _ATTRIBUTE:  # v_Attribute, inlined
             m.attr_names.add(last)
             value = func.value

@@ -51,6 +51,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self.loops: list[Loop] = []
         self.calls: list[ast.Call] = []
         self.trace_calls: list[ast.Call] = []  # calls that may be a jit/transform/lax call (tracing.API_LAST_NAMES)
+        self.loop_calls: list[ast.Call] = []  # calls with a loop around them in their function (context(c).loops)
         self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
         self.joined_strs: list[ast.JoinedStr] = []
         self.percent_formats: list[ast.BinOp] = []
