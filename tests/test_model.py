@@ -2463,6 +2463,22 @@ def test_many_trips_is_the_innermost_loop_over_steps_or_items():
 # --------------------------------------------------------------------------- timing
 
 
+def test_the_statement_walk_gives_what_ast_walk_gives_of_statement_lists_in_its_order():
+    import glob
+    import os
+
+    from jaxlint.model.timing import _BLOCK_OWNERS, _statement_walk
+
+    root = os.path.join(os.path.dirname(__file__), os.pardir, "fixtures")
+    paths = sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))
+    assert len(paths) > 20
+    extra = ["match x:\n    case 1:\n        try:\n            pass\n        except E:\n            f()\n"
+             "with a:\n    for i in y:\n        while z:\n            class C:\n                def m(s): pass\n"]
+    for src in [open(p, encoding="utf-8").read() for p in paths] + extra:
+        tree = ast.parse(src)
+        assert list(_statement_walk(tree)) == [n for n in ast.walk(tree) if isinstance(n, _BLOCK_OWNERS)]
+
+
 def test_unwaited_timings_kinds_work_and_waits():
     tree, m = build("""
     import time, timeit

@@ -22,6 +22,7 @@ of these. Calls we cannot see into (``model.fit()``, an imported helper) are nei
 from __future__ import annotations
 
 import ast
+from collections import deque
 from typing import Iterator, Optional
 
 from .. import names as N
@@ -76,10 +77,11 @@ class TimingQueries:
         out: list = []
         self._timings = out
         clocks = any(self.is_clock(c) for name in _CLOCK_NAMES for c in self.calls_by_name.get(name, ()))
-        contexts = any(w in name.lower() for name in self.calls_by_name for w in TIMER_CONTEXT_WORDS)
+        called = "\0".join(self.calls_by_name).lower()  # every name a call is spelled with
+        contexts = any(w in called for w in TIMER_CONTEXT_WORDS)
         if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
-            for node in ast.walk(self.tree):
-                if clocks and isinstance(node, _BLOCK_OWNERS):  # only these hold statement lists
+            for node in _statement_walk(self.tree):
+                if clocks:
                     for block, loop_body in _blocks_of(node):
                         out.extend(self._clock_pairs(block, loop_body))
                 if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
@@ -274,6 +276,16 @@ class TimingQueries:
 
 # The nodes with statement lists (``body``, ``orelse``, ``finalbody``); expressions have none.
 _BLOCK_OWNERS = (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
+
+
+def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that hold statement lists (:data:`_BLOCK_OWNERS`), in the order
+    ``ast.walk`` gives them, without visiting expressions (statements are never inside one)."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _BLOCK_OWNERS))
+        yield node
 
 
 def _blocks_of(node: ast.AST) -> Iterator[tuple]:
