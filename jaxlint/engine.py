@@ -56,19 +56,21 @@ def _gc_paused():
 
 
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
-              path: Optional[str] = None, text: Optional[str] = None) -> list[Finding]:
+              path: Optional[str] = None, text: Optional[str] = None, digest: Optional[str] = None) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
     ``path``, names imported from the project's other modules are resolved there. With its
     source ``text``, a module that never mentions JAX gets no model unless one of its imports
     leads to JAX code of the project (no rule could fire on it otherwise)."""
     with _gc_paused():
-        return _run_rules(tree, rules, result, path, text)
+        return _run_rules(tree, rules, result, path, text, digest)
 
 
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
-               path: Optional[str], text: Optional[str] = None) -> list[Finding]:
+               path: Optional[str], text: Optional[str] = None, digest: Optional[str] = None) -> list[Finding]:
     project = PROJECT if path else None
+    if project is not None and text is not None:
+        project.offer(path, tree, text, digest)
     if text is not None and not mentions_jax(text):
         try:
             if not imports_use_jax(tree, project, path):
@@ -100,15 +102,17 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
 
 def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
     """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding."""
+    digest = content_hash(data) if isinstance(data, bytes) else None
     with _gc_paused(), PROJECT.recording() as deps:
-        result = _check_source(data, path, rules, noqa)
+        result = _check_source(data, path, rules, noqa, digest)
     result.deps = tuple(sorted(deps, key=repr))
-    if isinstance(data, bytes):
-        result.content_hash = content_hash(data)
+    if digest is not None:
+        result.content_hash = digest
     return result
 
 
-def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
+def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool,
+                  digest: Optional[str] = None) -> FileResult:
     if path.lower().endswith(".ipynb"):  # code cells as one module, mapped back to cells
         return _check_notebook(data, path, rules, noqa)
     result = FileResult(path)
@@ -129,15 +133,15 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None:
         result.findings.append(error.with_path(path))
         return result
-    findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None)
+    findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None, digest)
     result.findings = [f.with_path(path) for f in findings]
     return result
 
 
 def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],
-          project_path: Optional[str]) -> list[Finding]:
+          project_path: Optional[str], digest: Optional[str] = None) -> list[Finding]:
     """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
-    findings = run_rules(tree, rules, result, project_path, text)
+    findings = run_rules(tree, rules, result, project_path, text, digest)
     if noqa and findings and "noqa" in text.lower():
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]

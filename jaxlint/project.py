@@ -26,6 +26,7 @@ from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
 MAX_DEPTH = 2  # how many import hops a query may follow
+OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
 
 
 class ProjectResolver:
@@ -125,11 +126,44 @@ class ProjectResolver:
                 model = None
         self._deps[path] = frozenset(deps)
         self._note(deps)
+        self._keep(path, model)
+        return model
+
+    def _keep(self, path: str, model) -> None:
         self._models[path] = model
         while len(self._models) > MAX_MODELS:
             old, _ = self._models.popitem(last=False)
             self._deps.pop(old, None)
-        return model
+
+    def offer(self, path: str, tree: ast.Module, text: str, digest: Optional[str] = None) -> None:
+        """Summarize a large module being checked from its tree, while it is at hand: a module
+        checked later in this run that imports it then need not read and parse it again (the
+        largest modules of a library are the costliest to parse and imported by many others:
+        5% of a ``-j1`` check of the pinned jax corpus). The summary is the one :meth:`model`
+        builds: only for a module that may export a compiled
+        callable (the others cost :meth:`model` no parse), from a shallow model one import hop
+        deep. ``digest``: the content hash of the file's bytes, for the result cache (None under
+        flake8, which keeps no cache)."""
+        if len(text) < OFFER_CHARS:
+            return
+        path = self._abspath(path)
+        if path in self._models or not path.endswith(".py") or not _may_export_compiled(text, path):
+            return
+        from .model import ModuleSummary, build_model
+
+        self._models[path] = None
+        deps: set = {("f", path, digest)}
+        recorders, self._recorders = self._recorders, [deps]  # what it consults is its own, not the check's
+        self.depth += 1
+        try:
+            model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True), array_candidates(text))
+        except RecursionError:
+            model = None
+        finally:
+            self.depth -= 1
+            self._recorders = recorders
+        self._deps[path] = frozenset(deps)
+        self._keep(path, model)
 
     def array_results(self, path: str, digest: str, names: frozenset) -> frozenset:
         """Which of ``names`` (top-level functions of the project file ``path``) certainly return

@@ -95,6 +95,21 @@ def test_changed_imported_module_rechecks_its_importers(project, capsys, checked
     assert names(checked) == ["model.py", "train.py"]
 
 
+def test_changed_large_imported_module_rechecks_its_importers(project, capsys, checked):
+    """A module over OFFER_CHARS is summarized while it is checked (ProjectResolver.offer): what
+    its importers depend on is its content all the same."""
+    from jaxlint.project import OFFER_CHARS
+
+    pad = "".join(f"PAD_{i} = {i}\n" for i in range(OFFER_CHARS // 10))
+    (project / "pkg" / "model.py").write_text(MODEL_JIT + pad)
+    assert run(capsys, project / "pkg") == (1, [("train.py", 9, "JAX201")])
+    (project / "pkg" / "model.py").write_text(MODEL_PLAIN + pad)
+    assert run(capsys, project / "pkg") == (0, [])
+    assert names(checked) == ["model.py", "train.py"]
+    (project / "pkg" / "model.py").write_text(MODEL_JIT + pad)
+    assert run(capsys, project / "pkg") == (1, [("train.py", 9, "JAX201")])
+
+
 def test_a_new_module_that_an_import_now_resolves_to_rechecks_the_importer(project, capsys, checked):
     (project / "pkg" / "model.py").unlink()
     assert run(capsys, project / "pkg") == (0, [])

@@ -116,6 +116,48 @@ def test_a_new_resolver_sees_files_created_since_the_last(tmp_path):
     assert r.locate(here, "n", 1) == str(tmp_path / "pkg/n.py")
 
 
+BIG = MODEL + textwrap.dedent("""
+    from .other import helper, fast_other
+
+    def total(x):
+        return jnp.sum(x)
+
+    def host(x):
+        return len(x)
+""") + "\n".join(f"CONSTANT_{i} = {i}  # padding to make the module large" for i in range(1500)) + "\n"
+
+
+def _summary_facts(s):
+    exports = {n: (w.kind, w.spelling, sorted(w.static_argnums), sorted(w.static_argnames), w.inline,
+                   tuple(w.params or ())) for n, w in s.exports.items()}
+    return s.imports_jax, exports, s.reexports, s.array_results
+
+
+def test_a_large_module_checked_is_summarized_from_its_tree_as_a_lookup_would(tmp_path, monkeypatch):
+    from jaxlint import engine, project
+    from jaxlint_rules import ALL_RULES
+
+    assert len(BIG) > project.OFFER_CHARS
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/big.py": BIG, "pkg/other.py": MODEL.replace("step", "fast_other"),
+                    "pkg/train.py": "from .big import step\n" + LOOP.format(call="step(x)")})
+    big = str(tmp_path / "pkg/big.py")
+    looked_up = ProjectResolver()
+    expected = _summary_facts(looked_up.model(big))
+    assert expected[1]["step"][0] == "jit" and expected[1]["power"][3] == [] and expected[1]["power"][2] == [1]
+    assert expected[3] == frozenset({"total"})
+
+    offered = ProjectResolver()
+    monkeypatch.setattr(engine, "PROJECT", offered)
+    engine.check_path(big, [r() for r in ALL_RULES])
+    assert _summary_facts(offered._models[big]) == expected
+
+    reads = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: reads.append(str(f)) or real_open(f, *a, **k))
+    assert codes(tmp_path / "pkg/train.py") == [(6, "JAX201")]  # step found jitted through the offer
+    assert big not in reads  # ... and big.py not read again
+
+
 def test_flake8_resolves_imports_too(tmp_path):
     make(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL,
                     "pkg/train.py": "from .model import step\n" + LOOP.format(call="step(x)")})
