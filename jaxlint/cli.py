@@ -81,9 +81,16 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
         return []
     if jobs <= 0:
         jobs = os.cpu_count() or 1
+    # Largest files first: a 10,000-line module taken last would leave the other workers idle
+    # while it is checked, and a large module checked before its importers is summarized for
+    # them from its tree (ProjectResolver.offer). Results come back in the order of ``files``.
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+    out: list = [None] * len(files)
     if jobs == 1 or len(files) < 8:
         _init_worker(codes)
-        return [_check_one(f) for f in files]
+        for i in order:
+            out[i] = _check_one(files[i])
+        return out
     import multiprocessing  # only when files are checked in parallel
 
     methods = multiprocessing.get_all_start_methods()
@@ -92,11 +99,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
         from . import engine, registry  # noqa: F401
 
         registry._catalog()
-    # Largest files first, in small chunks: a 10,000-line module taken last would leave the other
-    # workers idle while it is checked. Results come back in the order of ``files``.
-    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
-    chunk = max(1, min(4, len(files) // (jobs * 8)))
-    out: list = [None] * len(files)
+    chunk = max(1, min(4, len(files) // (jobs * 8)))  # small chunks, for the same reason
     with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes),)) as pool:
         for i, res in zip(order, pool.imap(_check_one, [files[i] for i in order], chunksize=chunk)):
             out[i] = res

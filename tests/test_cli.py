@@ -284,7 +284,7 @@ def test_parallel_and_serial_runs_agree(tmp_path, capsys):
 
 
 def test_parallel_results_come_back_in_the_order_of_the_files(tmp_path, capsys):
-    """Parallel runs check the largest files first; the results must still come back in the
+    """Runs check the largest files first, -j1 too; the results must still come back in the
     order of the files asked for (the caller pairs them with its files: the result cache)."""
     files = []
     for i in range(12):  # sizes in no particular order, so largest-first reorders them
