@@ -402,6 +402,9 @@ def _why_repeats(rep) -> str:
     return "it repeats"
 
 
+_MAKER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in KEY_MAKERS)
+
+
 class ConstantKeyInLoop(Rule):
     code = "JAX503"
     name = "constant-key-in-loop"
@@ -439,7 +442,7 @@ class ConstantKeyInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         if not model.may_call_jax_random():  # no call can be a KEY_MAKERS one
             return
-        for call in model.calls:
+        for call in model.calls_named(_MAKER_NAMES):  # spelled PRNGKey/key or a local alias of one
             ctx = model.context(call)
             if ctx is None:
                 continue
