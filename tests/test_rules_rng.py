@@ -469,6 +469,23 @@ def test_jax503_from_import_spelling():
     """)
 
 
+def test_jax503_local_aliases_of_the_key_maker():
+    """The rule looks at calls spelled PRNGKey/key or a local alias of one (import or module-level
+    assignment), as the key queries do."""
+    assert_marked("""
+    import jax
+    from jax.random import PRNGKey as make_key
+
+    new_key = jax.random.key
+
+    def run(x, n):
+        for i in range(n):
+            x = x + jax.random.normal(make_key(0), x.shape)  # expect: JAX503
+            x = x + jax.random.normal(new_key(1), x.shape)  # expect: JAX503
+        return x
+    """)
+
+
 def test_jax503_nested_step_loops():
     assert_marked("""
     import jax
