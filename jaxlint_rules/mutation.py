@@ -372,7 +372,8 @@ class DiscardedFunctionalUpdate(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         unused = model.expr_values
-        for call in model.calls:
+        by_name = model.calls_by_name
+        for call in [c for name in _UPDATE_METHODS for c in by_name.get(name, ())]:  # ``<x>.at[i].set(...)``, ...
             if id(call) not in unused:
                 continue
             func = call.func

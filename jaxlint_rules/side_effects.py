@@ -75,7 +75,8 @@ class SideEffectInTracedCode(Rule):
         yield from self._decls(model)
 
     def _mutating_calls(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.calls:
+        by_name = model.calls_by_name
+        for call in [c for name in MUTATORS for c in by_name.get(name, ())]:  # spelled ``<x>.append(...)``, ...
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr in MUTATORS and isinstance(func.value, ast.Name)):
                 continue
