@@ -2743,6 +2743,33 @@ def test_key_use_follows_the_callers_own_lambdas_defs_and_distribution_sample():
     assert m.key_parameters(func(m, "rebinds")) == {}
 
 
+def test_key_parameters_are_found_among_the_calls_spelled_as_key_functions():
+    _, m = build("""
+    import jax
+    from jax.random import normal as gaussian
+
+    uniform_draw = jax.random.uniform
+
+    def by_import_alias(key, shape):
+        return gaussian(key, shape)
+
+    def by_module_alias(key, shape):
+        return uniform_draw(key, shape)
+
+    def by_local_alias(key, shape):
+        draw = jax.random.normal  # an alias bound in the function: not a spelling the queries know
+        return draw(key, shape)
+
+    def pair(keys, shape):
+        a, b = keys
+        return gaussian(a, shape)
+    """)
+    assert m.key_parameters(func(m, "by_import_alias")) == {0: "normal"}
+    assert m.key_parameters(func(m, "by_module_alias")) == {0: "uniform"}
+    assert m.key_parameters(func(m, "by_local_alias")) == {}  # as key_use_groups, which groups spelled calls
+    assert m.tuple_key_parameters(func(m, "pair")) == {(0, 0): "normal"}
+
+
 def test_key_parameters_of_module_functions_and_pairwise_uses():
     tree, m = build("""
     import jax

@@ -397,9 +397,12 @@ class KeyQueries:
         out: dict = {}
         memo[id(f)] = out
         params = f.params
+        spelled = self._key_func_calls()
         for call in f.calls:
             if not self.work.spend():
                 break
+            if id(call) not in spelled:
+                continue
             fn = self.random_function(call, f.scope)
             if fn not in KEY_FUNCS:
                 continue
@@ -484,7 +487,10 @@ class KeyQueries:
         memo[id(f)] = out
         node = f.node
         vararg = node.args.vararg.arg if node.args.vararg is not None else None
+        spelled = self._key_func_calls()
         for call in f.calls:
+            if id(call) not in spelled:
+                continue
             fn = self.random_function(call, f.scope)
             if fn not in KEY_FUNCS:
                 continue
@@ -505,6 +511,15 @@ class KeyQueries:
             elif isinstance(first, ast.Starred) and isinstance(first.value, ast.Name) and first.value.id == vararg:
                 out.setdefault(len(f.params), fn)
         return out
+
+    def _key_func_calls(self) -> frozenset:
+        """Ids of the calls spelled as a KEY_FUNCS function or a local alias of one
+        (:meth:`~jaxlint.model.ModuleModel.calls_named`), the calls :meth:`key_use_groups` groups:
+        the only ones resolved when looking for the key parameters of a function."""
+        memo = self.__dict__.get("_key_func_calls_memo")
+        if memo is None:
+            memo = self.__dict__["_key_func_calls_memo"] = frozenset(map(id, self.calls_named(KEY_FUNCS)))
+        return memo
 
     def key_use_groups(self) -> list:
         """The key uses of the module grouped by the binding they consume (and the scope they run
