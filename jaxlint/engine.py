@@ -61,7 +61,11 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
     ``path``, names imported from the project's other modules are resolved there. With its
     source ``text``, a module that never mentions JAX gets no model unless one of its imports
-    leads to JAX code of the project (no rule could fire on it otherwise)."""
+    leads to JAX code of the project (no rule could fire on it otherwise). With its ``digest``
+    too (the content hash of the file: ``jaxlint check``), a large module is summarized for the
+    project's other modules from ``tree`` (:meth:`~jaxlint.project.ProjectResolver.offer`); not
+    under flake8, which checks one file per editor save, and the files of a run in an order that
+    imports rarely follow."""
     with _gc_paused():
         return _run_rules(tree, rules, result, path, text, digest)
 
@@ -69,7 +73,7 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
                path: Optional[str], text: Optional[str] = None, digest: Optional[str] = None) -> list[Finding]:
     project = PROJECT if path else None
-    if project is not None and text is not None:
+    if project is not None and text is not None and digest is not None:
         project.offer(path, tree, text, digest)
     if text is not None and not mentions_jax(text):
         try:

@@ -142,8 +142,7 @@ class ProjectResolver:
         5% of a ``-j1`` check of the pinned jax corpus). The summary is the one :meth:`model`
         builds: only for a module that may export a compiled
         callable (the others cost :meth:`model` no parse), from a shallow model one import hop
-        deep. ``digest``: the content hash of the file's bytes, for the result cache (None under
-        flake8, which keeps no cache)."""
+        deep. ``digest``: the content hash of the file's bytes, for the result cache."""
         if len(text) < OFFER_CHARS:
             return
         path = self._abspath(path)
