@@ -6,7 +6,9 @@ and the rules learn what they would know had the function been defined locally: 
 ``train_step`` runs compiled code, its static arguments, that it returns JAX arrays.
 
 Only files of the project are read (the importing file's folder, and the folder above its top
-package); installed libraries are not analysed. Models are cached per process (LRU), and
+package); installed libraries are not analysed. A module of the project that ``jaxlint check``
+is checking anyway and that is large is summarized from the tree the check parsed
+(:meth:`ProjectResolver.offer`). Models are cached per process (LRU), and
 dependency models resolve their own imports only a few levels deep, so a chain of imports
 cannot make one file's check read the whole project.
 """
@@ -140,9 +142,9 @@ class ProjectResolver:
         checked later in this run that imports it then need not read and parse it again (the
         largest modules of a library are the costliest to parse and imported by many others:
         5% of a ``-j1`` check of the pinned jax corpus). The summary is the one :meth:`model`
-        builds: only for a module that may export a compiled
-        callable (the others cost :meth:`model` no parse), from a shallow model one import hop
-        deep. ``digest``: the content hash of the file's bytes, for the result cache."""
+        builds: only for a module that may export a compiled callable (the others cost
+        :meth:`model` no parse), from a shallow model one import hop deep. ``digest``: the content
+        hash of the file's bytes, for the result cache."""
         if len(text) < OFFER_CHARS:
             return
         path = self._abspath(path)
