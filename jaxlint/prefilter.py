@@ -18,7 +18,6 @@ flake8 plugin can ask them before it loads anything else of jaxlint):
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Optional
 
 # The largest module in jax 0.10.2 (lax.py) has 389,198 characters; the generated module of
@@ -37,6 +36,8 @@ def mentions_jax(text: str) -> bool:
         return True
     if text.isascii():
         return False
+    import unicodedata  # here: most modules never get this far, and an editor's save pays ~1 ms to load it
+
     text = unicodedata.normalize("NFKC", text)
     return any(w in text for w in _JAX_WORDS)
 
