@@ -372,8 +372,7 @@ class DiscardedFunctionalUpdate(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         unused = model.expr_values
-        by_name = model.calls_by_name
-        for call in [c for name in _UPDATE_METHODS for c in by_name.get(name, ())]:  # ``<x>.at[i].set(...)``, ...
+        for call in model.calls_named(_UPDATE_METHODS):  # ``<x>.at[i].set(...)``, ...
             if id(call) not in unused:
                 continue
             func = call.func

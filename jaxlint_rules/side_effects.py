@@ -75,8 +75,7 @@ class SideEffectInTracedCode(Rule):
         yield from self._decls(model)
 
     def _mutating_calls(self, model: ModuleModel) -> Iterator[Finding]:
-        by_name = model.calls_by_name
-        for call in [c for name in MUTATORS for c in by_name.get(name, ())]:  # spelled ``<x>.append(...)``, ...
+        for call in model.calls_named(MUTATORS):  # spelled ``<x>.append(...)``, ...
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr in MUTATORS and isinstance(func.value, ast.Name)):
                 continue

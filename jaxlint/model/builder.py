@@ -453,7 +453,7 @@ class _Builder:
         if t is _ATTRIBUTE:  # v_Attribute, inlined
             m.attr_names.add(last)
             value = func.value
-            if type(value) is not _NAME:
+            if type(value) not in _LEAVES:
                 self.visit(value)
         elif t is not _NAME:
             self.visit(func)
