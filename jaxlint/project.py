@@ -107,7 +107,7 @@ class ProjectResolver:
         model = None
         with self.recording() as deps:
             try:
-                from .model import ModuleSummary, build_model
+                from .model import ModuleSummary
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -117,7 +117,7 @@ class ProjectResolver:
                 candidates = array_candidates(text)
                 if _may_export_compiled(text, path):
                     tree = ast.parse(text, filename=path)
-                    model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True), candidates)
+                    model = self._summary(tree, path, candidates)
                 else:
                     # judged on demand: most such modules are never asked what a function returns
                     model = ModuleSummary.empty(path, self, imports_jax="jax" in text, pending=candidates,
@@ -130,6 +130,14 @@ class ProjectResolver:
         self._note(deps)
         self._keep(path, model)
         return model
+
+    def _summary(self, tree: ast.Module, path: str, candidates: frozenset):
+        """The summary of a module that may export a compiled callable: from a shallow model of
+        its tree (module and class level only); the one place :meth:`model` and :meth:`offer`
+        make it."""
+        from .model import ModuleSummary, build_model
+
+        return ModuleSummary(build_model(tree, path=path, project=self, shallow=True), candidates)
 
     def _keep(self, path: str, model) -> None:
         self._models[path] = model
@@ -150,14 +158,12 @@ class ProjectResolver:
         path = self._abspath(path)
         if path in self._models or not path.endswith(".py") or not _may_export_compiled(text, path):
             return
-        from .model import ModuleSummary, build_model
-
         self._models[path] = None
         deps: set = {("f", path, digest)}
         recorders, self._recorders = self._recorders, [deps]  # what it consults is its own, not the check's
         self.depth += 1
         try:
-            model = ModuleSummary(build_model(tree, path=path, project=self, shallow=True), array_candidates(text))
+            model = self._summary(tree, path, array_candidates(text))
         except RecursionError:
             model = None
         finally:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 from .. import names as N
 from . import limits as L
 from .records import FunctionInfo, JitWrap, Scope, TraceCause
-from .syntax import _int_set, _kw, _pos, _str_set, call_arg
+from .syntax import _int_set, _kw, _pos, _str_set, call_arg, last_name
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -19,10 +19,6 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
 # walk keeps the calls ending in one of these, or whose callee is itself a call
 # (``ModuleModel.trace_calls``), so that a module without local aliases of them is not scanned again.
 API_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*N.JIT_WRAPPERS, *N.TRANSFORMS, *N.LAX_BODIES))
-
-
-def _last_name(func: ast.AST) -> Optional[str]:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 class _TraceAnalysis:
@@ -42,7 +38,7 @@ class _TraceAnalysis:
         if names <= API_LAST_NAMES:  # no local alias: the walk kept exactly these calls, in its order
             calls = m.trace_calls
         else:
-            calls = [c for c in m.calls if _last_name(c.func) in names or isinstance(c.func, ast.Call)]
+            calls = [c for c in m.calls if last_name(c.func) in names or isinstance(c.func, ast.Call)]
         for call in calls:
             self._call(call)
         for fi in m.functions:  # a static argument is static whatever else traces the function
