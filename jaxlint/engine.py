@@ -15,7 +15,6 @@ from typing import Optional, Sequence
 
 from .model import build_model
 from .model.module import imports_use_jax
-from .noqa import NoqaMap
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
@@ -147,6 +146,8 @@ def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result
     """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
     findings = run_rules(tree, rules, result, project_path, text, digest)
     if noqa and findings and "noqa" in text.lower():
+        from .noqa import NoqaMap  # here: flake8 reads # noqa itself, and the plugin never loads this
+
         nmap = NoqaMap(text)
         findings = [f for f in findings if not nmap.suppresses(f.line, f.code)]
     return findings

@@ -205,9 +205,11 @@ def test_the_rules_load_on_first_use_only():
 
 # What a flake8 run must never load (the editor runs flake8 on every save): the fixer and the
 # edit library, notebooks, reporters, the CLI, the result cache, config files, IPython, docs and
-# the dynamic mode. The engine, the model and the rules load only for a file that may use JAX.
+# the dynamic mode, and the ``# noqa`` reader (flake8 applies ``# noqa`` itself). The engine, the
+# model and the rules load only for a file that may use JAX.
 NOT_UNDER_FLAKE8 = ("jaxlint.fix", "jaxlint.edits", "jaxlint.notebook", "jaxlint.reporters", "jaxlint.trace",
-                    "jaxlint.cli", "jaxlint.cache", "jaxlint.config", "jaxlint.ipython", "jaxlint.docs")
+                    "jaxlint.cli", "jaxlint.cache", "jaxlint.config", "jaxlint.ipython", "jaxlint.docs",
+                    "jaxlint.noqa")
 
 _FLAKE8_RUN = """
 import sys
@@ -264,6 +266,23 @@ def test_the_checking_path_loads_no_dataclasses_or_hashlib():
             "jaxlint.source.content_hash(b'x')\n"
             "print(sorted(m for m in ('dataclasses', 'hashlib', '_hashlib') if m in sys.modules))\n")
     assert _python(code) == "[]"
+
+
+def test_the_plugin_loads_the_engine_and_rules_with_the_cyclic_gc_paused():
+    """With a collection due at every allocation, loading the checking path collects once, when
+    the GC is on again (thousands of times unpaused), and it stays off for a program that turned
+    it off."""
+    code = ("import gc, sys\n"
+            "from jaxlint.flake8_plugin import JaxlintChecker\n"
+            "runs = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(phase))\n"
+            "gc.set_threshold(1)\n"
+            "JaxlintChecker.rules()\n"
+            "gc.set_threshold(700)\n"
+            "print(runs.count('start'), gc.isenabled(), 'jaxlint_rules' in sys.modules)\n")
+    assert _python(code) == "1 True True"
+    off = "import gc\ngc.disable()\nfrom jaxlint.flake8_plugin import JaxlintChecker\nJaxlintChecker.rules()\nprint(gc.isenabled())\n"
+    assert _python(off) == "False"
 
 
 def test_flake8_on_a_file_that_never_mentions_jax_loads_no_model(tmp_path):
