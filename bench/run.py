@@ -12,7 +12,9 @@ Measures, in one run (wall time = median of --runs runs, subprocess + time.perf_
      untimed priming run); targets on libs+jax: cold -j0 >= 100k lines/s on 2 cores and <= 2.5x
      ruff's default rules, cold -j1 >= 55k lines/s, warm <= 0.25 s;
   4. warm with one file changed before each run, in a copy of libs+jax (target <= 0.4 s);
-  5. ruff check (its default rules, and --select ALL) --no-cache on the same trees, as anchors;
+  5. ruff check (its default rules, and --select ALL) --no-cache on the same trees, as anchors, and
+     reading and parsing alone (bench/parse_floor.py, -j1 / -j0, interleaved with the cold checks):
+     the floor under a cold check, shown beside the ruff target;
   6. peak RSS of each command (os.wait4 on the child, see README), and of checking one generated
      200k-line module (bench/bigfile.py; target: under 400 MB, or refused with a JAX000 line);
   7. files / lines per tree, lines per second, findings per code.
@@ -53,7 +55,7 @@ WARM_TARGET_S = 0.25  # warm `jaxlint check -j0`, nothing changed
 WARM_ONE_TARGET_S = 0.4  # warm `jaxlint check -j0`, one file changed, libs+jax
 RSS_TARGET_MB = 400.0  # peak RSS of one jaxlint process, MB = 10^6 bytes
 BIG_LINES = 200_000  # the generated module of the memory row (bench/bigfile.py)
-PARTS = ("flake8", "editor", "import", "ruff", "jax", "cold", "warm", "warm1", "memory", "j1", "findings")
+PARTS = ("flake8", "editor", "import", "ruff", "jax", "cold", "parse", "warm", "warm1", "memory", "j1", "findings")
 MARK = "@@jaxlint-bench jaxlint_loaded="
 MODS_MARK = "@@jaxlint-bench modules="
 # What a flake8 run must never import: the fixer, notebooks, reporters, the dynamic mode, the CLI.
@@ -355,7 +357,7 @@ def main(argv=None):
         counts["libs+jax"] = tuple(a + b for a, b in zip(counts["libs"], counts["jax"]))
     jobs = ([] if "j1" in skip else ["-j1"]) + ["-j0"]
 
-    rows = []  # dict(r=result, tree=..., kind="flake8"/"editor"/"cold"/"warm"/"ruff", jobs=..., note=...)
+    rows = []  # dict(r=result, tree=..., kind="flake8"/"editor"/"cold"/"parse"/"warm"/"ruff", jobs=..., note=...)
     import_top = []
     targets = []  # (target, measured, verdict)
     notes = []
@@ -484,6 +486,7 @@ def main(argv=None):
 
         # 3 + 5. jaxlint (cold, warm) and ruff per tree
         rf, rf_all = {}, {}  # ruff's default rules; --select ALL
+        floor = {}  # (tree, jobs) -> bench/parse_floor.py's result
         for tree, paths in trees.items():
             if ruff and "ruff" not in skip:
                 log(f"ruff on {tree} (default rules, and --select ALL) ...")
@@ -509,9 +512,18 @@ def main(argv=None):
 
                     flags = ["--cache-dir", folder] if has_cache_dir else no_cache
                     cmds.append((f"jaxlint check {j} cold", jaxlint + ["check", j, *flags, *paths], fresh))
-                for j, r in zip(jobs, bench.measure(f"jaxlint {tree} cold", cmds)):
+                floors = [] if "parse" in skip else jobs
+                for j in floors:  # interleaved with the checks: the same machine state
+                    cmds.append((f"parse alone {j} (bench/parse_floor.py)",
+                                 [py, os.path.join(HERE, "parse_floor.py"), j, *paths]))
+                measured = bench.measure(f"jaxlint {tree} cold", cmds)
+                for j, r in zip(jobs, measured):
                     cold[j] = r
                     rows.append(dict(r=r, tree=tree, kind="cold", jobs=j, note=""))
+                for j, r in zip(floors, measured[len(jobs):]):
+                    floor[(tree, j)] = r
+                    rows.append(dict(r=r, tree=tree, kind="parse", jobs=j,
+                                     note="reading + parsing only: no model, rules or report"))
             if "warm" not in skip:
                 log(f"jaxlint check on {tree}, warm cache (one untimed priming run each) ...")
                 cmds, primed = [], {}
@@ -635,6 +647,11 @@ def main(argv=None):
                             verdict(lines_big / m >= COLD_LPS_TARGET) if m else "n/a"))
             if m and ruff_big:
                 extra = f"; {m / ruff_all_big:.2f}x ruff --select ALL ({ruff_all_big:.2f} s)" if ruff_all_big else ""
+                fl = floor.get((big, "-j0"))
+                if fl and fl["median"]:
+                    extra += (f"; reading and parsing alone (bench/parse_floor.py -j0) take {fl['median']:.2f} s = "
+                              f"{fl['median'] / ruff_big:.2f}x ruff, leaving {COLD_RUFF_TARGET * ruff_big - fl['median']:.2f} s "
+                              f"for everything else against {m - fl['median']:.2f} s now")
                 targets.append((f"cold `jaxlint check -j0` on {big} <= {COLD_RUFF_TARGET}x ruff's default rules",
                                 f"{m / ruff_big:.2f}x ({ruff_big:.2f} s ruff){extra}",
                                 verdict(m / ruff_big <= COLD_RUFF_TARGET)))
@@ -729,8 +746,8 @@ def main(argv=None):
             f"{r['median_cpu']:.2f}" if r.get("median_cpu") is not None else "n/a",
             f"{r['rss'] * 1024 / 1e6:.0f}" if r["rss"] and med is not None else "n/a",
             f"{n / med:,.0f}" if med else "n/a",
-            f"{med / ruff_med:.2f}x" if med and ruff_med and x["kind"] in ("cold", "warm") else "",
-            f"{med / ruff_all_med:.2f}x" if med and ruff_all_med and x["kind"] in ("cold", "warm") else "",
+            f"{med / ruff_med:.2f}x" if med and ruff_med and x["kind"] in ("cold", "parse", "warm") else "",
+            f"{med / ruff_all_med:.2f}x" if med and ruff_all_med and x["kind"] in ("cold", "parse", "warm") else "",
             x["note"],
         ]
         out.append("| " + " | ".join(cells) + " |")
