@@ -29,8 +29,9 @@ from .syntax import _pos, last_name
 # ``every_n``, ``log_freq``, ``eval_interval``, ``is_checkpoint_due``).
 _PERIOD_WORDS = ("every", "freq", "interval", "period", "should", "due")
 # The last part of a name or attribute that counts steps (``step``, ``self.training_steps``,
-# ``state.global_step``, ``epoch``): what an every-N helper is given.
-_COUNTER_NAME = re.compile(r"(?:^|_)(?:steps?|iters?|iterations?|epochs?|updates?)$", re.IGNORECASE)
+# ``state.global_step``, ``epoch``): what an every-N helper is given. Compiled (and cached by ``re``)
+# on first use, as most runs never ask.
+_COUNTER_NAME = r"(?i)(?:^|_)(?:steps?|iters?|iterations?|epochs?|updates?)$"
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
 _ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)
 
@@ -275,7 +276,7 @@ class PeriodicityQueries:
             return False
         args = list(call.args) + [kw.value for kw in call.keywords]
         spelled = [s for a in args for s in _spellings(a)]
-        counter_args = [s for s in spelled if s in names.counters or _COUNTER_NAME.search(s.rsplit(".", 1)[-1])]
+        counter_args = [s for s in spelled if s in names.counters or re.search(_COUNTER_NAME, s.rsplit(".", 1)[-1])]
         if not counter_args or all(s.split(".")[0] in names.inner for s in counter_args):
             return False
         funcs = self.local_functions(call.func, scope) if depth < L.PERIODIC_HELPER_HORIZON else []
