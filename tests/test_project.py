@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from jaxlint.project import FileListing, ProjectResolver
+from jaxlint.project import FileListing, ProjectResolver, _may_export_compiled
 from ruletools import make_project as make
 from ruletools import path_codes as codes
 
@@ -104,6 +104,26 @@ def test_file_listing_answers_as_isfile(tmp_path):
         expected = name in ("__init__.py", "mod.py", "link.py")  # names match exactly, as imports do
         assert listing.isfile(path) is expected, name
     assert listing.isfile(str(tmp_path / "nowhere" / "mod.py")) is False
+
+
+def test_which_modules_may_export_a_compiled_callable():
+    """A decorator or an assignment at module level that names a compiling transform, on any line
+    (the first one too, and after CRLF line ends); not indented, not in a longer word."""
+    def may(text, path="m.py"):
+        return _may_export_compiled(text, path)
+
+    assert may("@jax.jit\ndef f(x):\n    return x\n")  # the first line
+    assert may("x = 1\n@partial(jax.jit, static_argnums=0)\ndef f(x, n): ...\n")
+    assert may("import jax\r\nstep = jax.jit(_step)\r\n")
+    assert may("a, b = vmap(f), grad(g)\n")
+    assert may("import equinox as eqx\n@eqx.filter_jit\ndef f(x): ...\n")
+    assert may("x = 1\nloss_fn = jax.value_and_grad(loss)  # at module level\n")
+    assert not may("def f(x):\n    g = jax.jit(h)\n    return g(x)\n")  # in a function
+    assert not may("class M:\n    @jax.jit\n    def f(self, x): ...\n")  # a method
+    assert not may("jitted = make()\nregrad = 2\n")  # the words are parts of names
+    assert not may("import jax\n# step = jax.jit(f)\n")  # a comment line starts with #
+    assert not may("x = (\n    jax.jit(f))\n")  # on a continuation line: not seen (as before)
+    assert may("", "pkg/__init__.py")  # a package's __init__ may re-export one
 
 
 def test_a_new_resolver_sees_files_created_since_the_last(tmp_path):
