@@ -471,6 +471,58 @@ def test_a_local_alias_of_jit_still_traces_the_function_it_wraps(alias):
     assert [c for c in m.trace_calls if ast.unparse(c.func) == "compile_fn"] == []
 
 
+def test_calls_resolvable_to_finds_every_call_that_resolves_to_the_names_aliases_included():
+    tree, m = build("""
+    import jax
+    from jax.experimental import pjit as pj
+    from jax import grad as G
+
+    class Trainer:
+        from jax import value_and_grad as vg  # an import alias in a class body
+        step = vg(loss)
+
+    def loss(p):
+        return p
+
+    def fit(p):
+        d = jax.grad  # an alias assigned in a function ...
+        e = d  # ... and an alias of that alias
+        return d(loss)(p), e(loss)(p), G(loss)(p), jax.grad(loss)(p), pj.pjit(loss)(p), grad_like(loss)
+    """)
+    grads = m.calls_resolvable_to({"grad", "value_and_grad"})
+    assert [ast.unparse(c.func) for c in grads] == ["vg", "d", "e", "G", "jax.grad"]
+    resolving = {"jax.grad", "jax.value_and_grad"}
+    assert {id(c) for c in m.calls if m.resolve(c.func, m.scope_at(c)) in resolving} == set(map(id, grads))
+    # canonical() renames pjit to jit: a call spelled pjit may resolve to jax.jit
+    assert [ast.unparse(c.func) for c in m.calls_resolvable_to({"jit"})] == ["pj.pjit"]
+    # the cheaper pre-filter sees import and module-level aliases only
+    assert [ast.unparse(c.func) for c in m.calls_named({"grad", "value_and_grad"})] == ["G", "jax.grad"]
+
+
+def test_a_grad_site_under_jit_through_a_local_alias_stages_the_function():
+    # loss is traced by autodiff only; one of its grad sites is in jitted code, spelled with an
+    # alias assigned in that function, so only an exact search for grad calls finds it
+    src = """
+    import jax
+
+    def loss(p):
+        return p * 2
+
+    outside = jax.grad(loss)  # autodiff outside jit: loss sees concrete values here
+
+    @jax.jit
+    def fit(p):
+        d = jax.grad
+        grads = d(loss)  # ... and abstract tracers here
+        return p
+    """
+    _, m = build(src)
+    assert [c.kind for c in func(m, "loss").trace_causes] == ["transform"]
+    assert m.staging.staged(func(m, "loss"))
+    _, m = build(src.replace("    @jax.jit\n", ""))  # no jit around the aliased site: concrete everywhere
+    assert not m.staging.staged(func(m, "loss"))
+
+
 def test_loop_calls_are_the_calls_with_a_loop_around_them_in_their_function():
     tree, m = build("""
     def run(xs, n):

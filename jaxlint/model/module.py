@@ -253,6 +253,45 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         out.sort(key=_pos)
         return out
 
+    def calls_resolvable_to(self, names) -> list:
+        """Every call whose callee may resolve (:meth:`resolve`) to a qualified name whose last
+        part is one of ``names``, in source order: spelled with one of them (or with a name
+        :func:`~jaxlint.names.canonical` renames to one: ``pjit`` -> ``jit``), or with a name some
+        scope binds to such a spelling: an import alias, or a plain assignment (``g = jax.grad``)
+        in a function or class too, transitively. Unlike :meth:`calls_named` (module-level and
+        import aliases only) it misses none, so a caller may resolve these calls instead of all."""
+        key = ("resolvable", frozenset(names))
+        memo = self._callable_memo
+        if key in memo:
+            return memo[key]  # type: ignore[return-value]
+        out = set(names)
+        for old, new in (*N.CANONICAL_NAMES.items(), *((o[:-1], n[:-1]) for o, n in N.CANONICAL_PREFIXES)):
+            if new.rsplit(".", 1)[-1] in out:
+                out.add(old.rsplit(".", 1)[-1])
+        grew = True
+        while grew:  # aliases of aliases
+            grew = False
+            for scope in self.scopes:
+                for local, qn in scope.imports.items():
+                    if local not in out and qn and qn.rsplit(".", 1)[-1] in out:
+                        out.add(local)
+                        grew = True
+                for local, evs in scope.events.items():
+                    if local in out:
+                        continue
+                    for ev in evs:
+                        v = ev.value if ev.kind == "assign" else None
+                        if isinstance(v, (ast.Attribute, ast.Name)) and \
+                                (v.attr if isinstance(v, ast.Attribute) else v.id) in out:
+                            out.add(local)
+                            grew = True
+                            break
+        by_name = self.calls_by_name
+        calls = [c for name in out for c in by_name.get(name, ())]
+        calls.sort(key=_pos)
+        memo[key] = calls
+        return calls
+
     def traced_calls(self) -> Iterator[tuple]:
         """``(function, call)`` for every call made directly in a traced function's body."""
         for f in self.functions:

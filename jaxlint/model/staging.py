@@ -32,6 +32,8 @@ CONCRETE_TRANSFORMS = frozenset({
     "flax.nnx.value_and_grad",
 })
 
+_TRANSFORM_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CONCRETE_TRANSFORMS)
+
 
 class Staging:
     """Which traced functions see abstract tracers (jit, vmap, lax bodies, ...), as opposed to
@@ -42,6 +44,7 @@ class Staging:
         self._memo: dict = {}
         self._arg_parent: Optional[dict] = None
         self._partial_bound: Optional[dict] = None
+        self._transform_calls: Optional[dict] = None
 
     def functions(self):
         """The module's functions that are staged out with abstract tracers, in order."""
@@ -521,16 +524,28 @@ class Staging:
 
     def _grad_site_staged(self, f: FunctionInfo, qn: str) -> bool:
         m = self.m
-        for call in m.calls:
-            if not call.args and not call.keywords:
-                continue
+        for call in self._calls_of_transform(qn):
             scope = m.scope_at(call)
-            if m.resolve(call.func, scope) != qn:
-                continue
             target = call_arg(call, 0, "fun")
             if target is not None and f in m.local_functions(target, scope) and self._site_staged(call, 0):
                 return True
         return False
+
+    def _calls_of_transform(self, qn: str) -> list:
+        """The calls with arguments of the concrete transform ``qn`` (``jax.grad(f)``), in source
+        order, found once for all the functions it traces: only the calls that may resolve to one
+        are resolved (:meth:`~jaxlint.model.ModuleModel.calls_resolvable_to`), not every call of
+        the module for each function."""
+        if self._transform_calls is None:
+            m = self.m
+            found: dict = {}
+            for call in m.calls_resolvable_to(_TRANSFORM_LAST_NAMES):
+                if call.args or call.keywords:
+                    name = m.resolve(call.func, m.scope_at(call))
+                    if name in CONCRETE_TRANSFORMS:
+                        found.setdefault(name, []).append(call)
+            self._transform_calls = found
+        return self._transform_calls.get(qn, ())
 
     def _site_staged(self, expr: ast.AST, depth: int) -> bool:
         """Whether the callable made by ``expr`` (a transform call) runs under staged tracing: it is
