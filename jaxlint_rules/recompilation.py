@@ -13,7 +13,6 @@ from jaxlint.model import (
     Repetition,
     cached,
     called_once,
-    escapes,
     many_trips,
     per_step,
     varying_names,
@@ -231,7 +230,7 @@ class JitPerCall(Rule):
             uses = [c for c in outer.calls if model.calls_wrapper([c], wrap.node, name)]
             if not uses:
                 continue
-            if name is not None and escapes(outer, name):
+            if name is not None and model.escapes(outer, name):
                 continue
             rep = model.repeats(outer)
             if rep is None and model.compute_helper(outer, uses):

@@ -2515,20 +2515,25 @@ def test_many_trips_is_the_innermost_loop_over_steps_or_items():
 # --------------------------------------------------------------------------- timing
 
 
-def test_the_statement_walk_gives_what_ast_walk_gives_of_statement_lists_in_its_order():
+def test_walk_and_the_statement_walk_give_what_ast_walk_gives_in_its_order():
     import glob
     import os
 
-    from jaxlint.model.timing import _BLOCK_OWNERS, _statement_walk
+    from jaxlint.model.syntax import BLOCK_OWNERS, statement_walk, walk
 
     root = os.path.join(os.path.dirname(__file__), os.pardir, "fixtures")
     paths = sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))
     assert len(paths) > 20
     extra = ["match x:\n    case 1:\n        try:\n            pass\n        except E:\n            f()\n"
-             "with a:\n    for i in y:\n        while z:\n            class C:\n                def m(s): pass\n"]
+             "with a:\n    for i in y:\n        while z:\n            class C:\n                def m(s): pass\n",
+             "d = {**a, 'k': 1}\nglobal g\nf(*a, k=[x for x in y if x], **kw)\nx: int\nlambda *a, b=1: a\n"]
     for src in [open(p, encoding="utf-8").read() for p in paths] + extra:
         tree = ast.parse(src)
-        assert list(_statement_walk(tree)) == [n for n in ast.walk(tree) if isinstance(n, _BLOCK_OWNERS)]
+        nodes = list(ast.walk(tree))
+        assert [id(n) for n in walk(tree)] == [id(n) for n in nodes]
+        assert list(statement_walk(tree)) == [n for n in nodes if isinstance(n, BLOCK_OWNERS)]
+        sub = next(n for n in nodes if isinstance(n, ast.expr))  # a subtree too
+        assert list(walk(sub)) == list(ast.walk(sub))
 
 
 def test_unwaited_timings_kinds_work_and_waits():

@@ -23,7 +23,7 @@ from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
 from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
                       NewCallable, Repetition, Scope, TraceCause)
-from .repetition import cached, called_once, escapes, many_trips, per_step, setup_name, step_name
+from .repetition import cached, called_once, many_trips, per_step, setup_name, step_name
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse
 from .transfers import FETCH_OR_FORMAT_NAMES
@@ -32,7 +32,7 @@ __all__ = [
     "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "Churn", "ClassInfo", "Context",
     "FunctionInfo", "JitWrap", "Loop", "ModuleModel", "ModuleSummary", "NewCallable", "Repetition", "Scope",
     "TraceCause", "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once",
-    "escapes", "is_str_key", "last_name", "loop_iterable", "many_trips", "mentions", "per_step",
+    "is_str_key", "last_name", "loop_iterable", "many_trips", "mentions", "per_step",
     "setup_name", "step_name", "unparse", "varying_names",
     "KEY_FUNCS", "KEY_MAKERS", "FixedKeyDraw", "KeyUse", "SAMPLERS", "is_draw",  # key flow (keys.py)
 ]

@@ -27,7 +27,7 @@ from typing import Optional
 from .. import names as N
 from .records import Context, Scope
 from .repetition import called_once, setup_name
-from .syntax import _end, _pos, call_arg
+from .syntax import _end, _pos, call_arg, child_nodes, walk
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -211,7 +211,7 @@ class _ScopeNames:
             return
         # Return, Raise, Assert, Delete, Match, Global, ...: read every name in it; ``match`` arms
         # and their captures are read conservatively (a capture is not a definite binding).
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Name):
                 self._add(n.id, not isinstance(n.ctx, ast.Load), False, _pos(n), ctx, False, stmt)
             elif isinstance(n, _NESTED):
@@ -241,12 +241,12 @@ class _ScopeNames:
             if isinstance(n, _NESTED):
                 self._nested(n, ctx)
                 continue
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
 
     def _nested(self, node: ast.AST, ctx: Context) -> None:
         """Names a nested function or class reads: it may run at any time, so each read may see
         any binding of the enclosing scope."""
-        for n in ast.walk(node):
+        for n in walk(node):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 self._add(n.id, False, False, _pos(n), ctx, True, None)
 
@@ -433,7 +433,7 @@ class KeyQueries:
     def _plain_unpacking(f, value: ast.Name) -> bool:
         """Whether ``value`` is the whole right side of a ``a, b = value`` statement of ``f`` whose
         targets are plain names, none starred."""
-        for stmt in ast.walk(f.node):
+        for stmt in walk(f.node):
             if isinstance(stmt, ast.Assign) and stmt.value is value:
                 return len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and all(
                     isinstance(e, ast.Name) for e in stmt.targets[0].elts)
@@ -469,7 +469,7 @@ class KeyQueries:
         parent = f.scope.parent
         if parent is None or parent.kind != "function":
             return None
-        for stmt in ast.walk(parent.node):
+        for stmt in walk(parent.node):
             if isinstance(stmt, ast.Assign) and stmt.value is f.node:
                 return stmt
         return None
@@ -660,10 +660,10 @@ class KeyQueries:
             if isinstance(node, ast.Lambda) or not method.params:
                 continue
             me = method.params[0]
-            for stmt in ast.walk(node):
+            for stmt in walk(node):
                 if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    attrs = {t.attr for tt in targets for t in ast.walk(tt) if isinstance(t, ast.Attribute)
+                    attrs = {t.attr for tt in targets for t in walk(tt) if isinstance(t, ast.Attribute)
                              and isinstance(t.value, ast.Name) and t.value.id == me and isinstance(t.ctx, ast.Store)}
                     if attrs:
                         out.append((method, stmt, attrs))
@@ -831,7 +831,7 @@ class KeyQueries:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _carries(stmt.value, call):
             ts = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             return any(isinstance(t, ast.Subscript) and any(
-                isinstance(n, ast.Name) and n.id in targets for n in ast.walk(t.slice)) for t in ts)
+                isinstance(n, ast.Name) and n.id in targets for n in walk(t.slice)) for t in ts)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             f = stmt.value.func
             if isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "add"):

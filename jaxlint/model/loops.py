@@ -9,7 +9,7 @@ from .. import names as N
 from . import limits as L
 from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
-from .syntax import _names_in, _pos
+from .syntax import _names_in, _pos, child_nodes, walk
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.
@@ -40,16 +40,16 @@ def varying_names(loop: Loop) -> set:
             out |= loop.target_names()
         body = []
     for stmt in body:
-        for sub in ast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, ast.Assign) and not isinstance(sub.value, ast.Constant):
                 for t in sub.targets:
-                    out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    out |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
             elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
                 out.add(sub.target.id)
     return out
 
 def mentions(expr: ast.AST, names: set) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
 
 
 class _CarriedState:
@@ -85,7 +85,7 @@ class _CarriedState:
             elif isinstance(n, ast.Lambda):
                 a = n.args
                 own = own | {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x}
-            stack.extend((c, own) for c in ast.iter_child_nodes(n))
+            stack.extend((c, own) for c in child_nodes(n))
 
     def target(self, t: ast.AST) -> None:
         if isinstance(t, ast.Name):
@@ -122,7 +122,7 @@ class _CarriedState:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.bound.add(stmt.name)
         else:
-            for child in ast.iter_child_nodes(stmt):
+            for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.stmt(child)
                 elif isinstance(child, ast.AST):
@@ -387,13 +387,13 @@ class LoopQueries:
                 parts.extend(gen.ifs)
                 if i:
                     parts.append(gen.iter)
-            return not any(isinstance(n, ast.Name) and n.id in targets for p in parts for n in ast.walk(p))
-        walk = _CarriedState(self, targets)
+            return not any(isinstance(n, ast.Name) and n.id in targets for p in parts for n in walk(p))
+        state = _CarriedState(self, targets)
         for stmt in node.body:
-            walk.stmt(stmt)
-            if walk.differs:
+            state.stmt(stmt)
+            if state.differs:
                 return False
-        return not (walk.read_first & walk.bound)
+        return not (state.read_first & state.bound)
 
     def step_loop(self, loop: Loop, ctx: Context) -> bool:
         """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
@@ -428,7 +428,7 @@ class LoopQueries:
         for node in self.ifs:
             if isinstance(node, ast.IfExp):
                 for arm, part in ((0, node.body), (1, node.orelse)):
-                    for sub in ast.walk(part):
+                    for sub in walk(part):
                         if isinstance(sub, ast.Call):
                             out.setdefault(id(sub), set()).add((id(node), arm))
         return out
@@ -486,7 +486,7 @@ class LoopQueries:
         """Inside ``if size is None:`` -- an implementation that takes the unsized path only when
         its caller made sure the input is concrete (jnp.unique's own code)."""
         for test, _ in ctx.guards if ctx is not None else ():
-            for node in ast.walk(test):
+            for node in walk(test):
                 if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "size"
                         and isinstance(node.ops[0], ast.Is) and isinstance(node.comparators[0], ast.Constant)
                         and node.comparators[0].value is None):

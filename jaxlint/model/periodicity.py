@@ -23,7 +23,7 @@ from typing import Optional
 
 from . import limits as L
 from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
-from .syntax import _pos, last_name
+from .syntax import _pos, last_name, walk
 
 # Words that name a schedule in an every-N helper or its period argument (``should_log``,
 # ``every_n``, ``log_freq``, ``eval_interval``, ``is_checkpoint_due``).
@@ -49,11 +49,11 @@ def _spelled(node: ast.AST) -> Optional[str]:
 
 
 def _spellings(expr: ast.AST) -> set:
-    return {s for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute)) for s in [_spelled(n)] if s}
+    return {s for n in walk(expr) if isinstance(n, (ast.Name, ast.Attribute)) for s in [_spelled(n)] if s}
 
 
 def _mods(node: ast.AST) -> list:
-    return [n for n in ast.walk(node) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+    return [n for n in walk(node) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
             and not isinstance(n.left, (ast.Constant, ast.JoinedStr))]
 
 
@@ -111,7 +111,7 @@ def _counted(expr: ast.AST, names: "_Names") -> bool:
 def _returns_schedule(f: FunctionInfo) -> bool:
     """A helper whose result is a modulo, equality or membership test (``return step % every == 0``)."""
     for r in f.returns:
-        for n in ast.walk(r):
+        for n in walk(r):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
                 return True
             if isinstance(n, ast.Compare) and any(isinstance(op, (ast.Eq, ast.In)) for op in n.ops):
@@ -224,7 +224,7 @@ class PeriodicityQueries:
         """A modulo in ``expr`` whose operands are not only the variables of loops nested inside
         the loop that counts."""
         for m in _mods(expr):
-            names = {n.id for n in ast.walk(m) if isinstance(n, ast.Name)}
+            names = {n.id for n in walk(m) if isinstance(n, ast.Name)}
             if not names or not names <= inner:
                 return True
         return False
@@ -251,10 +251,10 @@ class PeriodicityQueries:
         if node is None:
             return False
         compared = _spellings(test)
-        subtracted = {s for n in ast.walk(test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+        subtracted = {s for n in walk(test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
                       for s in [_spelled(n.right)] if s}
         for stmt in node.body:
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Mult)):
                     if _spelled(sub.target) in compared:
                         return True

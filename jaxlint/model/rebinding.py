@@ -15,6 +15,7 @@ import ast
 from typing import Optional
 
 from .records import Scope
+from .syntax import child_nodes, walk
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -72,7 +73,7 @@ def _local_names(scope: ast.AST) -> tuple[set, set]:
                 stack.extend(gen.ifs)
             stack.extend([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt])
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return bound, declared
 
 
@@ -130,7 +131,7 @@ class RebindingQueries:
         reads = self._rebinding_memo.get(key)
         if reads is None:
             reads = self._rebinding_memo[key] = {}
-            for n in ast.walk(scope.node):
+            for n in walk(scope.node):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     reads.setdefault(n.id, []).append(_start(n))
         return reads.get(name, [])

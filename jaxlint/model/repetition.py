@@ -10,7 +10,7 @@ from typing import Optional
 from .. import names as N
 from . import limits as L
 from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Repetition, Scope
-from .syntax import _pos
+from .syntax import _pos, statement_walk, walk
 from .syntax import call_arg as _arg
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
@@ -93,17 +93,20 @@ def cached(f: FunctionInfo) -> bool:
     return any(d in N.CACHE_DECORATORS for d in f.decorators)
 
 
-def escapes(f: FunctionInfo, name: str) -> bool:
-    """The wrapper leaves the function (returned, stored on an object or in a container)."""
+def escaping_names(f: FunctionInfo) -> frozenset:
+    """The names that leave ``f``: read (not called) in what it returns, or assigned whole to an
+    attribute or an item (``self.step = step``, ``fns[k] = step``), in its body or nested code.
+    Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
+    out = set()
     for r in f.returns:
-        called = {id(n.func) for n in ast.walk(r) if isinstance(n, ast.Call)}
-        if any(isinstance(n, ast.Name) and n.id == name and id(n) not in called for n in ast.walk(r)):
-            return True
-    for stmt in ast.walk(f.node):
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == name:
-            if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in stmt.targets):
-                return True
-    return False
+        nodes = list(walk(r))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        out.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in called)
+    for stmt in statement_walk(f.node):  # every statement of it, nested ones too
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and \
+                any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in stmt.targets):
+            out.add(stmt.value.id)
+    return frozenset(out)
 
 
 class RepetitionQueries:
@@ -304,7 +307,7 @@ class RepetitionQueries:
         inner = self.func_of_node.get(id(body))
         if inner is not None:
             params -= set(inner.scope.events)  # the nested function's own names shadow the outer ones
-        for node in ast.walk(body):
+        for node in walk(body):
             if isinstance(node, ast.Call):
                 f = node.func
                 if isinstance(f, ast.Name) and f.id in params:
@@ -367,7 +370,7 @@ class RepetitionQueries:
             for loop in reversed(ctx.loops if ctx is not None else ()):
                 if not loop.bounded and loop.steplike:
                     return Repetition("loop", f, call=call, loop=loop)
-        if f.parent is not None and not isinstance(f.node, ast.Lambda) and escapes(f.parent, f.name):
+        if f.parent is not None and not isinstance(f.node, ast.Lambda) and self.escapes(f.parent, f.name):
             return Repetition("factory", f, via=f.parent)
         if depth < L.REPETITION_CHAIN:
             for call, g in sites:
@@ -384,6 +387,15 @@ class RepetitionQueries:
                 return Repetition("step_param", f, name=p)
         return None
 
+    def escapes(self, f: FunctionInfo, name: str) -> bool:
+        """Whether ``name`` (a wrapper or function made in ``f``) leaves ``f``: returned, stored on
+        an object or in a container (:func:`escaping_names`, once per function)."""
+        memo = self.__dict__.setdefault("_escaping_memo", {})
+        found = memo.get(id(f))
+        if found is None:
+            found = memo[id(f)] = escaping_names(f)
+        return name in found
+
     def runs_once(self, f: FunctionInfo) -> bool:
         """Whether ``f`` is known to run once per program, run or test: an entry point or test (or
         nested in one), a function named like set-up code (``__init__``, ``setup``,
@@ -396,7 +408,7 @@ class RepetitionQueries:
         if called_once(f) or cached(f) or setup_name(f.name):
             return True
         if f.parent is not None and not isinstance(f.node, ast.Lambda) and self._runs_once(f.parent, depth + 1) \
-                and not escapes(f.parent, f.name) and depth < L.REPETITION_CHAIN:
+                and not self.escapes(f.parent, f.name) and depth < L.REPETITION_CHAIN:
             return True  # a helper defined inside set-up code runs with it
         sites = self.callers(f)
         if not sites or depth >= L.REPETITION_CHAIN:
@@ -426,7 +438,7 @@ class RepetitionQueries:
         if not body or len(body) > L.HELPER_STATEMENTS or not isinstance(body[-1], ast.Return):
             return False
         ret = body[-1]
-        inside = {id(n) for n in ast.walk(ret)}
+        inside = {id(n) for n in walk(ret)}
         return any(id(c) in inside for c in uses)
 
     def own_loop(self, f: FunctionInfo, uses: list) -> Optional[Loop]:
@@ -491,7 +503,7 @@ class RepetitionQueries:
 
     def _calls_methods_of(self, f: FunctionInfo, varying: set) -> Optional[str]:
         own = set(f.scope.events)
-        for node in ast.walk(f.node):
+        for node in walk(f.node):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr not in _ARRAY_METHODS:
                 base = node.func
@@ -521,7 +533,7 @@ class RepetitionQueries:
         f = self.func_of_node.get(id(node)) if node is not None else None
         own = set(f.scope.events) if f is not None else set()
         if f is not None:
-            for sub in ast.walk(node):  # names bound in functions nested in it are theirs
+            for sub in walk(node):  # names bound in functions nested in it are theirs
                 inner = self.func_of_node.get(id(sub))
                 if inner is not None:
                     own |= set(inner.scope.events)
@@ -529,7 +541,7 @@ class RepetitionQueries:
         parts = [node] if f is not None else ([*node.args[1:], *(kw.value for kw in node.keywords)]
                                               if isinstance(node, ast.Call) else [])
         for part in parts:
-            for n in ast.walk(part):
+            for n in walk(part):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in varying \
                         and n.id not in own and n.id not in seen:
                     seen.append(n.id)
@@ -678,7 +690,7 @@ def _target_loop(loops: tuple, b) -> Optional[Loop]:
         node = lp.node
         targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
             g.target for g in getattr(node, "generators", ())]
-        if any(n is b.node for t in targets for n in ast.walk(t)):
+        if any(n is b.node for t in targets for n in walk(t)):
             return lp
     return None
 

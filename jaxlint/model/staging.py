@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from .. import names as N
 from . import limits as L
 from .records import FunctionInfo, Scope, _element
-from .syntax import _contains, _pos, at_update, call_arg
+from .syntax import _contains, _pos, at_update, call_arg, walk
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -134,7 +134,7 @@ class Staging:
 
     def _sources(self, expr: ast.AST, scope: Scope, found: set, depth: int) -> None:
         m = self.m
-        for n in ast.walk(expr):
+        for n in walk(expr):
             if not isinstance(n, ast.Name):
                 continue
             ev = m.binding(n.id, scope, (n.lineno, n.col_offset))
@@ -184,11 +184,11 @@ class Staging:
 
     def narrowed(self, ctx, expr: ast.AST) -> bool:
         """An enclosing ``if isinstance(name, str/int/...)`` makes a name in ``expr`` a Python value."""
-        names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        names = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
         if not names:
             return False
         for test, _ in ctx.guards:
-            for node in ast.walk(test):
+            for node in walk(test):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
                         and len(node.args) == 2 and isinstance(node.args[0], ast.Name)
                         and node.args[0].id in names and _python_types(self.m, node.args[1], ctx.scope)):
@@ -398,7 +398,7 @@ class Staging:
             return (isinstance(n, ast.Name) and n.id == name
                     and m.binding(name, m.scope_at(n), _pos(n)) is ev)
 
-        for n in ast.walk(node):
+        for n in walk(node):
             t = type(n)
             if t is ast.Attribute:
                 found = ours(n.value) and n.attr not in _ARRAY_NAMES

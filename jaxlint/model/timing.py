@@ -22,13 +22,12 @@ of these. Calls we cannot see into (``model.fit()``, an imported helper) are nei
 from __future__ import annotations
 
 import ast
-from collections import deque
 from typing import Iterator, Optional
 
 from .. import names as N
 from . import limits as L
 from .records import _waits
-from .syntax import _end, last_name
+from .syntax import _end, child_nodes, last_name, statement_walk, walk
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
@@ -80,7 +79,7 @@ class TimingQueries:
         called = "\0".join(self.calls_by_name).lower()  # every name a call is spelled with
         contexts = any(w in called for w in TIMER_CONTEXT_WORDS)
         if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
-            for node in _statement_walk(self.tree):
+            for node in statement_walk(self.tree):
                 if clocks:
                     for block, loop_body in _blocks_of(node):
                         out.extend(self._clock_pairs(block, loop_body))
@@ -132,7 +131,7 @@ class TimingQueries:
         statement that reads ``name``."""
         if not isinstance(stmt, _COMPOUND):
             return next((c for c in _calls_in([stmt]) if self.is_clock(c)), None)
-        for sub in ast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
                 found = next((c for c in _calls_in([sub]) if self.is_clock(c)), None)
                 if found is not None:
@@ -171,13 +170,13 @@ class TimingQueries:
         ``params, loss = step(...)``: the first name), for messages; None when it is not bound."""
         stmt = self.stmt_of.get(id(call))
         if stmt is None:
-            for node in ast.walk(self.tree):
+            for node in walk(self.tree):
                 if isinstance(node, ast.Assign) and node.value is call:
                     stmt = node
                     break
         if isinstance(stmt, ast.Assign) and stmt.value is call:
             for t in stmt.targets:
-                names = [n.id for n in ast.walk(t) if isinstance(n, ast.Name) and n.id != "_"]
+                names = [n.id for n in walk(t) if isinstance(n, ast.Name) and n.id != "_"]
                 if names:
                     return names[0]  # the outputs of one compiled call are ready together
         return None
@@ -194,7 +193,7 @@ class TimingQueries:
         if any(_end(w) >= _end(last_work) for w in waits):
             return None
         for stmt in stmts:
-            for loop in ast.walk(stmt):
+            for loop in walk(stmt):
                 if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and _inside(last_work, loop) and any(
                         _inside(w, loop) for w in waits):
                     return None
@@ -218,7 +217,7 @@ class TimingQueries:
         """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
         of it waits for the device."""
         for stmt in stmts:
-            for node in ast.walk(stmt):
+            for node in walk(stmt):
                 if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and self.is_jax(
                         node.test, self.scope_at(node.test)):
                     yield node.test
@@ -274,20 +273,6 @@ class TimingQueries:
         return any(_end(w) >= _end(last_work) for w in waits)
 
 
-# The nodes with statement lists (``body``, ``orelse``, ``finalbody``); expressions have none.
-_BLOCK_OWNERS = (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
-
-
-def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``tree`` that hold statement lists (:data:`_BLOCK_OWNERS`), in the order
-    ``ast.walk`` gives them, without visiting expressions (statements are never inside one)."""
-    todo = deque([tree])
-    while todo:
-        node = todo.popleft()
-        todo.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _BLOCK_OWNERS))
-        yield node
-
-
 def _blocks_of(node: ast.AST) -> Iterator[tuple]:
     """The statement lists of one node (body, ``else`` and ``finally`` clauses; a handler's body),
     with whether it is a loop's body (which runs again after its last statement)."""
@@ -321,7 +306,7 @@ def _calls_in(stmts: list) -> Iterator[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             found.append(node)
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(child_nodes(node))
     found.sort(key=lambda c: (c.lineno, c.col_offset))
     return iter(found)
 
@@ -331,14 +316,14 @@ def _inside(node: ast.AST, outer: ast.AST) -> bool:
 
 
 def _reads(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
 
 
 def _subtracts(node: ast.AST, name: str) -> bool:
     """``... - t0`` (``time.time() - t0``, ``end - t0``): an elapsed time since ``t0``."""
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
-               and n.right.id == name for n in ast.walk(node))
+               and n.right.id == name for n in walk(node))
 
 
 def _rebinds(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))

@@ -21,7 +21,7 @@ from . import limits as L
 from .loops import mentions
 from .periodicity import _every_iteration, small_literal_period
 from .records import Context, FunctionInfo, Loop
-from .syntax import _pos, last_name, unparse
+from .syntax import _pos, last_name, unparse, walk
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
@@ -118,7 +118,7 @@ class TransferQueries:
     def _varies_in_loop(self, expr: ast.AST, loop: Loop) -> bool:
         """Whether a name the expression reads gets a new value in the loop (``d`` in
         ``for d in devices: jax.device_put(x, d)``: one copy per device, not the same copy)."""
-        for n in ast.walk(expr):
+        for n in walk(expr):
             if isinstance(n, ast.Name):
                 ev = self.binding(n.id, self.scope_at(expr), _pos(n))
                 if ev is not None and self.rebound_each_iteration(n.id, ev, loop):
@@ -340,7 +340,7 @@ class TransferQueries:
         memo[key] = None
         derived = {param}
         for _ in range(3):  # names taken from the parameter, and names taken from those
-            for sub in ast.walk(f.node):
+            for sub in walk(f.node):
                 if not self.work.spend():
                     return None
                 if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
@@ -437,13 +437,13 @@ class TransferQueries:
         body = getattr(loop.node, "body", None)
         if not isinstance(body, list):
             return False
-        stmts = [sub for stmt in body for sub in ast.walk(stmt) if isinstance(sub, ast.stmt)]
+        stmts = [sub for stmt in body for sub in walk(stmt) if isinstance(sub, ast.stmt)]
         for st in stmts:
             if isinstance(st, ast.Assign) and st.value is call:
                 names |= {t.id for t in st.targets if isinstance(t, ast.Name)}
 
         def carries(expr: ast.AST) -> bool:
-            return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in ast.walk(expr))
+            return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in walk(expr))
 
         for st in stmts:
             stored = None
@@ -477,7 +477,7 @@ class TransferQueries:
             return None
         loop = ctx.loops[-1]
         targets: set = set()
-        for sub in ast.walk(loop.node):
+        for sub in walk(loop.node):
             if isinstance(sub, ast.Assign) and sub.value is call:
                 targets |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
         for c in loop.all_calls():
@@ -509,7 +509,7 @@ class TransferQueries:
         value = self.host_fetch(call)
         if not isinstance(value, ast.Name) or value.id not in self.carried_state(loop):
             return False
-        for sub in ast.walk(loop.node):
+        for sub in walk(loop.node):
             if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) for t in sub.targets):
                 if any(part is call for part in _literal_parts(sub.value)):
                     return True

@@ -8,7 +8,7 @@ from typing import Optional
 from .. import names as N
 from . import limits as L
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
-from .syntax import _contains, _pos, at_update, call_arg
+from .syntax import _contains, _pos, at_update, call_arg, child_nodes, walk
 
 # jnp functions that return a boolean array.
 _MASK_FUNCS = frozenset("jax.numpy." + n for n in (
@@ -493,7 +493,7 @@ class ValueQueries:
 
     def rank_derived(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
         """``x.ndim``, ``np.ndim(x)``, ``len(x.shape)``, or a name bound to one."""
-        for n in ast.walk(e):
+        for n in walk(e):
             if isinstance(n, ast.Attribute) and n.attr == "ndim":
                 return True
             if isinstance(n, ast.Call):
@@ -511,7 +511,7 @@ class ValueQueries:
 
     def reads_internal_helper(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
         """Whether ``e`` reads the result of such a helper, directly or through a name bound to one."""
-        for n in ast.walk(e):
+        for n in walk(e):
             if isinstance(n, ast.Call) and _internal(self.resolve(n.func, scope)):
                 return True
             if isinstance(n, ast.Name) and depth < L.INTERNAL_HELPER_HORIZON:
@@ -606,5 +606,5 @@ def _returned(node: ast.FunctionDef) -> Optional[tuple]:
             local.update(n.names)
         elif t is ast.ExceptHandler and n.name:
             local.add(n.name)
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(child_nodes(n))
     return returns, local

@@ -10,7 +10,7 @@ from .. import names as N
 from . import limits as L
 from .loops import loop_iterable
 from .records import Scope
-from .syntax import _pos, call_arg
+from .syntax import _pos, call_arg, walk
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -151,7 +151,7 @@ class ShapeVariance:
         return False
 
     def expr_varies(self, e: ast.AST, depth: int = 0) -> bool:
-        for n in ast.walk(e):
+        for n in walk(e):
             if isinstance(n, ast.Name) and self.name_varies(n.id, depth):
                 return True
             if isinstance(n, ast.Call):
@@ -167,7 +167,7 @@ class ShapeVariance:
             qn = self.m.resolve(atom.func, self.scope)
             if qn != "builtins.len":
                 return False
-        return any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in ast.walk(atom))
+        return any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in walk(atom))
 
     def width_varies(self, sl: ast.Slice) -> bool:
         atoms: dict = {}
@@ -256,7 +256,7 @@ class ShapeVariance:
         for bound in (sl.lower, sl.upper):
             if bound is None:
                 continue
-            for n in ast.walk(bound):
+            for n in walk(bound):
                 if isinstance(n, ast.Name) and self.name_varies(n.id):
                     out.add(n.id)
         return out
@@ -358,7 +358,7 @@ class ShapeVariance:
                 return None
             for i in N.SIZE_FUNCS.get(qn, (0,)):
                 a = call_arg(call, i, None)
-                if a is not None and any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in ast.walk(a)):
+                if a is not None and any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in walk(a)):
                     return ShapeSource("sized", f"comes from `{func}` without `size=`, whose output size depends on the "
                                                 "values, which change per iteration", False, "count")
             return None
@@ -446,7 +446,7 @@ class ShapeVariance:
             if inner is not None:
                 return inner
             for test in (t for g in e.generators for t in g.ifs):
-                if any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in ast.walk(test)):
+                if any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in walk(test)):
                     return f"the items that pass `{ast.unparse(test)}`"
             rng = self.m.range_call(gen.iter, self.scope)
             if rng is not None and rng.args and not rng.keywords:
@@ -461,7 +461,7 @@ class ShapeVariance:
                 return self._ragged_list(e.args[0], depth + 1)
             if isinstance(f, ast.Attribute) and f.attr in N.RAGGED_METHODS:
                 parts = [f.value] + list(e.args)
-                if any(isinstance(n, ast.Name) and self.name_varies(n.id) for p in parts for n in ast.walk(p)):
+                if any(isinstance(n, ast.Name) and self.name_varies(n.id) for p in parts for n in walk(p)):
                     return f"`{ast.unparse(e)}`"
         return None
 
@@ -484,7 +484,7 @@ class ShapeVariance:
         ctx = self._call_ctx
         if ctx is not None:
             for test, _depth in ctx.guards:
-                for n in ast.walk(test):
+                for n in walk(test):
                     if (isinstance(n, ast.Call) and m.resolve(n.func, self.scope) == "builtins.len" and n.args
                             and isinstance(n.args[0], ast.Name) and n.args[0].id == name.id):
                         return None
@@ -738,7 +738,7 @@ class ShapeVariance:
         """The loop skips or ends at a short batch: an ``if`` whose test reads ``len(...)`` or
         ``.shape``, around the call or ending in ``break``/``continue`` in the loop body."""
         def sized(test: ast.AST) -> bool:
-            for n in ast.walk(test):
+            for n in walk(test):
                 if isinstance(n, ast.Attribute) and n.attr in ("shape", "size"):
                     return True
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
@@ -763,7 +763,7 @@ class ShapeVariance:
         args = set()
         for a in list(call.args) + [kw.value for kw in call.keywords]:
             a = a.value if isinstance(a, ast.Starred) else a
-            for n in ast.walk(a):
+            for n in walk(a):
                 if isinstance(n, ast.Name):
                     args.add(n.id)
         if not args:
@@ -773,7 +773,7 @@ class ShapeVariance:
                 if ev.kind not in ("assign", "aug") or not any(lp in self.loops for lp in ev.loops):
                     continue
                 value = ev.node.value if ev.kind == "aug" else ev.value
-                if value is not None and any(n is call for n in ast.walk(value)):
+                if value is not None and any(n is call for n in walk(value)):
                     return True
         return False
 
@@ -819,7 +819,7 @@ def _rounds_up(count: ast.AST, width: dict, atoms: dict) -> bool:
     if isinstance(count, ast.BinOp) and isinstance(count.op, ast.FloorDiv) and ast.dump(count.right) == w:
         num = count.left
         return (isinstance(num, ast.BinOp) and isinstance(num.op, (ast.Add, ast.Sub))
-                and w in {ast.dump(n) for n in ast.walk(num)})
+                and w in {ast.dump(n) for n in walk(num)})
     if (isinstance(count, ast.UnaryOp) and isinstance(count.op, ast.USub) and isinstance(count.operand, ast.BinOp)
             and isinstance(count.operand.op, ast.FloorDiv) and ast.dump(count.operand.right) == w):
         return True

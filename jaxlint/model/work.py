@@ -23,7 +23,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from . import limits as L
 from .records import BOUNDED_TRIPS, FunctionInfo, Loop, Scope
-from .syntax import _pos, last_name
+from .syntax import _pos, last_name, walk
 
 # Device loops: one call runs its body many times on the accelerator.
 DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
@@ -241,7 +241,7 @@ class WorkQueries:
             return memo[key]
         out: set = set()
         for stmt in getattr(loop.node, "body", []):
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call):
                     continue
                 call = sub.value
@@ -249,9 +249,9 @@ class WorkQueries:
                 if self.callable_info(call.func, scope) is None and not self.is_jax(call, scope):
                     continue
                 args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
-                        for n in ast.walk(a) if isinstance(n, ast.Name)}
+                        for n in walk(a) if isinstance(n, ast.Name)}
                 for t in sub.targets:
-                    out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} & args
+                    out |= {n.id for n in walk(t) if isinstance(n, ast.Name)} & args
         memo[key] = out
         return out
 
@@ -266,15 +266,15 @@ class WorkQueries:
         if (isinstance(target, ast.Tuple) and target.elts and isinstance(node.iter, ast.Call)
                 and last_name(node.iter.func) == "enumerate"):
             target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())  # the elements, not the index
-        elements = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elements = {n.id for n in walk(target) if isinstance(n, ast.Name)}
         if not elements or self.carried_state(loop):
             return False
         for stmt in node.body:
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if not isinstance(sub, ast.Assign):
                     continue
                 for k in (t.slice for t in sub.targets if isinstance(t, ast.Subscript)):
-                    if any(isinstance(n, ast.Name) and n.id in elements for n in ast.walk(k)):
+                    if any(isinstance(n, ast.Name) and n.id in elements for n in walk(k)):
                         return True
         return False
 
@@ -301,19 +301,19 @@ class WorkQueries:
             return False
 
         def local(expr: ast.AST, scope: Scope) -> bool:
-            for n in ast.walk(expr):
+            for n in walk(expr):
                 if isinstance(n, ast.Name) and n.id not in derived and self.resolve(n, scope) is None:
                     return False
             return True
 
         for stmt in getattr(loop.node, "body", []):
             scope = self.scope_at(stmt)
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if isinstance(sub, (ast.Assign, ast.AugAssign)):
                     value = sub.value if isinstance(sub, ast.Assign) else ast.BinOp(sub.target, sub.op, sub.value)
                     if local(value, scope):
                         for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
-                            derived |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                            derived |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
                     elif self.is_jax(sub.value, scope):
                         return False  # ``x = x + jnp.sum(b)``: device work on state from outside
         works = False
@@ -352,7 +352,7 @@ class WorkQueries:
         """Whether what ``f`` returns is computed from timer readings (``return n / (time.time() - t0)``,
         ``times.append(time.perf_counter() - t0)`` ... ``return min(times)``)."""
         def timed(expr: ast.AST, names: set) -> bool:
-            for n in ast.walk(expr):
+            for n in walk(expr):
                 if isinstance(n, ast.Call) and self.resolve(n.func, f.scope) in N.TIMERS:
                     return True
                 if isinstance(n, ast.Name) and n.id in names:
@@ -361,7 +361,7 @@ class WorkQueries:
 
         names: set = set()
         for _ in range(3):  # names from timer readings, and names computed from those
-            for sub in ast.walk(f.node):
+            for sub in walk(f.node):
                 if isinstance(sub, ast.Assign) and timed(sub.value, names):
                     names |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
                 elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
