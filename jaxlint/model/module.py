@@ -243,15 +243,21 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
                     out.add(local)
         return out
 
-    def calls_named(self, names) -> list:
+    def calls_named(self, names) -> tuple:
         """Calls whose callee is spelled with one of ``names`` or a local alias of one: a cheap
-        pre-filter before resolving (the caller still checks the qualified name)."""
-        out = []
-        by_name = self.calls_by_name
-        for name in self.spellings(names):
-            out.extend(by_name.get(name, ()))
-        out.sort(key=_pos)
-        return out
+        pre-filter before resolving (the caller still checks the qualified name). Found once per
+        set of names (the key rules ask for the same ones three times)."""
+        key = ("named", frozenset(names))
+        memo = self._callable_memo
+        found = memo.get(key)
+        if found is None:
+            out = []
+            by_name = self.calls_by_name
+            for name in self.spellings(names):
+                out.extend(by_name.get(name, ()))
+            out.sort(key=_pos)
+            found = memo[key] = tuple(out)
+        return found  # type: ignore[return-value]
 
     def calls_resolvable_to(self, names) -> list:
         """Every call whose callee may resolve (:meth:`resolve`) to a qualified name whose last
