@@ -259,7 +259,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
             found = memo[key] = tuple(out)
         return found  # type: ignore[return-value]
 
-    def calls_resolvable_to(self, names) -> list:
+    def calls_resolvable_to(self, names) -> tuple:
         """Every call whose callee may resolve (:meth:`resolve`) to a qualified name whose last
         part is one of ``names``, in source order: spelled with one of them (or with a name
         :func:`~jaxlint.names.canonical` renames to one: ``pjit`` -> ``jit``), or with a name some
@@ -293,8 +293,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
                             grew = True
                             break
         by_name = self.calls_by_name
-        calls = [c for name in out for c in by_name.get(name, ())]
-        calls.sort(key=_pos)
+        calls = tuple(sorted((c for name in out for c in by_name.get(name, ())), key=_pos))
         memo[key] = calls
         return calls
 
