@@ -10,10 +10,11 @@ from .. import names as N
 _AST = ast.AST
 
 
-def walk(node: ast.AST) -> Iterator[ast.AST]:
-    """``ast.walk``: the same nodes in the same order (breadth first), about 1.7x faster. It
-    reads each node's ``_fields`` itself instead of going through ``ast.iter_child_nodes`` and
-    ``ast.iter_fields``, two generators per node; the model walks subtrees thousands of times."""
+def _breadth_first(node: ast.AST, kinds) -> Iterator[ast.AST]:
+    """``node`` and the nodes of ``kinds`` below it that are reached through nodes of ``kinds``,
+    breadth first in field order, as ``ast.walk`` orders them. Each node's ``_fields`` are read
+    here instead of through ``ast.iter_child_nodes`` and ``ast.iter_fields``, two generators per
+    node: 1.7x faster, and the model walks subtrees thousands of times."""
     todo = [node]
     append = todo.append
     i = 0
@@ -22,17 +23,22 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         i += 1
         for name in n._fields:
             v = getattr(n, name, None)
-            if isinstance(v, _AST):
+            if isinstance(v, kinds):
                 append(v)
             elif isinstance(v, list):
                 for x in v:
-                    if isinstance(x, _AST):
+                    if isinstance(x, kinds):
                         append(x)
         yield n
 
 
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``: the same nodes in the same order, faster (:func:`_breadth_first`)."""
+    return _breadth_first(node, _AST)
+
+
 def child_nodes(node: ast.AST) -> list:
-    """``list(ast.iter_child_nodes(node))``, without its generators (see :func:`walk`)."""
+    """``list(ast.iter_child_nodes(node))``, without its generators."""
     out = []
     for name in node._fields:
         v = getattr(node, name, None)
@@ -51,21 +57,7 @@ def statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``tree`` that hold statement lists (:data:`BLOCK_OWNERS`: every statement
     among them), in the order :func:`walk` gives them, without visiting expressions (statements
     are never inside one)."""
-    todo = [tree]
-    append = todo.append
-    i = 0
-    while i < len(todo):
-        n = todo[i]
-        i += 1
-        for name in n._fields:
-            v = getattr(n, name, None)
-            if isinstance(v, list):
-                for x in v:
-                    if isinstance(x, BLOCK_OWNERS):
-                        append(x)
-            elif isinstance(v, BLOCK_OWNERS):
-                append(v)
-        yield n
+    return _breadth_first(tree, BLOCK_OWNERS)
 
 
 def _names_in(target: ast.AST) -> set[str]:
