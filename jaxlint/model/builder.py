@@ -167,7 +167,7 @@ class _Builder:
         m.functions.append(fi)
         m.func_of_node[id(node)] = fi
         m.ctx[id(node)] = self.cur
-        pos = (node.lineno, node.col_offset)
+        pos = _pos(node)
         events = scope.events
         for p in params + kwonly + ([a.vararg.arg] if a.vararg else []) + ([a.kwarg.arg] if a.kwarg else []):
             b = Binding(pos, "param", p, None, node, scope)
@@ -258,7 +258,7 @@ class _Builder:
         for t in targets:
             if type(t) is not _NAME:
                 self.visit(t)
-        pos = (node.end_lineno or node.lineno, node.end_col_offset or 0)  # _end(node)
+        pos = _end(node)
         stmt_of = self.m.stmt_of
         for t in targets:
             stmt_of[id(t)] = node

@@ -251,12 +251,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         memo = self._callable_memo
         found = memo.get(key)
         if found is None:
-            out = []
-            by_name = self.calls_by_name
-            for name in self.spellings(names):
-                out.extend(by_name.get(name, ()))
-            out.sort(key=_pos)
-            found = memo[key] = tuple(out)
+            found = memo[key] = self._calls_spelled(self.spellings(names))
         return found  # type: ignore[return-value]
 
     def calls_resolvable_to(self, names) -> tuple:
@@ -292,10 +287,13 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
                             out.add(local)
                             grew = True
                             break
-        by_name = self.calls_by_name
-        calls = tuple(sorted((c for name in out for c in by_name.get(name, ())), key=_pos))
-        memo[key] = calls
+        calls = memo[key] = self._calls_spelled(out)
         return calls
+
+    def _calls_spelled(self, spellings) -> tuple:
+        """The calls whose callee's last name is one of ``spellings``, in source order."""
+        by_name = self.calls_by_name
+        return tuple(sorted((c for name in spellings for c in by_name.get(name, ())), key=_pos))
 
     def traced_calls(self) -> Iterator[tuple]:
         """``(function, call)`` for every call made directly in a traced function's body."""

@@ -12,7 +12,7 @@ staged the second. ``ModuleModel.staging`` is the one instance per module.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from .. import names as N
 from . import limits as L
@@ -531,7 +531,7 @@ class Staging:
                 return True
         return False
 
-    def _calls_of_transform(self, qn: str) -> list:
+    def _calls_of_transform(self, qn: str) -> Sequence[ast.Call]:
         """The calls with arguments of the concrete transform ``qn`` (``jax.grad(f)``), in source
         order, found once for all the functions it traces: only the calls that may resolve to one
         are resolved (:meth:`~jaxlint.model.ModuleModel.calls_resolvable_to`), not every call of
