@@ -74,6 +74,7 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         self._returns_memo: dict[int, Optional[bool]] = {}
         self._event_memo: dict[int, bool] = {}
         self._rebinding_memo: dict = {}
+        self._calls_memo: dict[tuple, tuple] = {}  # calls_named / calls_resolvable_to, per set of names
         self._staging: Optional[Staging] = None
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
         self._arrays: Optional[ArrayKinds] = None
@@ -248,11 +249,11 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         pre-filter before resolving (the caller still checks the qualified name). Found once per
         set of names (the key rules ask for the same ones three times)."""
         key = ("named", frozenset(names))
-        memo = self._callable_memo
+        memo = self._calls_memo
         found = memo.get(key)
         if found is None:
             found = memo[key] = self._calls_spelled(self.spellings(names))
-        return found  # type: ignore[return-value]
+        return found
 
     def calls_resolvable_to(self, names) -> tuple:
         """Every call whose callee may resolve (:meth:`resolve`) to a qualified name whose last
@@ -262,9 +263,9 @@ class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
         in a function or class too, transitively. Unlike :meth:`calls_named` (module-level and
         import aliases only) it misses none, so a caller may resolve these calls instead of all."""
         key = ("resolvable", frozenset(names))
-        memo = self._callable_memo
+        memo = self._calls_memo
         if key in memo:
-            return memo[key]  # type: ignore[return-value]
+            return memo[key]
         out = set(names)
         for old, new in (*N.CANONICAL_NAMES.items(), *((o[:-1], n[:-1]) for o, n in N.CANONICAL_PREFIXES)):
             if new.rsplit(".", 1)[-1] in out:
