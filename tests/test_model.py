@@ -4,6 +4,7 @@ functions, loop contexts and JAX-value inference."""
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 import pytest
@@ -973,6 +974,83 @@ def test_periodic_guards_of_issue_11(name, periodic):
     step_loop = next(lp for lp in ctx.loops if lp.kind != "for" or not isinstance(lp.node.iter, ast.Call)
                      or ast.unparse(lp.node.iter) != "aux.items()")
     assert m.periodic_guard(ctx, step_loop) is periodic
+
+
+_HELPERS = """
+import jax
+import jax.numpy as jnp
+from utils import log_now
+import utils as u
+
+@jax.jit
+def train_step(p, b):
+    return p - b, jnp.sum(b)
+
+def schedule(step, n, total):
+    is_step = n and step % n == 0
+    is_last = step == total
+    return is_step or is_last
+
+def past_warmup(step, n):
+    return step > n
+
+def always(step):
+    return True
+
+class Trainer:
+    def due(self, step):
+        return step % self.n == 0
+
+    def fit(self, p, batches, n, total, verbose):
+        warm = True
+        for step, b in enumerate(batches):
+            p, loss = train_step(p, b)
+            if self.due(step):
+                method_helper()
+            if log_now(step, n):
+                unknown_helper_any_name()
+            if u.itstime(step, n, total) or verbose and jax.process_index() == 0:
+                schedule_or_run_switch()
+            if schedule(step, n, total) or warm:
+                schedule_or_loop_flag()
+                warm = False
+            if schedule(step, n, total):
+                body_schedule()
+            if past_warmup(step, n):
+                body_threshold()
+            if always(step):
+                body_constant()
+            if log_now(loss, n):
+                unknown_helper_on_data()
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("method_helper", True),            # self.due(step): its body returns step % n == 0
+    ("unknown_helper_any_name", True),  # imported: not readable, so presumed periodic, whatever its name
+    ("schedule_or_run_switch", True),   # a schedule or a flag the loop never sets
+    ("schedule_or_loop_flag", False),   # the loop sets `warm`: the other side may hold every step
+    ("body_schedule", True),            # returns names bound to step % n == 0 / step == total
+    ("body_threshold", False),          # returns step > n: every step after warm-up
+    ("body_constant", False),
+    ("unknown_helper_on_data", False),  # not given the loop's counter
+])
+def test_periodic_helpers_decided_by_body_or_presumed(name, periodic):
+    tree, m = build(_HELPERS)
+    ctx = m.context(call_to(tree, name))
+    assert m.periodic_guard(ctx, ctx.loops[0]) is periodic
+
+
+def test_periodic_helper_does_not_depend_on_its_name():
+    renamed = _HELPERS
+    for old, new in (("log_now", "q17"), ("schedule", "z3"), ("due", "k9"), ("past_warmup", "w2")):
+        renamed = re.sub(rf"\b{old}\b", new, renamed)
+    assert "def schedule" not in renamed and "log_now" not in renamed
+    for name, periodic in [("method_helper", True), ("unknown_helper_any_name", True), ("body_schedule", True),
+                           ("body_threshold", False)]:
+        tree, m = build(renamed)
+        ctx = m.context(call_to(tree, name))
+        assert m.periodic_guard(ctx, ctx.loops[0]) is periodic, name
 
 
 def test_loop_counters():

@@ -8,7 +8,8 @@ work still runs only now and then):
 * an equality or membership test on a step counter: ``step == n - 1``, ``step in eval_steps``;
 * a threshold the guarded branch moves on: ``if env_steps >= next_eval: ...; next_eval += every``,
   ``if now - last_log > 60: ...; last_log = now``;
-* an every-N helper predicate given the step: ``should_log(step, every)``, ``u.every_n(step, n, total)``;
+* a helper given the loop's counter (``should_log(step, every)``, ``u.itstime(step, n, total)``),
+  decided by its body where this module defines it and presumed periodic where it cannot be read;
 * a name bound to one of these: ``is_log_step = step % every == 0`` ... ``if is_log_step:``.
 
 A test on the variables of a loop nested inside the loop that counts (``for k, v in aux.items():
@@ -18,22 +19,19 @@ if k in stats:``) picks items within one step, not steps, and is not periodic.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
+from .. import conventions
 from . import limits as L
 from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
 
-# Words that name a schedule in an every-N helper or its period argument (``should_log``,
-# ``every_n``, ``log_freq``, ``eval_interval``, ``is_checkpoint_due``).
-_PERIOD_WORDS = ("every", "freq", "interval", "period", "should", "due")
-# The last part of a name or attribute that counts steps (``step``, ``self.training_steps``,
-# ``state.global_step``, ``epoch``): what an every-N helper is given. Compiled (and cached by ``re``)
-# on first use, as most runs never ask.
-_COUNTER_NAME = r"(?i)(?:^|_)(?:steps?|iters?|iterations?|epochs?|updates?)$"
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
 _ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)
+
+
+# JAX's values that are constant for the whole process (which host this is, how many there are)
+_PER_PROCESS = frozenset({"jax.process_index", "jax.process_count", "jax.device_count", "jax.local_device_count"})
 
 
 def _spelled(node: ast.AST) -> Optional[str]:
@@ -71,15 +69,16 @@ class _Names:
     """What a guard's test is read against: what the loops up to the one that counts count
     (``step``, ``self.steps``), their targets, and the targets of loops nested inside it."""
 
-    __slots__ = ("counters", "elements", "inner")
+    __slots__ = ("counters", "elements", "inner", "loop")
 
-    def __init__(self, counters: set, elements: set, inner: set):
+    def __init__(self, counters: set, elements: set, inner: set, loop: Optional[Loop] = None):
         self.counters = counters
         self.elements = elements
         self.inner = inner
+        self.loop = loop  # the loop that counts (None inside a helper's body)
 
     def _replace(self, **changes) -> "_Names":
-        out = _Names(self.counters, self.elements, self.inner)
+        out = _Names(self.counters, self.elements, self.inner, self.loop)
         for k, v in changes.items():
             setattr(out, k, v)
         return out
@@ -106,17 +105,6 @@ def _counted(expr: ast.AST, names: "_Names") -> bool:
     (``name``); ``w.dtype`` reads a property of the element instead."""
     atoms = _atoms(expr)
     return bool(atoms) and any(a in names.counters or a in names.elements for a in atoms)
-
-
-def _returns_schedule(f: FunctionInfo) -> bool:
-    """A helper whose result is a modulo, equality or membership test (``return step % every == 0``)."""
-    for r in f.returns:
-        for n in walk(r):
-            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
-                return True
-            if isinstance(n, ast.Compare) and any(isinstance(op, (ast.Eq, ast.In)) for op in n.ops):
-                return True
-    return False
 
 
 def _every_iteration(stmts: list):
@@ -200,13 +188,17 @@ class PeriodicityQueries:
         inner: set = set()
         for lp in loops[hot + 1:depth]:
             inner |= lp.target_names()
-        names = _Names(counters, elements - inner, inner)
+        names = _Names(counters, elements - inner, inner, loops[hot] if loops else None)
         return self._periodic_test(test, names, self.scope_at(test), 0)
 
     def _periodic_test(self, test: ast.AST, names: "_Names", scope: Scope, depth: int) -> bool:
         if isinstance(test, ast.BoolOp):
             parts = [self._periodic_test(v, names, scope, depth) for v in test.values]
-            return any(parts) if isinstance(test.op, ast.And) else all(parts)
+            if isinstance(test.op, ast.And):
+                return any(parts)
+            # ``itstime(step, n) or warmup and jax.process_index() == 0``: a switch the loop never
+            # sets turns the schedule off or on for the whole run, not every step
+            return any(parts) and all(p or self._run_switch(v, names, scope) for p, v in zip(parts, test.values))
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             # ``not step % every``: true once per period (``not should_log(...)`` is the opposite)
             return self._counting_mod(test.operand, names.inner) and not isinstance(test.operand, ast.Call)
@@ -219,6 +211,45 @@ class PeriodicityQueries:
             if ev is not None and ev.plain_assign and ev.value is not None:
                 return self._periodic_test(ev.value, names, ev.scope, depth + 1)
         return False
+
+    def _run_switch(self, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
+        """A test that the loop does not change: it reads no counter or element of the loop and no
+        name or attribute the loop body assigns, and calls nothing but JAX's per-process constants
+        (``jax.process_index()``). Beside a schedule in an ``or`` it turns extra runs on for the
+        whole run (a verbose flag, a warm-up phase kept by another object), not every step."""
+        loop = names.loop
+        if loop is None:
+            return False
+        assigned = self._assigned_in(loop)
+        for n in walk(expr):
+            if isinstance(n, ast.Call):
+                if self.resolve(n.func, scope) not in _PER_PROCESS:
+                    return False
+            elif isinstance(n, (ast.Name, ast.Attribute)):
+                s = _spelled(n)
+                if s is not None and (s in names.counters or s in names.elements or s in assigned):
+                    return False
+            elif isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+                return False
+        return True
+
+    def _assigned_in(self, loop: Loop) -> set:
+        """What the loop's body and target bind, as spelled (``x``, ``self.count``)."""
+        memo = self.__dict__.setdefault("_loop_assigned", {})
+        out = memo.get(id(loop.node))
+        if out is None:
+            out = set()
+            for n in walk(loop.node):
+                if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store):
+                    s = _spelled(n)
+                    if s:
+                        out.add(s)
+                elif isinstance(n, (ast.Subscript,)) and isinstance(n.ctx, ast.Store):
+                    s = _spelled(n.value)
+                    if s:
+                        out.add(s)
+            memo[id(loop.node)] = out
+        return out
 
     def _counting_mod(self, expr: ast.AST, inner: set) -> bool:
         """A modulo in ``expr`` whose operands are not only the variables of loops nested inside
@@ -268,20 +299,46 @@ class PeriodicityQueries:
         return False
 
     def _periodic_helper(self, call: ast.Call, names: "_Names", scope: Scope, depth: int) -> bool:
-        """``should_log(step, every)``, ``u.every_n(step, n, total)``, ``self.is_eval_step(step)``:
-        a helper given the step counter whose definition returns a schedule test, or, when its
-        definition is not in this module, whose name or period argument names a schedule."""
+        """``should_log(step, every)``, ``u.itstime(step, n, total)``, ``self.is_eval_step(step)``:
+        a helper given the loop's counter. Where its definition can be read (this module), it is
+        periodic when one of its returned expressions is a periodic test of the parameter the
+        counter is passed to (``return step % every == 0 or step == total``); ``return step <
+        warmup`` is not. Where the definition cannot be read (another module, a library, an
+        object's method), the guard is presumed periodic: a call we cannot see into is not
+        evidence that the guarded work runs every step."""
         qn = self.resolve(call.func, scope)
         if qn is not None and qn.startswith(("builtins.", "jax.", "numpy.", "math.")):
             return False
-        args = list(call.args) + [kw.value for kw in call.keywords]
-        spelled = [s for a in args for s in _spellings(a)]
-        counter_args = [s for s in spelled if s in names.counters or re.search(_COUNTER_NAME, s.rsplit(".", 1)[-1])]
-        if not counter_args or all(s.split(".")[0] in names.inner for s in counter_args):
+        counter = self._is_counter_arg
+        positions = [i for i, a in enumerate(call.args) if counter(a, names)]
+        keywords = [kw.arg for kw in call.keywords if kw.arg is not None and counter(kw.value, names)]
+        if not positions and not keywords:
             return False
-        funcs = self.local_functions(call.func, scope) if depth < L.PERIODIC_HELPER_HORIZON else []
-        if funcs:
-            return any(_returns_schedule(f) for f in funcs)
-        words = [last_name(call.func)] + [kw.arg or "" for kw in call.keywords] + spelled
-        return any(w in name.lower() for name in words for w in _PERIOD_WORDS)
+        if depth >= L.PERIODIC_HELPER_HORIZON:
+            return True
+        funcs = self.local_functions(call.func, scope)
+        if not funcs:
+            return True  # unknown: presumed periodic
+        bound = isinstance(call.func, ast.Attribute)
+        for f in funcs:
+            params = list(f.params)
+            if bound and f.is_method and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            got = {params[i] for i in positions if i < len(params)}
+            got |= {k for k in keywords if k in params or k in f.kwonly}
+            if not got:
+                continue
+            inner = _Names(got, set(), set())
+            if any(self._periodic_test(r, inner, f.scope, depth + 1) for r in f.returns):
+                return True
+        return False
 
+    @staticmethod
+    def _is_counter_arg(arg: ast.AST, names: "_Names") -> bool:
+        """An argument that carries the loop's count (``step``, ``step + 1``, ``int(state.step)``):
+        it reads a counter of the loop, or a name the conventions call a step counter
+        (``state.step`` returned by the step every iteration: ``counter-names``), and not only
+        the variables of a loop nested inside the one that counts."""
+        spelled = [s for s in _spellings(arg)
+                   if s in names.counters or conventions.active().matches("counter-names", s.rsplit(".", 1)[-1])]
+        return bool(spelled) and not all(s.split(".")[0] in names.inner for s in spelled)

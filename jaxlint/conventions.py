@@ -1,0 +1,235 @@
+"""Conventions: every decision jaxlint still makes from a name the user chose, in one place.
+
+jaxlint decides from facts where it can: data flow, the call graph, and JAX's API semantics. A
+few questions have no fact to decide them within one module (is the method ``step`` of an object
+from another library called once per environment step? does the function ``main`` run once per
+process?), and there a name is the best evidence left. Each such name list is one
+:class:`Convention` here, with what it decides, why a name is evidence, and its measured effect
+on the review sets (``bench/conventions.py`` measures it: the findings that change on the two
+real-code review sets when the convention is emptied).
+
+A project that names things its own way changes them in ``pyproject.toml``::
+
+    [tool.jaxlint.conventions]
+    extend-step-methods = ["advance", "tick"]   # added to the defaults
+    counter-names = ["step", "it"]              # replaces the defaults
+
+Model code asks :func:`active` (set once per run from the configuration by the engine); a name
+that decides a finding is recorded in the finding's evidence (``conventions`` in ``--format
+json``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+# How a convention's words match a name (the name lower-cased; ``parts`` are its words between
+# underscores, with leading underscores dropped: ``_train_step`` -> ``train``, ``step``).
+EXACT = "exact"  # the whole name is a word: ``sample``
+LAST_PART = "last-part"  # the last part of the name is a word: ``global_step``, ``num_updates``
+FIRST_PART = "first-part"  # the first part is a word (or the whole name): ``load_params``, ``init``
+AFFIX = "affix"  # the name is a word, starts with ``word_`` or ends with ``_word``: ``train_step``, ``step_env``
+SUBSTRING = "substring"  # a word occurs anywhere: ``run_example``, ``my_benchmark``
+SUFFIX = "suffix"  # the name ends with a word (no underscore needed): ``param_ref``, ``refs``
+
+
+class Convention:
+    """One name list: ``key`` (its name in [tool.jaxlint.conventions]), ``words`` (the defaults),
+    ``how`` (EXACT, LAST_PART, FIRST_PART, AFFIX, SUBSTRING or SUFFIX), ``decides`` (what a match
+    decides, and where), ``rationale`` (why a name is evidence where no fact is) and ``measured``
+    (its effect on the review sets when emptied, from bench/conventions.py). (A plain class: the
+    checking path does not load ``dataclasses``.)"""
+
+    __slots__ = ("key", "words", "how", "decides", "rationale", "measured")
+
+    def __init__(self, key: str, words: tuple, how: str, decides: str, rationale: str, measured: str):
+        self.key = key
+        self.words = words
+        self.how = how
+        self.decides = decides
+        self.rationale = rationale
+        self.measured = measured
+
+    def matches(self, name: str, words: Optional[frozenset] = None) -> bool:
+        words = self.words if words is None else words
+        if not name:
+            return False
+        low = name.lower()
+        if self.how == SUBSTRING:
+            return any(w in low for w in words)
+        if self.how == SUFFIX:
+            return low.endswith(tuple(words)) if words else False
+        bare = low.lstrip("_")
+        if bare in words:
+            return True
+        if self.how == EXACT:
+            return False
+        parts = bare.split("_")
+        if self.how == LAST_PART:
+            return parts[-1] in words
+        if self.how == FIRST_PART:
+            return parts[0] in words
+        return parts[0] in words or parts[-1] in words  # AFFIX
+
+
+CONVENTIONS = (
+    Convention(
+        "counter-names", ("step", "steps", "iter", "iters", "iteration", "iterations", "epoch", "epochs", "update",
+                          "updates"), LAST_PART,
+        "periodicity: an argument that counts steps when it is not a counter of the loop itself (``state.step`` "
+        "returned by the jitted step, ``self.global_step``), so that ``if log_now(state.step, n):`` is read as a "
+        "schedule test like ``if log_now(step, n):``",
+        "a device-side counter advances inside the compiled step, where the loop's own statements show no "
+        "``+= 1``; what it counts is said only by its name",
+        "dev: 0 findings change; review2: 0 (the loops there count with range/enumerate or `+= 1`)"),
+    Convention(
+        "step-methods", ("step", "update", "act", "__call__", "sample", "insert", "forward"), AFFIX,
+        "repetition: a method or function of this name (or ``*_step``/``step_*``) runs once per step, so a jit "
+        "wrapper or a constant key made in it is made every step (JAX102, JAX503), when no caller in the "
+        "project says how often it runs",
+        "an environment's or agent's ``step``/``act`` is called by a loop in another package (an RL library, a "
+        "serving loop) that the project's call graph does not contain",
+        "measured by bench/conventions.py"),
+    Convention(
+        "step-params", ("step", "global_step", "step_num", "step_number", "cur_step", "current_step"), EXACT,
+        "repetition: a function with a parameter of this name that its body reads is called at the steps of a "
+        "loop (JAX102, JAX503)",
+        "a function handed the current step is called with each step, in a loop the project may not show",
+        "measured by bench/conventions.py"),
+    Convention(
+        "setup-functions", ("init", "initialize", "initialise", "setup", "build", "create", "make", "load",
+                            "restore", "prepare", "configure", "quantize", "convert", "export", "save", "train",
+                            "main", "run", "fit"), FIRST_PART,
+        "repetition: a function of this name runs once per program or per run (``load_params``, ``train``) "
+        "where no caller in the project shows it called again and again; ``run`` and ``fit`` only as the "
+        "whole name (``run_episode`` repeats)",
+        "entry points and set-up are called from outside the module (a launcher, a config system) or once "
+        "from ``main``; evidence of repetition (a call in a loop) always wins over the name",
+        "measured by bench/conventions.py"),
+    Convention(
+        "entry-points", ("main", "_main"), EXACT,
+        "repetition: a function of this name (and what is nested in it) runs once per process (JAX102)",
+        "the program's entry point is called by ``if __name__ == '__main__'`` or a launcher",
+        "measured by bench/conventions.py"),
+    Convention(
+        "demo-functions", ("example", "benchmark"), SUBSTRING,
+        "repetition: a function whose name contains one of these runs once, as a demo or a benchmark (JAX102)",
+        "docs examples and benchmarks build their wrappers once per run; compiling per call is their point",
+        "measured by bench/conventions.py"),
+    Convention(
+        "check-functions", ("check", "verify"), FIRST_PART,
+        "transfers: asserts in a function of this name (``check_grads``) are cross-checks that must see the "
+        "values (JAX201 opt-in)",
+        "a verification helper fetches to compare; its loop is a test's loop, not a training loop",
+        "measured by bench/conventions.py"),
+    Convention(
+        "host-consumer-methods", ("step", "decode", "decode_batch", "batch_decode", "apply_action", "send",
+                                  "put", "write", "play"), EXACT,
+        "transfers: a device value handed to a method of this name on an object of another library is needed "
+        "on the host (an environment's ``step``, a tokenizer's ``decode``), so the sync is inherent (JAX201)",
+        "host environments and tokenizers are classes of other libraries whose types a single module does not "
+        "show",
+        "measured by bench/conventions.py"),
+    Convention(
+        "pacing-names", ("render", "imshow", "show", "display", "show_image", "show_images", "show_video",
+                         "draw", "plot", "animate", "sleep"), EXACT,
+        "transfers: a loop that calls one of these is paced by the host (rendering, plotting, real-time "
+        "sleep), so a sync per iteration costs nothing that matters (JAX201)",
+        "rendering and plotting come from many libraries (gym, matplotlib, pygame) the model does not resolve",
+        "measured by bench/conventions.py"),
+    Convention(
+        "logger-receivers", ("log",), SUBSTRING,
+        "transfers: a method called on a receiver whose last name contains this (``self.logger.write``, "
+        "``log.scalar``) records values; a fetch it is given is a logged fetch, not a consumer (JAX201)",
+        "logging libraries differ (absl, wandb, tensorboard, clu); their receivers are named for logging",
+        "measured by bench/conventions.py"),
+    Convention(
+        "timer-contexts", ("timer", "timing", "stopwatch"), SUBSTRING,
+        "timing: a ``with`` block whose context manager's name contains this measures wall-clock time "
+        "(JAX204)",
+        "timer contexts are project helpers and small libraries (codetiming, a ``Timer`` class)",
+        "measured by bench/conventions.py"),
+    Convention(
+        "optimizer-receivers", ("opt", "tx", "solver"), AFFIX,
+        "work: ``opt.update(...)``/``solver.run(...)`` on a receiver of this name advances an iterative "
+        "algorithm: a loop calling it carries state like a training loop",
+        "optax and jaxopt objects are built from factories whose results the model does not type",
+        "measured by bench/conventions.py"),
+)
+
+BY_KEY = {c.key: c for c in CONVENTIONS}
+
+
+class Conventions:
+    """The conventions in force: the defaults with a project's changes."""
+
+    def __init__(self, words: Optional[dict] = None):
+        self.words = {c.key: frozenset(c.words) for c in CONVENTIONS}
+        if words:
+            self.words.update({k: frozenset(v) for k, v in words.items()})
+        self._memo: dict = {}
+
+    def matches(self, key: str, name: str) -> bool:
+        memo_key = (key, name)
+        hit = self._memo.get(memo_key)
+        if hit is None:
+            hit = self._memo[memo_key] = BY_KEY[key].matches(name, self.words[key])
+        return hit
+
+    def changed(self) -> dict:
+        """The keys whose words differ from the defaults (for the result cache's key)."""
+        return {k: sorted(v) for k, v in self.words.items() if v != frozenset(BY_KEY[k].words)}
+
+
+_DEFAULT = Conventions()
+_active = _DEFAULT
+
+
+def active() -> Conventions:
+    return _active
+
+
+def configure(words: Optional[dict]) -> Conventions:
+    """Put the conventions of a configuration in force (None or {}: the defaults)."""
+    global _active
+    _active = Conventions(words) if words else _DEFAULT
+    return _active
+
+
+def parse(section, source: str, error) -> dict:
+    """``[tool.jaxlint.conventions]``: ``KEY = [...]`` replaces a convention's words and
+    ``extend-KEY = [...]`` adds to them. Raises ``error`` (the config's exception type) for an
+    unknown key or a value that is not a list of strings."""
+    if not isinstance(section, dict):
+        raise error(f"{source}: [tool.jaxlint] conventions must be a table ([tool.jaxlint.conventions])")
+    out: dict = {}
+    valid = sorted(BY_KEY) + sorted("extend-" + k for k in BY_KEY)
+    for key, value in section.items():
+        base = key[len("extend-"):] if key.startswith("extend-") else key
+        if base not in BY_KEY:
+            raise error(f"{source}: unknown [tool.jaxlint.conventions] key {key!r} (valid: {', '.join(valid)})")
+        if not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
+            raise error(f"{source}: [tool.jaxlint.conventions] {key} must be a list of non-empty strings, "
+                        f"not {value!r}")
+    for key, value in section.items():
+        if not key.startswith("extend-"):
+            out[key] = [v.strip().lower() for v in value]
+    for key, value in section.items():
+        if key.startswith("extend-"):
+            base = key[len("extend-"):]
+            out[base] = list(out.get(base, BY_KEY[base].words)) + [v.strip().lower() for v in value]
+    return out
+
+
+def describe(keys: Iterable[str] = ()) -> str:
+    """Text for ``jaxlint conventions``: every convention, its words in force and why."""
+    cur = active()
+    lines = []
+    for c in CONVENTIONS:
+        if keys and c.key not in keys:
+            continue
+        lines.append(f"{c.key} ({c.how}): {', '.join(sorted(cur.words[c.key]))}")
+        lines.append(f"  decides: {c.decides}")
+        lines.append(f"  why a name: {c.rationale}")
+        lines.append(f"  measured: {c.measured}")
+    return "\n".join(lines)
