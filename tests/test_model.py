@@ -1155,6 +1155,12 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
         x = make_batch(8)
         p, loss = train_step(p, x)
         comprehension_helper(loss)
+    for e in range(epochs):
+        p, aux = lax.fori_loop(0, n, lambda i, c: train_step(*c), (p, data))
+        eager_device_loop(aux)
+    for e in range(epochs):
+        p = lax.fori_loop(0, 4, lambda i, q: q * 2, p)
+        eager_short_device_loop(p)
 """
 
 
@@ -1168,6 +1174,8 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     ("short", None),                        # a literal 4-trip fori_loop
     ("guarded_program", None),              # the program runs only under an if
     ("comprehension_helper", None),         # a helper that builds a batch in a comprehension
+    ("eager_device_loop", "lax.fori_loop"),  # lax.fori_loop called outside jit: one compiled loop
+    ("eager_short_device_loop", None),      # ... of 4 literal trips: a short loop, one step
 ])
 def test_iteration_program(name, program):
     tree, m = build(_WORK)

@@ -262,6 +262,71 @@ def test_jax201_periodic_guard_on_a_counter_in_a_while_loop():
     """) == []
 
 
+def test_jax201_guard_through_a_helper_decided_by_its_body_not_its_name():
+    # a project's schedule helper with no schedule word in its name; an imported one (unreadable:
+    # presumed periodic); an `or` with a flag the loop never sets
+    assert findings(_TRAIN_STEP + """
+    import utils
+
+    def now(step, n, total):
+        return step % n == 0 or step == total
+
+    def train(params, batches, n, total, verbose):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            if now(step, n, total):
+                print(float(metrics["loss"]))
+            if utils.q(step, n) or verbose and jax.process_index() == 0:
+                print(float(metrics["norm"]))
+        return params
+    """) == []
+
+
+def test_jax201_guard_through_a_helper_that_holds_every_step_after_warmup():
+    assert_marked(_TRAIN_STEP + """
+    def past(step, n):
+        return step > n
+
+    def train(params, batches, n):
+        for step, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            if past(step, n):
+                print(float(metrics["loss"]))  # expect: JAX201
+        return params
+    """)
+
+
+def test_jax201_check_after_an_eager_device_loop_chunk_is_once_per_program():
+    # the jax_md pattern: lax.fori_loop of many steps, then an overflow check on the host
+    assert findings(_TRAIN_STEP + """
+    from jax import lax
+
+    def simulate(state, nbrs, body, n_chunks, inner):
+        for i in range(n_chunks):
+            new_state, nbrs = lax.fori_loop(0, inner, body, (state, nbrs))
+            if nbrs.did_buffer_overflow:
+                nbrs = nbrs.allocate(state)
+            else:
+                state = new_state
+        return state
+    """) == []
+
+
+def test_jax201_check_after_a_short_literal_device_loop_is_per_step():
+    assert_marked(_TRAIN_STEP + """
+    from jax import lax
+
+    def simulate(state, nbrs, body, n_chunks):
+        for i in range(n_chunks):
+            new_state, nbrs = lax.fori_loop(0, 2, body, (state, nbrs))
+            if nbrs.did_buffer_overflow:  # expect: JAX201
+                nbrs = nbrs.allocate(state)
+            else:
+                state = new_state
+        return state
+    """)
+
+
 def test_jax201_epoch_level_fetch_after_step_loop_is_not_reported():
     assert findings(_TRAIN_STEP + """
     def train(params, epochs, batches):

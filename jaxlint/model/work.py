@@ -161,8 +161,14 @@ class WorkQueries:
         key = ("call", id(call))
         if key not in memo:
             memo[key] = False
-            memo[key] = any(self._function_runs_program(f, compiled, 0)
-                            for f, compiled in self.called_functions(call.func, self.scope_at(call)))
+            scope = self.scope_at(call)
+            qn = self.resolve(call.func, scope)
+            if qn in DEVICE_LOOPS:
+                # ``lax.fori_loop(0, n, body, state)`` called outside jit: one compiled device loop
+                memo[key] = not _small_trip_count(call, qn)
+            else:
+                memo[key] = any(self._function_runs_program(f, compiled, 0)
+                                for f, compiled in self.called_functions(call.func, scope))
         return memo[key]
 
     def _function_runs_program(self, f: FunctionInfo, compiled: bool, depth: int) -> bool:
