@@ -128,6 +128,15 @@ HOST_METHODS = {"item", "tolist", "__array__", "__float__", "__int__", "__bool__
 # Array methods that return something other than an array without syncing.
 NON_ARRAY_METHODS = {"copy_to_host_async", "is_deleted", "delete", "on_device_size_in_bytes", "addressable_data",
                      "unsafe_buffer_pointer", "devices", "platform"}
+# The methods of ``jax.Array`` (its public API on jax 0.10.2): read without a call on a value that is
+# certainly one array (``x.sum != 0``, a missing ``()``), the attribute is a bound method, not an array.
+ARRAY_METHODS = frozenset({
+    "addressable_data", "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "block_until_ready",
+    "byteswap", "choose", "clip", "clone", "compress", "conj", "conjugate", "copy", "copy_to_host_async", "cumprod",
+    "cumsum", "delete", "devices", "diagonal", "dot", "flatten", "is_deleted", "is_ready", "item", "max", "mean",
+    "min", "nonzero", "on_device_size_in_bytes", "platform", "prod", "ptp", "ravel", "repeat", "reshape", "round",
+    "searchsorted", "sort", "squeeze", "std", "sum", "swapaxes", "take", "to_device", "tobytes", "tolist", "trace",
+    "transpose", "unsafe_buffer_pointer", "var", "view"})
 # Methods whose name and a receiver that is certainly an array make the result an array.
 AT_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply", "get"}
 

@@ -1529,6 +1529,25 @@ def test_is_jax_on_expressions():
     assert got == [True, True, True, False, True, True, False]
 
 
+def test_a_method_of_an_array_read_without_a_call_is_not_an_array():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(p):
+        return p, p
+
+    def f(v, p):
+        y = jnp.array(v)
+        state, aux = step(p)
+        return sink(y.sum != 0, y.sum() != 0, y.max, state.max, aux.mean())
+    """)
+    call = call_to(tree, "sink")
+    # state.max: a field of a pytree the jitted step returned (not certainly one array)
+    assert [m.is_jax(a, m.scope_at(call)) for a in call.args] == [False, True, False, True, True]
+
+
 def test_is_jax_without_explicit_scope():
     # is_jax(expr) documents scope as optional; a name read inside a function must still be
     # looked up in that function, not at module level.

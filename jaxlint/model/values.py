@@ -77,6 +77,8 @@ class ValueQueries:
         if t is ast.Attribute:
             if e.attr in N.METADATA_ATTRS:
                 return False
+            if e.attr in N.ARRAY_METHODS and self.arrays.certain(e.value, scope):
+                return False  # ``x.sum`` without a call: a bound method (calls go through _call_kind)
             return self.is_jax(e.value, scope)
         if t is ast.Subscript:
             return self.is_jax(e.value, scope)
