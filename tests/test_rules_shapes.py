@@ -1539,3 +1539,35 @@ def test_jax303_dynamic_slice_in_dim_with_static_sizes_is_not_reported():
         return (lax.dynamic_slice_in_dim(x, start, half),
                 lax.dynamic_update_slice_in_dim(x, x[:2], start, axis=0))
     """, "JAX303") == []
+
+
+def test_jax303_size_from_an_array_computed_eagerly_and_closed_over_is_concrete():
+    # brax's pattern: the size is a jnp array computed outside the traced function, a constant when tracing
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def train(num_updates, num_evals):
+        updates_per_epoch = jnp.round(num_updates / num_evals)
+
+        def epoch(state):
+            return jax.lax.scan(lambda c, i: (c + i, c), state, jnp.arange(updates_per_epoch))
+
+        return jax.pmap(epoch)
+    """, "JAX303") == []
+
+
+def test_jax303_size_from_a_tracer_of_the_enclosing_traced_function_is_still_reported():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def outer(x):
+        n = jnp.sum(x > 0)
+
+        def inner(y):
+            return jnp.zeros(n) + y  # expect: JAX303
+
+        return jax.vmap(inner)(x)
+    """)

@@ -127,10 +127,11 @@ class Staging:
     def suspect(self, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> bool:
         """Whether ``expr`` is a JAX value only by the model's over-approximation: it reads (directly
         or through local assignments) parameters the model counts as tracers that may well be
-        Python values (see :meth:`_shaky`), and no other tracer."""
+        Python values (see :meth:`_shaky`), or arrays bound outside any traced function (computed
+        eagerly, then closed over: concrete constants when tracing), and no other tracer."""
         found: set = set()
         self._sources(expr, scope, found, 0)
-        return "shaky" in found and "real" not in found
+        return ("shaky" in found or "concrete" in found) and "real" not in found
 
     def _sources(self, expr: ast.AST, scope: Scope, found: set, depth: int) -> None:
         m = self.m
@@ -141,6 +142,9 @@ class Staging:
             if ev is None or not m.is_jax(n, scope):
                 continue  # not a JAX value: it cannot be what makes ``expr`` one
             g = ev.scope.func
+            if g is None or not g.traced:
+                found.add("concrete")  # bound at module level or in an untraced function: closed over
+                continue
             if ev.kind == "param" and g is not None:
                 if n.id in self._shaky(g):
                     found.add("shaky")
