@@ -1323,6 +1323,31 @@ _MATMUL_STEP = """
 """
 
 
+def test_jax204_a_fetch_formatted_before_the_clock_read_in_the_same_statement_waits():
+    # f-strings and arguments are evaluated left to right: `{y}` is formatted (a fetch) first
+    assert findings(_MATMUL_STEP + """
+    def run(x, epochs):
+        for epoch in range(epochs):
+            t0 = time.time()
+            y = step(x)
+            print(f"{epoch} {y} ({time.time() - t0:.3f} s)")
+        for epoch in range(epochs):
+            t0 = time.time()
+            y = step(x)
+            print(epoch, float(y.sum()), time.time() - t0)
+    """, "JAX204") == []
+
+
+def test_jax204_a_fetch_formatted_after_the_clock_read_does_not_wait_for_it():
+    assert_marked(_MATMUL_STEP + """
+    def run(x, epochs):
+        for epoch in range(epochs):
+            t0 = time.time()
+            y = step(x)
+            print(f"{epoch} ({time.time() - t0:.3f} s) {y}")  # expect: JAX201, JAX204
+    """)
+
+
 def test_jax204_spellings_of_an_unwaited_measurement():
     assert_marked(_MATMUL_STEP + """
     class Timer:

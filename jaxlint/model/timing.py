@@ -121,7 +121,7 @@ class TimingQueries:
                 if not any(_subtracts(s, name) for s in after):
                     break  # a second timestamp, not an elapsed time
                 work = self._unwaited([block[x] for x in order[:k]])
-                if work is not None:
+                if work is not None and not self._waits_before(later, end):
                     yield TimedRegion("clock", end, work, start_call)
                 break
 
@@ -137,6 +137,21 @@ class TimingQueries:
                 if found is not None:
                     return found
         return None
+
+    def _waits_before(self, stmt: ast.stmt, clock: ast.Call) -> bool:
+        """Whether the statement that reads the clock waits before it reads it: Python evaluates
+        left to right, so ``print(f"{epoch} {test_loss} ({time.time() - t0:.2f} s)")`` formats
+        ``test_loss`` (a fetch) first, and ``log(float(loss), time.time() - t0)`` converts it."""
+        start = (clock.lineno, clock.col_offset)
+        scope = self.scope_at(clock)
+        for n in walk(stmt):
+            if isinstance(n, ast.FormattedValue):
+                if _end(n.value) <= start and self.is_jax(n.value, scope):
+                    return True
+            elif isinstance(n, ast.Call) and n is not clock and _end(n) <= start:
+                if self._device_role(n, 0) in ("wait", "maybe"):
+                    return True
+        return False
 
     def _timeit_region(self, call: ast.Call) -> Optional[TimedRegion]:
         if self.resolve(call.func, self.scope_at(call)) not in TIMEIT_CALLS:
