@@ -1119,6 +1119,9 @@ def python_epoch(p, batches):
         p, _ = train_step(p, b)
     return p
 
+def eager_epoch(p, n):
+    return lax.fori_loop(0, n, lambda i, q: train_step(q, i)[0], p)
+
 def make_batch(n):
     return jnp.stack([jnp.arange(4) for _ in range(n)])
 
@@ -1161,6 +1164,9 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     for e in range(epochs):
         p = lax.fori_loop(0, 4, lambda i, q: q * 2, p)
         eager_short_device_loop(p)
+    for e in range(epochs):
+        p = eager_epoch(p, n)
+        python_function_with_device_loop(p)
 """
 
 
@@ -1176,6 +1182,7 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     ("comprehension_helper", None),         # a helper that builds a batch in a comprehension
     ("eager_device_loop", "lax.fori_loop"),  # lax.fori_loop called outside jit: one compiled loop
     ("eager_short_device_loop", None),      # ... of 4 literal trips: a short loop, one step
+    ("python_function_with_device_loop", "eager_epoch"),  # a Python function returning lax.fori_loop(...)
 ])
 def test_iteration_program(name, program):
     tree, m = build(_WORK)

@@ -190,7 +190,11 @@ class WorkQueries:
                 result = any(self._function_runs_program(g, True, depth + 1)
                              for c in f.calls for g, _ in self._callees(c.func, f.scope, 0, True))
         else:
+            # a Python function that loops over compiled steps, calls a device loop outside jit
+            # (``return lax.fori_loop(0, n, body, state)``), or calls a function that does
             result = any(self._dispatches_steps(lp) for lp in f.loops) or any(
+                (qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not _small_trip_count(c, qn)
+                for c in f.calls) or any(
                 self._function_runs_program(g, c2, depth + 1)
                 for c in f.calls for g, c2 in self._callees(c.func, f.scope, 0, False))
         memo[key] = result
