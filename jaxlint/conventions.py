@@ -144,12 +144,6 @@ CONVENTIONS = (
         "logging libraries differ (absl, wandb, tensorboard, clu); their receivers are named for logging",
         "measured by bench/conventions.py"),
     Convention(
-        "timer-contexts", ("timer", "timing", "stopwatch"), SUBSTRING,
-        "timing: a ``with`` block whose context manager's name contains this measures wall-clock time "
-        "(JAX204)",
-        "timer contexts are project helpers and small libraries (codetiming, a ``Timer`` class)",
-        "measured by bench/conventions.py"),
-    Convention(
         "optimizer-receivers", ("opt", "tx", "solver"), AFFIX,
         "work: ``opt.update(...)``/``solver.run(...)`` on a receiver of this name advances an iterative "
         "algorithm: a loop calling it carries state like a training loop",

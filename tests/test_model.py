@@ -2650,7 +2650,7 @@ def test_walk_and_the_statement_walk_give_what_ast_walk_gives_in_its_order():
 
 def test_unwaited_timings_kinds_work_and_waits():
     tree, m = build("""
-    import time, timeit
+    import contextlib, time, timeit
     import jax
     import jax.numpy as jnp
 
@@ -2680,10 +2680,21 @@ def test_unwaited_timings_kinds_work_and_waits():
     def by_context(x, Timer):
         with Timer():
             step(x)
+
+    @contextlib.contextmanager
+    def timer():
+        t0 = time.time()
+        yield
+        print(time.time() - t0)
+
+    def by_local_context(x):
+        with timer():
+            step(x)
     """)
     regions = m.unwaited_timings()
+    # by_context's Timer is a parameter: its exit cannot be read, it may wait, so it is no region
     assert [(r.kind, r.node.lineno, r.work.lineno) for r in regions] == [
-        ("clock", 13, 12), ("clock", 23, 22), ("timeit", 27, 27), ("context", 30, 31)]
+        ("clock", 13, 12), ("clock", 23, 22), ("timeit", 27, 27), ("context", 40, 41)]
     assert regions[0].start.lineno == 11
     assert m.work_result_name(regions[0].work) == "y"
     assert m.work_result_name(regions[2].work) is None

@@ -1348,6 +1348,35 @@ def test_jax204_a_fetch_formatted_after_the_clock_read_does_not_wait_for_it():
     """)
 
 
+def test_jax204_timer_contexts_are_known_by_their_body_not_their_name():
+    assert_marked(_MATMUL_STEP + """
+    import contextlib
+    import utils
+
+    class Q:  # a timer by what it does: it reads a clock on entry and exit
+        def __enter__(self):
+            self.t0 = time.perf_counter()
+        def __exit__(self, *exc):
+            self.elapsed = time.perf_counter() - self.t0
+
+    @contextlib.contextmanager
+    def waits_on_exit(y):
+        t0 = time.perf_counter()
+        yield
+        jax.block_until_ready(y)
+        print(time.perf_counter() - t0)
+
+    def run(x, y):
+        with Q():  # expect: JAX204
+            x = step(x)
+        with utils.log_timing("step"):  # another module's context: its exit may wait
+            x = step(x)
+        with waits_on_exit(y):
+            y = step(y)
+        return x, y
+    """)
+
+
 def test_jax204_spellings_of_an_unwaited_measurement():
     assert_marked(_MATMUL_STEP + """
     class Timer:

@@ -9,8 +9,9 @@ device. :meth:`TimingQueries.unwaited_timings` finds the measurements that do no
   the region is the statements between the two reads;
 * **timeit**: ``timeit.timeit(lambda: f(x), number=n)`` (also ``timeit.repeat``, ``timeit.Timer``):
   the region is the lambda's body, or the body of a function of this module passed by name;
-* **timer contexts**: ``with Timer(...):`` (a context manager called ``*timer*``, ``*timing*`` or
-  ``*stopwatch*``): the region is the ``with`` body.
+* **timer contexts**: ``with Timer(...):``, a context manager of this module that reads a clock
+  and whose exit waits for nothing (a context manager of another module cannot be read: its exit
+  may wait); the region is the ``with`` body.
 
 A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
 or a JAX array operation. It waits when, after its last such call, it blocks
@@ -32,7 +33,6 @@ from .syntax import _end, child_nodes, last_name, statement_walk, walk
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
 _CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
-TIMER_CONTEXT_WORDS = ("timer", "timing", "stopwatch")
 # Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
 ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
@@ -76,9 +76,8 @@ class TimingQueries:
         out: list = []
         self._timings = out
         clocks = any(self.is_clock(c) for name in _CLOCK_NAMES for c in self.calls_by_name.get(name, ()))
-        called = "\0".join(self.calls_by_name).lower()  # every name a call is spelled with
-        contexts = any(w in called for w in TIMER_CONTEXT_WORDS)
-        if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
+        contexts = clocks  # a timer context of this module reads a clock in this module
+        if clocks:  # one walk for both, and only in modules that read a clock or use a timer
             for node in statement_walk(self.tree):
                 if clocks:
                     for block, loop_body in _blocks_of(node):
@@ -171,14 +170,40 @@ class TimingQueries:
     def _context_region(self, node: ast.AST) -> Iterator[TimedRegion]:
         for item in node.items:
             ctx = item.context_expr
-            if not isinstance(ctx, ast.Call):
+            if not isinstance(ctx, ast.Call) or not self.timer_context(ctx):
                 continue
-            name = last_name(ctx.func).lower()
-            if any(w in name for w in TIMER_CONTEXT_WORDS):
-                work = self._unwaited(node.body)
-                if work is not None:
-                    yield TimedRegion("context", ctx, work)
-                return
+            work = self._unwaited(node.body)
+            if work is not None:
+                yield TimedRegion("context", ctx, work)
+            return
+
+    def timer_context(self, ctx: ast.Call) -> bool:
+        """Whether ``with ctx:`` measures wall-clock time without waiting when it exits: the
+        context manager is defined in this module and reads a clock (a class whose ``__enter__``
+        and ``__exit__`` read one; a ``@contextmanager`` function that reads one around its
+        ``yield``), and its exit waits for nothing. A context manager of another module or a
+        library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
+        name."""
+        scope = self.scope_at(ctx)
+        cls = self._class_named(ctx.func, scope)
+        if cls is not None:
+            enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
+            if enter is None or exit_ is None:
+                return False
+            body = list(enter.node.body) + list(exit_.node.body)
+            return (any(self.is_clock(c) for c in _calls_in(body))
+                    and not self._work_and_waits(exit_.node.body, 1)[1])
+        for f in self.local_functions(ctx.func, scope):
+            if isinstance(f.node, ast.Lambda):
+                continue
+            body = f.node.body
+            yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+            if not yields or not any(self.is_clock(c) for c in _calls_in(body)):
+                continue
+            after = [c for c in _calls_in(body) if (c.lineno, c.col_offset) > (yields[0].lineno, yields[0].col_offset)]
+            if not any(self._device_role(c, 1) in ("wait", "maybe") for c in after):
+                return True
+        return False
 
     def work_result_name(self, call: ast.Call) -> Optional[str]:
         """What the timed call's result is bound to (``y`` in ``y = f(x)``, ``params`` in
