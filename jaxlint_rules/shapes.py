@@ -314,6 +314,8 @@ class ShapeChurn(Rule):
                  "size or skip a short batch, batches from a loader, row indexing `x[i]`, sizes bucketed with "
                  "`//` or a helper, buffers flushed when full, and loops over a few literal sizes are not "
                  "reported.")
+    opt_in_cases = ("A sweep in fixed-size batches whose last batch is shorter (`f(x[i:i + bs])` for `i in "
+                    "range(0, n, bs)`): one more compile per program, bounded, as the shorter shape is cached.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -359,18 +361,24 @@ class ShapeChurn(Rule):
                 if i not in static_pos:
                     args.append(arg)
             args += [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in static_names]
+            ragged = False
             for arg in args:
                 size = churn.ragged_batch(arg, ctx)
                 if size is not None:
-                    yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the length "
-                                            f"is a multiple of `{size}`, so `{unparse(call.func)}` compiles once more "
-                                            "for the last, shorter batch; pad it to the full batch size (and mask "
-                                            "the padding) or drop it")
+                    if not ragged:  # one finding per call, not one per argument sliced alike
+                        yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the "
+                                                f"length is a multiple of `{size}`, so `{unparse(call.func)}` compiles "
+                                                "once more for the last, shorter batch; pad it to the full batch size "
+                                                "(and mask the padding) or drop it", opt_in=_RAGGED)
+                    ragged = True
                     continue
                 src = churn.shape_source(arg, ctx)
                 if src is not None:
                     yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src))
 
+
+_RAGGED = ("a shorter last batch compiles once more, once per program: the shorter shape is cached for the "
+           "next sweep")
 
 # What to do about each kind of shape that follows the loop.
 _CHURN_FIX = {
