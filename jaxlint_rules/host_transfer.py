@@ -238,6 +238,8 @@ class BlockUntilReadyInLoop(Rule):
             loop = model.per_iteration_loop(ctx)
             if loop is None or model.measuring_loop(ctx, loop) or model.host_paced(loop) is not None:
                 continue
+            if model.lagged_sync(call, loop):
+                continue  # blocks on step N-k after queuing step N: bounds the queue, keeps it full
             yield self.finding(call, ["`block_until_ready()` in every iteration of the loop on ",
                                       Line(loop.node.lineno),
                                       " empties the dispatch queue: the device idles while the host dispatches "

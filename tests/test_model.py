@@ -3496,3 +3496,36 @@ def test_imports_use_jax_needs_a_project_and_a_path():
     tree = ast.parse("from .model import step\n")
     assert imports_use_jax(tree, None, "train.py") is False
     assert imports_use_jax(tree, object(), None) is False
+
+
+# --------------------------------------------------------------------------- pipelining (issue 26)
+
+
+def test_lagged_sync_reads_only_earlier_iterations_after_queuing():
+    tree, m = build("""
+    import jax
+
+    @jax.jit
+    def step(p, b):
+        return p, p
+
+    def run(p, batches):
+        prev = None
+        outs = []
+        for i, b in enumerate(batches):
+            early(prev)
+            p, out = step(p, b)
+            outs.append(out)
+            lag_name(prev)
+            lag_back(outs[i - 1])
+            lag_negative(outs[-2])
+            this_step(out)
+            last_item(outs[-1])
+            mixed(prev, out)
+            prev = out
+    """)
+    loop = m.context(call_to(tree, "lag_name")).loops[0]
+    got = {name: m.lagged_sync(call_to(tree, name), loop)
+           for name in ("early", "lag_name", "lag_back", "lag_negative", "this_step", "last_item", "mixed")}
+    assert got == {"early": False, "lag_name": True, "lag_back": True, "lag_negative": True, "this_step": False,
+                   "last_item": False, "mixed": False}

@@ -327,6 +327,47 @@ def test_jax201_check_after_a_short_literal_device_loop_is_per_step():
     """)
 
 
+def test_jax201_jax202_a_sync_on_an_earlier_step_after_queuing_the_next_is_not_reported():
+    # one step of lag keeps the queue full; blocking on step N-2 bounds the steps in flight
+    assert findings(_TRAIN_STEP + """
+    def train(params, batches):
+        prev = None
+        for batch in batches:
+            params, metrics = train_step(params, batch)
+            if prev is not None:
+                print(float(prev["loss"]))
+            prev = metrics
+        outs = []
+        for i, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            outs.append(metrics)
+            if i >= 2:
+                outs[i - 2]["loss"].block_until_ready()
+            if len(outs) > 2:
+                jax.block_until_ready(outs[-2])
+        return params
+    """) == []
+
+
+def test_jax201_jax202_a_sync_on_this_step_or_before_queuing_is_still_reported():
+    assert_marked(_TRAIN_STEP + """
+    def train(params, batches):
+        prev = None
+        for batch in batches:
+            if prev is not None:
+                print(float(prev["loss"]))  # expect: JAX201
+            params, metrics = train_step(params, batch)
+            prev = metrics
+        outs = []
+        for i, batch in enumerate(batches):
+            params, metrics = train_step(params, batch)
+            outs.append(metrics)
+            outs[i]["loss"].block_until_ready()  # expect: JAX202
+            jax.block_until_ready(outs[-1])  # expect: JAX202
+        return params
+    """)
+
+
 def test_jax201_epoch_level_fetch_after_step_loop_is_not_reported():
     assert findings(_TRAIN_STEP + """
     def train(params, epochs, batches):

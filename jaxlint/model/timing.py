@@ -276,7 +276,7 @@ class TimingQueries:
         if self.host_fetch(c) is not None or self.formats_jax_call(c):
             return "wait"
         if self.callable_info(c.func, scope) is not None:
-            return "work"
+            return "wait" if self._calls_back(c, scope) else "work"
         f = c.func
         if isinstance(f, ast.Attribute) and qn is None and self.is_jax(f.value, scope):
             return "work" if f.attr in ARRAY_METHODS else "maybe"
@@ -297,6 +297,15 @@ class TimingQueries:
         if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
             return None
         return "maybe" if self._takes_jax(c, scope) else None
+
+    def _calls_back(self, c: ast.Call, scope) -> bool:
+        """Whether the compiled code this call runs (a function of this module) calls back to the
+        host (``jax.debug.print``, ``io_callback``): the call then waits for the program on CPU
+        (measured), and maybe elsewhere, so timing it is not a dispatch-only measurement."""
+        for g, _ in self.called_functions(c.func, scope):
+            if any(self.resolve(k.func, g.scope) in N.HOST_CALLBACKS for k in g.calls):
+                return True
+        return False
 
     def _takes_jax(self, c: ast.Call, scope) -> bool:
         args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]

@@ -20,6 +20,7 @@ from .. import names as N
 from . import limits as L
 from .loops import mentions
 from .periodicity import _every_iteration, small_literal_period
+from . import pipelining
 from .records import Context, FunctionInfo, Loop
 from .syntax import _pos, last_name, unparse, walk
 
@@ -409,12 +410,19 @@ class TransferQueries:
         pacing = self.host_paced(loop)
         if pacing is not None:
             return f"the loop is paced by `{unparse(pacing.func, 30)}`"
+        if pipelining.lagged_sync(self, node, loop):
+            return "it reads an earlier step's value after queuing this step's"
         if self.streams_state(loop) is not None:
             return "the loop yields each step's state to its consumer"
         earlier = self.loop_syncs_inherently(loop)
         if earlier is not None and earlier is not node:
             return f"the loop already waits for the device on line {earlier.lineno}"
         return None
+
+    def lagged_sync(self, node: ast.AST, loop: Loop) -> bool:
+        """A sync on an earlier iteration's value after this iteration queued its step
+        (:func:`~jaxlint.model.pipelining.lagged_sync`): it lags the queue, it does not stall it."""
+        return pipelining.lagged_sync(self, node, loop)
 
     def collects_output(self, call: ast.Call, loop: Loop) -> bool:
         """Whether ``call`` (a host fetch) collects each iteration's output of an evaluation-style
