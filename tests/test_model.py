@@ -3529,3 +3529,74 @@ def test_lagged_sync_reads_only_earlier_iterations_after_queuing():
            for name in ("early", "lag_name", "lag_back", "lag_negative", "this_step", "last_item", "mixed")}
     assert got == {"early": False, "lag_name": True, "lag_back": True, "lag_negative": True, "this_step": False,
                    "last_item": False, "mixed": False}
+
+
+# --------------------------------------------------------------------------- static pytree fields (issue 26)
+
+
+def test_static_fields_declared_by_flax_equinox_and_module_hyperparameters():
+    tree, m = build("""
+    import equinox as eqx
+    import jax
+    from flax import linen as nn
+    from flax import nnx
+    from flax import struct
+
+    class Cfg(struct.PyTreeNode):
+        a: int = struct.field(pytree_node=False)
+        b: int = struct.static_field()
+        w: jax.Array = None
+
+    class E(eqx.Module):
+        c: int = eqx.field(static=True)
+        v: jax.Array
+
+    class L(nn.Module):
+        features: int
+        dtype: str = "float32"
+
+    class N(nnx.Module):
+        def __init__(self, n, rngs):
+            self.n = n
+            self.twice = 2 * n
+            self.lin = nnx.Linear(n, n, rngs=rngs)
+            self.p = nnx.Param(jax.numpy.zeros(n))
+
+    class Plain:
+        def __init__(self, n):
+            self.k = n
+    """)
+    assert m.staging._static_fields() == {"a", "b", "c", "features", "dtype", "n", "twice"}
+
+
+def test_a_static_field_read_in_traced_code_is_not_a_tracer():
+    from ruletools import findings
+    src = """
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx, struct
+
+    class Cfg(struct.PyTreeNode):
+        n: int = struct.field(pytree_node=False)
+        w: jax.Array = None
+
+    @jax.jit
+    def f(cfg, x):
+        if cfg.n > 3:
+            return x * 2
+        return jnp.zeros(cfg.n) + x
+
+    class Model(nnx.Module):
+        def __init__(self, n, rngs):
+            self.n = n
+
+        def __call__(self, x):
+            return jnp.zeros(self.n) + x
+
+    @jax.jit
+    def g(cfg, x):
+        if cfg.w > 3:  # a leaf: a tracer
+            return x
+        return x * 2
+    """
+    assert findings(src) == [(25, "JAX302")]

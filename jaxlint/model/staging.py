@@ -135,7 +135,18 @@ class Staging:
 
     def _sources(self, expr: ast.AST, scope: Scope, found: set, depth: int) -> None:
         m = self.m
+        static = None
+        skip: set = set()
         for n in walk(expr):
+            if id(n) in skip:
+                continue
+            if isinstance(n, ast.Attribute):
+                if static is None:
+                    static = self._static_fields()
+                if n.attr in static or n.attr in N.METADATA_ATTRS:
+                    found.add("concrete")  # a static field or metadata of whatever it is read from
+                    skip.update(id(x) for x in walk(n))
+                continue
             if not isinstance(n, ast.Name):
                 continue
             ev = m.binding(n.id, scope, (n.lineno, n.col_offset))
@@ -354,20 +365,35 @@ class Staging:
 
     def _static_fields(self) -> set:
         """Attributes this module's classes declare static, not pytree leaves:
-        ``x: int = flax.struct.field(pytree_node=False)``, ``equinox.field(static=True)``."""
+        ``x: int = flax.struct.field(pytree_node=False)``, ``flax.struct.static_field()``,
+        ``equinox.field(static=True)``; the fields of a ``flax.linen.Module`` (hyperparameters of
+        a module whose arrays live in ``params``); and what a ``flax.nnx.Module`` sets in
+        ``__init__`` from a parameter or a constant (an int or a string is static in its graph
+        definition, only ``nnx.Variable``s are state)."""
         key = "static_fields"
         if key not in self._memo:
+            m = self.m
             out: set = set()
-            for cls in self.m.classes.values():  # every class the walk recorded
+            for cls in m.classes.values():  # every class the walk recorded
+                scope = cls.scope
+                bases = {m.resolve(b, scope) for b in cls.node.bases} if scope is not None else set()
+                linen = bool(bases & _LINEN_MODULES)
                 for stmt in cls.node.body:
+                    if linen and isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                        out.add(stmt.target.id)
+                        continue
                     value = stmt.value if isinstance(stmt, (ast.AnnAssign, ast.Assign)) else None
                     if not isinstance(value, ast.Call):
                         continue
-                    if any((kw.arg == "pytree_node" and isinstance(kw.value, ast.Constant) and kw.value.value is False)
-                           or (kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True)
-                           for kw in value.keywords):
+                    static_call = scope is not None and m.resolve(value.func, scope) in _STATIC_FIELD_CALLS
+                    if static_call or any(
+                            (kw.arg == "pytree_node" and isinstance(kw.value, ast.Constant) and kw.value.value is False)
+                            or (kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True)
+                            for kw in value.keywords):
                         targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets
                         out |= {t.id for t in targets if isinstance(t, ast.Name)}
+                if bases & _NNX_MODULES and "__init__" in cls.methods:
+                    out |= _nnx_static_attrs(cls.methods["__init__"])
             self._memo[key] = out
         return self._memo[key]
 
@@ -607,6 +633,29 @@ def _opaque_statics(f: FunctionInfo) -> bool:
 # Attributes and methods of a jax.Array: reading one off a traced input is no evidence that
 # the input is a container or an object; the methods also give arrays.
 _ARRAY_ATTRS = frozenset({"T", "mT", "real", "imag"})
+_STATIC_FIELD_CALLS = frozenset({"flax.struct.static_field", "equinox.static_field"})
+_LINEN_MODULES = frozenset({"flax.linen.Module", "flax.linen.module.Module"})
+_NNX_MODULES = frozenset({"flax.nnx.Module", "flax.nnx.module.Module"})
+
+
+def _nnx_static_attrs(init: FunctionInfo) -> set:
+    """``self.n = n`` / ``self.n = 4`` / ``self.d = n * k`` in an ``nnx.Module``'s ``__init__``:
+    attributes set from its parameters and constants by arithmetic alone (no call: ``nnx.Param``,
+    ``nnx.Linear(...)`` and ``jnp`` arrays are state)."""
+    params = set(init.params) | set(init.kwonly)
+    out = set()
+    for stmt in walk(init.node):
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        t = stmt.targets[0]
+        if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
+            continue
+        names = [n for n in walk(stmt.value) if isinstance(n, ast.Name)]
+        plain = all(isinstance(n, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+                                   ast.expr_context)) for n in walk(stmt.value))
+        if plain and all(n.id in params for n in names) and "self" not in {n.id for n in names}:
+            out.add(t.attr)
+    return out
 _ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin", "cumsum", "cumprod",
     "astype", "reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "dot", "clip", "round",
