@@ -60,7 +60,7 @@ class Convention:
         if self.how == SUFFIX:
             return low.endswith(tuple(words)) if words else False
         bare = low.lstrip("_")
-        if bare in words:
+        if low in words or bare in words:
             return True
         if self.how == EXACT:
             return False
@@ -83,12 +83,17 @@ CONVENTIONS = (
         "``+= 1``; what it counts is said only by its name",
         "dev: 0 findings change; review2: 0 (the loops there count with range/enumerate or `+= 1`)"),
     Convention(
-        "step-methods", ("step", "update", "act", "__call__", "sample", "insert", "forward"), AFFIX,
-        "repetition: a method or function of this name (or ``*_step``/``step_*``) runs once per step, so a jit "
-        "wrapper or a constant key made in it is made every step (JAX102, JAX503), when no caller in the "
-        "project says how often it runs",
+        "step-methods", ("step", "update", "act", "__call__", "sample", "insert", "forward"), EXACT,
+        "repetition: a function or method of this name runs once per step, so a jit wrapper or a constant key "
+        "made in it is made every step (JAX102, JAX503), when this module shows no call of it (calls it can see "
+        "decide: made once from code that runs once, it runs once)",
         "an environment's or agent's ``step``/``act`` is called by a loop in another package (an RL library, a "
-        "serving loop) that the project's call graph does not contain",
+        "serving loop) that the module does not contain",
+        "measured by bench/conventions.py"),
+    Convention(
+        "step-affixes", ("step",), AFFIX,
+        "repetition: as step-methods, for names that start or end with the word (``train_step``, ``step_env``)",
+        "``*_step`` is how JAX code names the function a training or environment loop calls every iteration",
         "measured by bench/conventions.py"),
     Convention(
         "step-params", ("step", "global_step", "step_num", "step_number", "cur_step", "current_step"), EXACT,

@@ -233,10 +233,11 @@ class JitPerCall(Rule):
             if name is not None and model.escapes(outer, name):
                 continue
             rep = model.repeats(outer)
+            if rep is None and model.runs_once_by_facts(outer):
+                continue  # every call of it is made once (or it is a constructor or cached)
             if rep is None and model.compute_helper(outer, uses):
                 rep = Repetition("helper", outer)
-            if rep is None and model.runs_once(outer):
-                continue
+            named_once = rep is None and model.runs_once(outer)  # only its name says it runs once
             looped = next((c for c in uses if model.context(c).loops), None)
             if looped is not None:
                 # Reused in a loop of the same call: one compile per call of ``outer``, of the program
@@ -250,8 +251,12 @@ class JitPerCall(Rule):
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
                        "cached factory) and reuse it"]
             own = model.own_loop(outer, uses) if rep is not None and looped is None else None
-            if rep is None:
-                opt_in: Optional[str] = f"no evidence that `{outer.name}` runs more than once"
+            if named_once:
+                opt_in: Optional[str] = (f"only names say that `{outer.name}` runs once per program: it is "
+                                         "named like code that runs once, or called only from such code "
+                                         "(jaxlint's conventions on set-up and entry-point names)")
+            elif rep is None:
+                opt_in = f"no evidence that `{outer.name}` runs more than once"
             elif own is not None:
                 opt_in = f"`{outer.name}` also runs a loop of its own; one compile per call is small next to it"
             elif looped is not None and not per_step(rep):

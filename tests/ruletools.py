@@ -39,20 +39,27 @@ def messages(src: str, code: str) -> list[str]:
 
 
 def expected(src: str) -> list[tuple[int, str]]:
-    """(line, code) for every ``# expect: CODE[, CODE]`` comment in ``src`` (dedented)."""
+    """(line, code) for every ``# expect: CODE[, CODE] [(opt-in)]`` comment in ``src`` (dedented)."""
+    return sorted((line, code) for line, code, _ in _marks(src))
+
+
+def _marks(src: str) -> list[tuple[int, str, bool]]:
     out = []
     for lineno, line in enumerate(textwrap.dedent(src).splitlines(), start=1):
         m = _EXPECT.search(line)
         if m:
-            out.extend((lineno, c.strip()) for c in m.group(1).split(",") if c.strip())
+            opt = "(opt-in)" in line[m.end():]
+            out.extend((lineno, c.strip(), opt) for c in m.group(1).split(",") if c.strip())
     return sorted(out)
 
 
 def assert_marked(src: str) -> None:
-    """All rules' findings on ``src`` are exactly its expect marks (so another rule firing fails too)."""
-    want = expected(src)
+    """All rules' findings on ``src`` are exactly its expect marks (so another rule firing fails too),
+    and a finding is opt-in exactly where its mark says ``(opt-in)``."""
+    want = _marks(src)
     assert want, "a positive case needs at least one expect mark"
-    assert findings(src) == want
+    got = sorted((f.line, f.code, f.opt_in is not None) for f in _check(src))
+    assert got == want
 
 
 def line_of(src: str, marker: str) -> int:

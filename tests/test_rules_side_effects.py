@@ -540,7 +540,7 @@ def test_jax601_closure_dict_written_by_a_jitted_inner_function():
         logs = {}
 
         @jax.jit
-        def step(w, x):
+        def step(w, x):  # expect: JAX102 (opt-in)
             loss = jnp.mean((x @ w) ** 2)
             logs["loss"] = loss  # expect: JAX601
             return w - 0.1 * loss
@@ -604,7 +604,7 @@ def test_jax601_augmented_item_of_a_closed_over_list_in_jit():
         acc = {"loss": 0.0}
 
         @jax.jit
-        def f(x):
+        def f(x):  # expect: JAX102 (opt-in)
             acc["loss"] += jnp.mean(x ** 2)  # expect: JAX601
             return x
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .. import conventions
 from .. import names as N
 from . import limits as L
 from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Repetition, Scope
@@ -38,8 +39,6 @@ def called_once(f: Optional[FunctionInfo]) -> bool:
     return False
 
 
-# Names of functions called once per step, per request or per batch.
-STEP_NAMES = frozenset({"step", "update", "act", "__call__", "sample", "insert", "forward"})
 # The parameter that hands a function the current training step: it is called at a step of a loop.
 STEP_PARAMS = frozenset({"step", "global_step", "step_num", "step_number", "cur_step", "current_step"})
 # Names of functions that run once per program or per run: set-up, loading and conversion, whole
@@ -49,9 +48,16 @@ _SETUP_WORDS = ("init", "initialize", "initialise", "setup", "build", "create", 
 _SETUP_EXACT = ("run", "fit")  # ``run_episode``, ``fit_batch`` repeat; ``run`` and ``fit`` are whole runs
 
 
+# Python's and unittest's own constructors and fixtures: run once per object or test by the language
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__init_subclass__", "setUp", "setUpClass",
+                           "setup_method", "setup_class"})
+
+
 def step_name(name: str) -> bool:
-    """``step``, ``update``, ``__call__``, ``train_step``, ``step_env``: a per-step method name."""
-    return name in STEP_NAMES or name.endswith("_step") or name.startswith("step_")
+    """``step``, ``update``, ``__call__``, ``train_step``, ``step_env``: a per-step method name
+    (the ``step-methods`` convention)."""
+    cur = conventions.active()
+    return cur.matches("step-methods", name) or cur.matches("step-affixes", name)
 
 
 def setup_name(name: str) -> bool:
@@ -362,8 +368,6 @@ class RepetitionQueries:
         return result
 
     def _repeats(self, f: FunctionInfo, depth: int) -> Optional[Repetition]:
-        if step_name(f.name):
-            return Repetition("step_name", f)
         sites = self.callers(f)
         for call, _ in sites:
             ctx = self.context(call)
@@ -379,6 +383,12 @@ class RepetitionQueries:
                 inner = self.repeats(g, depth + 1)
                 if inner is not None:
                     return Repetition("caller", f, call=call, via=g, inner=inner)
+        if sites and depth < L.REPETITION_CHAIN and all(
+                not self.context(call).loops and (g is None or (g is not f and self._runs_once(g, depth + 1)))
+                for call, g in sites):
+            return None  # the call graph shows every call, each made once: the name says nothing more
+        if step_name(f.name):
+            return Repetition("step_name", f)  # no caller in sight: the conventions' step-methods
         if setup_name(f.name) or called_once(f):
             return None
         called = {c.func.id for c in f.calls if isinstance(c.func, ast.Name)}
@@ -404,10 +414,18 @@ class RepetitionQueries:
         outside loops)."""
         return self._runs_once(f, 0)
 
-    def _runs_once(self, f: FunctionInfo, depth: int) -> bool:
-        if called_once(f) or cached(f) or setup_name(f.name):
+    def runs_once_by_facts(self, f: FunctionInfo) -> bool:
+        """:meth:`runs_once` without the names the conventions read (``setup-functions``,
+        ``entry-points``, ``demo-functions``): a constructor (``__init__``, ``setUp``), a cached
+        builder, or a function every call of which in this module is made once."""
+        return self._runs_once(f, 0, names=False)
+
+    def _runs_once(self, f: FunctionInfo, depth: int, names: bool = True) -> bool:
+        if cached(f) or f.name in _CONSTRUCTORS:
             return True
-        if f.parent is not None and not isinstance(f.node, ast.Lambda) and self._runs_once(f.parent, depth + 1) \
+        if names and (called_once(f) or setup_name(f.name)):
+            return True
+        if f.parent is not None and not isinstance(f.node, ast.Lambda) and self._runs_once(f.parent, depth + 1, names) \
                 and not self.escapes(f.parent, f.name) and depth < L.REPETITION_CHAIN:
             return True  # a helper defined inside set-up code runs with it
         sites = self.callers(f)
@@ -417,7 +435,7 @@ class RepetitionQueries:
             ctx = self.context(call)
             if ctx is None or ctx.loops:
                 return False
-            if g is not None and (g is f or not self._runs_once(g, depth + 1)):
+            if g is not None and (g is f or not self._runs_once(g, depth + 1, names)):
                 return False
         return True
 

@@ -250,9 +250,15 @@ class WorkQueries:
         if key in memo:
             return memo[key]
         out: set = set()
+        inputs: dict = {}  # a name bound from a JAX call -> the names that call took
+        updates: list = []  # (targets, names read) of other assignments of JAX values
         for stmt in getattr(loop.node, "body", []):
             for sub in walk(stmt):
-                if not isinstance(sub, ast.Assign) or not isinstance(sub.value, ast.Call):
+                if not isinstance(sub, ast.Assign):
+                    continue
+                targets = {n.id for t in sub.targets for n in walk(t) if isinstance(n, ast.Name)}
+                if not isinstance(sub.value, ast.Call):
+                    updates.append((targets, sub.value))
                     continue
                 call = sub.value
                 scope = self.scope_at(call)
@@ -260,8 +266,16 @@ class WorkQueries:
                     continue
                 args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                         for n in walk(a) if isinstance(n, ast.Name)}
-                for t in sub.targets:
-                    out |= {n.id for n in walk(t) if isinstance(n, ast.Name)} & args
+                out |= targets & args
+                for t in targets:
+                    inputs.setdefault(t, set()).update(args)
+        # ``loss, grad = value_and_grad(loss_fn)(w, x); w = w - lr * grad``: ``w`` is updated from
+        # what a JAX call computed from it (a hand-written optimizer step)
+        for targets, value in updates:
+            read = {n.id for n in walk(value) if isinstance(n, ast.Name)}
+            for t in targets & read:
+                if any(t in inputs.get(g, ()) for g in read) and self.is_jax(value, self.scope_at(value)):
+                    out.add(t)
         memo[key] = out
         return out
 
