@@ -75,7 +75,10 @@ def _own_sources() -> list:
 
 
 def settings_key(codes: Sequence[str], noqa: bool = True) -> str:
-    blob = json.dumps([FORMAT, __version__, sys.version_info[:2], sorted(codes), noqa, _own_sources()])
+    from . import conventions  # a project's [tool.jaxlint.conventions] changes what is found
+
+    blob = json.dumps([FORMAT, __version__, sys.version_info[:2], sorted(codes), noqa, _own_sources(),
+                       conventions.active().changed()])
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
 
 

@@ -57,15 +57,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="print the safe fixes as a unified diff, write nothing; exit 1 when there is one (not with --fix)")
     sub.add_parser("trace", help="run a program and report what JAX did (jaxlint trace --help)", add_help=False)
     sub.add_parser("rules", help="list the rules")
+    cv = sub.add_parser("conventions", help="list the decisions made from names, with the words in force")
+    cv.add_argument("path", nargs="?", default=".", help="read [tool.jaxlint.conventions] for this path")
+    cv.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
     e = sub.add_parser("explain", help="explain a rule, with a bad and a good example")
     e.add_argument("code", help="a code (JAX201) or a rule name (host-transfer-in-loop)")
     return p
 
 
-def _init_worker(codes: Sequence[str]) -> None:
+def _init_worker(codes: Sequence[str], words: Optional[dict] = None) -> None:
     global _worker_rules
+    from . import conventions
     from .registry import RULES_BY_CODE
 
+    conventions.configure(words)
     _worker_rules = [RULES_BY_CODE[c]() for c in codes]
 
 
@@ -86,8 +91,11 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
     # them from its tree (ProjectResolver.offer). Results come back in the order of ``files``.
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     out: list = [None] * len(files)
+    from . import conventions
+
+    words = conventions.active().changed()
     if jobs == 1 or len(files) < 8:
-        _init_worker(codes)
+        _init_worker(codes, words)
         for i in order:
             out[i] = _check_one(files[i])
         return out
@@ -100,7 +108,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
 
         registry._catalog()
     chunk = max(1, min(4, len(files) // (jobs * 8)))  # small chunks, for the same reason
-    with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes),)) as pool:
+    with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes), words)) as pool:
         for i, res in zip(order, pool.imap(_check_one, [files[i] for i in order], chunksize=chunk)):
             out[i] = res
     return out
@@ -145,6 +153,9 @@ def cmd_check(args) -> int:
     except ConfigError as e:
         print(f"jaxlint: config error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    from . import conventions
+
+    conventions.configure(cfg.conventions)  # [tool.jaxlint.conventions], for this run and its workers
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         for p in missing:
@@ -230,6 +241,21 @@ def cmd_explain(code: str) -> int:
     return EXIT_CLEAN
 
 
+def cmd_conventions(args) -> int:
+    """Every decision jaxlint still makes from a name the user chose, the words in force for the
+    project at ``args.path`` and why a name is evidence there."""
+    from . import conventions
+
+    try:
+        cfg = load_config(pyproject=args.config) if args.config else load_config(args.path)
+    except ConfigError as e:
+        print(f"jaxlint: config error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    conventions.configure(cfg.conventions)
+    print(conventions.describe())
+    return EXIT_CLEAN
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "trace":  # the program's own arguments must reach it untouched
@@ -248,6 +274,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return cmd_rules()
         if args.command == "explain":
             return cmd_explain(args.code)
+        if args.command == "conventions":
+            return cmd_conventions(args)
         parser.print_help()
         return EXIT_ERROR
     except KeyboardInterrupt:

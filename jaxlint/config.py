@@ -18,7 +18,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env"
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-        "pedantic", "trace"}
+        "pedantic", "trace", "conventions"}
 # [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
 TRACE_KEYS = {"budget", "fail-on-recompile", "max-compiles", "max-transfers-per-line"}
 
@@ -45,6 +45,7 @@ class Config:
     root: str = "."  # folder of the pyproject.toml the config came from
     source: Optional[str] = None
     trace: TraceConfig = field(default_factory=TraceConfig)
+    conventions: dict = field(default_factory=dict)  # [tool.jaxlint.conventions]: key -> words in force
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -176,6 +177,10 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
         cfg.pedantic = section["pedantic"]
     if "trace" in section:
         cfg.trace = _trace(section["trace"], source)
+    if "conventions" in section:
+        from . import conventions
+
+        cfg.conventions = conventions.parse(section["conventions"], source, ConfigError)
     return cfg
 
 

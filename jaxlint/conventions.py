@@ -31,6 +31,7 @@ FIRST_PART = "first-part"  # the first part is a word (or the whole name): ``loa
 AFFIX = "affix"  # the name is a word, starts with ``word_`` or ends with ``_word``: ``train_step``, ``step_env``
 SUBSTRING = "substring"  # a word occurs anywhere: ``run_example``, ``my_benchmark``
 SUFFIX = "suffix"  # the name ends with a word (no underscore needed): ``param_ref``, ``refs``
+PREFIX = "prefix"  # the name starts with a word (no underscore needed): ``checkpoint``, ``verify_grads``
 
 
 class Convention:
@@ -57,9 +58,11 @@ class Convention:
         low = name.lower()
         if self.how == SUBSTRING:
             return any(w in low for w in words)
+        bare = low.lstrip("_")
         if self.how == SUFFIX:
             return low.endswith(tuple(words)) if words else False
-        bare = low.lstrip("_")
+        if self.how == PREFIX:
+            return bare.startswith(tuple(words)) if words else False
         if low in words or bare in words:
             return True
         if self.how == EXACT:
@@ -72,6 +75,8 @@ class Convention:
         return parts[0] in words or parts[-1] in words  # AFFIX
 
 
+_MEASURED = "see bench/review/conventions.md (bench/conventions.py)"
+
 CONVENTIONS = (
     Convention(
         "counter-names", ("step", "steps", "iter", "iters", "iteration", "iterations", "epoch", "epochs", "update",
@@ -81,79 +86,98 @@ CONVENTIONS = (
         "schedule test like ``if log_now(step, n):``",
         "a device-side counter advances inside the compiled step, where the loop's own statements show no "
         "``+= 1``; what it counts is said only by its name",
-        "dev: 0 findings change; review2: 0 (the loops there count with range/enumerate or `+= 1`)"),
+        _MEASURED),
     Convention(
         "step-methods", ("step", "update", "act", "__call__", "sample", "insert", "forward"), EXACT,
         "repetition: a function or method of this name runs once per step, so a jit wrapper or a constant key "
-        "made in it is made every step (JAX102, JAX503), when this module shows no call of it (calls it can see "
-        "decide: made once from code that runs once, it runs once)",
+        "made in it is made every step (JAX102, JAX502, JAX503), when this module shows no call of it (calls it "
+        "can see decide: made once from code that runs once, it runs once)",
         "an environment's or agent's ``step``/``act`` is called by a loop in another package (an RL library, a "
         "serving loop) that the module does not contain",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
         "step-affixes", ("step",), AFFIX,
         "repetition: as step-methods, for names that start or end with the word (``train_step``, ``step_env``)",
         "``*_step`` is how JAX code names the function a training or environment loop calls every iteration",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
         "step-params", ("step", "global_step", "step_num", "step_number", "cur_step", "current_step"), EXACT,
-        "repetition: a function with a parameter of this name that its body reads is called at the steps of a "
-        "loop (JAX102, JAX503)",
-        "a function handed the current step is called with each step, in a loop the project may not show",
-        "measured by bench/conventions.py"),
+        "repetition: a function with a parameter of this name that it does not call is called at the steps of a "
+        "loop (JAX102, JAX503), when nothing else says how often it runs",
+        "a function handed the current step is called with each step, in a loop the module may not show",
+        _MEASURED),
     Convention(
         "setup-functions", ("init", "initialize", "initialise", "setup", "build", "create", "make", "load",
                             "restore", "prepare", "configure", "quantize", "convert", "export", "save", "train",
-                            "main", "run", "fit"), FIRST_PART,
-        "repetition: a function of this name runs once per program or per run (``load_params``, ``train``) "
-        "where no caller in the project shows it called again and again; ``run`` and ``fit`` only as the "
-        "whole name (``run_episode`` repeats)",
+                            "main"), FIRST_PART,
+        "repetition: a function whose name is or starts with one of these words (``load_params``, ``train``) "
+        "runs once per program or per run, when no call in the module shows it repeating; JAX102 is then "
+        "opt-in (--pedantic) instead of default, and keys made there are set-up keys (JAX502, JAX503)",
         "entry points and set-up are called from outside the module (a launcher, a config system) or once "
         "from ``main``; evidence of repetition (a call in a loop) always wins over the name",
-        "measured by bench/conventions.py"),
+        _MEASURED),
+    Convention(
+        "setup-exact", ("run", "fit"), EXACT,
+        "repetition: as setup-functions, for these whole names only (``run_episode`` and ``fit_batch`` repeat)",
+        "``run``/``fit`` name a whole run; with a suffix they name a part of one",
+        _MEASURED),
     Convention(
         "entry-points", ("main", "_main"), EXACT,
-        "repetition: a function of this name (and what is nested in it) runs once per process (JAX102)",
+        "repetition: a function of this name (and what is nested in it) runs once per process (JAX102, JAX503)",
         "the program's entry point is called by ``if __name__ == '__main__'`` or a launcher",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
         "demo-functions", ("example", "benchmark"), SUBSTRING,
         "repetition: a function whose name contains one of these runs once, as a demo or a benchmark (JAX102)",
         "docs examples and benchmarks build their wrappers once per run; compiling per call is their point",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
-        "check-functions", ("check", "verify"), FIRST_PART,
-        "transfers: asserts in a function of this name (``check_grads``) are cross-checks that must see the "
-        "values (JAX201 opt-in)",
+        "check-functions", ("check", "verify"), PREFIX,
+        "transfers: asserts in a function whose name starts with this (``check_grads``) are cross-checks that "
+        "must see the values (JAX201 opt-in)",
         "a verification helper fetches to compare; its loop is a test's loop, not a training loop",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
         "host-consumer-methods", ("step", "decode", "decode_batch", "batch_decode", "apply_action", "send",
-                                  "put", "write", "play"), EXACT,
-        "transfers: a device value handed to a method of this name on an object of another library is needed "
-        "on the host (an environment's ``step``, a tokenizer's ``decode``), so the sync is inherent (JAX201)",
+                                  "sendall"), EXACT,
+        "transfers: a device value handed to a method of this name on an object the module cannot type is "
+        "needed on the host (an environment's ``step``, a tokenizer's ``decode``), so the sync is inherent "
+        "(JAX201)",
         "host environments and tokenizers are classes of other libraries whose types a single module does not "
         "show",
-        "measured by bench/conventions.py"),
+        _MEASURED),
     Convention(
         "pacing-names", ("render", "imshow", "show", "display", "show_image", "show_images", "show_video",
-                         "draw", "plot", "animate", "sleep"), EXACT,
-        "transfers: a loop that calls one of these is paced by the host (rendering, plotting, real-time "
-        "sleep), so a sync per iteration costs nothing that matters (JAX201)",
-        "rendering and plotting come from many libraries (gym, matplotlib, pygame) the model does not resolve",
-        "measured by bench/conventions.py"),
+                         "show_videos", "save_svg", "display_svg", "clear_output", "savefig"), EXACT,
+        "transfers: a loop that calls one of these is paced by the host (rendering, plotting, showing), so a "
+        "sync per iteration costs nothing that matters (JAX201, JAX202)",
+        "rendering and plotting come from many libraries (gym, pygame, project helpers) the model does not "
+        "resolve",
+        _MEASURED),
     Convention(
         "logger-receivers", ("log",), SUBSTRING,
-        "transfers: a method called on a receiver whose last name contains this (``self.logger.write``, "
-        "``log.scalar``) records values; a fetch it is given is a logged fetch, not a consumer (JAX201)",
-        "logging libraries differ (absl, wandb, tensorboard, clu); their receivers are named for logging",
-        "measured by bench/conventions.py"),
+        "transfers: ``X.info/warning/...(...)`` on a receiver whose last name contains this (``self.logger``, "
+        "``log``) prints what it is given, a fetch of a JAX value (JAX201)",
+        "logging libraries differ (absl, loguru, project loggers); their receivers are named for logging",
+        _MEASURED),
     Convention(
-        "optimizer-receivers", ("opt", "tx", "solver"), AFFIX,
-        "work: ``opt.update(...)``/``solver.run(...)`` on a receiver of this name advances an iterative "
-        "algorithm: a loop calling it carries state like a training loop",
+        "optimizer-receivers", ("opt", "tx", "solver"), SUBSTRING,
+        "work: ``X.update(...)`` on a receiver whose last name contains this advances an optimizer: a compiled "
+        "function that calls it is one training step with a device loop inside, not a whole program",
         "optax and jaxopt objects are built from factories whose results the model does not type",
-        "measured by bench/conventions.py"),
+        _MEASURED),
+    Convention(
+        "ref-names", ("ref", "refs"), SUFFIX,
+        "mutation: a receiver whose name ends with this is a Pallas or state ref, mutable, so ``x_ref[i] = v`` "
+        "and ``x_ref.at[i].set(v)`` are writes, not pitfalls (JAX401, JAX403)",
+        "refs are kernel parameters typed only by Pallas at trace time",
+        _MEASURED),
+    Convention(
+        "dtype-params", ("dtype",), LAST_PART,
+        "staging: a parameter of a traced function named like a dtype (``dtype``, ``param_dtype``) holds a "
+        "Python value, not a tracer (JAX30x)",
+        "dtypes are passed as Python objects; nothing in a signature without annotations says so",
+        _MEASURED),
 )
 
 BY_KEY = {c.key: c for c in CONVENTIONS}

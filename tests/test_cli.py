@@ -425,3 +425,66 @@ def test_opt_in_findings_survive_the_cache(tmp_path):
     cache.save()
     again = ResultCache(str(tmp_path / "c"), "k").get(str(src))
     assert again is not None and again.findings[0].opt_in == "test code"
+
+
+# --------------------------------------------------------------------------- conventions (issue 26)
+
+_PERTURB = textwrap.dedent("""
+    import jax
+
+    def perturb(x):
+        key = jax.random.PRNGKey(0)
+        return x + jax.random.normal(key, x.shape)
+""")
+
+
+@pytest.fixture
+def _default_conventions():
+    from jaxlint import conventions
+
+    yield
+    conventions.configure(None)
+
+
+def test_conventions_in_the_config_extend_and_replace(tmp_path, capsys, _default_conventions):
+    (tmp_path / "m.py").write_text(_PERTURB)
+    assert main(["check", "--no-cache", str(tmp_path / "m.py")]) == 0  # `perturb` is no step method by default
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint.conventions]\nextend-step-methods = ["Perturb"]\n')
+    assert main(["check", "--no-cache", "-j1", str(tmp_path / "m.py")]) == 1
+    assert "JAX503" in capsys.readouterr().out
+    cfg = load_config(str(tmp_path))
+    assert "perturb" in cfg.conventions["step-methods"] and "step" in cfg.conventions["step-methods"]
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint.conventions]\nstep-methods = ["perturb"]\n')
+    assert load_config(str(tmp_path)).conventions == {"step-methods": ["perturb"]}
+
+
+def test_conventions_change_the_cache_key(tmp_path, capsys, _default_conventions):
+    (tmp_path / "m.py").write_text(_PERTURB)
+    assert main(["check", str(tmp_path / "m.py")]) == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint.conventions]\nextend-step-methods = ["perturb"]\n')
+    assert main(["check", str(tmp_path / "m.py")]) == 1  # not served from the first run's cache
+
+
+@pytest.mark.parametrize("body, message", [
+    ('step-method = ["x"]', "unknown [tool.jaxlint.conventions] key 'step-method' (valid: check-functions"),
+    ('step-methods = "step"', "must be a list of non-empty strings"),
+    ('extend-step-methods = [""]', "must be a list of non-empty strings"),
+    ('step-methods = [1]', "must be a list of non-empty strings"),
+])
+def test_bad_conventions_are_a_usage_error(tmp_path, capsys, body, message, _default_conventions):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.jaxlint.conventions]\n{body}\n")
+    (tmp_path / "m.py").write_text(_PERTURB)
+    assert main(["check", "--no-cache", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_conventions_command_lists_the_words_in_force(tmp_path, capsys, _default_conventions):
+    assert main(["conventions", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    from jaxlint.conventions import CONVENTIONS
+
+    for c in CONVENTIONS:
+        assert out.count(f"\n{c.key} (") + out.startswith(f"{c.key} (") == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint.conventions]\nextend-pacing-names = ["blit"]\n')
+    assert main(["conventions", str(tmp_path)]) == 0
+    assert "pacing-names (exact): blit, clear_output" in capsys.readouterr().out

@@ -25,27 +25,20 @@ def _method_of(func: ast.AST, names: set) -> bool:
     return isinstance(func, ast.Name) and func.id in names
 
 
-_RUN_ONCE = ("main", "_main")
-
-
 def called_once(f: Optional[FunctionInfo]) -> bool:
-    """Entry points and tests (and functions nested in them) run once per process or test."""
+    """Entry points and tests (and functions nested in them) run once per process or test: pytest's
+    and unittest's test names (``test*``, ``*_test``, ``setUp*``: the frameworks' own discovery
+    rules), and the conventions' ``entry-points`` and ``demo-functions``."""
+    cur = conventions.active()
     while f is not None:
         name = f.name
-        if (name in _RUN_ONCE or name.startswith(("test", "setUp")) or name.endswith("_test")
-                or "example" in name or "benchmark" in name):
+        if (name.startswith(("test", "setUp")) or name.endswith("_test") or cur.matches("entry-points", name)
+                or cur.matches("demo-functions", name)):
             return True
         f = f.parent
     return False
 
 
-# The parameter that hands a function the current training step: it is called at a step of a loop.
-STEP_PARAMS = frozenset({"step", "global_step", "step_num", "step_number", "cur_step", "current_step"})
-# Names of functions that run once per program or per run: set-up, loading and conversion, whole
-# training runs. A name says little when there is evidence the other way (a call in a loop).
-_SETUP_WORDS = ("init", "initialize", "initialise", "setup", "build", "create", "make", "load", "restore",
-                "prepare", "configure", "quantize", "convert", "export", "save", "train", "main")
-_SETUP_EXACT = ("run", "fit")  # ``run_episode``, ``fit_batch`` repeat; ``run`` and ``fit`` are whole runs
 
 
 # Python's and unittest's own constructors and fixtures: run once per object or test by the language
@@ -67,8 +60,8 @@ def setup_name(name: str) -> bool:
         return False
     if name in ("__init__", "__post_init__", "setUp", "setUpClass", "set_up"):
         return True
-    bare = name.lstrip("_").lower()
-    return bare in _SETUP_EXACT or any(bare == w or bare.startswith(w + "_") for w in _SETUP_WORDS)
+    cur = conventions.active()
+    return cur.matches("setup-exact", name) or cur.matches("setup-functions", name)
 
 
 def per_step(rep: Optional[Repetition]) -> bool:
@@ -393,7 +386,7 @@ class RepetitionQueries:
             return None
         called = {c.func.id for c in f.calls if isinstance(c.func, ast.Name)}
         for p in list(f.params) + list(f.kwonly):
-            if p in STEP_PARAMS and p not in called:
+            if conventions.active().matches("step-params", p) and p not in called:
                 return Repetition("step_param", f, name=p)
         return None
 

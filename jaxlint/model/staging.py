@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from .. import conventions
 from .. import names as N
 from . import limits as L
 from .records import FunctionInfo, Scope, _element
@@ -191,7 +192,8 @@ class Staging:
             if lax_only or isinstance(d, (ast.Tuple, ast.List, ast.Dict)) or (
                     isinstance(d, ast.Constant) and isinstance(d.value, str)):
                 out.add(p)
-        out |= {p for p in positional + f.kwonly if p == "dtype" or p.endswith("_dtype")}
+        dtypes = conventions.active()
+        out |= {p for p in positional + f.kwonly if dtypes.matches("dtype-params", p)}
         if _opaque_statics(f):
             out |= set(positional) | set(f.kwonly)
         self._memo[key] = out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .. import conventions
 from .. import names as N
 from . import limits as L
 from .loops import mentions
@@ -34,15 +35,9 @@ FETCH_OR_FORMAT_NAMES = frozenset(
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
 HOST_LIBRARIES = ("torch.", "json.", "pickle.", "PIL.", "shapely.", "cv2.", "imageio.", "pyspiel.",
                   "gym.", "gymnasium.", "numpy.testing.", "sentencepiece.")
-# Methods of host objects that consume a value given to them: a host environment's step, a
-# tokenizer's decode, a game state's move, a pipe or socket.
-HOST_CONSUMING_METHODS = frozenset({"step", "decode", "decode_batch", "batch_decode", "apply_action",
-                                    "send", "sendall"})
 # Calls that pace a loop by the host: a person typing, a frame drawn or shown, a real-time wait.
 PACING_CALLS = frozenset({"builtins.input", "time.sleep"})
 PACING_PREFIXES = ("matplotlib.", "IPython.display.", "mediapy.", "cv2.imshow", "cv2.waitKey")
-PACING_NAMES = frozenset({"render", "imshow", "show", "display", "show_image", "show_images", "show_video",
-                          "show_videos", "save_svg", "display_svg", "clear_output", "savefig"})
 
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
@@ -474,7 +469,7 @@ class TransferQueries:
         """The host call that consumes what ``call`` (a host fetch) returns, when the value goes
         straight into it (as an argument, inside a literal tuple/list/dict argument, or through a
         name assigned in the same loop body): a host library (:data:`HOST_LIBRARIES`) or a method
-        of a host object that takes values (:data:`HOST_CONSUMING_METHODS`: ``env.step``,
+        of a host object that takes values (the conventions' ``host-consumer-methods``: ``env.step``,
         ``tokenizer.decode``). Logging, printing and appending to a list are records, not consumers."""
         if self.host_fetch(call) is None:
             return None
@@ -504,7 +499,7 @@ class TransferQueries:
         if qn is not None:
             return qn.startswith(HOST_LIBRARIES) or qn in N.NUMPY_HOST_IO
         f = c.func
-        if not isinstance(f, ast.Attribute) or f.attr not in HOST_CONSUMING_METHODS:
+        if not isinstance(f, ast.Attribute) or not conventions.active().matches("host-consumer-methods", f.attr):
             return False
         if self.callable_info(f, scope) is not None or self.local_functions(f, scope):
             return False  # compiled, or code of this module
@@ -555,7 +550,7 @@ class TransferQueries:
             scope = self.scope_at(c)
             qn = self.resolve(c.func, scope)
             pacing = (qn in PACING_CALLS or (qn is not None and qn.startswith(PACING_PREFIXES))
-                      or last_name(c.func) in PACING_NAMES)
+                      or conventions.active().matches("pacing-names", last_name(c.func)))
             if not pacing:
                 continue
             ctx = self.context(c)
@@ -594,7 +589,8 @@ class TransferQueries:
                 return True
             if func.attr in N.LOG_METHODS:
                 return (qn is not None and qn.startswith("logging.")) or (
-                    qn is None and "log" in unparse(func.value, 80).lower().rsplit(".", 1)[-1])
+                    qn is None and conventions.active().matches(
+                        "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
         return False
 
     def in_check_function(self, node: ast.AST) -> bool:
@@ -602,7 +598,7 @@ class TransferQueries:
         cross-check of results, whose asserts must see the values."""
         f = self.function_at(node)
         while f is not None:
-            if f.name.lstrip("_").lower().startswith(("check", "verify")):
+            if conventions.active().matches("check-functions", f.name):
                 return True
             f = f.parent
         return False

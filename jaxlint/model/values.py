@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .. import conventions
 from .. import names as N
 from . import limits as L
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
@@ -569,8 +570,7 @@ class ValueQueries:
         """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write."""
         if self.is_jax(receiver, scope):
             return False
-        name = _last_name(receiver).lower()
-        return name == "ref" or name.endswith(("_ref", "_refs", "ref", "refs"))
+        return conventions.active().matches("ref-names", _last_name(receiver))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

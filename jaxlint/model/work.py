@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from .. import conventions
 from .. import names as N
 from . import limits as L
 from .records import BOUNDED_TRIPS, FunctionInfo, Loop, Scope
@@ -31,7 +32,6 @@ DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_lo
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
 _UPDATE_CALLS = frozenset({"apply_updates", "apply_gradients"})
-_OPTIMIZER_WORDS = ("opt", "tx", "solver")
 # A differentiated function is the forward pass of one step, whatever loops it runs.
 _DIFFERENTIATING = frozenset({q for q, policy in N.TRANSFORMS.items() if policy == "argnums"} | {
     "jax.vjp", "jax.jvp", "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad",
@@ -63,7 +63,7 @@ def _is_update(call: ast.Call) -> bool:
         return True
     if name == "update" and isinstance(f, ast.Attribute):
         recv = last_name(f.value).lower() if isinstance(f.value, (ast.Name, ast.Attribute)) else ""
-        return any(w in recv for w in _OPTIMIZER_WORDS)
+        return conventions.active().matches("optimizer-receivers", recv)
     return False
 
 
