@@ -140,6 +140,9 @@ ARRAY_METHODS = frozenset({
 # Methods whose name and a receiver that is certainly an array make the result an array.
 AT_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply", "get"}
 
+# Pallas: the kernel a pallas_call is given takes refs (mutable views of its inputs and outputs).
+PALLAS_CALLS = frozenset({"jax.experimental.pallas.pallas_call", "jax.experimental.pallas.tpu.pallas_call"})
+
 # Calls that run host code from inside a compiled program. Measured on jax 0.10.2 (CPU): a jitted
 # program that contains one returns from its call only when it has run (0.285 s for the call
 # against 0.0002 s for the same program without the callback), so timing that call needs no block.

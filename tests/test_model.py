@@ -3600,3 +3600,54 @@ def test_a_static_field_read_in_traced_code_is_not_a_tracer():
         return x * 2
     """
     assert findings(src) == [(25, "JAX302")]
+
+
+# --------------------------------------------------------------------------- facts instead of names (issue 26)
+
+
+def test_a_pallas_kernels_parameters_are_refs_whatever_their_names():
+    tree, m = build("""
+    import functools
+    import jax
+    from jax.experimental import pallas as pl
+
+    def k1(a, b):
+        b.at[0].set(a[0])
+
+    def k2(a, b, scale):
+        b.at[0].set(a[0] * scale)
+
+    def plain(a, b):
+        b.at[0].set(a[0])
+
+    def run(x):
+        y = pl.pallas_call(k1, out_shape=x)(x)
+        return pl.pallas_call(functools.partial(k2, scale=2.0), out_shape=x)(y)
+    """)
+    assert {f.name for f in m.functions if id(f) in m.pallas_kernels()} == {"k1", "k2"}
+    receivers = {f.name: f.calls[0].func.value.value.value for f in m.functions if f.name in ("k1", "k2", "plain")}
+    assert m.looks_like_ref(receivers["k1"], m.scope_at(receivers["k1"]))
+    assert m.looks_like_ref(receivers["k2"], m.scope_at(receivers["k2"]))
+    assert not m.looks_like_ref(receivers["plain"], m.scope_at(receivers["plain"]))
+
+
+def test_a_logger_is_known_by_its_binding_not_its_name():
+    from ruletools import findings
+    src = """
+    import logging
+    import jax
+    import jax.numpy as jnp
+
+    q = logging.getLogger(__name__)
+
+    @jax.jit
+    def step(p, b):
+        return p - b, jnp.sum(b)
+
+    def train(p, batches):
+        for b in batches:
+            p, loss = step(p, b)
+            q.info("loss %s", loss)
+        return p
+    """
+    assert findings(src, "JAX201") == [(15, "JAX201")]

@@ -588,10 +588,22 @@ class TransferQueries:
             if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 return True
             if func.attr in N.LOG_METHODS:
+                if self._logger(func.value):
+                    return True
                 return (qn is not None and qn.startswith("logging.")) or (
                     qn is None and conventions.active().matches(
                         "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
         return False
+
+    def _logger(self, receiver: ast.AST) -> bool:
+        """A name bound to ``logging.getLogger(...)`` (or absl's): a logger, whatever it is called."""
+        if not isinstance(receiver, ast.Name):
+            return False
+        ev = self.binding(receiver.id, self.scope_at(receiver), (receiver.lineno, receiver.col_offset))
+        if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+            return False
+        qn = self.resolve(ev.value.func, ev.scope)
+        return qn is not None and qn.startswith(("logging.", "absl.logging."))
 
     def in_check_function(self, node: ast.AST) -> bool:
         """Whether the node runs in a function named ``check*``/``verify*`` (or nested in one): a

@@ -567,10 +567,35 @@ class ValueQueries:
         return self.is_jax(expr, scope)
 
     def looks_like_ref(self, receiver: ast.AST, scope: Scope) -> bool:
-        """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write."""
+        """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write.
+        A parameter of a kernel this module hands to ``pallas_call`` is a ref (a fact); elsewhere a
+        receiver named like one (the conventions' ``ref-names``) is taken for one."""
         if self.is_jax(receiver, scope):
             return False
+        root = receiver
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        if isinstance(root, ast.Name):
+            ev = self.binding(root.id, scope, (root.lineno, root.col_offset))
+            if ev is not None and ev.kind == "param" and ev.scope.func is not None \
+                    and id(ev.scope.func) in self.pallas_kernels():
+                return True
         return conventions.active().matches("ref-names", _last_name(receiver))
+
+    def pallas_kernels(self) -> set:
+        """ids of the functions of this module handed to ``pallas_call`` as its kernel (directly,
+        through a name or ``functools.partial``): their parameters are refs."""
+        found = self.__dict__.get("_pallas_kernels")
+        if found is None:
+            found = self._pallas_kernels = set()
+            for call in self.calls_by_name.get("pallas_call", ()):
+                scope = self.scope_at(call)
+                if self.resolve(call.func, scope) not in N.PALLAS_CALLS:
+                    continue
+                kernel = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "kernel"), None)
+                if kernel is not None:
+                    found.update(id(f) for f in self.local_functions(kernel, scope))
+        return found
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
