@@ -136,7 +136,11 @@ ARRAY_ATTRS = frozenset({
     # the .at[...] updates
     "set", "get", "add", "subtract", "multiply", "mul", "divide", "power", "apply",
 })
-LIBRARY_ATTRS = ARRAY_ATTRS | frozenset(
+# The probability libraries' distribution API (distrax, tensorflow_probability, numpyro): a tree class
+# that defines ``sample`` follows it, and ``dist.sample(seed=key)`` on a library object must keep
+# its name, or the renamed program calls a method that does not exist.
+DISTRIBUTION_ATTRS = frozenset({"sample", "sample_and_log_prob", "log_prob", "prob", "entropy", "mode"})
+LIBRARY_ATTRS = ARRAY_ATTRS | DISTRIBUTION_ATTRS | frozenset(
     n for t in (object, str, bytes, bytearray, list, tuple, dict, set, frozenset, int, float, complex)
     for n in dir(t) if not (n.startswith("__") and n.endswith("__")))
 

@@ -1062,6 +1062,12 @@ def test_loop_counters():
     assert loop_counters(step_loop) == {"step"}  # the enumerate index, not the batch
     items_loop = m.context(call_to(tree, "inner_key_member")).loops[1]
     assert loop_counters(items_loop) == set()
+    tree, m = build("""
+    def f(first, total, batches):
+        for q, b in zip(range(first, total), batches):
+            zipped()
+    """)
+    assert loop_counters(m.context(call_to(tree, "zipped")).loops[0]) == {"q"}  # the range's element
 
 
 # --------------------------------------------------------------------------- work per iteration (issue 11)

@@ -119,6 +119,9 @@ def _every_iteration(stmts: list):
             yield from _every_iteration(stmt.finalbody)
 
 
+_COUNTING = frozenset({"range", "count", "arange", "trange"})  # builtins/itertools/numpy/tqdm counting iterables
+
+
 def loop_counters(loop: Loop) -> set:
     """What counts the iterations of a loop, as spelled: the target of a loop over steps
     (``range``, ``count``, ``trange``, ``arange``), the index of ``enumerate``, and names or
@@ -134,6 +137,12 @@ def loop_counters(loop: Loop) -> set:
         if (isinstance(it, ast.Call) and last_name(it.func) == "enumerate" and isinstance(target, ast.Tuple)
                 and target.elts and isinstance(target.elts[0], ast.Name)):
             out.add(target.elts[0].id)
+        if (isinstance(it, ast.Call) and last_name(it.func) == "zip" and isinstance(target, ast.Tuple)
+                and len(target.elts) == len(it.args)):
+            # ``for step, batch in zip(range(first, total), batches)``: the element from the range counts
+            for arg, elt in zip(it.args, target.elts):
+                if (isinstance(arg, ast.Call) and last_name(arg.func) in _COUNTING and isinstance(elt, ast.Name)):
+                    out.add(elt.id)
     for sub in _every_iteration(getattr(node, "body", [])):
         if isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Sub)):
             s = _spelled(sub.target)
