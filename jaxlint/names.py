@@ -140,6 +140,14 @@ ARRAY_METHODS = frozenset({
 # Methods whose name and a receiver that is certainly an array make the result an array.
 AT_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply", "get"}
 
+# Library calls that run a whole compiled loop on their own (an ODE solve, an optimisation), taken
+# from the libraries' public API: one call is a program, not a step. ``SOLVER_CLASSES``: objects
+# built by these modules' classes whose ``run`` method runs the whole solve (jaxopt's solvers).
+LIBRARY_PROGRAMS = frozenset({"diffrax.diffeqsolve", "optimistix.minimise", "optimistix.root_find",
+                              "optimistix.least_squares", "optimistix.fixed_point"})
+SOLVER_CLASS_PREFIXES = ("jaxopt.",)
+SOLVER_RUN_METHODS = frozenset({"run"})
+
 # Pallas: the kernel a pallas_call is given takes refs (mutable views of its inputs and outputs).
 PALLAS_CALLS = frozenset({"jax.experimental.pallas.pallas_call", "jax.experimental.pallas.tpu.pallas_call"})
 

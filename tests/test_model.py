@@ -675,6 +675,25 @@ def test_refine_bounds_keeps_long_known_loops_unbounded():
         assert loop.bounded is False
 
 
+def test_known_trips_of_aranges_and_conditional_bounds():
+    tree, m = build("""
+    import numpy as np
+    import jax.numpy as jnp
+    SMOKE = False
+    ANGLES = jnp.arange(0, 181, 5)
+    def f(n):
+        for i in range(100 if not SMOKE else 10): cond_body(i)
+        for a in ANGLES: arange_name_body(a)
+        for a in np.arange(3, 9): arange_body(a)
+        for a in np.arange(0.0, 1.0, 0.1): float_arange_body(a)
+        for i in range(n if SMOKE else 10): unknown_branch_body(i)
+    """)
+    for name, trips in (("cond_body", 100), ("arange_name_body", 37), ("arange_body", 6),
+                        ("float_arange_body", None), ("unknown_branch_body", None)):
+        (loop,) = m.context(call_to(tree, name)).loops
+        assert m.known_trips(loop.node.iter, m.context(loop.node).scope) == trips, name
+
+
 _FEW = """
 import jax
 
@@ -1076,6 +1095,8 @@ _WORK = """
 import time
 import jax
 import jax.numpy as jnp
+import diffrax
+import jaxopt
 import optax
 from jax import lax
 
@@ -1125,6 +1146,10 @@ def python_epoch(p, batches):
         p, _ = train_step(p, b)
     return p
 
+def helper_that_solves(p, data):
+    bcd = jaxopt.BlockCoordinateDescent(fun=rnn_loss, block_prox=None)
+    return bcd.run(p, data=data).params
+
 def eager_epoch(p, n):
     return lax.fori_loop(0, n, lambda i, q: train_step(q, i)[0], p)
 
@@ -1173,6 +1198,16 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     for e in range(epochs):
         p = eager_epoch(p, n)
         python_function_with_device_loop(p)
+    for e in range(epochs):
+        solver = jaxopt.LBFGS(fun=rnn_loss, maxiter=100)
+        sol = solver.run(p, data)
+        library_solver_run(sol)
+    for e in range(epochs):
+        sol = diffrax.diffeqsolve(term, solver, 0.0, 1.0, 0.1, p)
+        library_ode_solve(sol)
+    for e in range(epochs):
+        p = helper_that_solves(p, data)
+        python_function_with_solver(p)
 """
 
 
@@ -1189,6 +1224,9 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     ("eager_device_loop", "lax.fori_loop"),  # lax.fori_loop called outside jit: one compiled loop
     ("eager_short_device_loop", None),      # ... of 4 literal trips: a short loop, one step
     ("python_function_with_device_loop", "eager_epoch"),  # a Python function returning lax.fori_loop(...)
+    ("library_solver_run", "solver.run"),   # a jaxopt solver's run: the whole solve
+    ("library_ode_solve", "diffrax.diffeqsolve"),  # one ODE solve: a device loop of its own
+    ("python_function_with_solver", "helper_that_solves"),
 ])
 def test_iteration_program(name, program):
     tree, m = build(_WORK)

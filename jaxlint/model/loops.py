@@ -13,6 +13,7 @@ from .syntax import _names_in, _pos, child_nodes, walk
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.
+_ARANGES = frozenset({"numpy.arange", "jax.numpy.arange"})
 _IN_PLACE = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add",
                        "discard", "setdefault", "popitem", "sort", "reverse", "__setitem__", "__delitem__"})
 
@@ -222,11 +223,16 @@ class LoopQueries:
             return None if any(k is None for k in it.keys) else len(it.keys)
         if isinstance(it, ast.Name):
             value = self._fixed_collection(it, scope)
+            if value is None:
+                value = self._fixed_range(it, scope)
             return None if value is None else self.known_trips(value, scope, depth + 1, defaults)
         if not (isinstance(it, ast.Call) and it.args and not it.keywords
                 and not any(isinstance(a, ast.Starred) for a in it.args)):
             return None
         qn = self.resolve(it.func, scope)
+        if qn in _ARANGES and len(it.args) <= 3:
+            # ``np.arange(0, 181, 5)``: as many items as range() of the same ints
+            qn = "builtins.range"
         if qn == "builtins.range" and len(it.args) <= 3:
             vals = [self._range_bound(a, scope, depth, defaults) for a in it.args]
             if any(v is None for v in vals):
@@ -244,6 +250,11 @@ class LoopQueries:
         return None
 
     def _range_bound(self, e: ast.AST, scope: Scope, depth: int, defaults: bool = False) -> Optional[int]:
+        if isinstance(e, ast.IfExp):
+            # ``range(100 if not SMOKE_TEST else 10)``: at most the larger of the two
+            a = self._range_bound(e.body, scope, depth + 1, defaults)
+            b = self._range_bound(e.orelse, scope, depth + 1, defaults)
+            return None if a is None or b is None else max(a, b)
         if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
                 and self.resolve(e.func, scope) == "builtins.len"):
             return self.known_trips(e.args[0], scope, depth + 1, defaults)
@@ -251,6 +262,17 @@ class LoopQueries:
         if v is None and defaults and isinstance(e, ast.Name):
             v = self.param_default_int(e, scope)
         return v
+
+    def _fixed_range(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+        """The ``range(...)``/``np.arange(...)`` call a name is bound to once in its scope
+        (``angles = jnp.arange(0, 181, 5)``): it cannot change in place."""
+        ev = self.binding(name.id, scope, _pos(name))
+        if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+            return None
+        value = ev.value
+        if isinstance(value, ast.Call) and self.resolve(value.func, ev.scope) in _ARANGES | {"builtins.range"}:
+            return value
+        return None
 
     def _fixed_collection(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
         """The literal a name is bound to, once in its scope, when the collection cannot change: a

@@ -166,6 +166,8 @@ class WorkQueries:
             if qn in DEVICE_LOOPS:
                 # ``lax.fori_loop(0, n, body, state)`` called outside jit: one compiled device loop
                 memo[key] = not _small_trip_count(call, qn)
+            elif qn in N.LIBRARY_PROGRAMS or self._solver_run(call, scope):
+                memo[key] = True
             else:
                 memo[key] = any(self._function_runs_program(f, compiled, 0)
                                 for f, compiled in self.called_functions(call.func, scope))
@@ -193,12 +195,32 @@ class WorkQueries:
             # a Python function that loops over compiled steps, calls a device loop outside jit
             # (``return lax.fori_loop(0, n, body, state)``), or calls a function that does
             result = any(self._dispatches_steps(lp) for lp in f.loops) or any(
-                (qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not _small_trip_count(c, qn)
+                ((qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not _small_trip_count(c, qn))
+                or qn in N.LIBRARY_PROGRAMS or self._solver_run(c, f.scope)
                 for c in f.calls) or any(
                 self._function_runs_program(g, c2, depth + 1)
                 for c in f.calls for g, c2 in self._callees(c.func, f.scope, 0, False))
         memo[key] = result
         return result
+
+    def _solver_run(self, call: ast.Call, scope: Scope) -> bool:
+        """``solver.run(init, ...)`` where ``solver`` is bound to an instance of a library solver
+        class (``jaxopt.BlockCoordinateDescent(...)``): the whole solve, a program of its own."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in N.SOLVER_RUN_METHODS):
+            return False
+        recv = func.value
+        if isinstance(recv, ast.Call):
+            made = recv
+        elif isinstance(recv, ast.Name):
+            ev = self.binding(recv.id, scope, _pos(recv))
+            if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+                return False
+            made, scope = ev.value, ev.scope
+        else:
+            return False
+        qn = self.resolve(made.func, scope)
+        return qn is not None and qn.startswith(N.SOLVER_CLASS_PREFIXES)
 
     def _dispatches_steps(self, loop: Loop) -> bool:
         """A ``for``/``while`` loop (not a comprehension building one batch, not a short literal
