@@ -30,6 +30,7 @@ JIT_WRAPPERS = {
     "equinox.filter_jit": "filter_jit",
     "equinox.filter_pmap": "filter_jit",
     "flax.nnx.jit": "jit",
+    "flax.nnx.jit_partial": "jit",  # jit of fun with its leading arguments bound (flax >= 0.12)
     "flax.nnx.pmap": "pmap",
 }
 
@@ -68,10 +69,20 @@ TRANSFORMS = {
     "equinox.filter_grad": "unknown",
     "equinox.filter_value_and_grad": "unknown",
     "equinox.filter_checkpoint": "unknown",
+    "equinox.filter_eval_shape": "unknown",
+    "equinox.filter_hessian": "unknown",
+    "equinox.filter_jacfwd": "unknown",
+    "equinox.filter_jacrev": "unknown",
+    "equinox.filter_jvp": "unknown",
+    "equinox.filter_vjp": "unknown",
+    "equinox.filter_make_jaxpr": "unknown",
+    "equinox.filter_closure_convert": "unknown",
     "flax.nnx.vmap": "unknown",
     "flax.nnx.grad": "unknown",
     "flax.nnx.value_and_grad": "unknown",
     "flax.nnx.remat": "unknown",
+    "flax.nnx.eval_shape": "unknown",
+    "flax.nnx.shard_map": "unknown",
 }
 
 # Control-flow primitives whose callable arguments become traced bodies:

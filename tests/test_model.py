@@ -3695,3 +3695,26 @@ def test_a_logger_is_known_by_its_binding_not_its_name():
         return p
     """
     assert findings(src, "JAX201") == [(15, "JAX201")]
+
+
+def test_library_transforms_from_their_public_api_are_known():
+    tree, m = build("""
+    import equinox as eqx
+    from flax import nnx
+
+    def loss(model, x):
+        return model(x)
+
+    def body(x):
+        return x * 2
+
+    def run(model, x, t):
+        step = nnx.jit_partial(loss, model)
+        y = step(x)
+        out, tangent = eqx.filter_jvp(body, (x,), (t,))
+        return sink(step, y)
+    """)
+    call = call_to(tree, "sink")
+    assert m.callable_info(call.args[0], m.scope_at(call)) is not None  # nnx.jit_partial: a jit wrapper
+    body = next(f for f in m.functions if f.name == "body")
+    assert body.traced  # eqx.filter_jvp traces its function
