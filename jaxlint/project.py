@@ -39,6 +39,7 @@ class ProjectResolver:
         self._listing = FileListing()  # os.path.isfile for locating imports, one directory read per folder
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
+        self._programs: dict = {}  # (path, name) -> (runs a program, what deciding it consulted)
         self.depth = 0
 
     def clear(self) -> None:
@@ -48,6 +49,7 @@ class ProjectResolver:
         self._abs.clear()
         self._listing = FileListing()
         self._deps.clear()
+        self._programs.clear()
 
     # ----------------------------------------------------------- dependencies
 
@@ -195,6 +197,43 @@ class ProjectResolver:
                 found = frozenset()
         if path in self._deps:
             self._deps[path] = self._deps[path] | deps
+        self._note(deps)
+        return found
+
+    def runs_program(self, path: str, name: str) -> bool:
+        """Whether calling the top-level function ``name`` of the project file ``path`` runs many
+        steps on its own (:meth:`~jaxlint.model.ModuleModel.function_runs_program`: a jitted
+        device loop, a Python loop of compiled steps, a library solve): asked only where a loop
+        of the checking module calls it, so the file is read and fully modelled then, once per
+        process. What that consults is recorded for the result cache."""
+        path = self._abspath(path)
+        memo = self._programs
+        key = (path, name)
+        if key in memo:
+            if self._recorders:
+                self._note(memo[key][1])
+            return memo[key][0]
+        memo[key] = (False, frozenset())  # a cycle of lookups sees "no" meanwhile
+        found = False
+        self.depth += 1
+        with self.recording() as deps:
+            try:
+                from .model import build_model
+
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                deps.add(("f", path, content_hash(data)))
+                tree = ast.parse(decode_source(data), filename=path)
+                model = build_model(tree, path=path, project=self)
+                try:
+                    found = model.function_runs_program(name)
+                finally:
+                    model.dispose()
+            except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+                found = False
+            finally:
+                self.depth -= 1
+        memo[key] = (found, frozenset(deps))
         self._note(deps)
         return found
 

@@ -289,3 +289,67 @@ def test_array_candidates_are_top_level_defs_with_a_jax_return_line():
     assert array_candidates(text) == {"a", "b", "d"}
     assert array_candidates("def g(x):\n    return jnp.sum(x)\n") == set()  # no jax in the module
     assert array_candidates("import numpy as np\ndef g(x):\n    return np.sum(x)\n") == set()
+
+
+# --------------------------------------------------------------------------- whole programs across modules (issue 26)
+
+TRAINER = textwrap.dedent("""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    @jax.jit
+    def step(x, b):
+        return x - b, jnp.sum(b)
+
+    def train_epoch(x, batches):
+        for b in batches:
+            x, loss = step(x, b)
+        return x, loss
+
+    @jax.jit
+    def scanned_epoch(x, batches):
+        return lax.scan(step, x, batches)
+
+    def one_step(x, b):
+        return step(x, b)
+""")
+
+EPOCHS = """
+def run(x, data, epochs):
+    for e in range(epochs):
+        x, loss = {call}
+        print(float(loss))
+    return x
+"""
+
+
+def test_a_function_of_another_module_that_runs_a_whole_epoch(tmp_path):
+    # once per epoch: each iteration runs a whole program (a scanned epoch); `step` in its place is
+    # reported (the next test), so the program fact is what keeps these quiet
+    for call in ("scanned_epoch(x, data)", "T.scanned_epoch(x, data)"):
+        make(tmp_path, {"pkg/__init__.py": "", "pkg/trainer.py": TRAINER,
+                        "pkg/main.py": "from .trainer import train_epoch, scanned_epoch, one_step\n"
+                                       "from . import trainer as T\n" + EPOCHS.format(call=call)})
+        assert codes(tmp_path / "pkg/main.py") == [], call
+
+
+def test_a_function_of_another_module_that_runs_one_step(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/trainer.py": TRAINER,
+                    "pkg/main.py": "from .trainer import step\n" + EPOCHS.format(call="step(x, data)")})
+    assert codes(tmp_path / "pkg/main.py") == [(6, "JAX201")]
+
+
+def test_the_result_cache_sees_a_change_to_the_module_that_runs_the_program(tmp_path, capsys):
+    from jaxlint.cli import main
+
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/trainer.py": TRAINER,
+                    "pkg/main.py": "from .trainer import scanned_epoch\n" + EPOCHS.format(call="scanned_epoch(x, data)")})
+    args = ["check", "--cache-dir", str(tmp_path / "cache"), "-j1", str(tmp_path / "pkg")]
+    assert main(args) == 0
+    # scanned_epoch becomes one step: main.py's cached result depended on trainer.py's content
+    changed = TRAINER.replace("return lax.scan(step, x, batches)", "return step(x, batches)")
+    assert changed != TRAINER
+    (tmp_path / "pkg/trainer.py").write_text(changed)
+    assert main(args) == 1
+    assert "main.py:6:15: JAX201" in capsys.readouterr().out

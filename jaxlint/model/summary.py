@@ -18,7 +18,8 @@ class ModuleSummary:
     return a JAX array (:attr:`array_results`: only the functions
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
-    __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project")
+    __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
+                 "maybe_programs")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -28,6 +29,7 @@ class ModuleSummary:
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
         self._array_results: Optional[frozenset] = model.array_results(candidates)
         self._pending: tuple = ()
+        self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
         for name in model.module_scope.events:
             wrap = model.exported_callable(name)
             if wrap is None:
@@ -50,6 +52,7 @@ class ModuleSummary:
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
         self.exports, self.reexports = {}, {}
+        self.maybe_programs = None  # not parsed: read on demand
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
         else:
@@ -78,6 +81,19 @@ class ModuleSummary:
             return other[0].exported_callable(other[1])
         return None
 
+    def runs_program(self, name: str) -> bool:
+        """Whether calling the module's top-level ``name`` runs a whole program (a loop of steps),
+        here or where this module re-exports it from (:meth:`ProjectResolver.runs_program`)."""
+        if self.project is None or self.path is None:
+            return False
+        src = self.reexports.get(name)
+        if src is not None:
+            other = self.project.imported(self.path, *src)
+            return other is not None and other[1] is not None and other[0].runs_program(other[1])
+        if self.maybe_programs is not None and name not in self.maybe_programs:
+            return False  # its body has no loop and calls no device loop or solve: one step at most
+        return self.project.runs_program(self.path, name)
+
     def returns_array(self, name: str) -> bool:
         """Whether calling the module's top-level ``name`` certainly returns one JAX array: a
         function of :attr:`array_results`, here or where this module re-exports it from."""
@@ -92,4 +108,26 @@ class ModuleSummary:
 
 
 _SUMMARY_NODE = ast.Pass()
+
+# Calls spelled like a device loop or a library solve (``lax.scan``, ``solver.run``): what a
+# function that runs a whole program must contain, if it has no loop of its own.
+_PROGRAM_CALLS = frozenset({"scan", "fori_loop", "while_loop", "map", "associative_scan", "diffeqsolve", "run",
+                            "minimise", "root_find", "least_squares", "fixed_point"})
+
+
+def maybe_programs(tree: ast.Module) -> frozenset:
+    """The top-level functions whose body (nested functions included) has a ``for``/``while``
+    loop or a call spelled like a device loop or a solve: the only ones that can run a whole
+    program (:meth:`ModuleSummary.runs_program` reads the module again only for these)."""
+    out = set()
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) or (
+                    isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
+                    in _PROGRAM_CALLS):
+                out.add(stmt.name)
+                break
+    return frozenset(out)
 

@@ -168,6 +168,8 @@ class WorkQueries:
                 memo[key] = not _small_trip_count(call, qn)
             elif qn in N.LIBRARY_PROGRAMS or self._solver_run(call, scope):
                 memo[key] = True
+            elif self._imported_program(call.func, scope):
+                memo[key] = True
             else:
                 memo[key] = any(self._function_runs_program(f, compiled, 0)
                                 for f, compiled in self.called_functions(call.func, scope))
@@ -202,6 +204,36 @@ class WorkQueries:
                 for c in f.calls for g, c2 in self._callees(c.func, f.scope, 0, False))
         memo[key] = result
         return result
+
+    def function_runs_program(self, name: str) -> bool:
+        """Whether this module's top-level function ``name`` runs many steps on its own (asked by
+        other modules of the project through :meth:`~jaxlint.project.ProjectResolver.runs_program`)."""
+        ev = self.module_scope.events.get(name)
+        if not ev or len(ev) != 1 or ev[0].kind != "def":
+            return False
+        f = self.func_of_node.get(id(ev[0].node))
+        if f is None:
+            return False
+        compiled = f.jit_entry is not None or any(c.decorator for c in f.trace_causes)
+        return self._function_runs_program(f, compiled, 0)
+
+    def _imported_program(self, func: ast.AST, scope: Scope) -> bool:
+        """``train_epoch(...)`` after ``from .trainer import train_epoch`` (or ``trainer.train_epoch``
+        after ``from . import trainer``): a function of another module of the project that runs a
+        whole program."""
+        if self.project is None or self.path is None:
+            return False
+        if isinstance(func, ast.Name):
+            if self.binding(func.id, scope, _pos(func)) is not None:
+                return False
+            other = self._imported(func.id, scope)
+            return other is not None and other[1] is not None and other[0].runs_program(other[1])
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if self.binding(func.value.id, scope, _pos(func.value)) is not None:
+                return False
+            other = self._imported(func.value.id, scope)
+            return other is not None and other[1] is None and other[0].runs_program(func.attr)
+        return False
 
     def _solver_run(self, call: ast.Call, scope: Scope) -> bool:
         """``solver.run(init, ...)`` where ``solver`` is bound to an instance of a library solver
