@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also report findings that are right but rarely worth changing (a sync in test code, "
                         "a jit rebuilt in a function that runs once); the JSON output says why each is opt-in")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    c.add_argument("--explain-finding", metavar="PATH:LINE",
+                   help="say why each finding on that line was made: the rule, the facts and the naming "
+                        "conventions it rests on (opt-in findings included)")
     c.add_argument("--cache-dir", metavar="DIR",
                    help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
     c.add_argument("--no-cache", action="store_true", help="check every file, read and write no cache")
@@ -141,10 +144,56 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
     return results
 
 
+def _explain_target(value: str):
+    path, sep, line = value.rpartition(":")
+    if not sep or not path or not line.isdigit() or int(line) < 1:
+        return None
+    return path, int(line)
+
+
+def explain_findings(findings, line: int) -> str:
+    """The text of ``--explain-finding``: each finding on ``line`` with its rule's summary, why it
+    is opt-in (if it is), the evidence it rests on and the conventions in force that it names."""
+    from .registry import RULES_BY_CODE
+
+    out = []
+    for f in findings:
+        if f.line != line:
+            continue
+        out.append(f"{reporters.location(f)}: {f.code} {f.name}")
+        out.append(f"  message: {f.message}")
+        rule = RULES_BY_CODE.get(f.code)
+        if rule is not None:
+            out.append(f"  rule: {rule.summary}")
+        if f.opt_in is not None:
+            out.append(f"  reported only with --pedantic: {f.opt_in}")
+        if f.evidence:
+            out.append("  why:")
+            out.extend(f"    - {e}" for e in f.evidence)
+        else:
+            out.append("  why: the rule's own test of this line (no further facts recorded); see "
+                       f"`jaxlint explain {f.code}`")
+        out.append("")
+    return "\n".join(out)
+
+
 def cmd_check(args) -> int:
     if args.fix and args.diff:
         print("jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write", file=sys.stderr)
         return EXIT_ERROR
+    explain_line = None
+    if args.explain_finding is not None:
+        target = _explain_target(args.explain_finding)
+        if target is None:
+            print(f"jaxlint: --explain-finding takes PATH:LINE (a file and a line number >= 1), not "
+                  f"{args.explain_finding!r}", file=sys.stderr)
+            return EXIT_ERROR
+        if args.fix or args.diff:
+            print("jaxlint: --explain-finding cannot be combined with --fix or --diff", file=sys.stderr)
+            return EXIT_ERROR
+        args.paths = [target[0]]
+        explain_line = target[1]
+        args.pedantic = True
     try:
         if args.config:
             cfg = load_config(pyproject=args.config)
@@ -202,6 +251,13 @@ def cmd_check(args) -> int:
             findings.append(f)
         internal.extend(f"{res.path}: {msg}" for msg in res.internal_errors)
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
+    if explain_line is not None:
+        text = explain_findings(findings, explain_line)
+        if not text:
+            print(f"jaxlint: no finding on line {explain_line} of {args.paths[0]}", file=sys.stderr)
+            return EXIT_CLEAN
+        sys.stdout.write(text)
+        return EXIT_FINDINGS
     if args.format in ("text", "json") and any(f.code in fixable_rule_codes() for f in findings):
         from . import fix as fixmod  # only jaxlint's own formats mark the fixable findings
 

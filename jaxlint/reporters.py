@@ -32,6 +32,9 @@ def as_json(findings: Sequence[Finding]) -> str:
         if f.opt_in is not None:  # reported because the user asked for opt-in findings (--pedantic)
             row["opt_in"] = f.opt_in
     for row, f in zip(rows, findings):
+        if f.evidence:  # the facts and conventions the decision rests on
+            row["evidence"] = list(f.evidence)
+    for row, f in zip(rows, findings):
         if f.cell is not None:  # notebooks: the cell (1-based among all cells) and the line in it
             row.update(cell=f.cell, cell_line=f.cell_line)
     return json.dumps(rows, indent=2) + "\n"

@@ -24,11 +24,12 @@ class Finding:
     """One finding. A value: compared, ordered and hashed by (line, col, code, message, name, path);
     treat it as immutable (:meth:`replace` makes a changed copy)."""
 
-    __slots__ = ("line", "col", "code", "message", "name", "path", "cell", "cell_line", "fix", "cites", "opt_in")
+    __slots__ = ("line", "col", "code", "message", "name", "path", "cell", "cell_line", "fix", "cites", "opt_in",
+                 "evidence")
 
     def __init__(self, line: int, col: int, code: str, message: str, name: str = "", path: str = "",
                  cell: Optional[int] = None, cell_line: Optional[int] = None, fix: Optional[object] = None,
-                 cites: tuple = (), opt_in: Optional[str] = None):
+                 cites: tuple = (), opt_in: Optional[str] = None, evidence: tuple = ()):
         self.line = line
         self.col = col  # 0-based, as flake8 expects from a plugin
         self.code = code
@@ -48,6 +49,10 @@ class Finding:
         # once): why, in a few words. Such findings are reported only on request (``--pedantic``,
         # ``pedantic = true``, flake8 ``--jaxlint-pedantic``); None for every default finding.
         self.opt_in = opt_in
+        # Why the finding was made: the facts (and any naming convention, jaxlint/conventions.py)
+        # the rule's decision rests on, one short sentence each (``--format json``,
+        # ``jaxlint check --explain-finding``). Not compared.
+        self.evidence = evidence
 
     def _key(self) -> tuple:
         return (self.line, self.col, self.code, self.message, self.name, self.path)
@@ -81,7 +86,7 @@ class Finding:
     def replace(self, **changes) -> "Finding":
         """A copy with the given fields changed (like ``dataclasses.replace``)."""
         out = Finding(self.line, self.col, self.code, self.message, self.name, self.path, self.cell,
-                      self.cell_line, self.fix, self.cites, self.opt_in)
+                      self.cell_line, self.fix, self.cites, self.opt_in, self.evidence)
         for k, v in changes.items():
             setattr(out, k, v)
         return out
@@ -153,15 +158,18 @@ class Rule:
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError
 
-    def finding(self, node: ast.AST, message, fix: Optional[object] = None, opt_in: Optional[str] = None) -> Finding:
+    def finding(self, node: ast.AST, message, fix: Optional[object] = None, opt_in: Optional[str] = None,
+                evidence: Sequence[str] = ()) -> Finding:
         """``message``: a string, or a sequence of strings and :class:`Line` citations.
         ``opt_in``: the finding is right but rarely worth acting on, for this reason; it is
-        reported only when the user asks for such findings (see ``Finding.opt_in``)."""
+        reported only when the user asks for such findings (see ``Finding.opt_in``).
+        ``evidence``: the facts and conventions the decision rests on (``Finding.evidence``)."""
         if isinstance(message, str):
-            return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix, opt_in=opt_in)
+            return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix, opt_in=opt_in,
+                           evidence=tuple(evidence))
         text, cites = render(message)
         return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites,
-                       opt_in=opt_in)
+                       opt_in=opt_in, evidence=tuple(evidence))
 
     @classmethod
     def explain(cls) -> str:

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
+from jaxlint.model import evidence
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -174,8 +175,9 @@ class HostTransferInLoop(Rule):
         elif kind == "fetch" and isinstance(node, ast.Call) and model.collects_output(node, loop):
             opt_in = _COLLECTED
         why, fix = _FIX[kind]
+        facts = evidence.sync_in_loop(model, node, loop) + evidence.logger(model, node)
         return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
-                                   Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in)
+                                   Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in, evidence=facts)
 
 
 class BlockUntilReadyInLoop(Rule):
@@ -245,7 +247,8 @@ class BlockUntilReadyInLoop(Rule):
                                       " empties the dispatch queue: the device idles while the host dispatches "
                                       "the next step; block once after the loop, or every N steps to bound "
                                       "the queue"],
-                               opt_in=_TEST_CODE if model.in_test_code(call) else None)
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                               evidence=evidence.sync_in_loop(model, call, loop))
 
 
 class TimingWithoutBlock(Rule):

@@ -17,6 +17,7 @@ from jaxlint.model import (
     per_step,
     varying_names,
 )
+from jaxlint.model import evidence
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -264,7 +265,12 @@ class JitPerCall(Rule):
                           "known to run at every step")
             else:
                 opt_in = None
-            yield self.finding(wrap.node, message, opt_in=opt_in)
+            facts = evidence.repetition(rep) if rep is not None else [f"no call of `{outer.name}` in this module "
+                                                                      "shows how often it runs"]
+            if named_once:
+                facts.append(f"only names (the conventions `setup-functions`, `setup-exact`, `entry-points`) say "
+                             f"`{outer.name}` or its callers run once")
+            yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts)
 
 
 class StaticArgChurn(Rule):

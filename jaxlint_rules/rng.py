@@ -17,6 +17,7 @@ from jaxlint.model import (
     is_draw,
     per_step,
 )
+from jaxlint.model import evidence
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
@@ -492,7 +493,8 @@ class ConstantKeyInLoop(Rule):
                                    f"step ({_why_repeats(rep)}), makes the same key on every call, so every step "
                                    "draws the same random numbers; make the key once, pass it in and split it per "
                                    "step, or derive one with `jax.random.fold_in(key, step)`"),
-                            opt_in=_TEST_INPUTS if model.in_test_code(call) else None)
+                            opt_in=_TEST_INPUTS if model.in_test_code(call) else None,
+                            evidence=evidence.repetition(rep))
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

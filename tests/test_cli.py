@@ -488,3 +488,61 @@ def test_the_conventions_command_lists_the_words_in_force(tmp_path, capsys, _def
     (tmp_path / "pyproject.toml").write_text('[tool.jaxlint.conventions]\nextend-pacing-names = ["blit"]\n')
     assert main(["conventions", str(tmp_path)]) == 0
     assert "pacing-names (exact): blit, clear_output" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- evidence (issue 26)
+
+_STEP_LOOP = textwrap.dedent("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2, jnp.sum(x)
+
+    def run(x, n):
+        for i in range(n):
+            x, loss = step(x)
+            print(float(loss))
+        return x
+
+    def forward(x):
+        key = jax.random.PRNGKey(0)
+        return x + jax.random.normal(key, x.shape)
+""")
+
+
+def test_json_findings_carry_their_evidence(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(_STEP_LOOP)
+    assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "m.py")]) == 1
+    rows = {r["code"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["JAX201"]["evidence"][0] == "the loop on line 10 calls compiled code every iteration (`step` on line 11)"
+    assert rows["JAX503"]["evidence"] == [
+        "`forward` is called nowhere in this module; its name matches the convention `step-methods` (a method "
+        "called once per step)"]
+
+
+def test_evidence_survives_the_result_cache(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(_STEP_LOOP)
+    args = ["check", "--cache-dir", str(tmp_path / "c"), "--format", "json", str(tmp_path / "m.py")]
+    assert main(args) == 1
+    first = capsys.readouterr().out
+    assert main(args) == 1
+    assert capsys.readouterr().out == first
+
+
+def test_explain_finding_prints_the_rule_the_evidence_and_opt_in_reason(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(_STEP_LOOP)
+    assert main(["check", "--no-cache", "--explain-finding", f"{tmp_path / 'm.py'}:12"]) == 1
+    out = capsys.readouterr().out
+    assert ":12:15: JAX201 host-transfer-in-loop" in out  # `float(` after 8 spaces and `print(`
+    assert "  rule: Finds `float(x)`" in out
+    assert "    - the loop on line 10 calls compiled code every iteration (`step` on line 11)" in out
+    assert main(["check", "--no-cache", "--explain-finding", f"{tmp_path / 'm.py'}:3"]) == 0
+    assert "no finding on line 3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["m.py", "m.py:0", "m.py:x", ":3"])
+def test_explain_finding_needs_a_path_and_a_line(tmp_path, capsys, value):
+    assert main(["check", "--explain-finding", value]) == 2
+    assert "--explain-finding takes PATH:LINE" in capsys.readouterr().err

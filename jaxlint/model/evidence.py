@@ -1,0 +1,77 @@
+"""Evidence: the facts (and conventions) a finding's decision rests on, as short sentences.
+
+Rules attach these to their findings (``Finding.evidence``); ``--format json`` lists them and
+``jaxlint check --explain-finding PATH:LINE`` prints them, so a user who disagrees with a finding
+can see which fact, or which name-based convention (jaxlint/conventions.py), decided it. This
+module turns model records into sentences; it decides nothing (the rules ask it, as they ask
+the model).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .. import conventions
+from .syntax import unparse
+
+
+def repetition(rep) -> list:
+    """Why a function is taken to run again and again (a ``Repetition`` chain), one sentence per
+    link; the last one names the convention when a name decided it."""
+    out: list = []
+    depth = 0
+    while rep is not None and depth < 8:
+        name = f"`{rep.func.name}`"
+        kind = rep.kind
+        if kind == "caller":
+            out.append(f"{name} is called from `{rep.via.name}` on line {rep.call.lineno}")
+            rep = rep.inner
+            depth += 1
+            continue
+        if kind == "loop":
+            out.append(f"{name} is called in the loop on line {rep.loop.node.lineno}")
+        elif kind == "factory":
+            out.append(f"{name} is made and handed out by `{rep.via.name}`: its users call it again and again")
+        elif kind == "helper":
+            out.append(f"{name} does little but one compiled call: a helper of the kind called once per batch")
+        elif kind == "step_name":
+            key = "step-methods" if conventions.active().matches("step-methods", rep.func.name) else "step-affixes"
+            out.append(f"{name} is called nowhere in this module; its name matches the convention `{key}` "
+                       "(a method called once per step)")
+        elif kind == "step_param":
+            out.append(f"{name} is called nowhere that says how often; it takes `{rep.name}`, which matches the "
+                       "convention `step-params` (the training step)")
+        break
+    return out
+
+
+def sync_in_loop(model, node: ast.AST, loop) -> list:
+    """Why a sync is taken to run at every step of ``loop``: what the loop dispatches, and the
+    checks that found no reason to stay quiet."""
+    out = []
+    work = next((c for c in loop.all_calls() if model.callable_info(c.func, model.scope_at(c)) is not None), None)
+    if work is not None:
+        out.append(f"the loop on line {loop.node.lineno} calls compiled code every iteration "
+                   f"(`{unparse(work.func, 40)}` on line {work.lineno})")
+    else:
+        out.append(f"the loop on line {loop.node.lineno} runs JAX operations every iteration")
+    out.append("its trip count is not known to be small, and one iteration runs no whole program "
+               "(no device loop, epoch or solve)")
+    out.append("no periodic `if` guards the sync, and it reads this iteration's values")
+    out.append("nothing shows the host needs the value every iteration (no host consumer, pacing or hand-off)")
+    return out
+
+
+def logger(model, call: Optional[ast.AST]) -> list:
+    """When a log call's receiver was taken for a logger by its name alone (``logger-receivers``)."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return []
+    recv = call.func.value
+    qn = model.resolve(call.func, model.scope_at(call))
+    if qn is not None or model._logger(recv):
+        return []
+    spelled = unparse(recv, 40).rsplit(".", 1)[-1]
+    if conventions.active().matches("logger-receivers", spelled):
+        return [f"`{unparse(recv, 40)}` is taken for a logger by its name (convention `logger-receivers`)"]
+    return []
