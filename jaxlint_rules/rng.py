@@ -371,11 +371,22 @@ class KeyReuse(Rule):
         return _draws(use.fn) and model.kept_per_iteration(use.call, loop) and not model.in_timing_harness(use.ctx)
 
 
-def _default_for_none(ctx) -> bool:
-    """Inside ``if <name> is None:``: a fallback value for an argument the caller left out."""
-    for test, _ in ctx.guards:
-        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
+    """Under a test of what the caller passed (``if rng is None:``, ``if rng is not None: ...
+    else:``, ``if isinstance(generator, jax.Array): ... else:``): a fallback key for an argument
+    the caller left out or gave in another form, not a key made at every step."""
+    tests = [test for test, _ in ctx.guards]
+    if model is not None and any(branch == 1 for _, branch in ctx.branches):
+        by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+        tests += [by_id[i].test for i, branch in ctx.branches if branch == 1 and i in by_id]
+    for test in tests:
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
                 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return True
+        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "callable")
+                and test.args and isinstance(test.args[0], ast.Name)):
             return True
     return False
 
@@ -484,7 +495,7 @@ class ConstantKeyInLoop(Rule):
             return None  # in a loop over configurations of its own: one key per case on purpose
         if called_once(f) or not model.drawn_in_place(call):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
-        if _default_for_none(ctx):
+        if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
         rep = model.repeats(f)
         if not per_step(rep):

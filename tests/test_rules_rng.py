@@ -1469,3 +1469,36 @@ def test_jax502_module_function_that_splits_near_misses_are_not_reported():
         _, subkey = jax.random.split(key)  # a new key: the comprehension's `subkey` is its own
         return shape_colors, jax.random.randint(subkey, (3,), 0, 255)
     """, "JAX502") == []
+
+
+def test_jax503_a_fallback_key_for_an_argument_given_in_another_form_is_not_per_step():
+    # the else of a test on what the caller passed: a default, not a key made at every step
+    assert findings("""
+    import jax
+
+    def sample(logits, generator=None):
+        if isinstance(generator, jax.Array):
+            key = generator
+        else:
+            key = jax.random.key(0)
+        return jax.random.categorical(key, logits)
+
+    def step(x, rng):
+        if rng is not None:
+            key = rng
+        else:
+            key = jax.random.PRNGKey(0)
+        return x + jax.random.normal(key, x.shape)
+    """, "JAX503") == []
+
+
+def test_jax503_a_constant_key_in_a_per_step_method_under_another_test_is_still_reported():
+    assert_marked("""
+    import jax
+
+    def step(x, noisy):
+        if noisy:
+            key = jax.random.PRNGKey(0)  # expect: JAX503
+            x = x + jax.random.normal(key, x.shape)
+        return x
+    """)
