@@ -185,6 +185,7 @@ def _cli_json(root: str) -> list:
     out = []
     for r in rows:
         r = dict(r)
+        r.pop("evidence", None)  # why a finding was made, not what was found (its own tests cover it)
         r["path"] = os.path.relpath(os.path.abspath(r["path"]), root) if r.get("path") else r.get("path")
         out.append(sorted(r.items()))
     out.sort(key=lambda r: json.dumps(r))

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import evidence
+from jaxlint.model import evidence, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -41,6 +41,12 @@ _FIX = {
               "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
     "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
 }
+
+
+def _step_role(model: ModuleModel, ctx):
+    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`), else None."""
+    role = roles.sync_role(model, ctx)
+    return role if role.kind == roles.PER_STEP else None
 
 
 class HostTransferInLoop(Rule):
@@ -121,28 +127,28 @@ class HostTransferInLoop(Rule):
                 what = (f"`{unparse(call.func)}(...)`, which reads `{unparse(arg, 30)}` on the host "
                         f"(`{unparse(inner, 30)}` on line {inner.lineno}),")
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
-            loop = model.per_iteration_loop(ctx)
-            if loop is not None:
+            role = _step_role(model, ctx)
+            if role is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
-                finding = self._report(model, call, loop, what, kind)
+                finding = self._report(model, call, role, what, kind)
                 if finding is not None:
                     yield finding
         for node in model.joined_strs:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            loop = model.per_iteration_loop(model.context(node))
-            if loop is not None and model.formats_jax(node, scope):
-                finding = self._report(model, node, loop, "an f-string of a JAX value", "format")
+            role = _step_role(model, model.context(node))
+            if role is not None and model.formats_jax(node, scope):
+                finding = self._report(model, node, role, "an f-string of a JAX value", "format")
                 if finding is not None:
                     yield finding
         for node in model.percent_formats:
             if id(node) in reported:
                 continue
             scope = model.scope_at(node)
-            loop = model.per_iteration_loop(model.context(node))
-            if loop is not None and model.formats_jax(node.right, scope):
-                finding = self._report(model, node, loop, "`%`-formatting a JAX value", "format")
+            role = _step_role(model, model.context(node))
+            if role is not None and model.formats_jax(node.right, scope):
+                finding = self._report(model, node, role, "`%`-formatting a JAX value", "format")
                 if finding is not None:
                     yield finding
         for node in model.ifs:
@@ -153,18 +159,19 @@ class HostTransferInLoop(Rule):
             value = model.bool_sync(test, ctx.scope)
             if value is None:
                 continue
-            loop = model.per_iteration_loop(ctx)
-            if loop is not None:
+            role = _step_role(model, ctx)
+            if role is not None:
                 kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
                            ast.Assert: "`assert`"}[type(node)]
-                finding = self._report(model, test, loop, f"{spelled} on the JAX value `{unparse(value, 30)}`",
+                finding = self._report(model, test, role, f"{spelled} on the JAX value `{unparse(value, 30)}`",
                                        kind, statement=node)
                 if finding is not None:
                     yield finding
 
-    def _report(self, model: ModuleModel, node: ast.AST, loop, what: str, kind: str,
+    def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None) -> Optional[Finding]:
+        loop = role.loop
         if model.inherent_sync(node, loop) is not None:
             return None
         opt_in = None
@@ -175,7 +182,9 @@ class HostTransferInLoop(Rule):
         elif kind == "fetch" and isinstance(node, ast.Call) and model.collects_output(node, loop):
             opt_in = _COLLECTED
         why, fix = _FIX[kind]
-        facts = evidence.sync_in_loop(model, node, loop) + evidence.logger(model, node)
+        facts = role.evidence + [
+            "it reads this iteration's values, and nothing shows the host needs them every iteration (no host "
+            "consumer, pacing or hand-off)"] + evidence.logger(model, node)
         return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
                                    Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in, evidence=facts)
 
@@ -237,9 +246,10 @@ class BlockUntilReadyInLoop(Rule):
                                                    and func.attr == "block_until_ready" and qn is None)):
                 continue
             ctx = model.context(call)
-            loop = model.per_iteration_loop(ctx)
-            if loop is None or model.measuring_loop(ctx, loop) or model.host_paced(loop) is not None:
+            role = roles.block_role(model, ctx)
+            if role.kind != roles.PER_STEP:
                 continue
+            loop = role.loop
             if model.lagged_sync(call, loop):
                 continue  # blocks on step N-k after queuing step N: bounds the queue, keeps it full
             yield self.finding(call, ["`block_until_ready()` in every iteration of the loop on ",
@@ -248,7 +258,7 @@ class BlockUntilReadyInLoop(Rule):
                                       "the next step; block once after the loop, or every N steps to bound "
                                       "the queue"],
                                opt_in=_TEST_CODE if model.in_test_code(call) else None,
-                               evidence=evidence.sync_in_loop(model, call, loop))
+                               evidence=role.evidence)
 
 
 class TimingWithoutBlock(Rule):

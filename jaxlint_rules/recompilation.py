@@ -17,7 +17,7 @@ from jaxlint.model import (
     per_step,
     varying_names,
 )
-from jaxlint.model import evidence
+from jaxlint.model import evidence, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -151,9 +151,10 @@ class JitInLoop(Rule):
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer) or cached(outer):
                 continue  # module-level code or a test: a few compiles, once
-            rep = model.repeats(outer)
-            if rep is None and model.runs_once(outer):
+            freq = roles.frequency(model, outer)
+            if freq.kind in (roles.ONCE, roles.ONCE_BY_NAME):
                 continue
+            rep = freq.rep
             name = model.bound_name(wrap)
             reused = any(len(model.context(c).loops) > len(loops) for c in outer.calls
                          if model.calls_wrapper([c], wrap.node, name))
@@ -233,12 +234,13 @@ class JitPerCall(Rule):
                 continue
             if name is not None and model.escapes(outer, name):
                 continue
-            rep = model.repeats(outer)
-            if rep is None and model.runs_once_by_facts(outer):
+            freq = roles.frequency(model, outer)
+            if freq.kind == roles.ONCE:
                 continue  # every call of it is made once (or it is a constructor or cached)
+            rep = freq.rep
             if rep is None and model.compute_helper(outer, uses):
                 rep = Repetition("helper", outer)
-            named_once = rep is None and model.runs_once(outer)  # only its name says it runs once
+            named_once = rep is None and freq.kind == roles.ONCE_BY_NAME  # only names say it runs once
             looped = next((c for c in uses if model.context(c).loops), None)
             if looped is not None:
                 # Reused in a loop of the same call: one compile per call of ``outer``, of the program
@@ -265,11 +267,7 @@ class JitPerCall(Rule):
                           "known to run at every step")
             else:
                 opt_in = None
-            facts = evidence.repetition(rep) if rep is not None else [f"no call of `{outer.name}` in this module "
-                                                                      "shows how often it runs"]
-            if named_once:
-                facts.append(f"only names (the conventions `setup-functions`, `setup-exact`, `entry-points`) say "
-                             f"`{outer.name}` or its callers run once")
+            facts = evidence.repetition(rep) if rep is not None else freq.evidence
             yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts)
 
 

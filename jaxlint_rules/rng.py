@@ -17,7 +17,7 @@ from jaxlint.model import (
     is_draw,
     per_step,
 )
-from jaxlint.model import evidence
+from jaxlint.model import evidence, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
@@ -497,15 +497,16 @@ class ConstantKeyInLoop(Rule):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
         if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
-        rep = model.repeats(f)
-        if not per_step(rep):
+        freq = roles.frequency(model, f)
+        if freq.kind != roles.PER_STEP_CALLS:
             return None
+        rep = freq.rep
         return self.finding(call, (f"`{unparse(call, 30)}` with a constant seed in `{f.name}`, which runs at every "
                                    f"step ({_why_repeats(rep)}), makes the same key on every call, so every step "
                                    "draws the same random numbers; make the key once, pass it in and split it per "
                                    "step, or derive one with `jax.random.fold_in(key, step)`"),
                             opt_in=_TEST_INPUTS if model.in_test_code(call) else None,
-                            evidence=evidence.repetition(rep))
+                            evidence=freq.evidence)
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

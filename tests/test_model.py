@@ -3718,3 +3718,93 @@ def test_library_transforms_from_their_public_api_are_known():
     assert m.callable_info(call.args[0], m.scope_at(call)) is not None  # nnx.jit_partial: a jit wrapper
     body = next(f for f in m.functions if f.name == "body")
     assert body.traced  # eqx.filter_jvp traces its function
+
+
+# --------------------------------------------------------------------------- roles (issue 26)
+
+_ROLES = """
+import time
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+@jax.jit
+def step(p, b):
+    return p - b, jnp.sum(b)
+
+@jax.jit
+def epoch(p, bs):
+    return lax.scan(step, p, bs)
+
+def train(p, batches, n, every):
+    for i, b in enumerate(batches):
+        p, loss = step(p, b)
+        per_step(loss)
+        if i % every == 0:
+            periodic(loss)
+    for e in range(n):
+        p, losses = epoch(p, batches)
+        program(losses)
+    for i in range(50):
+        p, loss = step(p, i)
+        few(loss)
+    for b in batches:
+        t0 = time.perf_counter()
+        q, loss = step(p, b)
+        loss.block_until_ready()
+        bench(time.perf_counter() - t0)
+    not_in_a_loop(p)
+    return p
+
+def helper(x):
+    key = jax.random.PRNGKey(0)
+    return x
+
+def main(p, batches):
+    return train(p, batches, 3, 10)
+
+class Agent:
+    def __init__(self, p):
+        self.p = self.init(p)
+
+    def init(self, p):
+        return p
+
+    def act(self, x):
+        return x
+"""
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("per_step", "per-step"), ("periodic", "periodic"), ("program", "program"), ("few", "few"),
+    ("not_in_a_loop", "no-steps"),
+])
+def test_sync_role_of_the_loop_around_a_node(name, kind):
+    from jaxlint.model import roles
+    tree, m = build(_ROLES)
+    role = roles.sync_role(m, m.context(call_to(tree, name)))
+    assert role.kind == kind
+    assert role.evidence and all(isinstance(e, str) for e in role.evidence)
+
+
+def test_block_role_of_a_timing_loop_is_a_benchmark():
+    from jaxlint.model import roles
+    tree, m = build(_ROLES)
+    block = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "block_until_ready")
+    assert roles.block_role(m, m.context(block)).kind == "benchmark"
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("train", "once-by-name"),  # called from main only: names say once (main, train)
+    ("main", "once-by-name"),
+    ("init", "once"),           # every call made once, from __init__
+    ("act", "per-step"),        # no call in the module: the step-methods convention
+    ("helper", "unknown"),
+])
+def test_frequency_of_a_function(name, kind):
+    from jaxlint.model import roles
+    tree, m = build(_ROLES)
+    f = next(f for f in m.functions if f.name == name)
+    freq = roles.frequency(m, f)
+    assert freq.kind == kind
+    assert freq.evidence

@@ -46,23 +46,6 @@ def repetition(rep) -> list:
     return out
 
 
-def sync_in_loop(model, node: ast.AST, loop) -> list:
-    """Why a sync is taken to run at every step of ``loop``: what the loop dispatches, and the
-    checks that found no reason to stay quiet."""
-    out = []
-    work = next((c for c in loop.all_calls() if model.callable_info(c.func, model.scope_at(c)) is not None), None)
-    if work is not None:
-        out.append(f"the loop on line {loop.node.lineno} calls compiled code every iteration "
-                   f"(`{unparse(work.func, 40)}` on line {work.lineno})")
-    else:
-        out.append(f"the loop on line {loop.node.lineno} runs JAX operations every iteration")
-    out.append("its trip count is not known to be small, and one iteration runs no whole program "
-               "(no device loop, epoch or solve)")
-    out.append("no periodic `if` guards the sync, and it reads this iteration's values")
-    out.append("nothing shows the host needs the value every iteration (no host consumer, pacing or hand-off)")
-    return out
-
-
 def logger(model, call: Optional[ast.AST]) -> list:
     """When a log call's receiver was taken for a logger by its name alone (``logger-receivers``)."""
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):

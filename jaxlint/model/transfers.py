@@ -21,7 +21,7 @@ from .. import names as N
 from . import limits as L
 from .loops import mentions
 from .periodicity import _every_iteration, small_literal_period
-from . import pipelining
+from . import pipelining, roles
 from .records import Context, FunctionInfo, Loop
 from .syntax import _pos, last_name, unparse, walk
 
@@ -274,19 +274,8 @@ class TransferQueries:
         JAX work converts the elements it walks (:meth:`converts_elements`), or, for a sync (``syncs``:
         a fixed cost each time, unlike a copy whose cost grows with its size), the node runs only a
         few times in all (:meth:`few_iterations`)."""
-        if ctx is None or not ctx.loops:
-            return None
-        f = ctx.scope.func
-        if f is not None and f.traced:
-            return None
-        loop = self.hot_loop(ctx)
-        if loop is None or self.periodic_guard(ctx, loop):
-            return None
-        if self.iteration_program(loop) is not None or self.sweep_loop(loop) or self.converts_elements(loop):
-            return None
-        if syncs and self.few_iterations(ctx):
-            return None
-        return loop
+        role = roles.sync_role(self, ctx, syncs)  # the one place this is decided, with its evidence
+        return role.loop if role.kind == roles.PER_STEP else None
 
     # -- helpers of this module that convert their arguments
 
