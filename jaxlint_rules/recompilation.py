@@ -17,7 +17,7 @@ from jaxlint.model import (
     per_step,
     varying_names,
 )
-from jaxlint.model import evidence, roles
+from jaxlint.model import evidence, frequency, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -232,13 +232,13 @@ class JitPerCall(Rule):
             uses = [c for c in outer.calls if model.calls_wrapper([c], wrap.node, name)]
             if not uses:
                 continue
-            if name is not None and model.escapes(outer, name):
+            if name is not None and frequency.escapes(model, outer, name):
                 continue
             freq = roles.frequency(model, outer)
             if freq.kind == roles.ONCE:
                 continue  # every call of it is made once (or it is a constructor or cached)
             rep = freq.rep
-            if rep is None and model.compute_helper(outer, uses):
+            if rep is None and frequency.compute_helper(model, outer, uses):
                 rep = Repetition("helper", outer)
             named_once = rep is None and freq.kind == roles.ONCE_BY_NAME  # only names say it runs once
             looped = next((c for c in uses if model.context(c).loops), None)
@@ -253,7 +253,7 @@ class JitPerCall(Rule):
                        *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
                        "cached factory) and reuse it"]
-            own = model.own_loop(outer, uses) if rep is not None and looped is None else None
+            own = frequency.own_loop(model, outer, uses) if rep is not None and looped is None else None
             if named_once:
                 opt_in: Optional[str] = (f"only names say that `{outer.name}` runs once per program: it is "
                                          "named like code that runs once, or called only from such code "

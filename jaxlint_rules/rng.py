@@ -15,9 +15,8 @@ from jaxlint.model import (
     call_arg,
     called_once,
     is_draw,
-    per_step,
 )
-from jaxlint.model import evidence, roles
+from jaxlint.model import roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model
+from jaxlint.model import ModuleModel, build_model, frequency
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -2284,7 +2284,7 @@ def test_test_code_by_function_and_class_name():
 
 def repetition(src: str, name: str):
     _, m = build(src)
-    return m, m.repeats(func(m, name))
+    return m, frequency.repeats(m, func(m, name))
 
 
 def test_repeats_when_called_in_a_loop_of_the_module():
@@ -2385,7 +2385,7 @@ def test_no_evidence_for_a_function_called_once_or_not_at_all():
             return state
     """, "init")
     assert rep is None
-    assert m.repeats(func(m, "run_experiment")) is None
+    assert frequency.repeats(m, func(m, "run_experiment")) is None
 
 
 def test_a_recursive_cycle_is_no_evidence():
@@ -2420,8 +2420,8 @@ def test_per_step_evidence():
             return i
     """, "evaluate")
     assert per_step(rep)
-    assert not per_step(m.repeats(func(m, "trial")))  # once per configuration
-    assert per_step(m.repeats(func(m, "log")))  # every step of a range loop
+    assert not per_step(frequency.repeats(m, func(m, "trial")))  # once per configuration
+    assert per_step(frequency.repeats(m, func(m, "log")))  # every step of a range loop
     assert not per_step(None)
 
 
@@ -2448,10 +2448,10 @@ def test_runs_once():
         def unknown(x):
             return x
     """)
-    assert m.runs_once(func(m, "main")) and m.runs_once(func(m, "helper"))
-    assert m.runs_once(func(m, "initialize_model")) and m.runs_once(func(m, "inner"))
-    assert not m.runs_once(func(m, "gather"))  # called in a loop
-    assert not m.runs_once(func(m, "unknown"))  # no caller here: its callers may be anywhere
+    assert frequency.runs_once(m, func(m, "main")) and frequency.runs_once(m, func(m, "helper"))
+    assert frequency.runs_once(m, func(m, "initialize_model")) and frequency.runs_once(m, func(m, "inner"))
+    assert not frequency.runs_once(m, func(m, "gather"))  # called in a loop
+    assert not frequency.runs_once(m, func(m, "unknown"))  # no caller here: its callers may be anywhere
 
 
 def test_compute_helper_is_a_small_function_returning_the_compiled_call():
@@ -2489,10 +2489,10 @@ def test_compute_helper_is_a_small_function_returning_the_compiled_call():
         f = func(m, name)
         return f, [c for c in f.calls if isinstance(c.func, ast.Call) or (isinstance(c.func, ast.Name) and c.func.id == "score")]
 
-    assert m.compute_helper(*uses("gather"))
-    assert m.compute_helper(*uses("accuracy"))
+    assert frequency.compute_helper(m, *uses("gather"))
+    assert frequency.compute_helper(m, *uses("accuracy"))
     for name in ("long_one", "init_state", "looping", "not_returned"):
-        assert not m.compute_helper(*uses(name)), name
+        assert not frequency.compute_helper(m, *uses(name)), name
 
 
 def test_a_primitive_eager_rule_is_not_a_compute_helper():
@@ -2504,7 +2504,7 @@ def test_a_primitive_eager_rule_is_not_a_compute_helper():
             return jax.jit(functools.partial(p.bind, **params))(*args)
     """)
     f = func(m, "_impl")
-    assert not m.compute_helper(f, [c for c in f.calls if isinstance(c.func, ast.Call)])
+    assert not frequency.compute_helper(m, f, [c for c in f.calls if isinstance(c.func, ast.Call)])
 
 
 def test_own_loop_of_work_that_does_not_run_the_wrapper():
@@ -2530,11 +2530,11 @@ def test_own_loop_of_work_that_does_not_run_the_wrapper():
     """)
     f = func(m, "evaluate")
     pm = [c for c in f.calls if isinstance(c.func, ast.Call)]
-    assert m.own_loop(f, pm).node.lineno == 5
+    assert frequency.own_loop(m, f, pm).node.lineno == 5
     g = func(m, "per_batch")
-    assert m.own_loop(g, [c for c in g.calls if isinstance(c.func, ast.Name) and c.func.id == "g"]) is None
+    assert frequency.own_loop(m, g, [c for c in g.calls if isinstance(c.func, ast.Name) and c.func.id == "g"]) is None
     h = func(m, "options")
-    assert m.own_loop(h, [c for c in h.calls if isinstance(c.func, ast.Call)]) is None
+    assert frequency.own_loop(m, h, [c for c in h.calls if isinstance(c.func, ast.Call)]) is None
 
 
 # --------------------------------------------------------------------------- repetition: what a loop's callable closes over

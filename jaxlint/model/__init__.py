@@ -18,12 +18,13 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 
 from .arrays import array_only_index, is_str_key
 from .builder import build_model
+from .frequency import cached, called_once, per_step, setup_name, step_name
 from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, FixedKeyDraw, KeyUse, is_draw
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
 from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
                       NewCallable, Repetition, Scope, TraceCause)
-from .repetition import cached, called_once, many_trips, per_step, setup_name, step_name
+from .repetition import many_trips
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse
 from .transfers import FETCH_OR_FORMAT_NAMES

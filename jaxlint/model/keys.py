@@ -26,7 +26,8 @@ from typing import Optional
 
 from .. import names as N
 from .records import Context, Scope
-from .repetition import called_once, setup_name
+from . import frequency
+from .frequency import called_once, setup_name
 from .syntax import _end, _pos, call_arg, child_nodes, walk
 
 JAX_RANDOM = "jax.random."
@@ -681,7 +682,7 @@ class KeyQueries:
         over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
         :meth:`repeats` (a per-step name, a call from a function that repeats). None otherwise,
         and for entry points and tests, which run once."""
-        sites = self.callers(f)
+        sites = frequency.callers(self, f)
         for call, _ in sites:
             ctx = self.context(call)
             if ctx is not None and ctx.loops:
@@ -690,7 +691,7 @@ class KeyQueries:
             return ("sites", [c for c, _ in sites])
         if called_once(f):
             return None
-        rep = self.repeats(f)
+        rep = frequency.repeats(self, f)
         if rep is not None and rep.kind != "factory":
             return ("repeats", rep)
         return None

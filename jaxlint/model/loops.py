@@ -6,6 +6,7 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
+from . import frequency
 from . import limits as L
 from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
@@ -169,7 +170,7 @@ class LoopQueries:
         f = ctx.scope.func
         while f is not None and isinstance(f.node, ast.Lambda):
             f = f.parent
-        return f is None or self.repeats(f) is None
+        return f is None or frequency.repeats(self, f) is None
 
     def param_default_int(self, name: ast.Name, scope: Scope) -> Optional[int]:
         """The int literal default of the parameter ``name`` names, when the module calls its
@@ -197,7 +198,7 @@ class LoopQueries:
         if not (isinstance(default, ast.Constant) and isinstance(default.value, int)
                 and not isinstance(default.value, bool)):
             return None
-        sites = self.callers(f)
+        sites = frequency.callers(self, f)
         if not sites:
             return None
         for call, _ in sites:

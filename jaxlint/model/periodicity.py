@@ -23,7 +23,7 @@ from typing import Optional
 
 from .. import conventions
 from . import limits as L
-from .records import BOUNDED_TRIPS, Context, FunctionInfo, Loop, Scope
+from .records import BOUNDED_TRIPS, Context, Loop, Scope
 from .syntax import _pos, last_name, walk
 
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import conventions
+from . import frequency as F
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
 
@@ -72,7 +73,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     if model.converts_elements(loop):
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
     if syncs and model.few_iterations(ctx):
-        return LoopRole(FEW, loop, [f"the loops around it run a few known times in all (at most 100)"])
+        return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
     work = next((c for c in loop.all_calls() if model.callable_info(c.func, model.scope_at(c)) is not None), None)
     evidence = [f"the loop on line {line} calls compiled code every iteration "
                 f"(`{unparse(work.func, 40)}` on line {work.lineno})" if work is not None else
@@ -131,15 +132,14 @@ def frequency(model, f: FunctionInfo) -> Frequency:
     then, where the module shows no call, the naming conventions (step methods and parameters
     repeat; set-up and entry-point names run once)."""
     from . import evidence as E
-    from .repetition import per_step
 
-    rep = model.repeats(f)
+    rep = F.repeats(model, f)
     if rep is not None:
-        return Frequency(PER_STEP_CALLS if per_step(rep) else REPEATS, rep, E.repetition(rep))
-    if model.runs_once_by_facts(f):
+        return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep))
+    if F.runs_once_by_facts(model, f):
         return Frequency(ONCE, None, [f"every call of `{f.name}` in this module is made once, or it is a "
                                       "constructor or a cached builder"])
-    if model.runs_once(f):
+    if F.runs_once(model, f):
         keys = [k for k in ("setup-functions", "setup-exact", "entry-points", "demo-functions")
                 if conventions.active().matches(k, f.name)]
         named = f"`{f.name}` matches the convention {', '.join(f'`{k}`' for k in keys)}" if keys else \
