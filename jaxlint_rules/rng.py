@@ -16,7 +16,7 @@ from jaxlint.model import (
     called_once,
     is_draw,
 )
-from jaxlint.model import roles
+from jaxlint.model import keydraws, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
@@ -231,7 +231,7 @@ class KeyReuse(Rule):
         for found in self._check_groups(model):
             reported.add((found.line, found.col))
             yield found
-        for draw in model.fixed_key_draws():
+        for draw in keydraws.fixed_key_draws(model):
             if (draw.call.lineno, draw.call.col_offset) in reported:
                 continue
             yield self._fixed_finding(model, draw)
@@ -492,7 +492,7 @@ class ConstantKeyInLoop(Rule):
         f = ctx.scope.func
         if f is None or ctx.loops:
             return None  # in a loop over configurations of its own: one key per case on purpose
-        if called_once(f) or not model.drawn_in_place(call):
+        if called_once(f) or not keydraws.drawn_in_place(model, call):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
         if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency
+from jaxlint.model import ModuleModel, build_model, frequency, keydraws
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -3071,9 +3071,9 @@ def test_fixed_key_draws_module_and_instance_keys_in_functions_that_run_again():
     noise = [per_step((2,), i) for i in range(3)]
     other = [uses_rebound((2,)) for i in range(3)]
     """)
-    found = {(d.func.name, d.where, d.how[0]) for d in m.fixed_key_draws()}
+    found = {(d.func.name, d.where, d.how[0]) for d in keydraws.fixed_key_draws(m)}
     assert found == {("init_layer", "module", "sites"), ("act", "instance", "repeats")}
-    (agent,) = [d for d in m.fixed_key_draws() if d.where == "instance"]
+    (agent,) = [d for d in keydraws.fixed_key_draws(m) if d.where == "instance"]
     assert agent.made.lineno == 26 and agent.how[1].kind == "step_name"
 
 
@@ -3089,10 +3089,10 @@ def test_runs_again_counts_bounded_loops_and_two_call_sites():
         b()
         c()
     """)
-    assert m.runs_again(func(m, "a"))[0] == "loop"  # a bounded loop still runs it twice
-    assert m.runs_again(func(m, "b"))[0] == "sites"
-    assert m.runs_again(func(m, "c")) is None
-    assert m.runs_again(func(m, "main")) is None
+    assert keydraws.runs_again(m, func(m, "a"))[0] == "loop"  # a bounded loop still runs it twice
+    assert keydraws.runs_again(m, func(m, "b"))[0] == "sites"
+    assert keydraws.runs_again(m, func(m, "c")) is None
+    assert keydraws.runs_again(m, func(m, "main")) is None
 
 
 def test_kept_per_iteration():
@@ -3135,7 +3135,7 @@ def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
     """)
     makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c) == "PRNGKey"),
                     key=lambda c: c.args[0].value)
-    assert [m.drawn_in_place(c) for c in makers] == [True, True, False, False]
+    assert [keydraws.drawn_in_place(m, c) for c in makers] == [True, True, False, False]
 
 
 # --------------------------------------------------------------------------- bound methods vs stored functions

@@ -19,7 +19,8 @@ callable lookups) is computed lazily and memoized, so rules only pay for what th
 from .arrays import array_only_index, is_str_key
 from .builder import build_model
 from .frequency import cached, called_once, per_step, setup_name, step_name
-from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, FixedKeyDraw, KeyUse, is_draw
+from .keydraws import FixedKeyDraw
+from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, KeyUse, is_draw
 from .loops import loop_iterable, mentions, varying_names
 from .module import ModuleModel
 from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
@@ -35,5 +36,5 @@ __all__ = [
     "TraceCause", "array_only_index", "at_update", "build_model", "cached", "call_arg", "called_once",
     "is_str_key", "last_name", "loop_iterable", "many_trips", "mentions", "per_step",
     "setup_name", "step_name", "unparse", "varying_names",
-    "KEY_FUNCS", "KEY_MAKERS", "FixedKeyDraw", "KeyUse", "SAMPLERS", "is_draw",  # key flow (keys.py)
+    "KEY_FUNCS", "KEY_MAKERS", "FixedKeyDraw", "KeyUse", "SAMPLERS", "is_draw",  # key flow (keys.py, keydraws.py)
 ]

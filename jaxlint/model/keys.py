@@ -25,10 +25,9 @@ import ast
 from typing import Optional
 
 from .. import names as N
-from .records import Context, Scope
-from . import frequency
-from .frequency import called_once, setup_name
-from .syntax import _end, _pos, call_arg, child_nodes, walk
+from .records import Scope
+from .keyflow import NameEvent, ScopeNames, prefix
+from .syntax import _end, _pos, call_arg, walk
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -95,180 +94,14 @@ class KeyUse:
         self.pairwise = pairwise
 
 
-class FixedKeyDraw:
-    """A draw from a key that is the same on every call of the function ``func`` it is in
-    (:meth:`KeyQueries.fixed_key_draws`). ``where``: "module" (a module-level name) or "instance"
-    (``self.<attr>`` set in set-up methods only); ``made``: the statement storing the key;
-    ``how``: why ``func`` runs more than once (:meth:`KeyQueries.runs_again`)."""
-
-    __slots__ = ("call", "fn", "key", "where", "made", "func", "how")
-
-    def __init__(self, call, fn, key, where, made, func, how):
-        self.call = call
-        self.fn = fn
-        self.key = key
-        self.where = where
-        self.made = made
-        self.func = func
-        self.how = how
-
-
-class _NameEvent:
-    __slots__ = ("name", "store", "definite", "pos", "ctx", "nested", "stmt")
-
-    def __init__(self, name, store, definite, pos, ctx, nested, stmt):
-        self.name = name
-        self.store = store  # a binding (else a read)
-        self.definite = definite  # ``name = ...``: the binding certainly happens when the statement runs
-        self.pos = pos  # reads: where the name is; bindings: the end of the statement (after the value)
-        self.ctx = ctx
-        self.nested = nested  # a read inside a nested function or class: runs at an unknown time
-        self.stmt = stmt
-
-
-def _prefix(short: tuple, long: tuple) -> bool:
-    return len(short) <= len(long) and long[:len(short)] == short
-
-
-class _ScopeNames:
-    """Every read and binding of a name in one scope's own code, in source order, with contexts."""
-
-    def __init__(self, model, scope: Scope):
-        self.model = model
-        self.by_name: dict = {}
-        self.simple: list = []  # (start, end, stmt): the simple statements of the scope
-        node = scope.node
-        body = node.body if not isinstance(node, ast.Lambda) else []
-        self._body(body, None)
-
-    def _add(self, name, store, definite, pos, ctx, nested, stmt):
-        self.by_name.setdefault(name, []).append(_NameEvent(name, store, definite, pos, ctx, nested, stmt))
-
-    def _body(self, stmts, fallback: Optional[Context]) -> None:
-        for stmt in stmts:
-            ctx = self.model.ctx.get(id(stmt), fallback)
-            if ctx is None:
-                continue
-            self._stmt(stmt, ctx)
-
-    def _stmt(self, stmt: ast.stmt, ctx: Context) -> None:
-        if isinstance(stmt, _SIMPLE):
-            self.simple.append((_pos(stmt), _end(stmt), stmt))
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            if stmt.value is not None:
-                self._reads(stmt.value, ctx, stmt)
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for t in targets:
-                self._target(t, ctx, stmt, definite=stmt.value is not None)
-            return
-        if isinstance(stmt, ast.AugAssign):
-            self._reads(stmt.value, ctx, stmt)
-            if isinstance(stmt.target, ast.Name):
-                self._add(stmt.target.id, False, False, _pos(stmt.target), ctx, False, stmt)
-                self._add(stmt.target.id, True, False, _end(stmt), ctx, False, stmt)
-            else:
-                self._reads(stmt.target, ctx, stmt)
-            return
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for part in stmt.decorator_list:
-                self._reads(part, ctx, stmt)
-            self._nested(stmt, ctx)
-            self._add(stmt.name, True, False, _end(stmt), ctx, False, stmt)
-            return
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._reads(stmt.iter, ctx, stmt)
-            inner = self.model.ctx.get(id(stmt.body[0]), ctx) if stmt.body else ctx
-            self._target(stmt.target, inner, stmt, definite=False)
-            self._body(stmt.body, inner)
-            self._body(stmt.orelse, ctx)
-            return
-        if isinstance(stmt, ast.While):
-            self._reads(stmt.test, self.model.ctx.get(id(stmt.test), ctx), stmt)
-            self._body(stmt.body, ctx)
-            self._body(stmt.orelse, ctx)
-            return
-        if isinstance(stmt, ast.If):
-            self._reads(stmt.test, ctx, stmt)
-            self._body(stmt.body, ctx)
-            self._body(stmt.orelse, ctx)
-            return
-        if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                self._reads(item.context_expr, ctx, stmt)
-                if item.optional_vars is not None:
-                    self._target(item.optional_vars, ctx, stmt, definite=False)
-            self._body(stmt.body, ctx)
-            return
-        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            self._body(stmt.body, ctx)
-            for h in stmt.handlers:
-                if h.type is not None:
-                    self._reads(h.type, ctx, stmt)
-                if h.name:
-                    self._add(h.name, True, False, _pos(h), ctx, False, stmt)
-                self._body(h.body, ctx)
-            self._body(stmt.orelse, ctx)
-            self._body(stmt.finalbody, ctx)
-            return
-        # Return, Raise, Assert, Delete, Match, Global, ...: read every name in it; ``match`` arms
-        # and their captures are read conservatively (a capture is not a definite binding).
-        for n in walk(stmt):
-            if isinstance(n, ast.Name):
-                self._add(n.id, not isinstance(n.ctx, ast.Load), False, _pos(n), ctx, False, stmt)
-            elif isinstance(n, _NESTED):
-                self._nested(n, ctx)
-
-    def _target(self, t: ast.AST, ctx: Context, stmt, definite: bool) -> None:
-        if isinstance(t, ast.Name):
-            self._add(t.id, True, definite, _end(stmt) if definite else _pos(t), ctx, False, stmt)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            for elt in t.elts:
-                self._target(elt, ctx, stmt, definite)
-        elif isinstance(t, ast.Starred):
-            self._target(t.value, ctx, stmt, definite)
-        else:  # x.attr = ..., x[i] = ...: reads x (and the index)
-            self._reads(t, ctx, stmt)
-
-    def _reads(self, expr: ast.AST, ctx: Context, stmt) -> None:
-        stack = [expr]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ast.Name):
-                if isinstance(n.ctx, ast.Load):
-                    self._add(n.id, False, False, _pos(n), ctx, False, stmt)
-                else:  # a walrus: a binding that may not run (``a and (x := f())``)
-                    self._add(n.id, True, False, _pos(n), ctx, False, stmt)
-                continue
-            if isinstance(n, _NESTED):
-                self._nested(n, ctx)
-                continue
-            stack.extend(child_nodes(n))
-
-    def _nested(self, node: ast.AST, ctx: Context) -> None:
-        """Names a nested function or class reads: it may run at any time, so each read may see
-        any binding of the enclosing scope."""
-        for n in walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                self._add(n.id, False, False, _pos(n), ctx, True, None)
-
-    def statement(self, node: ast.AST) -> Optional[ast.stmt]:
-        """The simple statement of this scope ``node`` is part of."""
-        pos = _pos(node)
-        best = None
-        for start, end, stmt in self.simple:
-            if start <= pos <= end and (best is None or start >= _pos(best)):
-                best = stmt
-        return best
-
-
 class KeyQueries:
     """Key flow queries. Mixed into :class:`~jaxlint.model.ModuleModel`."""
 
-    def _key_names(self, scope: Scope) -> _ScopeNames:
+    def _key_names(self, scope: Scope) -> ScopeNames:
         memo = self.__dict__.setdefault("_key_names_memo", {})
         found = memo.get(id(scope))
         if found is None:
-            found = memo[id(scope)] = _ScopeNames(self, scope)
+            found = memo[id(scope)] = ScopeNames(self, scope)
         return found
 
     def may_call_jax_random(self) -> bool:
@@ -544,182 +377,6 @@ class KeyQueries:
 
     # -- keys that stay the same from one call to the next
 
-    def fixed_key_draws(self) -> list:
-        """Draws (and splits) inside a function from a key that is the same on every call of that
-        function, when the function runs more than once: :class:`FixedKeyDraw` records. The key
-        is a module-level name bound once to a key (``KEY = jax.random.PRNGKey(0)``) and never
-        rebound, or ``self.<attr>`` assigned a key in set-up methods only (``__init__``,
-        ``setup``) and never replaced by another method. ``fold_in`` with data that may change
-        makes a new key per call and is left out."""
-        memo = self.__dict__.get("_fixed_key_memo")
-        if memo is not None:
-            return memo
-        out: list = []
-        self.__dict__["_fixed_key_memo"] = out
-        calls = list(self.calls_named(KEY_FUNCS))
-        calls.extend(c for name in DIST_SAMPLE for c in self.calls_by_name.get(name, ()))
-        for call in calls:
-            if not self.work.spend():
-                break
-            found = self._fixed_key_draw(call)
-            if found is not None:
-                out.append(found)
-        return out
-
-    def _fixed_key_draw(self, call: ast.Call) -> Optional["FixedKeyDraw"]:
-        ctx = self.context(call)
-        if ctx is None or ctx.scope.kind != "function" or ctx.scope.func is None:
-            return None
-        f = ctx.scope.func
-        scope = ctx.scope
-        fn = self.random_function(call, scope)
-        if fn in KEY_FUNCS:
-            arg = call_arg(call, 0, "key")
-        elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
-            fn = call.func.attr
-            arg = next((kw.value for kw in call.keywords if kw.arg == "seed"), None)
-        else:
-            return None
-        if fn == FOLD_IN:
-            data = call_arg(call, 1, "data")
-            if data is None or not isinstance(data, ast.Constant):
-                return None  # fold_in(KEY, step): a new key per call
-        made = None
-        if isinstance(arg, ast.Name):
-            made = self._module_key(arg, scope)
-            where = "module"
-        elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
-              and f.params and arg.value.id == f.params[0]):
-            made = self._instance_key(f, arg.attr)
-            where = "instance"
-        if made is None:
-            return None
-        how = self.runs_again(f)
-        if how is None:
-            return None
-        return FixedKeyDraw(call, fn, arg, where, made, f, how)
-
-    def _module_key(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
-        """The statement binding a module-level key ``name`` refers to, when it is bound once at
-        module level to a key (made by a key constructor, or derived with split/fold_in) and no
-        function declares it ``global``."""
-        ev = self.binding(name.id, scope, _pos(name))
-        if ev is None or ev.scope.kind != "module" or ev.kind != "assign":
-            return None
-        if len(ev.scope.events.get(name.id, ())) != 1 or any(
-                name.id in s.globals for s in self.scopes if s.kind == "function"):
-            return None
-        return ev.node if self._makes_key(ev.value, ev.scope) else None
-
-    def _makes_key(self, value: Optional[ast.AST], scope: Scope) -> bool:
-        while isinstance(value, ast.Subscript):
-            value = value.value
-        if not isinstance(value, ast.Call):
-            return False
-        if self.resolve(value.func, scope) in KEY_MAKERS:
-            return True
-        return self.random_function(value, scope) in DERIVERS
-
-    def _instance_key(self, f, attr: str) -> Optional[ast.AST]:
-        """The assignment that stores a key in ``self.<attr>``, when every assignment to it in the
-        class is in a set-up method (``__init__``, ``setup``, ...) and one of them makes a key."""
-        cls = f.cls
-        if cls is None or setup_name(f.name):
-            return None
-        memo = self.__dict__.setdefault("_instance_key_memo", {})
-        key = (id(cls), attr)
-        if key not in memo:
-            memo[key] = self._instance_key_of(cls, attr)
-        return memo[key]
-
-    def _instance_key_of(self, cls, attr: str) -> Optional[ast.AST]:
-        stores = self._self_stores(cls)
-        if stores is None:
-            return None  # setattr(self, name, ...): unseen stores
-        made = None
-        for method, stmt, attrs in stores:
-            if attr not in attrs:
-                continue
-            if not setup_name(method.name):
-                return None  # replaced by a method that runs later: maybe split and stored back
-        for method, stmt, attrs in stores:
-            if attr in attrs and isinstance(stmt, ast.Assign) and self._makes_key(stmt.value, method.scope):
-                made = stmt
-        return made
-
-    def _self_stores(self, cls) -> Optional[list]:
-        """``(method, statement, attribute names)`` for every assignment in the class's methods
-        (nested code included) that stores attributes of the method's first parameter
-        (``self.key = ...``), in the methods' order; None when a method calls ``setattr``. One
-        walk of the class per module, whatever the attributes asked about."""
-        memo = self.__dict__.setdefault("_self_stores_memo", {})
-        if id(cls) in memo:
-            return memo[id(cls)]
-        out: Optional[list] = []
-        for method in cls.methods.values():
-            node = method.node
-            if isinstance(node, ast.Lambda) or not method.params:
-                continue
-            me = method.params[0]
-            for stmt in walk(node):
-                if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    attrs = {t.attr for tt in targets for t in walk(tt) if isinstance(t, ast.Attribute)
-                             and isinstance(t.value, ast.Name) and t.value.id == me and isinstance(t.ctx, ast.Store)}
-                    if attrs:
-                        out.append((method, stmt, attrs))
-                elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
-                    out = None
-                    break
-            if out is None:
-                break
-        memo[id(cls)] = out
-        return out
-
-    def runs_again(self, f) -> Optional[tuple]:
-        """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two
-        or more calls of it in this module, ``("loop", call, loop)`` for a call in any loop (a loop
-        over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
-        :meth:`repeats` (a per-step name, a call from a function that repeats). None otherwise,
-        and for entry points and tests, which run once."""
-        sites = frequency.callers(self, f)
-        for call, _ in sites:
-            ctx = self.context(call)
-            if ctx is not None and ctx.loops:
-                return ("loop", call, ctx.loops[-1])
-        if len(sites) >= 2:
-            return ("sites", [c for c, _ in sites])
-        if called_once(f):
-            return None
-        rep = frequency.repeats(self, f)
-        if rep is not None and rep.kind != "factory":
-            return ("repeats", rep)
-        return None
-
-    def drawn_in_place(self, maker: ast.Call) -> bool:
-        """Whether the key a constructor call makes is drawn from (or split) by a ``jax.random``
-        call of the same function: it is that call's key (``normal(PRNGKey(0), s)``), or it is
-        bound to a name whose binding that call reads (``key = PRNGKey(0)``; ``normal(key, s)``).
-        A key handed to other code (``model.apply(..., rngs={"dropout": PRNGKey(0)})``,
-        ``cell.initialize_carry(PRNGKey(0), shape)``) may never be drawn from."""
-        ctx = self.context(maker)
-        if ctx is None:
-            return False
-        scope = ctx.scope
-        for call in self.calls_named(KEY_FUNCS):
-            if self.scope_at(call) is not scope or self.random_function(call, scope) not in KEY_FUNCS:
-                continue
-            arg = call_arg(call, 0, "key")
-            if arg is maker:
-                return True
-            if isinstance(arg, ast.Name):
-                ev = self.binding(arg.id, scope, _pos(arg))
-                if ev is not None and ev.plain_assign and ev.value is maker:
-                    return True
-        return False
-
-    # -- dataflow facts
-
     def result_dead(self, call: ast.Call) -> bool:
         """Whether the value ``call`` returns is never read: the call is a statement of its own, or
         its statement binds only plain names and every one of them is rebound before any read
@@ -751,7 +408,7 @@ class KeyQueries:
             return False
         return all(self._binding_dead(names, scope, name, stmt) for name in bound)
 
-    def _binding_dead(self, names: _ScopeNames, scope: Scope, name: str, stmt: ast.stmt) -> bool:
+    def _binding_dead(self, names: ScopeNames, scope: Scope, name: str, stmt: ast.stmt) -> bool:
         if name in scope.globals or name == "__all__":
             return False
         events = names.by_name.get(name, ())
@@ -785,11 +442,11 @@ class KeyQueries:
         return True
 
     @staticmethod
-    def _hides(b: _NameEvent, r: _NameEvent, lower: tuple) -> bool:
+    def _hides(b: NameEvent, r: NameEvent, lower: tuple) -> bool:
         """Whether binding ``b`` runs on every path from position ``lower`` to the read ``r``."""
         if not (lower < b.pos < r.pos):
             return False
-        if not _prefix(b.ctx.loops, r.ctx.loops):
+        if not prefix(b.ctx.loops, r.ctx.loops):
             return False
         return set(b.ctx.branches) <= set(r.ctx.branches)
 
