@@ -13,6 +13,7 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
+from jaxlint.model import ragged
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -361,16 +362,16 @@ class ShapeChurn(Rule):
                 if i not in static_pos:
                     args.append(arg)
             args += [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in static_names]
-            ragged = False
+            reported = False
             for arg in args:
-                size = churn.ragged_batch(arg, ctx)
+                size = ragged.ragged_batch(churn, arg, ctx)
                 if size is not None:
-                    if not ragged:  # one finding per call, not one per argument sliced alike
+                    if not reported:  # one finding per call, not one per argument sliced alike
                         yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the "
                                                 f"length is a multiple of `{size}`, so `{unparse(call.func)}` compiles "
                                                 "once more for the last, shorter batch; pad it to the full batch size "
                                                 "(and mask the padding) or drop it", opt_in=_RAGGED)
-                    ragged = True
+                    reported = True
                     continue
                 src = churn.shape_source(arg, ctx)
                 if src is not None:

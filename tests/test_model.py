@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency, keydraws
+from jaxlint.model import ModuleModel, build_model, frequency, keydraws, ragged
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -1832,7 +1832,7 @@ def test_ragged_batch_is_the_last_short_batch_of_a_fixed_step_sweep():
         for i in range(0, n, bs):
             step(x[:i + bs])
     """)
-    got = [v.ragged_batch(call.args[0], ctx) for v, call, ctx in found]
+    got = [ragged.ragged_batch(v, call.args[0], ctx) for v, call, ctx in found]
     assert got == ["bs", "bs", None, None, None, "32", "bs", None, None]
     # the growing prefix is churn, not a ragged batch
     v, call, _ = found[-1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jaxlint.model.records import FunctionInfo, TraceCause
-from jaxlint.model.variance import ShapeSource
+from jaxlint.model.widths import ShapeSource
 from jaxlint.rule import Finding, Line
 from jaxlint.source import FileResult
 

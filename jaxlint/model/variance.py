@@ -11,108 +11,10 @@ from . import limits as L
 from .loops import loop_iterable
 from .records import Scope
 from .syntax import _pos, call_arg, walk
+from .widths import ShapeSource, SizeDriver, combine, polynomial
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
-
-
-def _polynomial(e: Optional[ast.AST], atoms: dict) -> Optional[dict]:
-    """A slice bound as a polynomial: {(atom key, ...): coefficient}, where an atom is any
-    sub-expression other than int literals, ``+``, ``-`` and ``*``, keyed by its dump (``atoms``
-    maps keys back to nodes). None for non-int literals."""
-    if isinstance(e, ast.Constant):
-        if isinstance(e.value, int) and not isinstance(e.value, bool):
-            return {(): e.value} if e.value else {}
-        return None
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        inner = _polynomial(e.operand, atoms)
-        if inner is None:
-            return None
-        return {k: -v for k, v in inner.items()} if isinstance(e.op, ast.USub) else inner
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
-        left, right = _polynomial(e.left, atoms), _polynomial(e.right, atoms)
-        if left is None or right is None:
-            return None
-        if isinstance(e.op, ast.Mult):
-            out: dict = {}
-            for ka, va in left.items():
-                for kb, vb in right.items():
-                    key = tuple(sorted(ka + kb))
-                    out[key] = out.get(key, 0) + va * vb
-            return {k: v for k, v in out.items() if v}
-        return _combine(left, right, 1 if isinstance(e.op, ast.Add) else -1)
-    key = ast.dump(e)
-    atoms[key] = e
-    return {(key,): 1}
-
-def _combine(a: dict, b: dict, sign: int) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + sign * v
-    return {k: v for k, v in out.items() if v}
-
-
-class ShapeSource:
-    """Where a call argument's shape comes from, when it follows the loops around the call
-    (:meth:`ShapeVariance.shape_source`).
-
-    ``kind``: "slice" (``x[:i]``), "built" (``jnp.ones(n)``, ``jnp.zeros((n, d))``), "sized" (the
-    output of ``jnp.nonzero``/``unique``/... without ``size=`` on per-iteration data), "stacked" (a
-    list that grows in the loop, stacked or passed whole), "converted" (``jnp.array`` of per-item
-    Python data of varying length) or "drawn" (an item of a list of arrays built with different
-    sizes). ``origin``: a phrase that says so, after the argument (``is built by `jnp.ones` with a
-    size that follows `n```). ``every``: a new shape in every iteration (a loop counter, a list
-    that gets an item each iteration), so one compilation per iteration. ``per``: what one
-    compilation is for otherwise ("width", "value of `n`"). ``sizes``: the distinct sizes, where
-    the module fixes them; ``count``: how many distinct shapes at most, where the module fixes
-    that but not the sizes."""
-
-    __slots__ = ("kind", "origin", "every", "per", "sizes", "count")
-
-    def __init__(self, kind: str, origin: str, every: bool, per: str, sizes: Optional[tuple] = None,
-                 count: Optional[int] = None):
-        self.kind = kind
-        self.origin = origin
-        self.every = every
-        self.per = per
-        self.sizes = sizes
-        self.count = count
-
-    def _key(self) -> tuple:
-        return (self.kind, self.origin, self.every, self.per, self.sizes, self.count)
-
-    def __eq__(self, other) -> bool:
-        return self._key() == other._key() if isinstance(other, ShapeSource) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return "ShapeSource(%s)" % ", ".join(map(repr, self._key()))
-
-
-class _Driver:
-    """What an integer size follows: ``what`` (text), a new value every iteration or not, and what
-    one compilation is per."""
-
-    __slots__ = ("what", "every", "per")
-
-    def __init__(self, what: str, every: bool, per: str):
-        self.what = what
-        self.every = every
-        self.per = per
-
-    def _key(self) -> tuple:
-        return (self.what, self.every, self.per)
-
-    def __eq__(self, other) -> bool:
-        return self._key() == other._key() if isinstance(other, _Driver) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return "_Driver(%s)" % ", ".join(map(repr, self._key()))
 
 
 class ShapeVariance:
@@ -171,12 +73,12 @@ class ShapeVariance:
 
     def width_varies(self, sl: ast.Slice) -> bool:
         atoms: dict = {}
-        lower = _polynomial(sl.lower, atoms) if sl.lower is not None else {}
+        lower = polynomial(sl.lower, atoms) if sl.lower is not None else {}
         # An open upper bound is the (fixed) length of the sliced axis.
-        upper = _polynomial(sl.upper, atoms) if sl.upper is not None else {("<end>",): 1}
+        upper = polynomial(sl.upper, atoms) if sl.upper is not None else {("<end>",): 1}
         if lower is None or upper is None:
             return False
-        width = _combine(upper, lower, -1)
+        width = combine(upper, lower, -1)
         return any(any(k in atoms and self.atom_varies(atoms[k]) for k in key) for key in width)
 
     def churning(self, e: ast.AST) -> bool:
@@ -303,7 +205,7 @@ class ShapeVariance:
                     return False
             elif ev.plain_assign:
                 atoms: dict = {}
-                poly = _polynomial(ev.value, atoms)
+                poly = polynomial(ev.value, atoms)
                 if poly is None:
                     return False
                 moving = [a for a in atoms.values() if not (isinstance(a, ast.Name) and not self.name_varies(a.id))]
@@ -366,7 +268,7 @@ class ShapeVariance:
             return self._source(call.func.value, depth + 1)
         return None
 
-    def _size_driver(self, e: ast.AST, depth: int) -> Optional[_Driver]:
+    def _size_driver(self, e: ast.AST, depth: int) -> Optional[SizeDriver]:
         """What an integer size (or a tuple of sizes) follows, when it changes per iteration."""
         if depth > L.VARIANCE_CHAIN or not self.m.work.spend():
             return None
@@ -380,17 +282,17 @@ class ShapeVariance:
             if not self.name_varies(e.id):
                 return None
             if self._counter(e.id):
-                return _Driver(f"`{e.id}`", True, f"value of `{e.id}`")
+                return SizeDriver(f"`{e.id}`", True, f"value of `{e.id}`")
             if self._loop_of_target(e.id) is not None:
                 # ``for n in sizes``: a sweep over sizes, each compiled once on purpose (like a
                 # sweep over configurations that reuses one seed, JAX503); but the sizes of a
                 # list of arrays the loop then walks as data (``_drawn``) count
-                return _Driver(f"`{e.id}`", False, f"value of `{e.id}`") if self._item_sizes else None
+                return SizeDriver(f"`{e.id}`", False, f"value of `{e.id}`") if self._item_sizes else None
             ev = self.m.binding(e.id, self.scope, _pos(e))
             if ev is not None and ev.plain_assign and ev.scope is self.scope and any(lp in self.loops for lp in ev.loops):
                 d = self._size_driver(ev.value, depth + 1)
                 if d is not None:
-                    return _Driver(f"`{e.id}` ({d.what})" if d.what != f"`{e.id}`" else d.what, d.every,
+                    return SizeDriver(f"`{e.id}` ({d.what})" if d.what != f"`{e.id}`" else d.what, d.every,
                                    f"value of `{e.id}`")
             return None
         if isinstance(e, ast.BinOp):
@@ -409,22 +311,22 @@ class ShapeVariance:
                 for a in e.args:
                     d = self._size_driver(a, depth + 1)
                     if d is not None:
-                        return _Driver(d.what, False, d.per)  # clamped: the same size past the bound
+                        return SizeDriver(d.what, False, d.per)  # clamped: the same size past the bound
             return None
         base = e.value if isinstance(e, ast.Subscript) else e
         if isinstance(base, ast.Attribute) and base.attr in ("shape", "size"):
             src = self._source(base.value, depth + 1)
             if src is not None:
-                return _Driver(f"the shape of `{ast.unparse(base.value)}`", src.every, src.per)
+                return SizeDriver(f"the shape of `{ast.unparse(base.value)}`", src.every, src.per)
         return None
 
-    def _length_driver(self, x: ast.AST, depth: int) -> Optional[_Driver]:
+    def _length_driver(self, x: ast.AST, depth: int) -> Optional[SizeDriver]:
         src = self._source(x, depth)
         if src is not None:
-            return _Driver(f"the length of `{ast.unparse(x)}`", src.every, src.per)
+            return SizeDriver(f"the length of `{ast.unparse(x)}`", src.every, src.per)
         ragged = self._ragged_list(x, depth + 1)
         if ragged is not None:
-            return _Driver(f"the length of {ragged}", False, "length")
+            return SizeDriver(f"the length of {ragged}", False, "length")
         return None
 
     def _ragged_list(self, e: ast.AST, depth: int) -> Optional[str]:
@@ -626,135 +528,6 @@ class ShapeVariance:
 
     # -- the last batch of a sweep in fixed-size steps, and state fed back through a call
 
-    def ragged_batch(self, arg: ast.AST, ctx=None) -> Optional[str]:
-        """When a call argument is one batch of a sweep in fixed steps (``x[i:i + bs]`` or
-        ``x[i:min(i + bs, n)]`` for ``i in range(0, n, bs)``, ``x[i * bs:(i + 1) * bs]`` for
-        ``i in range(ceil(n / bs))``) whose last batch is shorter unless ``n % bs == 0``: the batch
-        size, as written. The argument then has two shapes, not one per iteration. None when
-        every batch is full: the sweep stops at a multiple of the step (``range(0, k * bs, bs)``,
-        ``range(0, n - bs + 1, bs)``, ``range(n // bs)``, literal bounds that divide), or the
-        loop drops a short batch (``if len(batch) < bs: break``; ``ctx``: the call's context, for
-        the ``if`` tests around it)."""
-        sub = self._sliced(arg)
-        if sub is None:
-            return None
-        parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-        for part in parts:
-            if not isinstance(part, ast.Slice) or part.lower is None or part.upper is None:
-                continue
-            for loop in reversed(self.loops):
-                width = self._ragged_in(loop, part)
-                if width is not None:
-                    if self._drops_short(loop, ctx):
-                        return None
-                    return width
-        return None
-
-    def _sliced(self, arg: ast.AST) -> Optional[ast.Subscript]:
-        if isinstance(arg, ast.Subscript):
-            return arg
-        if isinstance(arg, ast.Name):
-            ev = self.m.binding(arg.id, self.scope, (arg.lineno, arg.col_offset))
-            if (ev is not None and ev.plain_assign and ev.scope is self.scope
-                    and any(lp in self.loops for lp in ev.loops) and isinstance(ev.value, ast.Subscript)):
-                return ev.value
-        return None
-
-    def _ragged_in(self, loop, part: ast.Slice) -> Optional[str]:
-        node = loop.node
-        if not isinstance(node, ast.For):
-            return None
-        rng = self.m.range_call(node.iter, self.scope)
-        if rng is None or rng.keywords or any(isinstance(a, ast.Starred) for a in rng.args):
-            return None
-        target = node.target
-        if rng is not node.iter and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(
-                node.iter, ast.Call) and self.m.resolve(node.iter.func, self.scope) == "builtins.enumerate":
-            target = target.elts[1]  # for j, i in enumerate(range(...))
-        if not isinstance(target, ast.Name):
-            return None
-        i = target.id
-        lower = self._resolved(part.lower, loop)
-        upper = self._resolved(part.upper, loop)
-        atoms: dict = {}
-        lo = _polynomial(lower, atoms)
-        if lo is None:
-            return None
-        clamp = _clamped(self.m, upper, self.scope)
-        up = _polynomial(clamp if clamp is not None else upper, atoms)
-        if up is None:
-            return None
-        width = _combine(up, lo, -1)
-        if not width or any(k in atoms and self.atom_varies(atoms[k]) for key in width for k in key):
-            return None  # not a fixed width (JAX304's churn case, or a different kind of slice)
-        key_i = ast.dump(ast.Name(id=i, ctx=ast.Load()))
-        if len(rng.args) == 3 and lo.get((key_i,)) == 1 and set(lo) <= {(key_i,), ()}:
-            # x[i:i + w] / x[i:min(i + w, n)] for i in range(start, stop, w)
-            start, stop, step = rng.args
-            st = _polynomial(step, atoms)
-            if st is None or _strip(width) != _strip(st) or self._full_sweep(start, stop, step, atoms):
-                return None
-            return ast.unparse(step)
-        if len(rng.args) == 1 and len(lo) == 1 and len(width) == 1:
-            # x[i * w:(i + 1) * w] for i in range(ceil(n / w))
-            (lkey, lcoef), = lo.items()
-            (wkey, wcoef), = width.items()
-            if key_i not in lkey or lcoef != wcoef or tuple(k for k in lkey if k != key_i) != wkey:
-                return None
-            if not _rounds_up(rng.args[0], width, atoms):
-                return None
-            return _unparse_poly(width, atoms)
-        return None
-
-    def _resolved(self, e: ast.AST, loop) -> ast.AST:
-        """A name bound in the loop (plain assignment in this scope) stands for its value."""
-        if isinstance(e, ast.Name):
-            ev = self.m.binding(e.id, self.scope, (e.lineno, e.col_offset))
-            if ev is not None and ev.plain_assign and ev.scope is self.scope and loop in ev.loops:
-                return ev.value
-        return e
-
-    def _full_sweep(self, start: ast.AST, stop: ast.AST, step: ast.AST, atoms: dict) -> bool:
-        m = self.m
-        a, b, s = (m.const_int(x, self.scope) for x in (start, stop, step))
-        if a is not None and b is not None and s:
-            return (b - a) % s == 0
-        st = _polynomial(step, atoms)
-        sp = _polynomial(stop, atoms)
-        sa = _polynomial(start, atoms)
-        if st is None or sp is None or sa is None or len(st) != 1:
-            return False
-        (skey, scoef), = st.items()
-        if not skey:
-            return False
-        span = _combine(sp, sa, -1)
-        # every term a multiple of the step: range(0, k * bs, bs), range(0, (n // bs) * bs, bs)
-        if span and all(set(skey) <= set(k) for k in span):
-            return True
-        # the sweep stops a batch short of the end: range(0, n - bs + 1, bs), range(0, n - bs, bs)
-        return span.get(skey, 0) < 0
-
-    def _drops_short(self, loop, ctx) -> bool:
-        """The loop skips or ends at a short batch: an ``if`` whose test reads ``len(...)`` or
-        ``.shape``, around the call or ending in ``break``/``continue`` in the loop body."""
-        def sized(test: ast.AST) -> bool:
-            for n in walk(test):
-                if isinstance(n, ast.Attribute) and n.attr in ("shape", "size"):
-                    return True
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
-                    return True
-            return False
-
-        if ctx is not None and loop in ctx.loops:
-            inside = ctx.loops.index(loop) + 1  # guards with this many loops around them are in the body
-            if any(sized(test) for test, depth in ctx.guards if depth >= inside):
-                return True
-        for stmt in getattr(loop.node, "body", []):
-            if isinstance(stmt, ast.If) and sized(stmt.test) and stmt.body and isinstance(
-                    stmt.body[-1], (ast.Break, ast.Continue)):
-                return True
-        return False
-
     def feeds_back(self, call: ast.Call) -> bool:
         """Whether the loop binds the call's result to a name it passes the call (``w = step(w, g)``,
         ``state, m = update(state, batch)``): each iteration continues from the last, the shape
@@ -776,51 +549,3 @@ class ShapeVariance:
                 if value is not None and any(n is call for n in walk(value)):
                     return True
         return False
-
-
-def _clamped(model: ModuleModel, e: ast.AST, scope: Scope) -> Optional[ast.AST]:
-    """``i + bs`` from ``min(i + bs, n)`` / ``min(n, i + bs)``: the unclamped bound."""
-    if (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords
-            and model.resolve(e.func, scope) == "builtins.min"):
-        for a in e.args:
-            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add):
-                return a
-    return None
-
-
-def _strip(poly: dict) -> dict:
-    """A width without its sign: the same batch size whatever the order of its terms."""
-    return {k: abs(v) for k, v in poly.items()}
-
-
-def _unparse_poly(poly: dict, atoms: dict) -> str:
-    (key, coef), = poly.items()
-    names = [ast.unparse(atoms[k]) for k in key if k in atoms]
-    text = " * ".join(names) or str(coef)
-    return text if coef == 1 or not names else f"{coef} * {text}"
-
-
-def _rounds_up(count: ast.AST, width: dict, atoms: dict) -> bool:
-    """``ceil(n / w)``, ``math.ceil(n / w)``, ``(n + w - 1) // w``, ``-(-n // w)``: the number of
-    batches of size ``w``, the last one partial."""
-    if len(width) != 1:
-        return False
-    (wkey, _), = width.items()
-    if not wkey or len(wkey) != 1 or wkey[0] not in atoms:
-        return False
-    w = ast.dump(atoms[wkey[0]])
-    if isinstance(count, ast.Call) and len(count.args) == 1:
-        name = count.func.attr if isinstance(count.func, ast.Attribute) else getattr(count.func, "id", "")
-        inner = count.args[0]
-        if name == "ceil" and isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):
-            return ast.dump(inner.right) == w
-        if name == "int" and isinstance(inner, ast.Call):
-            return _rounds_up(inner, width, atoms)
-    if isinstance(count, ast.BinOp) and isinstance(count.op, ast.FloorDiv) and ast.dump(count.right) == w:
-        num = count.left
-        return (isinstance(num, ast.BinOp) and isinstance(num.op, (ast.Add, ast.Sub))
-                and w in {ast.dump(n) for n in walk(num)})
-    if (isinstance(count, ast.UnaryOp) and isinstance(count.op, ast.USub) and isinstance(count.operand, ast.BinOp)
-            and isinstance(count.operand.op, ast.FloorDiv) and ast.dump(count.operand.right) == w):
-        return True
-    return False
