@@ -13,7 +13,7 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
-from jaxlint.model import ragged
+from jaxlint.model import ragged, statics
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -199,7 +199,7 @@ class TracedControlFlow(Rule):
                 found = self._culprit(model, staging, f, ctx, v, tested or i < last)
                 if found is not None:
                     return found
-                if i < last and staging.static_truth(f, v, ctx.scope) is stops_at:
+                if i < last and statics.static_truth(staging, f, v, ctx.scope) is stops_at:
                     return None  # a flag fixed at every trace short-circuits: the rest never runs
             return None
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency, keydraws, ragged
+from jaxlint.model import ModuleModel, build_model, frequency, keydraws, pytrees, ragged, statics
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -1751,7 +1751,7 @@ def test_static_truth_of_flags_fixed_at_every_trace():
     def truths(name):
         call = call_to(tree, name)
         f = m.function_at(call)
-        return [st.static_truth(f, a, m.scope_at(call)) for a in call.args]
+        return [statics.static_truth(st, f, a, m.scope_at(call)) for a in call.args]
 
     # check is not bound by the partial: the jit's caller may pass it
     assert truths("sink") == [False, True, None, True, None, True]
@@ -3610,7 +3610,7 @@ def test_static_fields_declared_by_flax_equinox_and_module_hyperparameters():
         def __init__(self, n):
             self.k = n
     """)
-    assert m.staging._static_fields() == {"a", "b", "c", "features", "dtype", "n", "twice"}
+    assert pytrees.static_fields(m) == {"a", "b", "c", "features", "dtype", "n", "twice"}
 
 
 def test_a_static_field_read_in_traced_code_is_not_a_tracer():

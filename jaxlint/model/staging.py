@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from .. import conventions
 from .. import names as N
 from . import limits as L
+from . import pytrees
 from .records import FunctionInfo, Scope, _element
+from .pythonvalues import _pairs, _python_comparison, _python_types
 from .syntax import _contains, _pos, at_update, call_arg, walk
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
@@ -143,7 +145,7 @@ class Staging:
                 continue
             if isinstance(n, ast.Attribute):
                 if static is None:
-                    static = self._static_fields()
+                    static = pytrees.static_fields(self.m)
                 if n.attr in static or n.attr in N.METADATA_ATTRS:
                     found.add("concrete")  # a static field or metadata of whatever it is read from
                     skip.update(id(x) for x in walk(n))
@@ -342,7 +344,7 @@ class Staging:
         ``x, err = state``), read without a JAX operation or an attribute: a parameter without a
         default, or passed an array by a staged caller, or a name unpacked from one."""
         while isinstance(e, (ast.Subscript, ast.Attribute)):
-            if isinstance(e, ast.Attribute) and (e.attr in N.METADATA_ATTRS or e.attr in self._static_fields()):
+            if isinstance(e, ast.Attribute) and (e.attr in N.METADATA_ATTRS or e.attr in pytrees.static_fields(self.m)):
                 return False
             e = e.value
         if not isinstance(e, ast.Name) or d > L.KIND_CHAIN or not self.m.work.spend():
@@ -364,40 +366,6 @@ class Staging:
                 value = value.func.value  # ``state = state.replace(...)``: a new one of the same kind
             return isinstance(value, (ast.Name, ast.Subscript, ast.Attribute)) and self._input(value, ev.scope, d + 1)
         return False
-
-    def _static_fields(self) -> set:
-        """Attributes this module's classes declare static, not pytree leaves:
-        ``x: int = flax.struct.field(pytree_node=False)``, ``flax.struct.static_field()``,
-        ``equinox.field(static=True)``; the fields of a ``flax.linen.Module`` (hyperparameters of
-        a module whose arrays live in ``params``); and what a ``flax.nnx.Module`` sets in
-        ``__init__`` from a parameter or a constant (an int or a string is static in its graph
-        definition, only ``nnx.Variable``s are state)."""
-        key = "static_fields"
-        if key not in self._memo:
-            m = self.m
-            out: set = set()
-            for cls in m.classes.values():  # every class the walk recorded
-                scope = cls.scope
-                bases = {m.resolve(b, scope) for b in cls.node.bases} if scope is not None else set()
-                linen = bool(bases & _LINEN_MODULES)
-                for stmt in cls.node.body:
-                    if linen and isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                        out.add(stmt.target.id)
-                        continue
-                    value = stmt.value if isinstance(stmt, (ast.AnnAssign, ast.Assign)) else None
-                    if not isinstance(value, ast.Call):
-                        continue
-                    static_call = scope is not None and m.resolve(value.func, scope) in _STATIC_FIELD_CALLS
-                    if static_call or any(
-                            (kw.arg == "pytree_node" and isinstance(kw.value, ast.Constant) and kw.value.value is False)
-                            or (kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True)
-                            for kw in value.keywords):
-                        targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets
-                        out |= {t.id for t in targets if isinstance(t, ast.Name)}
-                if bases & _NNX_MODULES and "__init__" in cls.methods:
-                    out |= _nnx_static_attrs(cls.methods["__init__"])
-            self._memo[key] = out
-        return self._memo[key]
 
     def _caller_args(self, g: FunctionInfo, name: str) -> list:
         """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
@@ -451,97 +419,6 @@ class Staging:
                 break
         self._memo[key] = found
         return found
-
-    def static_truth(self, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> Optional[bool]:
-        """The truth value ``expr`` has every time staged ``f`` is traced, when it is fixed: a
-        literal, ``not`` of one, or a parameter every staged entry fixes to the same constant
-        (``jax.jit(partial(f, flag=False))``, a caller passing a literal or leaving the default);
-        None when it is not known."""
-        if isinstance(expr, ast.Constant):
-            return bool(expr.value)
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-            inner = self.static_truth(f, expr.operand, scope)
-            return None if inner is None else not inner
-        if not isinstance(expr, ast.Name):
-            return None
-        ev = self.m.binding(expr.id, scope, _pos(expr))
-        if ev is None or ev.kind != "param" or ev.scope.func is None:
-            return None
-        value = self.static_constant(ev.scope.func, expr.id)
-        return None if value is None else bool(value[0])
-
-    def static_constant(self, g: FunctionInfo, name: str) -> Optional[tuple]:
-        """``(value,)`` when every staged entry of ``g`` fixes parameter ``name`` to the same
-        literal: a ``functools.partial`` inside each jit that compiles it, or each staged caller
-        passing that literal (or leaving a literal default). None when any entry may pass
-        something else (a decorator jit, a transform, a lax body)."""
-        m = self.m
-        values = []
-        for cause in g.trace_causes:
-            if cause.kind == "caller":
-                caller = cause.caller
-                if caller is None:
-                    return None
-                if not self.staged(caller):
-                    continue
-                for call in caller.calls:
-                    if g not in m.local_functions(call.func, caller.scope):
-                        continue
-                    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                            kw.arg is None for kw in call.keywords):
-                        return None
-                    given = _passed(g, call, name)
-                    if given is None:
-                        given = _default(g, name)  # left out: the default
-                    if not isinstance(given, ast.Constant):
-                        return None
-                    values.append(given.value)
-            elif cause.kind == "jit":
-                wraps = [w for w in m.jit_wraps if w.target is not None and not w.decorator
-                         and g in m.local_functions(w.target, m.scope_at(w.node))]
-                if not wraps or any(w.func is g and w.decorator for w in m.jit_wraps):
-                    return None
-                for w in wraps:
-                    fixed = self._partial_constant(w.target, m.scope_at(w.node), g, name, 0)
-                    if fixed is None:
-                        return None
-                    values.append(fixed[0])
-            else:
-                return None
-        if not values or any(v != values[0] or type(v) is not type(values[0]) for v in values):
-            return None
-        return (values[0],)
-
-    def _partial_constant(self, expr: ast.AST, scope: Scope, g: FunctionInfo, name: str,
-                          depth: int) -> Optional[tuple]:
-        """``(value,)`` when the callable ``expr`` (a jit's target) is a ``functools.partial`` of
-        ``g`` that binds ``name`` to a literal."""
-        m = self.m
-        if depth > L.PARTIAL_CHAIN:
-            return None
-        if isinstance(expr, ast.Name):
-            ev = m.binding(expr.id, scope, _pos(expr))
-            if ev is None or not ev.plain_assign:
-                return None
-            return self._partial_constant(ev.value, ev.scope, g, name, depth + 1)
-        if not isinstance(expr, ast.Call) or not expr.args:
-            return None
-        qn = m.resolve(expr.func, scope)
-        if qn == N.PARTIAL:
-            for kw in expr.keywords:
-                if kw.arg == name:
-                    return (kw.value.value,) if isinstance(kw.value, ast.Constant) else None
-            if any(isinstance(a, ast.Starred) for a in expr.args):
-                return None
-            inner = expr.args[0]
-            params = g.params[1:] if g.is_method and isinstance(inner, ast.Attribute) else g.params
-            for i, a in enumerate(expr.args[1:]):
-                if i < len(params) and params[i] == name:
-                    return (a.value,) if isinstance(a, ast.Constant) else None
-            return self._partial_constant(inner, scope, g, name, depth + 1)
-        if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
-            return self._partial_constant(expr.args[0], scope, g, name, depth + 1)
-        return None
 
     def _parents(self) -> dict:
         """id(argument expression) -> the call it is an argument of."""
@@ -635,29 +512,6 @@ def _opaque_statics(f: FunctionInfo) -> bool:
 # Attributes and methods of a jax.Array: reading one off a traced input is no evidence that
 # the input is a container or an object; the methods also give arrays.
 _ARRAY_ATTRS = frozenset({"T", "mT", "real", "imag"})
-_STATIC_FIELD_CALLS = frozenset({"flax.struct.static_field", "equinox.static_field"})
-_LINEN_MODULES = frozenset({"flax.linen.Module", "flax.linen.module.Module"})
-_NNX_MODULES = frozenset({"flax.nnx.Module", "flax.nnx.module.Module"})
-
-
-def _nnx_static_attrs(init: FunctionInfo) -> set:
-    """``self.n = n`` / ``self.n = 4`` / ``self.d = n * k`` in an ``nnx.Module``'s ``__init__``:
-    attributes set from its parameters and constants by arithmetic alone (no call: ``nnx.Param``,
-    ``nnx.Linear(...)`` and ``jnp`` arrays are state)."""
-    params = set(init.params) | set(init.kwonly)
-    out = set()
-    for stmt in walk(init.node):
-        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
-            continue
-        t = stmt.targets[0]
-        if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
-            continue
-        names = [n for n in walk(stmt.value) if isinstance(n, ast.Name)]
-        plain = all(isinstance(n, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
-                                   ast.expr_context)) for n in walk(stmt.value))
-        if plain and all(n.id in params for n in names) and "self" not in {n.id for n in names}:
-            out.add(t.attr)
-    return out
 _ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin", "cumsum", "cumprod",
     "astype", "reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "dot", "clip", "round",
@@ -707,56 +561,3 @@ def _passed(g: FunctionInfo, call: ast.Call, name: str) -> Optional[ast.AST]:
         if kw.arg == name:
             return kw.value
     return None
-
-
-def _pairs(cmp: ast.Compare, ours) -> list:
-    """``(operator, other operand)`` for each comparison in ``cmp`` that involves ``ours``."""
-    operands = [cmp.left, *cmp.comparators]
-    out = []
-    for i, op in enumerate(cmp.ops):
-        a, b = operands[i], operands[i + 1]
-        if ours(a):
-            out.append((op, b))
-        elif ours(b):
-            out.append((op, a))
-    return out
-
-
-def _python_comparison(model: ModuleModel, op: ast.cmpop, other: ast.AST, scope: Scope) -> bool:
-    """A comparison only a Python value makes sense in: ``is None``, ``== "mode"``,
-    ``== Enum.MEMBER`` (an attribute of an imported or module-level name other than a JAX/NumPy
-    constant), ``in ("a", "b")``."""
-    if isinstance(op, (ast.Is, ast.IsNot)):
-        return isinstance(other, ast.Constant) and other.value is None
-    if isinstance(op, (ast.In, ast.NotIn)):
-        return isinstance(other, (ast.Tuple, ast.List, ast.Set)) and bool(other.elts) and all(
-            isinstance(x, ast.Constant) and isinstance(x.value, str) for x in other.elts)
-    if not isinstance(op, (ast.Eq, ast.NotEq)):
-        return False
-    if isinstance(other, ast.Constant):
-        return isinstance(other.value, str)
-    if isinstance(other, ast.Attribute) and not model.is_jax(other, scope):
-        root = other
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if not isinstance(root, ast.Name):
-            return False
-        qn = model.resolve(other, scope)
-        if qn is not None:
-            return not qn.startswith(("jax.", "numpy.", "math.", "builtins."))
-        ev = model.binding(root.id, scope, _pos(root))
-        return ev is not None and ev.scope is model.module_scope
-    return False
-
-
-_PY_TYPES = frozenset("builtins." + t for t in ("str", "int", "float", "bool", "complex", "tuple", "list", "dict",
-                                                "set", "frozenset", "bytes", "type"))
-
-
-def _python_types(model: ModuleModel, e: ast.AST, scope: Scope) -> bool:
-    elts = e.elts if isinstance(e, ast.Tuple) else [e]
-    for t in elts:
-        qn = model.resolve(t, scope)
-        if qn is None or not (qn in _PY_TYPES or qn.startswith("numpy.")):
-            return False
-    return bool(elts)
