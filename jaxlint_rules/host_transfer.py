@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import evidence, roles
+from jaxlint.model import evidence, hostneeds, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -172,7 +172,7 @@ class HostTransferInLoop(Rule):
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None) -> Optional[Finding]:
         loop = role.loop
-        if model.inherent_sync(node, loop) is not None:
+        if hostneeds.inherent_sync(model, node, loop) is not None:
             return None
         opt_in = None
         if model.in_test_code(node):

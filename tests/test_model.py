@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency, keydraws, pytrees, ragged, statics
+from jaxlint.model import ModuleModel, build_model, frequency, hostneeds, keydraws, pytrees, ragged, statics
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -1459,7 +1459,7 @@ def _fetch_at(tree, m, line_text):
 ])
 def test_host_consumer(line_text, consumer):
     tree, m = build(_HOST)
-    found = m.host_consumer(_fetch_at(tree, m, line_text))
+    found = hostneeds.host_consumer(m, _fetch_at(tree, m, line_text))
     assert (ast.unparse(found.func) if found is not None else None) == consumer
 
 
@@ -1470,24 +1470,24 @@ def test_hands_off_and_a_loop_that_already_syncs():
     record = _fetch_at(tree, m, "history.append(float(jnp.linalg.norm(params)))")
     loop = m.context(publish).loops[-1]
     assert m.carried_state(loop) == {"params"}
-    assert m.hands_off(publish, loop)  # the state the loop threads, stored on the object
-    assert not m.hands_off(logs, loop)  # a metric, not the state
-    assert m.loop_syncs_inherently(loop) is publish
-    assert "already waits for the device" in m.inherent_sync(record, loop)
-    assert m.inherent_sync(publish, loop) == "hands the loop's state to host code"
+    assert hostneeds.hands_off(m, publish, loop)  # the state the loop threads, stored on the object
+    assert not hostneeds.hands_off(m, logs, loop)  # a metric, not the state
+    assert hostneeds.loop_syncs_inherently(m, loop) is publish
+    assert "already waits for the device" in hostneeds.inherent_sync(m, record, loop)
+    assert hostneeds.inherent_sync(m, publish, loop) == "hands the loop's state to host code"
 
 
 def test_host_paced_loops():
     tree, m = build(_HOST)
     act = func(m, "act")
     consumer, compiled, rendered, plotted, flagged, typed = act.loops
-    assert m.host_paced(consumer) is None
-    assert m.host_paced(compiled) is None
-    assert ast.unparse(m.host_paced(rendered).func) == "env.render"  # every 3 steps
-    assert m.host_paced(plotted) is None  # plotting every `every` steps does not pace a loop
-    assert ast.unparse(m.host_paced(flagged).func) == "env.render"
-    assert ast.unparse(m.host_paced(typed).func) == "input"
-    assert m.inherent_sync(call_to(tree, "input"), typed) == "the loop is paced by `input`"
+    assert hostneeds.host_paced(m, consumer) is None
+    assert hostneeds.host_paced(m, compiled) is None
+    assert ast.unparse(hostneeds.host_paced(m, rendered).func) == "env.render"  # every 3 steps
+    assert hostneeds.host_paced(m, plotted) is None  # plotting every `every` steps does not pace a loop
+    assert ast.unparse(hostneeds.host_paced(m, flagged).func) == "env.render"
+    assert ast.unparse(hostneeds.host_paced(m, typed).func) == "input"
+    assert hostneeds.inherent_sync(m, call_to(tree, "input"), typed) == "the loop is paced by `input`"
 
 
 def test_check_functions():
@@ -2922,8 +2922,8 @@ def test_streams_state_and_nested_targets_in_converting_loops():
             out.append([float(jnp.sin(0.5 * i)) for i in range(6)])
     """)
     gen_loop, draw_loop = m.loops[0], m.loops[1]
-    assert m.streams_state(gen_loop) is not None
-    assert m.streams_state(draw_loop) is None
+    assert hostneeds.streams_state(m, gen_loop) is not None
+    assert hostneeds.streams_state(m, draw_loop) is None
     assert m.converts_elements(draw_loop)  # the inner loop's target is taken per element
 
 

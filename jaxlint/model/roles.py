@@ -16,6 +16,7 @@ from typing import Optional
 
 from .. import conventions
 from . import frequency as F
+from . import hostneeds
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
 
@@ -92,7 +93,7 @@ def block_role(model, ctx: Optional[Context]) -> LoopRole:
     loop = role.loop
     if model.measuring_loop(ctx, loop):
         return LoopRole(BENCHMARK, loop, [f"the loop on line {loop.node.lineno} measures time: blocking is the point"])
-    pacing = model.host_paced(loop)
+    pacing = hostneeds.host_paced(model, loop)
     if pacing is not None:
         return LoopRole(HOST_PACED, loop, [f"the loop on line {loop.node.lineno} is paced by "
                                            f"`{unparse(pacing.func, 30)}` on line {pacing.lineno}"])
