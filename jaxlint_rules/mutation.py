@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
     from jaxlint.edits import Fix
-from jaxlint.model import ModuleModel, at_update, is_str_key
+from jaxlint.model import ModuleModel, at_update, is_str_key, refs
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -380,7 +380,7 @@ class DiscardedFunctionalUpdate(Rule):
             if receiver is None:
                 continue
             scope = model.scope_at(call)
-            if model.looks_like_ref(receiver, scope):
+            if refs.looks_like_ref(model, receiver, scope):
                 continue
             x = unparse(receiver, 30)
             yield self.finding(call, f"`.at[].{func.attr}()` returns a new array and leaves `{x}` unchanged "

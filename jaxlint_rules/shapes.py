@@ -13,7 +13,7 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
-from jaxlint.model import ragged, statics
+from jaxlint.model import hostvalues, ragged, statics
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -206,7 +206,7 @@ class TracedControlFlow(Rule):
             return self._culprit(model, staging, f, ctx, e.operand, True)
         if (tested and model.truthy_tracer(e, ctx.scope) and staging.array_valued(f, e, ctx.scope)
                 and not staging.suspect(f, e, ctx.scope) and not staging.narrowed(ctx, e)
-                and not model.reads_internal_helper(e, ctx.scope)):
+                and not hostvalues.reads_internal_helper(model, e, ctx.scope)):
             return e
         return None
 
@@ -488,7 +488,7 @@ class UnrolledLoopInTracedCode(Rule):
                         f"holds {trips} copies of its body, so compiling it is slow; use jax.lax.fori_loop or "
                         "jax.lax.scan", None)
             return None
-        if any(model.rank_derived(a, scope) for a in rng.args):
+        if any(hostvalues.rank_derived(model, a, scope) for a in rng.args):
             return None  # a loop over the axes of an array: a handful of iterations
         for call in loop.calls:
             call_scope = model.scope_at(call)

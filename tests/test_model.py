@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency, hostneeds, keydraws, pytrees, ragged, statics
+from jaxlint.model import ModuleModel, build_model, frequency, hostneeds, keydraws, pytrees, ragged, refs, statics
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -3668,11 +3668,11 @@ def test_a_pallas_kernels_parameters_are_refs_whatever_their_names():
         y = pl.pallas_call(k1, out_shape=x)(x)
         return pl.pallas_call(functools.partial(k2, scale=2.0), out_shape=x)(y)
     """)
-    assert {f.name for f in m.functions if id(f) in m.pallas_kernels()} == {"k1", "k2"}
+    assert {f.name for f in m.functions if id(f) in refs.pallas_kernels(m)} == {"k1", "k2"}
     receivers = {f.name: f.calls[0].func.value.value.value for f in m.functions if f.name in ("k1", "k2", "plain")}
-    assert m.looks_like_ref(receivers["k1"], m.scope_at(receivers["k1"]))
-    assert m.looks_like_ref(receivers["k2"], m.scope_at(receivers["k2"]))
-    assert not m.looks_like_ref(receivers["plain"], m.scope_at(receivers["plain"]))
+    assert refs.looks_like_ref(m, receivers["k1"], m.scope_at(receivers["k1"]))
+    assert refs.looks_like_ref(m, receivers["k2"], m.scope_at(receivers["k2"]))
+    assert not refs.looks_like_ref(m, receivers["plain"], m.scope_at(receivers["plain"]))
 
 
 def test_a_logger_is_known_by_its_binding_not_its_name():

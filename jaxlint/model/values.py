@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .. import conventions
 from .. import names as N
 from . import limits as L
+from .hostvalues import _internal
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
-from .syntax import _contains, _pos, at_update, call_arg, child_nodes, walk
+from .syntax import _contains, _pos, at_update, call_arg, child_nodes
 
 # jnp functions that return a boolean array.
 _MASK_FUNCS = frozenset("jax.numpy." + n for n in (
@@ -25,29 +25,10 @@ _CONSTANT_FOLDING_COLLECTIVES = frozenset({"jax.lax.psum"})
 _BOOL_DTYPES = frozenset({"builtins.bool", "jax.numpy.bool_", "jax.numpy.bool", "numpy.bool_", "numpy.bool"})
 
 
-def _internal(qn: Optional[str]) -> bool:
-    """A private or utility helper of a JAX library (``jax._src.lax.lax._ndim``,
-    ``jax._src.numpy.util._arraylike``): the model's array-producer prefixes cover them, but they
-    mostly return Python values (dtypes, ranks, flags)."""
-    if not qn or not qn.startswith(("jax.", "flax.", "equinox.")):
-        return False
-    parts = qn.split(".")[1:]
-    return any(p.startswith("_") or p in ("util", "utils", "dtypes", "core", "config") for p in parts)
-
-
 _CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
 
 _CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
                               "collections.OrderedDict", "collections.deque", "collections.Counter"})
-
-
-def _last_name(e: ast.AST) -> str:
-    """The most specific name in a receiver: ``o_ref`` in ``o_ref``, ``self.o_ref``, ``o_refs[0]``."""
-    while isinstance(e, (ast.Subscript, ast.Call)):
-        e = e.value if isinstance(e, ast.Subscript) else e.func
-    if isinstance(e, ast.Attribute):
-        return e.attr
-    return e.id if isinstance(e, ast.Name) else ""
 
 
 class ValueQueries:
@@ -494,36 +475,6 @@ class ValueQueries:
             return self.const_int(ev.value, ev.scope, depth + 1, fold=fold, local=local)
         return None
 
-    def rank_derived(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-        """``x.ndim``, ``np.ndim(x)``, ``len(x.shape)``, or a name bound to one."""
-        for n in walk(e):
-            if isinstance(n, ast.Attribute) and n.attr == "ndim":
-                return True
-            if isinstance(n, ast.Call):
-                qn = self.resolve(n.func, scope) or ""
-                if qn.endswith(".ndim"):
-                    return True
-                if qn == "builtins.len" and n.args and isinstance(n.args[0], ast.Attribute) and n.args[0].attr == "shape":
-                    return True
-            if isinstance(n, ast.Name) and depth < L.RANK_HORIZON:
-                ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
-                if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
-                    if self.rank_derived(ev.value, scope, depth + 1):
-                        return True
-        return False
-
-    def reads_internal_helper(self, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
-        """Whether ``e`` reads the result of such a helper, directly or through a name bound to one."""
-        for n in walk(e):
-            if isinstance(n, ast.Call) and _internal(self.resolve(n.func, scope)):
-                return True
-            if isinstance(n, ast.Name) and depth < L.INTERNAL_HELPER_HORIZON:
-                ev = self.binding(n.id, scope, (n.lineno, n.col_offset))
-                if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
-                    if self.reads_internal_helper(ev.value, ev.scope, depth + 1):
-                        return True
-        return False
-
     def truthy_tracer(self, e: ast.AST, scope: Scope) -> bool:
         if isinstance(e, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
             return False  # a container's truth is its length
@@ -566,41 +517,6 @@ class ValueQueries:
             return any(self.holds_jax(e, scope) for e in expr.elts)
         return self.is_jax(expr, scope)
 
-    def looks_like_ref(self, receiver: ast.AST, scope: Scope) -> bool:
-        """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write.
-        A parameter of a kernel this module hands to ``pallas_call`` is a ref (a fact); elsewhere a
-        receiver named like one (the conventions' ``ref-names``) is taken for one."""
-        if self.is_jax(receiver, scope):
-            return False
-        root = receiver
-        while isinstance(root, (ast.Subscript, ast.Attribute)):
-            root = root.value
-        if isinstance(root, ast.Name):
-            ev = self.binding(root.id, scope, (root.lineno, root.col_offset))
-            if ev is not None and ev.kind == "param" and ev.scope.func is not None \
-                    and id(ev.scope.func) in self.pallas_kernels():
-                return True
-        return conventions.active().matches("ref-names", _last_name(receiver))
-
-    def pallas_kernels(self) -> set:
-        """ids of the functions of this module handed to ``pallas_call`` as its kernel (directly,
-        through a name or ``functools.partial``): their parameters are refs."""
-        found = self.__dict__.get("_pallas_kernels")
-        if found is None:
-            found = self._pallas_kernels = set()
-            for call in self.calls_by_name.get("pallas_call", ()):
-                scope = self.scope_at(call)
-                if self.resolve(call.func, scope) not in N.PALLAS_CALLS:
-                    continue
-                kernel = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "kernel"), None)
-                if kernel is not None:
-                    found.update(id(f) for f in self.local_functions(kernel, scope))
-        return found
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
 def _returned(node: ast.FunctionDef) -> Optional[tuple]:
     """``(returned expressions, names bound in the function)`` of a def, read from its syntax
     (nested defs, classes and lambdas are not its code, but their names are bound); None for a
@@ -635,3 +551,6 @@ def _returned(node: ast.FunctionDef) -> Optional[tuple]:
             local.add(n.name)
         stack.extend(child_nodes(n))
     return returns, local
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
