@@ -29,6 +29,8 @@ from .source import content_hash, decode_source
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
 MAX_DEPTH = 2  # how many import hops a query may follow
 OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
+MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
+_SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
 
 
 class ProjectResolver:
@@ -40,6 +42,8 @@ class ProjectResolver:
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
         self._programs: dict = {}  # (path, name) -> (runs a program, what deciding it consulted)
+        self._loop_callers: dict = {}  # (path, name) -> ((file, line) or None, what it consulted)
+        self._project_listing: dict = {}  # project root -> its .py files and their bytes
         self.depth = 0
 
     def clear(self) -> None:
@@ -50,6 +54,8 @@ class ProjectResolver:
         self._listing = FileListing()
         self._deps.clear()
         self._programs.clear()
+        self._loop_callers.clear()
+        self._project_listing.clear()
 
     # ----------------------------------------------------------- dependencies
 
@@ -237,6 +243,62 @@ class ProjectResolver:
         self._note(deps)
         return found
 
+    def loop_caller(self, path: str, name: str) -> Optional[tuple]:
+        """``(file, line, ranged)`` of a call, in another module of the project, of the top-level function
+        ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not
+        over a literal collection), through ``from mod import name [as alias]`` or ``import mod
+        [as m]`` / ``m.name(...)``; None when the project shows none. The project is the folder
+        above the file's top package (or the file's folder, for a script). Asked only where only a
+        naming convention would say how often ``name`` runs; the files that mention the name are
+        recorded for the result cache (a module added later that calls it is seen once the
+        checked file or one of those changes)."""
+        path = self._abspath(path)
+        key = (path, name)
+        memo = self._loop_callers
+        if key in memo:
+            found, deps = memo[key]
+            self._note(deps)
+            return found
+        root = _project_root(path)
+        deps: set = set()
+        found = None
+        needle = name.encode()
+        for other, data in self._project_texts(root):
+            if other == path or needle not in data:
+                continue
+            deps.add(("f", other, content_hash(data)))
+            try:
+                tree = ast.parse(decode_source(data), filename=other)
+            except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+                continue
+            hit = _call_in_loop(tree, other, path, name, self)
+            if hit is not None:
+                found = (other, *hit)
+                break
+        memo[key] = (found, frozenset(deps))
+        self._note(deps)
+        return found
+
+    def _project_texts(self, root: str) -> list:
+        """``(path, bytes)`` of the project's ``.py`` files, read once per process and root (at
+        most MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""
+        files = self._project_listing.get(root)
+        if files is None:
+            files = []
+            for folder, dirs, names in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                                 and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg")))
+                for n in sorted(names):
+                    if n.endswith(".py") and len(files) < MAX_PROJECT_FILES:
+                        full = os.path.abspath(os.path.join(folder, n))
+                        try:
+                            with open(full, "rb") as fh:
+                                files.append((full, fh.read()))
+                        except OSError:
+                            continue
+            self._project_listing[root] = files
+        return files
+
     def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
         """What an import binds: ``(model, None)`` for a module of the project, ``(model, name)``
         for a name defined in one, or None."""
@@ -393,4 +455,66 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
         found = _module_file(root, parts, isfile)
         if found is not None:
             return found
+    return None
+
+
+def _project_root(path: str) -> str:
+    """The folder above the top package of ``path`` (its folder when it is in no package)."""
+    folder = os.path.dirname(path)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return folder
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _literal_loop(node: ast.AST) -> bool:
+    """A loop over a literal tuple, list or set: a few known iterations."""
+    it = getattr(node, "iter", None)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        it = node.generators[0].iter
+    return isinstance(it, (ast.Tuple, ast.List, ast.Set))
+
+
+def _call_in_loop(tree: ast.Module, path: str, target: str, name: str, resolver) -> Optional[tuple]:
+    """``(line, ranged)`` of a call of ``target``'s top-level ``name`` inside a loop of the module
+    ``tree`` (at ``path``), through its imports of that module or name; ``ranged``: the innermost
+    loop around it is a loop over steps (``while``, ``range``, ``count``, ``enumerate(range(...))``)."""
+    from .model.records import _is_steplike
+    direct: set = set()  # local names bound to the function
+    modules: set = set()  # local names bound to its module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == name and resolver.locate(path, node.module, node.level) == target:
+                    direct.add(alias.asname or alias.name)
+                elif alias.name != "*":
+                    sub = f"{node.module}.{alias.name}" if node.module else alias.name
+                    if resolver.locate(path, sub, node.level) == target:
+                        modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and resolver.locate(path, alias.name, 0) == target:
+                    modules.add(alias.asname)
+    if not direct and not modules:
+        return None
+    todo = [(tree, None)]
+    while todo:
+        node, loop = todo.pop()
+        if isinstance(node, ast.Call) and loop is not None:
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id in direct) or (
+                    isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
+                    and f.value.id in modules):
+                ranged = isinstance(loop, ast.While) or (
+                    isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
+                return node.lineno, ranged
+        inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            inner = None  # a function defined in a loop runs when called, not per iteration
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Iterator, Optional
 
 from jaxlint.model import (
@@ -408,6 +409,8 @@ def _why_repeats(rep) -> str:
         return "a per-step method"
     if rep.kind == "loop":
         return f"called in the loop on line {rep.loop.node.lineno}"
+    if rep.kind == "elsewhere":
+        return f"called in a loop in `{os.path.basename(rep.name)}`"
     if rep.kind == "step_param":
         return f"it takes the training step `{rep.name}`"
     return "it repeats"

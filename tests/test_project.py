@@ -353,3 +353,50 @@ def test_the_result_cache_sees_a_change_to_the_module_that_runs_the_program(tmp_
     (tmp_path / "pkg/trainer.py").write_text(changed)
     assert main(args) == 1
     assert "main.py:6:15: JAX201" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- callers in other modules (issue 26)
+
+HELPERS = textwrap.dedent("""
+    import jax
+    import jax.numpy as jnp
+
+    def q7(params, x):
+        f = jax.jit(lambda p: jnp.tanh(p * x))
+        return f(params)
+
+    def z9(x):
+        key = jax.random.PRNGKey(0)
+        return x + jax.random.normal(key, x.shape)
+""")
+
+
+def test_a_function_called_in_a_loop_of_another_module_repeats_whatever_its_name(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                    "pkg/main.py": "from .helpers import q7\nfrom . import helpers as H\n"
+                                   "def run(p, x, n):\n    for i in range(n):\n        p = q7(p, x)\n"
+                                   "        x = H.z9(x)\n    return p\n"})
+    assert codes(tmp_path / "pkg/helpers.py") == [(6, "JAX102"), (10, "JAX503")]
+
+
+def test_a_function_called_once_elsewhere_or_nowhere_is_not_per_step(tmp_path):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                    "pkg/main.py": "from .helpers import q7, z9\ndef run(p, x):\n    return q7(p, z9(x))\n"})
+    # no loop anywhere: z9's constant key is not per-step; q7 is still reported, on JAX102's own
+    # evidence that a function doing nothing but one compiled call is called per batch
+    assert codes(tmp_path / "pkg/helpers.py") == [(6, "JAX102")]
+
+
+def test_the_evidence_names_the_loop_in_the_other_module(tmp_path, capsys):
+    import json
+
+    from jaxlint.cli import main
+
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                    "pkg/main.py": "from .helpers import q7\ndef run(p, x, n):\n    for i in range(n):\n"
+                                   "        p = q7(p, x)\n    return p\n"})
+    assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "pkg/helpers.py")]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["code"] == "JAX102" and "(`q7` is called in a loop in `main.py:4`)" in row["message"]
+    assert row["evidence"] == [f"`q7` is called in a loop in another module of the project "
+                               f"({tmp_path / 'pkg' / 'main.py'}:4)"]

@@ -31,6 +31,8 @@ def repetition(rep) -> list:
             continue
         if kind == "loop":
             out.append(f"{name} is called in the loop on line {rep.loop.node.lineno}")
+        elif kind == "elsewhere":
+            out.append(f"{name} is called in a loop in another module of the project ({rep.name})")
         elif kind == "factory":
             out.append(f"{name} is made and handed out by `{rep.via.name}`: its users call it again and again")
         elif kind == "helper":

@@ -59,6 +59,21 @@ def setup_name(name: str) -> bool:
     return cur.matches("setup-exact", name) or cur.matches("setup-functions", name)
 
 
+def _project_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
+    """``Repetition("elsewhere")`` when another module of the project calls ``f`` (a top-level
+    function of this module) inside a loop: the project's call graph, before any name."""
+    if f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
+        return None
+    if m.project is None or m.path is None:
+        return None
+    found = m.project.loop_caller(m.path, f.name)
+    if found is None:
+        return None
+    other, line, ranged = found
+    return Repetition("elsewhere", f, name=f"{other}:{line}", loop=None, call=None,
+                      inner=Repetition("ranged", f) if ranged else None)
+
+
 def per_step(rep: Optional[Repetition]) -> bool:
     """Whether the evidence says the function runs at the steps of a loop (a per-step name, the
     training step as a parameter, a call in a ``range``/``while`` loop, or a call from such a
@@ -66,6 +81,8 @@ def per_step(rep: Optional[Repetition]) -> bool:
     while rep is not None:
         if rep.kind in ("step_name", "step_param"):
             return True
+        if rep.kind == "elsewhere":
+            return rep.inner is not None  # called in a loop over steps in another module
         if rep.kind == "loop":
             return rep.loop is not None and rep.loop.ranged
         rep = rep.inner if rep.kind == "caller" else None
@@ -144,6 +161,9 @@ def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
             not m.context(call).loops and (g is None or (g is not f and _runs_once(m, g, depth + 1)))
             for call, g in sites):
         return None  # the call graph shows every call, each made once: the name says nothing more
+    elsewhere = _project_loop_caller(m, f) if not sites else None
+    if elsewhere is not None:
+        return elsewhere
     if step_name(f.name):
         return Repetition("step_name", f)  # no caller in sight: the conventions' step-methods
     if setup_name(f.name) or called_once(f):
