@@ -1418,6 +1418,21 @@ def test_jax204_timer_contexts_are_known_by_their_body_not_their_name():
     """)
 
 
+def test_jax204_timing_a_jitted_function_with_an_empty_body_is_not_reported():
+    # a benchmark of dispatch overhead: the compiled program has no operation to wait for
+    assert findings(_MATMUL_STEP + """
+    @jax.jit
+    def noop(x):
+        pass
+
+    def overhead(x, n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            noop(x)
+        return (time.perf_counter() - t0) / n
+    """, "JAX204") == []
+
+
 def test_jax204_spellings_of_an_unwaited_measurement():
     assert_marked(_MATMUL_STEP + """
     class Timer:

@@ -276,6 +276,8 @@ class TimingQueries:
         if self.host_fetch(c) is not None or self.formats_jax_call(c):
             return "wait"
         if self.callable_info(c.func, scope) is not None:
+            if self._compiles_nothing(c, scope):
+                return None  # a jitted function with an empty body: no device work to wait for
             return "wait" if self._calls_back(c, scope) else "work"
         f = c.func
         if isinstance(f, ast.Attribute) and qn is None and self.is_jax(f.value, scope):
@@ -297,6 +299,27 @@ class TimingQueries:
         if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
             return None
         return "maybe" if self._takes_jax(c, scope) else None
+
+    def _compiles_nothing(self, c: ast.Call, scope) -> bool:
+        """Whether every function of this module the compiled call runs has an empty body (``pass``,
+        a docstring, ``return`` of nothing or a constant): its program has no operation, so the
+        call dispatches no device work (a benchmark of dispatch overhead)."""
+        funcs = self.called_functions(c.func, scope)
+        if not funcs:
+            return False
+        for g, _ in funcs:
+            body = getattr(g.node, "body", None)
+            if not isinstance(body, list):
+                return False  # a lambda: its body is an expression
+            for stmt in body:
+                if isinstance(stmt, ast.Pass):
+                    continue
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    continue  # the docstring
+                if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant)):
+                    continue
+                return False
+        return True
 
     def _calls_back(self, c: ast.Call, scope) -> bool:
         """Whether the compiled code this call runs (a function of this module) calls back to the
