@@ -75,8 +75,6 @@ class Convention:
         return parts[0] in words or parts[-1] in words  # AFFIX
 
 
-_MEASURED = "see bench/review/conventions.md (bench/conventions.py)"
-
 CONVENTIONS = (
     Convention(
         "counter-names", ("step", "steps", "iter", "iters", "iteration", "iterations", "epoch", "epochs", "update",
@@ -86,7 +84,9 @@ CONVENTIONS = (
         "schedule test like ``if log_now(step, n):``",
         "a device-side counter advances inside the compiled step, where the loop's own statements show no "
         "``+= 1``; what it counts is said only by its name",
-        _MEASURED),
+        "emptied: no default finding changes on either review set (their loops count with range, "
+        "enumerate, zip(range(...)) or += 1, which are facts); measured 2026-12-02 by "
+        "bench/conventions.py"),
     Convention(
         "step-methods", ("step", "update", "act", "__call__", "sample", "insert", "forward"), EXACT,
         "repetition: a function or method of this name runs once per step, so a jit wrapper or a constant key "
@@ -94,18 +94,20 @@ CONVENTIONS = (
         "can see decide: made once from code that runs once, it runs once)",
         "an environment's or agent's ``step``/``act`` is called by a loop in another package (an RL library, a "
         "serving loop) that the module does not contain",
-        _MEASURED),
+        "emptied: -1 default finding (dev, held-out half); renaming changes it likewise; measured "
+        "2026-12-02 by bench/conventions.py"),
     Convention(
         "step-affixes", ("step",), AFFIX,
         "repetition: as step-methods, for names that start or end with the word (``train_step``, ``step_env``)",
         "``*_step`` is how JAX code names the function a training or environment loop calls every iteration",
-        _MEASURED),
+        "emptied: -7 default findings (review2, held-out half); renaming changes them likewise; measured "
+        "2026-12-02 by bench/conventions.py"),
     Convention(
         "step-params", ("step", "global_step", "step_num", "step_number", "cur_step", "current_step"), EXACT,
         "repetition: a function with a parameter of this name that it does not call is called at the steps of a "
         "loop (JAX102, JAX503), when nothing else says how often it runs",
         "a function handed the current step is called with each step, in a loop the module may not show",
-        _MEASURED),
+        "emptied: -2 default findings (dev, held-out half); measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "setup-functions", ("init", "initialize", "initialise", "setup", "build", "create", "make", "load",
                             "restore", "prepare", "configure", "quantize", "convert", "export", "save", "train",
@@ -115,28 +117,30 @@ CONVENTIONS = (
         "opt-in (--pedantic) instead of default, and keys made there are set-up keys (JAX502, JAX503)",
         "entry points and set-up are called from outside the module (a launcher, a config system) or once "
         "from ``main``; evidence of repetition (a call in a loop) always wins over the name",
-        _MEASURED),
+        "emptied: no default finding changes (JAX102 findings move between default and --pedantic only "
+        "through the call graph); measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "setup-exact", ("run", "fit"), EXACT,
         "repetition: as setup-functions, for these whole names only (``run_episode`` and ``fit_batch`` repeat)",
         "``run``/``fit`` name a whole run; with a suffix they name a part of one",
-        _MEASURED),
+        "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "entry-points", ("main", "_main"), EXACT,
         "repetition: a function of this name (and what is nested in it) runs once per process (JAX102, JAX503)",
         "the program's entry point is called by ``if __name__ == '__main__'`` or a launcher",
-        _MEASURED),
+        "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "demo-functions", ("example", "benchmark"), SUBSTRING,
         "repetition: a function whose name contains one of these runs once, as a demo or a benchmark (JAX102)",
         "docs examples and benchmarks build their wrappers once per run; compiling per call is their point",
-        _MEASURED),
+        "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "check-functions", ("check", "verify"), PREFIX,
         "transfers: asserts in a function whose name starts with this (``check_grads``) are cross-checks that "
         "must see the values (JAX201 opt-in)",
         "a verification helper fetches to compare; its loop is a test's loop, not a training loop",
-        _MEASURED),
+        "emptied: +1 default finding (dev, worked half: an assert in a `check_*` notebook helper); "
+        "measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "host-consumer-methods", ("step", "decode", "decode_batch", "batch_decode", "apply_action", "send",
                                   "sendall"), EXACT,
@@ -145,7 +149,8 @@ CONVENTIONS = (
         "(JAX201)",
         "host environments and tokenizers are classes of other libraries whose types a single module does not "
         "show",
-        _MEASURED),
+        "emptied: +3 default findings (review2, held-out half); measured 2026-12-02 by "
+        "bench/conventions.py"),
     Convention(
         "pacing-names", ("render", "imshow", "show", "display", "show_image", "show_images", "show_video",
                          "show_videos", "save_svg", "display_svg", "clear_output", "savefig"), EXACT,
@@ -153,31 +158,34 @@ CONVENTIONS = (
         "sync per iteration costs nothing that matters (JAX201, JAX202)",
         "rendering and plotting come from many libraries (gym, pygame, project helpers) the model does not "
         "resolve",
-        _MEASURED),
+        "emptied: +7 default findings (dev, worked half: evojax notebooks and a script that render every "
+        "step); measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "logger-receivers", ("log",), SUBSTRING,
         "transfers: ``X.info/warning/...(...)`` on a receiver whose last name contains this (``self.logger``, "
         "``log``) prints what it is given, a fetch of a JAX value (JAX201)",
         "logging libraries differ (absl, loguru, project loggers); their receivers are named for logging",
-        _MEASURED),
+        "emptied: no default finding changes (loggers bound to logging.getLogger() are known by their "
+        "binding); measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "optimizer-receivers", ("opt", "tx", "solver"), SUBSTRING,
         "work: ``X.update(...)`` on a receiver whose last name contains this advances an optimizer: a compiled "
         "function that calls it is one training step with a device loop inside, not a whole program",
         "optax and jaxopt objects are built from factories whose results the model does not type",
-        _MEASURED),
+        "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "ref-names", ("ref", "refs"), SUFFIX,
         "mutation: a receiver whose name ends with this is a Pallas or state ref, mutable, so ``x_ref[i] = v`` "
         "and ``x_ref.at[i].set(v)`` are writes, not pitfalls (JAX401, JAX403)",
         "refs are kernel parameters typed only by Pallas at trace time",
-        _MEASURED),
+        "emptied: no default finding changes (pallas_call kernels' parameters are refs by fact); "
+        "measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "dtype-params", ("dtype",), LAST_PART,
         "staging: a parameter of a traced function named like a dtype (``dtype``, ``param_dtype``) holds a "
         "Python value, not a tracer (JAX30x)",
         "dtypes are passed as Python objects; nothing in a signature without annotations says so",
-        _MEASURED),
+        "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
 )
 
 BY_KEY = {c.key: c for c in CONVENTIONS}
