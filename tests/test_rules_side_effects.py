@@ -53,7 +53,7 @@ def test_jax601_closure_list_of_an_untraced_function():
         losses = []
 
         @jax.jit
-        def step(w, x):
+        def step(w, x):  # expect: JAX102 (opt-in)
             loss = jnp.mean((x @ w) ** 2)
             losses.append(loss)  # expect: JAX601
             return w - 0.1 * loss

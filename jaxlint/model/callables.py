@@ -88,15 +88,26 @@ class CallableQueries:
         after ``from . import metrics``."""
         if self.project is None or not self.work.spend():
             return False
+        found = self.imported_function(func, scope)
+        return found is not None and found[0].returns_array(found[1])
+
+    def imported_function(self, func: ast.AST, scope: Scope) -> Optional[tuple]:
+        """``(summary, name)`` when calling ``func`` calls the top-level function ``name`` of another
+        module of the project: ``f(...)`` after ``from .mod import f``, ``mod.f(...)`` after ``from .
+        import mod``; None otherwise (a local name, a library, no project resolver)."""
+        if self.project is None or self.path is None:
+            return None
         if isinstance(func, ast.Name):
             if self.binding(func.id, scope, _pos(func)) is not None:
-                return False
+                return None
             other = self._imported(func.id, scope)
-            return other is not None and other[1] is not None and other[0].returns_array(other[1])
+            return other if other is not None and other[1] is not None else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if self.binding(func.value.id, scope, _pos(func.value)) is not None:
+                return None
             other = self._imported(func.value.id, scope)
-            return other is not None and other[1] is None and other[0].returns_array(func.attr)
-        return False
+            return (other[0], func.attr) if other is not None and other[1] is None else None
+        return None
 
     def exported_callable(self, name: str) -> Optional[JitWrap]:
         """What calling this module's top-level ``name`` runs (see :meth:`callable_info`)."""

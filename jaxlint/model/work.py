@@ -221,19 +221,8 @@ class WorkQueries:
         """``train_epoch(...)`` after ``from .trainer import train_epoch`` (or ``trainer.train_epoch``
         after ``from . import trainer``): a function of another module of the project that runs a
         whole program."""
-        if self.project is None or self.path is None:
-            return False
-        if isinstance(func, ast.Name):
-            if self.binding(func.id, scope, _pos(func)) is not None:
-                return False
-            other = self._imported(func.id, scope)
-            return other is not None and other[1] is not None and other[0].runs_program(other[1])
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if self.binding(func.value.id, scope, _pos(func.value)) is not None:
-                return False
-            other = self._imported(func.value.id, scope)
-            return other is not None and other[1] is None and other[0].runs_program(func.attr)
-        return False
+        found = self.imported_function(func, scope)
+        return found is not None and found[0].runs_program(found[1])
 
     def _solver_run(self, call: ast.Call, scope: Scope) -> bool:
         """``solver.run(init, ...)`` where ``solver`` is bound to an instance of a library solver
