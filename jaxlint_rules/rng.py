@@ -497,6 +497,8 @@ class ConstantKeyInLoop(Rule):
             return None  # in a loop over configurations of its own: one key per case on purpose
         if called_once(f) or not keydraws.drawn_in_place(model, call):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
+        if keydraws.folded_per_call(model, call):
+            return None  # ``fold_in(key(0), step)``: a different key on every call
         if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
         freq = roles.frequency(model, f)

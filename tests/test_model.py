@@ -3808,3 +3808,20 @@ def test_frequency_of_a_function(name, kind):
     freq = roles.frequency(m, f)
     assert freq.kind == kind
     assert freq.evidence
+
+
+def test_folded_per_call_needs_every_use_of_the_key_to_be_folded_with_varying_data():
+    tree, m = build("""
+    import jax
+
+    def f(step, x):
+        a = jax.random.fold_in(jax.random.key(0), step)
+        b = jax.random.fold_in(jax.random.key(1), 7)
+        base = jax.random.key(2)
+        c = jax.random.fold_in(base, step)
+        d = jax.random.normal(base, x.shape)
+        return a, b, c, d
+    """)
+    makers = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "key"),
+                    key=lambda n: n.lineno)
+    assert [keydraws.folded_per_call(m, k) for k in makers] == [True, False, False]

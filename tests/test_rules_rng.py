@@ -1502,3 +1502,27 @@ def test_jax503_a_constant_key_in_a_per_step_method_under_another_test_is_still_
             x = x + jax.random.normal(key, x.shape)
         return x
     """)
+
+
+def test_jax503_a_constant_key_folded_with_the_step_is_the_fix_not_the_pitfall():
+    # issue 26, class 5: the rule's own recommended fix, in a per-step function
+    assert findings("""
+    import jax
+
+    @jax.jit
+    def train_step(state, batch):
+        dropout = jax.random.fold_in(jax.random.key(0), state.step)
+        base = jax.random.PRNGKey(1)
+        noise = jax.random.fold_in(base, batch.shape[0] + state.step)
+        return state, jax.random.normal(dropout, batch.shape) + jax.random.normal(noise, batch.shape)
+    """, "JAX503") == []
+
+
+def test_jax503_a_constant_key_folded_with_a_constant_is_still_constant():
+    assert_marked("""
+    import jax
+
+    def step(x):
+        key = jax.random.fold_in(jax.random.key(0), 3)  # expect: JAX503
+        return x + jax.random.normal(key, x.shape)
+    """)

@@ -218,4 +218,31 @@ def drawn_in_place(m, maker: ast.Call) -> bool:
                 return True
     return False
 
+def folded_per_call(m, maker: ast.Call) -> bool:
+    """Whether every ``jax.random`` use of the key a constructor call makes, in its function, is
+    ``fold_in(key, data)`` with data that is not a constant (``fold_in(key(0), state.step)``, the
+    recommended fix): the key drawn from then differs from call to call."""
+    ctx = m.context(maker)
+    if ctx is None:
+        return False
+    scope = ctx.scope
+    uses = 0
+    for call in m.calls_named(KEY_FUNCS):
+        if m.scope_at(call) is not scope or m.random_function(call, scope) not in KEY_FUNCS:
+            continue
+        arg = call_arg(call, 0, "key")
+        if arg is not maker:
+            if not isinstance(arg, ast.Name):
+                continue
+            ev = m.binding(arg.id, scope, _pos(arg))
+            if ev is None or not ev.plain_assign or ev.value is not maker:
+                continue
+        uses += 1
+        data = call_arg(call, 1, "data")
+        if m.random_function(call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
+                or m.const_int(data, scope) is not None:
+            return False
+    return uses > 0
+
+
 # -- dataflow facts
