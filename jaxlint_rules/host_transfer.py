@@ -334,10 +334,14 @@ class TimingWithoutBlock(Rule):
             if loop is not None and not model.measuring_loop(ctx, loop):
                 every_n = (" and, in a loop of steps, time only every N steps (blocking every step costs "
                            "throughput, JAX202)")
+            facts = [f"the measurement covers `{unparse(work, 40)}` on line {work.lineno}, which dispatches compiled "
+                     "or JAX work",
+                     "nothing after it waits before the clock is read: no block, no fetch or print of a JAX value, "
+                     "no call that jaxlint cannot see into handed its result"]
             yield self.finding(region.node, [
                 f"{what} while `{unparse(work, 40)}` (", Line(work.lineno),
                 ") may still be running: JAX dispatches asynchronously, so this measures the dispatch, not "
-                f"the computation; wait first with {wait}{every_n}"])
+                f"the computation; wait first with {wait}{every_n}"], evidence=facts)
 
 
 class LoopInvariantUpload(Rule):

@@ -146,10 +146,15 @@ class JitInLoop(Rule):
                    if captured else "")
             hot = many_trips(loops)
             if hot is not None:
+                facts = [f"the wrapper is built inside the loop on line {hot.node.lineno}, around {what}: a new "
+                         "object each iteration, so JAX's cache misses",
+                         "the same iteration calls it, and the loop runs steps (not a few literal items)"]
+                if captured:
+                    facts.append(f"it closes over {_names(captured)}, which change every iteration")
                 yield self.finding(
                     wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
                                 Line(hot.node.lineno), f", so every iteration traces and compiles it again; {fix}"
-                                "create the jitted function once, before the loop"])
+                                "create the jitted function once, before the loop"], evidence=facts)
                 continue
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer) or cached(outer):

@@ -292,8 +292,16 @@ class KeyReuse(Rule):
                         continue
                     if not self._repeats(model, prev, use):
                         continue
+                    bound = use.event.pos[0] if use.event is not None and use.event.pos else None
+                    facts = [f"`{prev.spelling}` on line {prev.call.lineno} and `{use.spelling}` on line "
+                             f"{use.call.lineno} read the same binding of `{use.name}`"
+                             + (f" (line {bound})" if bound else "") + ", and no split rebinds it between them "
+                             "on every path",
+                             "the two uses are not exclusive branches, different derivations (`fold_in` with "
+                             "different data) or index draws meant to pair two arrays"]
                     yield self.finding(use.call, self._message(prev, use),
-                                       opt_in=_TEST_INPUTS if model.in_test_code(use.call) else None)
+                                       opt_in=_TEST_INPUTS if model.in_test_code(use.call) else None,
+                                       evidence=facts)
                     break
 
     @staticmethod
@@ -345,10 +353,14 @@ class KeyReuse(Rule):
                 what += _SAME_CASE
             else:
                 opt_in = _TEST_LOOP_VARIES
+        facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
+                 f"{loop.node.lineno} rebinds",
+                 f"the loop on line {loop.node.lineno} runs steps (not a few literal items), and the key is not "
+                 "folded with data that changes per iteration"]
         return self.finding(use.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
                                        f", so {what}; split it in the loop (`{k}, sub = jax.random.split({k})`) and "
                                        f"use `sub`, or derive a key per step (`jax.random.fold_in({k}, step)`)"),
-                            opt_in=opt_in)
+                            opt_in=opt_in, evidence=facts)
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:

@@ -546,3 +546,37 @@ def test_explain_finding_prints_the_rule_the_evidence_and_opt_in_reason(tmp_path
 def test_explain_finding_needs_a_path_and_a_line(tmp_path, capsys, value):
     assert main(["check", "--explain-finding", value]) == 2
     assert "--explain-finding takes PATH:LINE" in capsys.readouterr().err
+
+
+def test_every_kind_of_loop_and_key_finding_carries_evidence(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return x * 2
+
+        def run(x, n, key):
+            for i in range(n):
+                f = jax.jit(lambda v: v * 2.0)
+                x = f(x)
+            a = jax.random.normal(key, (3,))
+            b = jax.random.uniform(key, (3,))
+            return a, b, x
+
+        def timed(x):
+            t0 = time.perf_counter()
+            y = step(x)
+            return y, time.perf_counter() - t0
+    """))
+    assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "m.py")]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["code"] for r in rows} == {"JAX101", "JAX502", "JAX204"}
+    for r in rows:
+        assert r["evidence"] and all(isinstance(e, str) and e for e in r["evidence"]), r
+    by = {r["code"]: r["evidence"] for r in rows}
+    assert "inside the loop on line 11" in by["JAX101"][0]
+    assert "read the same binding of `key`" in by["JAX502"][0]
+    assert "`step(x)` on line 20" in by["JAX204"][0]
