@@ -14,6 +14,7 @@ import sys
 from typing import Optional, Sequence
 
 from .model import build_model
+from .model.evidence import traced_context
 from .model.module import imports_use_jax
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
@@ -90,7 +91,13 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
             return []
         for rule in rules:
             try:
-                out.extend(rule.check(model))
+                found = list(rule.check(model))
+                for i, f in enumerate(found):
+                    if not f.evidence and f.code != PARSE_ERROR:
+                        facts = traced_context(model, f.line)
+                        if facts:
+                            found[i] = f.replace(evidence=tuple(facts))
+                out.extend(found)
             except RecursionError:
                 out.append(_parse_error(1, 0, "too deeply nested to analyze"))
             except Exception as e:  # a bug in a rule must not hide the other rules' findings

@@ -580,3 +580,21 @@ def test_every_kind_of_loop_and_key_finding_carries_evidence(tmp_path, capsys):
     assert "inside the loop on line 11" in by["JAX101"][0]
     assert "read the same binding of `key`" in by["JAX502"][0]
     assert "`step(x)` on line 20" in by["JAX204"][0]
+
+
+def test_findings_in_traced_code_say_how_the_function_is_traced(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import jax
+
+        def body(i, x):
+            print(x)
+            return x
+
+        def run(x):
+            return jax.lax.fori_loop(0, 10, body, x)
+    """))
+    assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "m.py")]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["code"] == "JAX602"
+    assert row["evidence"] == ["it is in `body`, which runs in a jax.lax.fori_loop body: once per trace, on "
+                               "abstract values"]

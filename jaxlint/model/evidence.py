@@ -48,6 +48,24 @@ def repetition(rep) -> list:
     return out
 
 
+def traced_context(model, line: int) -> list:
+    """For a finding on ``line`` whose rule recorded no evidence: the traced function it is in and
+    how that function comes to be traced (``under jax.jit``, ``in a jax.lax.scan body``, ``when
+    called from `step` under jax.jit``), the fact every traced-code rule rests on."""
+    best = None
+    for f in model.functions:
+        node = f.node
+        start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) or 0
+        if start <= line <= end and (best is None or start >= best.node.lineno):
+            best = f
+    if best is None or not best.traced:
+        return []
+    how = model.staging.how_staged(best)
+    if how == "when traced":
+        how = "when a transform traces it"
+    return [f"it is in `{best.name}`, which runs {how}: once per trace, on abstract values"]
+
+
 def logger(model, call: Optional[ast.AST]) -> list:
     """When a log call's receiver was taken for a logger by its name alone (``logger-receivers``)."""
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
