@@ -395,11 +395,15 @@ class LoopInvariantUpload(Rule):
                 if found is None:
                     continue
                 loop, x, ev = found
+                facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "
+                         f"line {loop.node.lineno} changes",
+                         f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: one "
+                         "host-to-device copy each time"]
                 yield self.finding(call, [
                     f"`{unparse(call, 40)}` copies the same host data to the device in every iteration of the "
                     "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
                     f") does not change in the loop; convert it once before the loop "
-                    f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"])
+                    f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"], evidence=facts)
 
 
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE

@@ -349,10 +349,14 @@ class StaticArgChurn(Rule):
         source = {"counter": f"the loop counter `{churn.name}`", "item": f"the loop item `{churn.name}`",
                   "accumulated": f"`{churn.name}`, updated on every iteration"}[churn.kind]
         how = f"is {source}" if unparse(arg) == churn.name else f"is computed from {source}"
+        facts = [f"`{pname}` is a static argument of the jitted `{unparse(call.func, 40)}`: each new value is a "
+                 "new cache key",
+                 f"it {how}, which changes on every iteration of the loop on line {churn.loop.node.lineno} (not "
+                 "a few literal options)"]
         return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it takes a new value "
                                   "on every iteration of the loop on ", Line(churn.loop.node.lineno), ", so every "
                                   "iteration compiles a new program; pass it as a traced argument (not static), "
-                                  "or keep it to a few fixed values"])
+                                  "or keep it to a few fixed values"], evidence=facts)
 
 
 RULES = [JitInLoop, JitPerCall, StaticArgChurn]

@@ -263,10 +263,12 @@ class KeyReuse(Rule):
             what += " (`fold_in` with the same data returns the same key each time)"
         fix = ("pass a key in and split it for each call" if draw.where == "module" else
                f"split it on each call and store one half back (`{k}, sub = jax.random.split({k})`)")
+        facts = [f"`{k}` is made once {where} (line {draw.made.lineno}) and no code replaces it",
+                 f"`{draw.func.name}` draws from it and runs more than once"]
         return self.finding(draw.call, (f"PRNG key `{k}` is made once ", where, " (", Line(draw.made.lineno),
                                         ") and never replaced, and ") + runs +
                             (f", so {what}; {fix}",),
-                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None)
+                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None, evidence=facts)
 
     def _check_groups(self, model: ModuleModel) -> Iterator[Finding]:
         groups = model.key_use_groups()

@@ -370,12 +370,18 @@ class ShapeChurn(Rule):
                         yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the "
                                                 f"length is a multiple of `{size}`, so `{unparse(call.func)}` compiles "
                                                 "once more for the last, shorter batch; pad it to the full batch size "
-                                                "(and mask the padding) or drop it", opt_in=_RAGGED)
+                                                "(and mask the padding) or drop it", opt_in=_RAGGED,
+                                           evidence=[f"`{unparse(call.func, 40)}` is jitted: each new input shape "
+                                                     "is a new compile",
+                                                     f"the loop on line {loops[-1].node.lineno} sweeps in steps of "
+                                                     f"`{size}` and slices one batch per step, to the end"])
                     reported = True
                     continue
                 src = churn.shape_source(arg, ctx)
                 if src is not None:
-                    yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src))
+                    facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
+                             f"`{unparse(arg, 30)}` {src.origin}, in the loop on line {loops[-1].node.lineno}"]
+                    yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src), evidence=facts)
 
 
 _RAGGED = ("a shorter last batch compiles once more, once per program: the shorter shape is cached for the "

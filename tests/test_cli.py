@@ -598,3 +598,12 @@ def test_findings_in_traced_code_say_how_the_function_is_traced(tmp_path, capsys
     assert row["code"] == "JAX602"
     assert row["evidence"] == ["it is in `body`, which runs in a jax.lax.fori_loop body: once per trace, on "
                                "abstract values"]
+
+
+@pytest.mark.parametrize("folder", ["JAX103_static_arg_churn", "JAX205_loop_invariant_upload", "JAX304_shape_churn",
+                                    "JAX101_jit_in_loop", "JAX201_host_transfer_in_loop", "JAX502_key_reuse"])
+def test_the_loop_rules_fixture_findings_all_carry_evidence(folder, capsys):
+    path = os.path.join(ROOT, "fixtures", folder, "bad.py")
+    main(["check", "--no-cache", "--pedantic", "--format", "json", path])
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r.get("evidence") for r in rows), [r for r in rows if not r.get("evidence")]
