@@ -72,7 +72,7 @@ def logger(model, call: Optional[ast.AST]) -> list:
         return []
     recv = call.func.value
     qn = model.resolve(call.func, model.scope_at(call))
-    if qn is not None or model._logger(recv):
+    if qn is not None or model.bound_logger(recv):
         return []
     spelled = unparse(recv, 40).rsplit(".", 1)[-1]
     if conventions.active().matches("logger-receivers", spelled):

@@ -192,7 +192,7 @@ def runs_once(m, f: FunctionInfo) -> bool:
     return _runs_once(m, f, 0)
 
 def runs_once_by_facts(m, f: FunctionInfo) -> bool:
-    """:meth:`runs_once` without the names the conventions read (``setup-functions``,
+    """:func:`runs_once` without the names the conventions read (``setup-functions``,
     ``entry-points``, ``demo-functions``): a constructor (``__init__``, ``setUp``), a cached
     builder, or a function every call of which in this module is made once."""
     return _runs_once(m, f, 0, names=False)

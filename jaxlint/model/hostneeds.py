@@ -30,10 +30,10 @@ PACING_PREFIXES = ("matplotlib.", "IPython.display.", "mediapy.", "cv2.imshow", 
 
 def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
     """Why the host needs the value of this sync in every iteration of ``loop`` anyway, in a
-    few words, or None: host code consumes the fetched value (:meth:`host_consumer`), the loop
-    hands its state to host-side consumers (:meth:`hands_off`), the loop is paced by the host
-    (:meth:`host_paced`), or it already waits for the device every iteration for one of these
-    reasons (:meth:`loop_syncs_inherently`)."""
+    few words, or None: host code consumes the fetched value (:func:`host_consumer`), the loop
+    hands its state to host-side consumers (:func:`hands_off`), the loop is paced by the host
+    (:func:`host_paced`), or it already waits for the device every iteration for one of these
+    reasons (:func:`loop_syncs_inherently`)."""
     if isinstance(node, ast.Call):
         consumer = host_consumer(m, node)
         if consumer is not None:

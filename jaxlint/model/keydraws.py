@@ -179,7 +179,7 @@ def runs_again(m, f) -> Optional[tuple]:
     """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two
     or more calls of it in this module, ``("loop", call, loop)`` for a call in any loop (a loop
     over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
-    :meth:`repeats` (a per-step name, a call from a function that repeats). None otherwise,
+    :func:`~jaxlint.model.frequency.repeats` (a per-step name, a call from a function that repeats). None otherwise,
     and for entry points and tests, which run once."""
     sites = frequency.callers(m, f)
     for call, _ in sites:

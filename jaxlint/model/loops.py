@@ -156,7 +156,7 @@ class LoopQueries:
         the trip counts of every loop around it in its function are known
         (:meth:`known_trips`, with parameter defaults the module never overrides: ``def
         main(steps=20)`` called as ``main()``), their product is at most that, and the function
-        is not known to run again and again (:meth:`repeats`). A docs example's
+        is not known to run again and again (:func:`~jaxlint.model.frequency.repeats`). A docs example's
         ``for step in range(100): print(loss)`` syncs 100 times in all."""
         total = 1
         for lp in ctx.loops:  # the node runs once per iteration of every loop around it

@@ -1,6 +1,6 @@
-"""Repetition: callables created anew each time code runs, where a jit wrapper is called, how
-often a function runs (entry points, tests, cached factories, evidence that it runs again and
-again) and which values take a new value on every iteration of a loop."""
+"""Repetition: callables created anew each time code runs, where a jit wrapper is called, and
+which values take a new value on every iteration of a loop. (How often a function runs:
+jaxlint/model/frequency.py.)"""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import conventions
+from . import evidence as E
 from . import frequency as F
 from . import hostneeds
 from .records import Context, FunctionInfo, Loop
@@ -34,14 +35,22 @@ NO_STEPS = "no-steps"  # no loop of JAX work around the node, or the node is tra
 
 class LoopRole:
     """The role of the loop around a node for a rule's question: ``kind`` (one of the constants
-    above), ``loop`` (the loop it is about, or None) and ``evidence`` (why, in sentences)."""
+    above), ``loop`` (the loop it is about, or None) and ``evidence`` (why, in sentences: made on
+    first read, as most roles decide a sync that is then not reported)."""
 
-    __slots__ = ("kind", "loop", "evidence")
+    __slots__ = ("kind", "loop", "_why", "_evidence")
 
-    def __init__(self, kind: str, loop: Optional[Loop], evidence: list):
+    def __init__(self, kind: str, loop: Optional[Loop], why):
         self.kind = kind
         self.loop = loop
-        self.evidence = evidence
+        self._why = why  # a list of sentences, or a function of no arguments that makes it
+        self._evidence: Optional[list] = None
+
+    @property
+    def evidence(self) -> list:
+        if self._evidence is None:
+            self._evidence = self._why() if callable(self._why) else list(self._why)
+        return self._evidence
 
     def __repr__(self) -> str:
         return f"LoopRole({self.kind!r}, line {getattr(getattr(self.loop, 'node', None), 'lineno', '-')})"
@@ -63,26 +72,30 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     line = loop.node.lineno
     guard = model.periodic_guard_test(ctx, loop)
     if guard is not None:
-        return LoopRole(PERIODIC, loop, [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only now and "
-                                         f"then in the loop on line {line}"])
+        return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
+                                                 f"now and then in the loop on line {line}"])
     program = model.iteration_program(loop)
     if program is not None:
-        return LoopRole(PROGRAM, loop, [f"one iteration of the loop on line {line} runs a whole program "
-                                        f"(`{unparse(program.func, 40)}` on line {program.lineno})"])
+        return LoopRole(PROGRAM, loop, lambda: [f"one iteration of the loop on line {line} runs a whole program "
+                                                f"(`{unparse(program.func, 40)}` on line {program.lineno})"])
     if model.sweep_loop(loop):
         return LoopRole(SWEEP, loop, [f"the loop on line {line} walks the points of a sweep"])
     if model.converts_elements(loop):
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
     if syncs and model.few_iterations(ctx):
         return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
+    return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
+
+
+def _per_step_evidence(model, loop: Loop) -> list:
+    line = loop.node.lineno
     work = next((c for c in loop.all_calls() if model.callable_info(c.func, model.scope_at(c)) is not None), None)
-    evidence = [f"the loop on line {line} calls compiled code every iteration "
-                f"(`{unparse(work.func, 40)}` on line {work.lineno})" if work is not None else
-                f"the loop on line {line} runs JAX operations every iteration",
-                "its trip count is not known to be small, and one iteration runs no whole program "
-                "(no device loop, epoch or solve)",
-                "no periodic `if` guards it"]
-    return LoopRole(PER_STEP, loop, evidence)
+    return [f"the loop on line {line} calls compiled code every iteration "
+            f"(`{unparse(work.func, 40)}` on line {work.lineno})" if work is not None else
+            f"the loop on line {line} runs JAX operations every iteration",
+            "its trip count is not known to be small, and one iteration runs no whole program "
+            "(no device loop, epoch or solve)",
+            "no periodic `if` guards it"]
 
 
 def block_role(model, ctx: Optional[Context]) -> LoopRole:
@@ -95,8 +108,8 @@ def block_role(model, ctx: Optional[Context]) -> LoopRole:
         return LoopRole(BENCHMARK, loop, [f"the loop on line {loop.node.lineno} measures time: blocking is the point"])
     pacing = hostneeds.host_paced(model, loop)
     if pacing is not None:
-        return LoopRole(HOST_PACED, loop, [f"the loop on line {loop.node.lineno} is paced by "
-                                           f"`{unparse(pacing.func, 30)}` on line {pacing.lineno}"])
+        return LoopRole(HOST_PACED, loop, lambda: [f"the loop on line {loop.node.lineno} is paced by "
+                                                   f"`{unparse(pacing.func, 30)}` on line {pacing.lineno}"])
     return role
 
 
@@ -132,8 +145,6 @@ def frequency(model, f: FunctionInfo) -> Frequency:
     repeats, every call made once), then what the language says (constructors, cached builders),
     then, where the module shows no call, the naming conventions (step methods and parameters
     repeat; set-up and entry-point names run once)."""
-    from . import evidence as E
-
     rep = F.repeats(model, f)
     if rep is not None:
         return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep))

@@ -4,7 +4,8 @@ they run every step, and which of them the host needs anyway.
 A per-step sync is worth removing only where it stalls a loop of device work for nothing.
 :meth:`TransferQueries.per_iteration_loop` answers how often a node syncs: every iteration of a
 step loop, or not per step at all (periodic, after the step loop, once per whole program, once
-per sweep point). :meth:`TransferQueries.inherent_sync` answers whether the host needs the value
+per sweep point; decided by :func:`jaxlint.model.roles.sync_role`).
+:func:`jaxlint.model.hostneeds.inherent_sync` answers whether the host needs the value
 there anyway: host code consumes it (a host environment's step, a tokenizer, torch, json,
 ``np.testing``), the loop is paced by the host (``input()``, rendering, plotting), the loop
 publishes its state to host-side consumers, or it already waits for the device every iteration
@@ -429,14 +430,14 @@ class TransferQueries:
             if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
                 return True
             if func.attr in N.LOG_METHODS:
-                if self._logger(func.value):
+                if self.bound_logger(func.value):
                     return True
                 return (qn is not None and qn.startswith("logging.")) or (
                     qn is None and conventions.active().matches(
                         "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
         return False
 
-    def _logger(self, receiver: ast.AST) -> bool:
+    def bound_logger(self, receiver: ast.AST) -> bool:
         """A name bound to ``logging.getLogger(...)`` (or absl's): a logger, whatever it is called."""
         if not isinstance(receiver, ast.Name):
             return False
