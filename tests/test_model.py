@@ -1146,6 +1146,29 @@ def python_epoch(p, batches):
         p, _ = train_step(p, b)
     return p
 
+@jax.jit
+def unrolled_epochs(state, batches, epochs):
+    for _ in range(epochs):
+        for b in batches:
+            grads = jax.grad(rnn_loss)(state.params, b)
+            state = state.apply_gradients(grads=grads)
+    return state
+
+@jax.jit
+def python_accumulation(p, opt_state, micro, k):
+    g = jnp.zeros_like(p)
+    for i in range(k):
+        g = g + jax.grad(rnn_loss)(p, micro[i])
+    updates, opt_state = tx.update(g, opt_state)
+    return optax.apply_updates(p, updates), opt_state
+
+@jax.jit
+def two_literal_updates(p, opt_state, g):
+    for _ in range(2):
+        updates, opt_state = tx.update(g, opt_state)
+        p = optax.apply_updates(p, updates)
+    return p, opt_state
+
 def helper_that_solves(p, data):
     bcd = jaxopt.BlockCoordinateDescent(fun=rnn_loss, block_prox=None)
     return bcd.run(p, data=data).params
@@ -1208,6 +1231,15 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     for e in range(epochs):
         p = helper_that_solves(p, data)
         python_function_with_solver(p)
+    for e in range(epochs):
+        state = unrolled_epochs(state, data, epochs)
+        unrolled_updates(state)
+    for b in data:
+        p, opt_state = python_accumulation(p, opt_state, micro, 4)
+        python_accumulation_step(p)
+    for b in data:
+        p, opt_state = two_literal_updates(p, opt_state, b)
+        literal_updates_step(p)
 """
 
 
@@ -1227,6 +1259,9 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     ("library_solver_run", "solver.run"),   # a jaxopt solver's run: the whole solve
     ("library_ode_solve", "diffrax.diffeqsolve"),  # one ODE solve: a device loop of its own
     ("python_function_with_solver", "helper_that_solves"),
+    ("unrolled_updates", "unrolled_epochs"),  # a jitted Python loop of optimizer updates: many steps
+    ("python_accumulation_step", None),     # a jitted Python loop of gradients, one update after it
+    ("literal_updates_step", None),         # two literal-loop updates: a short loop inside one step
 ])
 def test_iteration_program(name, program):
     tree, m = build(_WORK)

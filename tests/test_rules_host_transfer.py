@@ -813,6 +813,44 @@ def test_jax201_step_loop_stays_reported_beside_programs():
     """)
 
 
+def test_jax201_once_per_call_of_an_unrolled_loop_of_updates_is_not_reported():
+    # One call of `update` makes epochs x minibatches optimizer updates (a Python loop unrolled in
+    # the jitted body, as cleanrl's PPO does): a fetch per call is once per many steps.
+    assert findings(_PROGRAMS + """
+    @jax.jit
+    def update(state, batches, epochs):
+        for _ in range(epochs):
+            for b in batches:
+                grads = jax.grad(lambda p: jnp.sum((p - b) ** 2))(state.params)
+                state = state.apply_gradients(grads=grads)
+        return state, jnp.sum(state.params)
+
+    def fit(state, batches, epochs, iterations):
+        for it in range(iterations):
+            state, total = update(state, batches, epochs)
+            print(it, total.item())
+        return state
+    """) == []
+
+
+def test_jax201_an_unrolled_loop_of_gradients_with_one_update_is_still_a_step():
+    assert_marked(_PROGRAMS + """
+    @jax.jit
+    def accumulate(params, opt_state, micro, k):
+        grads = jnp.zeros_like(params)
+        for i in range(k):
+            grads = grads + jax.grad(lambda p: jnp.sum((p - micro[i]) ** 2))(params)
+        updates, opt_state = tx.update(grads, opt_state)
+        return optax.apply_updates(params, updates), opt_state, jnp.sum(grads)
+
+    def fit(params, opt_state, batches, k):
+        for micro in batches:
+            params, opt_state, gnorm = accumulate(params, opt_state, micro, k)
+            print(gnorm.item())  # expect: JAX201
+        return params
+    """)
+
+
 def test_jax201_once_per_sweep_point_is_not_reported():
     assert findings(_PROGRAMS + """
     @jax.jit

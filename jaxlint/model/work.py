@@ -67,6 +67,14 @@ def _is_update(call: ast.Call) -> bool:
     return False
 
 
+def _updates_per_iteration(loop) -> bool:
+    """A Python loop, not a short literal one, that makes an optimizer update in every iteration
+    (nested loops included)."""
+    if loop.kind == "comprehension" or loop.bounded:
+        return False
+    return any(_is_update(c) for c in loop.all_calls())
+
+
 class WorkQueries:
     """Work per iteration. Mixed into :class:`~jaxlint.model.ModuleModel`."""
 
@@ -189,6 +197,10 @@ class WorkQueries:
                      and not _small_trip_count(c, qn)]
             if loops:
                 result = not any(_is_update(c) for c in f.calls)
+            elif any(_updates_per_iteration(lp) for lp in f.loops):
+                # ``for _ in range(epochs): for mb in ...: state = state.apply_gradients(...)`` unrolled
+                # in one compiled function: every call makes many optimizer updates, not one step
+                result = True
             else:
                 # a compiled function that hands its work to a helper: ``return rollout(state)``
                 result = any(self._function_runs_program(g, True, depth + 1)
