@@ -177,6 +177,7 @@ def _draws(fn: str) -> bool:
 _TEST_INPUTS = "test inputs from one key"
 _TEST_LOOP_VARIES = "test loop varies otherwise"
 _SAME_CASE = ", and the test checks the same case over and over"
+_FIXED_DATA = "draws from a literal seed"
 
 
 class KeyReuse(Rule):
@@ -208,7 +209,13 @@ class KeyReuse(Rule):
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
                     "correlation rarely changes what it checks. A key never advanced in a test loop whose "
                     "iterations are otherwise the same is reported by default: the loop checks one case over and "
-                    "over.")
+                    "over. Two `jax.random` calls outside a loop drawing from a key made from a literal seed in the "
+                    "code (`rng = jax.random.PRNGKey(0)`, or split from one): the values are fixed by the author "
+                    "(fake batches for a benchmark, dummy inputs to an `init`, fixtures), and their correlation "
+                    "rarely matters (the 7 such findings outside tests on the review sets were all fake benchmark "
+                    "batches, not worth changing). A key "
+                    "from a parameter, a config seed or a loop, or a fixed key handed to the module's own "
+                    "functions that draw from it (a model's random features), is reported by default.")
     bad = """
         import jax
 
@@ -301,9 +308,14 @@ class KeyReuse(Rule):
                              "on every path",
                              "the two uses are not exclusive branches, different derivations (`fold_in` with "
                              "different data) or index draws meant to pair two arrays"]
-                    yield self.finding(use.call, self._message(prev, use),
-                                       opt_in=_TEST_INPUTS if model.in_test_code(use.call) else None,
-                                       evidence=facts)
+                    opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
+                    seeded = keydraws.constant_seed(model, use) if all(
+                        model.random_function(u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)) else None
+                    if seeded is not None:
+                        facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
+                                     "with no loop in between: the draws are the same numbers on every run")
+                        opt_in = opt_in or _FIXED_DATA
+                    yield self.finding(use.call, self._message(prev, use), opt_in=opt_in, evidence=facts)
                     break
 
     @staticmethod
@@ -355,10 +367,12 @@ class KeyReuse(Rule):
                 what += _SAME_CASE
             else:
                 opt_in = _TEST_LOOP_VARIES
+        stepping = model.step_loop(loop, use.ctx)
         facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
                  f"{loop.node.lineno} rebinds",
-                 f"the loop on line {loop.node.lineno} runs steps (not a few literal items), and the key is not "
-                 "folded with data that changes per iteration"]
+                 (f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping else
+                  f"the loop on line {loop.node.lineno} keeps each iteration's draw beside the others")
+                 + ", and the key is not folded with data that changes per iteration"]
         return self.finding(use.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
                                        f", so {what}; split it in the loop (`{k}, sub = jax.random.split({k})`) and "
                                        f"use `sub`, or derive a key per step (`jax.random.fold_in({k}, step)`)"),

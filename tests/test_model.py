@@ -3860,3 +3860,46 @@ def test_folded_per_call_needs_every_use_of_the_key_to_be_folded_with_varying_da
     makers = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "key"),
                     key=lambda n: n.lineno)
     assert [keydraws.folded_per_call(m, k) for k in makers] == [True, False, False]
+
+
+def test_constant_seed_follows_a_key_back_to_a_literal_seed_without_a_loop():
+    tree, m = build("""
+    import jax
+
+    SEED = 3
+
+    def fake_batch(n):
+        rng = jax.random.PRNGKey(0)
+        a = jax.random.normal(rng, (n,))
+        k1, k2 = jax.random.split(jax.random.key(SEED))
+        b = jax.random.normal(k1, (n,))
+        c = jax.random.fold_in(k2, 5)
+        d = jax.random.normal(c, (n,))
+        return a, b, d
+
+    def from_caller(key, n, step):
+        e = jax.random.normal(key, (n,))
+        f = jax.random.fold_in(jax.random.key(0), step)
+        g = jax.random.normal(f, (n,))
+        return e, g
+
+    def per_step(n, steps):
+        rng = jax.random.PRNGKey(0)
+        for _ in range(steps):
+            rng, k = jax.random.split(rng)
+            h = jax.random.normal(k, (n,))
+        return h
+    """)
+    draws = {}
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "normal":
+            draws[call.lineno] = keydraws.constant_seed(m, m.key_use(call))
+    fixed = {line: ast.unparse(maker) if maker is not None else None for line, maker in draws.items()}
+    assert fixed == {
+        8: "jax.random.PRNGKey(0)",       # a literal seed
+        10: "jax.random.key(SEED)",       # split from a module constant seed
+        12: "jax.random.key(SEED)",       # fold_in with constant data keeps it fixed
+        16: None,                         # the caller's key
+        18: None,                         # fold_in with the step: differs per call
+        25: None,                         # split per iteration of a loop
+    }

@@ -825,6 +825,66 @@ def test_jax502_two_draws_from_one_key_in_a_test_are_opt_in(tmp_path):
         assert _default(src, "JAX502", path=str(path)) == default
 
 
+def test_jax502_draws_from_a_literal_seed_outside_a_loop_are_opt_in():
+    src = """
+    import jax
+
+    def get_fake_batch(batch_size):
+        rng = jax.random.PRNGKey(0)
+        images = jax.random.normal(rng, (batch_size, 28, 28, 1))
+        labels = jax.random.randint(rng, (batch_size,), 0, 10)
+        return images, labels
+
+    def make_data(seed, n):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.normal(key, (n, 3))
+        noise = jax.random.normal(key, (n,))
+        return x, noise
+
+    def train(n, steps):
+        rng = jax.random.PRNGKey(0)
+        for _ in range(steps):
+            rng, k = jax.random.split(rng)
+            noise = jax.random.normal(k, (n,))
+            mask = jax.random.bernoulli(k, 0.5, (n,))
+        return noise, mask
+
+    def features(key, shape):
+        return jax.random.normal(key, shape)
+
+    def gate(key, shape):
+        return jax.random.normal(key, shape) > 0
+
+    def attention(q, shape):
+        rng_key = jax.random.PRNGKey(17)
+        f = features(rng_key, shape)
+        g = gate(rng_key, shape)
+        return q * f * g
+
+    def fake_tokens(batch_size):
+        rng = jax.random.PRNGKey(0)
+        batch = {}
+        for k in ("inputs", "targets"):
+            batch[k] = jax.random.randint(rng, (batch_size, 128), 0, 999)
+        return batch
+
+    def init_layers(key, shape):
+        layers = {}
+        for k in ("w1", "w2"):
+            layers[k] = jax.random.normal(key, shape)
+        return layers
+    """
+    found = _found(src, "JAX502")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [
+        (7, "draws from a literal seed"),  # fixed fake data
+        (13, None),                        # the seed comes from the caller
+        (21, None),                        # a key split per step from a literal seed is new each step
+        (33, None),                        # a fixed key handed to two drawing functions of the module
+        (40, None),                        # a literal loop keeping its draws: the loop case, by default
+        (46, None),                        # ... also from the caller's key: two identical layers
+    ]
+
+
 def test_jax502_key_never_advanced_in_a_test_loop_is_reported_when_the_iterations_are_otherwise_alike():
     src = """
     import jax

@@ -218,6 +218,46 @@ def drawn_in_place(m, maker: ast.Call) -> bool:
                 return True
     return False
 
+
+def constant_seed(m, use) -> Optional[ast.Call]:
+    """The key constructor with a constant seed that fixes the key a :class:`~jaxlint.model.keys.KeyUse`
+    reads, when every step from it to that key is fixed too: ``rng = jax.random.PRNGKey(0)``,
+    ``k1, k2 = jax.random.split(jax.random.key(0))`` or ``fold_in(key(0), 3)``, none of it in a
+    loop (a literal loop over names that keeps its draws is JAX502's loop case). The draws from such a
+    key are the same numbers on every run, chosen by the author (fake batches, dummy inputs to an
+    ``init``, fixtures). A key a parameter, a loop (``rng, k = split(rng)`` per step) or a
+    non-constant ``fold_in`` brings in is not fixed. None otherwise."""
+    ev = use.event
+    if ev is None or ev.kind != "assign" or ev.loops or (use.ctx is not None and use.ctx.loops):
+        return None  # a key threaded through a loop is a new key each iteration: not a fixture
+    return _seeded(m, ev.value, ev.scope, 0)
+
+
+def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[ast.Call]:
+    if depth > 4 or not m.work.spend():
+        return None
+    while isinstance(value, ast.Subscript):
+        if not isinstance(value.slice, ast.Constant):
+            return None
+        value = value.value
+    if isinstance(value, ast.Name):
+        ev = m.binding(value.id, scope, _pos(value))
+        if ev is None or ev.kind != "assign" or ev.loops:
+            return None
+        return _seeded(m, ev.value, ev.scope, depth + 1)
+    if not isinstance(value, ast.Call):
+        return None
+    if m.resolve(value.func, scope) in KEY_MAKERS:
+        seed = call_arg(value, 0, "seed")
+        return value if m.const_int(seed, scope, fold=False) is not None else None
+    fn = m.random_function(value, scope)
+    if fn not in DERIVERS:
+        return None
+    if fn == FOLD_IN and m.const_int(call_arg(value, 1, "data"), scope) is None:
+        return None
+    return _seeded(m, call_arg(value, 0, "key"), scope, depth + 1)
+
+
 def folded_per_call(m, maker: ast.Call) -> bool:
     """Whether every ``jax.random`` use of the key a constructor call makes, in its function, is
     ``fold_in(key, data)`` with data that is not a constant (``fold_in(key(0), state.step)``, the
