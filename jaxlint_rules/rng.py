@@ -17,7 +17,7 @@ from jaxlint.model import (
     called_once,
     is_draw,
 )
-from jaxlint.model import keydraws, roles
+from jaxlint.model import deviceloops, keydraws, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
@@ -529,16 +529,22 @@ class ConstantKeyInLoop(Rule):
             return None  # ``fold_in(key(0), step)``: a different key on every call
         if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
-        freq = roles.frequency(model, f)
-        if freq.kind != roles.PER_STEP_CALLS:
-            return None
-        rep = freq.rep
+        device_loop = deviceloops.loop_running(model, f)
+        if device_loop is not None:
+            why = f"the body of `{unparse(device_loop.func, 30)}` on line {device_loop.lineno}"
+            evidence = [f"`{f.name}` is passed as the body of `{unparse(device_loop.func, 30)}` on line "
+                        f"{device_loop.lineno}: its compiled code runs at every iteration of that loop"]
+        else:
+            freq = roles.frequency(model, f)
+            if freq.kind != roles.PER_STEP_CALLS:
+                return None
+            why, evidence = _why_repeats(freq.rep), freq.evidence
         return self.finding(call, (f"`{unparse(call, 30)}` with a constant seed in `{f.name}`, which runs at every "
-                                   f"step ({_why_repeats(rep)}), makes the same key on every call, so every step "
+                                   f"step ({why}), makes the same key on every call, so every step "
                                    "draws the same random numbers; make the key once, pass it in and split it per "
                                    "step, or derive one with `jax.random.fold_in(key, step)`"),
                             opt_in=_TEST_INPUTS if model.in_test_code(call) else None,
-                            evidence=freq.evidence)
+                            evidence=evidence)
 
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]

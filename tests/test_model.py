@@ -3903,3 +3903,33 @@ def test_constant_seed_follows_a_key_back_to_a_literal_seed_without_a_loop():
         18: None,                         # fold_in with the step: differs per call
         25: None,                         # split per iteration of a loop
     }
+
+
+def test_a_device_loop_runs_its_body_function_and_is_its_python_call_site():
+    tree, m = build("""
+    import jax
+    from jax import lax
+
+    def rollout(state, n):
+        def body(s, _):
+            return s + 1, s
+        def short_body(i, s):
+            return s * 2
+        def cond(s):
+            return s < n
+        def grow(s):
+            return s + 1
+        s, ys = lax.scan(body, state, None, n)
+        s = lax.fori_loop(0, 3, short_body, s)
+        return lax.while_loop(cond, grow, s), ys
+    """)
+    from jaxlint.model import deviceloops, frequency as F
+    found = {name: deviceloops.loop_running(m, func(m, name)) for name in ("body", "short_body", "cond", "grow")}
+    assert {k: (ast.unparse(v.func), v.lineno) if v else None for k, v in found.items()} == {
+        "body": ("lax.scan", 14),
+        "short_body": None,      # a literal 3-trip loop: short, inside one step
+        "cond": None,            # the condition, not the body
+        "grow": ("lax.while_loop", 16),
+    }
+    # at the Python level the scan is where `body` is called (traced once per call of the scan)
+    assert [(call.lineno, g.name) for call, g in F.callers(m, func(m, "body"))] == [(14, "rollout")]

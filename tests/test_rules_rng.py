@@ -504,6 +504,30 @@ def test_jax503_nested_step_loops():
 # --------------------------------------------------------------------------- JAX503 negatives
 
 
+def test_jax503_constant_key_in_the_body_of_a_device_loop():
+    # the body's compiled code runs at every iteration of the scan, whatever the body is named
+    src = """
+    import jax
+    from jax import lax
+
+    def collect(env, state, n):
+        def fill(env_state, unused):
+            k_a, k_s = jax.random.split(jax.random.PRNGKey(0))
+            action = env.sample(k_a)
+            return env.step(k_s, env_state, action), action
+        return lax.scan(fill, state, None, n)
+
+    def four_times(x):
+        def body(i, c):
+            k = jax.random.PRNGKey(0)
+            return c + jax.random.normal(k, c.shape)
+        return lax.fori_loop(0, 4, body, x)
+    """
+    found = _found(src, "JAX503")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [(7, None)]
+    assert "the body of `lax.scan` on line 10" in found[0][2]
+
+
 def test_jax503_seed_from_the_loop_variable_is_not_reported():
     assert findings("""
     import jax

@@ -15,6 +15,7 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
+from . import deviceloops
 from . import limits as L
 from .records import FunctionInfo, Loop, Repetition
 from .syntax import statement_walk, walk
@@ -111,7 +112,8 @@ def escaping_names(f: FunctionInfo) -> frozenset:
 
 def callers(m, f: FunctionInfo) -> list:
     """``(call, caller)`` for every call of ``f`` in this module (``caller`` the function the
-    call is in, None at module or class level): ``f(...)``, ``self.f(...)``, a name bound to it."""
+    call is in, None at module or class level): ``f(...)``, ``self.f(...)``, a name bound to it,
+    and the device loop that runs it as its body (its Python code runs once per call of the loop)."""
     memo = m.__dict__.setdefault("_callers_memo", {})
     if id(f) in memo:
         return memo[id(f)]
@@ -120,6 +122,9 @@ def callers(m, f: FunctionInfo) -> list:
         for call in m.calls_by_name.get(f.name, ()):
             if any(g is f for g in m.local_functions(call.func, m.scope_at(call))):
                 out.append((call, m.function_at(call)))
+        loop = deviceloops.loop_running(m, f)
+        if loop is not None:  # ``lax.scan(f, ...)`` traces ``f`` once per call of the scan
+            out.append((loop, m.function_at(loop)))
     memo[id(f)] = out
     return out
 

@@ -23,12 +23,10 @@ from typing import Iterator, Optional
 from .. import conventions
 from .. import names as N
 from . import limits as L
-from .records import BOUNDED_TRIPS, FunctionInfo, Loop, Scope
+from .deviceloops import DEVICE_LOOPS, small_trip_count
+from .records import FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
 
-# Device loops: one call runs its body many times on the accelerator.
-DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
-                          "flax.nnx.scan", "flax.nnx.fori_loop", "flax.nnx.while_loop"})
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
 _UPDATE_CALLS = frozenset({"apply_updates", "apply_gradients"})
@@ -36,24 +34,6 @@ _UPDATE_CALLS = frozenset({"apply_updates", "apply_gradients"})
 _DIFFERENTIATING = frozenset({q for q, policy in N.TRANSFORMS.items() if policy == "argnums"} | {
     "jax.vjp", "jax.jvp", "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad",
     "flax.nnx.grad", "flax.nnx.value_and_grad"})
-
-
-def _small_trip_count(call: ast.Call, qn: str) -> bool:
-    """``lax.fori_loop(0, 4, ...)``, ``lax.scan(f, c, xs, length=2)``: a literal trip count of at
-    most BOUNDED_TRIPS (a short loop inside one step)."""
-    def lit(node) -> Optional[int]:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-            return node.value
-        return None
-
-    if qn.endswith("fori_loop") and len(call.args) >= 2:
-        lo, hi = lit(call.args[0]), lit(call.args[1])
-        return lo is not None and hi is not None and hi - lo <= BOUNDED_TRIPS
-    for kw in call.keywords:
-        if kw.arg == "length":
-            n = lit(kw.value)
-            return n is not None and n <= BOUNDED_TRIPS
-    return False
 
 
 def _is_update(call: ast.Call) -> bool:
@@ -173,7 +153,7 @@ class WorkQueries:
             qn = self.resolve(call.func, scope)
             if qn in DEVICE_LOOPS:
                 # ``lax.fori_loop(0, n, body, state)`` called outside jit: one compiled device loop
-                memo[key] = not _small_trip_count(call, qn)
+                memo[key] = not small_trip_count(call, qn)
             elif qn in N.LIBRARY_PROGRAMS or self._solver_run(call, scope):
                 memo[key] = True
             elif self._imported_program(call.func, scope):
@@ -194,7 +174,7 @@ class WorkQueries:
         result = False
         if compiled or f.traced:
             loops = [c for c in f.calls if (qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS
-                     and not _small_trip_count(c, qn)]
+                     and not small_trip_count(c, qn)]
             if loops:
                 result = not any(_is_update(c) for c in f.calls)
             elif any(_updates_per_iteration(lp) for lp in f.loops):
@@ -209,7 +189,7 @@ class WorkQueries:
             # a Python function that loops over compiled steps, calls a device loop outside jit
             # (``return lax.fori_loop(0, n, body, state)``), or calls a function that does
             result = any(self._dispatches_steps(lp) for lp in f.loops) or any(
-                ((qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not _small_trip_count(c, qn))
+                ((qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not small_trip_count(c, qn))
                 or qn in N.LIBRARY_PROGRAMS or self._solver_run(c, f.scope)
                 for c in f.calls) or any(
                 self._function_runs_program(g, c2, depth + 1)

@@ -1,0 +1,69 @@
+"""Device loops: ``lax.scan``/``fori_loop``/``while_loop`` (and flax nnx's), one call of which runs
+its body many times on the accelerator. Which calls are device loops, whether a literal trip count
+makes one a short loop inside a step, and which device loop a function is the body of.
+
+At trace time the body runs once per trace of the call; at run time its compiled code runs at
+every iteration. Rules about what the compiled program does (a constant key draws the same
+numbers at every iteration) ask :func:`loop_running` ; rules about Python-level calls (a wrapper
+rebuilt per call) must not: the body is traced once.
+
+Functions of the model (``m``), not a mixin.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .records import BOUNDED_TRIPS, FunctionInfo
+from .syntax import call_arg
+
+DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
+                          "flax.nnx.scan", "flax.nnx.fori_loop", "flax.nnx.while_loop"})
+# Where each loop takes the function it runs per iteration: (position, keyword).
+_BODY_ARG = {"jax.lax.scan": (0, "f"), "jax.lax.fori_loop": (2, "body_fun"),
+             "jax.lax.while_loop": (1, "body_fun"), "flax.nnx.fori_loop": (2, "body_fun"),
+             "flax.nnx.while_loop": (1, "body_fun")}
+
+
+def small_trip_count(call: ast.Call, qn: str) -> bool:
+    """``lax.fori_loop(0, 4, ...)``, ``lax.scan(f, c, xs, length=2)``: a literal trip count of at
+    most BOUNDED_TRIPS (a short loop inside one step)."""
+    def lit(node) -> Optional[int]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        return None
+
+    if qn.endswith("fori_loop") and len(call.args) >= 2:
+        lo, hi = lit(call.args[0]), lit(call.args[1])
+        return lo is not None and hi is not None and hi - lo <= BOUNDED_TRIPS
+    for kw in call.keywords:
+        if kw.arg == "length":
+            n = lit(kw.value)
+            return n is not None and n <= BOUNDED_TRIPS
+    return False
+
+
+def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
+    """The device loop of this module that runs ``f`` as its body at every iteration
+    (``lax.scan(f, init, None, n)``, ``lax.fori_loop(0, n, f, x)``), not a short literal one;
+    None when no such call names ``f``."""
+    memo = m.__dict__.setdefault("_loop_running_memo", {})
+    if id(f) in memo:
+        return memo[id(f)]
+    found = None
+    for short in {q.rsplit(".", 1)[1] for q in _BODY_ARG}:
+        for call in m.calls_by_name.get(short, ()):
+            scope = m.scope_at(call)
+            qn = m.resolve(call.func, scope)
+            where = _BODY_ARG.get(qn)
+            if where is None or small_trip_count(call, qn):
+                continue
+            body = call_arg(call, *where)
+            if body is not None and any(g is f for g in m.local_functions(body, scope)):
+                found = call
+                break
+        if found is not None:
+            break
+    memo[id(f)] = found
+    return found
