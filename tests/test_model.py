@@ -1417,10 +1417,18 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 import matplotlib.pyplot as plt
+import gymnasium as gym
 
 @jax.jit
 def policy(p, obs):
     return jnp.argmax(obs @ p), jnp.sum(p)
+
+def play(p, obs, n, make_env, sim):
+    vec = gym.vector.SyncVectorEnv([make_env() for _ in range(4)])
+    for t in range(n):
+        action, v = policy(p, obs)
+        obs, r, term, trunc, info = vec.advance(jax.device_get(action))
+        sim.advance(np.array(action))
 
 class Learner:
     def __init__(self):
@@ -1491,6 +1499,8 @@ def _fetch_at(tree, m, line_text):
     ("frames.append(float(v))", None),                                     # so is a list
     ("policy(p, np.asarray(action))", None),                               # compiled code
     ("self.helper(np.asarray(params))", None),                             # code of this module
+    ("obs, r, term, trunc, info = vec.advance(jax.device_get(action))", "vec.advance"),  # a gym object, any method
+    ("sim.advance(np.array(action))", None),                               # an object nothing says is the host's
 ])
 def test_host_consumer(line_text, consumer):
     tree, m = build(_HOST)

@@ -919,6 +919,28 @@ def test_jax201_values_the_host_consumes_are_not_reported():
     """, "JAX201") == []
 
 
+def test_jax201_an_object_a_host_library_made_consumes_values_whatever_its_method_is_called():
+    # the receiver's type comes from the import, not from the method's name: `vec.advance` of a
+    # gymnasium vector env needs the actions on the host; `sim.advance` of an unknown object does not say
+    src = _TRAIN_STEP + """
+    import gymnasium as gym
+
+    @jax.jit
+    def policy(params, obs):
+        return jnp.argmax(obs @ params), jnp.max(obs @ params)
+
+    def play(params, obs, n, make_env, sim):
+        vec = gym.vector.SyncVectorEnv([make_env() for _ in range(4)])
+        for t in range(n):
+            action, value = policy(params, obs)
+            obs, reward, term, trunc, info = vec.advance(jax.device_get(action))
+        for t in range(n):
+            action, value = policy(params, obs)
+            sim.advance(np.asarray(action))  # expect: JAX201
+    """
+    assert_marked(src)
+
+
 def test_jax201_records_are_not_host_consumers():
     assert_marked(_TRAIN_STEP + """
     import wandb

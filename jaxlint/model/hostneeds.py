@@ -22,7 +22,7 @@ from .syntax import _pos, last_name, unparse, walk
 # Host libraries that take the fetched value for their own computation (not a log or a record):
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
 HOST_LIBRARIES = ("torch.", "json.", "pickle.", "PIL.", "shapely.", "cv2.", "imageio.", "pyspiel.",
-                  "gym.", "gymnasium.", "numpy.testing.", "sentencepiece.")
+                  "gym.", "gymnasium.", "envpool.", "numpy.testing.", "sentencepiece.")
 # Calls that pace a loop by the host: a person typing, a frame drawn or shown, a real-time wait.
 PACING_CALLS = frozenset({"builtins.input", "time.sleep"})
 PACING_PREFIXES = ("matplotlib.", "IPython.display.", "mediapy.", "cv2.imshow", "cv2.waitKey")
@@ -88,11 +88,27 @@ def _consumes(m, c: ast.Call) -> bool:
     if qn is not None:
         return qn.startswith(HOST_LIBRARIES) or qn in N.NUMPY_HOST_IO
     f = c.func
-    if not isinstance(f, ast.Attribute) or not conventions.active().matches("host-consumer-methods", f.attr):
+    if not isinstance(f, ast.Attribute):
+        return False
+    if _host_object(m, f.value, scope):
+        return True  # ``envs = gym.vector.SyncVectorEnv(...)``; ``envs.step(actions)``, whatever the method
+    if not conventions.active().matches("host-consumer-methods", f.attr):
         return False
     if m.callable_info(f, scope) is not None or m.local_functions(f, scope):
         return False  # compiled, or code of this module
     return not m.is_jax(f.value, scope)
+
+
+def _host_object(m, recv: ast.AST, scope) -> bool:
+    """A name bound once in reach to an object a host library made (``envs =
+    gym.vector.SyncVectorEnv(...)``, ``envs = envpool.make(...)``): its methods run on the host."""
+    if not isinstance(recv, ast.Name):
+        return False
+    ev = m.binding(recv.id, scope, _pos(recv))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    qn = m.resolve(ev.value.func, ev.scope)
+    return qn is not None and qn.startswith(HOST_LIBRARIES)
 
 
 def hands_off(m, call: ast.Call, loop: Loop) -> bool:
