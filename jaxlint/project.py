@@ -42,7 +42,8 @@ class ProjectResolver:
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
         self._programs: dict = {}  # (path, name) -> (runs a program, what deciding it consulted)
-        self._loop_callers: dict = {}  # (path, name) -> ((file, line) or None, what it consulted)
+        self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
+        self._loop_indexes: dict = {}  # project file -> its _LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> its .py files and their bytes
         self.depth = 0
 
@@ -55,6 +56,7 @@ class ProjectResolver:
         self._deps.clear()
         self._programs.clear()
         self._loop_callers.clear()
+        self._loop_indexes.clear()
         self._project_listing.clear()
 
     # ----------------------------------------------------------- dependencies
@@ -243,7 +245,7 @@ class ProjectResolver:
         self._note(deps)
         return found
 
-    def loop_caller(self, path: str, name: str) -> Optional[tuple]:
+    def loop_caller(self, path: str, name: str, cls: Optional[str] = None) -> Optional[tuple]:
         """``(file, line, ranged)`` of a call, in another module of the project, of the top-level function
         ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not
         over a literal collection), through ``from mod import name [as alias]`` or ``import mod
@@ -251,9 +253,12 @@ class ProjectResolver:
         above the file's top package (or the file's folder, for a script). Asked only where only a
         naming convention would say how often ``name`` runs; the files that mention the name are
         recorded for the result cache (a module added later that calls it is seen once the
-        checked file or one of those changes)."""
+        checked file or one of those changes). With ``cls``, ``name`` is a method of the file's
+        top-level class ``cls``, called on an instance the other module makes in reach of the loop
+        (``evaler = eval_manager.EvalManager(...)`` then ``evaler.run_one_eval(...)``, or stored on
+        ``self``)."""
         path = self._abspath(path)
-        key = (path, name)
+        key = (path, name, cls)
         memo = self._loop_callers
         if key in memo:
             found, deps = memo[key]
@@ -262,16 +267,21 @@ class ProjectResolver:
         root = _project_root(path)
         deps: set = set()
         found = None
-        needle = name.encode()
+        # a file that imports the function (or its module) spells the module's name
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(os.path.dirname(path))
+        needles = [name.encode(), stem.encode()] + ([cls.encode()] if cls else [])
         for other, data in self._project_texts(root):
-            if other == path or needle not in data:
+            if other == path or not all(n in data for n in needles):
                 continue
             deps.add(("f", other, content_hash(data)))
-            try:
-                tree = ast.parse(decode_source(data), filename=other)
-            except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+            if other not in self._loop_indexes:
+                self._loop_indexes[other] = _LoopCalls.of(other, data)
+            index = self._loop_indexes[other]
+            if index is None:
                 continue
-            hit = _call_in_loop(tree, other, path, name, self)
+            hit = index.find(path, name, self, cls)
             if hit is not None:
                 found = (other, *hit)
                 break
@@ -455,7 +465,16 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
         found = _module_file(root, parts, isfile)
         if found is not None:
             return found
-    return None
+    # a namespace package (PEP 420, no ``__init__.py``): ``import scenic.projects.x.evaluate``
+    # seen from .../scenic/projects/x/ is rooted above the folder named like its first part
+    folder = here
+    while True:
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        if os.path.basename(folder) == parts[0] and parent not in (here, top):
+            return _module_file(parent, parts, isfile)
+        folder = parent
 
 
 def _project_root(path: str) -> str:
@@ -480,41 +499,104 @@ def _literal_loop(node: ast.AST) -> bool:
     return isinstance(it, (ast.Tuple, ast.List, ast.Set))
 
 
-def _call_in_loop(tree: ast.Module, path: str, target: str, name: str, resolver) -> Optional[tuple]:
-    """``(line, ranged)`` of a call of ``target``'s top-level ``name`` inside a loop of the module
-    ``tree`` (at ``path``), through its imports of that module or name; ``ranged``: the innermost
-    loop around it is a loop over steps (``while``, ``range``, ``count``, ``enumerate(range(...))``)."""
-    from .model.records import _is_steplike
-    direct: set = set()  # local names bound to the function
-    modules: set = set()  # local names bound to its module
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == name and resolver.locate(path, node.module, node.level) == target:
-                    direct.add(alias.asname or alias.name)
-                elif alias.name != "*":
-                    sub = f"{node.module}.{alias.name}" if node.module else alias.name
-                    if resolver.locate(path, sub, node.level) == target:
-                        modules.add(alias.asname or alias.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname and resolver.locate(path, alias.name, 0) == target:
-                    modules.add(alias.asname)
-    if not direct and not modules:
+class _LoopCalls:
+    """What one project file offers :meth:`ProjectResolver.loop_caller`, from one walk of it: its
+    imports, the names and ``self`` attributes it binds to calls (``ev = mod.Cls(...)``), and the
+    calls it makes inside loops (not over a literal collection, not in a function defined in the
+    loop), each with its line and whether the innermost loop runs steps (``while``, ``range``,
+    ``count``, ``enumerate(range(...))``). Built once per file and process, asked for many names."""
+
+    __slots__ = ("path", "imports", "made", "calls")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.imports: list = []  # (module, level, imported name or None for ``import m as a``, local name)
+        self.made: list = []  # (callee spelling, ("name", v) or ("self", attr))
+        self.calls: dict = {}  # last name of the callee -> [(spelling, line, ranged)]
+
+    @classmethod
+    def of(cls, path: str, data: bytes) -> Optional["_LoopCalls"]:
+        try:
+            tree = ast.parse(decode_source(data), filename=path)
+        except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+            return None
+        from .model.records import _is_steplike
+        out = cls(path)
+        todo = [(tree, None)]
+        while todo:
+            node, loop = todo.pop()
+            if isinstance(node, ast.ImportFrom):
+                out.imports.extend((node.module, node.level, a.name, a.asname or a.name) for a in node.names
+                                   if a.name != "*")
+            elif isinstance(node, ast.Import):
+                out.imports.extend((a.name, 0, None, a.asname) for a in node.names if a.asname)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                made = _spelling(node.value.func)
+                if made is not None:
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            out.made.append((made, ("name", t.id)))
+                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            out.made.append((made, ("self", t.attr)))
+            if isinstance(node, ast.Call) and loop is not None:
+                spelled = _spelling(node.func)
+                if spelled is not None:
+                    ranged = isinstance(loop, ast.While) or (
+                        isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
+                    out.calls.setdefault(spelled[-1], []).append((spelled, node.lineno, ranged))
+            inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                inner = None  # a function defined in a loop runs when called, not per iteration
+            todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        for calls in out.calls.values():
+            calls.sort(key=lambda c: c[1])
+        return out
+
+    def find(self, target: str, name: str, resolver, cls: Optional[str] = None) -> Optional[tuple]:
+        """``(line, ranged)`` of the first call in a loop of ``target``'s top-level ``name``
+        through this file's imports of that module or name; with ``cls``, of the method ``name``
+        on an instance of ``target``'s class ``cls`` bound to a name or a ``self`` attribute
+        anywhere in the file (``v = mod.Cls(...)``; ``v.name(...)``)."""
+        calls = self.calls.get(name)
+        if not calls:
+            return None
+        top = cls or name  # what the file imports: the function, or the method's class
+        direct: set = set()  # local names bound to it
+        modules: set = set()  # local names bound to its module
+        for module, level, imported, local in self.imports:
+            if imported is None:
+                if resolver.locate(self.path, module, 0) == target:
+                    modules.add(local)
+            elif imported == top and resolver.locate(self.path, module, level) == target:
+                direct.add(local)
+            else:
+                sub = f"{module}.{imported}" if module else imported
+                if resolver.locate(self.path, sub, level) == target:
+                    modules.add(local)
+        if not direct and not modules:
+            return None
+        tops = {("name", d) for d in direct} | {("attr", m, top) for m in modules}
+        if cls is None:
+            wanted = {s for s in tops if s[-1] == name}
+        else:
+            instances = {where for made, where in self.made if made in tops}
+            wanted = {("attr", v, name) for kind, v in instances if kind == "name"} | {
+                ("selfattr", a, name) for kind, a in instances if kind == "self"}
+        for spelled, line, ranged in calls:
+            if spelled in wanted:
+                return line, ranged
         return None
-    todo = [(tree, None)]
-    while todo:
-        node, loop = todo.pop()
-        if isinstance(node, ast.Call) and loop is not None:
-            f = node.func
-            if (isinstance(f, ast.Name) and f.id in direct) or (
-                    isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
-                    and f.value.id in modules):
-                ranged = isinstance(loop, ast.While) or (
-                    isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
-                return node.lineno, ranged
-        inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            inner = None  # a function defined in a loop runs when called, not per iteration
-        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+
+def _spelling(func: ast.AST) -> Optional[tuple]:
+    """How a callee is spelled, when it is one a file of the project can be matched on:
+    ``("name", f)``, ``("attr", v, f)`` for ``v.f``, ``("selfattr", a, f)`` for ``self.a.f``."""
+    if isinstance(func, ast.Name):
+        return ("name", func.id)
+    if isinstance(func, ast.Attribute):
+        recv = func.value
+        if isinstance(recv, ast.Name):
+            return ("attr", recv.id, func.attr)
+        if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
+            return ("selfattr", recv.attr, func.attr)
     return None

@@ -78,6 +78,13 @@ def make_project(tmp_path: Path, files: dict) -> Path:
     return tmp_path
 
 
+def path_default_codes(path: Path) -> list:
+    """Sorted (line, code) of the default findings (not opt-in) on one file of a project."""
+    res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
+    assert res.internal_errors == []
+    return sorted((f.line, f.code) for f in res.findings if f.opt_in is None)
+
+
 def path_codes(path: Path) -> list:
     """Sorted (line, code) of every rule's findings on one file of a project (its imports resolved)."""
     res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])

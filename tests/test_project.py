@@ -6,9 +6,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from jaxlint.project import FileListing, ProjectResolver, _may_export_compiled
 from ruletools import make_project as make
 from ruletools import path_codes as codes
+from ruletools import path_default_codes
 
 MODEL = textwrap.dedent("""
     from functools import partial
@@ -400,3 +403,64 @@ def test_the_evidence_names_the_loop_in_the_other_module(tmp_path, capsys):
     assert row["code"] == "JAX102" and "(`q7` is called in a loop in `main.py:4`)" in row["message"]
     assert row["evidence"] == [f"`q7` is called in a loop in another module of the project "
                                f"({tmp_path / 'pkg' / 'main.py'}:4)"]
+
+
+EVALS = textwrap.dedent("""
+    import functools
+    import jax
+
+    def _eval_step(p, x):
+        return p * x
+
+    def inference(p, xs):
+        f = jax.pmap(functools.partial(_eval_step, p))
+        return [f(x) for x in xs]
+
+    def final_report(p, xs):
+        return inference(p, xs)
+
+    class Evaluator:
+        def __init__(self, p):
+            self.p = p
+
+        def run(self, xs):
+            g = jax.pmap(functools.partial(_eval_step, self.p))
+            return [g(x) for x in xs]
+""")
+
+
+def test_a_function_also_called_in_its_own_module_asks_the_project_for_loops(tmp_path):
+    # `inference` is called once in its own module (by a function nothing says how often runs)
+    # and in the training loop of another: the project's call graph decides
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/evals.py": EVALS,
+                    "pkg/train.py": "from . import evals\n"
+                                    "def train(p, xs, n):\n    for step in range(n):\n"
+                                    "        evals.inference(p, xs)\n    return p\n"})
+    assert path_default_codes(tmp_path / "pkg/evals.py") == [(9, "JAX102")]
+
+
+@pytest.mark.parametrize("train, expected", [
+    ("from . import evals\ndef train(p, xs, n):\n    ev = evals.Evaluator(p)\n    for i in range(n):\n"
+     "        ev.run(xs)\n", [(20, "JAX102")]),
+    ("from .evals import Evaluator\ndef train(p, xs, n):\n    ev = Evaluator(p)\n    for i in range(n):\n"
+     "        ev.run(xs)\n", [(20, "JAX102")]),
+    # stored on self in one method and called in a loop of another
+    ("from .evals import Evaluator\nclass T:\n    def __init__(self, p):\n        self.ev = Evaluator(p)\n"
+     "    def fit(self, xs, n):\n        while n:\n            self.ev.run(xs)\n            n -= 1\n",
+     [(20, "JAX102")]),
+    # a method of the same name on an object of another class is not a call of it
+    ("from .evals import Evaluator\nclass Other:\n    def run(self, xs): pass\n"
+     "def train(p, xs, n):\n    ev = Other()\n    for i in range(n):\n        ev.run(xs)\n", []),
+])
+def test_a_method_called_on_an_instance_in_a_loop_of_another_module(tmp_path, train, expected):
+    make(tmp_path, {"pkg/__init__.py": "", "pkg/evals.py": EVALS, "pkg/train.py": train})
+    assert path_default_codes(tmp_path / "pkg/evals.py") == expected
+
+
+def test_an_absolute_import_of_a_namespace_package_finds_the_project_file(tmp_path):
+    # no __init__.py anywhere (PEP 420): `from proj.sub import evals` seen from proj/sub/train.py
+    make(tmp_path, {"proj/sub/evals.py": EVALS,
+                    "proj/sub/train.py": "from proj.sub import evals\n"
+                                         "def train(p, xs, n):\n    for step in range(n):\n"
+                                         "        evals.inference(p, xs)\n    return p\n"})
+    assert path_default_codes(tmp_path / "proj/sub/evals.py") == [(9, "JAX102")]

@@ -62,12 +62,18 @@ def setup_name(name: str) -> bool:
 
 def _project_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
     """``Repetition("elsewhere")`` when another module of the project calls ``f`` (a top-level
-    function of this module) inside a loop: the project's call graph, before any name."""
-    if f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
+    function of this module, or a method of a top-level class on an instance made there) inside
+    a loop: the project's call graph, before any name."""
+    if f.parent is not None or isinstance(f.node, ast.Lambda):
         return None
     if m.project is None or m.path is None:
         return None
-    found = m.project.loop_caller(m.path, f.name)
+    cls = None
+    if f.cls is not None:
+        if not any(stmt is f.cls.node for stmt in m.tree.body):
+            return None
+        cls = f.cls.node.name
+    found = m.project.loop_caller(m.path, f.name, cls)
     if found is None:
         return None
     other, line, ranged = found
@@ -166,7 +172,7 @@ def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
             not m.context(call).loops and (g is None or (g is not f and _runs_once(m, g, depth + 1)))
             for call, g in sites):
         return None  # the call graph shows every call, each made once: the name says nothing more
-    elsewhere = _project_loop_caller(m, f) if not sites else None
+    elsewhere = _project_loop_caller(m, f)  # other modules, before any name
     if elsewhere is not None:
         return elsewhere
     if step_name(f.name):
