@@ -93,6 +93,14 @@ def main():
                 lines = src.read().splitlines()
                 col = lines[0].split("\t").index("path")
                 dst.write(lines[0] + "\n")
+                # verdicts this project's independent reviewers gave on findings newer than the
+                # shared tables, same columns (bench/review/verdicts-<set>-extra.tsv)
+                extra = os.path.join(HERE, "review", f"verdicts-{set_name}-extra.tsv")
+                if os.path.exists(extra):
+                    with open(extra) as fh:
+                        more = fh.read().splitlines()
+                    assert more[0] == lines[0], f"{extra}: columns differ from the shared table"
+                    lines += more[1:]
                 for line in lines[1:]:
                     if repo_of(set_name, line.split("\t")[col]) in split[half]:
                         dst.write(line + "\n")
