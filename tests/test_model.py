@@ -687,9 +687,19 @@ def test_known_trips_of_aranges_and_conditional_bounds():
         for a in np.arange(3, 9): arange_body(a)
         for a in np.arange(0.0, 1.0, 0.1): float_arange_body(a)
         for i in range(n if SMOKE else 10): unknown_branch_body(i)
+        quantiles = jnp.array([0.2, 0.5, 0.8])
+        for q in quantiles: array_name_body(q)
+        for q in np.asarray((1, 2), dtype=np.int32): array_body(q)
+        for q in np.array([n, n]): array_of_names_body(q)
+        for q in np.array(n): array_of_param_body(q)
+        grown = np.array([1, 2])
+        grown = np.append(grown, 3)
+        for q in grown: rebound_array_body(q)
     """)
     for name, trips in (("cond_body", 100), ("arange_name_body", 37), ("arange_body", 6),
-                        ("float_arange_body", None), ("unknown_branch_body", None)):
+                        ("float_arange_body", None), ("unknown_branch_body", None),
+                        ("array_name_body", 3), ("array_body", 2), ("array_of_names_body", 2),
+                        ("array_of_param_body", None), ("rebound_array_body", None)):
         (loop,) = m.context(call_to(tree, name)).loops
         assert m.known_trips(loop.node.iter, m.context(loop.node).scope) == trips, name
 

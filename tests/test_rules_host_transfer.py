@@ -169,6 +169,23 @@ def test_jax201_loop_over_a_few_prompts_fixed_by_the_module_is_not_per_step():
     """, "JAX201") == []
 
 
+def test_jax201_loop_over_an_array_made_from_a_literal_runs_its_length():
+    # iterating a 1-D array yields its rows: three here, however the values are spelled
+    assert findings(_TRAIN_STEP + """
+    def print_row(values, name):
+        quantiles = jnp.array([0.2, 0.5, 0.8])
+        columns = ["(p{})".format(int(q * 100)) for q in quantiles]
+        q_values = jnp.quantile(values, quantiles, axis=0)
+        print(name, columns, q_values)
+    """, "JAX201") == []
+    assert_marked(_TRAIN_STEP + """
+    def print_rows(values, qs):
+        quantiles = jnp.array(qs)
+        columns = ["(p{})".format(int(q * 100)) for q in quantiles]  # expect: JAX201
+        print(columns)
+    """)
+
+
 def test_jax201_a_named_list_that_grows_is_not_a_few_trips():
     assert_marked(_TRAIN_STEP + """
     PROMPTS = ["I love to", "Today is a"]

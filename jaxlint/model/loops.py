@@ -15,6 +15,9 @@ from .syntax import _names_in, _pos, child_nodes, walk
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.
 _ARANGES = frozenset({"numpy.arange", "jax.numpy.arange"})
+# ``jnp.array([0.2, 0.5, 0.8])``: an array made from a literal has as many rows as the literal,
+# and no operation changes an array's length in place
+_ARRAY_OF = frozenset({"numpy.array", "numpy.asarray", "jax.numpy.array", "jax.numpy.asarray"})
 _IN_PLACE = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add",
                        "discard", "setdefault", "popitem", "sort", "reverse", "__setitem__", "__delitem__"})
 
@@ -212,7 +215,7 @@ class LoopQueries:
 
     def known_trips(self, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = False) -> Optional[int]:
         """How many items iterating ``it`` yields, when the module fixes it: a literal tuple, list,
-        set or dict; ``range`` of int constants (names bound once to int literals included); a name
+        set or dict, or an array made from one (``jnp.array([0.2, 0.8])``); ``range`` of int constants (names bound once to int literals included); a name
         bound once to a literal tuple, or to a literal list, set or dict that no code changes in
         place; ``len`` of one of these inside ``range``; ``enumerate``/``reversed``/``zip`` of them.
         None when it depends on anything else."""
@@ -227,6 +230,8 @@ class LoopQueries:
             if value is None:
                 value = self._fixed_range(it, scope)
             return None if value is None else self.known_trips(value, scope, depth + 1, defaults)
+        if self._array_of_literal(it, scope):
+            return self.known_trips(it.args[0], scope, depth + 1, defaults)
         if not (isinstance(it, ast.Call) and it.args and not it.keywords
                 and not any(isinstance(a, ast.Starred) for a in it.args)):
             return None
@@ -275,6 +280,13 @@ class LoopQueries:
             return value
         return None
 
+    def _array_of_literal(self, node: ast.AST, scope: Scope) -> bool:
+        """``np.array([0.2, 0.4])``, ``jnp.asarray((1, 2, 3), dtype=...)``: an array made from a
+        literal list or tuple, whose length is the literal's."""
+        return (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))
+                and all(kw.arg == "dtype" for kw in node.keywords)
+                and self.resolve(node.func, scope) in _ARRAY_OF)
+
     def _fixed_collection(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
         """The literal a name is bound to, once in its scope, when the collection cannot change: a
         tuple, or a list/set/dict that is never changed in place (no ``append``, item assignment
@@ -283,7 +295,7 @@ class LoopQueries:
         if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
             return None
         value = ev.value
-        if isinstance(value, ast.Tuple):
+        if isinstance(value, ast.Tuple) or self._array_of_literal(value, ev.scope):
             return value
         if not isinstance(value, (ast.List, ast.Set, ast.Dict)):
             return None
