@@ -156,6 +156,11 @@ AT_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "m
 # built by these modules' classes whose ``run`` method runs the whole solve (jaxopt's solvers).
 LIBRARY_PROGRAMS = frozenset({"diffrax.diffeqsolve", "optimistix.minimise", "optimistix.root_find",
                               "optimistix.least_squares", "optimistix.fixed_point"})
+# Library calls whose body is a device loop of many iterations wherever they are called, inside
+# jit too: mctx's search policies run ``num_simulations`` simulations in a ``lax.while_loop``
+# (a function that calls one runs a search per call, not one step). Unlike an ODE solve inside a
+# differentiated loss, they are not part of a training step's forward pass.
+SEARCH_PROGRAMS = frozenset({"mctx.muzero_policy", "mctx.gumbel_muzero_policy", "mctx.stochastic_muzero_policy"})
 SOLVER_CLASS_PREFIXES = ("jaxopt.",)
 SOLVER_RUN_METHODS = frozenset({"run"})
 

@@ -1107,10 +1107,16 @@ import jax
 import jax.numpy as jnp
 import diffrax
 import jaxopt
+import mctx
 import optax
 from jax import lax
 
 tx = optax.sgd(0.1)
+
+@jax.jit
+def search(params, root, key, recurrent_fn):
+    return mctx.gumbel_muzero_policy(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
+                                     num_simulations=64)
 
 @jax.jit
 def train_step(p, b):
@@ -1250,6 +1256,9 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     for b in data:
         p, opt_state = two_literal_updates(p, opt_state, b)
         literal_updates_step(p)
+    for e in range(epochs):
+        out = search(p, data, e, micro)
+        mcts_search(out)
 """
 
 
@@ -1272,6 +1281,7 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
     ("unrolled_updates", "unrolled_epochs"),  # a jitted Python loop of optimizer updates: many steps
     ("python_accumulation_step", None),     # a jitted Python loop of gradients, one update after it
     ("literal_updates_step", None),         # two literal-loop updates: a short loop inside one step
+    ("mcts_search", "search"),              # a jitted mctx search: num_simulations simulations per call
 ])
 def test_iteration_program(name, program):
     tree, m = build(_WORK)

@@ -154,7 +154,7 @@ class WorkQueries:
             if qn in DEVICE_LOOPS:
                 # ``lax.fori_loop(0, n, body, state)`` called outside jit: one compiled device loop
                 memo[key] = not small_trip_count(call, qn)
-            elif qn in N.LIBRARY_PROGRAMS or self._solver_run(call, scope):
+            elif qn in N.LIBRARY_PROGRAMS or qn in N.SEARCH_PROGRAMS or self._solver_run(call, scope):
                 memo[key] = True
             elif self._imported_program(call.func, scope):
                 memo[key] = True
@@ -173,8 +173,8 @@ class WorkQueries:
         memo[key] = False  # cycle guard
         result = False
         if compiled or f.traced:
-            loops = [c for c in f.calls if (qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS
-                     and not small_trip_count(c, qn)]
+            loops = [c for c in f.calls if ((qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS
+                                            and not small_trip_count(c, qn)) or qn in N.SEARCH_PROGRAMS]
             if loops:
                 result = not any(_is_update(c) for c in f.calls)
             elif any(_updates_per_iteration(lp) for lp in f.loops):
@@ -190,7 +190,7 @@ class WorkQueries:
             # (``return lax.fori_loop(0, n, body, state)``), or calls a function that does
             result = any(self._dispatches_steps(lp) for lp in f.loops) or any(
                 ((qn := self.resolve(c.func, f.scope)) in DEVICE_LOOPS and not small_trip_count(c, qn))
-                or qn in N.LIBRARY_PROGRAMS or self._solver_run(c, f.scope)
+                or qn in N.LIBRARY_PROGRAMS or qn in N.SEARCH_PROGRAMS or self._solver_run(c, f.scope)
                 for c in f.calls) or any(
                 self._function_runs_program(g, c2, depth + 1)
                 for c in f.calls for g, c2 in self._callees(c.func, f.scope, 0, False))
