@@ -1507,7 +1507,29 @@ def test_jax204_timing_a_jitted_function_with_an_empty_body_is_not_reported():
         for _ in range(n):
             noop(x)
         return (time.perf_counter() - t0) / n
+
+    @jax.jit
+    def identity(graphdef, state):
+        return graphdef, state
+
+    def split_overhead(graphdef, state, n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            graphdef, state = identity(graphdef, state)
+        return (time.perf_counter() - t0) / n
     """, "JAX204") == []
+    # returning a parameter changed is work: the clock reads before it is done
+    assert_marked(_MATMUL_STEP + """
+    @jax.jit
+    def scaled(graphdef, state):
+        return graphdef, state * 2
+
+    def work(graphdef, state, n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            graphdef, state = scaled(graphdef, state)
+        return (time.perf_counter() - t0) / n  # expect: JAX204
+    """)
 
 
 def test_jax204_spellings_of_an_unwaited_measurement():
