@@ -381,8 +381,9 @@ class TransferQueries:
         every iteration computes from the same inputs, as an eval or inference loop over batches
         does), and the fetched value goes into a host container that outlives the iteration
         (``preds.append(np.asarray(pred))``, ``keys += [np.asarray(k)]``, ``out[name] = ...``),
-        directly or through a name assigned in the loop body (``logits = jax.device_get(logits)``
-        and then ``logits_list.append(np.array(logits)[mask])``). Fetching after the loop instead
+        directly or through names assigned from it in the loop body (``logits = jax.device_get(logits)``
+        and then ``logits_list.append(np.array(logits)[mask])``; ``out = jax.device_get(out)``,
+        ``scores = out["psnr"][mask]``, ``psnrs.extend(scores)``). Fetching after the loop instead
         keeps every output in device memory until then and saves only the stall of each batch."""
         if self.host_fetch(call) is None or self.carried_state(loop):
             return False
@@ -397,12 +398,16 @@ class TransferQueries:
         if not isinstance(body, list):
             return False
         stmts = [sub for stmt in body for sub in walk(stmt) if isinstance(sub, ast.stmt)]
-        for st in stmts:
-            if isinstance(st, ast.Assign) and st.value is call:
-                names |= {t.id for t in st.targets if isinstance(t, ast.Name)}
 
         def carries(expr: ast.AST) -> bool:
             return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in walk(expr))
+
+        # the names the fetched value reaches in the iteration, in order: ``out = device_get(out)``,
+        # ``batch = out["psnr"][mask]``, then ``psnrs.extend(batch)``
+        for st in stmts:
+            if isinstance(st, ast.Assign) and carries(st.value):
+                names |= {n.id for t in st.targets if not isinstance(t, ast.Subscript)
+                          for n in walk(t) if isinstance(n, ast.Name)}
 
         for st in stmts:
             stored = None
