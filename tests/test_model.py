@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import ModuleModel, build_model, frequency, hostneeds, keydraws, pytrees, ragged, refs, statics
+from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
+                           refs, statics)
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -856,7 +857,7 @@ def test_periodic_guard(name, periodic):
     tree, m = build(_LOOPS)
     ctx = m.context(call_to(tree, name))
     (loop,) = ctx.loops
-    assert m.periodic_guard(ctx, loop) is periodic
+    assert periodicity.periodic_guard(m, ctx, loop) is periodic
 
 
 _NEST = """
@@ -1011,7 +1012,7 @@ def test_periodic_guards_of_issue_11(name, periodic):
     ctx = m.context(call_to(tree, name))
     step_loop = next(lp for lp in ctx.loops if lp.kind != "for" or not isinstance(lp.node.iter, ast.Call)
                      or ast.unparse(lp.node.iter) != "aux.items()")
-    assert m.periodic_guard(ctx, step_loop) is periodic
+    assert periodicity.periodic_guard(m, ctx, step_loop) is periodic
 
 
 _HELPERS = """
@@ -1076,7 +1077,7 @@ class Trainer:
 def test_periodic_helpers_decided_by_body_or_presumed(name, periodic):
     tree, m = build(_HELPERS)
     ctx = m.context(call_to(tree, name))
-    assert m.periodic_guard(ctx, ctx.loops[0]) is periodic
+    assert periodicity.periodic_guard(m, ctx, ctx.loops[0]) is periodic
 
 
 def test_periodic_helper_does_not_depend_on_its_name():
@@ -1088,7 +1089,7 @@ def test_periodic_helper_does_not_depend_on_its_name():
                            ("body_threshold", False)]:
         tree, m = build(renamed)
         ctx = m.context(call_to(tree, name))
-        assert m.periodic_guard(ctx, ctx.loops[0]) is periodic, name
+        assert periodicity.periodic_guard(m, ctx, ctx.loops[0]) is periodic, name
 
 
 def test_loop_counters():

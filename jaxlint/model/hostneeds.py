@@ -15,7 +15,7 @@ from .. import conventions
 from .. import names as N
 from . import pipelining
 from .loops import mentions
-from .periodicity import _every_iteration, small_literal_period
+from .periodicity import _every_iteration, periodic_test, small_literal_period
 from .records import Loop
 from .syntax import _pos, last_name, unparse, walk
 
@@ -162,7 +162,7 @@ def host_paced(m, loop: Loop) -> Optional[ast.Call]:
         if not pacing:
             continue
         ctx = m.context(c)
-        rare = any(depth > loop.depth and m.periodic_test(test, depth, ctx, loop)
+        rare = any(depth > loop.depth and periodic_test(m, test, depth, ctx, loop)
                    and not small_literal_period(test) for test, depth in ctx.guards)
         if not rare:
             found = c

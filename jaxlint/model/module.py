@@ -18,7 +18,6 @@ from .callables import CallableQueries
 from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
-from .periodicity import PeriodicityQueries
 from .rebinding import RebindingQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
@@ -38,7 +37,7 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries, KeyQueries, PeriodicityQueries, WorkQueries,
+                  RepetitionQueries, RebindingQueries, KeyQueries, WorkQueries,
                   TimingQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 

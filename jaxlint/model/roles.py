@@ -17,7 +17,7 @@ from typing import Optional
 from .. import conventions
 from . import evidence as E
 from . import frequency as F
-from . import hostneeds
+from . import hostneeds, periodicity
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
 
@@ -70,7 +70,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     if loop is None:
         return LoopRole(NO_STEPS, None, ["no loop around it runs JAX work"])
     line = loop.node.lineno
-    guard = model.periodic_guard_test(ctx, loop)
+    guard = periodicity.periodic_guard_test(model, ctx, loop)
     if guard is not None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
                                                  f"now and then in the loop on line {line}"])
