@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
     from jaxlint.edits import Fix
-from jaxlint.model import ModuleModel, at_update, is_str_key, refs
+from jaxlint.model import ModuleModel, at_update, is_str_key, rebinding, refs
 from jaxlint.rule import Finding, Rule, unparse
 
 
@@ -82,7 +82,7 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
     """``name = ...`` at ``stmt`` rebinds the variable the statement reads, and the new value is
     seen (otherwise the rewrite would turn a loud TypeError into an update silently dropped, e.g.
     a parameter "modified in place" for the caller)."""
-    return model.rebinds_local(name, stmt) and model.rebinding_seen(name, stmt)
+    return rebinding.rebinds_local(model, name, stmt) and rebinding.rebinding_seen(model, name, stmt)
 
 
 # --------------------------------------------------------------------------- JAX401
@@ -131,7 +131,7 @@ class InplaceItemAssignment(Rule):
                 continue
             if not model.arrays.item_target(target, scope):
                 continue
-            stmt = model.statement_of(target) if kind == "aug" else None
+            stmt = rebinding.statement_of(model, target) if kind == "aug" else None
             op = stmt.op if isinstance(stmt, ast.AugAssign) else None
             yield self.finding(target, self._message(target, kind, op), self._fix(model, target, kind))
 
@@ -144,7 +144,7 @@ class InplaceItemAssignment(Rule):
         if kind not in ("assign", "aug") or not isinstance(target, ast.Subscript):
             return None
         base = target.value
-        stmt = model.statement_of(target)
+        stmt = rebinding.statement_of(model, target)
         if not isinstance(base, ast.Name) or stmt is None:
             return None
         if isinstance(stmt, ast.Assign):
@@ -392,7 +392,7 @@ class DiscardedFunctionalUpdate(Rule):
     def _fix(model: ModuleModel, call: ast.Call) -> Optional[Fix]:
         """``x.at[i].set(v)`` as an expression statement -> ``x = x.at[i].set(v)``, ``x`` a local
         plain name."""
-        stmt = model.statement_of(call)
+        stmt = rebinding.statement_of(model, call)
         if not isinstance(stmt, ast.Expr) or stmt.value is not call:
             return None
         receiver = call.func.value.value.value  # check() matched ``<receiver>.at[...].<method>(...)``

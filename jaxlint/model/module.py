@@ -18,7 +18,6 @@ from .callables import CallableQueries
 from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
-from .rebinding import RebindingQueries
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .repetition import RepetitionQueries
 from .staging import Staging
@@ -37,7 +36,7 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, RebindingQueries, KeyQueries, WorkQueries,
+                  RepetitionQueries, KeyQueries, WorkQueries,
                   TimingQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 

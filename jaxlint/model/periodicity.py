@@ -160,18 +160,19 @@ def loop_counters(loop: Loop) -> set:
     return out
 
 
-
 def _if_of_test(m, test: ast.AST) -> Optional[ast.If]:
     table = m.__dict__.get("_if_tests")
     if table is None:
         table = m._if_tests = {id(n.test): n for n in m.ifs if isinstance(n, ast.If)}
     return table.get(id(test))
 
+
 def periodic_guard(m, ctx: Context, loop: Optional[Loop] = None) -> bool:
     """Whether an ``if`` inside a loop around the node makes it run only now and then in
     ``loop`` (by default the innermost loop around the node): see the module docstring. A guard
     in an outer loop counts too: a periodic evaluation loop runs only periodically."""
     return periodic_guard_test(m, ctx, loop) is not None
+
 
 def periodic_guard_test(m, ctx: Optional[Context], loop: Optional[Loop] = None) -> Optional[ast.AST]:
     """The test of the periodic guard around a node with this context (see
@@ -182,6 +183,7 @@ def periodic_guard_test(m, ctx: Optional[Context], loop: Optional[Loop] = None) 
         if depth and periodic_test(m, test, depth, ctx, loop):
             return test
     return None
+
 
 def periodic_test(m, test: ast.AST, depth: int, ctx: Context, loop: Optional[Loop] = None) -> bool:
     """Whether one guard of a node with this context (``(test, depth)`` from ``ctx.guards``)
@@ -201,6 +203,7 @@ def periodic_test(m, test: ast.AST, depth: int, ctx: Context, loop: Optional[Loo
         inner |= lp.target_names()
     names = _Names(counters, elements - inner, inner, loops[hot] if loops else None)
     return _periodic_test(m, test, names, m.scope_at(test), 0)
+
 
 def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) -> bool:
     if isinstance(test, ast.BoolOp):
@@ -223,6 +226,7 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
             return _periodic_test(m, ev.value, names, ev.scope, depth + 1)
     return False
 
+
 def _run_switch(m, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
     """A test that the loop does not change: it reads no counter or element of the loop and no
     name or attribute the loop body assigns, and calls nothing but JAX's per-process constants
@@ -244,6 +248,7 @@ def _run_switch(m, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
             return False
     return True
 
+
 def _assigned_in(m, loop: Loop) -> set:
     """What the loop's body and target bind, as spelled (``x``, ``m.count``)."""
     memo = m.__dict__.setdefault("_loop_assigned", {})
@@ -262,6 +267,7 @@ def _assigned_in(m, loop: Loop) -> set:
         memo[id(loop.node)] = out
     return out
 
+
 def _counting_mod(m, expr: ast.AST, inner: set) -> bool:
     """A modulo in ``expr`` whose operands are not only the variables of loops nested inside
     the loop that counts."""
@@ -270,6 +276,7 @@ def _counting_mod(m, expr: ast.AST, inner: set) -> bool:
         if not names or not names <= inner:
             return True
     return False
+
 
 def _periodic_compare(m, test: ast.Compare, names: "_Names") -> bool:
     ops = test.ops
@@ -285,6 +292,7 @@ def _periodic_compare(m, test: ast.Compare, names: "_Names") -> bool:
     if all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in ops):
         return _advanced_threshold(m, test)
     return False
+
 
 def _advanced_threshold(m, test: ast.Compare) -> bool:
     """``if x >= next_eval: ...; next_eval += every`` (or ``next_eval = x + every``), and the
@@ -308,6 +316,7 @@ def _advanced_threshold(m, test: ast.Compare) -> bool:
                 if grows or target in subtracted:
                     return True
     return False
+
 
 def _periodic_helper(m, call: ast.Call, names: "_Names", scope: Scope, depth: int) -> bool:
     """``should_log(step, every)``, ``u.itstime(step, n, total)``, ``m.is_eval_step(step)``:
@@ -343,6 +352,7 @@ def _periodic_helper(m, call: ast.Call, names: "_Names", scope: Scope, depth: in
         if any(_periodic_test(m, r, inner, f.scope, depth + 1) for r in f.returns):
             return True
     return False
+
 
 def _is_counter_arg(arg: ast.AST, names: "_Names") -> bool:
     """An argument that carries the loop's count (``step``, ``step + 1``, ``int(state.step)``):

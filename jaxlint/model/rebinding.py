@@ -7,6 +7,8 @@ only worth doing when the new value is seen: read after the statement, or anywhe
 around it. The walk records which statement a target or an expression statement belongs to and
 the loops of every scope; the names a scope binds (as the syntax shows them) and where a name is
 read are worked out here, lazily, once per scope.
+
+Functions of the model (``m``), not a mixin; the model's walk fills ``m.stmt_of``.
 """
 
 from __future__ import annotations
@@ -77,100 +79,103 @@ def _local_names(scope: ast.AST) -> tuple[set, set]:
     return bound, declared
 
 
-class RebindingQueries:
-    """Whether a statement can rebind a name, and whether anything sees it. Mixed into
-    :class:`~jaxlint.model.ModuleModel`; the walk fills ``stmt_of``."""
+def statement_of(m, node: ast.AST) -> Optional[ast.stmt]:
+    """The statement ``node`` is a whole target of (``node = v``, ``node op= v``, either target
+    of ``a = node = v``) or the whole value of (``node`` as an expression statement)."""
+    return m.stmt_of.get(id(node))
 
-    def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
-        """The statement ``node`` is a whole target of (``node = v``, ``node op= v``, either target
-        of ``a = node = v``) or the whole value of (``node`` as an expression statement)."""
-        return self.stmt_of.get(id(node))
 
-    def statement_scope(self, stmt: ast.stmt) -> Optional[Scope]:
-        """The scope a statement :meth:`statement_of` returned runs in."""
-        ctx = self.ctx.get(id(stmt))
-        if ctx is None:  # statements in a ``match`` case: their target or value has a context
-            if isinstance(stmt, ast.Assign):
-                owned = stmt.targets
-            else:
-                owned = [stmt.target if isinstance(stmt, ast.AugAssign) else stmt.value]
-            for node in owned:
-                ctx = self.ctx.get(id(node))
-                if ctx is not None:
-                    break
-        return ctx.scope if ctx is not None else None
+def statement_scope(m, stmt: ast.stmt) -> Optional[Scope]:
+    """The scope a statement :func:`statement_of` returned runs in."""
+    ctx = m.ctx.get(id(stmt))
+    if ctx is None:  # statements in a ``match`` case: their target or value has a context
+        if isinstance(stmt, ast.Assign):
+            owned = stmt.targets
+        else:
+            owned = [stmt.target if isinstance(stmt, ast.AugAssign) else stmt.value]
+        for node in owned:
+            ctx = m.ctx.get(id(node))
+            if ctx is not None:
+                break
+    return ctx.scope if ctx is not None else None
 
-    def outermost_loop(self, stmt: ast.stmt, scope: Scope) -> Optional[ast.AST]:
-        """The outermost ``for``/``while`` statement in ``scope`` whose body repeats ``stmt``, or
-        None (a loop's ``else`` runs once, after the loop: it does not count)."""
-        start, end = _start(stmt), _end(stmt)
-        best: Optional[ast.AST] = None
-        for loop in scope.func.loops if scope.func is not None else self.loops:
-            node = loop.node
-            if loop.kind == "comprehension" or not node.body:
-                continue
-            if not (_start(node.body[0]) <= start and end <= _end(node.body[-1])):
-                continue
-            ctx = self.ctx.get(id(node))
-            if ctx is not None and ctx.scope is scope and (best is None or _start(node) < _start(best)):
-                best = node
-        return best
 
-    def own_names(self, scope: Scope) -> tuple[set, set]:
-        """(names the syntax shows ``scope`` binding in its own namespace, names it declares
-        global or nonlocal). The bindings are under-approximated: a name in them is local."""
-        key = ("names", id(scope))
-        found = self._rebinding_memo.get(key)
-        if found is None:
-            found = self._rebinding_memo[key] = _local_names(scope.node)
-        return found
+def outermost_loop(m, stmt: ast.stmt, scope: Scope) -> Optional[ast.AST]:
+    """The outermost ``for``/``while`` statement in ``scope`` whose body repeats ``stmt``, or
+    None (a loop's ``else`` runs once, after the loop: it does not count)."""
+    start, end = _start(stmt), _end(stmt)
+    best: Optional[ast.AST] = None
+    for loop in scope.func.loops if scope.func is not None else m.loops:
+        node = loop.node
+        if loop.kind == "comprehension" or not node.body:
+            continue
+        if not (_start(node.body[0]) <= start and end <= _end(node.body[-1])):
+            continue
+        ctx = m.ctx.get(id(node))
+        if ctx is not None and ctx.scope is scope and (best is None or _start(node) < _start(best)):
+            best = node
+    return best
 
-    def name_reads(self, scope: Scope, name: str) -> list:
-        """Positions where ``name`` is read in ``scope``'s node, nested functions included."""
-        key = ("reads", id(scope))
-        reads = self._rebinding_memo.get(key)
-        if reads is None:
-            reads = self._rebinding_memo[key] = {}
-            for n in walk(scope.node):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    reads.setdefault(n.id, []).append(_start(n))
-        return reads.get(name, [])
 
-    def rebinds_local(self, name: str, stmt: ast.stmt) -> bool:
-        """Whether ``name = ...`` at ``stmt`` rebinds the very variable the statement reads: the
-        name is already local to the statement's scope (so adding an assignment cannot turn a
-        read of a global or closure variable into an UnboundLocalError), and is not declared
-        global or nonlocal there."""
-        scope = self.statement_scope(stmt)
-        if scope is None:
-            return False
-        if scope.kind == "module":
-            return True
-        bound, declared = self.own_names(scope)
-        return name in bound and name not in declared
+def own_names(m, scope: Scope) -> tuple[set, set]:
+    """(names the syntax shows ``scope`` binding in its own namespace, names it declares
+    global or nonlocal). The bindings are under-approximated: a name in them is local."""
+    key = ("names", id(scope))
+    found = m._rebinding_memo.get(key)
+    if found is None:
+        found = m._rebinding_memo[key] = _local_names(scope.node)
+    return found
 
-    def rebinding_seen(self, name: str, stmt: ast.stmt) -> bool:
-        """Whether rebinding ``name`` at ``stmt`` is seen: in a function, the name is read after
-        the statement or anywhere in a loop around it (a module's or class's names are seen from
-        outside)."""
-        scope = self.statement_scope(stmt)
-        if scope is None or scope.kind != "function":
-            return True
-        reads = self.name_reads(scope, name)
-        start, end = _start(stmt), _end(stmt)
-        loop = self.outermost_loop(stmt, scope)
-        return any((pos >= end or (loop is not None and _start(loop) <= pos <= _end(loop) and pos < start))
-                   and not self._other_branch(stmt, pos) for pos in reads)
 
-    def _other_branch(self, stmt: ast.stmt, pos: tuple) -> bool:
-        """Whether ``pos`` is in the other branch of an ``if`` that ``stmt`` is in: one run never
-        reaches both (``if c: x[0] = v`` / ``else: return x``)."""
-        start, end = _start(stmt), _end(stmt)
-        for node in self.ifs:
-            if not isinstance(node, ast.If) or not node.orelse:
-                continue
-            for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
-                if (_start(mine[0]) <= start and end <= _end(mine[-1])
-                        and _start(other[0]) <= pos <= _end(other[-1])):
-                    return True
+def name_reads(m, scope: Scope, name: str) -> list:
+    """Positions where ``name`` is read in ``scope``'s node, nested functions included."""
+    key = ("reads", id(scope))
+    reads = m._rebinding_memo.get(key)
+    if reads is None:
+        reads = m._rebinding_memo[key] = {}
+        for n in walk(scope.node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(_start(n))
+    return reads.get(name, [])
+
+
+def rebinds_local(m, name: str, stmt: ast.stmt) -> bool:
+    """Whether ``name = ...`` at ``stmt`` rebinds the very variable the statement reads: the
+    name is already local to the statement's scope (so adding an assignment cannot turn a
+    read of a global or closure variable into an UnboundLocalError), and is not declared
+    global or nonlocal there."""
+    scope = statement_scope(m, stmt)
+    if scope is None:
         return False
+    if scope.kind == "module":
+        return True
+    bound, declared = own_names(m, scope)
+    return name in bound and name not in declared
+
+
+def rebinding_seen(m, name: str, stmt: ast.stmt) -> bool:
+    """Whether rebinding ``name`` at ``stmt`` is seen: in a function, the name is read after
+    the statement or anywhere in a loop around it (a module's or class's names are seen from
+    outside)."""
+    scope = statement_scope(m, stmt)
+    if scope is None or scope.kind != "function":
+        return True
+    reads = name_reads(m, scope, name)
+    start, end = _start(stmt), _end(stmt)
+    loop = outermost_loop(m, stmt, scope)
+    return any((pos >= end or (loop is not None and _start(loop) <= pos <= _end(loop) and pos < start))
+               and not _other_branch(m, stmt, pos) for pos in reads)
+
+
+def _other_branch(m, stmt: ast.stmt, pos: tuple) -> bool:
+    """Whether ``pos`` is in the other branch of an ``if`` that ``stmt`` is in: one run never
+    reaches both (``if c: x[0] = v`` / ``else: return x``)."""
+    start, end = _start(stmt), _end(stmt)
+    for node in m.ifs:
+        if not isinstance(node, ast.If) or not node.orelse:
+            continue
+        for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            if (_start(mine[0]) <= start and end <= _end(mine[-1])
+                    and _start(other[0]) <= pos <= _end(other[-1])):
+                return True
+    return False

@@ -9,6 +9,7 @@ from typing import Optional
 
 from .. import names as N
 from . import limits as L
+from . import rebinding
 from .frequency import called_once
 from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Scope
 from .syntax import _pos, walk
@@ -124,7 +125,7 @@ class RepetitionQueries:
                 return False
             scope = self.scope_at(wrap.node) if not wrap.decorator else (wrap.func.scope.parent or self.module_scope)
             calls = [c for c in self.calls_by_name.get(name, ()) if isinstance(c.func, ast.Name)]
-            if len(calls) != 1 or len(self.name_reads(scope, name)) != 1:
+            if len(calls) != 1 or len(rebinding.name_reads(self, scope, name)) != 1:
                 return False  # called twice, or handed on (returned, stored, passed)
             ctx = self.context(calls[0])
             if ctx is None or ctx.loops:
