@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import evidence, hostneeds, roles
+from jaxlint.model import evidence, hostneeds, roles, timing
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -313,9 +313,9 @@ class TimingWithoutBlock(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for region in model.unwaited_timings():
+        for region in timing.unwaited_timings(model):
             work = region.work
-            value = model.work_result_name(work)
+            value = timing.work_result_name(model, work)
             if region.kind == "timeit":
                 wait = f"`jax.block_until_ready({unparse(work, 40)})` in the timed code"
             elif value:

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
-                           refs, statics)
+                           refs, statics, timing)
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -2810,13 +2810,13 @@ def test_unwaited_timings_kinds_work_and_waits():
         with timer():
             step(x)
     """)
-    regions = m.unwaited_timings()
+    regions = timing.unwaited_timings(m)
     # by_context's Timer is a parameter: its exit cannot be read, it may wait, so it is no region
     assert [(r.kind, r.node.lineno, r.work.lineno) for r in regions] == [
         ("clock", 13, 12), ("clock", 23, 22), ("timeit", 27, 27), ("context", 40, 41)]
     assert regions[0].start.lineno == 11
-    assert m.work_result_name(regions[0].work) == "y"
-    assert m.work_result_name(regions[2].work) is None
+    assert timing.work_result_name(m, regions[0].work) == "y"
+    assert timing.work_result_name(m, regions[2].work) is None
 
 
 def test_device_role_of_calls_in_a_timed_region():
@@ -2844,7 +2844,7 @@ def test_device_role_of_calls_in_a_timed_region():
         len([1, 2])
         y.save_svg("a.svg")
     """)
-    roles = {ast.unparse(c): m._device_role(c, 0) for c in func(m, "f").calls}
+    roles = {ast.unparse(c): timing._device_role(m, c, 0) for c in func(m, "f").calls}
     assert roles["step(x)"] == "work"
     assert roles["jnp.dot(y, y)"] == "work"
     assert roles["y.sum()"] == "work"

@@ -22,7 +22,6 @@ from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, S
 from .repetition import RepetitionQueries
 from .staging import Staging
 from .syntax import _end, _pos
-from .timing import TimingQueries
 from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
@@ -36,8 +35,7 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, KeyQueries, WorkQueries,
-                  TimingQueries):
+                  RepetitionQueries, KeyQueries, WorkQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

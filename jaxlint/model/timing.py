@@ -2,7 +2,8 @@
 
 JAX dispatches asynchronously: ``y = f(x)`` returns as soon as the work is queued. A clock read
 after it measures the dispatch, not the computation, unless something in between waits for the
-device. :meth:`TimingQueries.unwaited_timings` finds the measurements that do not wait:
+device. :func:`unwaited_timings` (a function of the model, not a mixin) finds the measurements
+that do not wait:
 
 * **clock pairs**: ``t0 = time.perf_counter()`` and a later clock read in the same block, with
   an elapsed time taken (``dt = time.perf_counter() - t0``, or ``t1 = ...`` and ``t1 - t0`` later);
@@ -72,288 +73,301 @@ def _only_names(e: ast.AST, names: set) -> bool:
     return isinstance(e, (ast.Tuple, ast.List)) and bool(e.elts) and all(_only_names(x, names) for x in e.elts)
 
 
-class TimingQueries:
-    """Timing without waiting. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+def unwaited_timings(m) -> list:
+    """Every :class:`TimedRegion` of the module, in source order."""
+    memo = m.__dict__.get("_timings")
+    if memo is not None:
+        return memo
+    out: list = []
+    m._timings = out
+    clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
+    contexts = clocks  # a timer context of this module reads a clock in this module
+    if clocks:  # one walk for both, and only in modules that read a clock or use a timer
+        for node in statement_walk(m.tree):
+            if clocks:
+                for block, loop_body in _blocks_of(node):
+                    out.extend(_clock_pairs(m, block, loop_body))
+            if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
+                out.extend(_context_region(m, node))
+    for name in ("timeit", "repeat", "Timer"):
+        for call in m.calls_by_name.get(name, ()):
+            region = _timeit_region(m, call)
+            if region is not None:
+                out.append(region)
+    out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+    return out
 
-    def unwaited_timings(self) -> list:
-        """Every :class:`TimedRegion` of the module, in source order."""
-        memo = self.__dict__.get("_timings")
-        if memo is not None:
-            return memo
-        out: list = []
-        self._timings = out
-        clocks = any(self.is_clock(c) for name in _CLOCK_NAMES for c in self.calls_by_name.get(name, ()))
-        contexts = clocks  # a timer context of this module reads a clock in this module
-        if clocks:  # one walk for both, and only in modules that read a clock or use a timer
-            for node in statement_walk(self.tree):
-                if clocks:
-                    for block, loop_body in _blocks_of(node):
-                        out.extend(self._clock_pairs(block, loop_body))
-                if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
-                    out.extend(self._context_region(node))
-        for name in ("timeit", "repeat", "Timer"):
-            for call in self.calls_by_name.get(name, ()):
-                region = self._timeit_region(call)
-                if region is not None:
-                    out.append(region)
-        out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
-        return out
+# -- the three kinds of measurement
 
-    # -- the three kinds of measurement
 
-    def is_clock(self, call: ast.Call) -> bool:
-        return (isinstance(call, ast.Call) and last_name(call.func) in _CLOCK_NAMES
-                and self.resolve(call.func, self.scope_at(call)) in CLOCKS)
+def is_clock(m, call: ast.Call) -> bool:
+    return (isinstance(call, ast.Call) and last_name(call.func) in _CLOCK_NAMES
+            and m.resolve(call.func, m.scope_at(call)) in CLOCKS)
 
-    def _clock_pairs(self, block: list, loop_body: bool) -> Iterator[TimedRegion]:
-        """Clock pairs in one statement list. In a loop's body the measurement may wrap around:
-        ``st = time.time()`` last in the body, ``tt += time.time() - st`` after the next
-        iteration's step (the region is the rest of the body, then its start up to the read)."""
-        n = len(block)
-        for i, stmt in enumerate(block):
-            start = _clock_assignment(self, stmt)
-            if start is None:
-                continue
-            name, start_call = start
-            order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
-            for k, j in enumerate(order):
-                later = block[j]
-                end = self._clock_read(later, name)
-                if end is None:
-                    if _rebinds(later, name):
-                        break
-                    continue
-                after = [block[x] for x in order[k:]]
-                if not any(_subtracts(s, name) for s in after):
-                    break  # a second timestamp, not an elapsed time
-                work = self._unwaited([block[x] for x in order[:k]])
-                if work is not None and not self._waits_before(later, end):
-                    yield TimedRegion("clock", end, work, start_call)
-                break
 
-    def _clock_read(self, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
-        """The clock read that ends a measurement started into ``name``: any clock call in a
-        simple statement; in a compound one (``if verbose: print(time.time() - t0)``), one in a
-        statement that reads ``name``."""
-        if not isinstance(stmt, _COMPOUND):
-            return next((c for c in _calls_in([stmt]) if self.is_clock(c)), None)
-        for sub in walk(stmt):
-            if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
-                found = next((c for c in _calls_in([sub]) if self.is_clock(c)), None)
-                if found is not None:
-                    return found
-        return None
-
-    def _waits_before(self, stmt: ast.stmt, clock: ast.Call) -> bool:
-        """Whether the statement that reads the clock waits before it reads it: Python evaluates
-        left to right, so ``print(f"{epoch} {test_loss} ({time.time() - t0:.2f} s)")`` formats
-        ``test_loss`` (a fetch) first, and ``log(float(loss), time.time() - t0)`` converts it."""
-        start = (clock.lineno, clock.col_offset)
-        scope = self.scope_at(clock)
-        for n in walk(stmt):
-            if isinstance(n, ast.FormattedValue):
-                if _end(n.value) <= start and self.is_jax(n.value, scope):
-                    return True
-            elif isinstance(n, ast.Call) and n is not clock and _end(n) <= start:
-                if self._device_role(n, 0) in ("wait", "maybe"):
-                    return True
-        return False
-
-    def _timeit_region(self, call: ast.Call) -> Optional[TimedRegion]:
-        if self.resolve(call.func, self.scope_at(call)) not in TIMEIT_CALLS:
-            return None
-        stmt = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "stmt"), None)
-        if isinstance(stmt, ast.Lambda):
-            work = self._unwaited([ast.Expr(stmt.body)])
-        elif isinstance(stmt, ast.Name):
-            fs = [f for f, compiled in self.called_functions(stmt, self.scope_at(call)) if not compiled]
-            if len(fs) != 1 or isinstance(fs[0].node, ast.Lambda):
-                return None
-            work = self._unwaited(fs[0].node.body)
-        else:
-            return None  # a string statement: not parsed here
-        return TimedRegion("timeit", call, work) if work is not None else None
-
-    def _context_region(self, node: ast.AST) -> Iterator[TimedRegion]:
-        for item in node.items:
-            ctx = item.context_expr
-            if not isinstance(ctx, ast.Call) or not self.timer_context(ctx):
-                continue
-            work = self._unwaited(node.body)
-            if work is not None:
-                yield TimedRegion("context", ctx, work)
-            return
-
-    def timer_context(self, ctx: ast.Call) -> bool:
-        """Whether ``with ctx:`` measures wall-clock time without waiting when it exits: the
-        context manager is defined in this module and reads a clock (a class whose ``__enter__``
-        and ``__exit__`` read one; a ``@contextmanager`` function that reads one around its
-        ``yield``), and its exit waits for nothing. A context manager of another module or a
-        library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
-        name."""
-        scope = self.scope_at(ctx)
-        cls = self._class_named(ctx.func, scope)
-        if cls is not None:
-            enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
-            if enter is None or exit_ is None:
-                return False
-            body = list(enter.node.body) + list(exit_.node.body)
-            return (any(self.is_clock(c) for c in _calls_in(body))
-                    and not self._work_and_waits(exit_.node.body, 1)[1])
-        for f in self.local_functions(ctx.func, scope):
-            if isinstance(f.node, ast.Lambda):
-                continue
-            body = f.node.body
-            yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
-            if not yields or not any(self.is_clock(c) for c in _calls_in(body)):
-                continue
-            after = [c for c in _calls_in(body) if (c.lineno, c.col_offset) > (yields[0].lineno, yields[0].col_offset)]
-            if not any(self._device_role(c, 1) in ("wait", "maybe") for c in after):
-                return True
-        return False
-
-    def work_result_name(self, call: ast.Call) -> Optional[str]:
-        """What the timed call's result is bound to (``y`` in ``y = f(x)``, ``params`` in
-        ``params, loss = step(...)``: the first name), for messages; None when it is not bound."""
-        stmt = self.stmt_of.get(id(call))
-        if stmt is None:
-            for node in walk(self.tree):
-                if isinstance(node, ast.Assign) and node.value is call:
-                    stmt = node
+def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
+    """Clock pairs in one statement list. In a loop's body the measurement may wrap around:
+    ``st = time.time()`` last in the body, ``tt += time.time() - st`` after the next
+    iteration's step (the region is the rest of the body, then its start up to the read)."""
+    n = len(block)
+    for i, stmt in enumerate(block):
+        start = _clock_assignment(m, stmt)
+        if start is None:
+            continue
+        name, start_call = start
+        order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
+        for k, j in enumerate(order):
+            later = block[j]
+            end = _clock_read(m, later, name)
+            if end is None:
+                if _rebinds(later, name):
                     break
-        if isinstance(stmt, ast.Assign) and stmt.value is call:
-            for t in stmt.targets:
-                names = [n.id for n in walk(t) if isinstance(n, ast.Name) and n.id != "_"]
-                if names:
-                    return names[0]  # the outputs of one compiled call are ready together
-        return None
+                continue
+            after = [block[x] for x in order[k:]]
+            if not any(_subtracts(s, name) for s in after):
+                break  # a second timestamp, not an elapsed time
+            work = _unwaited(m, [block[x] for x in order[:k]])
+            if work is not None and not _waits_before(m, later, end):
+                yield TimedRegion("clock", end, work, start_call)
+            break
 
-    # -- work and waits
 
-    def _unwaited(self, stmts: list) -> Optional[ast.Call]:
-        """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
-        wait (:meth:`_device_role`), and no loop around it in the region waits in each iteration
-        (then at most the last iterations go unmeasured)."""
-        last_work, waits = self._work_and_waits(stmts, 0)
-        if last_work is None:
-            return None
-        if any(_end(w) >= _end(last_work) for w in waits):
-            return None
-        for stmt in stmts:
-            for loop in walk(stmt):
-                if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and _inside(last_work, loop) and any(
-                        _inside(w, loop) for w in waits):
-                    return None
-        return last_work
+def _clock_read(m, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
+    """The clock read that ends a measurement started into ``name``: any clock call in a
+    simple statement; in a compound one (``if verbose: print(time.time() - t0)``), one in a
+    statement that reads ``name``."""
+    if not isinstance(stmt, _COMPOUND):
+        return next((c for c in _calls_in([stmt]) if is_clock(m, c)), None)
+    for sub in walk(stmt):
+        if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
+            found = next((c for c in _calls_in([sub]) if is_clock(m, c)), None)
+            if found is not None:
+                return found
+    return None
 
-    def _work_and_waits(self, stmts: list, depth: int) -> tuple:
-        """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
-        waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
-        last_work: Optional[ast.Call] = None
-        waits: list = list(self._tests_on_device(stmts))
-        for c in _calls_in(stmts):
-            kind = self._device_role(c, depth)
-            if kind == "work":
-                if last_work is None or _end(c) > _end(last_work):
-                    last_work = c
-            elif kind in ("wait", "maybe"):
-                waits.append(c)
-        return last_work, waits
 
-    def _tests_on_device(self, stmts: list) -> Iterator[ast.AST]:
-        """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
-        of it waits for the device."""
-        for stmt in stmts:
-            for node in walk(stmt):
-                if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and self.is_jax(
-                        node.test, self.scope_at(node.test)):
-                    yield node.test
-
-    def _device_role(self, c: ast.Call, depth: int) -> Optional[str]:
-        """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
-        array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
-        handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
-        or None (neither: host code on host values)."""
-        if not self.work.spend():
-            return "maybe"
-        scope = self.scope_at(c)
-        qn = self.resolve(c.func, scope)
-        if _waits(c) or qn == N.BLOCK_UNTIL_READY:
-            return "wait"
-        if self.host_fetch(c) is not None or self.formats_jax_call(c):
-            return "wait"
-        if self.callable_info(c.func, scope) is not None:
-            if self._compiles_nothing(c, scope):
-                return None  # a jitted function with an empty body: no device work to wait for
-            return "wait" if self._calls_back(c, scope) else "work"
-        f = c.func
-        if isinstance(f, ast.Attribute) and qn is None and self.is_jax(f.value, scope):
-            return "work" if f.attr in ARRAY_METHODS else "maybe"
-        if qn is not None and qn.startswith("jax.") and self.is_jax(c, scope):
-            return "work"
-        if depth < L.PROGRAM_HORIZON:
-            # A Python function of this module counts as a wait when it waits after its own last
-            # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
-            # its work may wait unseen.
-            callees = self.called_functions(f, scope)
-            for g, compiled in callees:
-                if compiled or g.traced or isinstance(g.node, ast.Lambda):
-                    return "work"
-                if self._waits_last(g.node.body, depth + 1):
-                    return "wait"
-            if callees:
-                return "maybe" if self._takes_jax(c, scope) else None
-        if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
-            return None
-        return "maybe" if self._takes_jax(c, scope) else None
-
-    def _compiles_nothing(self, c: ast.Call, scope) -> bool:
-        """Whether every function of this module the compiled call runs has an empty body (``pass``,
-        a docstring, ``return`` of nothing, a constant, or its own parameters unchanged: ``return
-        graphdef, state``): its program computes nothing (at most XLA copies the inputs to the
-        outputs; measured on jax 0.10.2, the lowered program is ``return %arg0, %arg1``), so the
-        call dispatches no device work worth waiting for (a benchmark of dispatch overhead)."""
-        funcs = self.called_functions(c.func, scope)
-        if not funcs:
-            return False
-        for g, _ in funcs:
-            body = getattr(g.node, "body", None)
-            if not isinstance(body, list):
-                return False  # a lambda: its body is an expression
-            params = set(g.params) | set(g.kwonly)
-            for stmt in body:
-                if isinstance(stmt, ast.Pass):
-                    continue
-                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-                    continue  # the docstring
-                if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant)
-                                                     or _only_names(stmt.value, params)):
-                    continue
-                return False
-        return True
-
-    def _calls_back(self, c: ast.Call, scope) -> bool:
-        """Whether the compiled code this call runs (a function of this module) calls back to the
-        host (``jax.debug.print``, ``io_callback``): the call then waits for the program on CPU
-        (measured), and maybe elsewhere, so timing it is not a dispatch-only measurement."""
-        for g, _ in self.called_functions(c.func, scope):
-            if any(self.resolve(k.func, g.scope) in N.HOST_CALLBACKS for k in g.calls):
+def _waits_before(m, stmt: ast.stmt, clock: ast.Call) -> bool:
+    """Whether the statement that reads the clock waits before it reads it: Python evaluates
+    left to right, so ``print(f"{epoch} {test_loss} ({time.time() - t0:.2f} s)")`` formats
+    ``test_loss`` (a fetch) first, and ``log(float(loss), time.time() - t0)`` converts it."""
+    start = (clock.lineno, clock.col_offset)
+    scope = m.scope_at(clock)
+    for n in walk(stmt):
+        if isinstance(n, ast.FormattedValue):
+            if _end(n.value) <= start and m.is_jax(n.value, scope):
                 return True
+        elif isinstance(n, ast.Call) and n is not clock and _end(n) <= start:
+            if _device_role(m, n, 0) in ("wait", "maybe"):
+                return True
+    return False
+
+
+def _timeit_region(m, call: ast.Call) -> Optional[TimedRegion]:
+    if m.resolve(call.func, m.scope_at(call)) not in TIMEIT_CALLS:
+        return None
+    stmt = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "stmt"), None)
+    if isinstance(stmt, ast.Lambda):
+        work = _unwaited(m, [ast.Expr(stmt.body)])
+    elif isinstance(stmt, ast.Name):
+        fs = [f for f, compiled in m.called_functions(stmt, m.scope_at(call)) if not compiled]
+        if len(fs) != 1 or isinstance(fs[0].node, ast.Lambda):
+            return None
+        work = _unwaited(m, fs[0].node.body)
+    else:
+        return None  # a string statement: not parsed here
+    return TimedRegion("timeit", call, work) if work is not None else None
+
+
+def _context_region(m, node: ast.AST) -> Iterator[TimedRegion]:
+    for item in node.items:
+        ctx = item.context_expr
+        if not isinstance(ctx, ast.Call) or not timer_context(m, ctx):
+            continue
+        work = _unwaited(m, node.body)
+        if work is not None:
+            yield TimedRegion("context", ctx, work)
+        return
+
+
+def timer_context(m, ctx: ast.Call) -> bool:
+    """Whether ``with ctx:`` measures wall-clock time without waiting when it exits: the
+    context manager is defined in this module and reads a clock (a class whose ``__enter__``
+    and ``__exit__`` read one; a ``@contextmanager`` function that reads one around its
+    ``yield``), and its exit waits for nothing. A context manager of another module or a
+    library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
+    name."""
+    scope = m.scope_at(ctx)
+    cls = m._class_named(ctx.func, scope)
+    if cls is not None:
+        enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
+        if enter is None or exit_ is None:
+            return False
+        body = list(enter.node.body) + list(exit_.node.body)
+        return (any(is_clock(m, c) for c in _calls_in(body))
+                and not _work_and_waits(m, exit_.node.body, 1)[1])
+    for f in m.local_functions(ctx.func, scope):
+        if isinstance(f.node, ast.Lambda):
+            continue
+        body = f.node.body
+        yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        if not yields or not any(is_clock(m, c) for c in _calls_in(body)):
+            continue
+        after = [c for c in _calls_in(body) if (c.lineno, c.col_offset) > (yields[0].lineno, yields[0].col_offset)]
+        if not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after):
+            return True
+    return False
+
+
+def work_result_name(m, call: ast.Call) -> Optional[str]:
+    """What the timed call's result is bound to (``y`` in ``y = f(x)``, ``params`` in
+    ``params, loss = step(...)``: the first name), for messages; None when it is not bound."""
+    stmt = m.stmt_of.get(id(call))
+    if stmt is None:
+        for node in walk(m.tree):
+            if isinstance(node, ast.Assign) and node.value is call:
+                stmt = node
+                break
+    if isinstance(stmt, ast.Assign) and stmt.value is call:
+        for t in stmt.targets:
+            names = [n.id for n in walk(t) if isinstance(n, ast.Name) and n.id != "_"]
+            if names:
+                return names[0]  # the outputs of one compiled call are ready together
+    return None
+
+# -- work and waits
+
+
+def _unwaited(m, stmts: list) -> Optional[ast.Call]:
+    """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
+    wait (:func:`_device_role`), and no loop around it in the region waits in each iteration
+    (then at most the last iterations go unmeasured)."""
+    last_work, waits = _work_and_waits(m, stmts, 0)
+    if last_work is None:
+        return None
+    if any(_end(w) >= _end(last_work) for w in waits):
+        return None
+    for stmt in stmts:
+        for loop in walk(stmt):
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and _inside(last_work, loop) and any(
+                    _inside(w, loop) for w in waits):
+                return None
+    return last_work
+
+
+def _work_and_waits(m, stmts: list, depth: int) -> tuple:
+    """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
+    waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
+    last_work: Optional[ast.Call] = None
+    waits: list = list(_tests_on_device(m, stmts))
+    for c in _calls_in(stmts):
+        kind = _device_role(m, c, depth)
+        if kind == "work":
+            if last_work is None or _end(c) > _end(last_work):
+                last_work = c
+        elif kind in ("wait", "maybe"):
+            waits.append(c)
+    return last_work, waits
+
+
+def _tests_on_device(m, stmts: list) -> Iterator[ast.AST]:
+    """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
+    of it waits for the device."""
+    for stmt in stmts:
+        for node in walk(stmt):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and m.is_jax(
+                    node.test, m.scope_at(node.test)):
+                yield node.test
+
+
+def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
+    """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
+    array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
+    handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
+    or None (neither: host code on host values)."""
+    if not m.work.spend():
+        return "maybe"
+    scope = m.scope_at(c)
+    qn = m.resolve(c.func, scope)
+    if _waits(c) or qn == N.BLOCK_UNTIL_READY:
+        return "wait"
+    if m.host_fetch(c) is not None or m.formats_jax_call(c):
+        return "wait"
+    if m.callable_info(c.func, scope) is not None:
+        if _compiles_nothing(m, c, scope):
+            return None  # a jitted function with an empty body: no device work to wait for
+        return "wait" if _calls_back(m, c, scope) else "work"
+    f = c.func
+    if isinstance(f, ast.Attribute) and qn is None and m.is_jax(f.value, scope):
+        return "work" if f.attr in ARRAY_METHODS else "maybe"
+    if qn is not None and qn.startswith("jax.") and m.is_jax(c, scope):
+        return "work"
+    if depth < L.PROGRAM_HORIZON:
+        # A Python function of this module counts as a wait when it waits after its own last
+        # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
+        # its work may wait unseen.
+        callees = m.called_functions(f, scope)
+        for g, compiled in callees:
+            if compiled or g.traced or isinstance(g.node, ast.Lambda):
+                return "work"
+            if _waits_last(m, g.node.body, depth + 1):
+                return "wait"
+        if callees:
+            return "maybe" if _takes_jax(m, c, scope) else None
+    if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
+        return None
+    return "maybe" if _takes_jax(m, c, scope) else None
+
+
+def _compiles_nothing(m, c: ast.Call, scope) -> bool:
+    """Whether every function of this module the compiled call runs has an empty body (``pass``,
+    a docstring, ``return`` of nothing, a constant, or its own parameters unchanged: ``return
+    graphdef, state``): its program computes nothing (at most XLA copies the inputs to the
+    outputs; measured on jax 0.10.2, the lowered program is ``return %arg0, %arg1``), so the
+    call dispatches no device work worth waiting for (a benchmark of dispatch overhead)."""
+    funcs = m.called_functions(c.func, scope)
+    if not funcs:
         return False
+    for g, _ in funcs:
+        body = getattr(g.node, "body", None)
+        if not isinstance(body, list):
+            return False  # a lambda: its body is an expression
+        params = set(g.params) | set(g.kwonly)
+        for stmt in body:
+            if isinstance(stmt, ast.Pass):
+                continue
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # the docstring
+            if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant)
+                                                 or _only_names(stmt.value, params)):
+                continue
+            return False
+    return True
 
-    def _takes_jax(self, c: ast.Call, scope) -> bool:
-        args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
-        if isinstance(c.func, ast.Attribute):
-            args.append(c.func.value)
-        return any(self.is_jax(a, scope) for a in args)
 
-    def _waits_last(self, stmts: list, depth: int) -> bool:
-        """Whether a function body (called in a timed region) waits for the device after its last
-        JAX work."""
-        last_work, waits = self._work_and_waits(stmts, depth)
-        if last_work is None:
-            return bool(waits)
-        return any(_end(w) >= _end(last_work) for w in waits)
+def _calls_back(m, c: ast.Call, scope) -> bool:
+    """Whether the compiled code this call runs (a function of this module) calls back to the
+    host (``jax.debug.print``, ``io_callback``): the call then waits for the program on CPU
+    (measured), and maybe elsewhere, so timing it is not a dispatch-only measurement."""
+    for g, _ in m.called_functions(c.func, scope):
+        if any(m.resolve(k.func, g.scope) in N.HOST_CALLBACKS for k in g.calls):
+            return True
+    return False
+
+
+def _takes_jax(m, c: ast.Call, scope) -> bool:
+    args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
+    if isinstance(c.func, ast.Attribute):
+        args.append(c.func.value)
+    return any(m.is_jax(a, scope) for a in args)
+
+
+def _waits_last(m, stmts: list, depth: int) -> bool:
+    """Whether a function body (called in a timed region) waits for the device after its last
+    JAX work."""
+    last_work, waits = _work_and_waits(m, stmts, depth)
+    if last_work is None:
+        return bool(waits)
+    return any(_end(w) >= _end(last_work) for w in waits)
 
 
 def _blocks_of(node: ast.AST) -> Iterator[tuple]:
@@ -373,7 +387,7 @@ def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
         target, value = stmt.target, stmt.value
     else:
         return None
-    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and model.is_clock(value):
+    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and is_clock(model, value):
         return target.id, value
     return None
 
