@@ -210,7 +210,7 @@ class ProjectResolver:
 
     def runs_program(self, path: str, name: str) -> bool:
         """Whether calling the top-level function ``name`` of the project file ``path`` runs many
-        steps on its own (:meth:`~jaxlint.model.ModuleModel.function_runs_program`: a jitted
+        steps on its own (:func:`~jaxlint.model.work.function_runs_program`: a jitted
         device loop, a Python loop of compiled steps, a library solve): asked only where a loop
         of the checking module calls it, so the file is read and fully modelled then, once per
         process. What that consults is recorded for the result cache."""
@@ -227,6 +227,7 @@ class ProjectResolver:
         with self.recording() as deps:
             try:
                 from .model import build_model
+                from .model.work import function_runs_program
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -234,7 +235,7 @@ class ProjectResolver:
                 tree = ast.parse(decode_source(data), filename=path)
                 model = build_model(tree, path=path, project=self)
                 try:
-                    found = model.function_runs_program(name)
+                    found = function_runs_program(model, name)
                 finally:
                     model.dispose()
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):

@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.model import evidence, hostneeds, roles, timing
+from jaxlint.model import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -331,7 +332,7 @@ class TimingWithoutBlock(Rule):
             ctx = model.context(region.node)
             loop = model.hot_loop(ctx) if ctx is not None else None
             every_n = ""
-            if loop is not None and not model.measuring_loop(ctx, loop):
+            if loop is not None and not W.measuring_loop(model, ctx, loop):
                 every_n = (" and, in a loop of steps, time only every N steps (blocking every step costs "
                            "throughput, JAX202)")
             facts = [f"the measurement covers `{unparse(work, 40)}` on line {work.lineno}, which dispatches compiled "

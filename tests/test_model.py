@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
-                           refs, statics, timing)
+                           refs, statics, timing, work)
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -1296,7 +1296,7 @@ def run(p, data, env, n, epochs, every, micro, opt_state):
 def test_iteration_program(name, program):
     tree, m = build(_WORK)
     loop = m.context(call_to(tree, name)).loops[-1]
-    found = m.iteration_program(loop)
+    found = work.iteration_program(m, loop)
     if program is None:
         assert found is None, ast.unparse(found)
     else:
@@ -1333,11 +1333,11 @@ def sweep(x, regs, shots_list, batches, p, outputs):
 def test_sweep_loop_and_carried_state():
     tree, m = build(_SWEEPS)
     grid, by_index, carrying = [lp for lp in m.loops if lp.node.lineno in (15, 19, 21)][:3]
-    assert m.sweep_loop(grid)  # results[shots, reg]: the elements key the results
-    assert not m.sweep_loop(by_index)  # keyed by the enumerate index: the elements are batches
-    assert m.carried_state(carrying) == {"p"}
-    assert not m.sweep_loop(carrying)  # threads p through the steps
-    assert m.carried_state(grid) == set()
+    assert work.sweep_loop(m, grid)  # results[shots, reg]: the elements key the results
+    assert not work.sweep_loop(m, by_index)  # keyed by the enumerate index: the elements are batches
+    assert work.carried_state(m, carrying) == {"p"}
+    assert not work.sweep_loop(m, carrying)  # threads p through the steps
+    assert work.carried_state(m, grid) == set()
 
 
 _ELEMENTS = """
@@ -1377,10 +1377,10 @@ def test_converts_elements():
     tree, m = build(_ELEMENTS)
     to_bits, eager, jitted, acc = (func(m, n).loops[0] for n in ("to_bits", "eager_eval", "jitted_eval",
                                                                   "accumulate"))
-    assert m.converts_elements(to_bits)
-    assert not m.converts_elements(eager)  # jnp.dot with weights from outside the loop
-    assert not m.converts_elements(jitted)  # a compiled call
-    assert not m.converts_elements(acc)  # adds each element into a total kept on device
+    assert work.converts_elements(m, to_bits)
+    assert not work.converts_elements(m, eager)  # jnp.dot with weights from outside the loop
+    assert not work.converts_elements(m, jitted)  # a compiled call
+    assert not work.converts_elements(m, acc)  # adds each element into a total kept on device
 
 
 _TIMING = """
@@ -1434,7 +1434,7 @@ def test_measuring_loop(name, measuring):
     f = func(m, name)
     loop = f.loops[0]
     block = next(c for c in loop.calls if ast.unparse(c.func).endswith("block_until_ready"))
-    assert m.measuring_loop(m.context(block), loop) is measuring
+    assert work.measuring_loop(m, m.context(block), loop) is measuring
 
 
 # --------------------------------------------------------------------------- inherent syncs (issue 11)
@@ -1544,7 +1544,7 @@ def test_hands_off_and_a_loop_that_already_syncs():
     logs = _fetch_at(tree, m, "logs = jax.device_get(logs)")
     record = _fetch_at(tree, m, "history.append(float(jnp.linalg.norm(params)))")
     loop = m.context(publish).loops[-1]
-    assert m.carried_state(loop) == {"params"}
+    assert work.carried_state(m, loop) == {"params"}
     assert hostneeds.hands_off(m, publish, loop)  # the state the loop threads, stored on the object
     assert not hostneeds.hands_off(m, logs, loop)  # a metric, not the state
     assert hostneeds.loop_syncs_inherently(m, loop) is publish
@@ -2999,7 +2999,7 @@ def test_streams_state_and_nested_targets_in_converting_loops():
     gen_loop, draw_loop = m.loops[0], m.loops[1]
     assert hostneeds.streams_state(m, gen_loop) is not None
     assert hostneeds.streams_state(m, draw_loop) is None
-    assert m.converts_elements(draw_loop)  # the inner loop's target is taken per element
+    assert work.converts_elements(m, draw_loop)  # the inner loop's target is taken per element
 
 
 # --------------------------------------------------------------------------- keys across calls (issue 12)

@@ -17,6 +17,7 @@ from . import pipelining
 from .loops import mentions
 from .periodicity import _every_iteration, periodic_test, small_literal_period
 from .records import Loop
+from .work import carried_state, unconditional_calls, work_memo
 from .syntax import _pos, last_name, unparse, walk
 
 # Host libraries that take the fetched value for their own computation (not a log or a record):
@@ -116,7 +117,7 @@ def hands_off(m, call: ast.Call, loop: Loop) -> bool:
     threads through its steps (:meth:`carried_state`) and stores it on an object, where other
     host code (actors, an inference server) reads it. Recording a metric is not a hand-off."""
     value = m.host_fetch(call)
-    if not isinstance(value, ast.Name) or value.id not in m.carried_state(loop):
+    if not isinstance(value, ast.Name) or value.id not in carried_state(m, loop):
         return False
     for sub in walk(loop.node):
         if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) for t in sub.targets):
@@ -133,7 +134,7 @@ def streams_state(m, loop: Loop) -> Optional[ast.AST]:
     node = loop.node
     if loop.kind == "comprehension":
         return None
-    carried = m.carried_state(loop)
+    carried = carried_state(m, loop)
     if not carried:
         return None
     for stmt in _every_iteration(getattr(node, "body", [])):
@@ -149,7 +150,7 @@ def host_paced(m, loop: Loop) -> Optional[ast.Call]:
     rendered, drawn or shown, a real-time ``sleep``. One under a periodic ``if`` counts only
     with a small literal period (``if step % 5 == 0: frames.append(env.render())``): a
     training loop that plots every 1000 steps is not paced by its plots."""
-    memo = m._work_memo()
+    memo = work_memo(m)
     key = ("paced", id(loop))
     if key in memo:
         return memo[key]
@@ -175,13 +176,13 @@ def loop_syncs_inherently(m, loop: Loop) -> Optional[ast.Call]:
     """A host fetch made in every iteration of the loop that the host needs anyway (consumed
     by host code, or a hand-off): the loop already waits for the device there each iteration,
     so another sync in the same iteration adds no stall."""
-    memo = m._work_memo()
+    memo = work_memo(m)
     key = ("inherent", id(loop))
     if key in memo:
         return memo[key]
     memo[key] = None
     found = None
-    for c in m.unconditional_calls(loop):
+    for c in unconditional_calls(m, loop):
         if m.host_fetch(c) is not None and (host_consumer(m, c) is not None or hands_off(m, c, loop)):
             found = c
             break

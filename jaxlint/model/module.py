@@ -25,7 +25,6 @@ from .syntax import _end, _pos
 from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
-from .work import WorkQueries
 
 _BUILTINS = frozenset(dir(builtins))
 # Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
@@ -35,7 +34,7 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, KeyQueries, WorkQueries):
+                  RepetitionQueries, KeyQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

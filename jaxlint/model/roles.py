@@ -18,6 +18,7 @@ from .. import conventions
 from . import evidence as E
 from . import frequency as F
 from . import hostneeds, periodicity
+from . import work as W
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
 
@@ -74,13 +75,13 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     if guard is not None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
                                                  f"now and then in the loop on line {line}"])
-    program = model.iteration_program(loop)
+    program = W.iteration_program(model, loop)
     if program is not None:
         return LoopRole(PROGRAM, loop, lambda: [f"one iteration of the loop on line {line} runs a whole program "
                                                 f"(`{unparse(program.func, 40)}` on line {program.lineno})"])
-    if model.sweep_loop(loop):
+    if W.sweep_loop(model, loop):
         return LoopRole(SWEEP, loop, [f"the loop on line {line} walks the points of a sweep"])
-    if model.converts_elements(loop):
+    if W.converts_elements(model, loop):
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
     if syncs and model.few_iterations(ctx):
         return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
@@ -104,7 +105,7 @@ def block_role(model, ctx: Optional[Context]) -> LoopRole:
     if role.kind != PER_STEP:
         return role
     loop = role.loop
-    if model.measuring_loop(ctx, loop):
+    if W.measuring_loop(model, ctx, loop):
         return LoopRole(BENCHMARK, loop, [f"the loop on line {loop.node.lineno} measures time: blocking is the point"])
     pacing = hostneeds.host_paced(model, loop)
     if pacing is not None:

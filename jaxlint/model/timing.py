@@ -29,6 +29,7 @@ from typing import Iterator, Optional
 from .. import names as N
 from . import limits as L
 from .records import _waits
+from .work import called_functions
 from .syntax import _end, child_nodes, last_name, statement_walk, walk
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
@@ -169,7 +170,7 @@ def _timeit_region(m, call: ast.Call) -> Optional[TimedRegion]:
     if isinstance(stmt, ast.Lambda):
         work = _unwaited(m, [ast.Expr(stmt.body)])
     elif isinstance(stmt, ast.Name):
-        fs = [f for f, compiled in m.called_functions(stmt, m.scope_at(call)) if not compiled]
+        fs = [f for f, compiled in called_functions(m, stmt, m.scope_at(call)) if not compiled]
         if len(fs) != 1 or isinstance(fs[0].node, ast.Lambda):
             return None
         work = _unwaited(m, fs[0].node.body)
@@ -305,7 +306,7 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
         # A Python function of this module counts as a wait when it waits after its own last
         # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
         # its work may wait unseen.
-        callees = m.called_functions(f, scope)
+        callees = called_functions(m, f, scope)
         for g, compiled in callees:
             if compiled or g.traced or isinstance(g.node, ast.Lambda):
                 return "work"
@@ -324,7 +325,7 @@ def _compiles_nothing(m, c: ast.Call, scope) -> bool:
     graphdef, state``): its program computes nothing (at most XLA copies the inputs to the
     outputs; measured on jax 0.10.2, the lowered program is ``return %arg0, %arg1``), so the
     call dispatches no device work worth waiting for (a benchmark of dispatch overhead)."""
-    funcs = m.called_functions(c.func, scope)
+    funcs = called_functions(m, c.func, scope)
     if not funcs:
         return False
     for g, _ in funcs:
@@ -348,7 +349,7 @@ def _calls_back(m, c: ast.Call, scope) -> bool:
     """Whether the compiled code this call runs (a function of this module) calls back to the
     host (``jax.debug.print``, ``io_callback``): the call then waits for the program on CPU
     (measured), and maybe elsewhere, so timing it is not a dispatch-only measurement."""
-    for g, _ in m.called_functions(c.func, scope):
+    for g, _ in called_functions(m, c.func, scope):
         if any(m.resolve(k.func, g.scope) in N.HOST_CALLBACKS for k in g.calls):
             return True
     return False

@@ -23,6 +23,7 @@ from . import limits as L
 from .loops import mentions
 from . import pipelining, roles
 from .records import Context, FunctionInfo, Loop
+from .work import carried_state, work_memo
 from .syntax import _pos, last_name, unparse, walk
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
@@ -309,7 +310,7 @@ class TransferQueries:
     def _param_sync(self, f: FunctionInfo, param: str) -> Optional[ast.AST]:
         """The first host fetch or format in ``f``'s body of a value taken from ``param`` (see
         :meth:`helper_sync`), memoized per function and parameter."""
-        memo = self._work_memo()
+        memo = work_memo(self)
         key = ("param_sync", id(f), param)
         if key in memo:
             return memo[key]
@@ -385,9 +386,9 @@ class TransferQueries:
         and then ``logits_list.append(np.array(logits)[mask])``; ``out = jax.device_get(out)``,
         ``scores = out["psnr"][mask]``, ``psnrs.extend(scores)``). Fetching after the loop instead
         keeps every output in device memory until then and saves only the stall of each batch."""
-        if self.host_fetch(call) is None or self.carried_state(loop):
+        if self.host_fetch(call) is None or carried_state(self, loop):
             return False
-        memo = self._work_memo()
+        memo = work_memo(self)
         key = ("collects", id(call), id(loop))
         if key in memo:
             return memo[key]
