@@ -20,6 +20,7 @@ from jaxlint.model import (
 )
 from jaxlint.model import evidence, frequency, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
+from jaxlint.model import repetition
 
 
 def describe(new: Optional[NewCallable]) -> Optional[str]:
@@ -71,11 +72,11 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
     else:
-        what = describe(model.rebuilt_callable(wrap, ctx.loops))
+        what = describe(repetition.rebuilt_callable(model, wrap, ctx.loops))
     if what is None:
         return None
     loop = ctx.loops[-1]
-    if not model.calls_wrapper(loop.all_calls(), wrap.node, model.bound_name(wrap)):
+    if not repetition.calls_wrapper(model, loop.all_calls(), wrap.node, repetition.bound_name(model, wrap)):
         return None  # built into a table, returned or stored: not called per iteration here
     return what
 
@@ -139,9 +140,9 @@ class JitInLoop(Rule):
             for loop in loops:
                 varying |= varying_names(loop)
             target = wrap.node if wrap.decorator else wrap.target
-            if model.per_iteration_function(target, varying, wrap.ctx.scope) is not None:
+            if repetition.per_iteration_function(model, target, varying, wrap.ctx.scope) is not None:
                 continue  # a different function each iteration (one per environment): compiling each is inherent
-            captured = model.captured_per_iteration(target, varying, wrap.ctx.scope)
+            captured = repetition.captured_per_iteration(model, target, varying, wrap.ctx.scope)
             fix = (f"pass {_names(captured)} as {'an argument' if len(captured) == 1 else 'arguments'} and "
                    if captured else "")
             hot = many_trips(loops)
@@ -163,9 +164,9 @@ class JitInLoop(Rule):
             if freq.kind in (roles.ONCE, roles.ONCE_BY_NAME):
                 continue
             rep = freq.rep
-            name = model.bound_name(wrap)
+            name = repetition.bound_name(model, wrap)
             reused = any(len(model.context(c).loops) > len(loops) for c in outer.calls
-                         if model.calls_wrapper([c], wrap.node, name))
+                         if repetition.calls_wrapper(model, [c], wrap.node, name))
             if rep is None:
                 opt_in: Optional[str] = f"no evidence that `{outer.name}` runs more than once"
             elif reused and not per_step(rep):
@@ -233,11 +234,11 @@ class JitPerCall(Rule):
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
-                what = describe(model.rebuilt_callable(wrap, outer))
-            if what is None or model.wraps_callable_param(wrap, outer):
+                what = describe(repetition.rebuilt_callable(model, wrap, outer))
+            if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
-            name = model.bound_name(wrap)
-            uses = [c for c in outer.calls if model.calls_wrapper([c], wrap.node, name)]
+            name = repetition.bound_name(model, wrap)
+            uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name)]
             if not uses:
                 continue
             if name is not None and frequency.escapes(model, outer, name):
@@ -336,12 +337,12 @@ class StaticArgChurn(Rule):
                 idx = i + shift
                 pname = params[idx] if idx < len(params) else None
                 if idx in static_pos or (pname is not None and pname in static_names):
-                    churn = model.churn(arg, ctx.loops, ctx.scope)
+                    churn = repetition.churn(model, arg, ctx.loops, ctx.scope)
                     if churn is not None:
                         yield self._report(arg, pname or f"#{idx}", call, churn)
             for kw in call.keywords:
                 if kw.arg in static_names:
-                    churn = model.churn(kw.value, ctx.loops, ctx.scope)
+                    churn = repetition.churn(model, kw.value, ctx.loops, ctx.scope)
                     if churn is not None:
                         yield self._report(kw.value, kw.arg, call, churn)
 

@@ -19,6 +19,7 @@ from jaxlint.model import (
 )
 from jaxlint.model import deviceloops, keydraws, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
+from jaxlint.model import repetition
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -109,7 +110,7 @@ class GlobalRngInTracedCode(Rule):
             else:
                 continue
             if id(f) not in once:  # asked only about a host draw: the costlier question
-                once[id(f)] = model.compiled_once(f)
+                once[id(f)] = repetition.compiled_once(model, f)
             if once[id(f)]:
                 continue  # compiled and called once: one draw per run, as without jit
             yield self._report(call, what, f)

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.model import repetition
 
 # Container methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",
@@ -20,7 +21,7 @@ _OWNER = {"module": "module-level", "function": "enclosing function's"}  # where
 def _when(model: ModuleModel, f: FunctionInfo) -> str:
     """How often a traced function's Python body runs, for the messages: once per compilation under
     jit; each time it is traced otherwise (on every call of an un-jitted ``vmap``, with tracers)."""
-    if model.traced_per_compilation(f):
+    if repetition.traced_per_compilation(model, f):
         return "once, at trace time"
     return "each time JAX traces the function"
 
@@ -211,7 +212,7 @@ class PrintInTracedCode(Rule):
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
             if any(model.formats_jax(v, scope, deep=True) for v in values):
-                if model.traced_per_compilation(f):
+                if repetition.traced_per_compilation(model, f):
                     what = ("runs once, when JAX compiles the function: it shows a Tracer (shape and dtype, no "
                             "values), and later calls print nothing")
                 else:

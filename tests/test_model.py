@@ -11,6 +11,7 @@ import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
+from jaxlint.model import repetition as R
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -2269,7 +2270,7 @@ def test_compiled_once():
         handed()
         return handed
     """)
-    once = {f.name: m.compiled_once(f) for f in m.functions}
+    once = {f.name: R.compiled_once(m, f) for f in m.functions}
     assert once["gen_data"] and once["decorated"]
     assert not once["gen_twice"] and not once["gen_in_loop"] and not once["gen_in_train"]
     assert not once["gen_returned"] and not once["gen_vmapped"]
@@ -2311,7 +2312,7 @@ def test_traced_per_compilation():
     def train_step(x):
         return jax.grad(loss)(x)
     """)
-    per = {f.name: m.traced_per_compilation(f) for f in m.functions}
+    per = {f.name: R.traced_per_compilation(m, f) for f in m.functions}
     assert per["step"] and per["body"] and per["helper"]
     assert not per["body2"] and not per["per_row"] and not per["eager"]
     # a module-level function transformed inside a jitted one, and its callee reached two ways
@@ -2640,7 +2641,7 @@ def test_per_iteration_function_from_an_object_made_in_the_loop():
     varying = varying_names(loop)
     for line, want in ((8, "env"), (9, "env"), (10, "env"), (11, None), (12, None), (13, None)):
         target, ctx = jit_target(m, line)
-        assert m.per_iteration_function(target, varying, ctx.scope) == want, line
+        assert R.per_iteration_function(m, target, varying, ctx.scope) == want, line
 
 
 def test_captured_per_iteration_names():
@@ -2665,7 +2666,7 @@ def test_captured_per_iteration_names():
     got = {}
     for line in (9, 10, 11, 13):
         target, ctx = jit_target(m, line)
-        got[line] = m.captured_per_iteration(target, varying, ctx.scope)
+        got[line] = R.captured_per_iteration(m, target, varying, ctx.scope)
     assert got == {9: ["i"], 10: ["i"], 11: [], 13: []}
 
 
@@ -2680,7 +2681,7 @@ def churn_of(body: str, callee: str = "f", arg: int = 0):
     tree, m = build(src)
     call = call_to(tree, callee)
     ctx = m.context(call)
-    return m.churn(call.args[arg], ctx.loops, ctx.scope)
+    return R.churn(m, call.args[arg], ctx.loops, ctx.scope)
 
 
 @pytest.mark.parametrize("body, kind, name, line", [
@@ -3337,7 +3338,7 @@ def test_rebuilt_callable_depends_on_the_wrapper_cache():
                     jax.pmap(lambda v: v)(x)
     """)
     loops = m.loops[0]
-    kinds = [(w.spelling, m.rebuilt_callable(w, (loops,))) for w in m.jit_wraps]
+    kinds = [(w.spelling, R.rebuilt_callable(m, w, (loops,))) for w in m.jit_wraps]
     assert [(s, n.kind if n else None) for s, n in kinds] == [
         ("jax.jit", "bound_method"), ("jax.pmap", None), ("eqx.filter_jit", None), ("jax.jit", "name"),
         ("jax.jit", "lambda"), ("jax.pmap", "lambda")]

@@ -19,7 +19,6 @@ from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
-from .repetition import RepetitionQueries
 from .staging import Staging
 from .syntax import _end, _pos
 from .transfers import TransferQueries
@@ -34,7 +33,7 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  RepetitionQueries, KeyQueries):
+                  KeyQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):
