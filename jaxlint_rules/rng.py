@@ -20,6 +20,7 @@ from jaxlint.model import (
 from jaxlint.model import deviceloops, keydraws, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import repetition
+from jaxlint.model import keys
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -279,7 +280,7 @@ class KeyReuse(Rule):
                             opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None, evidence=facts)
 
     def _check_groups(self, model: ModuleModel) -> Iterator[Finding]:
-        groups = model.key_use_groups()
+        groups = keys.key_use_groups(model)
         if not groups:
             return
         ifs = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
@@ -293,7 +294,7 @@ class KeyReuse(Rule):
                 for prev in uses[:j]:
                     if not (prev.pairwise and use.pairwise):
                         continue
-                    if model.distinct_derivations(prev, use) or model.exclusive(prev.ctx, use.ctx, ifs):
+                    if keys.distinct_derivations(model, prev, use) or model.exclusive(prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:
                         arms = model.ifexp_arms()
@@ -311,7 +312,7 @@ class KeyReuse(Rule):
                              "different data) or index draws meant to pair two arrays"]
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
                     seeded = keydraws.constant_seed(model, use) if all(
-                        model.random_function(u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)) else None
+                        keys.random_function(model, u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)) else None
                     if seeded is not None:
                         facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
                                      "with no loop in between: the draws are the same numbers on every run")
@@ -324,11 +325,11 @@ class KeyReuse(Rule):
         """Whether the two uses make the program see repeated randomness: both results are read,
         the later one does more than advance the key after a draw, and they are not index draws
         pairing two arrays."""
-        if _draws(prev.fn) and model.advances_key(use):
+        if _draws(prev.fn) and keys.advances_key(model, use):
             return False
-        if model.paired_draws(prev, use):
+        if keys.paired_draws(model, prev, use):
             return False
-        return not (model.result_dead(prev.call) or model.result_dead(use.call))
+        return not (keys.result_dead(model, prev.call) or keys.result_dead(model, use.call))
 
     @staticmethod
     def _message(prev: KeyUse, use: KeyUse) -> tuple:
@@ -397,7 +398,7 @@ class KeyReuse(Rule):
         by side: ``for name in ("w1", "w2"): params[name] = normal(key, shape)``. The draws are
         equal; in a loop over configurations whose draws are only used within the iteration, one
         key for comparable inputs is deliberate."""
-        return _draws(use.fn) and model.kept_per_iteration(use.call, loop) and not model.in_timing_harness(use.ctx)
+        return _draws(use.fn) and keys.kept_per_iteration(model, use.call, loop) and not model.in_timing_harness(use.ctx)
 
 
 def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
@@ -483,7 +484,7 @@ class ConstantKeyInLoop(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        if not model.may_call_jax_random():  # no call can be a KEY_MAKERS one
+        if not keys.may_call_jax_random(model):  # no call can be a KEY_MAKERS one
             return
         for call in model.calls_named(_MAKER_NAMES):  # spelled PRNGKey/key or a local alias of one
             ctx = model.context(call)

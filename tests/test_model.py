@@ -11,6 +11,7 @@ import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
+from jaxlint.model import keys
 from jaxlint.model import repetition as R
 
 
@@ -1990,7 +1991,7 @@ def test_a_callers_trace_cause_is_that_function_not_every_function_of_its_name()
 
 def _random_calls(m: ModuleModel, fn: str) -> list:
     """The calls of ``jax.random.<fn>`` in source order."""
-    out = [c for c in m.calls if m.random_function(c) == fn]
+    out = [c for c in m.calls if keys.random_function(m, c) == fn]
     return sorted(out, key=lambda c: (c.lineno, c.col_offset))
 
 
@@ -2009,8 +2010,8 @@ def _random_calls(m: ModuleModel, fn: str) -> list:
 def test_may_call_jax_random_is_false_only_where_no_call_can_be_a_jax_random_one(src, expected):
     m = build_model(ast.parse(src))
     call = m.calls[-1]
-    assert m.random_function(call) == expected
-    assert m.may_call_jax_random() is (expected is not None)
+    assert keys.random_function(m, call) == expected
+    assert keys.may_call_jax_random(m) is (expected is not None)
 
 
 def test_key_use_names_the_binding_a_random_call_consumes():
@@ -2028,22 +2029,22 @@ def test_key_use_names_the_binding_a_random_call_consumes():
         return a, k2, c, d, jnp.zeros(3)
     """)
     normal_a, normal_d = _random_calls(m, "normal")
-    use_a, use_d = m.key_use(normal_a), m.key_use(normal_d)
+    use_a, use_d = keys.key_use(m, normal_a), keys.key_use(m, normal_d)
     assert (use_a.name, use_a.fn, use_a.event.kind) == ("key", "normal", "param")
     assert use_d.event.kind == "assign" and use_d.event is not use_a.event
-    split = m.key_use(_random_calls(m, "split")[0])
+    split = keys.key_use(m, _random_calls(m, "split")[0])
     assert split.fn == "split" and ast.unparse(split.num) == "n" and split.event is use_a.event
-    fold = m.key_use(_random_calls(m, "fold_in")[0])
+    fold = keys.key_use(m, _random_calls(m, "fold_in")[0])
     assert fold.name == "k1" and ast.unparse(fold.data) == "7"
-    assert m.key_use(_random_calls(m, "uniform")[0]) is None  # keys[0]: not a variable
-    groups = m.key_use_groups()
+    assert keys.key_use(m, _random_calls(m, "uniform")[0]) is None  # keys[0]: not a variable
+    groups = keys.key_use_groups(m)
     assert [[u.call.lineno for u in g] for g in groups] == [[6, 7], [8], [11]]
 
 
 def _dead(src: str) -> dict:
     """{line: result_dead} for every jax.random call of ``src``."""
     tree, m = build(src)
-    return {c.lineno: m.result_dead(c) for c in m.calls if m.random_function(c) is not None}
+    return {c.lineno: keys.result_dead(m, c) for c in m.calls if keys.random_function(m, c) is not None}
 
 
 def test_result_dead_when_every_name_is_rebound_before_a_read():
@@ -2133,8 +2134,8 @@ def test_advances_key(stmt, advances):
         {stmt}
         return key
     """)
-    call = next(c for c in m.calls if m.random_function(c) in ("split", "fold_in", "normal"))
-    assert m.advances_key(m.key_use(call)) is advances
+    call = next(c for c in m.calls if keys.random_function(m, c) in ("split", "fold_in", "normal"))
+    assert keys.advances_key(m, keys.key_use(m, call)) is advances
 
 
 @pytest.mark.parametrize("a, b, distinct", [
@@ -2155,8 +2156,8 @@ def test_distinct_derivations(a, b, distinct):
     def f(key, n, m):
         return {a}, {b}
     """)
-    first, second = m.key_use_groups()[0]
-    assert m.distinct_derivations(first, second) is distinct
+    first, second = keys.key_use_groups(m)[0]
+    assert keys.distinct_derivations(m, first, second) is distinct
 
 
 @pytest.mark.parametrize("a, b, paired", [
@@ -2175,8 +2176,8 @@ def test_paired_draws(a, b, paired):
     def f(key, x, y, n, m):
         return {a}, {b}
     """)
-    first, second = m.key_use_groups()[0]
-    assert m.paired_draws(first, second) is paired
+    first, second = keys.key_use_groups(m)[0]
+    assert keys.paired_draws(m, first, second) is paired
 
 
 @pytest.mark.parametrize("body, alike", [
@@ -3027,20 +3028,20 @@ def test_key_use_follows_the_callers_own_lambdas_defs_and_distribution_sample():
         e = rebinds(key, shape)
         return a, b, c, d, e
     """)
-    use = m.key_use(call_to(tree, "functor"))
+    use = keys.key_use(m, call_to(tree, "functor"))
     assert (use.fn, use.name, use.spelling) == ("normal", "key", "functor")
     assert isinstance(use.via.node, ast.Lambda)
-    use = m.key_use(call_to(tree, "gains"))
+    use = keys.key_use(m, call_to(tree, "gains"))
     assert (use.fn, use.name, use.via.name) == ("uniform", "key", "gains")
     sample = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
               and n.func.attr == "sample"][0]
-    use = m.key_use(sample)
+    use = keys.key_use(m, sample)
     assert (use.fn, use.name, use.spelling, use.via) == ("sample", "key", "pi.sample", None)
-    use = m.key_use(call_to(tree, "helper"))  # a module function that draws from its parameter
+    use = keys.key_use(m, call_to(tree, "helper"))  # a module function that draws from its parameter
     assert (use.fn, use.name, use.via.name) == ("normal", "key", "helper")
-    assert m.key_use(call_to(tree, "rebinds")) is None  # the parameter is rebound before the draw
-    assert m.key_parameters(func(m, "gains")) == {0: "uniform"}
-    assert m.key_parameters(func(m, "rebinds")) == {}
+    assert keys.key_use(m, call_to(tree, "rebinds")) is None  # the parameter is rebound before the draw
+    assert keys.key_parameters(m, func(m, "gains")) == {0: "uniform"}
+    assert keys.key_parameters(m, func(m, "rebinds")) == {}
 
 
 def test_key_parameters_are_found_among_the_calls_spelled_as_key_functions():
@@ -3064,10 +3065,10 @@ def test_key_parameters_are_found_among_the_calls_spelled_as_key_functions():
         a, b = keys
         return gaussian(a, shape)
     """)
-    assert m.key_parameters(func(m, "by_import_alias")) == {0: "normal"}
-    assert m.key_parameters(func(m, "by_module_alias")) == {0: "uniform"}
-    assert m.key_parameters(func(m, "by_local_alias")) == {}  # as key_use_groups, which groups spelled calls
-    assert m.tuple_key_parameters(func(m, "pair")) == {(0, 0): "normal"}
+    assert keys.key_parameters(m, func(m, "by_import_alias")) == {0: "normal"}
+    assert keys.key_parameters(m, func(m, "by_module_alias")) == {0: "uniform"}
+    assert keys.key_parameters(m, func(m, "by_local_alias")) == {}  # as key_use_groups, which groups spelled calls
+    assert keys.tuple_key_parameters(m, func(m, "pair")) == {(0, 0): "normal"}
 
 
 def test_key_parameters_of_module_functions_and_pairwise_uses():
@@ -3092,17 +3093,17 @@ def test_key_parameters_of_module_functions_and_pairwise_uses():
         c = jax.jit(splits_then_rebinds)(key, state)
         return a, b, c, rebinds_in_a_loop(key, n)
     """)
-    assert m.key_parameters(func(m, "draws")) == {0: "normal"}
-    assert m.key_parameters(func(m, "splits_then_rebinds")) == {0: "split"}
-    assert m.key_parameters(func(m, "rebinds_in_a_loop")) == {}
-    (use,) = m.key_uses(call_to(tree, "draws"))
+    assert keys.key_parameters(m, func(m, "draws")) == {0: "normal"}
+    assert keys.key_parameters(m, func(m, "splits_then_rebinds")) == {0: "split"}
+    assert keys.key_parameters(m, func(m, "rebinds_in_a_loop")) == {}
+    (use,) = keys.key_uses(m, call_to(tree, "draws"))
     assert use.pairwise and use.via.name == "draws"
-    (use,) = m.key_uses(call_to(tree, "splits_then_rebinds"))
+    (use,) = keys.key_uses(m, call_to(tree, "splits_then_rebinds"))
     assert not use.pairwise and use.fn == "split"  # counts for loop reuse only
     jitted = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)]
-    (use,) = m.key_uses(jitted[0])
+    (use,) = keys.key_uses(m, jitted[0])
     assert use.via.name == "splits_then_rebinds"
-    assert m.key_uses(call_to(tree, "rebinds_in_a_loop")) == []
+    assert keys.key_uses(m, call_to(tree, "rebinds_in_a_loop")) == []
 
 
 def test_fixed_key_draws_module_and_instance_keys_in_functions_that_run_again():
@@ -3188,13 +3189,13 @@ def test_kept_per_iteration():
             params["fixed"] = jax.random.gamma(key, 1.0, (2,))
         return [jax.random.laplace(key, s) for s in shapes], params, ws, outs
     """)
-    calls = {m.random_function(c): c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c)}
+    calls = {keys.random_function(m, c): c for c in ast.walk(tree) if isinstance(c, ast.Call) and keys.random_function(m, c)}
     loop_of = lambda c: m.context(c).loops[-1]
-    assert m.kept_per_iteration(calls["normal"], loop_of(calls["normal"]))
-    assert m.kept_per_iteration(calls["uniform"], loop_of(calls["uniform"]))
-    assert m.kept_per_iteration(calls["laplace"], loop_of(calls["laplace"]))
-    assert not m.kept_per_iteration(calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
-    assert not m.kept_per_iteration(calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
+    assert keys.kept_per_iteration(m, calls["normal"], loop_of(calls["normal"]))
+    assert keys.kept_per_iteration(m, calls["uniform"], loop_of(calls["uniform"]))
+    assert keys.kept_per_iteration(m, calls["laplace"], loop_of(calls["laplace"]))
+    assert not keys.kept_per_iteration(m, calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
+    assert not keys.kept_per_iteration(m, calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
 
 
 def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
@@ -3209,7 +3210,7 @@ def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
         dummy = jax.random.PRNGKey(3)
         return a, b, carry, model.apply(params, x, rngs={"dropout": dummy})
     """)
-    makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and m.random_function(c) == "PRNGKey"),
+    makers = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and keys.random_function(m, c) == "PRNGKey"),
                     key=lambda c: c.args[0].value)
     assert [keydraws.drawn_in_place(m, c) for c in makers] == [True, True, False, False]
 
@@ -3545,16 +3546,16 @@ def test_tuple_key_parameters_and_key_uses_of_keys_passed_in_tuples():
         y = pick((None, None, key))
         return x, y
     """)
-    assert m.tuple_key_parameters(func(m, "setup")) == {(0, 0): "split", (0, 1): "normal", (1, 1): "uniform"}
-    assert m.tuple_key_parameters(func(m, "<lambda>")) == {(0, 2): "normal"}
-    assert m.tuple_key_parameters(func(m, "starred")) == {}
-    assert m.tuple_key_parameters(func(m, "rebinds")) == {}
-    assert m.tuple_key_parameters(func(m, "in_loop")) == {}  # conservative: not followed into a loop
-    uses = m.key_uses(call_to(tree, "setup"))
+    assert keys.tuple_key_parameters(m, func(m, "setup")) == {(0, 0): "split", (0, 1): "normal", (1, 1): "uniform"}
+    assert keys.tuple_key_parameters(m, func(m, "<lambda>")) == {(0, 2): "normal"}
+    assert keys.tuple_key_parameters(m, func(m, "starred")) == {}
+    assert keys.tuple_key_parameters(m, func(m, "rebinds")) == {}
+    assert keys.tuple_key_parameters(m, func(m, "in_loop")) == {}  # conservative: not followed into a loop
+    uses = keys.key_uses(m, call_to(tree, "setup"))
     assert [(u.fn, u.name, u.via.name, u.num) for u in uses] == [
         ("split", "key", "setup", None), ("normal", "other", "setup", None), ("uniform", "key", "setup", None)]
-    assert (m.key_use(call_to(tree, "setup")).fn, m.key_use(call_to(tree, "setup")).name) == ("split", "key")
-    (use,) = m.key_uses(call_to(tree, "pick"))
+    assert (keys.key_use(m, call_to(tree, "setup")).fn, keys.key_use(m, call_to(tree, "setup")).name) == ("split", "key")
+    (use,) = keys.key_uses(m, call_to(tree, "pick"))
     assert (use.fn, use.name) == ("normal", "key")
 
 
@@ -3934,7 +3935,7 @@ def test_constant_seed_follows_a_key_back_to_a_literal_seed_without_a_loop():
     draws = {}
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "normal":
-            draws[call.lineno] = keydraws.constant_seed(m, m.key_use(call))
+            draws[call.lineno] = keydraws.constant_seed(m, keys.key_use(m, call))
     fixed = {line: ast.unparse(maker) if maker is not None else None for line, maker in draws.items()}
     assert fixed == {
         8: "jax.random.PRNGKey(0)",       # a literal seed

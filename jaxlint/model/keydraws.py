@@ -16,6 +16,7 @@ from .frequency import called_once, setup_name
 from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
 from .records import Scope
 from .syntax import _pos, call_arg, walk
+from . import keys
 
 
 class FixedKeyDraw:
@@ -65,7 +66,7 @@ def _fixed_key_draw(m, call: ast.Call) -> Optional["FixedKeyDraw"]:
         return None
     f = ctx.scope.func
     scope = ctx.scope
-    fn = m.random_function(call, scope)
+    fn = keys.random_function(m, call, scope)
     if fn in KEY_FUNCS:
         arg = call_arg(call, 0, "key")
     elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
@@ -113,7 +114,7 @@ def _makes_key(m, value: Optional[ast.AST], scope: Scope) -> bool:
         return False
     if m.resolve(value.func, scope) in KEY_MAKERS:
         return True
-    return m.random_function(value, scope) in DERIVERS
+    return keys.random_function(m, value, scope) in DERIVERS
 
 
 def _instance_key(m, f, attr: str) -> Optional[ast.AST]:
@@ -207,7 +208,7 @@ def drawn_in_place(m, maker: ast.Call) -> bool:
         return False
     scope = ctx.scope
     for call in m.calls_named(KEY_FUNCS):
-        if m.scope_at(call) is not scope or m.random_function(call, scope) not in KEY_FUNCS:
+        if m.scope_at(call) is not scope or keys.random_function(m, call, scope) not in KEY_FUNCS:
             continue
         arg = call_arg(call, 0, "key")
         if arg is maker:
@@ -250,7 +251,7 @@ def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[a
     if m.resolve(value.func, scope) in KEY_MAKERS:
         seed = call_arg(value, 0, "seed")
         return value if m.const_int(seed, scope, fold=False) is not None else None
-    fn = m.random_function(value, scope)
+    fn = keys.random_function(m, value, scope)
     if fn not in DERIVERS:
         return None
     if fn == FOLD_IN and m.const_int(call_arg(value, 1, "data"), scope) is None:
@@ -268,7 +269,7 @@ def folded_per_call(m, maker: ast.Call) -> bool:
     scope = ctx.scope
     uses = 0
     for call in m.calls_named(KEY_FUNCS):
-        if m.scope_at(call) is not scope or m.random_function(call, scope) not in KEY_FUNCS:
+        if m.scope_at(call) is not scope or keys.random_function(m, call, scope) not in KEY_FUNCS:
             continue
         arg = call_arg(call, 0, "key")
         if arg is not maker:
@@ -279,7 +280,7 @@ def folded_per_call(m, maker: ast.Call) -> bool:
                 continue
         uses += 1
         data = call_arg(call, 1, "data")
-        if m.random_function(call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
+        if keys.random_function(m, call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
                 or m.const_int(data, scope) is not None:
             return False
     return uses > 0

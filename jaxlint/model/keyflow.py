@@ -2,7 +2,7 @@
 key flow (jaxlint/model/keys.py) follows to tell which binding of a key a ``jax.random`` call reads
 and whether a later binding hides an earlier one on every path.
 
-Built once per scope on first use (:meth:`KeyQueries._key_names`)."""
+Built once per scope on first use (:func:`_key_names`)."""
 
 from __future__ import annotations
 
@@ -162,3 +162,12 @@ class ScopeNames:
             if start <= pos <= end and (best is None or start >= _pos(best)):
                 best = stmt
         return best
+
+
+def hides(b: NameEvent, r: NameEvent, lower: tuple) -> bool:
+    """Whether binding ``b`` runs on every path from position ``lower`` to the read ``r``."""
+    if not (lower < b.pos < r.pos):
+        return False
+    if not prefix(b.ctx.loops, r.ctx.loops):
+        return False
+    return set(b.ctx.branches) <= set(r.ctx.branches)

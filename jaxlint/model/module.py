@@ -15,7 +15,6 @@ from .. import names as N
 from . import limits as L
 from .arrays import ArrayKinds
 from .callables import CallableQueries
-from .keys import KeyQueries
 from .limits import Work
 from .loops import LoopQueries, loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
@@ -32,8 +31,7 @@ _BUILTINS = frozenset(dir(builtins))
 _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries,
-                  KeyQueries):
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):
