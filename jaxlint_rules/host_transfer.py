@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import evidence, hostneeds, roles, timing
+from jaxlint.model import evidence, fetches, hostneeds, roles, timing, transfers
 from jaxlint.model import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -17,7 +17,7 @@ def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]
     if value is None:
         return None
     if len(call.args) >= 2 and value is call.args[1] and last_name(call.func) in ("map", "tree_map"):
-        inner = model.mapped_fetch(call)
+        inner = fetches.mapped_fetch(model, call)
         how = f"`{unparse(inner, 30)}`" if inner is not None else f"`{unparse(call.args[0], 30)}`"
         return f"`{unparse(call.func)}(...)` with {how} on every leaf of `{unparse(value, 30)}`"
     if isinstance(call.func, ast.Attribute) and call.func.value is value:
@@ -114,14 +114,14 @@ class HostTransferInLoop(Rule):
         reported: set = set()
         for call in model.loop_calls:
             ctx = model.context(call)
-            if not model.may_sync(call):
+            if not fetches.may_sync(model, call):
                 continue
-            what, kind = _fetch_spelling(model, call, model.host_fetch(call)), "fetch"
-            if what is None and last_name(call.func) in FETCH_OR_FORMAT_NAMES and model.formats_jax_call(call):
+            what, kind = _fetch_spelling(model, call, fetches.host_fetch(model, call)), "fetch"
+            if what is None and last_name(call.func) in FETCH_OR_FORMAT_NAMES and fetches.formats_jax_call(model, call):
                 what, kind = f"`{unparse(call.func)}(...)` of a JAX value", "format"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
-                helper = model.helper_sync(call)
+                helper = transfers.helper_sync(model, call)
                 if helper is None:
                     continue
                 arg, inner, f = helper
@@ -157,7 +157,7 @@ class HostTransferInLoop(Rule):
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
             if ctx is None or not ctx.loops:
                 continue  # in no loop: no per-iteration sync (per_iteration_loop says None)
-            value = model.bool_sync(test, ctx.scope)
+            value = fetches.bool_sync(model, test, ctx.scope)
             if value is None:
                 continue
             role = _step_role(model, ctx)
@@ -178,9 +178,9 @@ class HostTransferInLoop(Rule):
         opt_in = None
         if model.in_test_code(node):
             opt_in = _TEST_CODE
-        elif kind == "assert" and model.in_check_function(statement):
+        elif kind == "assert" and transfers.in_check_function(model, statement):
             opt_in = _CHECK_FUNCTION
-        elif kind == "fetch" and isinstance(node, ast.Call) and model.collects_output(node, loop):
+        elif kind == "fetch" and isinstance(node, ast.Call) and transfers.collects_output(model, node, loop):
             opt_in = _COLLECTED
         why, fix = _FIX[kind]
         facts = role.evidence + [
@@ -251,7 +251,7 @@ class BlockUntilReadyInLoop(Rule):
             if role.kind != roles.PER_STEP:
                 continue
             loop = role.loop
-            if model.lagged_sync(call, loop):
+            if transfers.lagged_sync(model, call, loop):
                 continue  # blocks on step N-k after queuing step N: bounds the queue, keeps it full
             yield self.finding(call, ["`block_until_ready()` in every iteration of the loop on ",
                                       Line(loop.node.lineno),
@@ -392,7 +392,7 @@ class LoopInvariantUpload(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for name in ("asarray", "array", "device_put"):
             for call in model.calls_by_name.get(name, ()):
-                found = model.invariant_upload(call)
+                found = transfers.invariant_upload(model, call)
                 if found is None:
                     continue
                 loop, x, ev = found

@@ -11,7 +11,7 @@ import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
-from jaxlint.model import keys
+from jaxlint.model import fetches, keys, transfers
 from jaxlint.model import repetition as R
 
 
@@ -825,16 +825,16 @@ def train(params, batches):
 
 def test_collects_output_of_evaluation_style_loops():
     tree, m = build(_COLLECT)
-    fetches = {}
+    found = {}
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and m.host_fetch(n) is not None:
-            fetches.setdefault(n.lineno, []).append(n)
+        if isinstance(n, ast.Call) and fetches.host_fetch(m, n) is not None:
+            found.setdefault(n.lineno, []).append(n)
     lines = textwrap.dedent(_COLLECT).splitlines()
 
     def at(text):
         i = next(i for i, l in enumerate(lines, 1) if text in l)
-        call = min(fetches[i], key=lambda c: c.col_offset)  # the outermost fetch of the line
-        return m.collects_output(call, m.context(call).loops[-1])
+        call = min(found[i], key=lambda c: c.col_offset)  # the outermost fetch of the line
+        return transfers.collects_output(m, call, m.context(call).loops[-1])
 
     assert at("preds.append(np.asarray(pred))")
     assert at("keys += [")
@@ -1516,7 +1516,7 @@ def act(p, env, obs, tokenizer, every, frames, render):
 def _fetch_at(tree, m, line_text):
     lines = textwrap.dedent(_HOST).splitlines()
     lineno = next(i for i, text in enumerate(lines, 1) if text.strip() == line_text)
-    calls = [c for c in m.calls if c.lineno == lineno and m.host_fetch(c) is not None]
+    calls = [c for c in m.calls if c.lineno == lineno and fetches.host_fetch(m, c) is not None]
     assert calls, line_text
     return calls[0]
 
@@ -1578,9 +1578,9 @@ def test_check_functions():
     def report():
         d()
     """)
-    assert m.in_check_function(call_to(tree, "a")) and m.in_check_function(call_to(tree, "b"))
-    assert m.in_check_function(call_to(tree, "c"))  # checkpoint starts with "check" too; only asserts ask
-    assert not m.in_check_function(call_to(tree, "d"))
+    assert transfers.in_check_function(m, call_to(tree, "a")) and transfers.in_check_function(m, call_to(tree, "b"))
+    assert transfers.in_check_function(m, call_to(tree, "c"))  # checkpoint starts with "check" too; only asserts ask
+    assert not transfers.in_check_function(m, call_to(tree, "d"))
 
 
 # --------------------------------------------------------------------------- JAX values
@@ -2878,7 +2878,7 @@ def test_invariant_upload_finds_the_loop_the_name_and_its_binding():
             w = step(w, jnp.asarray(table2))
         return w
     """)
-    ups = {ast.unparse(c): m.invariant_upload(c) for c in m.calls if ast.unparse(c).startswith("jnp.asarray")}
+    ups = {ast.unparse(c): transfers.invariant_upload(m, c) for c in m.calls if ast.unparse(c).startswith("jnp.asarray")}
     loop, name, ev = ups["jnp.asarray(table)"]
     assert (loop.node.lineno, name.id, ev.node.lineno) == (12, "table", 11)
     assert ups["jnp.asarray(rows[i])"] is None  # a per-step item
@@ -2942,12 +2942,12 @@ def _assigned(tree, name):
 def test_numpy_forwarding_results_and_host_fetches():
     tree, m = build(_SYNC_SRC)
     get = lambda name: _assigned(tree, name)  # noqa: E731
-    assert m.host_fetch(get("e")) is not None  # np.exp copies
-    assert m.host_fetch(get("s")) is None and m.is_jax(get("s"))  # np.sum(one array) is x.sum()
-    assert m.host_fetch(get("t")) is None and not m.is_jax(get("t"))  # a pytree's element: unknown
+    assert fetches.host_fetch(m, get("e")) is not None  # np.exp copies
+    assert fetches.host_fetch(m, get("s")) is None and m.is_jax(get("s"))  # np.sum(one array) is x.sum()
+    assert fetches.host_fetch(m, get("t")) is None and not m.is_jax(get("t"))  # a pytree's element: unknown
     assert m.device_or_copy(get("t"), m.scope_at(get("t")))  # ... but reading it on the host syncs
-    assert m.host_fetch(get("h")) is None  # host data
-    assert m.host_fetch(get("k")) is None  # host data beside the JAX value
+    assert fetches.host_fetch(m, get("h")) is None  # host data
+    assert fetches.host_fetch(m, get("k")) is None  # host data beside the JAX value
 
 
 def test_tree_map_leaves_are_jax_values_and_the_map_fetches():
@@ -2956,9 +2956,9 @@ def test_tree_map_leaves_are_jax_values_and_the_map_fetches():
     lam = leaves.args[0]
     v = lam.body.func.value
     assert m.is_jax(v, m.scope_at(lam.body))  # the leaf of a JAX tree
-    assert m.host_fetch(leaves) is leaves.args[1]
-    assert ast.unparse(m.mapped_fetch(leaves)) == "v.item()"
-    assert m.host_fetch(same) is None
+    assert fetches.host_fetch(m, leaves) is leaves.args[1]
+    assert ast.unparse(fetches.mapped_fetch(m, leaves)) == "v.item()"
+    assert fetches.host_fetch(m, same) is None
 
 
 def test_instance_class_and_method_results():
@@ -2972,12 +2972,12 @@ def test_instance_class_and_method_results():
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")
-    arg, inner, f = m.helper_sync(log)
+    arg, inner, f = transfers.helper_sync(m, log)
     assert ast.unparse(arg) == "m" and ast.unparse(inner) == "float(v)" and f.name == "log_metrics"
-    assert m.helper_sync(call_to(tree, "log_keys")) is None  # keys are host strings
+    assert transfers.helper_sync(m, call_to(tree, "log_keys")) is None  # keys are host strings
     ifs = [n for n in m.ifs if isinstance(n, ast.If)]
-    assert ast.unparse(m.bool_sync(ifs[0].test, m.scope_at(ifs[0]))) == "jnp.allclose(p, b)"
-    assert m.bool_sync(ifs[1].test, m.scope_at(ifs[1])) is None  # ``host and ...``: first operand is host
+    assert ast.unparse(fetches.bool_sync(m, ifs[0].test, m.scope_at(ifs[0]))) == "jnp.allclose(p, b)"
+    assert fetches.bool_sync(m, ifs[1].test, m.scope_at(ifs[1])) is None  # ``host and ...``: first operand is host
 
 
 def test_streams_state_and_nested_targets_in_converting_loops():
@@ -3646,7 +3646,7 @@ def test_lagged_sync_reads_only_earlier_iterations_after_queuing():
             prev = out
     """)
     loop = m.context(call_to(tree, "lag_name")).loops[0]
-    got = {name: m.lagged_sync(call_to(tree, name), loop)
+    got = {name: transfers.lagged_sync(m, call_to(tree, name), loop)
            for name in ("early", "lag_name", "lag_back", "lag_negative", "this_step", "last_item", "mixed")}
     assert got == {"early": False, "lag_name": True, "lag_back": True, "lag_negative": True, "this_step": False,
                    "last_item": False, "mixed": False}

@@ -28,7 +28,7 @@ from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context
 from .repetition import many_trips
 from .summary import ModuleSummary
 from .syntax import at_update, call_arg, last_name, unparse
-from .transfers import FETCH_OR_FORMAT_NAMES
+from .fetches import FETCH_OR_FORMAT_NAMES
 
 __all__ = [
     "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "Churn", "ClassInfo", "Context",

@@ -14,6 +14,7 @@ from typing import Optional
 
 from .. import conventions
 from .syntax import unparse
+from . import fetches
 
 
 def repetition(rep) -> list:
@@ -72,7 +73,7 @@ def logger(model, call: Optional[ast.AST]) -> list:
         return []
     recv = call.func.value
     qn = model.resolve(call.func, model.scope_at(call))
-    if qn is not None or model.bound_logger(recv):
+    if qn is not None or fetches.bound_logger(model, recv):
         return []
     spelled = unparse(recv, 40).rsplit(".", 1)[-1]
     if conventions.active().matches("logger-receivers", spelled):

@@ -19,6 +19,7 @@ from .periodicity import _every_iteration, periodic_test, small_literal_period
 from .records import Loop
 from .work import carried_state, unconditional_calls, work_memo
 from .syntax import _pos, last_name, unparse, walk
+from . import fetches
 
 # Host libraries that take the fetched value for their own computation (not a log or a record):
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
@@ -60,7 +61,7 @@ def host_consumer(m, call: ast.Call) -> Optional[ast.Call]:
     name assigned in the same loop body): a host library (:data:`HOST_LIBRARIES`) or a method
     of a host object that takes values (the conventions' ``host-consumer-methods``: ``env.step``,
     ``tokenizer.decode``). Logging, printing and appending to a list are records, not consumers."""
-    if m.host_fetch(call) is None:
+    if fetches.host_fetch(m, call) is None:
         return None
     if _consumes(m, call):
         return call  # ``np.save(path, x)``: the fetch is the host's own use of the value
@@ -116,7 +117,7 @@ def hands_off(m, call: ast.Call, loop: Loop) -> bool:
     """``m._params_for_actor = (n, jax.device_get(params))``: the loop fetches the state it
     threads through its steps (:meth:`carried_state`) and stores it on an object, where other
     host code (actors, an inference server) reads it. Recording a metric is not a hand-off."""
-    value = m.host_fetch(call)
+    value = fetches.host_fetch(m, call)
     if not isinstance(value, ast.Name) or value.id not in carried_state(m, loop):
         return False
     for sub in walk(loop.node):
@@ -183,7 +184,7 @@ def loop_syncs_inherently(m, loop: Loop) -> Optional[ast.Call]:
     memo[key] = None
     found = None
     for c in unconditional_calls(m, loop):
-        if m.host_fetch(c) is not None and (host_consumer(m, c) is not None or hands_off(m, c, loop)):
+        if fetches.host_fetch(m, c) is not None and (host_consumer(m, c) is not None or hands_off(m, c, loop)):
             found = c
             break
     memo[key] = found

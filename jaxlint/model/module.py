@@ -20,7 +20,6 @@ from .loops import LoopQueries, loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .staging import Staging
 from .syntax import _end, _pos
-from .transfers import TransferQueries
 from .values import ValueQueries
 from .variance import ShapeVariance
 
@@ -31,7 +30,7 @@ _BUILTINS = frozenset(dir(builtins))
 _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries, TransferQueries):
+class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

@@ -31,6 +31,7 @@ from . import limits as L
 from .records import _waits
 from .work import called_functions
 from .syntax import _end, child_nodes, last_name, statement_walk, walk
+from . import fetches
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
@@ -291,7 +292,7 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
     qn = m.resolve(c.func, scope)
     if _waits(c) or qn == N.BLOCK_UNTIL_READY:
         return "wait"
-    if m.host_fetch(c) is not None or m.formats_jax_call(c):
+    if fetches.host_fetch(m, c) is not None or fetches.formats_jax_call(m, c):
         return "wait"
     if m.callable_info(c.func, scope) is not None:
         if _compiles_nothing(m, c, scope):

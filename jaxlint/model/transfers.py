@@ -1,8 +1,9 @@
-"""Host transfers: which calls copy a JAX value to the host or format it as text, in which loops
-they run every step, and which of them the host needs anyway.
+"""Host transfers: in which loops the host fetches of jaxlint/model/fetches.py run every step,
+uploads of unchanged host data, helpers that fetch their arguments, evaluation loops that collect
+outputs, and which syncs the host needs anyway.
 
 A per-step sync is worth removing only where it stalls a loop of device work for nothing.
-:meth:`TransferQueries.per_iteration_loop` answers how often a node syncs: every iteration of a
+:func:`per_iteration_loop` answers how often a node syncs: every iteration of a
 step loop, or not per step at all (periodic, after the step loop, once per whole program, once
 per sweep point; decided by :func:`jaxlint.model.roles.sync_role`).
 :func:`jaxlint.model.hostneeds.inherent_sync` answers whether the host needs the value
@@ -10,6 +11,8 @@ there anyway: host code consumes it (a host environment's step, a tokenizer, tor
 ``np.testing``), the loop is paced by the host (``input()``, rendering, plotting), the loop
 publishes its state to host-side consumers, or it already waits for the device every iteration
 for one of these reasons.
+
+Functions of the model (``m``), not a mixin: JAX201/202/205 import them.
 """
 
 from __future__ import annotations
@@ -21,16 +24,10 @@ from .. import conventions
 from .. import names as N
 from . import limits as L
 from .loops import mentions
-from . import pipelining, roles
+from . import fetches, pipelining, roles
 from .records import Context, FunctionInfo, Loop
 from .work import carried_state, work_memo
-from .syntax import _pos, last_name, unparse, walk
-
-# Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
-# ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
-FETCH_OR_FORMAT_NAMES = frozenset(
-    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
-    | {"item", "tolist", "format"} | N.LOG_METHODS)
+from .syntax import _pos, last_name, walk
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
 UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})
@@ -46,422 +43,275 @@ _NUMPY_NOT_DATA = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.d
 _COLLECTING_METHODS = frozenset({"append", "extend", "appendleft", "insert", "add"})
 
 
-class TransferQueries:
-    """Device-to-host transfers (and the same host data copied to the device every step).
-    Mixed into :class:`~jaxlint.model.ModuleModel`."""
-
-    def invariant_upload(self, call: ast.Call) -> Optional[tuple]:
-        """``(loop, name, binding)`` when the call copies the same host data to the device in every
-        iteration of a step loop: ``jnp.asarray(X)``, ``jnp.array(X)`` or ``jax.device_put(X)``
-        where ``X`` is a name bound, before the loop and nowhere in it, to host data (a NumPy call's
-        result, a list or tuple display, a comprehension) that the loop does not change in place
-        (no item assignment, no method call on it, not passed as ``out=``). The loop is the one
-        :meth:`per_iteration_loop` gives: periodic, amortised and once-per-program code is not
-        per step. None otherwise: a per-step batch (``X[i]``, a loop target, a name rebound in the
-        loop), a JAX value, data of unknown kind (a parameter, an attribute)."""
-        if not call.args or isinstance(call.args[0], ast.Starred):
-            return None
-        x = call.args[0]
-        if not isinstance(x, ast.Name):
-            return None
-        scope = self.scope_at(call)
-        if self.resolve(call.func, scope) not in UPLOADS:
-            return None
-        ctx = self.context(call)
-        loop = self.per_iteration_loop(ctx, syncs=False)
-        if loop is None:
-            return None
-        ev = self.binding(x.id, scope, _pos(x))
-        if ev is None or self.rebound_each_iteration(x.id, ev, loop) or self.is_jax(x, scope):
-            return None
-        if not self._host_data(ev):
-            return None
-        if self._changed_in_loop(x.id, loop):
-            return None
-        if any(self._varies_in_loop(a, loop) for a in [*call.args[1:], *(k.value for k in call.keywords)]):
-            return None
-        return loop, x, ev
-
-    def _host_data(self, ev) -> bool:
-        """The binding that reaches the upload binds host data: a NumPy call's result (and array
-        methods of one: ``np.load(p).astype(np.float32)``), a list or tuple display, a list
-        comprehension."""
-        if not ev.plain_assign or ev.value is None:
-            return False
-        v = ev.value
-        for _ in range(L.CONST_CHAIN):
-            if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
-                return True
-            if not isinstance(v, ast.Call):
-                return False
-            qn = self.resolve(v.func, ev.scope)
-            if qn is not None:
-                return qn.startswith("numpy.") and qn not in _NUMPY_NOT_DATA
-            if isinstance(v.func, ast.Attribute) and v.func.attr in _HOST_ARRAY_METHODS:
-                v = v.func.value  # ``<numpy array>.astype(...)``
-                continue
-            return False
-        return False
-
-    def _varies_in_loop(self, expr: ast.AST, loop: Loop) -> bool:
-        """Whether a name the expression reads gets a new value in the loop (``d`` in
-        ``for d in devices: jax.device_put(x, d)``: one copy per device, not the same copy)."""
-        for n in walk(expr):
-            if isinstance(n, ast.Name):
-                ev = self.binding(n.id, self.scope_at(expr), _pos(n))
-                if ev is not None and self.rebound_each_iteration(n.id, ev, loop):
-                    return True
-        return False
-
-    def _changed_in_loop(self, name: str, loop: Loop) -> bool:
-        for target, _kind in self.stores:
-            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
-                ctx = self.context(target)
-                if ctx is not None and loop in ctx.loops:
-                    return True
-        for c in loop.all_calls():
-            f = c.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name:
-                return True  # ``X.fill(0)``, ``X.sort()``
-            for kw in c.keywords:
-                if kw.arg == "out" and isinstance(kw.value, ast.Name) and kw.value.id == name:
-                    return True
-            if last_name(f) == "copyto" and c.args and isinstance(c.args[0], ast.Name) and c.args[0].id == name:
-                return True
-        return False
-
-    def may_sync(self, call: ast.Call) -> bool:
-        """A cheap pre-filter for :meth:`host_fetch` and :meth:`formats_jax_call`: the callee is
-        spelled with a name they can accept, a name bound to a NumPy import, or a function of
-        this module (a helper that converts its argument, :meth:`helper_sync`)."""
-        func = call.func
-        name = last_name(func)
-        if name in FETCH_OR_FORMAT_NAMES or name in ("map", "tree_map"):
-            return True
-        root = func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if isinstance(root, ast.Name):
-            if root.id in self._numpy_names():
-                return True
-            if isinstance(func, ast.Name):
-                return bool(self.local_functions(func, self.scope_at(call)))
-        return False
-
-    def _numpy_names(self) -> set:
-        names = self.__dict__.get("_np_names")
-        if names is None:
-            names = self._np_names = set()
-            for scope in [self.module_scope] + [f.scope for f in self.functions]:
-                for local, qn in scope.imports.items():
-                    if qn and (qn == "numpy" or qn.startswith("numpy.")):
-                        names.add(local)
-        return names
-
-    def host_fetch(self, call: ast.Call) -> Optional[ast.AST]:
-        """If the call copies a JAX value to the host, that value: the argument of
-        ``float(x)``/``np.asarray(x)``/``jax.device_get(x)``, the receiver of ``x.item()``/``x.tolist()``,
-        a JAX argument of any other NumPy function that converts its arguments (``np.exp(x)``,
-        ``np.isnan(x)``, ``np.concatenate([a, b])``: not metadata reads like ``np.shape``, not
-        ``np.sum(x)``, which calls ``x.sum()``), or the tree of a tree map whose function fetches
-        each leaf (``jax.tree.map(float, metrics)``, ``jax.tree.map(lambda v: v.item(), m)``).
-        ``float(np.sum(x))`` and ``np.sum(x).item()`` fetch ``np.sum(x)``: one array or a pytree,
-        the value read on the host syncs."""
-        scope = self.scope_at(call)
-        func = call.func
-        qn = self.resolve(func, scope)
-        args = [a for a in call.args if not isinstance(a, ast.Starred)]
-        if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
-            if args and self.device_or_copy(args[0], scope):
-                return args[0]
-            return None
-        if qn is not None and qn in N.TREE_MAPS:
-            return self._tree_map_fetch(call, scope)
-        if qn is not None and qn.startswith("numpy."):
-            if (qn in N.NUMPY_METADATA or qn in N.NUMPY_FORWARDING
-                    or qn.startswith(("numpy.random.", "numpy.testing.", "numpy.dtypes."))):
-                return None
-            # NumPy computing on device values alone (``np.exp(loss)``, ``np.isnan(x)``); with host
-            # data beside them (``np.take(host_list, idx)``) the host needs the value for its own data
-            if not args or not all(self._device_or_literal(a, scope) for a in args):
-                return None
-            return next((a for a in args if self.is_jax(a, scope)), None)
-        if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-            if self.device_or_copy(func.value, scope):
-                return func.value
+def invariant_upload(m, call: ast.Call) -> Optional[tuple]:
+    """``(loop, name, binding)`` when the call copies the same host data to the device in every
+    iteration of a step loop: ``jnp.asarray(X)``, ``jnp.array(X)`` or ``jax.device_put(X)``
+    where ``X`` is a name bound, before the loop and nowhere in it, to host data (a NumPy call's
+    result, a list or tuple display, a comprehension) that the loop does not change in place
+    (no item assignment, no method call on it, not passed as ``out=``). The loop is the one
+    :func:`per_iteration_loop` gives: periodic, amortised and once-per-program code is not
+    per step. None otherwise: a per-step batch (``X[i]``, a loop target, a name rebound in the
+    loop), a JAX value, data of unknown kind (a parameter, an attribute)."""
+    if not call.args or isinstance(call.args[0], ast.Starred):
         return None
+    x = call.args[0]
+    if not isinstance(x, ast.Name):
+        return None
+    scope = m.scope_at(call)
+    if m.resolve(call.func, scope) not in UPLOADS:
+        return None
+    ctx = m.context(call)
+    loop = per_iteration_loop(m, ctx, syncs=False)
+    if loop is None:
+        return None
+    ev = m.binding(x.id, scope, _pos(x))
+    if ev is None or m.rebound_each_iteration(x.id, ev, loop) or m.is_jax(x, scope):
+        return None
+    if not _host_data(m, ev):
+        return None
+    if _changed_in_loop(m, x.id, loop):
+        return None
+    if any(_varies_in_loop(m, a, loop) for a in [*call.args[1:], *(k.value for k in call.keywords)]):
+        return None
+    return loop, x, ev
 
-    def _device_or_literal(self, e: ast.AST, scope) -> bool:
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            e = e.operand
-        if isinstance(e, ast.Constant):
+
+def _host_data(m, ev) -> bool:
+    """The binding that reaches the upload binds host data: a NumPy call's result (and array
+    methods of one: ``np.load(p).astype(np.float32)``), a list or tuple display, a list
+    comprehension."""
+    if not ev.plain_assign or ev.value is None:
+        return False
+    v = ev.value
+    for _ in range(L.CONST_CHAIN):
+        if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
             return True
-        if isinstance(e, (ast.Tuple, ast.List)):
-            return all(self._device_or_literal(x, scope) for x in e.elts)
-        return self.is_jax(e, scope)
-
-    def _tree_map_fetch(self, call: ast.Call, scope) -> Optional[ast.AST]:
-        """The first tree of ``jax.tree.map(f, tree, ...)`` when ``f`` fetches each leaf: a host
-        conversion itself (``float``, ``np.asarray``, ``jax.device_get``), or a lambda or def of
-        this module that makes a host fetch (``lambda v: v.item()``; its parameters are the JAX
-        leaves, :meth:`mapped_leaf`)."""
-        if len(call.args) < 2 or isinstance(call.args[1], ast.Starred):
-            return None
-        fn, tree = call.args[0], call.args[1]
-        if not self.holds_jax(tree, scope):
-            return None
-        qn = self.resolve(fn, scope)
+        if not isinstance(v, ast.Call):
+            return False
+        qn = m.resolve(v.func, ev.scope)
         if qn is not None:
-            if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET or (
-                    qn.startswith("numpy.") and qn not in N.NUMPY_METADATA and qn not in N.NUMPY_FORWARDING
-                    and not qn.startswith(("numpy.random.", "numpy.testing."))):
-                return tree
-            return None
-        for f in self.local_functions(fn, scope):
-            if f.traced or call not in self.tree_map_sites(f):
-                continue
-            if any(self.host_fetch(c) is not None for c in f.calls):
-                return tree
-        return None
-
-    def mapped_fetch(self, call: ast.Call) -> Optional[ast.Call]:
-        """For a tree map that fetches each leaf (:meth:`host_fetch`) through a lambda or def,
-        the fetch inside it (``v.item()``); None when the function is a conversion itself."""
-        scope = self.scope_at(call)
-        if self.resolve(call.func, scope) not in N.TREE_MAPS or not call.args:
-            return None
-        for f in self.local_functions(call.args[0], scope):
-            for c in f.calls:
-                if self.host_fetch(c) is not None:
-                    return c
-        return None
-
-    def bool_sync(self, test: ast.AST, scope) -> Optional[ast.AST]:
-        """The JAX value whose truth an ``if``/``while``/``assert`` test reads on the host every
-        time it runs: the test itself when it is a JAX value (or a host copy made in it, see
-        :meth:`device_or_copy`), the operand of ``not``, or the first operand of ``and``/``or``
-        (the later ones run only sometimes)."""
-        for _ in range(L.MASK_CHAIN):
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test = test.operand
-            elif isinstance(test, ast.BoolOp) and test.values:
-                test = test.values[0]
-            else:
-                break
-        return test if self.device_or_copy(test, scope) else None
-
-    def formats_jax_call(self, call: ast.Call) -> bool:
-        """print/str/repr/format/logging/str.format calls that format a JAX value."""
-        if not self._prints(call):
-            return False
-        scope = self.scope_at(call)
-        values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
-        return any(self.formats_jax(v, scope) for v in values)
-
-    def per_iteration_loop(self, ctx: Optional[Context], syncs: bool = True) -> Optional[Loop]:
-        """The step loop a host-side node runs in every iteration of: the innermost loop of JAX
-        work around it (:meth:`hot_loop`), unless a periodic ``if`` guards the node, one iteration
-        of the loop runs a whole program (:meth:`iteration_program`: the sync is once per
-        rollout or epoch), the loop walks the points of a sweep (:meth:`sweep_loop`), or its only
-        JAX work converts the elements it walks (:meth:`converts_elements`), or, for a sync (``syncs``:
-        a fixed cost each time, unlike a copy whose cost grows with its size), the node runs only a
-        few times in all (:meth:`few_iterations`)."""
-        role = roles.sync_role(self, ctx, syncs)  # the one place this is decided, with its evidence
-        return role.loop if role.kind == roles.PER_STEP else None
-
-    # -- helpers of this module that convert their arguments
-
-    def helper_sync(self, call: ast.Call) -> Optional[tuple]:
-        """``log_metrics(step, metrics)`` where ``log_metrics`` is a plain (not compiled) function
-        of this module, called for its effect (it returns nothing: a helper that returns what
-        it converted, ``four_dig(x)``, is a conversion whose result the caller needs on the
-        host), whose body copies a parameter to the host or formats it (``float(v)``,
-        ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
-        taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
-        a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
-        ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
-        inside the helper, and does not count."""
-        if isinstance(call.func, ast.Attribute) or self.callable_info(call.func, self.scope_at(call)) is not None:
-            return None
-        scope = self.scope_at(call)
-        for f in self.local_functions(call.func, scope):
-            if f.traced or isinstance(f.node, ast.Lambda) or f.is_method or f.returns:
-                continue
-            bound = self._bind_params(call, f)
-            for param, arg in bound:
-                if not self.holds_jax(arg, scope):
-                    continue
-                inner = self._param_sync(f, param)
-                if inner is not None:
-                    return arg, inner, f
-        return None
-
-    def _bind_params(self, call: ast.Call, f: FunctionInfo) -> list:
-        out = []
-        for i, a in enumerate(call.args):
-            if isinstance(a, ast.Starred):
-                break
-            if i < len(f.params):
-                out.append((f.params[i], a))
-        names = set(f.params) | set(f.kwonly)
-        out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
-        return out
-
-    def _param_sync(self, f: FunctionInfo, param: str) -> Optional[ast.AST]:
-        """The first host fetch or format in ``f``'s body of a value taken from ``param`` (see
-        :meth:`helper_sync`), memoized per function and parameter."""
-        memo = work_memo(self)
-        key = ("param_sync", id(f), param)
-        if key in memo:
-            return memo[key]
-        memo[key] = None
-        derived = {param}
-        for _ in range(3):  # names taken from the parameter, and names taken from those
-            for sub in walk(f.node):
-                if not self.work.spend():
-                    return None
-                if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
-                    for t in sub.targets:
-                        if isinstance(t, ast.Name):
-                            derived.add(t.id)
-                elif isinstance(sub, (ast.For, ast.comprehension)):
-                    it, target = sub.iter, sub.target
-                    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                            and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
-                        if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-                            target = target.elts[1]
-                        if isinstance(target, ast.Name):
-                            derived.add(target.id)
-        others = (set(f.params) | set(f.kwonly)) - {param}
-        found = None
-        for c in f.calls:
-            ctx = self.context(c)
-            if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
-                continue
-            values = self._synced_values(c)
-            if any(_taken_from(v, derived) for v in values):
-                found = c
-                break
-        if found is None:
-            for node in self.joined_strs:
-                ctx = self.context(node)
-                if ctx is None or ctx.raising or ctx.scope is not f.scope or any(
-                        mentions(t, others) for t, _ in ctx.guards):
-                    continue
-                if any(isinstance(v, ast.FormattedValue) and _taken_from(v.value, derived) for v in node.values):
-                    found = node
-                    break
-        memo[key] = found
-        return found
-
-    def _synced_values(self, c: ast.Call) -> list:
-        """What a call in a helper would copy to the host or format, were it a JAX value."""
-        func = c.func
-        qn = self.resolve(func, self.scope_at(c))
-        args = [a for a in c.args if not isinstance(a, ast.Starred)]
-        if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
-            return args[:1]
-        if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-            return [func.value]
-        if self._prints(c):
-            return [v for v in [*args, *(kw.value for kw in c.keywords
-                                         if kw.arg not in ("sep", "end", "file", "flush"))]
-                    if not isinstance(v, ast.JoinedStr)]
-        return []
-
-    # -- syncs the host needs anyway
-
-    def lagged_sync(self, node: ast.AST, loop: Loop) -> bool:
-        """A sync on an earlier iteration's value after this iteration queued its step
-        (:func:`~jaxlint.model.pipelining.lagged_sync`): it lags the queue, it does not stall it."""
-        return pipelining.lagged_sync(self, node, loop)
-
-    def collects_output(self, call: ast.Call, loop: Loop) -> bool:
-        """Whether ``call`` (a host fetch) collects each iteration's output of an evaluation-style
-        loop on the host: the loop threads no state through its JAX calls (:meth:`carried_state`:
-        every iteration computes from the same inputs, as an eval or inference loop over batches
-        does), and the fetched value goes into a host container that outlives the iteration
-        (``preds.append(np.asarray(pred))``, ``keys += [np.asarray(k)]``, ``out[name] = ...``),
-        directly or through names assigned from it in the loop body (``logits = jax.device_get(logits)``
-        and then ``logits_list.append(np.array(logits)[mask])``; ``out = jax.device_get(out)``,
-        ``scores = out["psnr"][mask]``, ``psnrs.extend(scores)``). Fetching after the loop instead
-        keeps every output in device memory until then and saves only the stall of each batch."""
-        if self.host_fetch(call) is None or carried_state(self, loop):
-            return False
-        memo = work_memo(self)
-        key = ("collects", id(call), id(loop))
-        if key in memo:
-            return memo[key]
-        memo[key] = False
-        held = {id(call)}
-        names: set = set()
-        body = getattr(loop.node, "body", None)
-        if not isinstance(body, list):
-            return False
-        stmts = [sub for stmt in body for sub in walk(stmt) if isinstance(sub, ast.stmt)]
-
-        def carries(expr: ast.AST) -> bool:
-            return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in walk(expr))
-
-        # the names the fetched value reaches in the iteration, in order: ``out = device_get(out)``,
-        # ``batch = out["psnr"][mask]``, then ``psnrs.extend(batch)``
-        for st in stmts:
-            if isinstance(st, ast.Assign) and carries(st.value):
-                names |= {n.id for t in st.targets if not isinstance(t, ast.Subscript)
-                          for n in walk(t) if isinstance(n, ast.Name)}
-
-        for st in stmts:
-            stored = None
-            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-                c = st.value
-                if (isinstance(c.func, ast.Attribute) and c.func.attr in _COLLECTING_METHODS
-                        and isinstance(c.func.value, (ast.Name, ast.Attribute, ast.Subscript))):
-                    stored = c.args
-            elif isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and isinstance(
-                    st.value, (ast.List, ast.Tuple)):
-                stored = st.value.elts
-            elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Subscript) for t in st.targets):
-                stored = [st.value]
-            if stored and any(carries(a) for a in stored):
-                memo[key] = True
-                return True
+            return qn.startswith("numpy.") and qn not in _NUMPY_NOT_DATA
+        if isinstance(v.func, ast.Attribute) and v.func.attr in _HOST_ARRAY_METHODS:
+            v = v.func.value  # ``<numpy array>.astype(...)``
+            continue
         return False
+    return False
 
-    def _prints(self, c: ast.Call) -> bool:
-        func = c.func
-        qn = self.resolve(func, self.scope_at(c))
-        if qn in N.FORMAT_BUILTINS:
+
+def _varies_in_loop(m, expr: ast.AST, loop: Loop) -> bool:
+    """Whether a name the expression reads gets a new value in the loop (``d`` in
+    ``for d in devices: jax.device_put(x, d)``: one copy per device, not the same copy)."""
+    for n in walk(expr):
+        if isinstance(n, ast.Name):
+            ev = m.binding(n.id, m.scope_at(expr), _pos(n))
+            if ev is not None and m.rebound_each_iteration(n.id, ev, loop):
+                return True
+    return False
+
+
+def _changed_in_loop(m, name: str, loop: Loop) -> bool:
+    for target, _kind in m.stores:
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name:
+            ctx = m.context(target)
+            if ctx is not None and loop in ctx.loops:
+                return True
+    for c in loop.all_calls():
+        f = c.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name:
+            return True  # ``X.fill(0)``, ``X.sort()``
+        for kw in c.keywords:
+            if kw.arg == "out" and isinstance(kw.value, ast.Name) and kw.value.id == name:
+                return True
+        if last_name(f) == "copyto" and c.args and isinstance(c.args[0], ast.Name) and c.args[0].id == name:
             return True
-        if isinstance(func, ast.Attribute):
-            if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
-                return True
-            if func.attr in N.LOG_METHODS:
-                if self.bound_logger(func.value):
-                    return True
-                return (qn is not None and qn.startswith("logging.")) or (
-                    qn is None and conventions.active().matches(
-                        "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
-        return False
+    return False
 
-    def bound_logger(self, receiver: ast.AST) -> bool:
-        """A name bound to ``logging.getLogger(...)`` (or absl's): a logger, whatever it is called."""
-        if not isinstance(receiver, ast.Name):
-            return False
-        ev = self.binding(receiver.id, self.scope_at(receiver), (receiver.lineno, receiver.col_offset))
-        if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
-            return False
-        qn = self.resolve(ev.value.func, ev.scope)
-        return qn is not None and qn.startswith(("logging.", "absl.logging."))
 
-    def in_check_function(self, node: ast.AST) -> bool:
-        """Whether the node runs in a function named ``check*``/``verify*`` (or nested in one): a
-        cross-check of results, whose asserts must see the values."""
-        f = self.function_at(node)
-        while f is not None:
-            if conventions.active().matches("check-functions", f.name):
-                return True
-            f = f.parent
+def per_iteration_loop(m, ctx: Optional[Context], syncs: bool = True) -> Optional[Loop]:
+    """The step loop a host-side node runs in every iteration of: the innermost loop of JAX
+    work around it (:meth:`hot_loop`), unless a periodic ``if`` guards the node, one iteration
+    of the loop runs a whole program (:meth:`iteration_program`: the sync is once per
+    rollout or epoch), the loop walks the points of a sweep (:meth:`sweep_loop`), or its only
+    JAX work converts the elements it walks (:meth:`converts_elements`), or, for a sync (``syncs``:
+    a fixed cost each time, unlike a copy whose cost grows with its size), the node runs only a
+    few times in all (:meth:`few_iterations`)."""
+    role = roles.sync_role(m, ctx, syncs)  # the one place this is decided, with its evidence
+    return role.loop if role.kind == roles.PER_STEP else None
+
+# -- helpers of this module that convert their arguments
+
+
+def helper_sync(m, call: ast.Call) -> Optional[tuple]:
+    """``log_metrics(step, metrics)`` where ``log_metrics`` is a plain (not compiled) function
+    of this module, called for its effect (it returns nothing: a helper that returns what
+    it converted, ``four_dig(x)``, is a conversion whose result the caller needs on the
+    host), whose body copies a parameter to the host or formats it (``float(v)``,
+    ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
+    taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
+    a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
+    ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
+    inside the helper, and does not count."""
+    if isinstance(call.func, ast.Attribute) or m.callable_info(call.func, m.scope_at(call)) is not None:
+        return None
+    scope = m.scope_at(call)
+    for f in m.local_functions(call.func, scope):
+        if f.traced or isinstance(f.node, ast.Lambda) or f.is_method or f.returns:
+            continue
+        bound = _bind_params(m, call, f)
+        for param, arg in bound:
+            if not m.holds_jax(arg, scope):
+                continue
+            inner = _param_sync(m, f, param)
+            if inner is not None:
+                return arg, inner, f
+    return None
+
+
+def _bind_params(m, call: ast.Call, f: FunctionInfo) -> list:
+    out = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            break
+        if i < len(f.params):
+            out.append((f.params[i], a))
+    names = set(f.params) | set(f.kwonly)
+    out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
+    return out
+
+
+def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
+    """The first host fetch or format in ``f``'s body of a value taken from ``param`` (see
+    :func:`helper_sync`), memoized per function and parameter."""
+    memo = work_memo(m)
+    key = ("param_sync", id(f), param)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    derived = {param}
+    for _ in range(3):  # names taken from the parameter, and names taken from those
+        for sub in walk(f.node):
+            if not m.work.spend():
+                return None
+            if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
+                for t in sub.targets:
+                    if isinstance(t, ast.Name):
+                        derived.add(t.id)
+            elif isinstance(sub, (ast.For, ast.comprehension)):
+                it, target = sub.iter, sub.target
+                if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                        and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
+                    if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                        target = target.elts[1]
+                    if isinstance(target, ast.Name):
+                        derived.add(target.id)
+    others = (set(f.params) | set(f.kwonly)) - {param}
+    found = None
+    for c in f.calls:
+        ctx = m.context(c)
+        if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
+            continue
+        values = _synced_values(m, c)
+        if any(_taken_from(v, derived) for v in values):
+            found = c
+            break
+    if found is None:
+        for node in m.joined_strs:
+            ctx = m.context(node)
+            if ctx is None or ctx.raising or ctx.scope is not f.scope or any(
+                    mentions(t, others) for t, _ in ctx.guards):
+                continue
+            if any(isinstance(v, ast.FormattedValue) and _taken_from(v.value, derived) for v in node.values):
+                found = node
+                break
+    memo[key] = found
+    return found
+
+
+def _synced_values(m, c: ast.Call) -> list:
+    """What a call in a helper would copy to the host or format, were it a JAX value."""
+    func = c.func
+    qn = m.resolve(func, m.scope_at(c))
+    args = [a for a in c.args if not isinstance(a, ast.Starred)]
+    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
+        return args[:1]
+    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+        return [func.value]
+    if fetches._prints(m, c):
+        return [v for v in [*args, *(kw.value for kw in c.keywords
+                                     if kw.arg not in ("sep", "end", "file", "flush"))]
+                if not isinstance(v, ast.JoinedStr)]
+    return []
+
+# -- syncs the host needs anyway
+
+
+def lagged_sync(m, node: ast.AST, loop: Loop) -> bool:
+    """A sync on an earlier iteration's value after this iteration queued its step
+    (:func:`~jaxlint.model.pipelining.lagged_sync`): it lags the queue, it does not stall it."""
+    return pipelining.lagged_sync(m, node, loop)
+
+
+def collects_output(m, call: ast.Call, loop: Loop) -> bool:
+    """Whether ``call`` (a host fetch) collects each iteration's output of an evaluation-style
+    loop on the host: the loop threads no state through its JAX calls (:meth:`carried_state`:
+    every iteration computes from the same inputs, as an eval or inference loop over batches
+    does), and the fetched value goes into a host container that outlives the iteration
+    (``preds.append(np.asarray(pred))``, ``keys += [np.asarray(k)]``, ``out[name] = ...``),
+    directly or through names assigned from it in the loop body (``logits = jax.device_get(logits)``
+    and then ``logits_list.append(np.array(logits)[mask])``; ``out = jax.device_get(out)``,
+    ``scores = out["psnr"][mask]``, ``psnrs.extend(scores)``). Fetching after the loop instead
+    keeps every output in device memory until then and saves only the stall of each batch."""
+    if fetches.host_fetch(m, call) is None or carried_state(m, loop):
         return False
+    memo = work_memo(m)
+    key = ("collects", id(call), id(loop))
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    held = {id(call)}
+    names: set = set()
+    body = getattr(loop.node, "body", None)
+    if not isinstance(body, list):
+        return False
+    stmts = [sub for stmt in body for sub in walk(stmt) if isinstance(sub, ast.stmt)]
+
+    def carries(expr: ast.AST) -> bool:
+        return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in walk(expr))
+
+    # the names the fetched value reaches in the iteration, in order: ``out = device_get(out)``,
+    # ``batch = out["psnr"][mask]``, then ``psnrs.extend(batch)``
+    for st in stmts:
+        if isinstance(st, ast.Assign) and carries(st.value):
+            names |= {n.id for t in st.targets if not isinstance(t, ast.Subscript)
+                      for n in walk(t) if isinstance(n, ast.Name)}
+
+    for st in stmts:
+        stored = None
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+            c = st.value
+            if (isinstance(c.func, ast.Attribute) and c.func.attr in _COLLECTING_METHODS
+                    and isinstance(c.func.value, (ast.Name, ast.Attribute, ast.Subscript))):
+                stored = c.args
+        elif isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add) and isinstance(
+                st.value, (ast.List, ast.Tuple)):
+            stored = st.value.elts
+        elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Subscript) for t in st.targets):
+            stored = [st.value]
+        if stored and any(carries(a) for a in stored):
+            memo[key] = True
+            return True
+    return False
+
+
+def in_check_function(m, node: ast.AST) -> bool:
+    """Whether the node runs in a function named ``check*``/``verify*`` (or nested in one): a
+    cross-check of results, whose asserts must see the values."""
+    f = m.function_at(node)
+    while f is not None:
+        if conventions.active().matches("check-functions", f.name):
+            return True
+        f = f.parent
+    return False
 
 
 def _taken_from(expr: ast.AST, names: set) -> bool:
@@ -488,5 +338,3 @@ def _taken_from(expr: ast.AST, names: set) -> bool:
 
 # Array methods whose result is still the array's data (``v.mean()``): a fetch of it fetches ``v``.
 _REDUCING_METHODS = frozenset({"mean", "sum", "max", "min", "squeeze", "reshape", "astype", "ravel", "flatten"})
-
-
