@@ -10,6 +10,7 @@ from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.model import evidence, fetches, hostneeds, roles, timing, transfers
 from jaxlint.model import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
+from jaxlint.model import loops as loopfacts
 
 
 def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
@@ -330,7 +331,7 @@ class TimingWithoutBlock(Rule):
             else:
                 what = f"the `{unparse(region.node.func, 30)}` block ends"
             ctx = model.context(region.node)
-            loop = model.hot_loop(ctx) if ctx is not None else None
+            loop = loopfacts.hot_loop(model, ctx) if ctx is not None else None
             every_n = ""
             if loop is not None and not W.measuring_loop(model, ctx, loop):
                 every_n = (" and, in a loop of steps, time only every N steps (blocking every step costs "

@@ -21,6 +21,7 @@ from jaxlint.model import (
 from jaxlint.model import evidence, frequency, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import repetition
+from jaxlint.model import loops as loopfacts
 
 
 def describe(new: Optional[NewCallable]) -> Optional[str]:
@@ -67,7 +68,7 @@ def _names(names) -> str:
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     """The JAX101 description for a wrapper, or None when it does not apply."""
     ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or model.in_timing_harness(ctx):
+    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or loopfacts.in_timing_harness(model, ctx):
         return None
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
@@ -262,7 +263,7 @@ class JitPerCall(Rule):
                        *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
                        "cached factory) and reuse it"]
-            own = frequency.own_loop(model, outer, uses) if rep is not None and looped is None else None
+            own = loopfacts.own_loop(model, outer, uses) if rep is not None and looped is None else None
             if named_once:
                 opt_in: Optional[str] = (f"only names say that `{outer.name}` runs once per program: it is "
                                          "named like code that runs once, or called only from such code "
@@ -328,7 +329,7 @@ class StaticArgChurn(Rule):
             wrap = model.callable_info(call.func, ctx.scope)
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
-            if model.in_timing_harness(ctx):
+            if loopfacts.in_timing_harness(model, ctx):
                 continue
             params, shift, static_pos, static_names = wrap.static_layout(call)
             for i, arg in enumerate(call.args):

@@ -21,6 +21,7 @@ from jaxlint.model import deviceloops, keydraws, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import repetition
 from jaxlint.model import keys
+from jaxlint.model import loops as loopfacts
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -294,10 +295,10 @@ class KeyReuse(Rule):
                 for prev in uses[:j]:
                     if not (prev.pairwise and use.pairwise):
                         continue
-                    if keys.distinct_derivations(model, prev, use) or model.exclusive(prev.ctx, use.ctx, ifs):
+                    if keys.distinct_derivations(model, prev, use) or loopfacts.exclusive(model, prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:
-                        arms = model.ifexp_arms()
+                        arms = loopfacts.ifexp_arms(model)
                     a, b = dict(arms.get(id(prev.call), ())), dict(arms.get(id(use.call), ()))
                     if any(k in b and b[k] != side for k, side in a.items()):
                         continue
@@ -365,11 +366,11 @@ class KeyReuse(Rule):
             what += " (`fold_in` with the same data returns the same key each time)"
         opt_in = None
         if model.in_test_code(use.call):
-            if model.iterations_alike(loop):
+            if loopfacts.iterations_alike(model, loop):
                 what += _SAME_CASE
             else:
                 opt_in = _TEST_LOOP_VARIES
-        stepping = model.step_loop(loop, use.ctx)
+        stepping = loopfacts.step_loop(model, loop, use.ctx)
         facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
                  f"{loop.node.lineno} rebinds",
                  (f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping else
@@ -382,9 +383,9 @@ class KeyReuse(Rule):
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
-            if not model.step_loop(loop, use.ctx) and not self._kept_draws(model, use, loop):
+            if not loopfacts.step_loop(model, loop, use.ctx) and not self._kept_draws(model, use, loop):
                 continue
-            if use.event.scope is use.ctx.scope and model.rebound_each_iteration(use.name, use.event, loop):
+            if use.event.scope is use.ctx.scope and loopfacts.rebound_each_iteration(model, use.name, use.event, loop):
                 continue
             if use.fn == FOLD_IN and _may_vary(use.data):
                 continue  # fold_in(key, step): a different key each iteration
@@ -398,7 +399,7 @@ class KeyReuse(Rule):
         by side: ``for name in ("w1", "w2"): params[name] = normal(key, shape)``. The draws are
         equal; in a loop over configurations whose draws are only used within the iteration, one
         key for comparable inputs is deliberate."""
-        return _draws(use.fn) and keys.kept_per_iteration(model, use.call, loop) and not model.in_timing_harness(use.ctx)
+        return _draws(use.fn) and keys.kept_per_iteration(model, use.call, loop) and not loopfacts.in_timing_harness(model, use.ctx)
 
 
 def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
@@ -499,7 +500,7 @@ class ConstantKeyInLoop(Rule):
             # a literal int seed, or a module-level name bound once to one
             if model.const_int(seed, ctx.scope, fold=False, local=False) is None:
                 continue
-            loops = [lp for lp in ctx.loops if model.step_loop(lp, ctx)]
+            loops = [lp for lp in ctx.loops if loopfacts.step_loop(model, lp, ctx)]
             if not loops:
                 found = self._per_step_helper(model, call, ctx)
                 if found is not None:
@@ -508,7 +509,7 @@ class ConstantKeyInLoop(Rule):
             loop = loops[-1]
             tail, opt_in = "", None
             if model.in_test_code(call):
-                if model.iterations_alike(loop):
+                if loopfacts.iterations_alike(model, loop):
                     tail = _SAME_CASE
                 else:
                     opt_in = _TEST_LOOP_VARIES

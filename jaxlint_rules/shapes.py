@@ -15,6 +15,7 @@ from jaxlint.model import (
 )
 from jaxlint.model import hostvalues, ragged, statics
 from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.model import loops as loopfacts
 
 
 def _describe_if(node: ast.AST) -> tuple[str, str]:
@@ -83,7 +84,7 @@ class DataDependentShape(Rule):
                     return model.is_jax(e, scope) and not staging.suspect(f, e, scope)
 
                 what = self._sized_call(model, call, scope, traced)
-                if what is not None and not model.in_size_is_none_branch(model.context(call)):
+                if what is not None and not loopfacts.in_size_is_none_branch(model, model.context(call)):
                     head, fix = what
                     yield self.finding(call, f"{head} has a size that depends on the data, so it raises "
                                              f"ConcretizationTypeError {staging.how_staged(f)}; {fix}")
@@ -351,7 +352,7 @@ class ShapeChurn(Rule):
             wrap = model.callable_info(call.func, ctx.scope)
             if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
                 continue
-            if model.in_timing_harness(ctx):
+            if loopfacts.in_timing_harness(model, ctx):
                 continue
             churn = model.shape_variance(ctx.scope, loops)
             static_pos, static_names = wrap.static_positions(call)
@@ -478,7 +479,7 @@ class UnrolledLoopInTracedCode(Rule):
             return None
         node = loop.node
         scope = model.context(node).scope
-        rng = model.range_call(node.iter, scope)
+        rng = loopfacts.range_call(model, node.iter, scope)
         if rng is None:
             return None
         vals = [model.const_int(a, scope) for a in rng.args]
@@ -489,7 +490,7 @@ class UnrolledLoopInTracedCode(Rule):
                 trips = len(range(*vals))
             except (TypeError, ValueError, OverflowError):
                 return None
-            if trips >= UNROLL_TRIPS and model.traces_jax_ops(loop, f):
+            if trips >= UNROLL_TRIPS and loopfacts.traces_jax_ops(model, loop, f):
                 return (f"Python `for` loop of {trips} iterations in traced code is unrolled: the compiled program "
                         f"holds {trips} copies of its body, so compiling it is slow; use jax.lax.fori_loop or "
                         "jax.lax.scan", None)

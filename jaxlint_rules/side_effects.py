@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import repetition
+from jaxlint.model import loops as loopfacts
 
 # Container methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",
@@ -105,7 +106,7 @@ class SideEffectInTracedCode(Rule):
                 # The model records store targets without their values: a helper that only ever sees
                 # static arguments, or a memo filled under ``if key not in cache:``, stores static
                 # values (a trace-time cache), not tracers.
-                if not f.tracer_params or model.membership_guarded(target):
+                if not f.tracer_params or loopfacts.membership_guarded(model, target):
                     continue
                 if kind == "aug":
                     # ``tot[0] += x``: reported when what is added is a JAX value (a counter bumped by

@@ -12,6 +12,7 @@ import pytest
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
 from jaxlint.model import fetches, keys, transfers
+from jaxlint.model import loops as loopfacts
 from jaxlint.model import repetition as R
 
 
@@ -659,7 +660,7 @@ def test_known_trips_of_names_bound_to_literal_collections(name, trips):
     tree, m = build(_TRIPS)
     (loop,) = m.context(call_to(tree, name)).loops
     scope = m.context(loop.node).scope
-    assert m.known_trips(loop.node.iter, scope) == trips
+    assert loopfacts.known_trips(m, loop.node.iter, scope) == trips
     # refine_bounds() ran in build_model(): a few known trips make the loop bounded
     assert loop.bounded is (trips is not None)
 
@@ -674,7 +675,7 @@ def test_refine_bounds_keeps_long_known_loops_unbounded():
     """)
     for name, trips in (("step_body", 1000), ("layer_body", 17)):
         (loop,) = m.context(call_to(tree, name)).loops
-        assert m.known_trips(loop.node.iter, m.context(loop.node).scope) == trips
+        assert loopfacts.known_trips(m, loop.node.iter, m.context(loop.node).scope) == trips
         assert loop.bounded is False
 
 
@@ -704,7 +705,7 @@ def test_known_trips_of_aranges_and_conditional_bounds():
                         ("array_name_body", 3), ("array_body", 2), ("array_of_names_body", 2),
                         ("array_of_param_body", None), ("rebound_array_body", None)):
         (loop,) = m.context(call_to(tree, name)).loops
-        assert m.known_trips(loop.node.iter, m.context(loop.node).scope) == trips, name
+        assert loopfacts.known_trips(m, loop.node.iter, m.context(loop.node).scope) == trips, name
 
 
 _FEW = """
@@ -769,7 +770,7 @@ zipped(None)
 ])
 def test_few_iterations(name, few):
     tree, m = build(_FEW)
-    assert m.few_iterations(m.context(call_to(tree, name))) is few
+    assert loopfacts.few_iterations(m, m.context(call_to(tree, name))) is few
 
 
 def test_param_default_int_needs_every_call_to_leave_the_argument_out():
@@ -786,7 +787,7 @@ def test_param_default_int_needs_every_call_to_leave_the_argument_out():
     """)
     for name, want in (("use_a", 8), ("use_b", 8), ("use_c", None)):
         call = call_to(tree, name)
-        assert m.param_default_int(call.args[0], m.scope_at(call)) == want
+        assert loopfacts.param_default_int(m, call.args[0], m.scope_at(call)) == want
 
 
 _COLLECT = """
@@ -888,13 +889,13 @@ def test_hot_loop_is_the_innermost_loop_running_jax_work():
     tree, m = build(_NEST)
     step_loop = m.context(call_to(tree, "train_step")).loops[-1]
     assert step_loop.node.lineno == 11
-    assert m.hot_loop(m.context(call_to(tree, "in_step"))) is step_loop
+    assert loopfacts.hot_loop(m, m.context(call_to(tree, "in_step"))) is step_loop
     # A small host-side loop inside the step loop: the step loop is still the one that counts.
-    assert m.hot_loop(m.context(call_to(tree, "in_small"))) is step_loop
+    assert loopfacts.hot_loop(m, m.context(call_to(tree, "in_small"))) is step_loop
     # In the epoch loop after the step loop: runs once per epoch.
-    assert m.hot_loop(m.context(call_to(tree, "after_steps"))) is None
+    assert loopfacts.hot_loop(m, m.context(call_to(tree, "after_steps"))) is None
     # A loop with no JAX work at all.
-    assert m.hot_loop(m.context(call_to(tree, "no_jax"))) is None
+    assert loopfacts.hot_loop(m, m.context(call_to(tree, "no_jax"))) is None
 
 
 def test_loop_runs_jax_work():
@@ -902,10 +903,10 @@ def test_loop_runs_jax_work():
     epoch_loop, step_loop = m.context(call_to(tree, "train_step")).loops
     small = m.context(call_to(tree, "in_small")).loops[-1]
     other = m.context(call_to(tree, "no_jax")).loops[-1]
-    assert m.loop_runs_jax_work(step_loop)
-    assert m.loop_runs_jax_work(epoch_loop)  # through the nested step loop
-    assert not m.loop_runs_jax_work(small)
-    assert not m.loop_runs_jax_work(other)
+    assert loopfacts.loop_runs_jax_work(m, step_loop)
+    assert loopfacts.loop_runs_jax_work(m, epoch_loop)  # through the nested step loop
+    assert not loopfacts.loop_runs_jax_work(m, small)
+    assert not loopfacts.loop_runs_jax_work(m, other)
 
 
 # --------------------------------------------------------------------------- periodic guards (issue 11)
@@ -2199,7 +2200,7 @@ def test_iterations_alike(body, alike):
       for i in range(10):
         {body}
     """.replace("\n    ", "\n        "))
-    assert m.iterations_alike(m.loops[0]) is alike
+    assert loopfacts.iterations_alike(m, m.loops[0]) is alike
 
 
 def test_iterations_alike_comprehensions_and_while():
@@ -2213,8 +2214,8 @@ def test_iterations_alike_comprehensions_and_while():
             n = n - 1
     """)
     comp_a, comp_b, loop = m.loops
-    assert m.iterations_alike(comp_a) and not m.iterations_alike(comp_b)
-    assert not m.iterations_alike(loop)
+    assert loopfacts.iterations_alike(m, comp_a) and not loopfacts.iterations_alike(m, comp_b)
+    assert not loopfacts.iterations_alike(m, loop)
 
 
 def test_compiled_once():
@@ -2607,11 +2608,11 @@ def test_own_loop_of_work_that_does_not_run_the_wrapper():
     """)
     f = func(m, "evaluate")
     pm = [c for c in f.calls if isinstance(c.func, ast.Call)]
-    assert frequency.own_loop(m, f, pm).node.lineno == 5
+    assert loopfacts.own_loop(m, f, pm).node.lineno == 5
     g = func(m, "per_batch")
-    assert frequency.own_loop(m, g, [c for c in g.calls if isinstance(c.func, ast.Name) and c.func.id == "g"]) is None
+    assert loopfacts.own_loop(m, g, [c for c in g.calls if isinstance(c.func, ast.Name) and c.func.id == "g"]) is None
     h = func(m, "options")
-    assert frequency.own_loop(m, h, [c for c in h.calls if isinstance(c.func, ast.Call)]) is None
+    assert loopfacts.own_loop(m, h, [c for c in h.calls if isinstance(c.func, ast.Call)]) is None
 
 
 # --------------------------------------------------------------------------- repetition: what a loop's callable closes over

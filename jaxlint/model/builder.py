@@ -20,6 +20,7 @@ from .records import (
 )
 from .syntax import _end, _names_in, _pos
 from .tracing import API_LAST_NAMES, _TraceAnalysis
+from . import loops as loopfacts
 
 
 def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False) -> ModuleModel:
@@ -32,7 +33,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
     model._wraps_by_call = {}
     model.work = Work(tree.body[-1].end_lineno if tree.body else 0)
     _Builder(model, shallow).run(tree)
-    model.refine_bounds()
+    loopfacts.refine_bounds(model)
     _TraceAnalysis(model).run()
     return model
 

@@ -17,7 +17,7 @@ from .. import conventions
 from .. import names as N
 from . import deviceloops
 from . import limits as L
-from .records import FunctionInfo, Loop, Repetition
+from .records import FunctionInfo, Repetition
 from .syntax import statement_walk, walk
 
 
@@ -246,21 +246,6 @@ def compute_helper(m, f: FunctionInfo, uses: list) -> bool:
     ret = body[-1]
     inside = {id(n) for n in walk(ret)}
     return any(id(c) in inside for c in uses)
-
-def own_loop(m, f: FunctionInfo, uses: list) -> Optional[Loop]:
-    """A loop of ``f``'s own, without any of the calls ``uses`` in it, that runs JAX work or steps
-    (a ``for`` over ``range``/``count``, a ``while``): one call of ``f`` does a whole loop of
-    work (an evaluation pass, a training run), so a compile once per call of ``f`` is small next
-    to it. Loops over a few literal options or the parts of one structure do not count."""
-    for loop in f.loops:
-        if loop.bounded or not loop.steplike:
-            continue
-        if any(c is u for c in loop.all_calls() for u in uses):
-            continue
-        if (loop.ranged and loop.kind != "comprehension") or m.loop_runs_jax_work(loop):
-            return loop
-    return None
-
 
 def _decorator_names(f: FunctionInfo) -> list:
     out = []

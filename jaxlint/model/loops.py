@@ -1,4 +1,9 @@
-"""Loop queries: per-iteration JAX work, hot loops, timing harnesses (periodic guards: periodicity.py)."""
+"""Loop queries: per-iteration JAX work, hot loops, timing harnesses, known trip counts, a function's
+own loop of work (periodic guards: periodicity.py).
+
+Functions of the model (``m``), not a mixin; modules that also use ``loops`` as a variable import
+this one as ``loopfacts``.
+"""
 
 from __future__ import annotations
 
@@ -53,12 +58,13 @@ def varying_names(loop: Loop) -> set:
                 out.add(sub.target.id)
     return out
 
+
 def mentions(expr: ast.AST, names: set) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in walk(expr))
 
 
 class _CarriedState:
-    """Reads and bindings of one loop body in evaluation order, for :meth:`LoopQueries.iterations_alike`."""
+    """Reads and bindings of one loop body in evaluation order, for :func:`iterations_alike`."""
 
     def __init__(self, model, targets: set):
         self.model = model
@@ -134,396 +140,429 @@ class _CarriedState:
                     self.read(child)
 
 
-class LoopQueries:
-    """Where work repeats: the loops around a node, whether an iteration dispatches JAX work,
-    and timing harnesses. Mixed into :class:`~jaxlint.model.ModuleModel`."""
+def refine_bounds(m) -> None:
+    """Mark as bounded the loops whose trip count the module fixes at a few iterations, beyond
+    what the syntax of the iterable shows (:func:`known_trips`): ``for p in prompts`` with
+    ``prompts = ["a", "b", "c"]``, ``for i in range(len(prompts))``, ``range(n_views)`` with
+    ``n_views = 3``. Run once, after the walk, before any query reads ``Loop.bounded``."""
+    for loop in m.loops:
+        if loop.bounded:
+            continue
+        it = loop_iterable(loop.node)
+        ctx = m.ctx.get(id(loop.node))
+        if it is None or ctx is None:
+            continue
+        n = known_trips(m, it, ctx.scope)
+        if n is not None and n <= BOUNDED_TRIPS:
+            loop.bounded = True
 
-    def refine_bounds(self) -> None:
-        """Mark as bounded the loops whose trip count the module fixes at a few iterations, beyond
-        what the syntax of the iterable shows (:meth:`known_trips`): ``for p in prompts`` with
-        ``prompts = ["a", "b", "c"]``, ``for i in range(len(prompts))``, ``range(n_views)`` with
-        ``n_views = 3``. Run once, after the walk, before any query reads ``Loop.bounded``."""
-        for loop in self.loops:
-            if loop.bounded:
-                continue
-            it = loop_iterable(loop.node)
-            ctx = self.ctx.get(id(loop.node))
-            if it is None or ctx is None:
-                continue
-            n = self.known_trips(it, ctx.scope)
-            if n is not None and n <= BOUNDED_TRIPS:
-                loop.bounded = True
 
-    def few_iterations(self, ctx: Context) -> bool:
-        """Whether a node in ``ctx`` runs at most ``FEW_ITERATIONS`` times in all per program:
-        the trip counts of every loop around it in its function are known
-        (:meth:`known_trips`, with parameter defaults the module never overrides: ``def
-        main(steps=20)`` called as ``main()``), their product is at most that, and the function
-        is not known to run again and again (:func:`~jaxlint.model.frequency.repeats`). A docs example's
-        ``for step in range(100): print(loss)`` syncs 100 times in all."""
-        total = 1
-        for lp in ctx.loops:  # the node runs once per iteration of every loop around it
-            it = loop_iterable(lp.node)
-            n = None if it is None else self.known_trips(it, self.scope_at(it), defaults=True)
-            if n is None:
-                return False
-            total *= n
-            if total > FEW_ITERATIONS:
-                return False
-        f = ctx.scope.func
-        while f is not None and isinstance(f.node, ast.Lambda):
-            f = f.parent
-        return f is None or frequency.repeats(self, f) is None
+def few_iterations(m, ctx: Context) -> bool:
+    """Whether a node in ``ctx`` runs at most ``FEW_ITERATIONS`` times in all per program:
+    the trip counts of every loop around it in its function are known
+    (:func:`known_trips`, with parameter defaults the module never overrides: ``def
+    main(steps=20)`` called as ``main()``), their product is at most that, and the function
+    is not known to run again and again (:func:`~jaxlint.model.frequency.repeats`). A docs example's
+    ``for step in range(100): print(loss)`` syncs 100 times in all."""
+    total = 1
+    for lp in ctx.loops:  # the node runs once per iteration of every loop around it
+        it = loop_iterable(lp.node)
+        n = None if it is None else known_trips(m, it, m.scope_at(it), defaults=True)
+        if n is None:
+            return False
+        total *= n
+        if total > FEW_ITERATIONS:
+            return False
+    f = ctx.scope.func
+    while f is not None and isinstance(f.node, ast.Lambda):
+        f = f.parent
+    return f is None or frequency.repeats(m, f) is None
 
-    def param_default_int(self, name: ast.Name, scope: Scope) -> Optional[int]:
-        """The int literal default of the parameter ``name`` names, when the module calls its
-        function somewhere and no call passes that argument (no ``*args``/``**kwargs`` either)."""
-        ev = self.binding(name.id, scope, _pos(name))
-        if ev is None or ev.kind != "param" or len(ev.scope.events.get(name.id, ())) != 1:
-            return None
-        f = ev.scope.func
-        node = f.node if f is not None else None
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        a = node.args
-        positional = [p.arg for p in a.posonlyargs + a.args]
-        default = None
-        if name.id in positional:
-            i = positional.index(name.id)
-            j = i - (len(positional) - len(a.defaults))
-            if j >= 0:
-                default = a.defaults[j]
-        else:
-            kw = [p.arg for p in a.kwonlyargs]
-            if name.id in kw:
-                default = a.kw_defaults[kw.index(name.id)]
-            i = None
-        if not (isinstance(default, ast.Constant) and isinstance(default.value, int)
-                and not isinstance(default.value, bool)):
-            return None
-        sites = frequency.callers(self, f)
-        if not sites:
-            return None
-        for call, _ in sites:
-            if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None or k.arg == name.id
-                                                                          for k in call.keywords):
-                return None
-            offset = 1 if f.is_method and isinstance(call.func, ast.Attribute) else 0
-            if i is not None and len(call.args) + offset > i:
-                return None
-        return default.value
 
-    def known_trips(self, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = False) -> Optional[int]:
-        """How many items iterating ``it`` yields, when the module fixes it: a literal tuple, list,
-        set or dict, or an array made from one (``jnp.array([0.2, 0.8])``); ``range`` of int constants (names bound once to int literals included); a name
-        bound once to a literal tuple, or to a literal list, set or dict that no code changes in
-        place; ``len`` of one of these inside ``range``; ``enumerate``/``reversed``/``zip`` of them.
-        None when it depends on anything else."""
-        if depth > L.CONST_CHAIN:
-            return None
-        if isinstance(it, (ast.Tuple, ast.List, ast.Set)):
-            return None if any(isinstance(e, ast.Starred) for e in it.elts) else len(it.elts)
-        if isinstance(it, ast.Dict):
-            return None if any(k is None for k in it.keys) else len(it.keys)
-        if isinstance(it, ast.Name):
-            value = self._fixed_collection(it, scope)
-            if value is None:
-                value = self._fixed_range(it, scope)
-            return None if value is None else self.known_trips(value, scope, depth + 1, defaults)
-        if self._array_of_literal(it, scope):
-            return self.known_trips(it.args[0], scope, depth + 1, defaults)
-        if not (isinstance(it, ast.Call) and it.args and not it.keywords
-                and not any(isinstance(a, ast.Starred) for a in it.args)):
-            return None
-        qn = self.resolve(it.func, scope)
-        if qn in _ARANGES and len(it.args) <= 3:
-            # ``np.arange(0, 181, 5)``: as many items as range() of the same ints
-            qn = "builtins.range"
-        if qn == "builtins.range" and len(it.args) <= 3:
-            vals = [self._range_bound(a, scope, depth, defaults) for a in it.args]
-            if any(v is None for v in vals):
-                return None
-            try:
-                return len(range(*vals))
-            except (TypeError, ValueError, OverflowError):
-                return None
-        if qn in ("builtins.enumerate", "builtins.reversed") and len(it.args) == 1:
-            return self.known_trips(it.args[0], scope, depth + 1, defaults)
-        if qn == "builtins.zip":
-            counts = [self.known_trips(a, scope, depth + 1, defaults) for a in it.args]
-            known = [c for c in counts if c is not None]
-            return min(known) if known else None  # zip stops at its shortest input
+def param_default_int(m, name: ast.Name, scope: Scope) -> Optional[int]:
+    """The int literal default of the parameter ``name`` names, when the module calls its
+    function somewhere and no call passes that argument (no ``*args``/``**kwargs`` either)."""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or ev.kind != "param" or len(ev.scope.events.get(name.id, ())) != 1:
         return None
-
-    def _range_bound(self, e: ast.AST, scope: Scope, depth: int, defaults: bool = False) -> Optional[int]:
-        if isinstance(e, ast.IfExp):
-            # ``range(100 if not SMOKE_TEST else 10)``: at most the larger of the two
-            a = self._range_bound(e.body, scope, depth + 1, defaults)
-            b = self._range_bound(e.orelse, scope, depth + 1, defaults)
-            return None if a is None or b is None else max(a, b)
-        if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
-                and self.resolve(e.func, scope) == "builtins.len"):
-            return self.known_trips(e.args[0], scope, depth + 1, defaults)
-        v = self.const_int(e, scope)
-        if v is None and defaults and isinstance(e, ast.Name):
-            v = self.param_default_int(e, scope)
-        return v
-
-    def _fixed_range(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
-        """The ``range(...)``/``np.arange(...)`` call a name is bound to once in its scope
-        (``angles = jnp.arange(0, 181, 5)``): it cannot change in place."""
-        ev = self.binding(name.id, scope, _pos(name))
-        if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
-            return None
-        value = ev.value
-        if isinstance(value, ast.Call) and self.resolve(value.func, ev.scope) in _ARANGES | {"builtins.range"}:
-            return value
+    f = ev.scope.func
+    node = f.node if f is not None else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-
-    def _array_of_literal(self, node: ast.AST, scope: Scope) -> bool:
-        """``np.array([0.2, 0.4])``, ``jnp.asarray((1, 2, 3), dtype=...)``: an array made from a
-        literal list or tuple, whose length is the literal's."""
-        return (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))
-                and all(kw.arg == "dtype" for kw in node.keywords)
-                and self.resolve(node.func, scope) in _ARRAY_OF)
-
-    def _fixed_collection(self, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
-        """The literal a name is bound to, once in its scope, when the collection cannot change: a
-        tuple, or a list/set/dict that is never changed in place (no ``append``, item assignment
-        or ``del``) through that name. (A callee it is passed to could still change it: unseen.)"""
-        ev = self.binding(name.id, scope, _pos(name))
-        if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+    a = node.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    default = None
+    if name.id in positional:
+        i = positional.index(name.id)
+        j = i - (len(positional) - len(a.defaults))
+        if j >= 0:
+            default = a.defaults[j]
+    else:
+        kw = [p.arg for p in a.kwonlyargs]
+        if name.id in kw:
+            default = a.kw_defaults[kw.index(name.id)]
+        i = None
+    if not (isinstance(default, ast.Constant) and isinstance(default.value, int)
+            and not isinstance(default.value, bool)):
+        return None
+    sites = frequency.callers(m, f)
+    if not sites:
+        return None
+    for call, _ in sites:
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None or k.arg == name.id
+                                                                      for k in call.keywords):
             return None
-        value = ev.value
-        if isinstance(value, ast.Tuple) or self._array_of_literal(value, ev.scope):
-            return value
-        if not isinstance(value, (ast.List, ast.Set, ast.Dict)):
+        offset = 1 if f.is_method and isinstance(call.func, ast.Attribute) else 0
+        if i is not None and len(call.args) + offset > i:
             return None
-        for method in _IN_PLACE:
-            for c in self.calls_by_name.get(method, ()):
-                f = c.func
-                if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name.id
-                        and self.binding(name.id, self.scope_at(c), _pos(f.value)) is ev):
-                    return None
-        for target, _kind in self.stores:
-            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                    and target.value.id == name.id):
-                return None
+    return default.value
+
+
+def known_trips(m, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = False) -> Optional[int]:
+    """How many items iterating ``it`` yields, when the module fixes it: a literal tuple, list,
+    set or dict, or an array made from one (``jnp.array([0.2, 0.8])``); ``range`` of int constants (names bound once to int literals included); a name
+    bound once to a literal tuple, or to a literal list, set or dict that no code changes in
+    place; ``len`` of one of these inside ``range``; ``enumerate``/``reversed``/``zip`` of them.
+    None when it depends on anything else."""
+    if depth > L.CONST_CHAIN:
+        return None
+    if isinstance(it, (ast.Tuple, ast.List, ast.Set)):
+        return None if any(isinstance(e, ast.Starred) for e in it.elts) else len(it.elts)
+    if isinstance(it, ast.Dict):
+        return None if any(k is None for k in it.keys) else len(it.keys)
+    if isinstance(it, ast.Name):
+        value = _fixed_collection(m, it, scope)
+        if value is None:
+            value = _fixed_range(m, it, scope)
+        return None if value is None else known_trips(m, value, scope, depth + 1, defaults)
+    if _array_of_literal(m, it, scope):
+        return known_trips(m, it.args[0], scope, depth + 1, defaults)
+    if not (isinstance(it, ast.Call) and it.args and not it.keywords
+            and not any(isinstance(a, ast.Starred) for a in it.args)):
+        return None
+    qn = m.resolve(it.func, scope)
+    if qn in _ARANGES and len(it.args) <= 3:
+        # ``np.arange(0, 181, 5)``: as many items as range() of the same ints
+        qn = "builtins.range"
+    if qn == "builtins.range" and len(it.args) <= 3:
+        vals = [_range_bound(m, a, scope, depth, defaults) for a in it.args]
+        if any(v is None for v in vals):
+            return None
+        try:
+            return len(range(*vals))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if qn in ("builtins.enumerate", "builtins.reversed") and len(it.args) == 1:
+        return known_trips(m, it.args[0], scope, depth + 1, defaults)
+    if qn == "builtins.zip":
+        counts = [known_trips(m, a, scope, depth + 1, defaults) for a in it.args]
+        known = [c for c in counts if c is not None]
+        return min(known) if known else None  # zip stops at its shortest input
+    return None
+
+
+def _range_bound(m, e: ast.AST, scope: Scope, depth: int, defaults: bool = False) -> Optional[int]:
+    if isinstance(e, ast.IfExp):
+        # ``range(100 if not SMOKE_TEST else 10)``: at most the larger of the two
+        a = _range_bound(m, e.body, scope, depth + 1, defaults)
+        b = _range_bound(m, e.orelse, scope, depth + 1, defaults)
+        return None if a is None or b is None else max(a, b)
+    if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
+            and m.resolve(e.func, scope) == "builtins.len"):
+        return known_trips(m, e.args[0], scope, depth + 1, defaults)
+    v = m.const_int(e, scope)
+    if v is None and defaults and isinstance(e, ast.Name):
+        v = param_default_int(m, e, scope)
+    return v
+
+
+def _fixed_range(m, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+    """The ``range(...)``/``np.arange(...)`` call a name is bound to once in its scope
+    (``angles = jnp.arange(0, 181, 5)``): it cannot change in place."""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+        return None
+    value = ev.value
+    if isinstance(value, ast.Call) and m.resolve(value.func, ev.scope) in _ARANGES | {"builtins.range"}:
         return value
+    return None
 
-    def effective_children(self, loop: Loop) -> Iterator[Loop]:
-        """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
-        are seen through, as if their bodies were written out."""
-        for ch in loop.children:
-            if ch.bounded:
-                yield from self.effective_children(ch)
-            else:
-                yield ch
 
-    def _direct_work(self, loop: Loop) -> bool:
-        if loop._direct is None:
-            loop._direct = False
-            eager_counts = loop.steplike
-            work = False
-            for call in loop.calls:
-                if _waits(call):
-                    continue
-                if self.callable_info(call.func, self.scope_at(call)) is not None:
-                    work = True
-                    break
-                if eager_counts and self.is_jax(call):
-                    work = True
-                    break
-            if not work:
-                work = any(self._iterates_array(it, sc) for it, sc in loop.iter_jax_nodes)
-            if not work:
-                work = any(ch.bounded and self._direct_work(ch) for ch in loop.children)
-            loop._direct = work
-        return loop._direct
+def _array_of_literal(m, node: ast.AST, scope: Scope) -> bool:
+    """``np.array([0.2, 0.4])``, ``jnp.asarray((1, 2, 3), dtype=...)``: an array made from a
+    literal list or tuple, whose length is the literal's."""
+    return (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))
+            and all(kw.arg == "dtype" for kw in node.keywords)
+            and m.resolve(node.func, scope) in _ARRAY_OF)
 
-    def _iterates_array(self, it: ast.AST, scope: Scope) -> bool:
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
-            return False
-        return self.is_jax(it, scope)
 
-    def loop_runs_jax_work(self, loop: Loop) -> bool:
-        """Whether one iteration of the loop (nested loops included) dispatches JAX work: a call of a
-        compiled or transformed function, iteration over an array, or, in step-like loops (``while``,
-        ``range``), any array operation."""
-        if loop._jax_work is None:
-            loop._jax_work = False  # cycle guard
-            loop._jax_work = self._direct_work(loop) or any(
-                self.loop_runs_jax_work(ch) for ch in self.effective_children(loop))
-        return loop._jax_work
-
-    def hot_loop(self, ctx: Context) -> Optional[Loop]:
-        """The loop whose every iteration a node with this context runs in, when that loop is the
-        innermost one dispatching JAX work. A node in an outer loop after an inner JAX loop (an
-        epoch loop around a step loop) runs once per many steps, and gets None; so does a node in
-        a ``raise`` statement."""
-        if ctx.raising:
-            return None
-        for loop in reversed(ctx.loops):
-            if loop.bounded or not self.loop_runs_jax_work(loop):
-                continue
-            if any(self.loop_runs_jax_work(ch) for ch in self.effective_children(loop)):
+def _fixed_collection(m, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+    """The literal a name is bound to, once in its scope, when the collection cannot change: a
+    tuple, or a list/set/dict that is never changed in place (no ``append``, item assignment
+    or ``del``) through that name. (A callee it is passed to could still change it: unseen.)"""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+        return None
+    value = ev.value
+    if isinstance(value, ast.Tuple) or _array_of_literal(m, value, ev.scope):
+        return value
+    if not isinstance(value, (ast.List, ast.Set, ast.Dict)):
+        return None
+    for method in _IN_PLACE:
+        for c in m.calls_by_name.get(method, ()):
+            f = c.func
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name.id
+                    and m.binding(name.id, m.scope_at(c), _pos(f.value)) is ev):
                 return None
-            return loop
-        return None
-
-    def in_timing_harness(self, ctx: Context) -> bool:
-        """Whether the node's loops, or the function around them, read a timer or call a
-        measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
-        benchmark, blocking and compiling per configuration is the point."""
-        def timed(calls) -> bool:
-            for c in calls:
-                if self.resolve(c.func, self.scope_at(c)) in N.TIMERS:
-                    return True
-                f = c.func
-                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-                if name in N.MEASURE_NAMES:
-                    return True
-            return False
-
-        if ctx.loops and timed(ctx.loops[0].all_calls()):
-            return True
-        f = ctx.scope.func
-        if f is not None:
-            g: Optional[FunctionInfo] = f
-            while g is not None:
-                lowered = g.name.lower()
-                if any(word in lowered for word in N.MEASURE_NAMES):
-                    return True
-                g = g.parent
-            return timed(f.calls)
-        return timed(c for c in self.calls if self.scope_at(c) is self.module_scope)
-
-    def rebound_each_iteration(self, name: str, event, loop: Loop) -> bool:
-        """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:
-        the binding itself is in the loop, the name is a loop target, or it is assigned in the body."""
-        if loop in event.loops or name in loop.target_names():
-            return True
-        return any(loop in ev.loops for ev in event.scope.events.get(name, ()))
-
-    def iterations_alike(self, loop: Loop) -> bool:
-        """Whether every iteration of a ``for`` loop or comprehension computes what the one before
-        did, apart from randomness: the loop variable is not read, no name carries a value from
-        one iteration to the next (read in the body before the body binds it, or augmented), no
-        attribute or item of outside state is assigned, and no ``next()`` is called. A ``while``
-        loop must change something to end, and is not alike. (A call may still change an object's
-        state unseen: this is what the syntax shows.)"""
-        node = loop.node
-        if isinstance(node, ast.While):
-            return False
-        targets = loop.target_names()
-        if not isinstance(node, (ast.For, ast.AsyncFor)):  # a comprehension
-            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            for i, gen in enumerate(node.generators):
-                parts.extend(gen.ifs)
-                if i:
-                    parts.append(gen.iter)
-            return not any(isinstance(n, ast.Name) and n.id in targets for p in parts for n in walk(p))
-        state = _CarriedState(self, targets)
-        for stmt in node.body:
-            state.stmt(stmt)
-            if state.differs:
-                return False
-        return not (state.read_first & state.bound)
-
-    def step_loop(self, loop: Loop, ctx: Context) -> bool:
-        """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
-        harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
-        purpose, for comparable runs, and are not reported."""
-        return loop.ranged and not self.in_timing_harness(ctx)
-
-    def exclusive(self, a: Context, b: Context, ifs: dict) -> bool:
-        """Whether two nodes with these contexts never both run: opposite sides of one ``if``, or one
-        in a branch that ends with ``return``/``raise`` and the other outside that branch."""
-        sides_a = dict(a.branches)
-        sides_b = dict(b.branches)
-        for if_id, side in sides_a.items():
-            if if_id in sides_b and sides_b[if_id] != side:
-                return True
-        for first, other in ((sides_a, sides_b), (sides_b, sides_a)):
-            for if_id, side in first.items():
-                if other.get(if_id) == side:
-                    continue
-                node = ifs.get(if_id)
-                if node is None:
-                    continue
-                stmts = node.body if side == 0 else node.orelse
-                if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise)):
-                    return True
-        return False
-
-    def ifexp_arms(self) -> dict:
-        """id(call) -> set of (id of an IfExp, arm) for calls inside conditional expressions (the
-        model's Context.branches covers ``if`` statements only)."""
-        out: dict = {}
-        for node in self.ifs:
-            if isinstance(node, ast.IfExp):
-                for arm, part in ((0, node.body), (1, node.orelse)):
-                    for sub in walk(part):
-                        if isinstance(sub, ast.Call):
-                            out.setdefault(id(sub), set()).add((id(node), arm))
-        return out
-
-    def traces_jax_ops(self, loop: Loop, f: FunctionInfo) -> bool:
-        """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
-        assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
-        record."""
-        for call in loop.all_calls():
-            scope = self.scope_at(call)
-            if self.is_jax(call, scope) or self.callable_info(call.func, scope) is not None:
-                return True
-        for evs in f.scope.events.values():
-            for ev in evs:
-                if loop not in ev.loops:
-                    continue
-                if ev.kind == "assign" and ev.value is not None and self.is_jax(ev.value, ev.scope):
-                    return True
-                if ev.kind == "aug" and (self.is_jax(ev.node.value, ev.scope) or self.is_jax(ev.node.target, ev.scope)):
-                    return True
-        for target, kind in self.stores:
-            ctx = self.context(target)
-            if kind != "del" and ctx is not None and loop in ctx.loops and self.is_jax(target.value, ctx.scope):
-                return True  # params["w"] = ... on a pytree of tracers
-        return False
-
-    def range_call(self, it: ast.AST, scope: Scope) -> Optional[ast.Call]:
-        while isinstance(it, ast.Call) and it.args:
-            qn = self.resolve(it.func, scope)
-            if qn == "builtins.range":
-                return it
-            if qn in ("builtins.enumerate", "builtins.reversed"):
-                it = it.args[0]
-                continue
+    for target, _kind in m.stores:
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and target.value.id == name.id):
             return None
+    return value
+
+
+def effective_children(m, loop: Loop) -> Iterator[Loop]:
+    """Nested loops that repeat within one iteration; bounded ones (``for k in ("a", "b")``)
+    are seen through, as if their bodies were written out."""
+    for ch in loop.children:
+        if ch.bounded:
+            yield from effective_children(m, ch)
+        else:
+            yield ch
+
+
+def _direct_work(m, loop: Loop) -> bool:
+    if loop._direct is None:
+        loop._direct = False
+        eager_counts = loop.steplike
+        work = False
+        for call in loop.calls:
+            if _waits(call):
+                continue
+            if m.callable_info(call.func, m.scope_at(call)) is not None:
+                work = True
+                break
+            if eager_counts and m.is_jax(call):
+                work = True
+                break
+        if not work:
+            work = any(_iterates_array(m, it, sc) for it, sc in loop.iter_jax_nodes)
+        if not work:
+            work = any(ch.bounded and _direct_work(m, ch) for ch in loop.children)
+        loop._direct = work
+    return loop._direct
+
+
+def _iterates_array(m, it: ast.AST, scope: Scope) -> bool:
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
+        return False
+    return m.is_jax(it, scope)
+
+
+def loop_runs_jax_work(m, loop: Loop) -> bool:
+    """Whether one iteration of the loop (nested loops included) dispatches JAX work: a call of a
+    compiled or transformed function, iteration over an array, or, in step-like loops (``while``,
+    ``range``), any array operation."""
+    if loop._jax_work is None:
+        loop._jax_work = False  # cycle guard
+        loop._jax_work = _direct_work(m, loop) or any(
+            loop_runs_jax_work(m, ch) for ch in effective_children(m, loop))
+    return loop._jax_work
+
+
+def hot_loop(m, ctx: Context) -> Optional[Loop]:
+    """The loop whose every iteration a node with this context runs in, when that loop is the
+    innermost one dispatching JAX work. A node in an outer loop after an inner JAX loop (an
+    epoch loop around a step loop) runs once per many steps, and gets None; so does a node in
+    a ``raise`` statement."""
+    if ctx.raising:
         return None
+    for loop in reversed(ctx.loops):
+        if loop.bounded or not loop_runs_jax_work(m, loop):
+            continue
+        if any(loop_runs_jax_work(m, ch) for ch in effective_children(m, loop)):
+            return None
+        return loop
+    return None
 
-    def membership_guarded(self, target: ast.Subscript) -> bool:
-        """``if key not in cache: cache[key] = ...``: an ``if`` around the store tests membership in the
-        container."""
-        ctx = self.context(target)
-        if ctx is None:
+
+def in_timing_harness(m, ctx: Context) -> bool:
+    """Whether the node's loops, or the function around them, read a timer or call a
+    measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
+    benchmark, blocking and compiling per configuration is the point."""
+    def timed(calls) -> bool:
+        for c in calls:
+            if m.resolve(c.func, m.scope_at(c)) in N.TIMERS:
+                return True
+            f = c.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in N.MEASURE_NAMES:
+                return True
+        return False
+
+    if ctx.loops and timed(ctx.loops[0].all_calls()):
+        return True
+    f = ctx.scope.func
+    if f is not None:
+        g: Optional[FunctionInfo] = f
+        while g is not None:
+            lowered = g.name.lower()
+            if any(word in lowered for word in N.MEASURE_NAMES):
+                return True
+            g = g.parent
+        return timed(f.calls)
+    return timed(c for c in m.calls if m.scope_at(c) is m.module_scope)
+
+
+def rebound_each_iteration(m, name: str, event, loop: Loop) -> bool:
+    """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:
+    the binding itself is in the loop, the name is a loop target, or it is assigned in the body."""
+    if loop in event.loops or name in loop.target_names():
+        return True
+    return any(loop in ev.loops for ev in event.scope.events.get(name, ()))
+
+
+def iterations_alike(m, loop: Loop) -> bool:
+    """Whether every iteration of a ``for`` loop or comprehension computes what the one before
+    did, apart from randomness: the loop variable is not read, no name carries a value from
+    one iteration to the next (read in the body before the body binds it, or augmented), no
+    attribute or item of outside state is assigned, and no ``next()`` is called. A ``while``
+    loop must change something to end, and is not alike. (A call may still change an object's
+    state unseen: this is what the syntax shows.)"""
+    node = loop.node
+    if isinstance(node, ast.While):
+        return False
+    targets = loop.target_names()
+    if not isinstance(node, (ast.For, ast.AsyncFor)):  # a comprehension
+        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        for i, gen in enumerate(node.generators):
+            parts.extend(gen.ifs)
+            if i:
+                parts.append(gen.iter)
+        return not any(isinstance(n, ast.Name) and n.id in targets for p in parts for n in walk(p))
+    state = _CarriedState(m, targets)
+    for stmt in node.body:
+        state.stmt(stmt)
+        if state.differs:
             return False
-        name = target.value.id
-        for test, _ in ctx.guards:
-            for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
-                if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-                    part = part.operand
-                if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
-                        and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
-                    return True
-        return False
+    return not (state.read_first & state.bound)
 
-    def in_size_is_none_branch(self, ctx) -> bool:
-        """Inside ``if size is None:`` -- an implementation that takes the unsized path only when
-        its caller made sure the input is concrete (jnp.unique's own code)."""
-        for test, _ in ctx.guards if ctx is not None else ():
-            for node in walk(test):
-                if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "size"
-                        and isinstance(node.ops[0], ast.Is) and isinstance(node.comparators[0], ast.Constant)
-                        and node.comparators[0].value is None):
-                    return True
+
+def step_loop(m, loop: Loop, ctx: Context) -> bool:
+    """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
+    harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
+    purpose, for comparable runs, and are not reported."""
+    return loop.ranged and not in_timing_harness(m, ctx)
+
+
+def exclusive(m, a: Context, b: Context, ifs: dict) -> bool:
+    """Whether two nodes with these contexts never both run: opposite sides of one ``if``, or one
+    in a branch that ends with ``return``/``raise`` and the other outside that branch."""
+    sides_a = dict(a.branches)
+    sides_b = dict(b.branches)
+    for if_id, side in sides_a.items():
+        if if_id in sides_b and sides_b[if_id] != side:
+            return True
+    for first, other in ((sides_a, sides_b), (sides_b, sides_a)):
+        for if_id, side in first.items():
+            if other.get(if_id) == side:
+                continue
+            node = ifs.get(if_id)
+            if node is None:
+                continue
+            stmts = node.body if side == 0 else node.orelse
+            if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise)):
+                return True
+    return False
+
+
+def ifexp_arms(m) -> dict:
+    """id(call) -> set of (id of an IfExp, arm) for calls inside conditional expressions (the
+    model's Context.branches covers ``if`` statements only)."""
+    out: dict = {}
+    for node in m.ifs:
+        if isinstance(node, ast.IfExp):
+            for arm, part in ((0, node.body), (1, node.orelse)):
+                for sub in walk(part):
+                    if isinstance(sub, ast.Call):
+                        out.setdefault(id(sub), set()).add((id(node), arm))
+    return out
+
+
+def traces_jax_ops(m, loop: Loop, f: FunctionInfo) -> bool:
+    """Whether the loop body records JAX operations (a JAX call, a name or an item of a pytree
+    assigned a JAX value in it), as opposed to Python bookkeeping that tracing runs but does not
+    record."""
+    for call in loop.all_calls():
+        scope = m.scope_at(call)
+        if m.is_jax(call, scope) or m.callable_info(call.func, scope) is not None:
+            return True
+    for evs in f.scope.events.values():
+        for ev in evs:
+            if loop not in ev.loops:
+                continue
+            if ev.kind == "assign" and ev.value is not None and m.is_jax(ev.value, ev.scope):
+                return True
+            if ev.kind == "aug" and (m.is_jax(ev.node.value, ev.scope) or m.is_jax(ev.node.target, ev.scope)):
+                return True
+    for target, kind in m.stores:
+        ctx = m.context(target)
+        if kind != "del" and ctx is not None and loop in ctx.loops and m.is_jax(target.value, ctx.scope):
+            return True  # params["w"] = ... on a pytree of tracers
+    return False
+
+
+def range_call(m, it: ast.AST, scope: Scope) -> Optional[ast.Call]:
+    while isinstance(it, ast.Call) and it.args:
+        qn = m.resolve(it.func, scope)
+        if qn == "builtins.range":
+            return it
+        if qn in ("builtins.enumerate", "builtins.reversed"):
+            it = it.args[0]
+            continue
+        return None
+    return None
+
+
+def membership_guarded(m, target: ast.Subscript) -> bool:
+    """``if key not in cache: cache[key] = ...``: an ``if`` around the store tests membership in the
+    container."""
+    ctx = m.context(target)
+    if ctx is None:
         return False
+    name = target.value.id
+    for test, _ in ctx.guards:
+        for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
+            if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+                part = part.operand
+            if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
+                    and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
+                return True
+    return False
+
+
+def in_size_is_none_branch(m, ctx) -> bool:
+    """Inside ``if size is None:`` -- an implementation that takes the unsized path only when
+    its caller made sure the input is concrete (jnp.unique's own code)."""
+    for test, _ in ctx.guards if ctx is not None else ():
+        for node in walk(test):
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "size"
+                    and isinstance(node.ops[0], ast.Is) and isinstance(node.comparators[0], ast.Constant)
+                    and node.comparators[0].value is None):
+                return True
+    return False
+
+
+def own_loop(m, f: FunctionInfo, uses: list) -> Optional[Loop]:
+    """A loop of ``f``'s own, without any of the calls ``uses`` in it, that runs JAX work or steps
+    (a ``for`` over ``range``/``count``, a ``while``): one call of ``f`` does a whole loop of
+    work (an evaluation pass, a training run), so a compile once per call of ``f`` is small next
+    to it. Loops over a few literal options or the parts of one structure do not count."""
+    for loop in f.loops:
+        if loop.bounded or not loop.steplike:
+            continue
+        if any(c is u for c in loop.all_calls() for u in uses):
+            continue
+        if (loop.ranged and loop.kind != "comprehension") or loop_runs_jax_work(m, loop):
+            return loop
+    return None

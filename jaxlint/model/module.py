@@ -16,7 +16,7 @@ from . import limits as L
 from .arrays import ArrayKinds
 from .callables import CallableQueries
 from .limits import Work
-from .loops import LoopQueries, loop_iterable
+from .loops import loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .staging import Staging
 from .syntax import _end, _pos
@@ -30,7 +30,7 @@ _BUILTINS = frozenset(dir(builtins))
 _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
-class ModuleModel(LoopQueries, ValueQueries, CallableQueries):
+class ModuleModel(ValueQueries, CallableQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

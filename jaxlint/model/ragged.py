@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 from .records import Scope
 from .syntax import walk
 from .widths import combine, polynomial
+from . import loops as loopfacts
 
 if TYPE_CHECKING:  # annotations only
     from .module import ModuleModel
@@ -58,7 +59,7 @@ def _ragged_in(sv, loop, part: ast.Slice) -> Optional[str]:
     node = loop.node
     if not isinstance(node, ast.For):
         return None
-    rng = sv.m.range_call(node.iter, sv.scope)
+    rng = loopfacts.range_call(sv.m, node.iter, sv.scope)
     if rng is None or rng.keywords or any(isinstance(a, ast.Starred) for a in rng.args):
         return None
     target = node.target

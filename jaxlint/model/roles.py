@@ -21,6 +21,7 @@ from . import hostneeds, periodicity
 from . import work as W
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
+from . import loops as loopfacts
 
 # What one iteration of the loop around a sync is.
 PER_STEP = "per-step"  # one step of JAX work: a sync here stalls every step
@@ -67,7 +68,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     f = ctx.scope.func
     if f is not None and f.traced:
         return LoopRole(NO_STEPS, None, ["in traced code, which runs once per trace"])
-    loop = model.hot_loop(ctx)
+    loop = loopfacts.hot_loop(model, ctx)
     if loop is None:
         return LoopRole(NO_STEPS, None, ["no loop around it runs JAX work"])
     line = loop.node.lineno
@@ -83,7 +84,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
         return LoopRole(SWEEP, loop, [f"the loop on line {line} walks the points of a sweep"])
     if W.converts_elements(model, loop):
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
-    if syncs and model.few_iterations(ctx):
+    if syncs and loopfacts.few_iterations(model, ctx):
         return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
     return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
 

@@ -28,6 +28,7 @@ from . import fetches, pipelining, roles
 from .records import Context, FunctionInfo, Loop
 from .work import carried_state, work_memo
 from .syntax import _pos, last_name, walk
+from . import loops as loopfacts
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
 UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})
@@ -65,7 +66,7 @@ def invariant_upload(m, call: ast.Call) -> Optional[tuple]:
     if loop is None:
         return None
     ev = m.binding(x.id, scope, _pos(x))
-    if ev is None or m.rebound_each_iteration(x.id, ev, loop) or m.is_jax(x, scope):
+    if ev is None or loopfacts.rebound_each_iteration(m, x.id, ev, loop) or m.is_jax(x, scope):
         return None
     if not _host_data(m, ev):
         return None
@@ -104,7 +105,7 @@ def _varies_in_loop(m, expr: ast.AST, loop: Loop) -> bool:
     for n in walk(expr):
         if isinstance(n, ast.Name):
             ev = m.binding(n.id, m.scope_at(expr), _pos(n))
-            if ev is not None and m.rebound_each_iteration(n.id, ev, loop):
+            if ev is not None and loopfacts.rebound_each_iteration(m, n.id, ev, loop):
                 return True
     return False
 

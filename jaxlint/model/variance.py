@@ -12,6 +12,7 @@ from .loops import loop_iterable
 from .records import Scope
 from .syntax import _pos, call_arg, walk
 from .widths import ShapeSource, SizeDriver, combine, polynomial
+from . import loops as loopfacts
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -187,14 +188,14 @@ class ShapeVariance:
             if it is None or target is None:
                 return False
             if isinstance(target, ast.Name):
-                return self.m.range_call(it, self.scope) is not None
+                return loopfacts.range_call(self.m, it, self.scope) is not None
             if (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(it, ast.Call) and it.args
                     and self.m.resolve(it.func, self.scope) == "builtins.enumerate"):
                 first, second = target.elts
                 if isinstance(first, ast.Name) and first.id == name:
                     return True
                 return (isinstance(second, ast.Name) and second.id == name
-                        and self.m.range_call(it.args[0], self.scope) is not None)
+                        and loopfacts.range_call(self.m, it.args[0], self.scope) is not None)
             return False
         evs = [ev for ev in self.scope.events.get(name, ()) if any(lp in self.loops for lp in ev.loops)]
         if not evs:
@@ -350,7 +351,7 @@ class ShapeVariance:
             for test in (t for g in e.generators for t in g.ifs):
                 if any(isinstance(n, ast.Name) and self.name_varies(n.id) for n in walk(test)):
                     return f"the items that pass `{ast.unparse(test)}`"
-            rng = self.m.range_call(gen.iter, self.scope)
+            rng = loopfacts.range_call(self.m, gen.iter, self.scope)
             if rng is not None and rng.args and not rng.keywords:
                 d = self._size_driver(rng.args[1] if len(rng.args) > 1 else rng.args[0], depth + 1)
                 if d is not None:
@@ -467,7 +468,7 @@ class ShapeVariance:
             if len(sizes) < 2:
                 return None  # one size: one compilation
         else:
-            count = self.m.known_trips(gen.iter, self.scope)
+            count = loopfacts.known_trips(self.m, gen.iter, self.scope)
         where = f"`{label}`" if label else "a list"
         return ShapeSource("drawn", f"is drawn from {where}, arrays of different shapes (`{ast.unparse(elt)}` for "
                                     f"`{ast.unparse(gen.target)}` in `{ast.unparse(gen.iter)}`)", False,

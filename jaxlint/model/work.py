@@ -29,6 +29,7 @@ from . import limits as L
 from .deviceloops import DEVICE_LOOPS, small_trip_count
 from .records import FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
+from . import loops as loopfacts
 
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
@@ -411,7 +412,7 @@ def measuring_loop(m, ctx, loop: Loop) -> bool:
     (``for _ in range(n): t0 = time.perf_counter(); step(x).block_until_ready()``), or its
     function measures (a ``bench``/``measure``/``profile`` name, or it returns the timing).
     A loop that carries training state and times its phases every step is not one."""
-    if not m.in_timing_harness(ctx):
+    if not loopfacts.in_timing_harness(m, ctx):
         return False
     if not carried_state(m, loop):
         return True
