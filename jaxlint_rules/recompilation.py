@@ -22,6 +22,7 @@ from jaxlint.model import evidence, frequency, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import repetition
 from jaxlint.model import loops as loopfacts
+from jaxlint.model import callables
 
 
 def describe(new: Optional[NewCallable]) -> Optional[str]:
@@ -326,7 +327,7 @@ class StaticArgChurn(Rule):
             ctx = model.context(call)
             if ctx is None or not ctx.loops or model.in_traced_code(call):
                 continue
-            wrap = model.callable_info(call.func, ctx.scope)
+            wrap = callables.callable_info(model, call.func, ctx.scope)
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
             if loopfacts.in_timing_harness(model, ctx):

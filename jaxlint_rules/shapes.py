@@ -16,6 +16,7 @@ from jaxlint.model import (
 from jaxlint.model import hostvalues, ragged, statics
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import loops as loopfacts
+from jaxlint.model import callables
 
 
 def _describe_if(node: ast.AST) -> tuple[str, str]:
@@ -349,7 +350,7 @@ class ShapeChurn(Rule):
             loops = tuple(lp for lp in ctx.loops if not lp.bounded)
             if not loops:
                 continue
-            wrap = model.callable_info(call.func, ctx.scope)
+            wrap = callables.callable_info(model, call.func, ctx.scope)
             if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
                 continue
             if loopfacts.in_timing_harness(model, ctx):
@@ -502,7 +503,7 @@ class UnrolledLoopInTracedCode(Rule):
             qn = model.resolve(call.func, call_scope)
             if qn is not None and qn.split(".")[0] in ("jax", "flax", "equinox", "optax", "haiku"):
                 continue  # library functions jit themselves; they are not the user's step function
-            wrap = model.callable_info(call.func, call_scope)
+            wrap = callables.callable_info(model, call.func, call_scope)
             if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
                 continue
             name = unparse(call.func)

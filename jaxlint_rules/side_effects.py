@@ -9,6 +9,7 @@ from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import repetition
 from jaxlint.model import loops as loopfacts
+from jaxlint.model import callables
 
 # Container methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",
@@ -129,7 +130,7 @@ class SideEffectInTracedCode(Rule):
                   and f.is_method and f.params and target.value.id == f.params[0] and scope is f.scope
                   and "builtins.staticmethod" not in f.decorators):
                 wrap = f.jit_entry
-                if wrap is None or wrap.kind not in ("jit", "pmap") or model.wrapper_qualname(wrap) not in _PLAIN_JIT:
+                if wrap is None or wrap.kind not in ("jit", "pmap") or callables.wrapper_qualname(model, wrap) not in _PLAIN_JIT:
                     continue
                 yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
                                            f"`{wrap.spelling}` happens once, at trace time; return the new state "

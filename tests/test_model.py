@@ -11,7 +11,7 @@ import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
-from jaxlint.model import fetches, keys, transfers
+from jaxlint.model import callables, fetches, keys, transfers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import repetition as R
 
@@ -2965,7 +2965,7 @@ def test_tree_map_leaves_are_jax_values_and_the_map_fetches():
 def test_instance_class_and_method_results():
     tree, m = build(_SYNC_SRC)
     call = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).strip("()") == "q, r")
-    cls = m.instance_class(call.func.value, m.scope_at(call))
+    cls = callables.instance_class(m, call.func.value, m.scope_at(call))
     assert cls is not None and cls.node.name == "Trainer"
     assert m.is_jax(call)
 
@@ -3281,7 +3281,7 @@ def _attribute_kinds(src: str, names) -> dict:
     out = {}
     for spelled in names:
         node = loads(tree, spelled)[-1]
-        out[spelled] = m.attribute_callable(node, m.scope_at(node))
+        out[spelled] = callables.attribute_callable(m, node, m.scope_at(node))
     return out
 
 
@@ -3312,7 +3312,7 @@ def test_attribute_callable_through_super():
     tree, m = build(_ATTRS)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Call)
              and getattr(n.value.func, "id", "") == "super"]
-    kinds = {(m.scope_at(n).func.qualname, n.attr): m.attribute_callable(n, m.scope_at(n)) for n in calls}
+    kinds = {(m.scope_at(n).func.qualname, n.attr): callables.attribute_callable(m, n, m.scope_at(n)) for n in calls}
     assert kinds == {("Remote.update", "update"): None,  # a base from another module: it may be anything
                      ("Remote.update", "reset"): None,
                      ("Local.update", "step"): "bound_method", ("Local.update", "sm"): "stored"}
@@ -3793,7 +3793,7 @@ def test_library_transforms_from_their_public_api_are_known():
         return sink(step, y)
     """)
     call = call_to(tree, "sink")
-    assert m.callable_info(call.args[0], m.scope_at(call)) is not None  # nnx.jit_partial: a jit wrapper
+    assert callables.callable_info(m, call.args[0], m.scope_at(call)) is not None  # nnx.jit_partial: a jit wrapper
     body = next(f for f in m.functions if f.name == "body")
     assert body.traced  # eqx.filter_jvp traces its function
 

@@ -17,6 +17,7 @@ from typing import Optional
 
 from .records import BOUNDED_TRIPS, FunctionInfo
 from .syntax import call_arg
+from . import callables
 
 DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
                           "flax.nnx.scan", "flax.nnx.fori_loop", "flax.nnx.while_loop"})
@@ -60,7 +61,7 @@ def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
             if where is None or small_trip_count(call, qn):
                 continue
             body = call_arg(call, *where)
-            if body is not None and any(g is f for g in m.local_functions(body, scope)):
+            if body is not None and any(g is f for g in callables.local_functions(m, body, scope)):
                 found = call
                 break
         if found is not None:

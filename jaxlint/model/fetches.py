@@ -17,6 +17,7 @@ from .. import conventions
 from .. import names as N
 from . import limits as L
 from .syntax import last_name, unparse
+from . import callables
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
@@ -40,7 +41,7 @@ def may_sync(m, call: ast.Call) -> bool:
         if root.id in _numpy_names(m):
             return True
         if isinstance(func, ast.Name):
-            return bool(m.local_functions(func, m.scope_at(call)))
+            return bool(callables.local_functions(m, func, m.scope_at(call)))
     return False
 
 
@@ -120,7 +121,7 @@ def _tree_map_fetch(m, call: ast.Call, scope) -> Optional[ast.AST]:
                 and not qn.startswith(("numpy.random.", "numpy.testing."))):
             return tree
         return None
-    for f in m.local_functions(fn, scope):
+    for f in callables.local_functions(m, fn, scope):
         if f.traced or call not in m.tree_map_sites(f):
             continue
         if any(host_fetch(m, c) is not None for c in f.calls):
@@ -135,7 +136,7 @@ def mapped_fetch(m, call: ast.Call) -> Optional[ast.Call]:
     scope = m.scope_at(call)
     if m.resolve(call.func, scope) not in N.TREE_MAPS or not call.args:
         return None
-    for f in m.local_functions(call.args[0], scope):
+    for f in callables.local_functions(m, call.args[0], scope):
         for c in f.calls:
             if host_fetch(m, c) is not None:
                 return c

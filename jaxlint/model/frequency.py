@@ -19,6 +19,7 @@ from . import deviceloops
 from . import limits as L
 from .records import FunctionInfo, Repetition
 from .syntax import statement_walk, walk
+from . import callables
 
 
 def called_once(f: Optional[FunctionInfo]) -> bool:
@@ -126,7 +127,7 @@ def callers(m, f: FunctionInfo) -> list:
     out: list = []
     if not isinstance(f.node, ast.Lambda):
         for call in m.calls_by_name.get(f.name, ()):
-            if any(g is f for g in m.local_functions(call.func, m.scope_at(call))):
+            if any(g is f for g in callables.local_functions(m, call.func, m.scope_at(call))):
                 out.append((call, m.function_at(call)))
         loop = deviceloops.loop_running(m, f)
         if loop is not None:  # ``lax.scan(f, ...)`` traces ``f`` once per call of the scan

@@ -20,6 +20,7 @@ from .records import Loop
 from .work import carried_state, unconditional_calls, work_memo
 from .syntax import _pos, last_name, unparse, walk
 from . import fetches
+from . import callables
 
 # Host libraries that take the fetched value for their own computation (not a log or a record):
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
@@ -96,7 +97,7 @@ def _consumes(m, c: ast.Call) -> bool:
         return True  # ``envs = gym.vector.SyncVectorEnv(...)``; ``envs.step(actions)``, whatever the method
     if not conventions.active().matches("host-consumer-methods", f.attr):
         return False
-    if m.callable_info(f, scope) is not None or m.local_functions(f, scope):
+    if callables.callable_info(m, f, scope) is not None or callables.local_functions(m, f, scope):
         return False  # compiled, or code of this module
     return not m.is_jax(f.value, scope)
 

@@ -30,6 +30,7 @@ from .. import names as N
 from .records import Scope
 from .keyflow import ScopeNames, hides
 from .syntax import _end, _pos, call_arg, walk
+from . import callables
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -194,7 +195,7 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         return []
     if isinstance(func, ast.Name) and func.id not in _forwarder_names(m):
         return []
-    for f in m.local_functions(func, scope):
+    for f in callables.local_functions(m, func, scope):
         own = f.scope.parent is scope
         if not own and (f.parent is not None or f.cls is not None):
             continue

@@ -16,6 +16,7 @@ from . import limits as L
 from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
 from .syntax import _names_in, _pos, child_nodes, walk
+from . import callables
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.
@@ -339,7 +340,7 @@ def _direct_work(m, loop: Loop) -> bool:
         for call in loop.calls:
             if _waits(call):
                 continue
-            if m.callable_info(call.func, m.scope_at(call)) is not None:
+            if callables.callable_info(m, call.func, m.scope_at(call)) is not None:
                 work = True
                 break
             if eager_counts and m.is_jax(call):
@@ -495,7 +496,7 @@ def traces_jax_ops(m, loop: Loop, f: FunctionInfo) -> bool:
     record."""
     for call in loop.all_calls():
         scope = m.scope_at(call)
-        if m.is_jax(call, scope) or m.callable_info(call.func, scope) is not None:
+        if m.is_jax(call, scope) or callables.callable_info(m, call.func, scope) is not None:
             return True
     for evs in f.scope.events.values():
         for ev in evs:

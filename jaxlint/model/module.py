@@ -1,7 +1,9 @@
 """The module model's core: the record of one module and its name and scope queries.
 
-The other query families are mixins, one module per concept (loops.py, values.py, callables.py,
-rebinding.py); the walk that fills the records is builder.py, the traced-code analysis tracing.py.
+The other facts are modules of functions of the model, one per concept (loops.py, callables.py,
+work.py, keys.py, ...), imported explicitly where they are asked; only the value queries
+(values.py) are still mixed in. The walk that fills the records is builder.py, the traced-code
+analysis tracing.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Iterator, Optional
 from .. import names as N
 from . import limits as L
 from .arrays import ArrayKinds
-from .callables import CallableQueries
 from .limits import Work
 from .loops import loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
@@ -30,7 +31,7 @@ _BUILTINS = frozenset(dir(builtins))
 _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
-class ModuleModel(ValueQueries, CallableQueries):
+class ModuleModel(ValueQueries):
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

@@ -29,6 +29,7 @@ from .. import conventions
 from . import limits as L
 from .records import BOUNDED_TRIPS, Context, Loop, Scope
 from .syntax import _pos, last_name, walk
+from . import callables
 
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
 _ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)
@@ -336,7 +337,7 @@ def _periodic_helper(m, call: ast.Call, names: "_Names", scope: Scope, depth: in
         return False
     if depth >= L.PERIODIC_HELPER_HORIZON:
         return True
-    funcs = m.local_functions(call.func, scope)
+    funcs = callables.local_functions(m, call.func, scope)
     if not funcs:
         return True  # unknown: presumed periodic
     bound = isinstance(call.func, ast.Attribute)

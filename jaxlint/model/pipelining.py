@@ -17,6 +17,7 @@ from typing import Optional
 from .periodicity import loop_counters
 from .records import Loop
 from .syntax import walk
+from . import callables
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -70,7 +71,7 @@ def lagged_sync(model, node: ast.AST, loop: Loop) -> bool:
     if at is None:
         return False
     scope = model.scope_at(node)
-    queued = any(model.callable_info(c.func, model.scope_at(c)) is not None
+    queued = any(callables.callable_info(model, c.func, model.scope_at(c)) is not None
                  for stmt in body[:at] for c in walk(stmt) if isinstance(c, ast.Call))
     if not queued:
         return False

@@ -13,6 +13,7 @@ import ast
 from .. import conventions
 from .. import names as N
 from .records import Scope
+from . import callables
 
 
 def _last_name(e: ast.AST) -> str:
@@ -53,5 +54,5 @@ def pallas_kernels(m) -> set:
                 continue
             kernel = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "kernel"), None)
             if kernel is not None:
-                found.update(id(f) for f in m.local_functions(kernel, scope))
+                found.update(id(f) for f in callables.local_functions(m, kernel, scope))
     return found

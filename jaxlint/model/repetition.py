@@ -18,6 +18,7 @@ from .frequency import called_once
 from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Scope
 from .syntax import _pos, walk
 from .syntax import call_arg as _arg
+from . import callables
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
 
@@ -59,7 +60,7 @@ def new_callable(m, target: Optional[ast.AST], inside, scope: Scope) -> Optional
         return None
     if isinstance(target, ast.Attribute):
         # A method looked up on an instance is a new bound-method object at every evaluation.
-        if m.attribute_callable(target, scope) == "bound_method":
+        if callables.attribute_callable(m, target, scope) == "bound_method":
             return NewCallable("bound_method", target)
         return None
     if isinstance(target, ast.Name):
@@ -106,7 +107,7 @@ def rebuilt_callable(m, wrap: JitWrap, inside) -> Optional[NewCallable]:
     while inner is not None and inner.kind == "name":
         inner = inner.inner
     if inner is not None and inner.kind == "bound_method" \
-            and m.wrapper_qualname(wrap) not in N.IDENTITY_KEYED_WRAPPERS:
+            and callables.wrapper_qualname(m, wrap) not in N.IDENTITY_KEYED_WRAPPERS:
         return None
     return new
 
@@ -120,7 +121,7 @@ def compiled_once(m, f: FunctionInfo) -> bool:
     if not f.trace_causes or any(c.kind != "jit" for c in f.trace_causes):
         return False
     wraps = [w for w in m.jit_wraps if w.func is f or (
-        w.func is None and w.target is not None and f in m.local_functions(w.target, w.ctx.scope))]
+        w.func is None and w.target is not None and f in callables.local_functions(m, w.target, w.ctx.scope))]
     if not wraps or len(wraps) != len(f.trace_causes):
         return False
     for wrap in wraps:
@@ -186,7 +187,7 @@ def _applied_in(m, f: FunctionInfo) -> list:
                 if arg is None:
                     continue
                 for elt in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]):
-                    for g in m.local_functions(elt, scope):
+                    for g in callables.local_functions(m, elt, scope):
                         memo.setdefault(id(g), []).append(m.function_at(call))
     return memo.get(id(f), [])
 
@@ -238,7 +239,7 @@ def wraps_callable_param(m, wrap: JitWrap, outer: FunctionInfo) -> bool:
         body = wrap.node
     else:
         target = wrap.target
-        funcs = m.local_functions(target, wrap.ctx.scope) if target is not None else []
+        funcs = callables.local_functions(m, target, wrap.ctx.scope) if target is not None else []
         body = funcs[0].node if funcs else target
     if body is None:
         return False
@@ -259,7 +260,7 @@ def wraps_callable_param(m, wrap: JitWrap, outer: FunctionInfo) -> bool:
                 if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
                     return True
             elif (qn is None or not qn.startswith(_KNOWN_PURE)) and not _method_of(f, params) \
-                    and not m.local_functions(f, wrap.ctx.scope):
+                    and not callables.local_functions(m, f, wrap.ctx.scope):
                 # An outer parameter handed to code from elsewhere (``condition(model, data)``,
                 # ``SVI(model, guide, ...)``): most likely a user-supplied model or callback.
                 return True

@@ -22,6 +22,7 @@ from . import work as W
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
 from . import loops as loopfacts
+from . import callables
 
 # What one iteration of the loop around a sync is.
 PER_STEP = "per-step"  # one step of JAX work: a sync here stalls every step
@@ -91,7 +92,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
 
 def _per_step_evidence(model, loop: Loop) -> list:
     line = loop.node.lineno
-    work = next((c for c in loop.all_calls() if model.callable_info(c.func, model.scope_at(c)) is not None), None)
+    work = next((c for c in loop.all_calls() if callables.callable_info(model, c.func, model.scope_at(c)) is not None), None)
     return [f"the loop on line {line} calls compiled code every iteration "
             f"(`{unparse(work.func, 40)}` on line {work.lineno})" if work is not None else
             f"the loop on line {line} runs JAX operations every iteration",

@@ -21,6 +21,7 @@ from . import pytrees
 from .records import FunctionInfo, Scope, _element
 from .pythonvalues import _pairs, _python_comparison, _python_types
 from .syntax import _contains, _pos, at_update, call_arg, walk
+from . import callables
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -113,7 +114,7 @@ class Staging:
                 scope = m.scope_at(call)
                 if m.resolve(call.func, scope) != N.PARTIAL:
                     continue
-                for g in m.local_functions(call.args[0], scope):
+                for g in callables.local_functions(m, call.args[0], scope):
                     params = list(g.params)
                     if g.is_method and isinstance(call.args[0], ast.Attribute) and params:
                         params = params[1:]
@@ -280,15 +281,15 @@ class Staging:
         func = call.func
         qn = m.resolve(func, scope)
         if qn is not None:
-            return N.produces_array(qn) or m.callable_info(func, scope) is not None
+            return N.produces_array(qn) or callables.callable_info(m, func, scope) is not None
         if isinstance(func, ast.Attribute):
             if at_update(func) is not None or func.attr in _ARRAY_METHODS:
                 return True  # x.at[i].set(v), x.sum(), batch["x"].mean()
             if self._array(func.value, scope, d):
                 return True  # any other method of a known array
-        if m.callable_info(func, scope) is not None:
+        if callables.callable_info(m, func, scope) is not None:
             return True  # a compiled or transformed function: its results are arrays
-        for g in m.local_functions(func, scope):
+        for g in callables.local_functions(m, func, scope):
             if any(self._array(r, g.scope, d) for r in g.returns):
                 return True
         return False
@@ -317,8 +318,8 @@ class Staging:
                 # ``x, err = state``, ``m = batch["mask"]``: an element of a traced input
                 if self._input(value, ev.scope, d) and not self._python_evidence(ev, name):
                     return True
-            if path and isinstance(value, ast.Call) and self.m.callable_info(value.func, ev.scope) is None:
-                local = self.m.local_functions(value.func, ev.scope)
+            if path and isinstance(value, ast.Call) and callables.callable_info(self.m, value.func, ev.scope) is None:
+                local = callables.local_functions(self.m, value.func, ev.scope)
                 if local:  # ``arr, name = helper(x)``: each element has its own kind
                     return any(self._array(_element(r, path[0]), g.scope, d) for g in local for r in g.returns)
             return self._array(value, ev.scope, d)
@@ -377,7 +378,7 @@ class Staging:
             if cause.kind != "caller" or caller is None or not self.staged(caller):
                 continue
             for call in caller.calls:
-                if g in m.local_functions(call.func, caller.scope):
+                if g in callables.local_functions(m, call.func, caller.scope):
                     arg = _passed(g, call, name)
                     if arg is not None:
                         out.append((arg, caller.scope))
@@ -436,7 +437,7 @@ class Staging:
         for call in self._calls_of_transform(qn):
             scope = m.scope_at(call)
             target = call_arg(call, 0, "fun")
-            if target is not None and f in m.local_functions(target, scope) and self._site_staged(call, 0):
+            if target is not None and f in callables.local_functions(m, target, scope) and self._site_staged(call, 0):
                 return True
         return False
 

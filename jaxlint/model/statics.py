@@ -15,6 +15,7 @@ from . import limits as L
 from .records import FunctionInfo, Scope
 from .staging import _default, _passed
 from .syntax import _pos
+from . import callables
 
 
 def static_truth(st, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> Optional[bool]:
@@ -51,7 +52,7 @@ def static_constant(st, g: FunctionInfo, name: str) -> Optional[tuple]:
             if not st.staged(caller):
                 continue
             for call in caller.calls:
-                if g not in m.local_functions(call.func, caller.scope):
+                if g not in callables.local_functions(m, call.func, caller.scope):
                     continue
                 if any(isinstance(a, ast.Starred) for a in call.args) or any(
                         kw.arg is None for kw in call.keywords):
@@ -64,7 +65,7 @@ def static_constant(st, g: FunctionInfo, name: str) -> Optional[tuple]:
                 values.append(given.value)
         elif cause.kind == "jit":
             wraps = [w for w in m.jit_wraps if w.target is not None and not w.decorator
-                     and g in m.local_functions(w.target, m.scope_at(w.node))]
+                     and g in callables.local_functions(m, w.target, m.scope_at(w.node))]
             if not wraps or any(w.func is g and w.decorator for w in m.jit_wraps):
                 return None
             for w in wraps:

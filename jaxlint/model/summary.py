@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 from .callables import _TRANSFORMED
 from .records import JitWrap
+from . import callables
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -31,7 +32,7 @@ class ModuleSummary:
         self._pending: tuple = ()
         self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
         for name in model.module_scope.events:
-            wrap = model.exported_callable(name)
+            wrap = callables.exported_callable(model, name)
             if wrap is None:
                 continue
             if wrap is _TRANSFORMED:

@@ -32,6 +32,7 @@ from .records import _waits
 from .work import called_functions
 from .syntax import _end, child_nodes, last_name, statement_walk, walk
 from . import fetches
+from . import callables
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
@@ -199,7 +200,7 @@ def timer_context(m, ctx: ast.Call) -> bool:
     library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
     name."""
     scope = m.scope_at(ctx)
-    cls = m._class_named(ctx.func, scope)
+    cls = callables._class_named(m, ctx.func, scope)
     if cls is not None:
         enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
         if enter is None or exit_ is None:
@@ -207,7 +208,7 @@ def timer_context(m, ctx: ast.Call) -> bool:
         body = list(enter.node.body) + list(exit_.node.body)
         return (any(is_clock(m, c) for c in _calls_in(body))
                 and not _work_and_waits(m, exit_.node.body, 1)[1])
-    for f in m.local_functions(ctx.func, scope):
+    for f in callables.local_functions(m, ctx.func, scope):
         if isinstance(f.node, ast.Lambda):
             continue
         body = f.node.body
@@ -294,7 +295,7 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "wait"
     if fetches.host_fetch(m, c) is not None or fetches.formats_jax_call(m, c):
         return "wait"
-    if m.callable_info(c.func, scope) is not None:
+    if callables.callable_info(m, c.func, scope) is not None:
         if _compiles_nothing(m, c, scope):
             return None  # a jitted function with an empty body: no device work to wait for
         return "wait" if _calls_back(m, c, scope) else "work"

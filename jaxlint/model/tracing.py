@@ -10,6 +10,7 @@ from .. import names as N
 from . import limits as L
 from .records import FunctionInfo, JitWrap, Scope, TraceCause
 from .syntax import _int_set, _kw, _pos, _str_set, call_arg, last_name
+from . import callables
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -104,7 +105,7 @@ class _TraceAnalysis:
             qn = m.resolve(target, scope)
             if qn:
                 fi.decorators.append(qn)
-            factory = m._jit_factory(dec, scope) if isinstance(dec, ast.Call) else None
+            factory = callables._jit_factory(m, dec, scope) if isinstance(dec, ast.Call) else None
             if qn in N.JIT_WRAPPERS and not isinstance(dec, ast.Call):
                 self._jit_entry(fi, JitWrap(node=fi.node, kind=N.JIT_WRAPPERS[qn], spelling=ast.unparse(dec),
                                             target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True))
@@ -149,7 +150,7 @@ class _TraceAnalysis:
         m = self.m
         scope = m.scope_at(call)
         qn = m.resolve(call.func, scope)
-        factory = m._jit_factory(call.func, scope) if isinstance(call.func, ast.Call) else None
+        factory = callables._jit_factory(m, call.func, scope) if isinstance(call.func, ast.Call) else None
         if (qn in N.JIT_WRAPPERS and (call.args or _kw(call, "fun") is not None)) or factory is not None:
             kind = N.JIT_WRAPPERS[factory or qn]
             target = call_arg(call, 0, "fun") if call.args or _kw(call, "fun") is not None else None
@@ -160,7 +161,7 @@ class _TraceAnalysis:
             _statics(wrap, call)
             if factory is not None:
                 _statics(wrap, call.func)
-            targets = m.local_functions(target, scope) if target is not None else []
+            targets = callables.local_functions(m, target, scope) if target is not None else []
             if len(targets) == 1:
                 wrap.func = targets[0]
             m._wraps_by_call.setdefault(id(call), []).append(wrap)
@@ -177,7 +178,7 @@ class _TraceAnalysis:
             if target is None:
                 return
             bound = isinstance(target, ast.Attribute)
-            for fi in m.local_functions(target, scope):
+            for fi in callables.local_functions(m, target, scope):
                 tracers = self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method)
                 self._mark(fi, TraceCause("transform", qn), tracers - self._bound_by_partial(target, fi, scope))
             return
@@ -190,7 +191,7 @@ class _TraceAnalysis:
                 elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
                 arity = _lax_arity(qn, call)
                 for elt in elts:
-                    for fi in m.local_functions(elt, scope):
+                    for fi in callables.local_functions(m, elt, scope):
                         partial_bound = self._bound_by_partial(elt, fi, scope)
                         free = [p for p in fi.params if p not in partial_bound]
                         if fi.is_method and free and free[0] in ("self", "cls") and isinstance(elt, ast.Attribute):
@@ -241,7 +242,7 @@ class _TraceAnalysis:
                 qn = m.resolve(func, f.scope)
                 if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.LAX_BODIES or qn == N.PARTIAL:
                     continue
-                targets = m.local_functions(call.func, f.scope)
+                targets = callables.local_functions(m, call.func, f.scope)
                 if not targets:
                     continue
                 via_attr = isinstance(call.func, ast.Attribute)

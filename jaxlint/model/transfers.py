@@ -29,6 +29,7 @@ from .records import Context, FunctionInfo, Loop
 from .work import carried_state, work_memo
 from .syntax import _pos, last_name, walk
 from . import loops as loopfacts
+from . import callables
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
 UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})
@@ -152,10 +153,10 @@ def helper_sync(m, call: ast.Call) -> Optional[tuple]:
     a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
     inside the helper, and does not count."""
-    if isinstance(call.func, ast.Attribute) or m.callable_info(call.func, m.scope_at(call)) is not None:
+    if isinstance(call.func, ast.Attribute) or callables.callable_info(m, call.func, m.scope_at(call)) is not None:
         return None
     scope = m.scope_at(call)
-    for f in m.local_functions(call.func, scope):
+    for f in callables.local_functions(m, call.func, scope):
         if f.traced or isinstance(f.node, ast.Lambda) or f.is_method or f.returns:
             continue
         bound = _bind_params(m, call, f)

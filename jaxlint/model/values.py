@@ -10,6 +10,7 @@ from . import limits as L
 from .hostvalues import _internal
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update, call_arg, child_nodes
+from . import callables
 
 # jnp functions that return a boolean array.
 _MASK_FUNCS = frozenset("jax.numpy." + n for n in (
@@ -110,12 +111,12 @@ class ValueQueries:
                 return True
             if qn is None and self.is_jax(func.value, scope):
                 return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS
-        info = self.callable_info(func, scope)
+        info = callables.callable_info(self, func, scope)
         if info is not None:
             return True
         if self._local_result(call, scope, None):
             return True
-        if self.imported_result(func, scope):
+        if callables.imported_result(self, func, scope):
             return True
         return self._instance_result(call, scope)
 
@@ -128,11 +129,11 @@ class ValueQueries:
         func = call.func
         if not isinstance(func, ast.Attribute) or (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
             return False
-        cls = self.instance_class(func.value, scope)
+        cls = callables.instance_class(self, func.value, scope)
         if cls is None:
             return False
         for value in cls.self_attrs.get(func.attr, ()):
-            if self.callable_info(value, self.scope_at(value)) is not None:
+            if callables.callable_info(self, value, self.scope_at(value)) is not None:
                 return True
         meth = cls.methods.get(func.attr)
         if meth is None:
@@ -144,7 +145,7 @@ class ValueQueries:
     def _local_result(self, call: ast.Call, scope: Scope, index: Optional[int]) -> bool:
         """Whether a call of this module's own (not compiled) function returns a JAX value; with
         ``index``, element ``index`` of the tuple it returns (``arr, name = helper(x)``)."""
-        local = self.local_functions(call.func, scope)
+        local = callables.local_functions(self, call.func, scope)
         args_jax = None
         for f in local:
             if index is None:
@@ -200,8 +201,8 @@ class ValueQueries:
             while path and isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
                     isinstance(x, ast.Starred) for x in value.elts):
                 value = value.elts[path.pop(0)]
-            if path and isinstance(value, ast.Call) and self.callable_info(value.func, ev.scope) is None \
-                    and self.local_functions(value.func, ev.scope):
+            if path and isinstance(value, ast.Call) and callables.callable_info(self, value.func, ev.scope) is None \
+                    and callables.local_functions(self, value.func, ev.scope):
                 # ``arr, name = helper(x)``: each element has its own kind
                 return self._local_result(value, ev.scope, path[0])
             return self.is_jax(value, ev.scope)
@@ -235,7 +236,7 @@ class ValueQueries:
             for call in self.calls_named({"map", "tree_map"}):
                 if not call.args or self.resolve(call.func, self.scope_at(call)) not in N.TREE_MAPS:
                     continue
-                for g in self.local_functions(call.args[0], self.scope_at(call)):
+                for g in callables.local_functions(self, call.args[0], self.scope_at(call)):
                     table.setdefault(id(g), []).append(call)
         return table.get(id(f), [])
 
@@ -384,7 +385,7 @@ class ValueQueries:
                 if qn is not None and qn not in _CONSTANT_FOLDING_COLLECTIVES and N.produces_array(qn) \
                         and not _internal(qn):
                     return True
-                if self.callable_info(func, self.module_scope) is not None:
+                if callables.callable_info(self, func, self.module_scope) is not None:
                     return True
                 return isinstance(func, ast.Name) and self._def_returns_array(func.id, memo)
             if isinstance(func, ast.Attribute):

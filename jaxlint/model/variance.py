@@ -13,6 +13,7 @@ from .records import Scope
 from .syntax import _pos, call_arg, walk
 from .widths import ShapeSource, SizeDriver, combine, polynomial
 from . import loops as loopfacts
+from . import callables
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -490,7 +491,7 @@ class ShapeVariance:
         """The argument of a call of a function of this module that uses the matching parameter
         as a size: of an array constructor in its body, or of a slice it returns (``def make(n):
         return jnp.ones(n)``)."""
-        for f in self.m.local_functions(call.func, self.scope)[:1]:
+        for f in callables.local_functions(self.m, call.func, self.scope)[:1]:
             params = list(f.params)
             if f.is_method and params:
                 params = params[1:]

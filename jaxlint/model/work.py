@@ -30,6 +30,7 @@ from .deviceloops import DEVICE_LOOPS, small_trip_count
 from .records import FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
 from . import loops as loopfacts
+from . import callables
 
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
@@ -124,7 +125,7 @@ def _callees(m, expr: ast.AST, scope: Scope, depth: int, compiled: bool) -> list
             return _callees(m, expr.args[0], scope, depth + 1, True)
         if qn == N.PARTIAL and expr.args:
             return _callees(m, expr.args[0], scope, depth + 1, compiled)
-        if isinstance(expr.func, ast.Call) and m._jit_factory(expr.func, scope) and expr.args:
+        if isinstance(expr.func, ast.Call) and callables._jit_factory(m, expr.func, scope) and expr.args:
             return _callees(m, expr.args[0], scope, depth + 1, True)  # partial(jax.jit, ...)(f)
         return _factory_results(m, expr, scope, depth, compiled, None)
     return []
@@ -221,7 +222,7 @@ def _imported_program(m, func: ast.AST, scope: Scope) -> bool:
     """``train_epoch(...)`` after ``from .trainer import train_epoch`` (or ``trainer.train_epoch``
     after ``from . import trainer``): a function of another module of the project that runs a
     whole program."""
-    found = m.imported_function(func, scope)
+    found = callables.imported_function(m, func, scope)
     return found is not None and found[0].runs_program(found[1])
 
 
@@ -250,7 +251,7 @@ def _dispatches_steps(m, loop: Loop) -> bool:
     loop) whose iterations call compiled or transformed code: a loop of steps."""
     if loop.kind == "comprehension" or loop.bounded:
         return False
-    return any(m.callable_info(c.func, m.scope_at(c)) is not None for c in loop.all_calls())
+    return any(callables.callable_info(m, c.func, m.scope_at(c)) is not None for c in loop.all_calls())
 
 # -- what one iteration does
 
@@ -311,7 +312,7 @@ def carried_state(m, loop: Loop) -> set:
                 continue
             call = sub.value
             scope = m.scope_at(call)
-            if m.callable_info(call.func, scope) is None and not m.is_jax(call, scope):
+            if callables.callable_info(m, call.func, scope) is None and not m.is_jax(call, scope):
                 continue
             args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                     for n in walk(a) if isinstance(n, ast.Name)}
@@ -372,7 +373,7 @@ def converts_elements(m, loop: Loop) -> bool:
             inner = stack.pop()
             derived |= inner.target_names()
             stack.extend(inner.children)
-    if not derived or any(m.callable_info(c.func, m.scope_at(c)) is not None for c in loop.all_calls()):
+    if not derived or any(callables.callable_info(m, c.func, m.scope_at(c)) is not None for c in loop.all_calls()):
         return False
 
     def local(expr: ast.AST, scope: Scope) -> bool:
