@@ -191,6 +191,7 @@ class ProjectResolver:
         with self.recording() as deps:
             try:
                 from .model import build_model
+                from .model import values as V
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -198,7 +199,7 @@ class ProjectResolver:
                     tree = ast.parse(decode_source(data), filename=path)
                     model = build_model(tree, path=path, project=self, shallow=True)
                     try:
-                        found = model.array_results(names)
+                        found = V.array_results(model, names)
                     finally:
                         model.dispose()
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):

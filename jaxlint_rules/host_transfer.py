@@ -11,6 +11,7 @@ from jaxlint.model import evidence, fetches, hostneeds, roles, timing, transfers
 from jaxlint.model import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import loops as loopfacts
+from jaxlint.model import values as V
 
 
 def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
@@ -140,7 +141,7 @@ class HostTransferInLoop(Rule):
                 continue
             scope = model.scope_at(node)
             role = _step_role(model, model.context(node))
-            if role is not None and model.formats_jax(node, scope):
+            if role is not None and V.formats_jax(model, node, scope):
                 finding = self._report(model, node, role, "an f-string of a JAX value", "format")
                 if finding is not None:
                     yield finding
@@ -149,7 +150,7 @@ class HostTransferInLoop(Rule):
                 continue
             scope = model.scope_at(node)
             role = _step_role(model, model.context(node))
-            if role is not None and model.formats_jax(node.right, scope):
+            if role is not None and V.formats_jax(model, node.right, scope):
                 finding = self._report(model, node, role, "`%`-formatting a JAX value", "format")
                 if finding is not None:
                     yield finding
@@ -449,16 +450,16 @@ class HostConversionInTracedCode(Rule):
             values += [kw.value for kw in call.keywords]
             what = error = None
             if qn in N.HOST_BUILTINS:
-                if values and model.is_jax(values[0], scope):
+                if values and V.is_jax(model, values[0], scope):
                     what = f"`{unparse(func)}()`"
                     error = "TracerBoolConversionError" if qn == "builtins.bool" else "ConcretizationTypeError"
             elif qn is not None and (qn.startswith("numpy.") or qn.startswith("math.")):
                 if qn not in _SAFE_ON_TRACERS and not qn.startswith(("numpy.random.", "numpy.testing.")):
-                    if any(model.is_jax(v, scope) for v in values):
+                    if any(V.is_jax(model, v, scope) for v in values):
                         what = f"`{unparse(func)}()`"
                         error = "TracerArrayConversionError" if qn.startswith("numpy.") else "ConcretizationTypeError"
             elif isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-                if model.is_jax(func.value, scope):
+                if V.is_jax(model, func.value, scope):
                     what = f"`.{func.attr}()`"
                     error = "ConcretizationTypeError"
             if what is None:

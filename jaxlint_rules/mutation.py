@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain 
     from jaxlint.edits import Fix
 from jaxlint.model import ModuleModel, at_update, is_str_key, rebinding, refs
 from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.model import values as V
 
 
 # Augmented assignments whose operator has no ``.at[]`` method (there is no ``.at[].floor_divide``).
@@ -127,7 +128,7 @@ class InplaceItemAssignment(Rule):
                 continue
             ctx = model.context(target)
             scope = ctx.scope if ctx is not None else model.scope_at(target)
-            if not model.is_jax(target.value, scope):
+            if not V.is_jax(model, target.value, scope):
                 continue
             if not model.arrays.item_target(target, scope):
                 continue

@@ -22,6 +22,7 @@ from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import repetition
 from jaxlint.model import keys
 from jaxlint.model import loops as loopfacts
+from jaxlint.model import values as V
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -498,7 +499,7 @@ class ConstantKeyInLoop(Rule):
                 continue
             seed = call_arg(call, 0, "seed")
             # a literal int seed, or a module-level name bound once to one
-            if model.const_int(seed, ctx.scope, fold=False, local=False) is None:
+            if V.const_int(model, seed, ctx.scope, fold=False, local=False) is None:
                 continue
             loops = [lp for lp in ctx.loops if loopfacts.step_loop(model, lp, ctx)]
             if not loops:

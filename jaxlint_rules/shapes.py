@@ -17,6 +17,7 @@ from jaxlint.model import hostvalues, ragged, statics
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import callables
+from jaxlint.model import values as V
 
 
 def _describe_if(node: ast.AST) -> tuple[str, str]:
@@ -70,10 +71,10 @@ class DataDependentShape(Rule):
         for f in staging.functions():
             for sub in f.subscripts:
                 scope = model.scope_at(sub)
-                if not model.is_jax(sub.value, scope):
+                if not V.is_jax(model, sub.value, scope):
                     continue
                 parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-                if any(model.is_mask(p, scope) and not staging.suspect(f, p, scope) for p in parts):
+                if any(V.is_mask(model, p, scope) and not staging.suspect(f, p, scope) for p in parts):
                     yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a size that depends "
                                             "on the data, so it raises NonConcreteBooleanIndexError "
                                             f"{staging.how_staged(f)}; use jnp.where(mask, x, fill) or a masked "
@@ -82,7 +83,7 @@ class DataDependentShape(Rule):
                 scope = model.scope_at(call)
 
                 def traced(e, scope=scope, f=f) -> bool:
-                    return model.is_jax(e, scope) and not staging.suspect(f, e, scope)
+                    return V.is_jax(model, e, scope) and not staging.suspect(f, e, scope)
 
                 what = self._sized_call(model, call, scope, traced)
                 if what is not None and not loopfacts.in_size_is_none_branch(model, model.context(call)):
@@ -206,7 +207,7 @@ class TracedControlFlow(Rule):
             return None
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return self._culprit(model, staging, f, ctx, e.operand, True)
-        if (tested and model.truthy_tracer(e, ctx.scope) and staging.array_valued(f, e, ctx.scope)
+        if (tested and V.truthy_tracer(model, e, ctx.scope) and staging.array_valued(f, e, ctx.scope)
                 and not staging.suspect(f, e, ctx.scope) and not staging.narrowed(ctx, e)
                 and not hostvalues.reads_internal_helper(model, e, ctx.scope)):
             return e
@@ -266,7 +267,7 @@ class TracedShapeArgument(Rule):
                 for arg in self._size_args(model, call, scope):
                     parts = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
                     parts = [p.value if isinstance(p, ast.Starred) else p for p in parts]
-                    bad = [p for p in parts if model.is_jax(p, scope) and not staging.suspect(f, p, scope)]
+                    bad = [p for p in parts if V.is_jax(model, p, scope) and not staging.suspect(f, p, scope)]
                     if bad:
                         yield self.finding(bad[0], f"size `{unparse(bad[0], 30)}` of `{unparse(call.func)}` is "
                                                    "computed from a traced value, and shapes must be known when "
@@ -286,7 +287,7 @@ class TracedShapeArgument(Rule):
                     out.append(arg)
             return out
         if (qn is None and isinstance(func, ast.Attribute) and func.attr == "reshape"
-                and model.is_jax(func.value, scope)):
+                and V.is_jax(model, func.value, scope)):
             return list(call.args) + [kw.value for kw in call.keywords if kw.arg in ("shape", "newshape")]
         return []
 
@@ -483,7 +484,7 @@ class UnrolledLoopInTracedCode(Rule):
         rng = loopfacts.range_call(model, node.iter, scope)
         if rng is None:
             return None
-        vals = [model.const_int(a, scope) for a in rng.args]
+        vals = [V.const_int(model, a, scope) for a in rng.args]
         if rng.keywords or any(isinstance(a, ast.Starred) for a in rng.args):
             vals = [None]
         if all(v is not None for v in vals):

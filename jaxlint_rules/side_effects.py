@@ -10,6 +10,7 @@ from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import repetition
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import callables
+from jaxlint.model import values as V
 
 # Container methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",
@@ -88,11 +89,11 @@ class SideEffectInTracedCode(Rule):
             if f is None or not f.traced:
                 continue
             scope = model.scope_at(call)
-            owner = _OWNER.get(model.outliving_container(f, func.value, scope))
+            owner = _OWNER.get(V.outliving_container(model, f, func.value, scope))
             if owner is None:
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords]
-            if not any(model.holds_jax(v, scope) for v in values):
+            if not any(V.holds_jax(model, v, scope) for v in values):
                 continue  # trace-time bookkeeping of static values (shapes, names, trace counters)
             yield self.finding(call, f"`{unparse(func)}(...)` stores a tracer in the {owner} `{func.value.id}` "
                                      f"{_when(model, f)}; return the value from the traced function instead")
@@ -113,9 +114,9 @@ class SideEffectInTracedCode(Rule):
                     # ``tot[0] += x``: reported when what is added is a JAX value (a counter bumped by
                     # a constant is trace-time bookkeeping: a trace counter)
                     stmt = model.stmt_of.get(id(target))
-                    if not isinstance(stmt, ast.AugAssign) or not model.holds_jax(stmt.value, scope):
+                    if not isinstance(stmt, ast.AugAssign) or not V.holds_jax(model, stmt.value, scope):
                         continue
-                owner = _OWNER.get(model.outliving_container(f, target.value, scope))
+                owner = _OWNER.get(V.outliving_container(model, f, target.value, scope))
                 if owner == _OWNER["function"] and f.jit_entry is None:
                     # Transform and lax bodies commonly hand their output tree structure to the
                     # caller through a closure dict: only a compiled function's writes are reported.
@@ -155,7 +156,7 @@ class SideEffectInTracedCode(Rule):
                         value, node = ev.node.value, ev.node
                     else:
                         continue
-                    if not model.holds_jax(value, ev.scope):
+                    if not V.holds_jax(model, value, ev.scope):
                         continue
                     kw = "global" if isinstance(decl, ast.Global) else "nonlocal"
                     yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens "
@@ -213,7 +214,7 @@ class PrintInTracedCode(Rule):
             if model.resolve(call.func, scope) != "builtins.print":
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
-            if any(model.formats_jax(v, scope, deep=True) for v in values):
+            if any(V.formats_jax(model, v, scope, deep=True) for v in values):
                 if repetition.traced_per_compilation(model, f):
                     what = ("runs once, when JAX compiles the function: it shows a Tracer (shape and dtype, no "
                             "values), and later calls print nothing")

@@ -12,6 +12,7 @@ import pytest
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
 from jaxlint.model import callables, fetches, keys, transfers
+from jaxlint.model import values as V
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import repetition as R
 
@@ -1633,7 +1634,7 @@ def test_is_jax(name):
     tree, m = build(_VALUES)
     call, args = _sink_args(tree)
     (arg,) = [a for a in args if a.id == name]
-    assert m.is_jax(arg, m.scope_at(call)) is (name in _JAX)
+    assert V.is_jax(m, arg, m.scope_at(call)) is (name in _JAX)
 
 
 def test_is_jax_follows_rebinding_by_position():
@@ -1641,7 +1642,7 @@ def test_is_jax_follows_rebinding_by_position():
     first = min((n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "sink"),
                 key=lambda c: c.lineno)
     # ``c`` is still the jnp.sum result here; it becomes a Python float only on the next line.
-    assert m.is_jax(first.args[0], m.scope_at(first))
+    assert V.is_jax(m, first.args[0], m.scope_at(first))
 
 
 def test_is_jax_on_expressions():
@@ -1654,7 +1655,7 @@ def test_is_jax_on_expressions():
         return sink(jnp.ones(3) + 1, y * 2.0, y[0], y.shape, y.T, y.at[0].set(1.0), 3.0 * 2)
     """)
     call = call_to(tree, "sink")
-    got = [m.is_jax(a, m.scope_at(call)) for a in call.args]
+    got = [V.is_jax(m, a, m.scope_at(call)) for a in call.args]
     assert got == [True, True, True, False, True, True, False]
 
 
@@ -1674,7 +1675,7 @@ def test_a_method_of_an_array_read_without_a_call_is_not_an_array():
     """)
     call = call_to(tree, "sink")
     # state.max: a field of a pytree the jitted step returned (not certainly one array)
-    assert [m.is_jax(a, m.scope_at(call)) for a in call.args] == [False, True, False, True, True]
+    assert [V.is_jax(m, a, m.scope_at(call)) for a in call.args] == [False, True, False, True, True]
 
 
 def test_is_jax_without_explicit_scope():
@@ -1688,7 +1689,7 @@ def test_is_jax_without_explicit_scope():
         return sink(a)
     """)
     (arg,) = call_to(tree, "sink").args
-    assert m.is_jax(arg)
+    assert V.is_jax(m, arg)
 
 
 def test_psum_of_a_python_constant_is_a_static_int():
@@ -1705,7 +1706,7 @@ def test_psum_of_a_python_constant_is_a_static_int():
     f = jax.vmap(body, axis_name="i")
     """)
     call = call_to(tree, "sink")
-    assert [m.is_jax(a, m.scope_at(call)) for a in call.args] == [False, True, False]
+    assert [V.is_jax(m, a, m.scope_at(call)) for a in call.args] == [False, True, False]
 
 
 # --------------------------------------------------------------------------- value kinds under staging
@@ -2944,9 +2945,9 @@ def test_numpy_forwarding_results_and_host_fetches():
     tree, m = build(_SYNC_SRC)
     get = lambda name: _assigned(tree, name)  # noqa: E731
     assert fetches.host_fetch(m, get("e")) is not None  # np.exp copies
-    assert fetches.host_fetch(m, get("s")) is None and m.is_jax(get("s"))  # np.sum(one array) is x.sum()
-    assert fetches.host_fetch(m, get("t")) is None and not m.is_jax(get("t"))  # a pytree's element: unknown
-    assert m.device_or_copy(get("t"), m.scope_at(get("t")))  # ... but reading it on the host syncs
+    assert fetches.host_fetch(m, get("s")) is None and V.is_jax(m, get("s"))  # np.sum(one array) is x.sum()
+    assert fetches.host_fetch(m, get("t")) is None and not V.is_jax(m, get("t"))  # a pytree's element: unknown
+    assert V.device_or_copy(m, get("t"), m.scope_at(get("t")))  # ... but reading it on the host syncs
     assert fetches.host_fetch(m, get("h")) is None  # host data
     assert fetches.host_fetch(m, get("k")) is None  # host data beside the JAX value
 
@@ -2956,7 +2957,7 @@ def test_tree_map_leaves_are_jax_values_and_the_map_fetches():
     leaves, same = _assigned(tree, "leaves"), _assigned(tree, "same")
     lam = leaves.args[0]
     v = lam.body.func.value
-    assert m.is_jax(v, m.scope_at(lam.body))  # the leaf of a JAX tree
+    assert V.is_jax(m, v, m.scope_at(lam.body))  # the leaf of a JAX tree
     assert fetches.host_fetch(m, leaves) is leaves.args[1]
     assert ast.unparse(fetches.mapped_fetch(m, leaves)) == "v.item()"
     assert fetches.host_fetch(m, same) is None
@@ -2967,7 +2968,7 @@ def test_instance_class_and_method_results():
     call = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]).strip("()") == "q, r")
     cls = callables.instance_class(m, call.func.value, m.scope_at(call))
     assert cls is not None and cls.node.name == "Trainer"
-    assert m.is_jax(call)
+    assert V.is_jax(m, call)
 
 
 def test_helper_sync_and_bool_sync():
@@ -3503,7 +3504,7 @@ ARRAY_RESULTS = {"accuracy", "noise", "clipped", "twice", "relayed", "picked"}
 def test_array_results_are_the_functions_every_return_of_which_is_a_jax_array(shallow):
     tree = ast.parse(textwrap.dedent(ARRAY_RESULTS_SRC))
     model = build_model(tree, shallow=shallow)
-    assert set(model.array_results()) == ARRAY_RESULTS
+    assert set(V.array_results(model)) == ARRAY_RESULTS
 
 
 def test_module_summary_keeps_array_results_and_follows_reexports(tmp_path):

@@ -6,14 +6,17 @@ It answers the questions the rules need and nothing more:
 * which functions are traced (jit/pmap, transforms, lax bodies, same-module callees),
   with static arguments and which parameters hold tracers: :class:`FunctionInfo`;
 * where a node runs: its scope, the loops around it in its own function, and the ``if``
-  tests guarding it: :class:`Context`, :meth:`ModuleModel.hot_loop`;
-* which expressions hold JAX values: :meth:`ModuleModel.is_jax`;
+  tests guarding it: :class:`Context`, :func:`jaxlint.model.loops.hot_loop`;
+* which expressions hold JAX values: :func:`jaxlint.model.values.is_jax`;
 * which binding of a PRNG key each ``jax.random`` call consumes, and whether two uses of one
   key repeat randomness: :mod:`jaxlint.model.keys`;
 * the jit wrappers created in the module: :attr:`ModuleModel.jit_wraps`.
 
 The walk records contexts and bindings; everything that needs inference (value kinds,
 callable lookups) is computed lazily and memoized, so rules only pay for what they ask.
+``ModuleModel`` holds the records and the Python-semantics queries (names, bindings, scopes);
+every other fact is a module of functions of the model (``values``, ``callables``, ``loops``,
+``work``, ``roles``, ...) that its askers import explicitly: no mixins.
 """
 
 from .arrays import array_only_index, is_str_key

@@ -15,6 +15,7 @@ from .. import names as N
 from . import limits as L
 from .records import STARRED, FunctionInfo, Scope
 from .syntax import _pos, at_update
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -107,7 +108,7 @@ class ArrayKinds:
             if isinstance(e.left, _SEQUENCES) or isinstance(e.right, _SEQUENCES):
                 return False  # [0] * n, (a,) + rest: a list or tuple
             if isinstance(e.op, ast.MatMult):
-                return self.m.is_jax(e, scope)  # containers have no ``@``
+                return V.is_jax(self.m, e, scope)  # containers have no ``@``
             return self.certain(e.left, scope, depth + 1) or self.certain(e.right, scope, depth + 1)
         if t is ast.UnaryOp:
             return not isinstance(e.op, ast.Not) and self.certain(e.operand, scope, depth + 1)
@@ -136,7 +137,7 @@ class ArrayKinds:
             if func.attr in _ARRAY_METHODS:
                 # containers (dict, list, tuple) have none of these methods: a JAX value they are
                 # called on is an array
-                return self.m.is_jax(func.value, scope) or self.certain(func.value, scope, depth + 1)
+                return V.is_jax(self.m, func.value, scope) or self.certain(func.value, scope, depth + 1)
         return False
 
     def _event(self, ev, depth: int) -> bool:

@@ -18,6 +18,7 @@ from .. import names as N
 from . import limits as L
 from .syntax import last_name, unparse
 from . import callables
+from . import values as V
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
@@ -72,7 +73,7 @@ def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     qn = m.resolve(func, scope)
     args = [a for a in call.args if not isinstance(a, ast.Starred)]
     if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
-        if args and m.device_or_copy(args[0], scope):
+        if args and V.device_or_copy(m, args[0], scope):
             return args[0]
         return None
     if qn is not None and qn in N.TREE_MAPS:
@@ -85,9 +86,9 @@ def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
         # data beside them (``np.take(host_list, idx)``) the host needs the value for its own data
         if not args or not all(_device_or_literal(m, a, scope) for a in args):
             return None
-        return next((a for a in args if m.is_jax(a, scope)), None)
+        return next((a for a in args if V.is_jax(m, a, scope)), None)
     if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-        if m.device_or_copy(func.value, scope):
+        if V.device_or_copy(m, func.value, scope):
             return func.value
     return None
 
@@ -100,7 +101,7 @@ def _device_or_literal(m, e: ast.AST, scope) -> bool:
         return True
     if isinstance(e, (ast.Tuple, ast.List)):
         return all(_device_or_literal(m, x, scope) for x in e.elts)
-    return m.is_jax(e, scope)
+    return V.is_jax(m, e, scope)
 
 
 
@@ -112,7 +113,7 @@ def _tree_map_fetch(m, call: ast.Call, scope) -> Optional[ast.AST]:
     if len(call.args) < 2 or isinstance(call.args[1], ast.Starred):
         return None
     fn, tree = call.args[0], call.args[1]
-    if not m.holds_jax(tree, scope):
+    if not V.holds_jax(m, tree, scope):
         return None
     qn = m.resolve(fn, scope)
     if qn is not None:
@@ -122,7 +123,7 @@ def _tree_map_fetch(m, call: ast.Call, scope) -> Optional[ast.AST]:
             return tree
         return None
     for f in callables.local_functions(m, fn, scope):
-        if f.traced or call not in m.tree_map_sites(f):
+        if f.traced or call not in V.tree_map_sites(m, f):
             continue
         if any(host_fetch(m, c) is not None for c in f.calls):
             return tree
@@ -156,7 +157,7 @@ def bool_sync(m, test: ast.AST, scope) -> Optional[ast.AST]:
             test = test.values[0]
         else:
             break
-    return test if m.device_or_copy(test, scope) else None
+    return test if V.device_or_copy(m, test, scope) else None
 
 
 
@@ -166,7 +167,7 @@ def formats_jax_call(m, call: ast.Call) -> bool:
         return False
     scope = m.scope_at(call)
     values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
-    return any(m.formats_jax(v, scope) for v in values)
+    return any(V.formats_jax(m, v, scope) for v in values)
 
 
 

@@ -21,6 +21,7 @@ from .work import carried_state, unconditional_calls, work_memo
 from .syntax import _pos, last_name, unparse, walk
 from . import fetches
 from . import callables
+from . import values as V
 
 # Host libraries that take the fetched value for their own computation (not a log or a record):
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.
@@ -99,7 +100,7 @@ def _consumes(m, c: ast.Call) -> bool:
         return False
     if callables.callable_info(m, f, scope) is not None or callables.local_functions(m, f, scope):
         return False  # compiled, or code of this module
-    return not m.is_jax(f.value, scope)
+    return not V.is_jax(m, f.value, scope)
 
 
 def _host_object(m, recv: ast.AST, scope) -> bool:

@@ -17,6 +17,7 @@ from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
 from .records import Scope
 from .syntax import _pos, call_arg, walk
 from . import keys
+from . import values as V
 
 
 class FixedKeyDraw:
@@ -250,11 +251,11 @@ def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[a
         return None
     if m.resolve(value.func, scope) in KEY_MAKERS:
         seed = call_arg(value, 0, "seed")
-        return value if m.const_int(seed, scope, fold=False) is not None else None
+        return value if V.const_int(m, seed, scope, fold=False) is not None else None
     fn = keys.random_function(m, value, scope)
     if fn not in DERIVERS:
         return None
-    if fn == FOLD_IN and m.const_int(call_arg(value, 1, "data"), scope) is None:
+    if fn == FOLD_IN and V.const_int(m, call_arg(value, 1, "data"), scope) is None:
         return None
     return _seeded(m, call_arg(value, 0, "key"), scope, depth + 1)
 
@@ -281,7 +282,7 @@ def folded_per_call(m, maker: ast.Call) -> bool:
         uses += 1
         data = call_arg(call, 1, "data")
         if keys.random_function(m, call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
-                or m.const_int(data, scope) is not None:
+                or V.const_int(m, data, scope) is not None:
             return False
     return uses > 0
 

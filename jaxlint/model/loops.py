@@ -17,6 +17,7 @@ from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
 from .syntax import _names_in, _pos, child_nodes, walk
 from . import callables
+from . import values as V
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.
@@ -271,7 +272,7 @@ def _range_bound(m, e: ast.AST, scope: Scope, depth: int, defaults: bool = False
     if (isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords
             and m.resolve(e.func, scope) == "builtins.len"):
         return known_trips(m, e.args[0], scope, depth + 1, defaults)
-    v = m.const_int(e, scope)
+    v = V.const_int(m, e, scope)
     if v is None and defaults and isinstance(e, ast.Name):
         v = param_default_int(m, e, scope)
     return v
@@ -343,7 +344,7 @@ def _direct_work(m, loop: Loop) -> bool:
             if callables.callable_info(m, call.func, m.scope_at(call)) is not None:
                 work = True
                 break
-            if eager_counts and m.is_jax(call):
+            if eager_counts and V.is_jax(m, call):
                 work = True
                 break
         if not work:
@@ -357,7 +358,7 @@ def _direct_work(m, loop: Loop) -> bool:
 def _iterates_array(m, it: ast.AST, scope: Scope) -> bool:
     if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in _DICT_VIEWS:
         return False
-    return m.is_jax(it, scope)
+    return V.is_jax(m, it, scope)
 
 
 def loop_runs_jax_work(m, loop: Loop) -> bool:
@@ -496,19 +497,19 @@ def traces_jax_ops(m, loop: Loop, f: FunctionInfo) -> bool:
     record."""
     for call in loop.all_calls():
         scope = m.scope_at(call)
-        if m.is_jax(call, scope) or callables.callable_info(m, call.func, scope) is not None:
+        if V.is_jax(m, call, scope) or callables.callable_info(m, call.func, scope) is not None:
             return True
     for evs in f.scope.events.values():
         for ev in evs:
             if loop not in ev.loops:
                 continue
-            if ev.kind == "assign" and ev.value is not None and m.is_jax(ev.value, ev.scope):
+            if ev.kind == "assign" and ev.value is not None and V.is_jax(m, ev.value, ev.scope):
                 return True
-            if ev.kind == "aug" and (m.is_jax(ev.node.value, ev.scope) or m.is_jax(ev.node.target, ev.scope)):
+            if ev.kind == "aug" and (V.is_jax(m, ev.node.value, ev.scope) or V.is_jax(m, ev.node.target, ev.scope)):
                 return True
     for target, kind in m.stores:
         ctx = m.context(target)
-        if kind != "del" and ctx is not None and loop in ctx.loops and m.is_jax(target.value, ctx.scope):
+        if kind != "del" and ctx is not None and loop in ctx.loops and V.is_jax(m, target.value, ctx.scope):
             return True  # params["w"] = ... on a pytree of tracers
     return False
 

@@ -21,7 +21,6 @@ from .loops import loop_iterable
 from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
 from .staging import Staging
 from .syntax import _end, _pos
-from .values import ValueQueries
 from .variance import ShapeVariance
 
 _BUILTINS = frozenset(dir(builtins))
@@ -31,7 +30,7 @@ _BUILTINS = frozenset(dir(builtins))
 _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
-class ModuleModel(ValueQueries):
+class ModuleModel:
     """Everything the rules know about one module. Build with :func:`build_model`."""
 
     def __init__(self, tree: ast.Module):

@@ -18,6 +18,7 @@ from .periodicity import loop_counters
 from .records import Loop
 from .syntax import walk
 from . import callables
+from . import values as V
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -96,6 +97,6 @@ def lagged_sync(model, node: ast.AST, loop: Loop) -> bool:
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             if n.id in later and n.id not in before:
                 lagged += 1  # bound only after the sync: the previous iteration's value
-            elif model.is_jax(n, scope):
+            elif V.is_jax(model, n, scope):
                 return False  # a value of this iteration (or loop-invariant) is read too
     return lagged > 0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .records import Scope
 from .syntax import _pos
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only
     from .module import ModuleModel
@@ -40,7 +41,7 @@ def _python_comparison(model: ModuleModel, op: ast.cmpop, other: ast.AST, scope:
         return False
     if isinstance(other, ast.Constant):
         return isinstance(other.value, str)
-    if isinstance(other, ast.Attribute) and not model.is_jax(other, scope):
+    if isinstance(other, ast.Attribute) and not V.is_jax(model, other, scope):
         root = other
         while isinstance(root, ast.Attribute):
             root = root.value

@@ -14,6 +14,7 @@ from .records import Scope
 from .syntax import walk
 from .widths import combine, polynomial
 from . import loops as loopfacts
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only
     from .module import ModuleModel
@@ -113,7 +114,7 @@ def _resolved(sv, e: ast.AST, loop) -> ast.AST:
 
 def _full_sweep(sv, start: ast.AST, stop: ast.AST, step: ast.AST, atoms: dict) -> bool:
     m = sv.m
-    a, b, s = (m.const_int(x, sv.scope) for x in (start, stop, step))
+    a, b, s = (V.const_int(m, x, sv.scope) for x in (start, stop, step))
     if a is not None and b is not None and s:
         return (b - a) % s == 0
     st = polynomial(step, atoms)

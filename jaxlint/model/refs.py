@@ -14,6 +14,7 @@ from .. import conventions
 from .. import names as N
 from .records import Scope
 from . import callables
+from . import values as V
 
 
 def _last_name(e: ast.AST) -> str:
@@ -29,7 +30,7 @@ def looks_like_ref(m, receiver: ast.AST, scope: Scope) -> bool:
     """Pallas/state refs (``o_ref.at[i].set(v)``) are mutable: there the statement is the write.
     A parameter of a kernel this module hands to ``pallas_call`` is a ref (a fact); elsewhere a
     receiver named like one (the conventions' ``ref-names``) is taken for one."""
-    if m.is_jax(receiver, scope):
+    if V.is_jax(m, receiver, scope):
         return False
     root = receiver
     while isinstance(root, (ast.Subscript, ast.Attribute)):

@@ -19,6 +19,7 @@ from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCalla
 from .syntax import _pos, walk
 from .syntax import call_arg as _arg
 from . import callables
+from . import values as V
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
 
@@ -323,7 +324,7 @@ def _calls_methods_of(m, f: FunctionInfo, varying: set) -> Optional[str]:
             while isinstance(base, ast.Attribute):
                 base = base.value
             if isinstance(base, ast.Name) and base.id in varying and base.id not in own \
-                    and base.id not in ("self", "cls") and not m.is_jax(base, f.scope):
+                    and base.id not in ("self", "cls") and not V.is_jax(m, base, f.scope):
                 return base.id
     return None
 
@@ -389,7 +390,7 @@ def _churn(m, e: ast.AST, loops: tuple, scope: Scope, depth: int, seen: set) -> 
             return _first_churn(m, e.values, loops, scope, depth, seen)
         return None  # True or False
     if isinstance(e, ast.BinOp):
-        if isinstance(e.op, ast.Mod) and m.const_int(e.right, scope) is not None:
+        if isinstance(e.op, ast.Mod) and V.const_int(m, e.right, scope) is not None:
             return None  # one of k values
         return _first_churn(m, [e.left, e.right], loops, scope, depth, seen)
     if isinstance(e, ast.UnaryOp):
@@ -477,7 +478,7 @@ def _few_trips(m, loop: Loop, scope: Scope) -> bool:
     if not (isinstance(it, ast.Call) and m.resolve(it.func, scope) == "builtins.range" and it.args
             and not it.keywords and len(it.args) <= 3):
         return False
-    vals = [m.const_int(a, scope) for a in it.args]
+    vals = [V.const_int(m, a, scope) for a in it.args]
     if any(v is None for v in vals):
         return False
     try:

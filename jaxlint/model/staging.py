@@ -22,6 +22,7 @@ from .records import FunctionInfo, Scope, _element
 from .pythonvalues import _pairs, _python_comparison, _python_types
 from .syntax import _contains, _pos, at_update, call_arg, walk
 from . import callables
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -154,7 +155,7 @@ class Staging:
             if not isinstance(n, ast.Name):
                 continue
             ev = m.binding(n.id, scope, (n.lineno, n.col_offset))
-            if ev is None or not m.is_jax(n, scope):
+            if ev is None or not V.is_jax(m, n, scope):
                 continue  # not a JAX value: it cannot be what makes ``expr`` one
             g = ev.scope.func
             if g is None or not g.traced:
@@ -233,7 +234,7 @@ class Staging:
 
     def _array(self, e: ast.AST, scope: Scope, depth: int) -> bool:
         m = self.m
-        if e is None or depth > L.KIND_CHAIN or not m.work.spend() or not m.is_jax(e, scope):
+        if e is None or depth > L.KIND_CHAIN or not m.work.spend() or not V.is_jax(m, e, scope):
             return False
         key = ("array", id(e))
         if key in self._memo:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 from .callables import _TRANSFORMED
 from .records import JitWrap
 from . import callables
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -28,7 +29,7 @@ class ModuleSummary:
         self.imports_jax = model.imports_jax
         self.exports: dict[str, JitWrap] = {}
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
-        self._array_results: Optional[frozenset] = model.array_results(candidates)
+        self._array_results: Optional[frozenset] = V.array_results(model, candidates)
         self._pending: tuple = ()
         self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
         for name in model.module_scope.events:

@@ -33,6 +33,7 @@ from .work import called_functions
 from .syntax import _end, child_nodes, last_name, statement_walk, walk
 from . import fetches
 from . import callables
+from . import values as V
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
@@ -157,7 +158,7 @@ def _waits_before(m, stmt: ast.stmt, clock: ast.Call) -> bool:
     scope = m.scope_at(clock)
     for n in walk(stmt):
         if isinstance(n, ast.FormattedValue):
-            if _end(n.value) <= start and m.is_jax(n.value, scope):
+            if _end(n.value) <= start and V.is_jax(m, n.value, scope):
                 return True
         elif isinstance(n, ast.Call) and n is not clock and _end(n) <= start:
             if _device_role(m, n, 0) in ("wait", "maybe"):
@@ -277,7 +278,7 @@ def _tests_on_device(m, stmts: list) -> Iterator[ast.AST]:
     of it waits for the device."""
     for stmt in stmts:
         for node in walk(stmt):
-            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and m.is_jax(
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and V.is_jax(m, 
                     node.test, m.scope_at(node.test)):
                 yield node.test
 
@@ -300,9 +301,9 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
             return None  # a jitted function with an empty body: no device work to wait for
         return "wait" if _calls_back(m, c, scope) else "work"
     f = c.func
-    if isinstance(f, ast.Attribute) and qn is None and m.is_jax(f.value, scope):
+    if isinstance(f, ast.Attribute) and qn is None and V.is_jax(m, f.value, scope):
         return "work" if f.attr in ARRAY_METHODS else "maybe"
-    if qn is not None and qn.startswith("jax.") and m.is_jax(c, scope):
+    if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope):
         return "work"
     if depth < L.PROGRAM_HORIZON:
         # A Python function of this module counts as a wait when it waits after its own last
@@ -361,7 +362,7 @@ def _takes_jax(m, c: ast.Call, scope) -> bool:
     args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
     if isinstance(c.func, ast.Attribute):
         args.append(c.func.value)
-    return any(m.is_jax(a, scope) for a in args)
+    return any(V.is_jax(m, a, scope) for a in args)
 
 
 def _waits_last(m, stmts: list, depth: int) -> bool:

@@ -11,6 +11,7 @@ from . import limits as L
 from .records import FunctionInfo, JitWrap, Scope, TraceCause
 from .syntax import _int_set, _kw, _pos, _str_set, call_arg, last_name
 from . import callables
+from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel
@@ -256,16 +257,16 @@ class _TraceAnalysis:
                         if isinstance(arg, ast.Starred):
                             star = True
                             break
-                        if i < len(params) and m.is_jax(arg, f.scope):
+                        if i < len(params) and V.is_jax(m, arg, f.scope):
                             tracers.add(params[i])
                     for kw in call.keywords:
-                        if kw.arg and m.is_jax(kw.value, f.scope):
+                        if kw.arg and V.is_jax(m, kw.value, f.scope):
                             tracers.add(kw.arg)
-                    if star and g.node.args.vararg is not None and any(m.is_jax(a, f.scope) for a in call.args):
+                    if star and g.node.args.vararg is not None and any(V.is_jax(m, a, f.scope) for a in call.args):
                         tracers.add(g.node.args.vararg.arg)
                     tracers -= g.static_names()
                     if self._mark(g, TraceCause("caller", f.qualname, caller=f), tracers):
-                        m.clear_value_memos()
+                        V.clear_value_memos(m)
                         work.append(g)
 
 

@@ -30,6 +30,7 @@ from .work import carried_state, work_memo
 from .syntax import _pos, last_name, walk
 from . import loops as loopfacts
 from . import callables
+from . import values as V
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
 UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})
@@ -67,7 +68,7 @@ def invariant_upload(m, call: ast.Call) -> Optional[tuple]:
     if loop is None:
         return None
     ev = m.binding(x.id, scope, _pos(x))
-    if ev is None or loopfacts.rebound_each_iteration(m, x.id, ev, loop) or m.is_jax(x, scope):
+    if ev is None or loopfacts.rebound_each_iteration(m, x.id, ev, loop) or V.is_jax(m, x, scope):
         return None
     if not _host_data(m, ev):
         return None
@@ -161,7 +162,7 @@ def helper_sync(m, call: ast.Call) -> Optional[tuple]:
             continue
         bound = _bind_params(m, call, f)
         for param, arg in bound:
-            if not m.holds_jax(arg, scope):
+            if not V.holds_jax(m, arg, scope):
                 continue
             inner = _param_sync(m, f, param)
             if inner is not None:

@@ -31,6 +31,7 @@ from .records import FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
 from . import loops as loopfacts
 from . import callables
+from . import values as V
 
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
@@ -312,7 +313,7 @@ def carried_state(m, loop: Loop) -> set:
                 continue
             call = sub.value
             scope = m.scope_at(call)
-            if callables.callable_info(m, call.func, scope) is None and not m.is_jax(call, scope):
+            if callables.callable_info(m, call.func, scope) is None and not V.is_jax(m, call, scope):
                 continue
             args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                     for n in walk(a) if isinstance(n, ast.Name)}
@@ -324,7 +325,7 @@ def carried_state(m, loop: Loop) -> set:
     for targets, value in updates:
         read = {n.id for n in walk(value) if isinstance(n, ast.Name)}
         for t in targets & read:
-            if any(t in inputs.get(g, ()) for g in read) and m.is_jax(value, m.scope_at(value)):
+            if any(t in inputs.get(g, ()) for g in read) and V.is_jax(m, value, m.scope_at(value)):
                 out.add(t)
     memo[key] = out
     return out
@@ -390,12 +391,12 @@ def converts_elements(m, loop: Loop) -> bool:
                 if local(value, scope):
                     for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
                         derived |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
-                elif m.is_jax(sub.value, scope):
+                elif V.is_jax(m, sub.value, scope):
                     return False  # ``x = x + jnp.sum(b)``: device work on state from outside
     works = False
     for c in loop.all_calls():
         scope = m.scope_at(c)
-        if not m.is_jax(c, scope):
+        if not V.is_jax(m, c, scope):
             continue
         works = True
         inputs = [*c.args, *(kw.value for kw in c.keywords)]
