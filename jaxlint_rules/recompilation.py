@@ -69,7 +69,8 @@ def _names(names) -> str:
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     """The JAX101 description for a wrapper, or None when it does not apply."""
     ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or loopfacts.in_timing_harness(model, ctx):
+    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or \
+            roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
         return None
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
@@ -330,7 +331,7 @@ class StaticArgChurn(Rule):
             wrap = callables.callable_info(model, call.func, ctx.scope)
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
-            if loopfacts.in_timing_harness(model, ctx):
+            if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
                 continue
             params, shift, static_pos, static_names = wrap.static_layout(call)
             for i, arg in enumerate(call.args):

@@ -371,7 +371,7 @@ class KeyReuse(Rule):
                 what += _SAME_CASE
             else:
                 opt_in = _TEST_LOOP_VARIES
-        stepping = loopfacts.step_loop(model, loop, use.ctx)
+        stepping = roles.loop_role(model, loop, use.ctx).kind == roles.PER_STEP
         facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
                  f"{loop.node.lineno} rebinds",
                  (f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping else
@@ -384,7 +384,7 @@ class KeyReuse(Rule):
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
-            if not loopfacts.step_loop(model, loop, use.ctx) and not self._kept_draws(model, use, loop):
+            if roles.loop_role(model, loop, use.ctx).kind != roles.PER_STEP and not self._kept_draws(model, use, loop):
                 continue
             if use.event.scope is use.ctx.scope and loopfacts.rebound_each_iteration(model, use.name, use.event, loop):
                 continue
@@ -400,7 +400,8 @@ class KeyReuse(Rule):
         by side: ``for name in ("w1", "w2"): params[name] = normal(key, shape)``. The draws are
         equal; in a loop over configurations whose draws are only used within the iteration, one
         key for comparable inputs is deliberate."""
-        return _draws(use.fn) and keys.kept_per_iteration(model, use.call, loop) and not loopfacts.in_timing_harness(model, use.ctx)
+        return (_draws(use.fn) and keys.kept_per_iteration(model, use.call, loop)
+                and roles.loop_role(model, loop, use.ctx).kind != roles.BENCHMARK)
 
 
 def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
@@ -501,7 +502,7 @@ class ConstantKeyInLoop(Rule):
             # a literal int seed, or a module-level name bound once to one
             if V.const_int(model, seed, ctx.scope, fold=False, local=False) is None:
                 continue
-            loops = [lp for lp in ctx.loops if loopfacts.step_loop(model, lp, ctx)]
+            loops = [lp for lp in ctx.loops if roles.loop_role(model, lp, ctx).kind == roles.PER_STEP]
             if not loops:
                 found = self._per_step_helper(model, call, ctx)
                 if found is not None:

@@ -13,7 +13,7 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
-from jaxlint.model import hostvalues, ragged, statics
+from jaxlint.model import hostvalues, ragged, roles, statics
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import callables
@@ -354,7 +354,7 @@ class ShapeChurn(Rule):
             wrap = callables.callable_info(model, call.func, ctx.scope)
             if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
                 continue
-            if loopfacts.in_timing_harness(model, ctx):
+            if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
                 continue
             churn = model.shape_variance(ctx.scope, loops)
             static_pos, static_names = wrap.static_positions(call)

@@ -3977,3 +3977,35 @@ def test_a_device_loop_runs_its_body_function_and_is_its_python_call_site():
     }
     # at the Python level the scan is where `body` is called (traced once per call of the scan)
     assert [(call.lineno, g.name) for call, g in F.callers(m, func(m, "body"))] == [(14, "rollout")]
+
+
+def test_loop_role_for_what_repeats_per_iteration():
+    from jaxlint.model import roles
+
+    tree, m = build("""
+    import time
+    import jax
+
+    def f(n, names, key):
+        for i in range(n):
+            in_steps(i)
+        for name in names:
+            in_items(name)
+        while n:
+            in_while(n)
+            n -= 1
+
+    def bench(n, key):
+        t0 = time.perf_counter()
+        for i in range(n):
+            in_bench(i)
+        return time.perf_counter() - t0
+    """)
+    kinds = {}
+    for name in ("in_steps", "in_items", "in_while", "in_bench"):
+        ctx = m.context(call_to(tree, name))
+        role = roles.loop_role(m, ctx.loops[-1], ctx)
+        assert role.evidence
+        kinds[name] = role.kind
+    assert kinds == {"in_steps": roles.PER_STEP, "in_items": roles.ITEMS, "in_while": roles.PER_STEP,
+                     "in_bench": roles.BENCHMARK}

@@ -450,13 +450,6 @@ def iterations_alike(m, loop: Loop) -> bool:
     return not (state.read_first & state.bound)
 
 
-def step_loop(m, loop: Loop, ctx: Context) -> bool:
-    """A loop whose iterations are meant to differ (``while``, ``for i in range(n)``), outside a timing
-    harness. Loops over a list of configurations (shapes, dtypes, test cases) reuse one seed or key on
-    purpose, for comparable runs, and are not reported."""
-    return loop.ranged and not in_timing_harness(m, ctx)
-
-
 def exclusive(m, a: Context, b: Context, ifs: dict) -> bool:
     """Whether two nodes with these contexts never both run: opposite sides of one ``if``, or one
     in a branch that ends with ``return``/``raise`` and the other outside that branch."""

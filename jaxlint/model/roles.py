@@ -34,6 +34,7 @@ PERIODIC = "periodic"  # a periodic ``if`` guards the node inside the loop
 BENCHMARK = "benchmark"  # a timing loop: blocking is the point
 HOST_PACED = "host-paced"  # the host paces the loop (input, rendering): a sync costs nothing that matters
 NO_STEPS = "no-steps"  # no loop of JAX work around the node, or the node is traced
+ITEMS = "items"  # a loop over items or configurations, not steps (one key or seed per case is deliberate)
 
 
 class LoopRole:
@@ -99,6 +100,20 @@ def _per_step_evidence(model, loop: Loop) -> list:
             "its trip count is not known to be small, and one iteration runs no whole program "
             "(no device loop, epoch or solve)",
             "no periodic `if` guards it"]
+
+
+def loop_role(model, loop: Loop, ctx: Context) -> LoopRole:
+    """The role of one loop around a node, for the rules about what repeats from one iteration
+    to the next (a key, a constant seed, a compile, a shape): :data:`BENCHMARK` when the loop or
+    its function measures time (compiling or drawing the same numbers per configuration is the
+    point), :data:`PER_STEP` for a loop over steps (``while``, ``range``, ``count``), else
+    :data:`ITEMS` (items or configurations). Decided here, once, for all of them."""
+    line = loop.node.lineno
+    if loopfacts.in_timing_harness(model, ctx):
+        return LoopRole(BENCHMARK, loop, [f"the loop on line {line}, or the function around it, measures time"])
+    if loop.ranged:
+        return LoopRole(PER_STEP, loop, [f"the loop on line {line} runs steps (`while`, `range`, `count`)"])
+    return LoopRole(ITEMS, loop, [f"the loop on line {line} walks items or configurations, not steps"])
 
 
 def block_role(model, ctx: Optional[Context]) -> LoopRole:
