@@ -2887,6 +2887,27 @@ def test_invariant_upload_finds_the_loop_the_name_and_its_binding():
     assert ups["jnp.asarray(table2)"] is None  # bound in the loop
 
 
+def test_host_data_includes_draws_of_a_numpy_generator():
+    tree, m = build("""
+    import jax.numpy as jnp
+    import numpy as np
+
+    GEN = np.random.default_rng(1)
+    DRAWN = GEN.normal(size=8)
+    INLINE = np.random.RandomState(0).uniform(size=4).astype(np.float32)
+    OTHER = sampler.normal(size=8)
+
+    def f(w, n):
+        for i in range(n):
+            w = w + jnp.asarray(DRAWN) + jnp.asarray(INLINE) + jnp.asarray(OTHER)
+        return w
+    """)
+    ups = {ast.unparse(c): transfers.invariant_upload(m, c) for c in m.calls if ast.unparse(c).startswith("jnp.asarray")}
+    assert ups["jnp.asarray(DRAWN)"] is not None      # a generator bound once, drawn from
+    assert ups["jnp.asarray(INLINE)"] is not None     # a RandomState's draw, then .astype
+    assert ups["jnp.asarray(OTHER)"] is None          # an object nothing says is a NumPy generator
+
+
 # --------------------------------------------------------------------------- host syncs (issue 12)
 
 _SYNC_SRC = """

@@ -1677,6 +1677,28 @@ def test_jax205_same_host_data_every_step():
     """)
 
 
+def test_jax205_draws_of_a_numpy_generator_are_host_data():
+    # issue 27, small gap: a table drawn once from a NumPy Generator and uploaded every step
+    assert_marked(_TRAIN_STEP + """
+    TABLE = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    RNG = np.random.default_rng(1)
+    NOISE = RNG.uniform(size=8)
+
+    def train(params, n):
+        for i in range(n):
+            params, _ = train_step(params, jnp.asarray(TABLE))  # expect: JAX205
+            params = params + jax.device_put(NOISE)[0]  # expect: JAX205
+        return params
+
+    def fresh(params, n):
+        rng = np.random.default_rng(0)
+        for i in range(n):
+            noise = rng.normal(size=8)
+            params, _ = train_step(params, jnp.asarray(noise))  # a new draw every iteration
+        return params
+    """)
+
+
 def test_jax205_message_says_what_is_copied_and_the_fix():
     (msg,) = messages(_TRAIN_STEP + """
     def train(params, n):

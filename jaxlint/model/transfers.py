@@ -81,8 +81,9 @@ def invariant_upload(m, call: ast.Call) -> Optional[tuple]:
 
 def _host_data(m, ev) -> bool:
     """The binding that reaches the upload binds host data: a NumPy call's result (and array
-    methods of one: ``np.load(p).astype(np.float32)``), a list or tuple display, a list
-    comprehension."""
+    methods of one: ``np.load(p).astype(np.float32)``), a NumPy random Generator's draw
+    (``np.random.default_rng(0).normal(size=n)``, or ``rng.normal(...)`` with ``rng`` bound once to
+    a generator), a list or tuple display, a list comprehension."""
     if not ev.plain_assign or ev.value is None:
         return False
     v = ev.value
@@ -91,6 +92,8 @@ def _host_data(m, ev) -> bool:
             return True
         if not isinstance(v, ast.Call):
             return False
+        if isinstance(v.func, ast.Attribute) and _numpy_generator(m, v.func.value, ev.scope):
+            return True  # ``np.random.default_rng(0).normal(size=n)``: a NumPy Generator's draws
         qn = m.resolve(v.func, ev.scope)
         if qn is not None:
             return qn.startswith("numpy.") and qn not in _NUMPY_NOT_DATA
@@ -99,6 +102,19 @@ def _host_data(m, ev) -> bool:
             continue
         return False
     return False
+
+
+_NUMPY_GENERATORS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"})
+
+
+def _numpy_generator(m, recv: ast.AST, scope) -> bool:
+    """``np.random.default_rng(seed)`` (or ``RandomState``), or a name bound once to one."""
+    if isinstance(recv, ast.Name):
+        ev = m.binding(recv.id, scope, _pos(recv))
+        if ev is None or not ev.plain_assign or len(ev.scope.events.get(recv.id, ())) != 1:
+            return False
+        recv, scope = ev.value, ev.scope
+    return isinstance(recv, ast.Call) and m.resolve(recv.func, scope) in _NUMPY_GENERATORS
 
 
 def _varies_in_loop(m, expr: ast.AST, loop: Loop) -> bool:
