@@ -252,8 +252,9 @@ class ProjectResolver:
         ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not
         over a literal collection), through ``from mod import name [as alias]`` or ``import mod
         [as m]`` / ``m.name(...)``; None when the project shows none. The project is the folder
-        above the file's top package (or the file's folder, for a script). Asked only where only a
-        naming convention would say how often ``name`` runs; the files that mention the name are
+        above the file's top package (or the file's folder, for a script). Asked where the module's own
+        calls of ``name`` do not decide how often it runs, before any naming convention; the files
+        that mention the name are
         recorded for the result cache (a module added later that calls it is seen once the
         checked file or one of those changes). With ``cls``, ``name`` is a method of the file's
         top-level class ``cls``, called on an instance the other module makes in reach of the loop

@@ -8,10 +8,10 @@ from typing import Iterator, Optional
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.model import evidence, fetches, hostneeds, roles, timing, transfers
-from jaxlint.model import work as W
-from jaxlint.rule import Finding, Line, Rule, unparse
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
+from jaxlint.model import work as W
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 
 def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:

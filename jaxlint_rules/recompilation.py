@@ -18,11 +18,9 @@ from jaxlint.model import (
     per_step,
     varying_names,
 )
-from jaxlint.model import evidence, frequency, roles
-from jaxlint.rule import Finding, Line, Rule, unparse
-from jaxlint.model import repetition
+from jaxlint.model import callables, evidence, frequency, repetition, roles
 from jaxlint.model import loops as loopfacts
-from jaxlint.model import callables
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 
 def describe(new: Optional[NewCallable]) -> Optional[str]:

@@ -17,12 +17,10 @@ from jaxlint.model import (
     called_once,
     is_draw,
 )
-from jaxlint.model import deviceloops, keydraws, roles
-from jaxlint.rule import Finding, Line, Rule, unparse
-from jaxlint.model import repetition
-from jaxlint.model import keys
+from jaxlint.model import deviceloops, keydraws, keys, repetition, roles
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -313,8 +311,7 @@ class KeyReuse(Rule):
                              "the two uses are not exclusive branches, different derivations (`fold_in` with "
                              "different data) or index draws meant to pair two arrays"]
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
-                    seeded = keydraws.constant_seed(model, use) if all(
-                        keys.random_function(model, u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)) else None
+                    seeded = keydraws.fixed_data(model, prev, use)
                     if seeded is not None:
                         facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
                                      "with no loop in between: the draws are the same numbers on every run")

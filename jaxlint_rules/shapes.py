@@ -13,11 +13,10 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
-from jaxlint.model import hostvalues, ragged, roles, statics
-from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.model import callables, hostvalues, ragged, roles, statics
 from jaxlint.model import loops as loopfacts
-from jaxlint.model import callables
 from jaxlint.model import values as V
+from jaxlint.rule import Finding, Rule, unparse
 
 
 def _describe_if(node: ast.AST) -> tuple[str, str]:

@@ -7,9 +7,8 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model import repetition
+from jaxlint.model import callables, repetition
 from jaxlint.model import loops as loopfacts
-from jaxlint.model import callables
 from jaxlint.model import values as V
 
 # Container methods that change the container they are called on.

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from .. import names as N
 from . import limits as L
+from . import values as V
 from .records import STARRED, FunctionInfo, Scope
 from .syntax import _pos, at_update
-from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel

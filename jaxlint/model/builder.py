@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import loops as loopfacts
 from .limits import Work
 from .module import ModuleModel
 from .records import (
@@ -20,7 +21,6 @@ from .records import (
 )
 from .syntax import _end, _names_in, _pos
 from .tracing import API_LAST_NAMES, _TraceAnalysis
-from . import loops as loopfacts
 
 
 def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False) -> ModuleModel:

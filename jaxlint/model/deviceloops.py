@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import callables
 from .records import BOUNDED_TRIPS, FunctionInfo
 from .syntax import call_arg
-from . import callables
 
 DEVICE_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
                           "flax.nnx.scan", "flax.nnx.fori_loop", "flax.nnx.while_loop"})
@@ -48,12 +48,17 @@ def small_trip_count(call: ast.Call, qn: str) -> bool:
 def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
     """The device loop of this module that runs ``f`` as its body at every iteration
     (``lax.scan(f, init, None, n)``, ``lax.fori_loop(0, n, f, x)``), not a short literal one;
-    None when no such call names ``f``."""
-    memo = m.__dict__.setdefault("_loop_running_memo", {})
-    if id(f) in memo:
-        return memo[id(f)]
-    found = None
-    for short in {q.rsplit(".", 1)[1] for q in _BODY_ARG}:
+    None when no such call names ``f``. The module's device loops are read once, on first use."""
+    bodies = m.__dict__.get("_loop_bodies")
+    if bodies is None:
+        bodies = m.__dict__["_loop_bodies"] = _loop_bodies(m)
+    return bodies.get(id(f))
+
+
+def _loop_bodies(m) -> dict:
+    """id of each function of this module some device loop runs as its body -> the first such loop."""
+    out: dict = {}
+    for short in sorted({q.rsplit(".", 1)[1] for q in _BODY_ARG}):
         for call in m.calls_by_name.get(short, ()):
             scope = m.scope_at(call)
             qn = m.resolve(call.func, scope)
@@ -61,10 +66,8 @@ def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
             if where is None or small_trip_count(call, qn):
                 continue
             body = call_arg(call, *where)
-            if body is not None and any(g is f for g in callables.local_functions(m, body, scope)):
-                found = call
-                break
-        if found is not None:
-            break
-    memo[id(f)] = found
-    return found
+            if body is None:
+                continue
+            for g in callables.local_functions(m, body, scope):
+                out.setdefault(id(g), call)
+    return out

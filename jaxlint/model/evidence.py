@@ -13,8 +13,8 @@ import ast
 from typing import Optional
 
 from .. import conventions
-from .syntax import unparse
 from . import fetches
+from .syntax import unparse
 
 
 def repetition(rep) -> list:

@@ -15,10 +15,10 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
-from . import limits as L
-from .syntax import last_name, unparse
 from . import callables
+from . import limits as L
 from . import values as V
+from .syntax import last_name, unparse
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).

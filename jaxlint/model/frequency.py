@@ -15,11 +15,10 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
-from . import deviceloops
+from . import callables, deviceloops
 from . import limits as L
 from .records import FunctionInfo, Repetition
 from .syntax import statement_walk, walk
-from . import callables
 
 
 def called_once(f: Optional[FunctionInfo]) -> bool:

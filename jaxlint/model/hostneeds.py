@@ -13,15 +13,13 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
-from . import pipelining
+from . import callables, fetches, pipelining
+from . import values as V
 from .loops import mentions
 from .periodicity import _every_iteration, periodic_test, small_literal_period
 from .records import Loop
-from .work import carried_state, unconditional_calls, work_memo
 from .syntax import _pos, last_name, unparse, walk
-from . import fetches
-from . import callables
-from . import values as V
+from .work import carried_state, unconditional_calls, work_memo
 
 # Host libraries that take the fetched value for their own computation (not a log or a record):
 # another framework, serialisation, imaging and geometry, host simulators, NumPy's test asserts.

@@ -11,13 +11,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from . import frequency
+from . import frequency, keys
+from . import values as V
 from .frequency import called_once, setup_name
 from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
 from .records import Scope
 from .syntax import _pos, call_arg, walk
-from . import keys
-from . import values as V
 
 
 class FixedKeyDraw:
@@ -233,6 +232,16 @@ def constant_seed(m, use) -> Optional[ast.Call]:
     if ev is None or ev.kind != "assign" or ev.loops or (use.ctx is not None and use.ctx.loops):
         return None  # a key threaded through a loop is a new key each iteration: not a fixture
     return _seeded(m, ev.value, ev.scope, 0)
+
+
+def fixed_data(m, prev, use) -> Optional[ast.Call]:
+    """For two uses of one key (:class:`~jaxlint.model.keys.KeyUse`) that are both ``jax.random``
+    calls made right there (not the module's own functions that draw from the key, which make a
+    model's random features), the constructor with a literal seed that fixes the key
+    (:func:`constant_seed`): the draws are fixed data the author chose. None otherwise."""
+    if not all(keys.random_function(m, u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)):
+        return None
+    return constant_seed(m, use)
 
 
 def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[ast.Call]:

@@ -27,10 +27,10 @@ import ast
 from typing import Optional
 
 from .. import names as N
-from .records import Scope
-from .keyflow import ScopeNames, hides
-from .syntax import _end, _pos, call_arg, walk
 from . import callables
+from .keyflow import ScopeNames, hides
+from .records import Scope
+from .syntax import _end, _pos, call_arg, walk
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters

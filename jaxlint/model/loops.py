@@ -11,13 +11,12 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
-from . import frequency
+from . import callables, frequency
 from . import limits as L
+from . import values as V
 from .records import _COMPS as _COMPREHENSIONS
 from .records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope, _waits
 from .syntax import _names_in, _pos, child_nodes, walk
-from . import callables
-from . import values as V
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
 # not a fixed collection.

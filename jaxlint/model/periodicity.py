@@ -26,10 +26,10 @@ import ast
 from typing import Optional
 
 from .. import conventions
+from . import callables
 from . import limits as L
 from .records import BOUNDED_TRIPS, Context, Loop, Scope
 from .syntax import _pos, last_name, walk
-from . import callables
 
 # Comparisons whose true side is a small part of a period: ``step % n == 0``, ``step % n < 10``.
 _ONCE_PER_PERIOD = (ast.Eq, ast.In, ast.Lt, ast.LtE)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import callables
+from . import values as V
 from .periodicity import loop_counters
 from .records import Loop
 from .syntax import walk
-from . import callables
-from . import values as V
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from . import values as V
 from .records import Scope
 from .syntax import _pos
-from . import values as V
 
 if TYPE_CHECKING:  # annotations only
     from .module import ModuleModel

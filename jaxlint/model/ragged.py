@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
+from . import loops as loopfacts
+from . import values as V
 from .records import Scope
 from .syntax import walk
 from .widths import combine, polynomial
-from . import loops as loopfacts
-from . import values as V
 
 if TYPE_CHECKING:  # annotations only
     from .module import ModuleModel

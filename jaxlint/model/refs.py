@@ -12,9 +12,9 @@ import ast
 
 from .. import conventions
 from .. import names as N
-from .records import Scope
 from . import callables
 from . import values as V
+from .records import Scope
 
 
 def _last_name(e: ast.AST) -> str:

@@ -12,14 +12,13 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import callables, rebinding
 from . import limits as L
-from . import rebinding
+from . import values as V
 from .frequency import called_once
 from .records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Scope
 from .syntax import _pos, walk
 from .syntax import call_arg as _arg
-from . import callables
-from . import values as V
 
 _KNOWN_PURE = ("jax.", "builtins.", "numpy.", "math.", "functools.")
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import conventions
+from . import callables, hostneeds, periodicity
 from . import evidence as E
 from . import frequency as F
-from . import hostneeds, periodicity
+from . import loops as loopfacts
 from . import work as W
 from .records import Context, FunctionInfo, Loop
 from .syntax import unparse
-from . import loops as loopfacts
-from . import callables
 
 # What one iteration of the loop around a sync is.
 PER_STEP = "per-step"  # one step of JAX work: a sync here stalls every step

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from .. import conventions
 from .. import names as N
+from . import callables, pytrees
 from . import limits as L
-from . import pytrees
-from .records import FunctionInfo, Scope, _element
-from .pythonvalues import _pairs, _python_comparison, _python_types
-from .syntax import _contains, _pos, at_update, call_arg, walk
-from . import callables
 from . import values as V
+from .pythonvalues import _pairs, _python_comparison, _python_types
+from .records import FunctionInfo, Scope, _element
+from .syntax import _contains, _pos, at_update, call_arg, walk
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel

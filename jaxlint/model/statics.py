@@ -11,11 +11,11 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import callables
 from . import limits as L
 from .records import FunctionInfo, Scope
 from .staging import _default, _passed
 from .syntax import _pos
-from . import callables
 
 
 def static_truth(st, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> Optional[bool]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from .callables import _TRANSFORMED
-from .records import JitWrap
 from . import callables
 from . import values as V
+from .callables import _TRANSFORMED
+from .records import JitWrap
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel

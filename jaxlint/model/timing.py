@@ -27,13 +27,12 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
+from . import callables, fetches
 from . import limits as L
-from .records import _waits
-from .work import called_functions
-from .syntax import _end, child_nodes, last_name, statement_walk, walk
-from . import fetches
-from . import callables
 from . import values as V
+from .records import _waits
+from .syntax import _end, child_nodes, last_name, statement_walk, walk
+from .work import called_functions
 
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)

@@ -7,11 +7,11 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
+from . import callables
 from . import limits as L
+from . import values as V
 from .records import FunctionInfo, JitWrap, Scope, TraceCause
 from .syntax import _int_set, _kw, _pos, _str_set, call_arg, last_name
-from . import callables
-from . import values as V
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel

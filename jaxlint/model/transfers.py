@@ -22,15 +22,14 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
+from . import callables, fetches, pipelining, roles
 from . import limits as L
-from .loops import mentions
-from . import fetches, pipelining, roles
-from .records import Context, FunctionInfo, Loop
-from .work import carried_state, work_memo
-from .syntax import _pos, last_name, walk
 from . import loops as loopfacts
-from . import callables
 from . import values as V
+from .loops import mentions
+from .records import Context, FunctionInfo, Loop
+from .syntax import _pos, last_name, walk
+from .work import carried_state, work_memo
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
 UPLOADS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "jax.device_put"})

@@ -10,11 +10,11 @@ import ast
 from typing import Optional
 
 from .. import names as N
+from . import callables
 from . import limits as L
 from .hostvalues import _internal
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update, call_arg, child_nodes
-from . import callables
 
 # jnp functions that return a boolean array.
 _MASK_FUNCS = frozenset("jax.numpy." + n for n in (

@@ -7,13 +7,13 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from .. import names as N
+from . import callables
 from . import limits as L
+from . import loops as loopfacts
 from .loops import loop_iterable
 from .records import Scope
 from .syntax import _pos, call_arg, walk
 from .widths import ShapeSource, SizeDriver, combine, polynomial
-from . import loops as loopfacts
-from . import callables
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from .module import ModuleModel

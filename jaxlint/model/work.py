@@ -25,13 +25,13 @@ from typing import Iterator, Optional
 
 from .. import conventions
 from .. import names as N
+from . import callables
 from . import limits as L
+from . import loops as loopfacts
+from . import values as V
 from .deviceloops import DEVICE_LOOPS, small_trip_count
 from .records import FunctionInfo, Loop, Scope
 from .syntax import _pos, last_name, walk
-from . import loops as loopfacts
-from . import callables
-from . import values as V
 
 # An optimizer update in the body of a compiled function makes it one training step, even
 # with a device loop beside it (gradient accumulation over micro-batches).
