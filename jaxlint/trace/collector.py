@@ -248,6 +248,7 @@ class Collector:
         self.upload_bytes: Counter = Counter()  # (file, line, kind) -> bytes copied
         self.clock_reads: Counter = Counter()  # (file, line) -> clock reads after a jitted call
         self.clock_reads_pending: Counter = Counter()  # (file, line) -> of those, with its result not ready
+        self.callbacks: Counter = Counter()  # (file, line) -> host callbacks run, by the line that made them
         self.eager: dict = {}  # (file, line) -> eager dispatches made from that user line
         self.eager_seconds: dict = {}  # (file, line) -> wall seconds inside those dispatches
         self.eager_ops: dict = {}  # (file, line) -> {primitive or JAX function name: dispatches}
@@ -338,6 +339,12 @@ class Collector:
         if ops is None:
             ops = self.eager_ops[key] = {}
         ops[name] = ops.get(name, 0) + 1
+
+    def callback_ran(self, site: tuple) -> None:
+        """A host callback (``jax.debug.print``/``callback``, ``pure_callback``, ``io_callback``)
+        made on the user line ``site`` ran on the host: once per execution, in a compiled loop once
+        per iteration."""
+        self.callbacks[site] += 1
 
     def uploaded(self, frame, kind: str, nbytes: int) -> None:
         """Host data copied to the device: ``jax.device_put``/``jnp.asarray``/``jnp.array`` of

@@ -318,6 +318,7 @@ class Instrumentation:
         self._hook_transfers()
         self._hook_uploads()
         self._hook_clocks()
+        self._hook_callbacks()
         self._hook_eager()
 
     def _hook_eager(self) -> None:
@@ -689,6 +690,88 @@ class Instrumentation:
 
         return hooked
 
+    # -- host callbacks ------------------------------------------------------
+    def _hook_callbacks(self) -> None:
+        """Host callbacks per user line (JAX206): the functions that stage a callback into a
+        traced program (``jax.debug.callback``, and the internal one ``jax.debug.print`` calls,
+        ``jax.pure_callback``, ``jax.experimental.io_callback``) get, in place of the user's
+        callback, one that counts each time it runs on the host, for the user line that made
+        it, and then calls it."""
+        import importlib
+
+        for module, name in (("jax.debug", "callback"), ("jax._src.debugging", "debug_callback"),
+                             ("jax", "pure_callback"), ("jax.experimental", "io_callback"),
+                             ("jax.experimental", "pure_callback")):
+            try:
+                owner = importlib.import_module(module)
+            except Exception:
+                continue
+            original = getattr(owner, name, None)
+            if original is None or not callable(original):
+                if module != "jax.experimental":
+                    self.partial.append(f"{module}.{name} not found: its host callbacks not counted")
+                continue
+            self._patch(owner, name, self._callback_hook(original))
+        import jax.debug
+
+        original = getattr(jax.debug, "print", None)
+        if original is not None:
+            self._patch(jax.debug, "print", self._debug_print_hook(original))
+
+    def _debug_print_hook(self, original):
+        """``jax.debug.print(fmt, ...)``: newer JAX binds its own primitive, with no Python callback
+        to wrap; what runs on the host at every execution is ``fmt.format(...)``, so ``fmt`` is
+        handed on as an equal string whose ``format`` counts first."""
+        inst, token = self, self._token
+
+        @functools.wraps(original)
+        def hooked(*args, **kwargs):
+            if (not args or type(args[0]) is not str or getattr(_TLS, "staging_callback", False)
+                    or not inst.collectors or inst._token is not token):
+                return original(*args, **kwargs)
+            try:
+                caller = sys._getframe(1)
+                fmt = _CountedFormat(args[0])
+                fmt._sites = [(c, c.user_files.site(caller)) for c in inst.collectors]
+            except Exception as e:  # never break the program for a count
+                inst._error(e)
+                return original(*args, **kwargs)
+            _TLS.staging_callback = True  # older JAX: debug.print -> debug_callback, one count
+            try:
+                return original(fmt, *args[1:], **kwargs)
+            finally:
+                _TLS.staging_callback = False
+
+        return hooked
+
+    def _callback_hook(self, original):
+        inst, token = self, self._token
+
+        @functools.wraps(original)
+        def hooked(callback, *args, **kwargs):
+            if (getattr(_TLS, "staging_callback", False) or not inst.collectors or inst._token is not token
+                    or not callable(callback)):
+                return original(callback, *args, **kwargs)
+            try:
+                caller = sys._getframe(1)
+                sites = [(c, c.user_files.site(caller)) for c in inst.collectors]
+            except Exception as e:  # never break the program for a count
+                inst._error(e)
+                return original(callback, *args, **kwargs)
+
+            def counted(*a, **k):
+                for c, site in sites:
+                    c.callback_ran(site)
+                return callback(*a, **k)
+
+            _TLS.staging_callback = True  # jax.debug.print -> debug_callback: one count
+            try:
+                return original(counted, *args, **kwargs)
+            finally:
+                _TLS.staging_callback = False
+
+        return hooked
+
     # -- clock reads ---------------------------------------------------------
     def _hook_clocks(self) -> None:
         """``time.perf_counter()``/``time.time()``/``time.monotonic()`` (and ``_ns``) called from user
@@ -752,6 +835,16 @@ class Instrumentation:
     def _error(self, e: BaseException) -> None:
         for c in self.collectors:
             c.errors[f"{type(e).__name__}: {e}"] += 1
+
+
+class _CountedFormat(str):
+    """A ``jax.debug.print`` format string, equal to the user's, whose ``format`` (called on the
+    host each time the print runs) counts the run for the line that made the print."""
+
+    def format(self, *args, **kwargs):  # noqa: A003
+        for c, site in getattr(self, "_sites", ()):
+            c.callback_ran(site)
+        return str.format(self, *args, **kwargs)
 
 
 class _FirstUserCall:

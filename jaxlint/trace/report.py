@@ -88,6 +88,8 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "uploads": uploads,
         "jaxpr": jaxpr,
         "eager": eager.rows(collector),
+        "callbacks": [{"file": f, "line": l, "count": n}
+                      for (f, l), n in sorted(collector.callbacks.items(), key=lambda kv: (-kv[1], kv[0]))],
         "findings": [],
         "unpredicted": [],
         "internal_compiles": collector.internal_compiles,
@@ -197,6 +199,22 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                             f"{_bytes(sum(b for _, b in by_kind.values()))} in all ({', '.join(sorted(by_kind))})")
             else:
                 evidence = "not observed: no host-to-device copy from this line"
+        elif kind == "eager":
+            n = sum(c for (f, l), c in collector.eager.items() if _real(f) == file and l == line)
+            ops: dict = {}
+            for (f, l), o in collector.eager_ops.items():
+                if _real(f) == file and l == line:
+                    for k, v in o.items():
+                        ops[k] = ops.get(k, 0) + v
+            confirmed = n >= 2
+            evidence = (f"{n} eager dispatch{'es' if n != 1 else ''} from this line "
+                        f"({eager.ops_text(dict(sorted(ops.items(), key=lambda kv: -kv[1])))})" if n else
+                        "not observed: no eager dispatch from this line")
+        elif kind == "callbacks":
+            n = sum(c for (f, l), c in collector.callbacks.items() if _real(f) == file and l == line)
+            confirmed = n >= 2
+            evidence = (f"the host callback made on this line ran {n} time{'s' if n != 1 else ''}" if n else
+                        "not observed: no host callback made on this line ran")
         elif kind in ("trace_time", "unroll"):
             rec = _enclosing(recs, file, line)
             if rec is None:
@@ -344,6 +362,15 @@ def text(report: dict, max_rows: int = 20) -> str:
             lines.append(f"  {u['count']:>8}  {_bytes(u['bytes']):>10}  {u['kind']:<12}  {_where(u['file'], u['line'])}")
         if len(uploads) > max_rows:
             lines.append(f"  … {len(uploads) - max_rows} more lines (see --format json)")
+    callbacks = report.get("callbacks", [])
+    if callbacks:  # a section only when a program stages host callbacks
+        lines.append("")
+        lines.append("Host callbacks run (each one stops the device and calls Python)")
+        lines.append(f"  {'count':>8}  where")
+        for cb in callbacks[:max_rows]:
+            lines.append(f"  {cb['count']:>8}  {_where(cb['file'], cb['line'])}")
+        if len(callbacks) > max_rows:
+            lines.append(f"  … {len(callbacks) - max_rows} more lines (see --format json)")
     lines.append("")
     lines.append("Jaxpr facts (first trace of each function)")
     if not report["jaxpr"]:

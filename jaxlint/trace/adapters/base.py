@@ -227,13 +227,20 @@ def eqn_site(eqn: Any) -> tuple:
     """(file, line) of the user's frame that made a jaxpr equation, or (None, None).
     ``source_info_util.user_frame`` takes the equation's ``SourceInfo`` up to jax 0.6
     and its ``traceback`` from 0.7 on."""
+    from .. import frames as own_frames
+
+    # jaxlint's own hooks (the wrapper around ``jax.debug.print`` that counts its runs) are not
+    # the user's frame: the first frame outside JAX and outside jaxlint is
+    for file, line, _ in eqn_frames(eqn):
+        if not own_frames.own(file):
+            return file, line
     try:
         from jax._src import source_info_util
 
         takes = params_of(source_info_util.user_frame)[:1]
         info = eqn.source_info
         frame = source_info_util.user_frame(info.traceback if takes == ["traceback"] else info)
-        if frame is not None:
+        if frame is not None and not own_frames.own(frame.file_name):
             return frame.file_name, frame.start_line
     except Exception:
         pass
