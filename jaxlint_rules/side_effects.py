@@ -19,7 +19,8 @@ MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "set
 _PLAIN_JIT = frozenset({"jax.jit", "jax.pmap"})
 # Mutators that return None: called for their effect, as a statement.
 _STATEMENT_MUTATORS = MUTATORS - {"pop", "setdefault"}
-_OWNER = {"module": "module-level", "function": "enclosing function's"}  # where a container lives
+_OWNER = {"module": "module-level", "function": "enclosing function's",
+          "parameter": "enclosing function's parameter"}  # where a container lives
 def _when(model: ModuleModel, f: FunctionInfo) -> str:
     """How often a traced function's Python body runs, for the messages: once per compilation under
     jit; each time it is traced otherwise (on every call of an un-jitted ``vmap``, with tracers)."""
@@ -117,9 +118,12 @@ class SideEffectInTracedCode(Rule):
                         continue
                 owner = _OWNER.get(V.outliving_container(model, f, target.value, scope))
                 if owner == _OWNER["function"] and f.jit_entry is None:
-                    # Transform and lax bodies commonly hand their output tree structure to the
-                    # caller through a closure dict: only a compiled function's writes are reported.
-                    continue
+                    # Transform and lax bodies commonly hand their output tree structure (static) to
+                    # the caller through a closure dict: reported only when what is stored is a JAX
+                    # value (``store["x"] = x`` in a vmapped function keeps a BatchTracer)
+                    stmt = model.stmt_of.get(id(target))
+                    if kind != "assign" or not isinstance(stmt, ast.Assign) or not V.holds_jax(model, stmt.value, scope):
+                        continue
                 if owner is not None:
                     op = "= ..." if kind == "assign" else "+= ..." if isinstance(
                         getattr(model.stmt_of.get(id(target)), "op", None), ast.Add) else "op= ..."
@@ -148,9 +152,10 @@ class SideEffectInTracedCode(Rule):
                         continue
                 for ev in f.scope.events.get(name, ()):
                     if ev.kind == "assign":
+                        # unpacked (``key, sub = jax.random.split(key)``): a part of a JAX value is one
                         value, node = ev.value, ev.node
-                        if ev.path is not None:
-                            continue
+                        if ev.path is not None and isinstance(value, (ast.Tuple, ast.List)):
+                            value = repetition.element_at(value, ev.path) or value
                     elif ev.kind == "aug":
                         value, node = ev.node.value, ev.node
                     else:

@@ -637,3 +637,67 @@ def test_jax601_augmented_items_that_are_not_leaks_are_not_reported():
             tot[0] += jnp.sum(x)
         return tot
     """, "JAX601") == []
+
+
+def test_jax601_issue27_parameter_container_global_key_and_vmap_closure_store():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.key(0)
+
+    def foo(tot, xs):
+        @jax.jit
+        def inc(x):  # expect: JAX102 (opt-in)
+            tot[0] += x  # expect: JAX601
+            return x
+        for x in xs:
+            inc(x)
+        return tot
+
+    def init(shape):
+        global key
+        key, sub = jax.random.split(key)  # expect: JAX601
+        return jax.random.normal(sub, shape)
+
+    init = jax.jit(init, static_argnums=0)
+
+    def per_example(xs):
+        store = {}
+        def f(x):
+            store["last"] = x * 2  # expect: JAX601
+            return x * 2
+        return jax.vmap(f)(xs), store
+    """)
+
+
+def test_jax601_issue27_near_misses():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    counter = 0
+
+    def foo(tot, xs):
+        def inc(x):
+            tot[0] += x
+            return x
+        return [inc(x) for x in xs]
+
+    def bump(n):
+        global counter
+        counter, rest = n + 1, 0
+        return counter
+
+    def per_example(xs):
+        out = {}
+        def f(x):
+            out["treedef"] = jax.tree_util.tree_structure(x)
+            return x * 2
+        return jax.vmap(f)(xs), out
+
+    @jax.jit
+    def g(x, tot):
+        tot[0] = 1
+        return x
+    """, "JAX601") == []

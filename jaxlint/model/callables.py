@@ -204,6 +204,35 @@ def attribute_callable(m, expr: ast.AST, scope: Scope) -> Optional[str]:
     cls = instance_class(m, base, scope)
     if cls is not None:
         return _member(m, cls, attr, True, 0)
+    if library_instance(m, base, scope) is not None:
+        return "bound_method"
+    return None
+
+
+def library_instance(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[str]:
+    """The library factory (``names.ENV_FACTORIES``) that made the environment ``expr`` is: a
+    name bound to its result (``env = brax.envs.create(...)``, ``env, params = gymnax.make(...)``
+    at the environment's index), or ``self.attr`` every assignment of which is such a result.
+    None otherwise."""
+    if depth > L.CALLABLE_CHAIN or not m.work.spend():
+        return None
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is None or ev.kind != "assign" or not isinstance(ev.value, ast.Call):
+            return None
+        qn = m.resolve(ev.value.func, ev.scope)
+        if qn not in N.ENV_FACTORIES:
+            return None
+        index = N.ENV_FACTORIES[qn]
+        return qn if ev.path == (None if index is None else (index,)) else None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        owner = instance_class(m, expr.value, scope, depth + 1)
+        values = owner.self_attrs.get(expr.attr, ()) if owner is not None else ()
+        found = {m.resolve(v.func, m.scope_at(v)) if isinstance(v, ast.Call) else None for v in values}
+        if len(found) == 1:
+            qn = next(iter(found))
+            if qn in N.ENV_FACTORIES and N.ENV_FACTORIES[qn] is None:
+                return qn
     return None
 
 
@@ -220,15 +249,41 @@ def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[C
         ev = m.binding(expr.id, scope, _pos(expr))
         if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call):
             return _class_named(m, ev.value.func, ev.scope)
+        if ev is not None and ev.kind == "param":
+            return _annotated_class(m, ev)
         return None
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         owner = instance_class(m, expr.value, scope, depth + 1)
         values = owner.self_attrs.get(expr.attr, ()) if owner is not None else ()
         found = {id(c): c for c in (_class_named(m, v.func, m.scope_at(v)) if isinstance(v, ast.Call)
-                                    else None for v in values)}
+                                    else instance_class(m, v, m.scope_at(v), depth + 1)
+                                    if isinstance(v, ast.Name) and v.id != "self" else None for v in values)}
         if len(found) == 1 and None not in found:
             return next(iter(found.values()))
     return None
+
+
+def _annotated_class(m, ev) -> Optional[ClassInfo]:
+    """The class of this module a parameter's annotation names (``buffer: ReplayBuffer``,
+    ``ReplayBuffer[S, T]``, ``Optional[Env]``, ``"Env"``): its value is an instance of that class
+    or of a subclass (whose methods are methods too). None without such an annotation."""
+    fn = ev.node
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return None
+    a = fn.args
+    arg = next((p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg == ev.value), None)
+    ann = arg.annotation if arg is not None else None
+    outer = ev.scope.parent
+    for _ in range(3):
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str) and ann.value.isidentifier():
+            ann = ast.Name(ann.value, ast.Load(), lineno=fn.lineno, col_offset=fn.col_offset)
+        if isinstance(ann, ast.Subscript):
+            if m.resolve(ann.value, outer) == "typing.Optional":
+                ann = ann.slice
+                continue
+            ann = ann.value
+        break
+    return _class_named(m, ann, outer) if isinstance(ann, ast.Name) else None
 
 
 def _method_at(m, scope: Scope) -> Optional[FunctionInfo]:
@@ -348,7 +403,13 @@ def _method_kind(node: ast.AST) -> str:
         return "static"
     if "classmethod" in names:
         return "class"
+    if names <= _IDENTITY_DECORATORS:
+        return "plain"
     return "other"
+
+
+# Decorators of the standard library that return the function they decorate unchanged.
+_IDENTITY_DECORATORS = frozenset({"abstractmethod", "override", "final"})
 
 
 def _annotated(cls: ClassInfo, attr: str) -> bool:

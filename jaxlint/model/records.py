@@ -382,7 +382,8 @@ class Churn:
     ``kind``: "counter" (a loop counter: the target of a ``range``/``count`` loop or the index of
     ``enumerate``), "item" (the item of a loop over a sequence that is not a few literal options)
     or "accumulated" (a name incremented in the loop, or recomputed from itself: ``n *= 2``,
-    ``width = width * 2 + 1``). ``name`` is that loop-level name; the value may be computed from it
+    ``width = width * 2 + 1``) or "data" (a number read from the item's data, ``int(batch["mask"].sum())``:
+    it changes with the data, each new value once). ``name`` is that loop-level name; the value may be computed from it
     (``rate = 0.5 * (1 - epoch / n)`` churns as the counter ``epoch``)."""
 
     __slots__ = ("kind", "loop", "name")

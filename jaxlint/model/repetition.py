@@ -112,6 +112,39 @@ def rebuilt_callable(m, wrap: JitWrap, inside) -> Optional[NewCallable]:
     return new
 
 
+def rewrapped_callable(m, wrap: JitWrap, inside) -> Optional[str]:
+    """How to name the callable a ``jax.jit``/``jax.pmap`` wrapper (``names.REWRAP_COST``)
+    rebuilt each time the region ``inside`` runs wraps, when it is the same function object (or,
+    for ``jax.pmap``, an equal bound method) every time: the rebuilt wrapper finds the compiled
+    program in the cache, but building it and looking the cache up costs many times a call of a
+    wrapper made once. A library or module-level function (``jax.random.split``, ``mod.f``), a
+    def outside the region, a function stored on an object. None when the callable is new each
+    time (:func:`rebuilt_callable`'s case) or not known (a parameter, a factory's result)."""
+    if wrap.decorator or callables.wrapper_qualname(m, wrap) not in N.REWRAP_COST:
+        return None
+    t, scope = wrap.target, wrap.ctx.scope
+    if isinstance(t, ast.Attribute):
+        kind = callables.attribute_callable(m, t, scope)
+        if kind == "bound_method" and callables.wrapper_qualname(m, wrap) not in N.IDENTITY_KEYED_WRAPPERS:
+            return f"the bound method `{ast.unparse(t)}` (a new object equal to the last one)"
+        qn = m.resolve(t, scope)  # through imports only: a module's function (``jax.random.split``)
+        if kind == "stored" or (kind is None and qn is not None):
+            return f"`{qn or ast.unparse(t)}`"
+        return None
+    if isinstance(t, ast.Name):
+        ev = m.binding(t.id, scope, (t.lineno, t.col_offset))
+        if ev is None:
+            qn = m.resolve(t, scope)
+            return f"`{qn}`" if qn is not None and not qn.startswith("builtins.") else None
+        # a def outside the function that builds the wrapper: a nested def of that function is a new
+        # object per call (the recompile JAX102 reports), whatever loop the wrapper is in
+        outer = m.function_at(wrap.node)
+        if ev.kind == "def" and not created_inside(m, ev.node, inside) and (
+                outer is None or not created_inside(m, ev.node, outer)):
+            return f"the function `{t.id}`"
+    return None
+
+
 def compiled_once(m, f: FunctionInfo) -> bool:
     """Whether a function is traced only as the body of jit wrappers whose result the program
     calls once: each wrapper is bound to one name, read only by one call, and that call is in
@@ -413,10 +446,23 @@ def _churn(m, e: ast.AST, loops: tuple, scope: Scope, depth: int, seen: set) -> 
         qn = m.resolve(e.func, scope) or ""
         if qn in _NUMERIC_BUILTINS or qn.startswith("math."):
             return _first_churn(m, [*e.args, *(kw.value for kw in e.keywords)], loops, scope, depth, seen)
-        if isinstance(e.func, ast.Attribute) and e.func.attr == "item" and not e.args:
-            return _churn(m, e.func.value, loops, scope, depth + 1, seen)
-        return None
+        reduced = None
+        if isinstance(e.func, ast.Attribute) and e.func.attr in _DATA_REDUCTIONS and not e.args and qn == "":
+            reduced = e.func.value  # ``mask.sum()``, ``x.item()``: a number read from this iteration's data
+        elif qn in _NUMPY_REDUCTIONS and e.args:
+            reduced = e.args[0]
+        found = _churn(m, reduced, loops, scope, depth + 1, seen) if reduced is not None else None
+        if found is not None and found.kind in ("item", "data"):
+            return Churn("data", found.loop, found.name)  # changes with the data, not surely every time
+        return found
     return None
+
+
+# Reductions of an array to a number: of this iteration's data (a batch's mask), a value that
+# changes with the data (``n_valid = int(batch["mask"].sum())``).
+_DATA_REDUCTIONS = frozenset({"item", "sum", "max", "min", "argmax", "argmin", "count_nonzero"})
+_NUMPY_REDUCTIONS = frozenset(f"{mod}.{f}" for mod in ("numpy", "jax.numpy")
+                              for f in ("sum", "max", "min", "argmax", "argmin", "count_nonzero", "amax", "amin"))
 
 
 def _first_churn(m, parts, loops, scope, depth, seen) -> Optional[Churn]:
@@ -461,7 +507,7 @@ def _name_churn(m, e: ast.Name, loops: tuple, scope: Scope, depth: int, seen: se
         if b.kind in ("aug", "for"):
             return Churn("accumulated" if b.kind == "aug" else "item", loop, name)
         if b.kind == "assign" and b.value is not None:
-            value = b.value if b.path is None else _element_at(b.value, b.path)
+            value = b.value if b.path is None else element_at(b.value, b.path)
             if value is None:
                 continue  # unpacked from a value we cannot take apart: not known to change
             inner = _churn(m, value, loops, b.scope, depth + 1, seen)
@@ -527,7 +573,7 @@ def _counts(loop: Loop, b) -> bool:
     return loop.ranged and not b.path
 
 
-def _element_at(value: ast.AST, path: tuple) -> Optional[ast.AST]:
+def element_at(value: ast.AST, path: tuple) -> Optional[ast.AST]:
     """The part of a tuple/list literal an unpacking path picks, or None when it cannot be told."""
     for i in path:
         if not isinstance(value, (ast.Tuple, ast.List)) or any(isinstance(x, ast.Starred) for x in value.elts) \

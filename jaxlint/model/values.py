@@ -512,10 +512,17 @@ def truthy_tracer(m, e: ast.AST, scope: Scope) -> bool:
 
 def outliving_container(m, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:
     """If ``name`` (used in traced ``f``) refers to a Python list/dict/set that outlives the trace,
-    where it lives: "module" or "function" (an enclosing one). None for locals and parameters, and for
+    where it lives: "module" or "function" (an enclosing one), or "parameter" (a parameter of an
+    enclosing function that is not traced, closed over by a compiled function: the caller's object).
+    None for locals and the traced function's own parameters, and for
     anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
     optimizer object with an ``update`` method)."""
     ev = m.binding(name.id, scope, _pos(name))
+    if ev is not None and ev.kind == "param" and ev.scope is not f.scope and ev.scope.func is not None \
+            and not ev.scope.func.traced and f.jit_entry is not None:
+        # ``def foo(tot): @jax.jit def inc(x): tot[0] += x``: the caller's object, closed over by a
+        # compiled function; written once, at trace time
+        return "parameter"
     if ev is None or not ev.plain_assign:
         return None
     if ev.scope is f.scope or ev.scope.kind == "class":
