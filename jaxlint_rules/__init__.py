@@ -6,12 +6,14 @@ JAX3xx shapes.py          data-dependent shapes, Python control flow on tracers,
 JAX4xx mutation.py        in-place updates of immutable arrays, the removed jax.ops index API
 JAX5xx rng.py             host RNGs frozen by tracing, reused PRNG keys
 JAX6xx side_effects.py    Python side effects and print inside traced code
+JAX7xx eager.py           work run op by op outside jit every step or every element
 """
 
 from __future__ import annotations
 
-from . import host_transfer, mutation, recompilation, rng, shapes, side_effects
+from . import eager, host_transfer, mutation, recompilation, rng, shapes, side_effects
 
-ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES],
+ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES,
+                    *eager.RULES],
                    key=lambda r: r.code)
 RULES_BY_CODE = {r.code: r for r in ALL_RULES}

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import evidence, fetches, hostneeds, roles, timing, transfers
+from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, roles, timing, transfers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 from jaxlint.model import work as W
@@ -177,6 +177,8 @@ class HostTransferInLoop(Rule):
         loop = role.loop
         if hostneeds.inherent_sync(model, node, loop) is not None:
             return None
+        if elementwise.is_element_read(model, statement if statement is not None else node):
+            return None  # one element of the same array per iteration: JAX702's, with its fix
         opt_in = None
         if model.in_test_code(node):
             opt_in = _TEST_CODE
@@ -472,5 +474,77 @@ class HostConversionInTracedCode(Rule):
                                      "jax.numpy and keep it an array, or make the argument static")
 
 
-RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock,
+class HostCallbackInCompiledLoop(Rule):
+    code = "JAX206"
+    confirmed_by = "callbacks"
+    name = "host-callback-in-compiled-loop"
+    summary = ("Finds host callbacks (`jax.debug.print`, `jax.debug.callback`, `jax.pure_callback`, "
+               "`io_callback`, the old `host_callback` API) in the body of a `lax.scan`/`fori_loop`/`while_loop` "
+               "(or `flax.nnx`'s), or in a function of the module that the body calls: every iteration of the "
+               "compiled loop stops to run Python on the host. Not reported: callbacks in a branch of "
+               "`lax.cond`/`lax.switch` (the way to call the host now and then), loops with a literal trip count "
+               "of at most 100, and callbacks in nested functions the body does not call.")
+    rationale = ("A compiled loop runs on the device without the host until it ends. A callback in its body "
+                 "makes every iteration wait for the host: the device sends the values, Python runs, the result "
+                 "comes back, and only then does the next iteration start; a loop of thousands of cheap "
+                 "iterations becomes as slow as a Python loop. Call the host every N iterations "
+                 "(`lax.cond(i % N == 0, log, lambda *_: None, ...)`), return the values from the loop (`scan`'s "
+                 "stacked outputs) and read them once, or drop the debug print. `jaxlint trace` counts the "
+                 "callbacks each line ran.")
+    bad = """
+        import jax
+        from jax import lax
+
+        def simulate(x, n):
+            def body(i, x):
+                x = x * 0.99 + 0.01
+                jax.debug.print("step {i}: {x}", i=i, x=x)
+                return x
+            return lax.fori_loop(0, n, body, x)
+    """
+    good = """
+        import jax
+        from jax import lax
+
+        def simulate(x, n):
+            def body(i, x):
+                x = x * 0.99 + 0.01
+                lax.cond(i % 1000 == 0, lambda: jax.debug.print("step {i}: {x}", i=i, x=x), lambda: None)
+                return x
+            return lax.fori_loop(0, n, body, x)
+    """
+    opt_in_cases = ("A callback behind a Python `if` in the body (a debug flag: when it is off, no callback is "
+                    "compiled in), and callbacks in test code.")
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for cb in callbacks.loop_callbacks(model):
+            call = cb.call
+            loop_name = unparse(cb.loop.func, 30)
+            how = (f"in `{cb.body.name}`, the body of the `{loop_name}` on line {cb.loop.lineno}" if not cb.via else
+                   f"in `{cb.via[-1].name}`, which `{cb.body.name}`, the body of the `{loop_name}` on line "
+                   f"{cb.loop.lineno}, calls")
+            facts = [f"`{unparse(call.func, 40)}` is a host callback: the device stops and waits for Python",
+                     f"it runs {how}: at every iteration of the compiled loop",
+                     "no `lax.cond`/`lax.switch` branch limits it to some iterations"]
+            ctx = model.context(call)
+            if cb.inner_loop is not None:
+                opt_in: Optional[str] = (f"each iteration runs a whole device loop (`{unparse(cb.inner_loop.func, 30)}` "
+                                         f"on line {cb.inner_loop.lineno}): one callback per such program, as a sync "
+                                         "per epoch or rollout")
+            elif model.in_test_code(call):
+                opt_in = _TEST_CODE
+            elif ctx is not None and ctx.guards:
+                opt_in = ("behind a Python `if`, which decides at trace time whether the callback is compiled in "
+                          "(a debug switch)")
+            else:
+                opt_in = None
+            yield self.finding(call, [f"`{unparse(call.func, 40)}` runs at every iteration of the compiled loop "
+                                      f"`{loop_name}` on ", Line(cb.loop.lineno),
+                                      *((f" (through `{cb.via[-1].name}`)",) if cb.via else ()),
+                                      ", so every iteration stops the device to call Python on the host; call it "
+                                      "every N iterations under `lax.cond`, or return the values from the loop and "
+                                      "read them once"], opt_in=opt_in, evidence=facts)
+
+
+RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock, HostCallbackInCompiledLoop,
          LoopInvariantUpload]

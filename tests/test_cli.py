@@ -182,7 +182,7 @@ def test_bad_config_is_a_usage_error(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select", "--extend-ignore"])
-@pytest.mark.parametrize("value", ["FOO", "JAX999", "JAX2,JAX7", "JAX1010"])
+@pytest.mark.parametrize("value", ["FOO", "JAX999", "JAX2,JAX9", "JAX1010"])
 def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, capsys, option, value):
     p = write(tmp_path, "bad.py", BAD)
     code, out, err = run(capsys, "check", option, value, str(p))
@@ -211,7 +211,7 @@ def test_known_codes_are_jax000_and_the_rules():
 @pytest.mark.parametrize("section, key", [
     ('select = ["FOO"]', "select"),
     ('select = ["JAX2", "JAX999"]', "select"),
-    ('ignore = ["JAX7"]', "ignore"),
+    ('ignore = ["JAX9"]', "ignore"),
     ('extend-select = ["X"]', "extend-select"),
     ('extend-ignore = ["JAX2O1"]', "extend-ignore"),
     ('[tool.jaxlint.per-file-ignores]\n"tests/*.py" = ["JAX1", "JXA"]', "per-file-ignores.'tests/*.py'"),

@@ -4030,3 +4030,194 @@ def test_loop_role_for_what_repeats_per_iteration():
         kinds[name] = role.kind
     assert kinds == {"in_steps": roles.PER_STEP, "in_items": roles.ITEMS, "in_while": roles.PER_STEP,
                      "in_bench": roles.BENCHMARK}
+
+
+# --------------------------------------------------------------------------- issue 27 facts
+
+from jaxlint.model import callbacks as cbfacts  # noqa: E402
+from jaxlint.model import eagerwork, elementwise  # noqa: E402
+from jaxlint.model import work as W  # noqa: E402
+
+
+def _call(tree: ast.AST, spelled: str) -> ast.Call:
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == spelled]
+    assert len(found) == 1, f"{len(found)} calls of {spelled}"
+    return found[0]
+
+
+def test_library_environment_factories_make_instances_whose_attributes_are_methods():
+    tree, m = build("""
+        import gymnax
+        from brax import envs
+
+        class Wrapper:
+            def __init__(self):
+                self.env = envs.create("ant")
+
+        def f(self_like):
+            env, params = gymnax.make("CartPole-v1")
+            return env.step, params.step, Wrapper().env.step
+    """)
+    scope = func(m, "f").scope
+    env_step, params_step = loads(tree, "env.step")[0], loads(tree, "params.step")[0]
+    assert callables.library_instance(m, env_step.value, scope) == "gymnax.make"
+    assert callables.attribute_callable(m, env_step, scope) == "bound_method"
+    assert callables.library_instance(m, params_step.value, scope) is None  # the params, not the environment
+    assert callables.attribute_callable(m, params_step, scope) is None
+    init = func(m, "__init__")
+    self_env = ast.parse("self.env").body[0].value
+    self_env.lineno, self_env.col_offset = 8, 8
+    assert callables.library_instance(m, self_env, init.scope) == "brax.envs.create"
+
+
+def test_an_annotated_parameter_is_an_instance_of_its_class():
+    tree, m = build("""
+        import abc
+        from typing import Optional
+
+        class Buffer(abc.ABC):
+            @abc.abstractmethod
+            def insert(self, x):
+                ...
+
+        def a(buf: Buffer):
+            return buf.insert
+
+        def b(buf: "Buffer"):
+            return buf.insert
+
+        def c(buf: Optional[Buffer]):
+            return buf.insert
+
+        def d(buf: dict):
+            return buf.insert
+
+        def e(buf):
+            return buf.insert
+    """)
+    got = {name: callables.attribute_callable(m, node, func(m, name).scope)
+           for name, node in zip("abcde", loads(tree, "buf.insert"))}
+    assert got == {"a": "bound_method", "b": "bound_method", "c": "bound_method", "d": None, "e": None}
+
+
+def test_rewrapped_callable_is_the_same_function_object_or_nothing():
+    tree, m = build("""
+        import jax
+
+        def top(x):
+            return x
+
+        def run(key, xs, fn):
+            def inner(x):
+                return x
+            for x in xs:
+                jax.jit(top)(x)
+                jax.jit(jax.random.split)(key)
+                jax.jit(inner)(x)
+                jax.jit(fn)(x)
+                jax.jit(lambda v: v)(x)
+    """)
+    wraps = {ast.unparse(w.target): w for w in m.jit_wraps}
+    loops = wraps["top"].ctx.loops
+    assert R.rewrapped_callable(m, wraps["top"], loops) == "the function `top`"
+    assert R.rewrapped_callable(m, wraps["jax.random.split"], loops) == "`jax.random.split`"
+    assert R.rewrapped_callable(m, wraps["inner"], loops) is None  # new per call of run: a recompile
+    assert R.rewrapped_callable(m, wraps["fn"], loops) is None  # a parameter: unknown
+    assert R.rewrapped_callable(m, wraps["lambda v: v"], loops) is None
+
+
+def test_carried_state_is_not_a_name_rebound_earlier_in_the_same_iteration():
+    tree, m = build("""
+        import jax
+        from flax import jax_utils
+
+        step = jax.jit(lambda s, b: (s, b))
+
+        def evaluate(state, batches):
+            for batch in batches:
+                out, mask = step(state, batch)
+                out = jax_utils.unreplicate(out)
+
+        def train(state, batches):
+            for batch in batches:
+                state, loss = step(state, batch)
+    """)
+    assert W.carried_state(m, m.loops[0]) == set()  # `out` is this iteration's value, transformed
+    assert W.carried_state(m, m.loops[1]) == {"state"}
+
+
+def test_element_reads_of_a_loop_invariant_jax_array():
+    tree, m = build("""
+        import jax
+        import jax.numpy as jnp
+
+        def f(z, n, x):
+            z = jnp.cumsum(z)
+            for i in range(n):
+                if z[i] > 0:
+                    pass
+                float(z[i + 1])
+                float(x[i])
+            for i in range(3):
+                float(z[i])
+            for v in z:
+                if v:
+                    pass
+    """)
+    reads = elementwise.element_reads(m)
+    got = sorted((r.node.lineno, ast.unparse(r.subscript), ast.unparse(r.array)) for r in reads)
+    assert got == [(8, "z[i]", "z"), (10, "z[i + 1]", "z"), (15, "v", "z")]
+    assert all(elementwise.is_element_read(m, r.node) for r in reads)
+
+
+def test_eager_updates_and_the_optimizers_they_come_from():
+    tree, m = build("""
+        import jax
+        import optax
+
+        def f(params, grads, state, other, lr):
+            tx = optax.chain(optax.adam(1e-3))
+            u, s = tx.update(grads, state, params)
+            p = optax.apply_updates(params, u)
+            v = other.update(grads)
+            g = jax.jit(lambda q: q)(params)
+            w = jax.tree.map(lambda a, b: a - lr * b, params, g)
+            n = jax.tree.map(lambda a: a.sum(), g)
+
+        @jax.jit
+        def g(params, u):
+            return optax.apply_updates(params, u)
+    """)
+    kinds = {ast.unparse(c.func): (eagerwork.eager_update(m, c).kind if eagerwork.eager_update(m, c) else None)
+             for c in ast.walk(tree) if isinstance(c, ast.Call) and ast.unparse(c.func) in (
+                 "tx.update", "other.update", "jax.tree.map")}
+    assert kinds["tx.update"] == "optimizer-update" and kinds["other.update"] is None
+    applies = sorted((c.lineno, eagerwork.eager_update(m, c) is not None) for c in ast.walk(tree)
+                     if isinstance(c, ast.Call) and ast.unparse(c.func) == "optax.apply_updates")
+    assert applies == [(8, True), (16, False)]  # the second is inside a jitted function
+    maps = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and ast.unparse(c.func) == "jax.tree.map"]
+    assert sorted(bool(eagerwork.eager_update(m, c)) for c in maps) == [False, True]
+    assert eagerwork.optimizer_maker(m, loads(tree, "tx")[0], func(m, "f").scope) == ("optax.chain", "optax")
+
+
+def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
+    tree, m = build("""
+        import jax
+        from jax import lax
+
+        def log(x):
+            jax.debug.print("{x}", x=x)
+
+        def show(x):
+            jax.debug.print("{x}", x=x)
+
+        def outer(x, n, m_):
+            def body(i, x):
+                log(x)
+                lax.cond(i > 0, show, lambda v: None, x)
+                return lax.fori_loop(0, m_, lambda j, y: y, x)
+            return lax.fori_loop(0, n, body, x)
+    """)
+    (cb,) = cbfacts.loop_callbacks(m)
+    assert cb.body.name == "body" and [f.name for f in cb.via] == ["log"]
+    assert cb.inner_loop is not None and cb.inner_loop.lineno == 15

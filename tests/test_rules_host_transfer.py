@@ -2198,3 +2198,109 @@ def test_jax202_blocks_in_a_short_loop_are_quiet_and_in_a_long_one_reported():
 
     train(0.0, 1.0, int(sys.argv[1]))
     """)
+
+
+# --------------------------------------------------------------------------- JAX206
+
+
+def test_jax206_debug_print_and_callbacks_in_loop_bodies():
+    assert_marked("""
+    import jax
+    from jax import lax
+    from jax.experimental import io_callback
+
+    def log(x):
+        jax.debug.callback(print, x)  # expect: JAX206
+
+    def simulate(x, n):
+        def body(i, x):
+            jax.debug.print("{i} {x}", i=i, x=x)  # expect: JAX206
+            log(x)
+            return x * 0.5
+        return lax.fori_loop(0, n, body, x)
+
+    def scan_it(xs):
+        def step(c, x):
+            io_callback(print, None, x)  # expect: JAX206
+            return c + x, x
+        return lax.scan(step, 0.0, xs)
+
+    def wait(x):
+        def body(x):
+            jax.pure_callback(lambda v: v, x, x)  # expect: JAX206
+            return x - 1
+        return lax.while_loop(lambda x: x > 0, body, x)
+    """)
+
+
+def test_jax206_message_names_the_loop_and_the_helper():
+    src = """
+    import jax
+    from jax import lax
+
+    def log(x):
+        jax.debug.print("{x}", x=x)
+
+    def simulate(x, n):
+        def body(i, x):
+            log(x)
+            return x
+        return lax.fori_loop(0, n, body, x)
+    """
+    (msg,) = messages(src, "JAX206")
+    assert "`lax.fori_loop` on line 12" in msg and "(through `log`)" in msg and "lax.cond" in msg
+
+
+def test_jax206_near_misses_cond_branch_short_loop_uncalled_closure_and_outside_loops():
+    assert findings("""
+    import jax
+    from jax import lax
+
+    def show(x):
+        jax.debug.print("{x}", x=x)
+
+    def periodic(x, n):
+        def body(i, x):
+            lax.cond(i % 100 == 0, show, lambda x: None, x)
+            return x
+        return lax.fori_loop(0, n, body, x)
+
+    def short(x):
+        def body(i, x):
+            jax.debug.print("{x}", x=x)
+            return x
+        return lax.fori_loop(0, 8, body, x)
+
+    def unused(x, n):
+        def body(i, x):
+            def never(v):
+                jax.debug.print("{v}", v=v)
+            return x
+        return lax.fori_loop(0, n, body, x)
+
+    @jax.jit
+    def once(x):
+        jax.debug.print("{x}", x=x)
+        return x
+    """, "JAX206") == []
+
+
+def test_jax206_opt_in_behind_a_flag_or_around_an_inner_loop():
+    assert_marked("""
+    import jax
+    from jax import lax
+
+    def simulate(x, n, verbose):
+        def body(i, x):
+            if verbose:
+                jax.debug.print("{x}", x=x)  # expect: JAX206 (opt-in)
+            return x
+        return lax.fori_loop(0, n, body, x)
+
+    def train(state, n, m):
+        def update(state, _):
+            state = lax.fori_loop(0, m, lambda i, s: s * 0.5, state)
+            jax.debug.print("{s}", s=state)  # expect: JAX206 (opt-in)
+            return state, None
+        return lax.scan(update, state, None, length=n)
+    """)

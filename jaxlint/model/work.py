@@ -303,11 +303,16 @@ def carried_state(m, loop: Loop) -> set:
     out: set = set()
     inputs: dict = {}  # a name bound from a JAX call -> the names that call took
     updates: list = []  # (targets, names read) of other assignments of JAX values
+    # names bound earlier in the iteration: rebinding one (``x = unreplicate(x)`` after ``x =
+    # step(...)``) transforms this iteration's value, it carries nothing from the last iteration
+    bound: set = set()
     for stmt in getattr(loop.node, "body", []):
         for sub in walk(stmt):
             if not isinstance(sub, ast.Assign):
                 continue
             targets = {n.id for t in sub.targets for n in walk(t) if isinstance(n, ast.Name)}
+            before = set(bound)
+            bound |= targets
             if not isinstance(sub.value, ast.Call):
                 updates.append((targets, sub.value))
                 continue
@@ -317,7 +322,7 @@ def carried_state(m, loop: Loop) -> set:
                 continue
             args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
                     for n in walk(a) if isinstance(n, ast.Name)}
-            out |= targets & args
+            out |= (targets & args) - before
             for t in targets:
                 inputs.setdefault(t, set()).update(args)
     # ``loss, grad = value_and_grad(loss_fn)(w, x); w = w - lr * grad``: ``w`` is updated from

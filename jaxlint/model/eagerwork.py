@@ -1,0 +1,105 @@
+"""Eager updates: the per-step parameter update run op by op outside any compiled function.
+
+``updates, opt_state = tx.update(grads, opt_state, params)`` and ``optax.apply_updates(params,
+updates)`` (or a hand-written ``jax.tree.map(lambda p, g: p - lr * g, params, grads)``) called
+from Python, not from inside a jitted step, dispatch one small computation per leaf and per
+optimizer stage: a few hundred dispatches a step for a small network. Functions of the model
+(``m``), asked by JAX701.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .. import names as N
+from . import callables
+from . import values as V
+from .records import Scope
+
+
+class EagerUpdate:
+    """One parameter update made outside compiled code: ``call``, ``kind`` ("optax-update",
+    "apply-updates", "tree-map" or "optimizer-update"), ``what`` (how a message names it)."""
+
+    __slots__ = ("call", "kind", "what")
+
+    def __init__(self, call: ast.Call, kind: str, what: str):
+        self.call = call
+        self.kind = kind
+        self.what = what
+
+
+def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
+    """What parameter update ``call`` makes, when it is one (see the module docstring) and not
+    inside traced code; None otherwise. Whether it runs every step is the rule's question."""
+    if m.in_traced_code(call):
+        return None
+    scope = m.scope_at(call)
+    func = call.func
+    qn = m.resolve(func, scope)
+    if qn in N.EAGER_UPDATE_FUNCTIONS:
+        return EagerUpdate(call, "apply-updates", f"`{ast.unparse(func)}(...)`")
+    if qn in N.TREE_MAPS:
+        return _arithmetic_tree_map(m, call, scope)
+    if isinstance(func, ast.Attribute) and func.attr == "update" and qn is None:
+        maker = optimizer_maker(m, func.value, scope)
+        if maker is not None:
+            return EagerUpdate(call, "optimizer-update", f"`{ast.unparse(func)}(...)` of the `{maker[0]}` optimizer")
+    return None
+
+
+def optimizer_maker(m, expr: ast.AST, scope: Scope):
+    """``(qualified name, family)`` of the library call that made the optimizer ``expr``: a name
+    or ``self.attr`` bound (every time) to ``optax.adam(...)``, ``optax.chain(...)``,
+    ``flax.nnx.Optimizer(...)`` (``names.OPTIMIZER_FAMILIES``). None when not known."""
+    values = []
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, (expr.lineno, expr.col_offset))
+        if ev is None or not ev.plain_assign:
+            return None
+        values = [(ev.value, ev.scope)]
+    elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        owner = callables.instance_class(m, expr.value, scope)
+        values = [(v, m.scope_at(v)) for v in (owner.self_attrs.get(expr.attr, ()) if owner is not None else ())]
+    found = set()
+    for value, vscope in values:
+        if not isinstance(value, ast.Call):
+            return None
+        func = value.func
+        while isinstance(func, ast.Call):  # optax.inject_hyperparams(optax.adam)(learning_rate=...)
+            func = func.func
+        qn = m.resolve(func, vscope)
+        family = _family(qn)
+        if family is None:
+            return None
+        found.add((qn, family))
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _family(qn: Optional[str]) -> Optional[str]:
+    if qn is None:
+        return None
+    for prefix, family in N.OPTIMIZER_FAMILIES:
+        if qn == prefix or (prefix.endswith(".") and qn.startswith(prefix)):
+            return family
+    return None
+
+
+def _arithmetic_tree_map(m, call: ast.Call, scope: Scope) -> Optional[EagerUpdate]:
+    """``jax.tree.map(lambda p, g: p - lr * g, params, grads)``: a lambda or def of this module
+    that combines the leaves of two or more JAX trees with arithmetic and nothing else."""
+    trees = [a for a in call.args[1:] if not isinstance(a, ast.Starred)]
+    if len(trees) < 2 or not any(V.holds_jax(m, t, scope) for t in trees):
+        return None
+    for f in callables.local_functions(m, call.args[0], scope):
+        node = f.node
+        body = [node.body] if isinstance(node, ast.Lambda) else [
+            s.value for s in node.body if isinstance(s, ast.Return) and s.value is not None]
+        if len(body) != 1 or f.calls or len(f.params) < 2:
+            return None
+        expr = body[0]
+        used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        if isinstance(expr, ast.BinOp) and len(used & set(f.params[:len(trees)])) >= 2:
+            return EagerUpdate(call, "tree-map", f"`{ast.unparse(call.func)}(...)` of an update rule")
+    return None

@@ -1,0 +1,255 @@
+"""Tests of the eager-work rules: JAX701 (the per-step update outside jit) and JAX702 (a Python
+loop reading a JAX array element by element). Positive cases mark every expected finding with
+``# expect: CODE`` and compare with the findings of all rules."""
+
+from __future__ import annotations
+
+from ruletools import assert_marked, findings, messages
+
+_GRADS = """
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    @jax.jit
+    def grads_of(params, batch):
+        return jax.grad(lambda p: jnp.mean((p["w"] * batch) ** 2))(params)
+"""
+
+# --------------------------------------------------------------------------- JAX701
+
+
+def test_jax701_optax_update_and_apply_updates_are_one_finding_per_loop():
+    src = _GRADS + """
+    def train(params, batches):
+        tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
+        opt_state = tx.init(params)
+        for batch in batches:
+            grads = grads_of(params, batch)
+            updates, opt_state = tx.update(grads, opt_state, params)  # expect: JAX701
+            params = optax.apply_updates(params, updates)
+        return params
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX701")
+    assert "`optax.chain` optimizer" in msg and "optax.apply_updates(...)` on line" in msg
+    assert "`grads_of`" in msg
+
+
+def test_jax701_optimizer_stored_on_self_and_inject_hyperparams():
+    assert_marked(_GRADS + """
+    class Trainer:
+        def __init__(self, lr):
+            self.tx = optax.inject_hyperparams(optax.adam)(learning_rate=lr)
+
+        def fit(self, params, batches):
+            opt_state = self.tx.init(params)
+            for batch in batches:
+                grads = grads_of(params, batch)
+                updates, opt_state = self.tx.update(grads, opt_state, params)  # expect: JAX701
+                params = optax.apply_updates(params, updates)
+            return params
+    """)
+
+
+def test_jax701_hand_written_sgd_tree_map():
+    assert_marked(_GRADS + """
+    def train(params, batches, lr):
+        for batch in batches:
+            grads = grads_of(params, batch)
+            params = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)  # expect: JAX701
+        return params
+    """)
+
+
+def test_jax701_nnx_optimizer_update_outside_nnx_jit():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    @nnx.jit
+    def grads_of(model, x):
+        return nnx.grad(lambda m: jnp.mean(m(x) ** 2))(model)
+
+    def train(model, data):
+        optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+        for x in data:
+            grads = grads_of(model, x)
+            optimizer.update(model, grads)  # expect: JAX701
+    """)
+
+
+def test_jax701_near_miss_update_inside_the_jitted_step():
+    assert findings(_GRADS + """
+    tx = optax.adam(1e-3)
+
+    @jax.jit
+    def step(params, opt_state, batch):
+        grads = jax.grad(lambda p: jnp.mean(p["w"] * batch))(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def train(params, batches):
+        opt_state = tx.init(params)
+        for batch in batches:
+            params, opt_state = step(params, opt_state, batch)
+        return params
+    """, "JAX701") == []
+
+
+def test_jax701_near_miss_a_loop_with_no_compiled_call_or_a_few_steps():
+    assert findings(_GRADS + """
+    def eager_everything(params, batches, tx, opt_state):
+        for batch in batches:
+            grads = jax.grad(lambda p: jnp.mean(p["w"] * batch))(params)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+        return params
+
+    def three_steps(params, batch):
+        tx = optax.sgd(0.1)
+        opt_state = tx.init(params)
+        for _ in range(3):
+            grads = grads_of(params, batch)
+            updates, opt_state = tx.update(grads, opt_state, params)
+        return updates
+    """, "JAX701") == []
+
+
+def test_jax701_near_miss_unknown_optimizer_and_non_arithmetic_tree_map():
+    # an optimizer this module did not make: unknown is not evidence; a tree map that is no update rule
+    assert findings(_GRADS + """
+    def train(params, batches, tx, opt_state):
+        for batch in batches:
+            grads = grads_of(params, batch)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            norms = jax.tree.map(lambda g: jnp.linalg.norm(g), grads)
+        return updates, norms
+    """, "JAX701") == []
+
+
+def test_jax701_in_test_code_is_opt_in():
+    assert_marked(_GRADS + """
+    def test_training_converges(params, batches):
+        tx = optax.adam(1e-3)
+        opt_state = tx.init(params)
+        for batch in batches:
+            grads = grads_of(params, batch)
+            updates, opt_state = tx.update(grads, opt_state, params)  # expect: JAX701 (opt-in)
+        assert updates
+    """)
+
+
+# --------------------------------------------------------------------------- JAX702
+
+
+def test_jax702_nested_index_loops_compare_elements():
+    src = """
+    import jax.numpy as jnp
+
+    def rises(z):
+        z = jnp.cumsum(z, axis=0)
+        n = 0
+        for i in range(z.shape[1]):
+            for j in range(1, z.shape[0]):
+                if z[j, i] <= z[j - 1, i]:  # expect: JAX702
+                    n += 1
+        return n
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX702")
+    assert "np.asarray(z)" in msg and "loop on line 8" in msg
+
+
+def test_jax702_item_float_and_tree_map_reads_of_a_jitted_result():
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def run(x):
+        return {"loss": jnp.cumsum(x)}, jnp.cumsum(x)
+
+    def report(x, n, log):
+        history, losses = run(x)
+        for i in range(n):
+            log(jax.tree.map(lambda v: v[i].item(), history))  # expect: JAX702
+            log(float(losses[i]))  # expect: JAX702
+    """
+    assert_marked(src)
+    assert any("jax.device_get(history)" in m for m in messages(src, "JAX702"))
+
+
+def test_jax702_iterating_a_jax_array_and_branching_on_each_element():
+    assert_marked("""
+    import jax.numpy as jnp
+
+    def count(x):
+        x = jnp.sin(x)
+        n = 0
+        for v in x:
+            if v > 0:  # expect: JAX702
+                n += 1
+        return n
+    """)
+
+
+def test_jax702_near_misses():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(x):
+        return x * 0.5
+
+    def host_copy(z):
+        z = np.asarray(jnp.cumsum(z))
+        return [float(z[i]) for i in range(z.shape[0])]
+
+    def few(z):
+        z = jnp.cumsum(z)
+        return [float(z[i]) for i in range(4)]
+
+    def rebound(x, n):
+        out = []
+        for i in range(n):
+            x = step(x)
+            out.append(float(x[i]))
+        return out
+
+    def slices(z, n):
+        z = jnp.cumsum(z)
+        return [z[i:i + 2] for i in range(n)]
+
+    def unknown(z, n):
+        return [float(z[i]) for i in range(n)]
+
+    @jax.jit
+    def traced(z):
+        return sum(z[i] for i in range(10))
+    """, "JAX702") == []
+
+
+def test_jax702_wins_over_jax201_on_the_same_read():
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 0.5
+
+    def train(x, table, n):
+        table = jnp.asarray(table)
+        for i in range(n):
+            x = step(x)
+            if table[i] > 0:  # expect: JAX702
+                x = x + 1
+        return x
+    """
+    assert_marked(src)
