@@ -268,6 +268,7 @@ TREE_MAPS = {"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"}
 
 BLOCK_UNTIL_READY = "jax.block_until_ready"
 DEVICE_GET = "jax.device_get"
+DEVICE_PUT = "jax.device_put"
 PARTIAL = "functools.partial"
 
 

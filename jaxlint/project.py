@@ -344,14 +344,18 @@ class ProjectResolver:
 _EXPORT_LINE = r"(?:@|[A-Za-z_][\w, ]*=)[^\n]*\b(?:jit|pmap|vmap|grad|value_and_grad|checkpoint|remat|shard_map|filter_\w+)\b"
 _COMPILED_EXPORT_FIRST = re.compile(_EXPORT_LINE)
 _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
+# ``return jax.jit(...)``/``return pmap(...)``: a factory of a compiled callable (its summary then
+# lists it, ``ModuleSummary.factories``); a nested def decorated and returned by name is not seen
+# from another module (summaries skip function bodies).
+_FACTORY_RETURN = re.compile(r"\n[ \t]+return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(")
 
 
 def _may_export_compiled(text: str, path: str) -> bool:
-    """Whether a module can define or re-export a jitted or transformed callable at module level;
-    most modules of a large project cannot, and skipping their parse is most of the cost of
-    cross-module lookups."""
+    """Whether a module can define or re-export a jitted or transformed callable at module level,
+    or have a function that returns one (``return jax.jit(step)``, a factory); most modules of a
+    large project cannot, and skipping their parse is most of the cost of cross-module lookups."""
     return (path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
-            or _COMPILED_EXPORT_FIRST.match(text) is not None)
+            or _COMPILED_EXPORT_FIRST.match(text) is not None or _FACTORY_RETURN.search(text) is not None)
 
 
 # A top-level def or class, a ``return`` of a JAX call (``return jnp.mean(...)``), and another name

@@ -196,6 +196,24 @@ class JitInLoop(Rule):
                                 Line(hot.node.lineno), f", so every iteration traces and compiles it again; {fix}"
                                 "create the jitted function once, before the loop"], evidence=facts)
                 continue
+            items = loopfacts.literal_numbers_loop(model, loops[-1], wrap.ctx.scope)
+            bound = repetition.captured_per_iteration(model, target, loops[-1].target_names(), wrap.ctx.scope) \
+                if items is not None else []
+            if bound and not model.in_traced_code(wrap.node):
+                captured = bound
+                # ``[jax.jit(lambda x, s=s: f(x, s))(x) for s in (0.5, 1.0, 2.0)]``: each number
+                # compiles its own program, where one traced argument would compile once. A few
+                # iterations make a sync cheap, never a compile.
+                facts = [f"the wrapper is built for each of the {items} numbers of the loop on line "
+                         f"{loops[-1].node.lineno} around {what}, which binds {_names(captured)}: a new program per "
+                         "number",
+                         f"passed as an argument, {_names(captured)} would be traced: one program for every number"]
+                yield self.finding(wrap.node, [f"`{wrap.spelling}` of {what} is built and compiled for each of the "
+                                               f"{items} numbers of the loop on ", Line(loops[-1].node.lineno),
+                                               f" because it binds {_names(captured)}; pass {_names(captured)} as "
+                                               "an argument of one jitted function, which compiles once for all "
+                                               "of them"], evidence=facts)
+                continue
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer) or cached(outer):
                 continue  # module-level code or a test: a few compiles, once

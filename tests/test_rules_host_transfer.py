@@ -2304,3 +2304,160 @@ def test_jax206_opt_in_behind_a_flag_or_around_an_inner_loop():
             return state, None
         return lax.scan(update, state, None, length=n)
     """)
+
+
+# --------------------------------------------------------------------------- issue 27: values through factories
+
+
+def test_jax201_step_functions_from_factories_and_methods_are_compiled():
+    assert_marked("""
+    import jax
+
+    def make_step(lr):
+        return jax.jit(lambda s, b: s - lr * b.mean())
+
+    def compile_train_step(lr):
+        @jax.jit
+        def step(s, b):
+            return s - lr * b.mean()
+        return step
+
+    class Trainer:
+        def get_train_step(self, lr):
+            return jax.jit(lambda s, b: s - lr * b.mean())
+
+    def main(state, batches, lr):
+        a = make_step(lr)
+        b = compile_train_step(lr)
+        c = Trainer().get_train_step(lr)
+        for batch in batches:
+            state = a(state, batch)
+            print(float(state))  # expect: JAX201
+        for batch in batches:
+            state = b(state, batch)
+            print(float(state))  # expect: JAX201
+        for batch in batches:
+            state = c(state, batch)
+            print(float(state))  # expect: JAX201
+
+    class Runner:
+        def __init__(self, lr):
+            self.trainer = Trainer()
+            self.p_train_step = self.trainer.get_train_step(lr)
+
+        def run(self, state, batches):
+            for batch in batches:
+                state = self.p_train_step(state, batch)
+                print(float(state))  # expect: JAX201
+    """)
+
+
+def test_jax201_a_factory_that_may_return_a_plain_function_is_not_compiled():
+    assert findings("""
+    import jax
+
+    def make_step(lr, compiled):
+        def step(s, b):
+            return s - lr * b
+        if compiled:
+            return jax.jit(step)
+        return step
+
+    def main(state, batches):
+        step = make_step(0.1, False)
+        for batch in batches:
+            state = step(state, batch)
+            print(float(state))
+    """, "JAX201") == []
+
+
+def test_jax201_factory_of_another_module_of_the_project(tmp_path):
+    from ruletools import make_project, path_codes
+
+    root = make_project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/steps.py": """
+            import jax
+
+            def make_step(lr):
+                return jax.jit(lambda s, b: s - lr * b.mean())
+        """,
+        "pkg/train.py": """
+            from .steps import make_step
+
+            def main(state, batches):
+                step = make_step(0.1)
+                for batch in batches:
+                    state = step(state, batch)
+                    print(float(state))
+        """,
+    })
+    assert path_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
+
+
+def test_jax201_an_annotated_parameter_of_a_module_class_gives_its_method_results():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def _train_step(params, batch):
+        loss = jnp.mean((params - batch) ** 2)
+        return params - 0.1 * loss, loss
+
+    class Model:
+        def __init__(self, params):
+            self.params = params
+
+        def feedback(self, batch):
+            self.params, loss = _train_step(self.params, batch)
+            return loss
+
+    def train(model: Model, batches, log):
+        for batch in batches:
+            cur_loss = model.feedback(batch)
+            log.info("loss %f", cur_loss.item())  # expect: JAX201
+
+    def train_unknown(model, batches, log):
+        for batch in batches:
+            log.info("loss %f", model.feedback(batch).item())
+    """)
+
+
+def test_jax201_host_processing_of_each_batch_is_not_a_per_step_stall_but_a_total_is():
+    src = """
+    import jax
+    import numpy as np
+
+    predict = jax.jit(lambda p, b: (b.sum(), b.mean(), b))
+
+    def evaluate(params, batches):
+        ncorrect, nseen = 0, 0
+        for batch in batches:
+            c, n, _ = jax.device_get(predict(params, batch))  # expect: JAX201
+            ncorrect += c  # a total: summed on device, it would need one fetch after the loop
+            nseen += n
+        return ncorrect / nseen
+
+    def per_example(params, batches, out_dir):
+        for batch in batches:
+            out = jax.device_get(predict(params, batch))
+            for row in out[2]:
+                np.save(out_dir, row)
+
+    def masked(params, batches, results):
+        for batch in batches:
+            out = jax.device_get(predict(params, batch)[2])
+            mask = out > 0
+            results.append(out[mask].sum())
+
+    def to_cpu(params, batches):
+        cpu = jax.devices("cpu")[0]
+        total = []
+        for batch in batches:
+            params = predict(params, batch)[2]
+            host = jax.device_put(params, jax.devices("cpu")[0])
+            print(float(np.asarray(host).sum()))
+        return total
+    """
+    assert_marked(src)

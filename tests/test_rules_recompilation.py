@@ -1748,3 +1748,40 @@ def test_jax103_filter_jit_near_misses_same_function_jax_jit_and_a_one_shot_func
         def once(x, s):
             return apply(lambda v: v * s, x)
     """, "JAX103") == []
+
+
+def test_jax101_a_jit_per_number_of_a_short_literal_list_compiles_per_number():
+    """Issue 27: a few iterations make a sync cheap, never a compile. Each number bound into the
+    wrapped lambda (as a default or a closure) is its own program; traced, one program serves all."""
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        def f(x, s):
+            return jnp.tanh(x * s)
+
+        def run(x):
+            scales = [0.5, 1.0, 2.0]
+            outs = [jax.jit(lambda x, s=s: f(x, s))(x) for s in scales]  # expect: JAX101
+            for s in (0.1, -0.2):
+                outs.append(jax.jit(lambda v: f(v, s))(x))  # expect: JAX101
+            return outs
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX101")
+    assert "each of the 3 numbers" in msgs[0] and "pass `s` as an argument" in msgs[0]
+
+
+def test_jax101_a_literal_list_of_functions_or_a_lambda_not_binding_the_number_is_quiet():
+    assert default_findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def run(x, n):
+            outs = []
+            for act in (jnp.tanh, jax.nn.relu):
+                outs.append(jax.jit(lambda v: act(v))(x))
+            for s in (0.5, 1.0):
+                outs.append(jax.jit(lambda v: v * n)(x))
+            return outs
+    """, "JAX101") == []

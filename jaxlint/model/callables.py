@@ -45,7 +45,7 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         # partial(jax.jit, static_argnums=...)(f)
         if isinstance(func.func, ast.Call) and _jit_factory(m, func.func, scope):
             return _wrap_for_call(m, func)
-        return None
+        return _factory_result(m, func, scope, depth)
     if isinstance(func, ast.Name):
         ev = m.binding(func.id, scope, _pos(func))
         if ev is None:
@@ -81,6 +81,49 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         if other is not None and other[1] is None:
             return other[0].exported_callable(func.attr)
     return None
+
+
+def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[JitWrap]:
+    """The wrapper a function or method of this module returns, for the value of a call of it:
+    ``step = make_step(lr)`` with ``def make_step(lr): return jax.jit(...)``, ``self.p_step =
+    self.trainer.get_train_step()`` with the method returning a jitted closure, or a factory of
+    another module of the project (``from .steps import make_step``). Every ``return`` of the
+    function must give a compiled callable; None otherwise."""
+    found = imported_function(m, call.func, scope) if m.project is not None else None
+    if found is not None:
+        return found[0].factory_callable(found[1])
+    funcs = local_functions(m, call.func, scope)
+    if not funcs and isinstance(call.func, ast.Attribute):
+        cls = instance_class(m, call.func.value, scope)
+        meth = cls.methods.get(call.func.attr) if cls is not None else None
+        funcs = [meth] if meth is not None and _method_kind(meth.node) == "plain" else []
+    if len(funcs) != 1 or not isinstance(funcs[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    found = None
+    for ret in returned_values(funcs[0].node):
+        info = _callable(m, ret, m.scope_at(ret), depth + 1)
+        if info is None:
+            return None
+        found = found or info
+    return found
+
+
+def returned_values(node: ast.AST) -> list:
+    """The expressions a def's ``return`` statements give (not those of nested defs, lambdas or
+    classes); empty when one returns nothing."""
+    out: list = []
+    stack = list(getattr(node, "body", ()))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Return):
+            if n.value is None:
+                return []
+            out.append(n.value)
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return out
 
 
 def imported_result(m, func: ast.AST, scope: Scope) -> bool:
@@ -123,6 +166,14 @@ def exported_callable(m, name: str) -> Optional[JitWrap]:
     result = _callable(m, probe, m.module_scope, 0)
     m._callable_memo[key] = result
     return result
+
+
+def exported_factory(m, name: str) -> Optional[JitWrap]:
+    """The compiled callable this module's top-level function ``name`` returns (see
+    :func:`_factory_result`), for other modules' calls of it."""
+    probe = ast.Call(func=ast.Name(id=name, ctx=ast.Load(), lineno=10 ** 9, col_offset=0), args=[], keywords=[],
+                     lineno=10 ** 9, col_offset=0)
+    return _factory_result(m, probe, m.module_scope, 0)
 
 
 def _jit_factory(m, call: ast.Call, scope: Scope) -> Optional[str]:
@@ -237,11 +288,14 @@ def library_instance(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional
 
 
 def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[ClassInfo]:
-    """The class of this module whose instance ``expr`` is: ``self`` in a method, a name bound
-    to ``Cls(...)``, or ``self.attr`` every assignment of which is ``Cls(...)``. None when not
+    """The class of this module whose instance ``expr`` is: ``self`` in a method, ``Cls(...)``, a
+    name bound to ``Cls(...)`` or a parameter annotated with ``Cls``, or ``self.attr`` every
+    assignment of which is one of those. None when not
     known (a parameter, a factory's result, a class from another module)."""
     if depth > L.CALLABLE_CHAIN or not m.work.spend():
         return None
+    if isinstance(expr, ast.Call):  # ``Trainer().step``: the instance made there
+        return _class_named(m, expr.func, scope)
     if isinstance(expr, ast.Name):
         if expr.id == "self":
             f = _method_at(m, scope)

@@ -42,6 +42,9 @@ def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
             return f"consumed by `{unparse(consumer.func, 30)}`"
         if hands_off(m, node, loop):
             return "hands the loop's state to host code"
+        processing = host_processing(m, node, loop)
+        if processing is not None:
+            return f"processed on the host (line {processing.lineno})"
     pacing = host_paced(m, loop)
     if pacing is not None:
         return f"the loop is paced by `{unparse(pacing.func, 30)}`"
@@ -52,6 +55,37 @@ def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
     earlier = loop_syncs_inherently(m, loop)
     if earlier is not None and earlier is not node:
         return f"the loop already waits for the device on line {earlier.lineno}"
+    return None
+
+
+def host_processing(m, call: ast.Call, loop: Loop) -> Optional[ast.AST]:
+    """Where Python code of the same iteration works through what the host fetch ``call`` returns
+    (through names assigned from it in the loop body): a ``for`` loop over it (``for gt, pred in
+    zip(out["gt"], out["y"]):``, per-example post-processing) or indexing by a mask taken from it
+    (``out["y"][out["mask"]]``, a shape only the host data decides). The host needs the values
+    element by element: the fetch is the host's input, not a stall to move."""
+    body = getattr(loop.node, "body", None)
+    if not isinstance(body, list):
+        return None
+    held = {id(call)}
+    names: set = set()
+    stmts = [sub for stmt in body for sub in walk(stmt) if isinstance(sub, ast.stmt)]
+
+    def carries(expr: ast.AST) -> bool:
+        return any(id(n) in held or (isinstance(n, ast.Name) and n.id in names) for n in walk(expr))
+
+    for st in stmts:
+        if isinstance(st, ast.Assign) and carries(st.value):
+            names |= {n.id for t in st.targets for n in walk(t) if isinstance(n, ast.Name)}
+    if not names:
+        return None
+    for st in stmts:
+        if isinstance(st, (ast.For, ast.AsyncFor)) and st is not loop.node and carries(st.iter):
+            return st
+        for n in walk(st) if isinstance(st, (ast.Assign, ast.Expr)) else ():
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, (ast.Name, ast.Subscript)) \
+                    and carries(n.slice) and carries(n.value):
+                return n
     return None
 
 

@@ -1,6 +1,7 @@
 """Python values the array-producer tables would call JAX values: ranks (``x.ndim``,
 ``len(x.shape)``) and the results of JAX libraries' private or utility helpers (dtypes, flags),
-directly or through a name bound to one (JAX30x ask before they call a test or a size a tracer).
+directly or through a name bound to one (JAX30x ask before they call a test or a size a tracer);
+and copies made into host memory with ``jax.device_put`` to the CPU (reading one waits for no accelerator).
 
 Functions of the model (``m``), imported explicitly.
 """
@@ -12,7 +13,7 @@ from typing import Optional
 
 from . import limits as L
 from .records import Scope
-from .syntax import walk
+from .syntax import call_arg, walk
 
 
 def _internal(qn: Optional[str]) -> bool:
@@ -55,3 +56,14 @@ def reads_internal_helper(m, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
                 if reads_internal_helper(m, ev.value, ev.scope, depth + 1):
                     return True
     return False
+
+
+def host_cpu_copy(m, call: ast.Call, scope: Scope) -> bool:
+    """``jax.device_put(x, jax.devices("cpu")[0])`` (or ``jax.local_devices(backend="cpu")``): to the host's CPU."""
+    device = call_arg(call, 1, "device")
+    while isinstance(device, ast.Subscript):
+        device = device.value
+    if not isinstance(device, ast.Call) or m.resolve(device.func, scope) not in ("jax.devices", "jax.local_devices"):
+        return False
+    return any(isinstance(a, ast.Constant) and a.value == "cpu"
+               for a in [*device.args, *(kw.value for kw in device.keywords if kw.arg == "backend")])

@@ -560,3 +560,20 @@ def own_loop(m, f: FunctionInfo, uses: list) -> Optional[Loop]:
         if (loop.ranged and loop.kind != "comprehension") or loop_runs_jax_work(m, loop):
             return loop
     return None
+
+
+def literal_numbers_loop(m, loop: Loop, scope: Scope) -> Optional[int]:
+    """How many items a loop over a literal list or tuple of numbers has (``for s in (0.5, 1.0,
+    2.0)``, or a name bound once to such a literal); None for any other loop."""
+    it = loop_iterable(loop.node)
+    if isinstance(it, ast.Name):
+        ev = m.binding(it.id, scope, _pos(it))
+        it = ev.value if ev is not None and ev.plain_assign else None
+    if not isinstance(it, (ast.List, ast.Tuple)) or not it.elts:
+        return None
+    for e in it.elts:
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            e = e.operand
+        if not (isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool)):
+            return None
+    return len(it.elts)

@@ -387,12 +387,17 @@ def captured_per_iteration(m, target: Optional[ast.AST], varying: set, scope: Sc
     seen: list = []
     parts = [node] if f is not None else ([*node.args[1:], *(kw.value for kw in node.keywords)]
                                           if isinstance(node, ast.Call) else [])
-    for part in parts:
+    # a lambda's or def's defaults (``lambda x, s=s: ...``) are evaluated where it is made: the
+    # value of this iteration, bound into the function
+    defaults = [d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None] \
+        if f is not None and isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    for part, check_own in [*((p, True) for p in parts), *((d, False) for d in defaults)]:
         for n in walk(part):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in varying \
-                    and n.id not in own and n.id not in seen:
+                    and (not check_own or n.id not in own) and n.id not in seen:
                 seen.append(n.id)
     return seen
+
 
 # ------------------------------------------------------------------ values that change per iteration
 

@@ -21,7 +21,7 @@ class ModuleSummary:
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
     __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
-                 "maybe_programs")
+                 "maybe_programs", "factories")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -32,17 +32,18 @@ class ModuleSummary:
         self._array_results: Optional[frozenset] = V.array_results(model, candidates)
         self._pending: tuple = ()
         self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
+        # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
+        self.factories: dict[str, JitWrap] = {}
+        for f in model.functions:
+            if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                wrap = callables.exported_factory(model, f.name)
+                if wrap is not None:
+                    self.factories[f.name] = _portable(wrap)
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
                 continue
-            if wrap is _TRANSFORMED:
-                self.exports[name] = wrap
-                continue
-            self.exports[name] = JitWrap(
-                node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None, ctx=_TRANSFORMED.ctx,
-                static_argnums=set(wrap.static_argnums), static_argnames=set(wrap.static_argnames),
-                decorator=False, inline=wrap.inline, params=tuple(wrap.positional_params()))
+            self.exports[name] = _portable(wrap)
         model.dispose()
 
     @classmethod
@@ -53,7 +54,7 @@ class ModuleSummary:
         (:meth:`~jaxlint.project.ProjectResolver.array_results`) from the file of content ``digest``."""
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
-        self.exports, self.reexports = {}, {}
+        self.exports, self.reexports, self.factories = {}, {}, {}
         self.maybe_programs = None  # not parsed: read on demand
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
@@ -83,6 +84,19 @@ class ModuleSummary:
             return other[0].exported_callable(other[1])
         return None
 
+    def factory_callable(self, name: str) -> Optional[JitWrap]:
+        """The compiled callable that calling the module's top-level function ``name`` returns, here
+        or where this module re-exports it from."""
+        if name in self.factories:
+            return self.factories[name]
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return None
+        other = self.project.imported(self.path, *src)
+        if other is not None and other[1] is not None:
+            return other[0].factory_callable(other[1])
+        return None
+
     def runs_program(self, name: str) -> bool:
         """Whether calling the module's top-level ``name`` runs a whole program (a loop of steps),
         here or where this module re-exports it from (:meth:`ProjectResolver.runs_program`)."""
@@ -110,6 +124,16 @@ class ModuleSummary:
 
 
 _SUMMARY_NODE = ast.Pass()
+
+
+def _portable(wrap: JitWrap) -> JitWrap:
+    """A copy of ``wrap`` that keeps no syntax tree (summaries outlive their module's model)."""
+    if wrap is _TRANSFORMED:
+        return wrap
+    return JitWrap(node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None,
+                   ctx=_TRANSFORMED.ctx, static_argnums=set(wrap.static_argnums),
+                   static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
+                   params=tuple(wrap.positional_params()))
 
 # Calls spelled like a device loop or a library solve (``lax.scan``, ``solver.run``): what a
 # function that runs a whole program must contain, if it has no loop of its own.

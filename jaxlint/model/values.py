@@ -12,7 +12,7 @@ from typing import Optional
 from .. import names as N
 from . import callables
 from . import limits as L
-from .hostvalues import _internal
+from .hostvalues import _internal, host_cpu_copy
 from .records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
 from .syntax import _contains, _pos, at_update, call_arg, child_nodes
 
@@ -97,6 +97,8 @@ def _call_kind(m, call: ast.Call, scope: Scope) -> bool:
             # number (``jax.lax.psum(1, "i")`` is the axis size): a JAX value only if its operand is
             operand = call_arg(call, 0, "x")
             return operand is not None and is_jax(m, operand, scope)
+        if qn == N.DEVICE_PUT and host_cpu_copy(m, call, scope):
+            return False  # a copy into host memory: reading it waits for no accelerator
         if N.produces_array(qn):
             return True
         if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.HOST_BUILTINS or qn in N.FORMAT_BUILTINS:
