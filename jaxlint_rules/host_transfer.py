@@ -30,8 +30,8 @@ def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]
 _TEST_CODE = "in test code, where checks must see the values"
 _CHECK_FUNCTION = "an assert in a check/verify function, which must see the values"
 _COLLECTED = ("collects each output of an evaluation-style loop (no state carried between iterations) on "
-              "the host; fetching after the loop would keep every output in device memory and save only "
-              "each batch's stall")
+              "the host, in a container or a total over the pass; moving the fetch after the loop saves only "
+              "each batch's stall, once per evaluation pass")
 
 # What each kind of sync is for, and how to avoid it: (what the host waits for, the fix).
 _FIX = {
@@ -78,8 +78,9 @@ class HostTransferInLoop(Rule):
     opt_in_cases = ("Syncs in test code (test modules, test functions and test classes) and asserts in "
                     "check/verify functions, where the checks must see the values. Fetches that collect each "
                     "output of an evaluation-style loop (one that carries no state from one iteration to the "
-                    "next) into a host list or dict (`preds.append(np.asarray(pred))`): moving the fetch after "
-                    "the loop keeps all outputs in device memory and saves only each batch's stall.")
+                    "next) into a host list or dict (`preds.append(np.asarray(pred))`) or a total over the pass "
+                    "(`ncorrect += int(c)`): moving the fetch after the loop saves only each batch's stall, "
+                    "once per evaluation pass (a list kept on device also costs device memory).")
     bad = """
         import jax
         import jax.numpy as jnp

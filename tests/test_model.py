@@ -842,7 +842,9 @@ def test_collects_output_of_evaluation_style_loops():
     assert at("keys += [")
     assert at("by_name[name] =")
     assert at("logits = jax.device_get(pred)")  # collected through the name on the next line
-    assert not at("total += float")  # accumulated into a Python number: the fetch is the cost
+    # a total over the pass of a loop that carries no state: collected like a list of outputs (issue 27:
+    # judged harmless on real evaluators; a training loop's running loss carries its state and stays)
+    assert at("total += float")
     assert not at("print(float(")
     assert not at("history.append")  # the loop carries params: a training loop
     assert at("out = jax.tree_util.tree_map")  # collected two names later (out -> scores -> extend)

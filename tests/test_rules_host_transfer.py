@@ -137,6 +137,8 @@ def test_jax201_while_test_on_value_rebound_in_the_loop():
 def test_jax201_eager_evaluation_loop_over_batches():
     # No jit here, but every batch dispatches jnp work and int() waits for it before the next
     # batch can be queued; accumulating on device and converting once after the loop avoids that.
+    # A total over an evaluation pass (no state carried between batches) is opt-in since issue 27:
+    # judged harmless on real evaluators, like collecting each batch's output.
     assert_marked("""
     import jax
     import jax.numpy as jnp
@@ -145,7 +147,7 @@ def test_jax201_eager_evaluation_loop_over_batches():
         correct = 0
         for x, y in batches:
             logits = jnp.dot(jnp.asarray(x), w)
-            correct += int(jnp.sum(jnp.argmax(logits, axis=-1) == y))  # expect: JAX201
+            correct += int(jnp.sum(jnp.argmax(logits, axis=-1) == y))  # expect: JAX201 (opt-in)
         return correct
     """)
 
@@ -2159,13 +2161,14 @@ def test_jax201_evaluation_loops_collecting_outputs_are_opt_in():
         preds, total = [], 0.0
         for x in batches:
             pred = predict(params, x)
-            total += float(pred.sum())  # expect: JAX201
+            total += float(pred.sum())
             preds.append(np.asarray(pred))
         return np.concatenate(preds), total
     """
-    assert default_findings(src) == expected(src)
-    (opt,) = opt_in_findings(src, "JAX201")
-    assert opt[0] == line_of(src, "preds.append") and "evaluation-style loop" in opt[2]
+    assert default_findings(src, "JAX201") == []
+    opts = opt_in_findings(src, "JAX201")
+    assert [o[0] for o in opts] == [line_of(src, "total += float"), line_of(src, "preds.append")]
+    assert all("evaluation-style loop" in o[2] for o in opts)
 
 
 def test_jax201_training_loops_collecting_metrics_stay_reported():
@@ -2424,7 +2427,7 @@ def test_jax201_an_annotated_parameter_of_a_module_class_gives_its_method_result
     """)
 
 
-def test_jax201_host_processing_of_each_batch_is_not_a_per_step_stall_but_a_total_is():
+def test_jax201_eval_totals_and_host_processing_of_each_batch_are_not_per_step_stalls():
     src = """
     import jax
     import numpy as np
@@ -2434,8 +2437,8 @@ def test_jax201_host_processing_of_each_batch_is_not_a_per_step_stall_but_a_tota
     def evaluate(params, batches):
         ncorrect, nseen = 0, 0
         for batch in batches:
-            c, n, _ = jax.device_get(predict(params, batch))  # expect: JAX201
-            ncorrect += c  # a total: summed on device, it would need one fetch after the loop
+            c, n, _ = jax.device_get(predict(params, batch))  # expect: JAX201 (opt-in)
+            ncorrect += c  # a total over an evaluation pass (no state carried): opt-in
             nseen += n
         return ncorrect / nseen
 
@@ -2461,3 +2464,19 @@ def test_jax201_host_processing_of_each_batch_is_not_a_per_step_stall_but_a_tota
         return total
     """
     assert_marked(src)
+
+
+def test_jax201_a_training_loop_summing_its_loss_on_the_host_stays_reported():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
+
+    def train(params, batches):
+        total = 0.0
+        for batch in batches:
+            params, loss = step(params, batch)
+            total += float(loss)  # expect: JAX201
+        return params, total
+    """)
