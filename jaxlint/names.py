@@ -66,6 +66,22 @@ REWRAP_COST = {
 EAGER_UPDATE_FUNCTIONS = frozenset({"optax.apply_updates"})
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
 
+# Library classes whose own training loop calls a method of the user's subclass at every step:
+# class (as the library exports it) -> the methods it calls. stable-baselines3's ``learn`` (and
+# sbx's, its JAX port) calls ``train()`` after every ``train_freq`` environment steps (off-policy)
+# or every rollout (on-policy); ``train`` runs the gradient steps.
+_SB3_ALGOS = ("SAC", "TD3", "DDPG", "DQN", "PPO", "A2C")
+_SBX_ALGOS = ("SAC", "TD3", "DDPG", "DQN", "PPO", "TQC", "DroQ", "CrossQ")
+LIBRARY_LOOP_METHODS = {
+    **{f"stable_baselines3.{a}": frozenset({"train"}) for a in _SB3_ALGOS},
+    **{f"sbx.{a}": frozenset({"train"}) for a in _SBX_ALGOS},
+    "stable_baselines3.common.base_class.BaseAlgorithm": frozenset({"train"}),
+    "stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm": frozenset({"train"}),
+    "stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm": frozenset({"train"}),
+    "sbx.common.off_policy_algorithm.OffPolicyAlgorithmJax": frozenset({"train"}),
+    "sbx.common.on_policy_algorithm.OnPolicyAlgorithmJax": frozenset({"train"}),
+}
+
 # Library factories that return an instance of one of the library's environment classes, whose
 # API (``step``, ``reset``, ``get_obs``, ``step_env``, ...) is made of plain methods: an attribute
 # called on the result is a bound method, a new object at every lookup. factory -> the index of

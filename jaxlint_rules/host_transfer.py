@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, roles, timing, transfers
+from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, roles, timing, transfers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 from jaxlint.model import work as W
@@ -137,6 +137,7 @@ class HostTransferInLoop(Rule):
                 finding = self._report(model, call, role, what, kind)
                 if finding is not None:
                     yield finding
+        yield from self._library_loop_syncs(model)
         for node in model.joined_strs:
             if id(node) in reported:
                 continue
@@ -172,6 +173,34 @@ class HostTransferInLoop(Rule):
                                        kind, statement=node)
                 if finding is not None:
                     yield finding
+
+    def _library_loop_syncs(self, model: ModuleModel) -> Iterator[Finding]:
+        """Fetches outside any loop of a method that a library's training loop calls at every step
+        (``train()`` of a stable-baselines3 subclass: ``self.logger.record("loss", loss.item())``)."""
+        for f in model.functions:
+            if f.cls is None or f.traced:
+                continue
+            library = libraryloops.library_loop_method(model, f)
+            if library is None:
+                continue
+            for call in f.calls:
+                ctx = model.context(call)
+                if ctx is None or ctx.loops or model.function_at(call) is not f or not fetches.may_sync(model, call):
+                    continue
+                what = _fetch_spelling(model, call, fetches.host_fetch(model, call))
+                if what is None or model.in_test_code(call):
+                    continue
+                if ctx.guards:
+                    continue  # under an ``if``: not known to run at every call
+                if hostneeds.host_consumer(model, call) is not None:
+                    continue
+                facts = [f"`{f.name}` is a method of a subclass of `{library}`, whose training loop calls it at "
+                         "every training step (library data, jaxlint's names table)",
+                         f"{what} reads a JAX value on the host at every call, outside any loop or `if`"]
+                yield self.finding(call, [f"{what} syncs with the device at every call of `{f.name}`, which "
+                                          f"`{library.rsplit('.', 1)[-1]}`'s training loop calls at every step, so the "
+                                          "host waits for each step before the library can dispatch the next; log it "
+                                          "every N calls, or keep the value on device"], evidence=facts)
 
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None) -> Optional[Finding]:

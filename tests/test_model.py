@@ -4223,3 +4223,61 @@ def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
     (cb,) = cbfacts.loop_callbacks(m)
     assert cb.body.name == "body" and [f.name for f in cb.via] == ["log"]
     assert cb.inner_loop is not None and cb.inner_loop.lineno == 15
+
+
+def test_library_loop_method_is_read_from_the_library_base_not_the_name():
+    from jaxlint.model import libraryloops
+
+    tree, m = build("""
+        from stable_baselines3 import PPO
+        from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as Base
+
+        class A(PPO):
+            def train(self):
+                pass
+
+            def collect(self):
+                pass
+
+        class B(Base):
+            def train(self):
+                pass
+
+        class C(B):
+            def train(self):
+                pass
+
+        class D:
+            def train(self):
+                pass
+    """)
+    got = {f.cls.node.name + "." + f.name: libraryloops.library_loop_method(m, f) for f in m.functions}
+    assert got == {"A.train": "stable_baselines3.PPO", "A.collect": None,
+                   "B.train": "stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm",
+                   "C.train": "stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm", "D.train": None}
+
+
+def test_self_attribute_callables_are_found_on_module_base_classes():
+    tree, m = build("""
+        import jax
+
+        class Base:
+            def __init__(self):
+                self._train = jax.jit(lambda s: s)
+                self._plain = lambda s: s
+
+        class Sub(Base):
+            def run(self, s):
+                return self._train(s), self._plain(s)
+
+        class Over(Base):
+            def __init__(self):
+                self._train = lambda s: s
+
+            def run(self, s):
+                return self._train(s)
+    """)
+    sub, over = [f for f in m.functions if f.name == "run"]
+    calls = {(f.cls.node.name, ast.unparse(c.func)): callables.callable_info(m, c.func, f.scope) is not None
+             for f in (sub, over) for c in f.calls}
+    assert calls == {("Sub", "self._train"): True, ("Sub", "self._plain"): False, ("Over", "self._train"): False}

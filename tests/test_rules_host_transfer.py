@@ -2480,3 +2480,108 @@ def test_jax201_a_training_loop_summing_its_loss_on_the_host_stays_reported():
             total += float(loss)  # expect: JAX201
         return params, total
     """)
+
+
+# --------------------------------------------------------------------------- issue 27: library loops, timing
+
+
+def test_jax201_a_sync_in_train_of_a_stable_baselines3_subclass_runs_every_step():
+    src = """
+    import jax
+    import jax.numpy as jnp
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+    from sbx import SAC
+
+    class MySAC(OffPolicyAlgorithm):
+        def __init__(self):
+            self._train = jax.jit(lambda s, b: (s, {"loss": jnp.mean(b)}))
+
+        def train(self, gradient_steps, batch_size=64):
+            for _ in range(gradient_steps):
+                self.state, info = self._train(self.state, self.replay_buffer.sample(batch_size))
+            self.logger.record("train/loss", info["loss"].item())  # expect: JAX201
+
+        def evaluate(self, batch):
+            _, info = self._train(self.state, batch)
+            return info["loss"].item()
+
+    class Derived(MySAC):
+        def train(self, gradient_steps, batch_size=64):
+            self.state, info = self._train(self.state, self.replay_buffer.sample(batch_size))
+            if self.num_timesteps % 1000 == 0:
+                print(float(info["loss"]))
+            self.logger.record("train/loss", float(info["loss"]))  # expect: JAX201
+
+    class FromSbx(SAC):
+        def train(self, gradient_steps, batch_size=64):
+            state, info = self._train_fn(self.state)
+            self.logger.record("train/loss", info.item())
+    """
+    assert_marked(src)
+    assert "`OffPolicyAlgorithm`'s training loop calls at every step" in messages(src, "JAX201")[0]
+
+
+def test_jax201_train_of_a_class_with_no_library_base_is_not_a_library_loop():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    class Trainer:
+        def __init__(self):
+            self._train = jax.jit(lambda s, b: (s, {"loss": jnp.mean(b)}))
+
+        def train(self, batch):
+            self.state, info = self._train(self.state, batch)
+            self.logger.record("train/loss", info["loss"].item())
+    """, "JAX201") == []
+
+
+def test_jax204_a_helper_that_only_dispatches_and_a_queue_put_are_not_waits():
+    assert_marked("""
+    import queue
+    import time
+    import jax
+
+    step = jax.jit(lambda p, x: p - 0.01 * x.mean())
+
+    def render_image(params, x):
+        return step(params, x)
+
+    def render_and_show(params, x):
+        out = step(params, x)
+        print(float(out))
+        return out
+
+    def bench(params, x):
+        t0 = time.perf_counter()
+        out = render_image(params, x)
+        print(time.perf_counter() - t0)  # expect: JAX204
+        t0 = time.perf_counter()
+        out = render_and_show(params, x)
+        print(time.perf_counter() - t0)
+        q = queue.Queue()
+        t0 = time.perf_counter()
+        q.put(step(params, x))
+        print(time.perf_counter() - t0)  # expect: JAX204
+        return out
+
+    def unknown(params, x, sink):
+        t0 = time.perf_counter()
+        sink.put(step(params, x))
+        print(time.perf_counter() - t0)
+
+    class Agent:
+        def act(self, params, x):
+            return self.choose(step(params, x))
+
+        def run_phase(self, params, x):
+            return self.act(params, x)
+
+    def phases(params, x):
+        # helpers that call other code (a method that may copy the action to the host): not known
+        # to leave the work running (issue 27: such helpers were judged to wait in their callees)
+        agent = Agent()
+        t0 = time.perf_counter()
+        agent.run_phase(params, x)
+        print(time.perf_counter() - t0)
+    """)

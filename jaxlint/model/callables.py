@@ -66,8 +66,7 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
             return _callable(m, ev.value, ev.scope, depth + 1)
         return None
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        cls = m._class_of(scope)
-        if cls is not None:
+        for cls in local_mro(m, m._class_of(scope)):
             for value in cls.self_attrs.get(func.attr, ()):
                 info = _callable(m, value, m.scope_at(value), depth + 1)
                 if info is not None:
@@ -75,12 +74,29 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
             meth = cls.methods.get(func.attr)
             if meth is not None and meth.jit_entry is not None and meth.jit_entry.decorator:
                 return meth.jit_entry
+            if func.attr in cls.self_attrs or meth is not None:
+                break  # defined here: a base's definition is overridden
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         # mod.train_step(...) with ``from . import mod`` / ``import pkg.mod as mod``
         other = m._imported(func.value.id, scope)
         if other is not None and other[1] is None:
             return other[0].exported_callable(func.attr)
     return None
+
+
+def local_mro(m, cls: Optional[ClassInfo]) -> list:
+    """``cls`` and the classes of this module it derives from, depth first, in base order (a
+    base from another module ends the walk there): where ``self.attr`` is looked up."""
+    out: list = []
+    stack = [cls] if cls is not None else []
+    while stack and len(out) < 8:
+        c = stack.pop(0)
+        if c in out:
+            continue
+        out.append(c)
+        outer = c.scope.parent if c.scope is not None else None
+        stack[:0] = [b for b in (_class_named(m, base, outer) for base in c.node.bases) if b is not None]
+    return out
 
 
 def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[JitWrap]:

@@ -314,11 +314,57 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
                 return "work"
             if _waits_last(m, g.node.body, depth + 1):
                 return "wait"
+        if len(callees) == 1 and _dispatches_only(m, callees[0][0].node.body, depth + 1):
+            return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
             return "maybe" if _takes_jax(m, c, scope) else None
+    if _stores_only(m, c, scope):
+        return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
     if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
         return None
     return "maybe" if _takes_jax(m, c, scope) else None
+
+
+# Array operations that only dispatch: a helper made of these and compiled calls waits for nothing.
+_DISPATCH_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
+
+
+def _dispatches_only(m, stmts: list, depth: int) -> bool:
+    """A helper's body whose every call is a compiled call that does not call back to the host or
+    a ``jax.numpy``/``lax``/``random``/``nn`` array operation, with at least one compiled call:
+    it dispatches work and returns (``def render_image(p, x): return step(p, x)``). Any other call
+    (a method, another helper, NumPy, a library) may wait where this module cannot see: then the
+    helper is not known to leave its work running (issue 27: two such helpers read more loosely
+    were judged to wait inside their callees)."""
+    compiled = False
+    for c in _calls_in(stmts):
+        scope = m.scope_at(c)
+        if callables.callable_info(m, c.func, scope) is not None:
+            if _calls_back(m, c, scope):
+                return False
+            compiled = True
+            continue
+        qn = m.resolve(c.func, scope)
+        if qn is None or not qn.startswith(_DISPATCH_PREFIXES):
+            return False
+    return compiled
+
+
+# Standard-library queues: ``put`` keeps the object, reading nothing of it.
+_QUEUE_TYPES = frozenset({"queue.Queue", "queue.SimpleQueue", "queue.LifoQueue", "queue.PriorityQueue",
+                          "multiprocessing.Queue", "collections.deque"})
+_STORING_METHODS = frozenset({"put", "put_nowait", "append", "appendleft"})
+
+
+def _stores_only(m, c: ast.Call, scope) -> bool:
+    """``q.put(x)``/``d.append(x)`` on a name bound to a standard-library queue or deque."""
+    f = c.func
+    if not (isinstance(f, ast.Attribute) and f.attr in _STORING_METHODS and isinstance(f.value, ast.Name)):
+        return False
+    ev = m.binding(f.value.id, scope, (f.value.lineno, f.value.col_offset))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    return m.resolve(ev.value.func, ev.scope) in _QUEUE_TYPES
 
 
 def _compiles_nothing(m, c: ast.Call, scope) -> bool:
