@@ -131,7 +131,8 @@ class ProjectResolver:
                 else:
                     # judged on demand: most such modules are never asked what a function returns
                     model = ModuleSummary.empty(path, self, imports_jax="jax" in text, pending=candidates,
-                                                digest=digest)
+                                                digest=digest,
+                                                factories_pending=_FACTORY_RETURN.search(text) is not None)
             except OSError:
                 deps.add(("f", path, None))
             except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
@@ -204,6 +205,32 @@ class ProjectResolver:
                         model.dispose()
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
                 found = frozenset()
+        if path in self._deps:
+            self._deps[path] = self._deps[path] | deps
+        self._note(deps)
+        return found
+
+    def factories(self, path: str, digest: str) -> dict:
+        """The factories of compiled callables of the project file ``path`` (see
+        :func:`~jaxlint.model.summary.factories_of`), for a summary that left them to be read on
+        demand: the file is read again (it must still have the content ``digest``)."""
+        found: dict = {}
+        with self.recording() as deps:
+            try:
+                from .model import build_model
+                from .model.summary import factories_of
+
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                if content_hash(data) == digest:
+                    tree = ast.parse(decode_source(data), filename=path)
+                    model = build_model(tree, path=path, project=self, shallow=True)
+                    try:
+                        found = factories_of(model)
+                    finally:
+                        model.dispose()
+            except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+                found = {}
         if path in self._deps:
             self._deps[path] = self._deps[path] | deps
         self._note(deps)
@@ -344,18 +371,19 @@ class ProjectResolver:
 _EXPORT_LINE = r"(?:@|[A-Za-z_][\w, ]*=)[^\n]*\b(?:jit|pmap|vmap|grad|value_and_grad|checkpoint|remat|shard_map|filter_\w+)\b"
 _COMPILED_EXPORT_FIRST = re.compile(_EXPORT_LINE)
 _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
-# ``return jax.jit(...)``/``return pmap(...)``: a factory of a compiled callable (its summary then
-# lists it, ``ModuleSummary.factories``); a nested def decorated and returned by name is not seen
-# from another module (summaries skip function bodies).
+# ``return jax.jit(...)``/``return pmap(...)``: a factory of a compiled callable, read on demand
+# (``ProjectResolver.factories``); a nested def decorated and returned by name is not seen from
+# another module (summaries skip function bodies).
 _FACTORY_RETURN = re.compile(r"\n[ \t]+return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(")
 
 
 def _may_export_compiled(text: str, path: str) -> bool:
-    """Whether a module can define or re-export a jitted or transformed callable at module level,
-    or have a function that returns one (``return jax.jit(step)``, a factory); most modules of a
-    large project cannot, and skipping their parse is most of the cost of cross-module lookups."""
+    """Whether a module can define or re-export a jitted or transformed callable at module level;
+    most modules of a large project cannot, and skipping their parse is most of the cost of
+    cross-module lookups. (A module whose functions may return one, ``return jax.jit(step)``, is
+    parsed when another module first asks for such a factory: ``ProjectResolver.factories``.)"""
     return (path.endswith("__init__.py") or _COMPILED_EXPORT.search(text) is not None
-            or _COMPILED_EXPORT_FIRST.match(text) is not None or _FACTORY_RETURN.search(text) is not None)
+            or _COMPILED_EXPORT_FIRST.match(text) is not None)
 
 
 # A top-level def or class, a ``return`` of a JAX call (``return jnp.mean(...)``), and another name

@@ -108,6 +108,37 @@ _REWRAP_OPT_IN = ("no recompile: a new wrapper and a cache lookup, tens of micro
                   "only next to a step about that small")
 
 
+def _callables_made_in(f) -> Optional[frozenset]:
+    """The names a function binds to a def, a lambda or a ``partial(...)``: callables made anew at
+    each call (a cheap filter before ``repetition.new_callable``); None when the function makes no
+    lambda, partial or nested def at all (then no call in it can be given one it made)."""
+    names = set()
+    for name, evs in f.scope.events.items():
+        for ev in evs:
+            if ev.kind == "def" or (ev.plain_assign and (isinstance(ev.value, ast.Lambda) or _is_partial(ev.value))):
+                names.add(name)
+    if names:
+        return frozenset(names)
+    return frozenset() if any(isinstance(c, ast.Call) and any(
+        isinstance(a, ast.Lambda) or _is_partial(a) for a in (*c.args, *(k.value for k in c.keywords)))
+        for c in f.calls) else None
+
+
+def _is_partial(e: ast.AST) -> bool:
+    return isinstance(e, ast.Call) and (getattr(e.func, "id", None) or getattr(e.func, "attr", None)) == "partial"
+
+
+def _may_filter_jit(model: ModuleModel) -> bool:
+    """A cheap gate: the module builds a ``filter_jit`` wrapper itself or imports the libraries that
+    make them (equinox, haliax). A filter_jit function imported from another module of the project
+    into a module that imports neither is not looked at (asking every call of every module what it
+    runs cost more than 1% of a cold check of the pinned libraries)."""
+    if any(w.kind == "filter_jit" for w in model.jit_wraps):
+        return True
+    return any((module or "").split(".", 1)[0] in ("equinox", "haliax")
+               for module, _, _ in model.module_scope.import_src.values())
+
+
 def _rewrap_cost(model: ModuleModel, wrap: JitWrap) -> str:
     return N.REWRAP_COST[callables.wrapper_qualname(model, wrap)]
 
@@ -268,8 +299,8 @@ class JitPerCall(Rule):
                  "Functions that run once (set-up code, `train()`, `main`, tests) compile once and are not "
                  "reported. A wrapper rebuilt around the same function object (a module-level or library "
                  "function, or for `jax.pmap` a bound method, equal each time) does not recompile, but costs "
-                 "tens of microseconds per call (measured on CPU under jax 0.10.2); it is reported with "
-                 "`--pedantic`, saying so, only in functions known to run at every step.")
+                 "tens of microseconds per call (measured on CPU under jax 0.10.2); a `jax.pmap` so rebuilt is "
+                 "reported with `--pedantic`, saying so, only in functions known to run at every step.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -293,8 +324,8 @@ class JitPerCall(Rule):
                     "more than once (no call in a loop, no per-step name, not returned by a factory); or one "
                     "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
                     "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
-                    "of a sweep). A wrapper rebuilt on every call of a per-step function around the same function "
-                    "object (no recompile): tens of microseconds per call.")
+                    "of a sweep). A `jax.pmap` rebuilt on every call of a per-step function around the same "
+                    "function object (no recompile): tens of microseconds per call.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
@@ -310,7 +341,10 @@ class JitPerCall(Rule):
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:
                 what = describe(repetition.rebuilt_callable(model, wrap, outer))
-                if what is None and not model.in_traced_code(wrap.node):
+                if what is None and wrap.kind == "pmap" and not model.in_traced_code(wrap.node):
+                    # per call, only for pmap: a jit of the same function per call is as cheap (tens
+                    # of microseconds), and asking how often every such function runs costs more
+                    # than the opt-in finding is worth
                     what = rewrap = repetition.rewrapped_callable(model, wrap, outer)
             if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
@@ -445,22 +479,25 @@ class StaticArgChurn(Rule):
             ctx = model.context(call)
             if ctx is None or model.in_traced_code(call):
                 continue
+            outer = model.function_at(call)
+            inside = ctx.loops if ctx.loops else outer
+            if inside is None or (outer is not None and outer.traced):
+                continue
+            news = [(arg, repetition.new_callable(model, arg, inside, ctx.scope))
+                    for arg in [*call.args, *(kw.value for kw in call.keywords)]]
+            news = [(arg, new) for arg, new in news if new is not None]
+            if not news:
+                continue  # asked first: how often the code runs is the costly question
             if ctx.loops:
                 if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK or many_trips(ctx.loops) is None:
                     continue
-                inside, where = ctx.loops, ["every iteration of the loop on ", Line(ctx.loops[-1].node.lineno)]
+                where = ["every iteration of the loop on ", Line(ctx.loops[-1].node.lineno)]
             else:
-                outer = model.function_at(call)
-                if outer is None or outer.traced:
-                    continue
                 freq = roles.frequency(model, outer)
                 if freq.rep is None or not per_step(freq.rep):
                     continue
-                inside, where = outer, [f"every call of `{outer.name}` (", *why_repeated(freq.rep), ")"]
-            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-                new = repetition.new_callable(model, arg, inside, ctx.scope)
-                if new is None:
-                    continue
+                where = [f"every call of `{outer.name}` (", *why_repeated(freq.rep), ")"]
+            for arg, new in news:
                 what = describe(new)
                 facts = [f"`{unparse(call.func, 40)}` is compiled by `{wrap.spelling}`, which treats every argument that "
                          "is not an array as static: hashed into the cache key",
@@ -472,9 +509,17 @@ class StaticArgChurn(Rule):
                 break
 
     def _filter_jit_calls(self, model: ModuleModel):
-        for call in model.loop_calls + [c for f in model.functions for c in f.calls if not model.context(c).loops]:
-            if not call.args and not call.keywords:
-                continue
+        if not _may_filter_jit(model):
+            return
+        made = {id(f): _callables_made_in(f) for f in model.functions}
+        top = (c for c in model.loop_calls if model.function_at(c) is None)  # a script's loops
+        for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):
+            f = model.function_at(call)
+            names = made[id(f)] if f is not None else None
+            args = (*call.args, *(k.value for k in call.keywords))
+            if not any(isinstance(a, ast.Lambda) or _is_partial(a) or (
+                    names and isinstance(a, ast.Name) and a.id in names) for a in args):
+                continue  # a cheap filter first: no argument is a callable made in the function
             wrap = callables.callable_info(model, call.func, model.scope_at(call))
             if wrap is not None and wrap.kind == "filter_jit":
                 yield call, wrap

@@ -105,7 +105,19 @@ def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Jit
     self.trainer.get_train_step()`` with the method returning a jitted closure, or a factory of
     another module of the project (``from .steps import make_step``). Every ``return`` of the
     function must give a compiled callable; None otherwise."""
-    found = imported_function(m, call.func, scope) if m.project is not None else None
+    # another module's factory; not while summarizing a module for others (a factory returning
+    # another module's factory's product is not followed: each lookup would parse that module)
+    calls = m.__dict__.setdefault("_factory_call_memo", {})
+    key = id(call)
+    if key not in calls:
+        calls[key] = None  # a cycle sees "not one" meanwhile
+        calls[key] = _factory_of_call(m, call, scope, depth)
+    return calls[key]
+
+
+def _factory_of_call(m, call: ast.Call, scope: Scope, depth: int) -> Optional[JitWrap]:
+    found = imported_function(m, call.func, scope) \
+        if m.project is not None and not m.__dict__.get("_summarizing") else None
     if found is not None:
         return found[0].factory_callable(found[1])
     funcs = local_functions(m, call.func, scope)
@@ -115,30 +127,44 @@ def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Jit
         funcs = [meth] if meth is not None and _method_kind(meth.node) == "plain" else []
     if len(funcs) != 1 or not isinstance(funcs[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
+    f = funcs[0]
+    memo = m.__dict__.setdefault("_factory_memo", {})
+    if id(f) in memo:
+        return memo[id(f)]
+    memo[id(f)] = None  # a recursive factory sees "not one" meanwhile
     found = None
-    for ret in returned_values(funcs[0].node):
+    for ret in returned_values(f.node):
         info = _callable(m, ret, m.scope_at(ret), depth + 1)
         if info is None:
-            return None
+            found = None
+            break
         found = found or info
+    memo[id(f)] = found
     return found
 
 
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def returned_values(node: ast.AST) -> list:
-    """The expressions a def's ``return`` statements give (not those of nested defs, lambdas or
-    classes); empty when one returns nothing."""
+    """The expressions a def's ``return`` statements give (not those of nested defs or classes);
+    empty when one returns nothing. Walks statements only: a ``return`` is never inside an
+    expression."""
     out: list = []
     stack = list(getattr(node, "body", ()))
     while stack:
         n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(n, ast.Return):
             if n.value is None:
                 return []
             out.append(n.value)
             continue
-        stack.extend(ast.iter_child_nodes(n))
+        for field in _BLOCK_FIELDS:
+            block = getattr(n, field, None)
+            if block:
+                stack.extend(block)
     return out
 
 
@@ -189,7 +215,7 @@ def exported_factory(m, name: str) -> Optional[JitWrap]:
     :func:`_factory_result`), for other modules' calls of it."""
     probe = ast.Call(func=ast.Name(id=name, ctx=ast.Load(), lineno=10 ** 9, col_offset=0), args=[], keywords=[],
                      lineno=10 ** 9, col_offset=0)
-    return _factory_result(m, probe, m.module_scope, 0)
+    return _factory_of_call(m, probe, m.module_scope, 0)  # not memoized: the probe is a new node each time
 
 
 def _jit_factory(m, call: ast.Call, scope: Scope) -> Optional[str]:

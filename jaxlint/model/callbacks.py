@@ -16,6 +16,7 @@ from .syntax import call_arg
 
 # How deep the calls from a loop body to the function holding the callback are followed.
 _CALL_DEPTH = 3
+_SHORT_NAMES = frozenset(q.rsplit(".", 1)[1] for q in N.HOST_CALLBACKS)
 _BRANCHES = frozenset({"jax.lax.cond", "jax.lax.switch", "flax.nnx.cond", "flax.nnx.switch"})
 
 
@@ -46,7 +47,7 @@ def loop_callbacks(m) -> list:
     if memo is not None:
         return memo
     out: list = []
-    if not any(q.rsplit(".", 1)[1] in m.calls_by_name for q in N.HOST_CALLBACKS):
+    if _SHORT_NAMES.isdisjoint(m.calls_by_name):
         m.__dict__["_loop_callbacks"] = out
         return out
     branches = _branch_functions(m)

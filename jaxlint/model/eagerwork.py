@@ -16,6 +16,10 @@ from .. import names as N
 from . import callables
 from . import values as V
 from .records import Scope
+from .syntax import last_name
+
+
+_SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
 
 
 class EagerUpdate:
@@ -33,10 +37,12 @@ class EagerUpdate:
 def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
     """What parameter update ``call`` makes, when it is one (see the module docstring) and not
     inside traced code; None otherwise. Whether it runs every step is the rule's question."""
+    func = call.func
+    if last_name(func) not in _SPELLED:
+        return None  # a cheap filter: every update this module knows is spelled one of these
     if m.in_traced_code(call):
         return None
     scope = m.scope_at(call)
-    func = call.func
     qn = m.resolve(func, scope)
     if qn in N.EAGER_UPDATE_FUNCTIONS:
         return EagerUpdate(call, "apply-updates", f"`{ast.unparse(func)}(...)`")

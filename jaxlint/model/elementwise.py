@@ -43,8 +43,10 @@ def element_reads(m) -> list:
         return memo
     out: list = []
     for call in m.loop_calls:
+        if not fetches.may_sync(m, call):
+            continue
         ctx = m.context(call)
-        if ctx is None or not ctx.loops or m.in_traced_code(call) or not fetches.may_sync(m, call):
+        if ctx is None or not ctx.loops or m.in_traced_code(call):
             continue
         value = fetches.host_fetch(m, call)
         if value is None:
@@ -62,6 +64,8 @@ def element_reads(m) -> list:
             out.append(ElementRead(call, read[0], _array(read), read[1], "copies it to the host"))
     for node in m.ifs:
         test = node.test
+        if not isinstance(test, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Name)):
+            continue  # a call's result (``if jnp.any(x):``) is not one element read
         ctx = m.context(test) if isinstance(node, ast.While) else m.context(node)
         if ctx is None or not ctx.loops or m.in_traced_code(node):
             continue
@@ -88,18 +92,25 @@ def _array(read) -> ast.AST:
     return sub.value if isinstance(sub, ast.Subscript) else loop.node.iter
 
 
+_READS = (ast.Subscript, ast.Name)
+
+
 def _subscripts(test: ast.AST) -> list:
-    """The subscripts a test compares or reads as a truth value (``z[i] <= z[i - 1]``, ``not m[i]``)."""
+    """The subscripts (and names) a test compares or reads as a truth value (``z[i] <= z[i - 1]``,
+    ``not m[i]``, ``a[i] and b``): through ``not``/``and``/``or`` and comparisons, not into calls."""
     out = []
-    for node in ast.walk(test):
-        if isinstance(node, ast.Compare):
-            out.extend(e for e in [node.left, *node.comparators] if isinstance(e, (ast.Subscript, ast.Name)))
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _READS):
+            out.append(node)
+        elif isinstance(node, ast.Compare):
+            stack.append(node.left)
+            stack.extend(node.comparators)
         elif isinstance(node, ast.BoolOp):
-            out.extend(e for e in node.values if isinstance(e, (ast.Subscript, ast.Name)))
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, (ast.Subscript, ast.Name)):
-            out.append(node.operand)
-    if isinstance(test, (ast.Subscript, ast.Name)):
-        out.append(test)
+            stack.extend(node.values)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
     return out
 
 

@@ -30,7 +30,19 @@ FETCH_OR_FORMAT_NAMES = frozenset(
 def may_sync(m, call: ast.Call) -> bool:
     """A cheap pre-filter for :func:`host_fetch` and :func:`formats_jax_call`: the callee is
     spelled with a name they can accept, a name bound to a NumPy import, or a function of
-    this module (a helper that converts its argument, :func:`helper_sync`)."""
+    this module (a helper that converts its argument, :func:`helper_sync`). Asked once per call
+    (JAX201 and the element-wise reads of JAX702 both ask)."""
+    memo = m.__dict__.get("_may_sync")
+    if memo is None:
+        memo = m.__dict__["_may_sync"] = {}
+    key = id(call)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _may_sync(m, call)
+    return found
+
+
+def _may_sync(m, call: ast.Call) -> bool:
     func = call.func
     name = last_name(func)
     if name in FETCH_OR_FORMAT_NAMES or name in ("map", "tree_map"):
@@ -60,6 +72,17 @@ def _numpy_names(m) -> set:
 
 
 def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
+    """:func:`_host_fetch`, once per call (JAX201, JAX702 and the timing rules all ask)."""
+    memo = m.__dict__.get("_host_fetch")
+    if memo is None:
+        memo = m.__dict__["_host_fetch"] = {}
+    key = id(call)
+    if key not in memo:
+        memo[key] = _host_fetch(m, call)
+    return memo[key]
+
+
+def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     """If the call copies a JAX value to the host, that value: the argument of
     ``float(x)``/``np.asarray(x)``/``jax.device_get(x)``, the receiver of ``x.item()``/``x.tolist()``,
     a JAX argument of any other NumPy function that converts its arguments (``np.exp(x)``,

@@ -18,9 +18,12 @@ def library_loop_method(m, f: FunctionInfo) -> Optional[str]:
     """The library class whose training loop calls the method ``f`` at every step, when ``f`` is
     a method of a class of this module that subclasses it (directly, or through classes of this
     module) and ``f``'s name is one that loop calls; None otherwise."""
-    if f.cls is None:
+    if f.cls is None or f.name not in _CALLED:
         return None
     return _base_calling(m, f.cls, f.name, 0)
+
+
+_CALLED = frozenset(name for names in N.LIBRARY_LOOP_METHODS.values() for name in names)
 
 
 def _base_calling(m, cls, name: str, depth: int) -> Optional[str]:

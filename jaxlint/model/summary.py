@@ -21,7 +21,7 @@ class ModuleSummary:
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
     __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
-                 "maybe_programs", "factories")
+                 "maybe_programs", "factories", "_factory_pending")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -33,12 +33,8 @@ class ModuleSummary:
         self._pending: tuple = ()
         self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
         # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
-        self.factories: dict[str, JitWrap] = {}
-        for f in model.functions:
-            if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                wrap = callables.exported_factory(model, f.name)
-                if wrap is not None:
-                    self.factories[f.name] = _portable(wrap)
+        self.factories: dict[str, JitWrap] = factories_of(model)
+        self._factory_pending = None
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
@@ -48,13 +44,16 @@ class ModuleSummary:
 
     @classmethod
     def empty(cls, path: str, project, imports_jax: bool, pending: frozenset = frozenset(),
-              digest: Optional[str] = None) -> "ModuleSummary":
+              digest: Optional[str] = None, factories_pending: bool = False) -> "ModuleSummary":
         """A module that exports nothing compiled (and whose imports do not matter). ``pending``:
         top-level functions that may return a JAX array, judged when first asked about
         (:meth:`~jaxlint.project.ProjectResolver.array_results`) from the file of content ``digest``."""
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
         self.exports, self.reexports, self.factories = {}, {}, {}
+        # a function that may return a compiled callable (``return jax.jit(...)``): judged when
+        # first asked about, from the file of content ``digest``
+        self._factory_pending = digest if factories_pending and project is not None and path is not None else None
         self.maybe_programs = None  # not parsed: read on demand
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
@@ -87,6 +86,9 @@ class ModuleSummary:
     def factory_callable(self, name: str) -> Optional[JitWrap]:
         """The compiled callable that calling the module's top-level function ``name`` returns, here
         or where this module re-exports it from."""
+        if self._factory_pending is not None:
+            digest, self._factory_pending = self._factory_pending, None
+            self.factories = self.project.factories(self.path, digest)
         if name in self.factories:
             return self.factories[name]
         src = self.reexports.get(name)
@@ -124,6 +126,26 @@ class ModuleSummary:
 
 
 _SUMMARY_NODE = ast.Pass()
+
+
+def factories_of(model: ModuleModel) -> dict:
+    """``{name: wrapper}`` of the module's top-level functions that return a compiled callable
+    (``def make_step(lr): return jax.jit(...)``), other modules' factories not followed."""
+    out: dict = {}
+    model.__dict__["_summarizing"] = True
+    for f in model.functions:
+        if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and _may_return_callable(f.node):
+            wrap = callables.exported_factory(model, f.name)
+            if wrap is not None:
+                out[f.name] = _portable(wrap)
+    return out
+
+
+def _may_return_callable(node: ast.AST) -> bool:
+    """Every ``return`` gives a call, a name or an attribute (what a compiled callable can be)."""
+    values = callables.returned_values(node)
+    return bool(values) and all(isinstance(v, (ast.Call, ast.Name, ast.Attribute)) for v in values)
 
 
 def _portable(wrap: JitWrap) -> JitWrap:

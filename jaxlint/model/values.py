@@ -315,6 +315,7 @@ def clear_value_memos(m) -> None:
     m._kind_memo.clear()
     m._returns_memo.clear()
     m._event_memo.clear()
+    m.__dict__.pop("_host_fetch", None)  # fetches.host_fetch's answers rest on these
 
 
 def formats_jax(m, value: ast.AST, scope: Scope, deep: bool = False) -> bool:
