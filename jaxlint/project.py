@@ -185,40 +185,27 @@ class ProjectResolver:
 
     def array_results(self, path: str, digest: str, names: frozenset) -> frozenset:
         """Which of ``names`` (top-level functions of the project file ``path``) certainly return
-        a JAX array, for a summary that left them to be judged on demand: the file is read again
-        (it must still have the content ``digest``) and a shallow model built. What that consults
-        is added to what the file's summary depends on, for the result cache."""
-        found: frozenset = frozenset()
-        with self.recording() as deps:
-            try:
-                from .model import build_model
-                from .model import values as V
+        a JAX array, for a summary that left them to be judged on demand (:meth:`_on_demand`)."""
+        from .model import values as V
 
-                with open(path, "rb") as fh:
-                    data = fh.read()
-                if content_hash(data) == digest:
-                    tree = ast.parse(decode_source(data), filename=path)
-                    model = build_model(tree, path=path, project=self, shallow=True)
-                    try:
-                        found = V.array_results(model, names)
-                    finally:
-                        model.dispose()
-            except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
-                found = frozenset()
-        if path in self._deps:
-            self._deps[path] = self._deps[path] | deps
-        self._note(deps)
-        return found
+        return self._on_demand(path, digest, lambda model: V.array_results(model, names), frozenset())
 
     def factories(self, path: str, digest: str) -> dict:
         """The factories of compiled callables of the project file ``path`` (see
         :func:`~jaxlint.model.summary.factories_of`), for a summary that left them to be read on
-        demand: the file is read again (it must still have the content ``digest``)."""
-        found: dict = {}
+        demand (:meth:`_on_demand`)."""
+        from .model.summary import factories_of
+
+        return self._on_demand(path, digest, factories_of, {})
+
+    def _on_demand(self, path: str, digest: str, ask, default):
+        """``ask`` of a shallow model of the project file ``path``, read again for a question its
+        summary left open: the file must still have the content ``digest`` (else ``default``). What
+        that consults is added to what the file's summary depends on, for the result cache."""
+        found = default
         with self.recording() as deps:
             try:
                 from .model import build_model
-                from .model.summary import factories_of
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -226,11 +213,11 @@ class ProjectResolver:
                     tree = ast.parse(decode_source(data), filename=path)
                     model = build_model(tree, path=path, project=self, shallow=True)
                     try:
-                        found = factories_of(model)
+                        found = ask(model)
                     finally:
                         model.dispose()
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
-                found = {}
+                found = default
         if path in self._deps:
             self._deps[path] = self._deps[path] | deps
         self._note(deps)

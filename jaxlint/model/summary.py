@@ -75,13 +75,8 @@ class ModuleSummary:
     def exported_callable(self, name: str) -> Optional[JitWrap]:
         if name in self.exports:
             return self.exports[name]
-        src = self.reexports.get(name)
-        if src is None or self.project is None or self.path is None:
-            return None
-        other = self.project.imported(self.path, *src)
-        if other is not None and other[1] is not None:
-            return other[0].exported_callable(other[1])
-        return None
+        other = self._reexported(name)
+        return other[0].exported_callable(other[1]) if other is not None else None
 
     def factory_callable(self, name: str) -> Optional[JitWrap]:
         """The compiled callable that calling the module's top-level function ``name`` returns, here
@@ -91,13 +86,16 @@ class ModuleSummary:
             self.factories = self.project.factories(self.path, digest)
         if name in self.factories:
             return self.factories[name]
+        other = self._reexported(name)
+        return other[0].factory_callable(other[1]) if other is not None else None
+
+    def _reexported(self, name: str) -> Optional[tuple]:
+        """``(summary, name)`` of the module and name this module re-exports ``name`` from."""
         src = self.reexports.get(name)
         if src is None or self.project is None or self.path is None:
             return None
         other = self.project.imported(self.path, *src)
-        if other is not None and other[1] is not None:
-            return other[0].factory_callable(other[1])
-        return None
+        return other if other is not None and other[1] is not None else None
 
     def runs_program(self, name: str) -> bool:
         """Whether calling the module's top-level ``name`` runs a whole program (a loop of steps),
