@@ -149,7 +149,8 @@ class ElementwiseLoopOverArray(Rule):
         for read in elementwise.element_reads(model):
             loop = read.loop
             array = unparse(read.array, 30)
-            facts = [f"`{array}` is a JAX array, and no iteration of the loop on line {loop.node.lineno} rebinds it",
+            facts = [f"`{array}` {'holds JAX arrays' if read.tree else 'is a JAX array'}, and no iteration of the loop on "
+                     f"line {loop.node.lineno} rebinds it",
                      f"`{unparse(read.subscript, 30)}` picks one element by the loop's counter or item: a device "
                      "dispatch per element",
                      f"the statement {read.how}: a sync per element"]
