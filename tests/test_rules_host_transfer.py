@@ -2585,3 +2585,36 @@ def test_jax204_a_helper_that_only_dispatches_and_a_queue_put_are_not_waits():
         agent.run_phase(params, x)
         print(time.perf_counter() - t0)
     """)
+
+
+def test_jax201_a_logger_method_of_a_module_class_that_converts_its_argument():
+    src = """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
+
+    class Writer:
+        def scalar(self, name, value, step):
+            self.rows.append((name, np.asarray(value), step))
+
+        def every(self, name, value, step, period):
+            if step % period == 0:
+                self.rows.append((name, float(value), step))
+
+        def convert(self, value):
+            return float(value)
+
+    def train(params, batches, sink, writer: Writer):
+        own = Writer()
+        for i, b in enumerate(batches):
+            params, loss = step(params, b)
+            own.scalar("loss", loss, i)  # expect: JAX201
+            writer.scalar("loss", loss, i)  # expect: JAX201
+            own.every("loss", loss, i, 100)
+            sink.scalar("loss", loss, i)
+        return params
+    """
+    assert_marked(src)
+    assert "which reads `loss` on the host (`np.asarray(value)` on line" in messages(src, "JAX201")[0]

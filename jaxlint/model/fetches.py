@@ -47,6 +47,8 @@ def _may_sync(m, call: ast.Call) -> bool:
     name = last_name(func)
     if name in FETCH_OR_FORMAT_NAMES or name in ("map", "tree_map"):
         return True
+    if isinstance(func, ast.Attribute) and func.attr in _method_names(m):
+        return True  # a method of a class of this module, which may convert what it is given
     root = func
     while isinstance(root, ast.Attribute):
         root = root.value
@@ -57,6 +59,13 @@ def _may_sync(m, call: ast.Call) -> bool:
             return bool(callables.local_functions(m, func, m.scope_at(call)))
     return False
 
+
+
+def _method_names(m) -> frozenset:
+    names = m.__dict__.get("_method_names")
+    if names is None:
+        names = m.__dict__["_method_names"] = frozenset(n for c in m.classes.values() for n in c.methods)
+    return names
 
 
 def _numpy_names(m) -> set:

@@ -169,13 +169,23 @@ def helper_sync(m, call: ast.Call) -> Optional[tuple]:
     a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
     inside the helper, and does not count."""
-    if isinstance(call.func, ast.Attribute) or callables.callable_info(m, call.func, m.scope_at(call)) is not None:
-        return None
     scope = m.scope_at(call)
-    for f in callables.local_functions(m, call.func, scope):
-        if f.traced or isinstance(f.node, ast.Lambda) or f.is_method or f.returns:
+    if isinstance(call.func, ast.Attribute):
+        # ``writer.scalar("loss", loss, step)``: a plain method of an instance of a class of this
+        # module (``writer = Writer()``, an annotated parameter), called for its effect
+        cls = callables.instance_class(m, call.func.value, scope) \
+            if not (isinstance(call.func.value, ast.Name) and call.func.value.id == "self") else None
+        meth = cls.methods.get(call.func.attr) if cls is not None else None
+        funcs = [meth] if meth is not None and not meth.node.decorator_list else []
+        shift = 1
+    elif callables.callable_info(m, call.func, scope) is not None:
+        return None
+    else:
+        funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
+    for f in funcs:
+        if f.traced or isinstance(f.node, ast.Lambda) or f.returns:
             continue
-        bound = _bind_params(m, call, f)
+        bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
             if not V.holds_jax(m, arg, scope):
                 continue
@@ -185,13 +195,15 @@ def helper_sync(m, call: ast.Call) -> Optional[tuple]:
     return None
 
 
-def _bind_params(m, call: ast.Call, f: FunctionInfo) -> list:
+def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
+    """``(parameter, argument)`` pairs of a call of ``f`` (``shift``: 1 for a method called on an
+    instance, whose first parameter is ``self``)."""
     out = []
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             break
-        if i < len(f.params):
-            out.append((f.params[i], a))
+        if i + shift < len(f.params):
+            out.append((f.params[i + shift], a))
     names = set(f.params) | set(f.kwonly)
     out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
     return out
