@@ -2618,3 +2618,43 @@ def test_jax201_a_logger_method_of_a_module_class_that_converts_its_argument():
     """
     assert_marked(src)
     assert "which reads `loss` on the host (`np.asarray(value)` on line" in messages(src, "JAX201")[0]
+
+
+def test_jax201_a_method_of_a_class_of_another_module_that_returns_a_jitted_step_output(tmp_path):
+    from ruletools import make_project, path_codes
+
+    root = make_project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/model.py": """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def _train_step(params, batch):
+                loss = jnp.mean((params - batch) ** 2)
+                return params - 0.1 * loss, loss
+
+            class Model:
+                def __init__(self, params):
+                    self.params = params
+
+                def feedback(self, batch):
+                    self.params, loss = _train_step(self.params, batch)
+                    return loss
+
+                def describe(self):
+                    return {"name": "model"}
+        """,
+        "pkg/train.py": """
+            from .model import Model
+
+            def main(params, batches):
+                model = Model(params)
+                for batch in batches:
+                    cur_loss = model.feedback(batch)
+                    print("loss", cur_loss.item())
+                    info = model.describe()
+                    print(info["name"])
+        """,
+    })
+    assert path_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
