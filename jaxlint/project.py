@@ -128,7 +128,6 @@ class ProjectResolver:
                 if _may_export_compiled(text, path):
                     tree = ast.parse(text, filename=path)
                     model = self._summary(tree, path, candidates)
-                    model.digest = digest
                 else:
                     # judged on demand: most such modules are never asked what a function returns
                     model = ModuleSummary.empty(path, self, imports_jax="jax" in text, pending=candidates,
@@ -176,7 +175,6 @@ class ProjectResolver:
         self.depth += 1
         try:
             model = self._summary(tree, path, array_candidates(text))
-            model.digest = digest
         except RecursionError:
             model = None
         finally:
@@ -200,26 +198,7 @@ class ProjectResolver:
 
         return self._on_demand(path, digest, factories_of, {})
 
-    def method_returns_array(self, path: str, digest: str, cls: str, method: str) -> bool:
-        """Whether the method ``method`` of the top-level class ``cls`` of the project file ``path``
-        is compiled or returns a JAX value (``def feedback(self, batch): self.params, loss =
-        _train_step(...); return loss``): read from a full model of that file, built on demand."""
-        from .model import values as V
-
-        def ask(model) -> bool:
-            for c in model.classes.values():
-                if c.node.name == cls and model.scope_at(c.node) is model.module_scope:
-                    meth = c.methods.get(method)
-                    if meth is None or meth.traced:
-                        return False
-                    if meth.jit_entry is not None and meth.jit_entry.decorator:
-                        return True
-                    return not meth.tracer_params and V.returns_jax(model, meth)
-            return False
-
-        return self._on_demand(path, digest, ask, False, shallow=False)
-
-    def _on_demand(self, path: str, digest: str, ask, default, shallow: bool = True):
+    def _on_demand(self, path: str, digest: str, ask, default):
         """``ask`` of a shallow model of the project file ``path``, read again for a question its
         summary left open: the file must still have the content ``digest`` (else ``default``). What
         that consults is added to what the file's summary depends on, for the result cache."""
@@ -232,7 +211,7 @@ class ProjectResolver:
                     data = fh.read()
                 if content_hash(data) == digest:
                     tree = ast.parse(decode_source(data), filename=path)
-                    model = build_model(tree, path=path, project=self, shallow=shallow)
+                    model = build_model(tree, path=path, project=self, shallow=True)
                     try:
                         found = ask(model)
                     finally:

@@ -179,19 +179,6 @@ def imported_result(m, func: ast.AST, scope: Scope) -> bool:
     return found is not None and found[0].returns_array(found[1])
 
 
-def imported_instance_result(m, func: ast.Attribute, scope: Scope) -> bool:
-    """``model.feedback(batch)`` with ``model = Model(...)`` and ``Model`` a class of another
-    module of the project whose method ``feedback`` is compiled or returns a JAX value."""
-    obj = func.value
-    if m.project is None or not isinstance(obj, ast.Name):
-        return False
-    ev = m.binding(obj.id, scope, _pos(obj))
-    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
-        return False
-    found = imported_function(m, ev.value.func, ev.scope)
-    return found is not None and found[0].method_returns_array(found[1], func.attr)
-
-
 def imported_function(m, func: ast.AST, scope: Scope) -> Optional[tuple]:
     """``(summary, name)`` when calling ``func`` calls the top-level function ``name`` of another
     module of the project: ``f(...)`` after ``from .mod import f``, ``mod.f(...)`` after ``from .

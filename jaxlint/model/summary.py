@@ -21,7 +21,7 @@ class ModuleSummary:
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
     __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
-                 "maybe_programs", "factories", "_factory_pending", "digest", "_methods")
+                 "maybe_programs", "factories", "_factory_pending")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -35,8 +35,6 @@ class ModuleSummary:
         # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
         self.factories: dict[str, JitWrap] = factories_of(model)
         self._factory_pending = None
-        self.digest: Optional[str] = None  # the file's content hash, set by the project resolver
-        self._methods: dict = {}
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
@@ -56,7 +54,6 @@ class ModuleSummary:
         # a function that may return a compiled callable (``return jax.jit(...)``): judged when
         # first asked about, from the file of content ``digest``
         self._factory_pending = digest if factories_pending and project is not None and path is not None else None
-        self.digest, self._methods = digest, {}
         self.maybe_programs = None  # not parsed: read on demand
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
@@ -91,23 +88,6 @@ class ModuleSummary:
             return self.factories[name]
         other = self._reexported(name)
         return other[0].factory_callable(other[1]) if other is not None else None
-
-    def method_returns_array(self, cls: str, method: str) -> bool:
-        """Whether ``cls(...).method(...)`` (a class defined here, or re-exported from where it is)
-        runs compiled code or returns a JAX value; read once per method, from a full model of the
-        file built when first asked (``ProjectResolver.method_returns_array``)."""
-        key = (cls, method)
-        if key not in self._methods:
-            self._methods[key] = False  # a cycle of lookups sees "no" meanwhile
-            other = self._reexported(cls)
-            if other is not None:
-                found = other[0].method_returns_array(other[1], method)
-            elif self.project is not None and self.path is not None and self.digest is not None:
-                found = self.project.method_returns_array(self.path, self.digest, cls, method)
-            else:
-                found = False
-            self._methods[key] = found
-        return self._methods[key]
 
     def _reexported(self, name: str) -> Optional[tuple]:
         """``(summary, name)`` of the module and name this module re-exports ``name`` from."""

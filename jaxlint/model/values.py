@@ -137,7 +137,7 @@ def _instance_result(m, call: ast.Call, scope: Scope) -> bool:
         return False
     cls = callables.instance_class(m, func.value, scope)
     if cls is None:
-        return callables.imported_instance_result(m, func, scope)
+        return False
     for value in cls.self_attrs.get(func.attr, ()):
         if callables.callable_info(m, value, m.scope_at(value)) is not None:
             return True
