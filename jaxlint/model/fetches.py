@@ -62,10 +62,22 @@ def _may_sync(m, call: ast.Call) -> bool:
 
 
 def _method_names(m) -> frozenset:
+    """Names of the methods of this module's classes whose own body calls something spelled like a
+    host fetch or a format (``np.asarray``, ``float``, ``print``, ``.item()``): the only methods a
+    call of which may copy its argument to the host (``transfers.helper_sync``)."""
     names = m.__dict__.get("_method_names")
     if names is None:
-        names = m.__dict__["_method_names"] = frozenset(n for c in m.classes.values() for n in c.methods)
+        np_names = _numpy_names(m)
+        names = m.__dict__["_method_names"] = frozenset(
+            n for c in m.classes.values() for n, f in c.methods.items()
+            if any(last_name(k.func) in FETCH_OR_FORMAT_NAMES or _root_name(k.func) in np_names for k in f.calls))
     return names
+
+
+def _root_name(func: ast.AST) -> Optional[str]:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _numpy_names(m) -> set:
