@@ -10,6 +10,7 @@ from jaxlint.model import callables, eagerwork, elementwise, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 _TEST_CODE = "in test code, which runs a fixed, small number of steps"
+_TEST_ELEMENTS = "in test code, which checks small arrays element by element"
 
 
 def _compiled(model: ModuleModel, call: ast.Call) -> bool:
@@ -164,9 +165,7 @@ class ElementwiseLoopOverArray(Rule):
                                            f", and the host waits for each; copy `{array}` to the host once before "
                                            f"the loop (`{'jax.device_get' if read.tree else 'np.asarray'}({array})`) "
                                            "and index that, or compute on the whole array"],
-                               opt_in=_TEST_CODE.replace("runs a fixed, small number of steps",
-                                                         "checks small arrays element by element")
-                               if model.in_test_code(read.node) else None, evidence=facts)
+                               opt_in=_TEST_ELEMENTS if model.in_test_code(read.node) else None, evidence=facts)
 
 
 RULES = [EagerUpdateInLoop, ElementwiseLoopOverArray]

@@ -23,8 +23,8 @@ _SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q 
 
 
 class EagerUpdate:
-    """One parameter update made outside compiled code: ``call``, ``kind`` ("optax-update",
-    "apply-updates", "tree-map" or "optimizer-update"), ``what`` (how a message names it)."""
+    """One parameter update made outside compiled code: ``call``, ``kind`` ("apply-updates",
+    "tree-map" or "optimizer-update"), ``what`` (how a message names it)."""
 
     __slots__ = ("call", "kind", "what")
 
