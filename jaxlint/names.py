@@ -218,6 +218,23 @@ LIBRARY_PROGRAMS = frozenset({"diffrax.diffeqsolve", "optimistix.minimise", "opt
 # differentiated loss, they are not part of a training step's forward pass.
 SEARCH_PROGRAMS = frozenset({"mctx.muzero_policy", "mctx.gumbel_muzero_policy", "mctx.stochastic_muzero_policy"})
 SOLVER_CLASS_PREFIXES = ("jaxopt.",)
+# Functions a library solver calls at every iteration of its own compiled loop, by the call or
+# class that is given them: (position, keyword) of the function argument. From the libraries'
+# public API and their loops: jax's ``minimize`` (BFGS) and ``odeint`` run ``lax.while_loop``s,
+# diffrax's terms are evaluated at every solver step of ``diffeqsolve``'s loop, optimistix solves
+# run an equinox while loop, jaxopt's batch solvers run ``run`` as a ``lax.while_loop`` (its
+# ``Scipy*`` wrappers and the stochastic solvers stepped by ``update`` from Python are not here).
+SOLVER_STEP_FUNCTIONS = {
+    "jax.scipy.optimize.minimize": (0, "fun"), "jax.experimental.ode.odeint": (0, "func"),
+    "diffrax.ODETerm": (0, "vector_field"), "diffrax.ControlTerm": (0, "vector_field"),
+    "optimistix.minimise": (0, "fn"), "optimistix.root_find": (0, "fn"),
+    "optimistix.least_squares": (0, "fn"), "optimistix.fixed_point": (0, "fn"),
+    "jaxopt.GradientDescent": (0, "fun"), "jaxopt.LBFGS": (0, "fun"), "jaxopt.BFGS": (0, "fun"),
+    "jaxopt.NonlinearCG": (0, "fun"), "jaxopt.ProximalGradient": (0, "fun"),
+    "jaxopt.GaussNewton": (0, "residual_fun"), "jaxopt.LevenbergMarquardt": (0, "residual_fun"),
+    "jaxopt.FixedPointIteration": (0, "fixed_point_fun"), "jaxopt.AndersonAcceleration": (0, "fixed_point_fun"),
+    "jaxopt.Bisection": (0, "optimality_fun"),
+}
 SOLVER_RUN_METHODS = frozenset({"run"})
 
 # Pallas: the kernel a pallas_call is given takes refs (mutable views of its inputs and outputs).

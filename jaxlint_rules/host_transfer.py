@@ -510,7 +510,9 @@ class HostCallbackInCompiledLoop(Rule):
     name = "host-callback-in-compiled-loop"
     summary = ("Finds host callbacks (`jax.debug.print`, `jax.debug.callback`, `jax.pure_callback`, "
                "`io_callback`, the old `host_callback` API) in the body of a `lax.scan`/`fori_loop`/`while_loop` "
-               "(or `flax.nnx`'s), or in a function of the module that the body calls: every iteration of the "
+               "(or `flax.nnx`'s), in a function a library solver calls at every step (a diffrax term's vector "
+               "field, the objective given to `jax.scipy.optimize.minimize`, optimistix or a jaxopt solver), or in "
+               "a function of the module that those call: every iteration of the "
                "compiled loop stops to run Python on the host. Not reported: callbacks in a branch of "
                "`lax.cond`/`lax.switch` (the way to call the host now and then), loops with a literal trip count "
                "of at most 100, and callbacks in nested functions the body does not call.")
@@ -550,9 +552,18 @@ class HostCallbackInCompiledLoop(Rule):
         for cb in callbacks.loop_callbacks(model):
             call = cb.call
             loop_name = unparse(cb.loop.func, 30)
-            how = (f"in `{cb.body.name}`, the body of the `{loop_name}` on line {cb.loop.lineno}" if not cb.via else
-                   f"in `{cb.via[-1].name}`, which `{cb.body.name}`, the body of the `{loop_name}` on line "
-                   f"{cb.loop.lineno}, calls")
+            if cb.solver:
+                runner = f"the solver that `{loop_name}` on line {cb.loop.lineno} gives `{cb.body.name}` to"
+                how = (f"in `{cb.body.name}`, which {runner} calls at every step" if not cb.via else
+                       f"in `{cb.via[-1].name}`, which `{cb.body.name}` calls; {runner} calls it at every step")
+                where: list = [f"`{unparse(call.func, 40)}` runs at every step of the solver that `{loop_name}` on ",
+                               Line(cb.loop.lineno), f" gives `{cb.body.name}` to"]
+            else:
+                how = (f"in `{cb.body.name}`, the body of the `{loop_name}` on line {cb.loop.lineno}" if not cb.via else
+                       f"in `{cb.via[-1].name}`, which `{cb.body.name}`, the body of the `{loop_name}` on line "
+                       f"{cb.loop.lineno}, calls")
+                where = [f"`{unparse(call.func, 40)}` runs at every iteration of the compiled loop `{loop_name}` on ",
+                         Line(cb.loop.lineno)]
             facts = [f"`{unparse(call.func, 40)}` is a host callback: the device stops and waits for Python",
                      f"it runs {how}: at every iteration of the compiled loop",
                      "no `lax.cond`/`lax.switch` branch limits it to some iterations"]
@@ -568,9 +579,7 @@ class HostCallbackInCompiledLoop(Rule):
                           "(a debug switch)")
             else:
                 opt_in = None
-            yield self.finding(call, [f"`{unparse(call.func, 40)}` runs at every iteration of the compiled loop "
-                                      f"`{loop_name}` on ", Line(cb.loop.lineno),
-                                      *((f" (through `{cb.via[-1].name}`)",) if cb.via else ()),
+            yield self.finding(call, [*where, *((f" (through `{cb.via[-1].name}`)",) if cb.via else ()),
                                       ", so every iteration stops the device to call Python on the host; call it "
                                       "every N iterations under `lax.cond`, or return the values from the loop and "
                                       "read them once"], opt_in=opt_in, evidence=facts)

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model import callables, repetition
+from jaxlint.model import callables, containers, repetition
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 
@@ -89,7 +89,7 @@ class SideEffectInTracedCode(Rule):
             if f is None or not f.traced:
                 continue
             scope = model.scope_at(call)
-            owner = _OWNER.get(V.outliving_container(model, f, func.value, scope))
+            owner = _OWNER.get(containers.outliving_container(model, f, func.value, scope))
             if owner is None:
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords]
@@ -116,7 +116,7 @@ class SideEffectInTracedCode(Rule):
                     stmt = model.stmt_of.get(id(target))
                     if not isinstance(stmt, ast.AugAssign) or not V.holds_jax(model, stmt.value, scope):
                         continue
-                owner = _OWNER.get(V.outliving_container(model, f, target.value, scope))
+                owner = _OWNER.get(containers.outliving_container(model, f, target.value, scope))
                 if owner == _OWNER["function"] and f.jit_entry is None:
                     # Transform and lax bodies commonly hand their output tree structure (static) to
                     # the caller through a closure dict: reported only when what is stored is a JAX

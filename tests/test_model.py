@@ -4281,3 +4281,45 @@ def test_self_attribute_callables_are_found_on_module_base_classes():
     calls = {(f.cls.node.name, ast.unparse(c.func)): callables.callable_info(m, c.func, f.scope) is not None
              for f in (sub, over) for c in f.calls}
     assert calls == {("Sub", "self._train"): True, ("Sub", "self._plain"): False, ("Over", "self._train"): False}
+
+
+def test_parameter_arguments_are_what_every_call_of_the_function_passes():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(p, b):
+        return jnp.mean(b @ p)
+
+    def step(p):
+        return p * 0.5
+
+    def train(p, loss_fn, step_fn):
+        return step_fn(p), loss_fn(p, p)
+
+    def partly(p, fn=None):
+        return fn(p)
+
+    def run(p):
+        train(p, loss, jax.jit(step))
+        train(p, step_fn=jax.jit(step), loss_fn=loss)
+        partly(p, loss)
+        partly(p)
+    """)
+    fns = {f.name: f for f in m.functions}
+
+    def param(fname, name):
+        f = fns[fname]
+        return m.binding(name, f.scope, (f.node.body[0].lineno, 0))
+
+    got = callables.param_arguments(m, param("train", "loss_fn"))
+    assert [ast.unparse(a) for a, _ in got] == ["loss", "loss"]
+    got = callables.param_arguments(m, param("train", "step_fn"))
+    assert [ast.unparse(a) for a, _ in got] == ["jax.jit(step)", "jax.jit(step)"]
+    assert callables.param_arguments(m, param("partly", "fn")) is None  # one call leaves it to the default
+    assert callables.param_arguments(m, param("run", "p")) is None  # nothing calls ``run``
+    (step_call,) = [c for c in fns["train"].calls if ast.unparse(c.func) == "step_fn"]
+    (loss_call,) = [c for c in fns["train"].calls if ast.unparse(c.func) == "loss_fn"]
+    assert callables.callable_info(m, step_call.func, fns["train"].scope) is not None
+    assert callables.callable_info(m, loss_call.func, fns["train"].scope) is None  # a plain function
+    assert V.is_jax(m, loss_call, fns["train"].scope)  # ... that returns a JAX value

@@ -2309,6 +2309,144 @@ def test_jax206_opt_in_behind_a_flag_or_around_an_inner_loop():
     """)
 
 
+def test_jax206_functions_a_library_solver_calls_every_step():
+    assert_marked("""
+    import jax
+    import diffrax
+    import jaxopt
+    import optimistix as optx
+    from jax.scipy.optimize import minimize
+
+    def vector_field(t, y, args):
+        jax.debug.print("t={t}", t=t)  # expect: JAX206
+        return -y
+
+    def report(x):
+        jax.debug.callback(print, x)  # expect: JAX206
+
+    def objective(x):
+        report(x)
+        return (x ** 2).sum()
+
+    def residual(y, args):
+        jax.debug.print("{y}", y=y)  # expect: JAX206
+        return y - 1.0
+
+    def solve(y0):
+        term = diffrax.ODETerm(vector_field)
+        return diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 1.0, 0.01, y0)
+
+    def fit(x0):
+        return minimize(objective, x0, method="BFGS")
+
+    def root(y0):
+        return optx.root_find(residual, optx.Newton(1e-5, 1e-5), y0)
+
+    def lbfgs(x0):
+        return jaxopt.LBFGS(fun=lambda x: (x ** 2).sum()).run(x0)
+    """)
+
+
+def test_jax206_solver_near_misses_host_loop_solvers_unknown_callees_and_branches():
+    assert findings("""
+    import jax
+    from jax import lax
+    import diffrax
+    import jaxopt
+    import mylib
+
+    def objective(x):
+        jax.debug.print("{x}", x=x)
+        return (x ** 2).sum()
+
+    def field(t, y, args):
+        lax.cond(t > 0.5, lambda: jax.debug.print("{t}", t=t), lambda: None)
+        return -y
+
+    def run(x0):
+        jaxopt.ScipyMinimize(fun=objective).run(x0)
+        mylib.solve(objective, x0)
+        return diffrax.ODETerm(field)
+    """, "JAX206") == []
+
+
+def test_jax206_solver_message_names_the_solver_call():
+    src = """
+    import jax
+    import diffrax
+
+    def field(t, y, args):
+        jax.debug.print("{t}", t=t)
+        return -y
+
+    term = diffrax.ODETerm(field)
+    """
+    (msg,) = messages(src, "JAX206")
+    assert "every step of the solver that `diffrax.ODETerm` on line 9 gives `field` to" in msg, msg
+
+
+def test_jax201_functions_passed_in_as_parameters_by_every_caller():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(params, batch):
+        return jnp.mean((batch @ params) ** 2)
+
+    step = jax.jit(lambda p, b: p - 0.1 * jax.grad(loss)(p, b))
+
+    def train(params, loader, loss_fn, step_fn):
+        total = 0.0
+        for batch in loader:
+            params = step_fn(params, batch)
+            total += loss_fn(params, batch).item()  # expect: JAX201
+        return params
+
+    def fit(params, loader, update):
+        for batch in loader:
+            params = update(params, batch)
+            print(float(params.sum()))  # expect: JAX201
+        return params
+
+    def main(loader):
+        p = jnp.zeros(3)
+        train(p, loader, loss, step)
+        train(p, loader, loss_fn=jax.jit(loss), step_fn=step)
+        fit(p, loader, step)
+    """)
+
+
+def test_jax201_parameter_callables_near_misses_host_callers_defaults_and_no_callers():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def jax_loss(params, batch):
+        return jnp.mean(batch @ params)
+
+    def host_loss(params, batch):
+        return 0.0
+
+    def mixed(params, loader, loss_fn):
+        for batch in loader:
+            print(loss_fn(params, batch).item())
+
+    def defaulted(params, loader, loss_fn=host_loss):
+        for batch in loader:
+            print(float(loss_fn(params, batch)))
+
+    def uncalled(params, loader, loss_fn):
+        for batch in loader:
+            print(float(loss_fn(params, batch)))
+
+    def main(p, loader):
+        mixed(p, loader, jax_loss)
+        mixed(p, loader, host_loss)
+        defaulted(p, loader, jax_loss)
+        defaulted(p, loader)
+    """, "JAX201") == []
+
+
 # --------------------------------------------------------------------------- issue 27: values through factories
 
 

@@ -64,6 +64,12 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
             return None
         if ev.plain_assign:
             return _callable(m, ev.value, ev.scope, depth + 1)
+        if ev.kind == "param":
+            # ``def train(step_fn, ...)``: compiled when every call of ``train`` passes a compiled one
+            args = param_arguments(m, ev)
+            infos = [_callable(m, a, s, depth + 1) for a, s in args or ()]
+            if infos and all(i is not None for i in infos):
+                return infos[0]
         return None
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         for cls in local_mro(m, m._class_of(scope)):
@@ -81,6 +87,49 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         other = m._imported(func.value.id, scope)
         if other is not None and other[1] is None:
             return other[0].exported_callable(func.attr)
+    return None
+
+
+def param_arguments(m, ev) -> Optional[list]:
+    """``(argument, scope)`` for parameter ``ev`` (a "param" binding) from every call of its
+    function in this module; None when one call does not spell it out (a default, ``*args``) or
+    when nothing calls the function here. What the module's callers pass is what is known of a
+    parameter: a fact drawn from them holds on those calls' paths (calls from other modules are
+    not seen, and are not needed for it to hold there)."""
+    memo = m.__dict__.setdefault("_param_args_memo", {})
+    key = id(ev)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    f = m.func_of_node.get(id(ev.node))
+    if f is None or isinstance(f.node, ast.Lambda):
+        return None
+    out: list = []
+    for call in m.calls_by_name.get(f.name, ()):
+        cscope = m.scope_at(call)
+        if not any(g is f for g in local_functions(m, call.func, cscope)):
+            continue
+        arg = passed_argument(f, call, ev.value)
+        if arg is None:
+            return None
+        out.append((arg, cscope))
+    if not out:
+        return None
+    memo[key] = out
+    return out
+
+
+def passed_argument(f: FunctionInfo, call: ast.Call, name: str) -> Optional[ast.AST]:
+    """The argument ``call`` (a call of ``f``) passes for parameter ``name``, if it spells it out."""
+    params = f.params[1:] if isinstance(call.func, ast.Attribute) and f.is_method else f.params
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if i < len(params) and params[i] == name:
+            return arg
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
     return None
 
 

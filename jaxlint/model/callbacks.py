@@ -25,15 +25,19 @@ class LoopCallback:
     ``lax.scan(...)`` call), in ``body`` (the loop's body function) or a function it calls,
     ``via`` (the functions in between, outermost first)."""
 
-    __slots__ = ("call", "qualname", "loop", "body", "via", "inner_loop")
+    __slots__ = ("call", "qualname", "loop", "body", "via", "inner_loop", "solver")
 
     def __init__(self, call: ast.Call, qualname: str, loop: ast.Call, body: FunctionInfo, via: tuple,
-                 inner_loop: Optional[ast.Call] = None):
+                 inner_loop: Optional[ast.Call] = None, solver: bool = False):
         self.call = call
         self.qualname = qualname
         self.loop = loop
         self.body = body
         self.via = via
+        # ``loop`` is a library solver's call or class (``diffrax.ODETerm(f)``,
+        # ``optx.minimise(fn, ...)``: ``names.SOLVER_STEP_FUNCTIONS``) that calls ``body`` at every
+        # iteration of the solver's own compiled loop
+        self.solver = solver
         # a device loop the same iteration runs (``lax.scan`` over an epoch's minibatches in the
         # body of a ``lax.scan`` over updates): one callback per such program, not per step
         self.inner_loop = inner_loop
@@ -51,9 +55,13 @@ def loop_callbacks(m) -> list:
         m.__dict__["_loop_callbacks"] = out
         return out
     branches = _branch_functions(m)
+    solver_steps = _solver_step_functions(m)
     seen: set = set()
     for f in m.functions:
         loop = deviceloops.loop_running(m, f)
+        solver = loop is None and id(f) in solver_steps
+        if solver:
+            loop = solver_steps[id(f)]
         if loop is None:
             continue
         stack = [(f, ())]
@@ -69,7 +77,7 @@ def loop_callbacks(m) -> list:
                 if qn in N.HOST_CALLBACKS:
                     if id(c) not in seen:
                         seen.add(id(c))
-                        out.append(LoopCallback(c, qn, loop, f, via, _inner_loop(m, [f, *via])))
+                        out.append(LoopCallback(c, qn, loop, f, via, _inner_loop(m, [f, *via]), solver))
                     continue
                 if len(via) >= _CALL_DEPTH:
                     continue
@@ -91,6 +99,24 @@ def _inner_loop(m, funcs: list) -> Optional[ast.Call]:
             if qn in deviceloops.DEVICE_LOOPS and not deviceloops.small_trip_count(c, qn):
                 return c
     return None
+
+
+def _solver_step_functions(m) -> dict:
+    """id of each function of this module given to a library solver that calls it at every
+    iteration of its compiled loop (``names.SOLVER_STEP_FUNCTIONS``) -> the first such call."""
+    out: dict = {}
+    for short in sorted({q.rsplit(".", 1)[1] for q in N.SOLVER_STEP_FUNCTIONS}):
+        for call in m.calls_by_name.get(short, ()):
+            scope = m.scope_at(call)
+            where = N.SOLVER_STEP_FUNCTIONS.get(m.resolve(call.func, scope))
+            if where is None:
+                continue
+            arg = call_arg(call, *where)
+            if arg is None:
+                continue
+            for g in callables.local_functions(m, arg, scope):
+                out.setdefault(id(g), call)
+    return out
 
 
 def _branch_functions(m) -> set:

@@ -379,7 +379,7 @@ class Staging:
                 continue
             for call in caller.calls:
                 if g in callables.local_functions(m, call.func, caller.scope):
-                    arg = _passed(g, call, name)
+                    arg = callables.passed_argument(g, call, name)
                     if arg is not None:
                         out.append((arg, caller.scope))
         return out
@@ -548,17 +548,3 @@ def _default(g: FunctionInfo, name: str) -> Optional[ast.AST]:
     defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
     defaults.update({p: dv for p, dv in zip(g.kwonly, a.kw_defaults) if dv is not None})
     return defaults.get(name)
-
-
-def _passed(g: FunctionInfo, call: ast.Call, name: str) -> Optional[ast.AST]:
-    """The argument ``call`` (a call of ``g``) passes for parameter ``name``, if it spells it out."""
-    params = g.params[1:] if isinstance(call.func, ast.Attribute) and g.is_method else g.params
-    for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            break
-        if i < len(params) and params[i] == name:
-            return arg
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    return None

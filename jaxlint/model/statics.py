@@ -14,7 +14,7 @@ from .. import names as N
 from . import callables
 from . import limits as L
 from .records import FunctionInfo, Scope
-from .staging import _default, _passed
+from .staging import _default
 from .syntax import _pos
 
 
@@ -57,7 +57,7 @@ def static_constant(st, g: FunctionInfo, name: str) -> Optional[tuple]:
                 if any(isinstance(a, ast.Starred) for a in call.args) or any(
                         kw.arg is None for kw in call.keywords):
                     return None
-                given = _passed(g, call, name)
+                given = callables.passed_argument(g, call, name)
                 if given is None:
                     given = _default(g, name)  # left out: the default
                 if not isinstance(given, ast.Constant):

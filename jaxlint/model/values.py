@@ -30,12 +30,6 @@ _CONSTANT_FOLDING_COLLECTIVES = frozenset({"jax.lax.psum"})
 _BOOL_DTYPES = frozenset({"builtins.bool", "jax.numpy.bool_", "jax.numpy.bool", "numpy.bool_", "numpy.bool"})
 
 
-_CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
-
-_CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
-                              "collections.OrderedDict", "collections.deque", "collections.Counter"})
-
-
 def is_jax(m, expr: Optional[ast.AST], scope: Optional[Scope] = None) -> bool:
     """Whether the expression certainly holds a JAX array (or a pytree of them).
     Inside traced code such a value is a tracer."""
@@ -123,7 +117,35 @@ def _call_kind(m, call: ast.Call, scope: Scope) -> bool:
         return True
     if callables.imported_result(m, func, scope):
         return True
+    if isinstance(func, ast.Name) and _param_result(m, call, scope):
+        return True
     return _instance_result(m, call, scope)
+
+
+def _param_result(m, call: ast.Call, scope: Scope) -> bool:
+    """``loss = loss_fn(params, batch)`` with ``loss_fn`` a parameter: a JAX value when every call
+    of the function in this module passes a function that returns one (a function of the module
+    returning a JAX value for any input, or a ``jax.numpy``-style library function). Compiled
+    callables are :func:`callables.callable_info`'s. As for the module's own helpers, one that
+    returns an array only because it was traced with tracers must be given a JAX value here."""
+    func = call.func
+    ev = m.binding(func.id, scope, _pos(func))
+    if ev is None or ev.kind != "param":
+        return False
+    args = callables.param_arguments(m, ev)
+    if not args:
+        return False
+    for arg, s in args:
+        qn = m.resolve(arg, s)
+        if qn is not None and N.produces_array(qn):
+            continue
+        local = callables.local_functions(m, arg, s)
+        if not local or not all(returns_jax(m, f) for f in local):
+            return False
+        if any(f.tracer_params for f in local) and not (
+                any(is_jax(m, a, scope) for a in call.args) or any(is_jax(m, kw.value, scope) for kw in call.keywords)):
+            return False
+    return True
 
 # -- instances of the module's own classes
 
@@ -511,35 +533,6 @@ def truthy_tracer(m, e: ast.AST, scope: Scope) -> bool:
                     args.kwarg is not None and args.kwarg.arg == e.id):
                 return False  # *args / **kwargs are a tuple / dict
     return is_jax(m, e, scope)
-
-
-def outliving_container(m, f: FunctionInfo, name: ast.Name, scope) -> Optional[str]:
-    """If ``name`` (used in traced ``f``) refers to a Python list/dict/set that outlives the trace,
-    where it lives: "module" or "function" (an enclosing one), or "parameter" (a parameter of an
-    enclosing function that is not traced, closed over by a compiled function: the caller's object).
-    None for locals and the traced function's own parameters, and for
-    anything not known to be a plain container (a Pallas/state Ref written in a kernel body, an
-    optimizer object with an ``update`` method)."""
-    ev = m.binding(name.id, scope, _pos(name))
-    if ev is not None and ev.kind == "param" and ev.scope is not f.scope and ev.scope.func is not None \
-            and not ev.scope.func.traced and f.jit_entry is not None:
-        # ``def foo(tot): @jax.jit def inc(x): tot[0] += x``: the caller's object, closed over by a
-        # compiled function; written once, at trace time
-        return "parameter"
-    if ev is None or not ev.plain_assign:
-        return None
-    if ev.scope is f.scope or ev.scope.kind == "class":
-        return None
-    value = ev.value
-    if not (isinstance(value, _CONTAINER_DISPLAYS) or (
-            isinstance(value, ast.Call) and m.resolve(value.func, ev.scope) in _CONTAINER_TYPES)):
-        return None
-    if ev.scope.kind == "module":
-        return "module"
-    g = ev.scope.func
-    if g is not None and g.traced and f.traced_by_callers_only:
-        return None  # a helper filling its traced caller's local: all within one trace
-    return "function"
 
 
 def holds_jax(m, expr: ast.AST, scope) -> bool:
