@@ -65,6 +65,13 @@ REWRAP_COST = {
 # ``Optimizer.update(model, grads)``, which applies it in place). (prefix or name, family)
 EAGER_UPDATE_FUNCTIONS = frozenset({"optax.apply_updates"})
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
+# Methods of objects made by these library calls (prefix or name) that only dispatch JAX work and
+# return device values, reading nothing on the host: the libraries' pure, jittable functions of
+# their state. Timing one measures its dispatch (JAX204). evosax strategies' ``ask``/``tell``/
+# ``init``/``initialize`` (functions of (key, state, params) built on jax.numpy); an optax
+# GradientTransformation's ``init``/``update``.
+LIBRARY_DISPATCH_METHODS = {"evosax.": frozenset({"ask", "tell", "init", "initialize"}),
+                            "optax.": frozenset({"init", "update"})}
 
 # Library classes whose own training loop calls a method of the user's subclass at every step:
 # class (as the library exports it) -> the methods it calls. stable-baselines3's ``learn`` (and
@@ -246,6 +253,20 @@ PALLAS_CALLS = frozenset({"jax.experimental.pallas.pallas_call", "jax.experiment
 HOST_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback", "jax.pure_callback", "jax.experimental.io_callback",
                             "jax.experimental.pure_callback", "jax.experimental.host_callback.id_tap",
                             "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_print"})
+
+# Library loggers that copy the JAX values they are given to the host on the calling thread, so a
+# call syncs there. From the libraries' code: ``wandb.log`` (and ``run.log`` of ``wandb.init()``)
+# turns a JAX array into NumPy with ``jax.device_get`` while it serializes the row
+# (``wandb.util.json_friendly``); flax's tensorboard ``SummaryWriter`` does ``float(np.array(value))``
+# in ``scalar`` and ``np.array`` in ``image``/``audio``/``histogram``; ``tf.summary`` ops convert
+# their data to a tensor. Not here: writers that convert on a background thread (clu's
+# ``AsyncWriter``, the default of ``create_default_writer``), and loggers that reject JAX arrays
+# (torch's ``SummaryWriter.add_scalar``, ``mlflow.log_metric``): the user converts first there.
+HOST_LOGGER_FUNCTIONS = frozenset({"wandb.log", "tensorflow.summary.scalar", "tensorflow.summary.histogram",
+                                   "tensorflow.summary.image"})
+# (qualified name of the call that made the object) -> its methods that convert their arguments
+HOST_LOGGER_METHODS = {"wandb.init": frozenset({"log"}),
+                       "flax.metrics.tensorboard.SummaryWriter": frozenset({"scalar", "image", "audio", "histogram"})}
 
 # Builtins that pull a value to the host.
 HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}

@@ -4323,3 +4323,54 @@ def test_parameter_arguments_are_what_every_call_of_the_function_passes():
     assert callables.callable_info(m, step_call.func, fns["train"].scope) is not None
     assert callables.callable_info(m, loss_call.func, fns["train"].scope) is None  # a plain function
     assert V.is_jax(m, loss_call, fns["train"].scope)  # ... that returns a JAX value
+
+
+def test_library_maker_is_the_one_call_every_binding_comes_from():
+    from jaxlint.model import libraryobjects
+    tree, m = build("""
+    import optax
+    import mylib
+    from evosax import CMA_ES
+
+    class Search:
+        def __init__(self, flag):
+            self.strategy = CMA_ES(popsize=16, num_dims=4)
+            self.tx = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+            self.mixed = CMA_ES(popsize=8) if flag else None
+            self.either = optax.adam(1e-3)
+
+        def reset(self):
+            self.either = optax.sgd(1e-3)
+
+        def use(self, p):
+            es = mylib.ES()
+            return self.strategy.ask, self.tx.update, self.mixed.tell, self.either.update, es.tell, p.tell
+    """)
+    use = next(f for f in m.functions if f.name == "use")
+    ret = use.node.body[-1].value.elts
+    got = [libraryobjects.library_maker(m, e.value, use.scope) for e in ret]
+    assert got == ["evosax.CMA_ES", "optax.inject_hyperparams", None, None, "mylib.ES", None]
+
+
+def test_host_fetch_of_library_loggers_is_the_jax_value_they_are_given():
+    tree, m = build("""
+    import jax.numpy as jnp
+    import wandb
+    import mylog
+    from flax.metrics import tensorboard
+
+    def f(lr):
+        x = jnp.ones(3)
+        w = tensorboard.SummaryWriter("d")
+        run = wandb.init()
+        wandb.log({"x": x, "lr": lr})
+        run.log({"lr": lr})
+        w.scalar("x", x, 0)
+        w.text("x", x, 0)
+        mylog.log({"x": x})
+    """)
+    f = next(g for g in m.functions if g.name == "f")
+    calls = [s.value for s in f.node.body if isinstance(s, ast.Expr)]
+    got = [fetches.host_fetch(m, c) for c in calls]
+    assert ast.unparse(got[0]) == "{'x': x, 'lr': lr}" and got[1] is None  # only host values
+    assert ast.unparse(got[2]) == "x" and got[3] is None and got[4] is None  # not a converting method / library

@@ -2725,6 +2725,112 @@ def test_jax204_a_helper_that_only_dispatches_and_a_queue_put_are_not_waits():
     """)
 
 
+def test_jax204_methods_of_library_objects_that_only_dispatch_are_work_not_waits():
+    assert_marked("""
+    import time
+    import jax
+    import optax
+    import mylib
+    from evosax import CMA_ES
+
+    fitness_fn = jax.jit(lambda x: (x ** 2).sum(-1))
+
+    class Search:
+        def __init__(self):
+            self.strategy = CMA_ES(popsize=16, num_dims=4)
+
+        def generation(self, key, state, params):
+            t0 = time.perf_counter()
+            x, state = self.strategy.ask(key, state, params)
+            state = self.strategy.tell(x, fitness_fn(x), state, params)
+            return state, time.perf_counter() - t0  # expect: JAX204
+
+    def train(params, grads_fn, batches):
+        tx = optax.adam(1e-3)
+        opt_state = tx.init(params)
+        for batch in batches:
+            t0 = time.perf_counter()
+            updates, opt_state = tx.update(grads_fn(params, batch), opt_state)
+            print(time.perf_counter() - t0)  # expect: JAX204
+        return opt_state
+
+    def unknown(key, state, params):
+        es = mylib.ES(popsize=16)
+        t0 = time.perf_counter()
+        es.tell(fitness_fn(state), state)
+        return time.perf_counter() - t0
+
+    def other_method(key, state, params):
+        es = CMA_ES(popsize=16, num_dims=4)
+        t0 = time.perf_counter()
+        es.report(fitness_fn(state), state)
+        return time.perf_counter() - t0
+    """)
+
+
+def test_jax201_library_loggers_that_copy_their_values_to_the_host():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import wandb
+    from flax.metrics import tensorboard
+
+    step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
+
+    def train(p, batches, logdir):
+        writer = tensorboard.SummaryWriter(logdir)
+        run = wandb.init(project="x")
+        for i, b in enumerate(batches):
+            p, loss = step(p, b)
+            wandb.log({"loss": loss})  # expect: JAX201
+            run.log({"loss": loss}, step=i)  # expect: JAX201
+            writer.scalar("loss", loss, i)  # expect: JAX201
+        return p
+    """)
+
+
+def test_jax201_library_logger_near_misses_host_values_periodic_and_unknown_writers():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+    import wandb
+    from clu import metric_writers
+    from torch.utils.tensorboard import SummaryWriter
+
+    step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
+
+    def train(p, batches, logdir, lr):
+        writer = metric_writers.create_default_writer(logdir)
+        tw = SummaryWriter(logdir)
+        for i, b in enumerate(batches):
+            p, loss = step(p, b)
+            wandb.log({"lr": lr, "step": i})
+            writer.write_scalars(i, {"loss": loss})
+            tw.add_scalar("loss", loss, i)
+            if i % 100 == 0:
+                wandb.log({"loss": loss})
+        return p
+    """, "JAX201") == []
+
+
+def test_jax201_library_logger_message_names_the_value():
+    (msg,) = messages("""
+    import jax
+    import jax.numpy as jnp
+    from flax.metrics import tensorboard
+
+    step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
+
+    def train(p, batches):
+        writer = tensorboard.SummaryWriter("/tmp/x")
+        for i, b in enumerate(batches):
+            p, loss = step(p, b)
+            writer.scalar("loss", loss, i)
+        return p
+    """, "JAX201")
+    assert msg.startswith("`writer.scalar(...)` of `loss` syncs"), msg
+
+
 def test_jax201_a_logger_method_of_a_module_class_that_converts_its_argument():
     src = """
     import jax

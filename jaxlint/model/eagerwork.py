@@ -13,7 +13,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
-from . import callables
+from . import callables, libraryobjects
 from . import values as V
 from .records import Scope
 from .syntax import last_name
@@ -59,28 +59,9 @@ def optimizer_maker(m, expr: ast.AST, scope: Scope):
     """``(qualified name, family)`` of the library call that made the optimizer ``expr``: a name
     or ``self.attr`` bound (every time) to ``optax.adam(...)``, ``optax.chain(...)``,
     ``flax.nnx.Optimizer(...)`` (``names.OPTIMIZER_FAMILIES``). None when not known."""
-    values = []
-    if isinstance(expr, ast.Name):
-        ev = m.binding(expr.id, scope, (expr.lineno, expr.col_offset))
-        if ev is None or not ev.plain_assign:
-            return None
-        values = [(ev.value, ev.scope)]
-    elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-        owner = callables.instance_class(m, expr.value, scope)
-        values = [(v, m.scope_at(v)) for v in (owner.self_attrs.get(expr.attr, ()) if owner is not None else ())]
-    found = set()
-    for value, vscope in values:
-        if not isinstance(value, ast.Call):
-            return None
-        func = value.func
-        while isinstance(func, ast.Call):  # optax.inject_hyperparams(optax.adam)(learning_rate=...)
-            func = func.func
-        qn = m.resolve(func, vscope)
-        family = _family(qn)
-        if family is None:
-            return None
-        found.add((qn, family))
-    return next(iter(found)) if len(found) == 1 else None
+    qn = libraryobjects.library_maker(m, expr, scope)
+    family = _family(qn)
+    return (qn, family) if family is not None else None
 
 
 def _family(qn: Optional[str]) -> Optional[str]:

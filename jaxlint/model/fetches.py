@@ -15,7 +15,7 @@ from typing import Optional
 
 from .. import conventions
 from .. import names as N
-from . import callables
+from . import callables, libraryobjects
 from . import limits as L
 from . import values as V
 from .syntax import last_name, unparse
@@ -24,7 +24,8 @@ from .syntax import last_name, unparse
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
 FETCH_OR_FORMAT_NAMES = frozenset(
     {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
-    | {"item", "tolist", "format"} | N.LOG_METHODS)
+    | {"item", "tolist", "format"} | N.LOG_METHODS
+    | {q.rsplit(".", 1)[1] for q in N.HOST_LOGGER_FUNCTIONS} | set().union(*N.HOST_LOGGER_METHODS.values()))
 
 
 def may_sync(m, call: ast.Call) -> bool:
@@ -134,7 +135,20 @@ def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
         if V.device_or_copy(m, func.value, scope):
             return func.value
+    if qn in N.HOST_LOGGER_FUNCTIONS or (isinstance(func, ast.Attribute) and qn is None and _logger_method(m, func, scope)):
+        # ``wandb.log({"loss": loss})``: a library logger that copies what it is given to the host
+        return next((a for a in list(args) + [kw.value for kw in call.keywords] if V.holds_jax(m, a, scope)), None)
     return None
+
+
+def _logger_method(m, func: ast.Attribute, scope) -> bool:
+    """``writer.scalar("loss", loss, step)`` on ``writer = flax...tensorboard.SummaryWriter(dir)``,
+    ``run.log(metrics)`` on ``run = wandb.init(...)``: ``names.HOST_LOGGER_METHODS``."""
+    methods = [ms for ms in N.HOST_LOGGER_METHODS.values() if func.attr in ms]
+    if not methods:
+        return False
+    maker = libraryobjects.library_maker(m, func.value, scope)
+    return maker is not None and func.attr in N.HOST_LOGGER_METHODS.get(maker, ())
 
 
 

@@ -27,7 +27,7 @@ import ast
 from typing import Iterator, Optional
 
 from .. import names as N
-from . import callables, fetches
+from . import callables, fetches, libraryobjects
 from . import limits as L
 from . import values as V
 from .records import _waits
@@ -320,6 +320,8 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
             return "maybe" if _takes_jax(m, c, scope) else None
     if _stores_only(m, c, scope):
         return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
+    if libraryobjects.dispatch_only_method(m, c, scope):
+        return "work"  # ``strategy.tell(x, fitness, state)`` of an evosax strategy: jax.numpy work
     if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
         return None
     return "maybe" if _takes_jax(m, c, scope) else None
