@@ -104,19 +104,7 @@ def _inner_loop(m, funcs: list) -> Optional[ast.Call]:
 def _solver_step_functions(m) -> dict:
     """id of each function of this module given to a library solver that calls it at every
     iteration of its compiled loop (``names.SOLVER_STEP_FUNCTIONS``) -> the first such call."""
-    out: dict = {}
-    for short in sorted({q.rsplit(".", 1)[1] for q in N.SOLVER_STEP_FUNCTIONS}):
-        for call in m.calls_by_name.get(short, ()):
-            scope = m.scope_at(call)
-            where = N.SOLVER_STEP_FUNCTIONS.get(m.resolve(call.func, scope))
-            if where is None:
-                continue
-            arg = call_arg(call, *where)
-            if arg is None:
-                continue
-            for g in callables.local_functions(m, arg, scope):
-                out.setdefault(id(g), call)
-    return out
+    return deviceloops.functions_given(m, N.SOLVER_STEP_FUNCTIONS)
 
 
 def _branch_functions(m) -> set:

@@ -57,17 +57,24 @@ def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
 
 def _loop_bodies(m) -> dict:
     """id of each function of this module some device loop runs as its body -> the first such loop."""
+    return functions_given(m, _BODY_ARG, skip=small_trip_count)
+
+
+def functions_given(m, where_by_callee: dict, skip=None) -> dict:
+    """id of each function of this module passed to a call of one of ``where_by_callee``'s
+    callables (qualified name -> (position, keyword) of the function argument) -> the first such
+    call; ``skip(call, qualified name)`` leaves a call out."""
     out: dict = {}
-    for short in sorted({q.rsplit(".", 1)[1] for q in _BODY_ARG}):
+    for short in sorted({q.rsplit(".", 1)[1] for q in where_by_callee}):
         for call in m.calls_by_name.get(short, ()):
             scope = m.scope_at(call)
             qn = m.resolve(call.func, scope)
-            where = _BODY_ARG.get(qn)
-            if where is None or small_trip_count(call, qn):
+            where = where_by_callee.get(qn)
+            if where is None or (skip is not None and skip(call, qn)):
                 continue
-            body = call_arg(call, *where)
-            if body is None:
+            arg = call_arg(call, *where)
+            if arg is None:
                 continue
-            for g in callables.local_functions(m, body, scope):
+            for g in callables.local_functions(m, arg, scope):
                 out.setdefault(id(g), call)
     return out
