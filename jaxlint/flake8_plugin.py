@@ -1,8 +1,12 @@
 """The flake8 front end: runs the shared engine on the tree flake8 already parsed.
 
-flake8 handles selection (``--select/--extend-ignore``) and ``# noqa`` itself; the plugin's one
-option, ``--jaxlint-pedantic`` (or ``jaxlint-pedantic = true`` in flake8's config), also reports
-the findings that are right but rarely worth changing (``Finding.opt_in``).
+The project's ``[tool.jaxlint]`` (the nearest ``pyproject.toml`` above the checked file that has
+one, as ``jaxlint check`` finds it) applies first: ``select``/``ignore``, ``per-file-ignores``,
+``exclude``, ``pedantic`` and the conventions, so an editor sees what the CLI reports. flake8's own
+``--select/--ignore/--per-file-ignores`` and ``# noqa`` then apply on top: a finding is shown
+only when both allow it. The plugin's option ``--jaxlint-pedantic`` (or ``jaxlint-pedantic = true``
+in flake8's config) also reports the findings that are right but rarely worth changing
+(``Finding.opt_in``), as ``pedantic = true`` does.
 
 Importing this module loads nothing else of jaxlint (flake8 imports every plugin on every run,
 an editor on every save): the engine, the model and the rules are imported by the first
@@ -25,6 +29,8 @@ class JaxlintChecker:
     version = __version__
     _rules = None
     pedantic = False
+    _configs: dict = {}  # folder of a checked file -> its Config, or the config error's message
+    _configured = None  # the Config whose conventions are in force
 
     @classmethod
     def add_options(cls, parser) -> None:
@@ -61,6 +67,24 @@ class JaxlintChecker:
                     gc.enable()
         return cls._rules
 
+    @classmethod
+    def config_for(cls, path):
+        """The ``[tool.jaxlint]`` in force for ``path`` (a Config), or the error's message (a str);
+        found once per folder. Without a path (stdin), the one of the working folder."""
+        import os
+
+        folder = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+        found = cls._configs.get(folder)
+        if found is None:
+            from .config import ConfigError, load_config
+
+            try:
+                found = load_config(folder)
+            except ConfigError as e:
+                found = str(e)
+            cls._configs[folder] = found
+        return found
+
     def run(self) -> Iterator[tuple]:
         path = self.filename if self.filename and self.filename not in ("-", "stdin") else None
         from .prefilter import may_use_jax, too_large
@@ -73,10 +97,42 @@ class JaxlintChecker:
                 return
             if not may_use_jax(text, path):
                 return
-        rules = self.rules()
+        cfg = self.config_for(path)
+        if isinstance(cfg, str):
+            from .source import PARSE_ERROR
+
+            yield 1, 0, f"{PARSE_ERROR} jaxlint config error, nothing checked: {cfg}", type(self)
+            return
+        if path is not None and cfg.source is not None and _excluded(cfg, path):
+            return
+        from .registry import is_selected
+
+        if JaxlintChecker._configured is not cfg:  # the conventions in force: once per config, not per file
+            from . import conventions
+
+            conventions.configure(cfg.conventions)
+            JaxlintChecker._configured = cfg
+        pedantic = self.pedantic or cfg.pedantic
+        rules = [r for r in self.rules() if is_selected(r.code, cfg.select, cfg.ignore)]
         from .engine import run_rules
 
         for f in run_rules(self.tree, rules, path=path, text=text):
-            if f.opt_in is not None and not self.pedantic:
+            if f.opt_in is not None and not pedantic:
+                continue
+            if path is not None and not cfg.keeps(path, f):
                 continue
             yield f.line, f.col, f"{f.code} {f.message}", type(self)
+
+
+def _excluded(cfg, path: str) -> bool:
+    """Whether ``[tool.jaxlint]`` excludes ``path`` or a folder it is in, below the config's root:
+    the folders ``jaxlint check`` does not walk into."""
+    import os
+
+    path = os.path.abspath(path)
+    root = os.path.abspath(cfg.root)
+    while path.startswith(root + os.sep):
+        if cfg.is_excluded(path):
+            return True
+        path = os.path.dirname(path)
+    return False

@@ -207,9 +207,9 @@ def test_the_rules_load_on_first_use_only():
 # edit library, notebooks, reporters, the CLI, the result cache, config files, IPython, docs and
 # the dynamic mode, and the ``# noqa`` reader (flake8 applies ``# noqa`` itself). The engine, the
 # model and the rules load only for a file that may use JAX.
+# (jaxlint.config is loaded: the plugin reads the project's [tool.jaxlint], as the CLI does)
 NOT_UNDER_FLAKE8 = ("jaxlint.fix", "jaxlint.edits", "jaxlint.notebook", "jaxlint.reporters", "jaxlint.trace",
-                    "jaxlint.cli", "jaxlint.cache", "jaxlint.config", "jaxlint.ipython", "jaxlint.docs",
-                    "jaxlint.noqa")
+                    "jaxlint.cli", "jaxlint.cache", "jaxlint.ipython", "jaxlint.docs", "jaxlint.noqa")
 
 _FLAKE8_RUN = """
 import sys

@@ -101,15 +101,70 @@ def test_flake8_jaxlint_pedantic_reports_opt_in_findings(tmp_path):
     assert ":10:15: JAX201 " in flake8(str(p), cwd=tmp_path).stdout
 
 
-def test_flake8_selection_is_flake8s_own(tmp_path):
-    """The plugin reads no [tool.jaxlint]: a bad code there is `jaxlint check`'s usage error, not
-    flake8's; flake8 selects with its own options, other plugins' codes included."""
-    p = tmp_path / "t.py"
-    p.write_text(BAD.format(noqa=""))
+TWO = textwrap.dedent("""\
+    import jax
+
+    def run(params, batches, f):
+        for b in batches:
+            step = jax.jit(lambda p, x: p * x)
+            params = step(params, b)
+            print(float(params))
+        return params
+""")
+
+
+def _both(tmp_path, *paths: str, flake8_args=()) -> tuple:
+    """(flake8's rows, jaxlint check's rows) for ``paths`` under ``tmp_path``."""
+    f8 = flake8(*flake8_args, *paths, cwd=tmp_path)
+    jl = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", *paths], capture_output=True,
+                        text=True, cwd=tmp_path)
+    assert f8.returncode in (0, 1) and jl.returncode in (0, 1), f8.stderr + jl.stderr
+    return parse(f8.stdout), parse(jl.stdout)
+
+
+def test_flake8_reads_tool_jaxlint_like_the_cli(tmp_path):
+    """The editor sees what the CLI reports: select, per-file-ignores, exclude and pedantic of
+    the project's [tool.jaxlint] apply to the plugin's findings too."""
+    (tmp_path / "t.py").write_text(TWO)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "u.py").write_text(TWO)
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "v.py").write_text(TWO)
+    (tmp_path / "test_w.py").write_text(BAD.format(noqa=""))
+    files = ["t.py", "sub/u.py", "gen/v.py", "test_w.py"]
+    f8, jl = _both(tmp_path, *files)
+    assert {r[3] for r in f8} == {"JAX101", "JAX201"} and f8 == jl  # no config: both report both codes
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.jaxlint]\nselect = ["JAX2"]\nextend-exclude = ["gen"]\npedantic = true\n'
+        '[tool.jaxlint.per-file-ignores]\n"sub/*" = ["JAX201"]\n')
+    f8, jl = _both(tmp_path, ".")  # a folder walk: both leave out what [tool.jaxlint] excludes
+    assert f8 == jl, (f8, jl)
+    got = sorted((Path(r[0]).name, r[3]) for r in f8)
+    # JAX101 not selected; sub/ ignores JAX201; gen/ excluded; the test file's opt-in sync shown (pedantic)
+    assert got == [("t.py", "JAX201"), ("test_w.py", "JAX201")], got
+
+
+def test_flake8_options_narrow_tool_jaxlint_further(tmp_path):
+    """flake8's own --select/--extend-ignore apply on top of [tool.jaxlint]: a finding is shown
+    only when both allow it; [tool.jaxlint] cannot bring back what flake8 ignores."""
+    (tmp_path / "t.py").write_text(TWO)
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\nselect = ["JAX1"]\n')
+    f8, _ = _both(tmp_path, "t.py")
+    assert {r[3] for r in f8} == {"JAX101"}
+    f8, _ = _both(tmp_path, "t.py", flake8_args=("--extend-ignore", "JAX101"))
+    assert f8 == set()
+
+
+def test_flake8_with_a_bad_tool_jaxlint_says_so_on_the_file(tmp_path):
+    """A bad [tool.jaxlint] is `jaxlint check`'s usage error (exit 2); flake8 has no such exit,
+    so the plugin reports it as one JAX000 line on each file and checks nothing there."""
+    (tmp_path / "t.py").write_text(TWO)
     (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\nselect = ["FOO"]\n')
-    proc = flake8("--select", "E,W,F,JAX", "--max-line-length", "120", str(p), cwd=tmp_path)
-    assert proc.returncode == 1 and ":10:15: JAX201 " in proc.stdout, proc.stdout + proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(p)], capture_output=True, text=True,
+    proc = flake8("t.py", cwd=tmp_path)
+    (line,) = proc.stdout.splitlines()
+    assert ":1:1: JAX000 jaxlint config error, nothing checked:" in line and "'FOO'" in line, proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "t.py"], capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.returncode == 2 and "'FOO'" in proc.stderr
 
