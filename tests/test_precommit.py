@@ -70,6 +70,7 @@ def user_repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("user_repo")
     shutil.copy(os.path.join(FIX, "bad.py"), repo / "train_bad.py")
     shutil.copy(os.path.join(FIX, "good.py"), repo / "train_good.py")
+    shutil.copy(os.path.join(ROOT, "fixtures", "notebooks", "training_bad.ipynb"), repo / "explore.ipynb")
     (repo / ".pre-commit-config.yaml").write_text(substituted(readme_snippet(), ROOT, rev))
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre_commit_home")))
     for cmd in (["git", "init", "-q"], ["git", "add", "."]):
@@ -99,6 +100,17 @@ def test_hook_passes_on_the_good_file(user_repo):
     print(out)
     assert proc.returncode == 0, out
     assert "Passed" in out
+
+
+def test_hook_checks_notebooks(user_repo):
+    """`types_or: [python, jupyter]`: pre-commit hands the hook notebooks too (with `types:
+    [python]` it said "(no files to check) Skipped" on one with findings)."""
+    repo, env = user_repo
+    proc = run_hook(repo, env, "explore.ipynb")
+    out = proc.stdout + proc.stderr
+    print(out)
+    assert proc.returncode == 1, out
+    assert "Skipped" not in out and "explore.ipynb:cell 8:line 6:col 17: JAX201" in out, out
 
 
 def test_the_readmes_own_rev_works(user_repo):
