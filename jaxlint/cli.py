@@ -278,7 +278,7 @@ def cmd_rules() -> int:
     from .registry import CATALOG
 
     for r in CATALOG:
-        print(f"{r.code}  {r.name:34} {r.summary.split('. ')[0].rstrip('.')}")
+        print(f"{r.code}  {r.name:34} {r.short}")
     return EXIT_CLEAN
 
 

@@ -81,7 +81,7 @@ def _sarif_rule(cls) -> dict:
     return {
         "id": cls.code,
         "name": cls.name,
-        "shortDescription": {"text": cls.summary.split(". ")[0].rstrip(".") + "."},
+        "shortDescription": {"text": cls.short},
         "fullDescription": {"text": f"{cls.summary} {cls.rationale}"},
         "help": {"text": help_text, "markdown": help_md},
         "defaultConfiguration": {"level": "error" if cls.code == "JAX000" else "warning"},
@@ -119,7 +119,8 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
         "runs": [{
             "tool": {"driver": {
                 "name": "jaxlint", "version": __version__, "semanticVersion": __version__,
-                "informationUri": "https://pypi.org/project/flake8-jax/",
+                # no informationUri: the project has no public home yet (the PyPI page does not
+                # exist until it is published); the field is optional in SARIF 2.1.0
                 "rules": [_sarif_rule(cls) for cls in catalog],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + root.replace(os.sep, "/").rstrip("/") + "/"}},

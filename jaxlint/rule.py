@@ -137,7 +137,8 @@ class Rule:
 
     code: ClassVar[str]
     name: ClassVar[str]
-    summary: ClassVar[str]  # what it does, one sentence
+    short: ClassVar[str]  # the pitfall in one sentence of at most 110 characters (`jaxlint rules`, SARIF)
+    summary: ClassVar[str]  # what it does, in full
     rationale: ClassVar[str]  # why it costs accelerator time (or fails)
     bad: ClassVar[str]
     good: ClassVar[str]

@@ -98,6 +98,8 @@ class ParseError(Rule):
     rule list and ``jaxlint explain``."""
 
     code, name = "JAX000", "parse-error"
+
+    short = "A file that cannot be read or parsed, or is too large to analyze."
     summary = ("A file that cannot be read or parsed, or is too large to analyze (over 1,000,000 characters); "
                "the other files are still checked.")
     rationale = "jaxlint cannot check a file it cannot parse."

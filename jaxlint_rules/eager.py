@@ -21,6 +21,7 @@ def _compiled(model: ModuleModel, call: ast.Call) -> bool:
 
 class EagerUpdateInLoop(Rule):
     code = "JAX701"
+    short = "An optimizer or parameter update run eagerly, outside jit, every step of a training loop."
     confirmed_by = "eager"
     name = "eager-update-in-loop"
     summary = ("Finds the per-step parameter update run outside any compiled function in a step loop that "
@@ -109,6 +110,7 @@ class EagerUpdateInLoop(Rule):
 
 class ElementwiseLoopOverArray(Rule):
     code = "JAX702"
+    short = "A Python loop that reads a JAX array one element at a time on the host."
     confirmed_by = "eager"
     name = "element-wise-loop-over-array"
     summary = ("Finds Python loops outside traced code that read a JAX array one element at a time on the "

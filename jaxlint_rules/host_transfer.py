@@ -56,6 +56,7 @@ def _step_role(model: ModuleModel, ctx):
 
 class HostTransferInLoop(Rule):
     code = "JAX201"
+    short = "A JAX value copied to the host (float, .item(), print, np.asarray, an if on it) every step of a loop."
     confirmed_by = "transfers"
     name = "host-transfer-in-loop"
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`/`if not x:`/`while x > tol:`, `x.item()`, "
@@ -228,6 +229,7 @@ class HostTransferInLoop(Rule):
 
 class BlockUntilReadyInLoop(Rule):
     code = "JAX202"
+    short = "A block_until_ready every step of a loop, which stops the host from queueing the next step."
     name = "block-until-ready-in-loop"
     summary = ("Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a step loop of JAX "
                "work, training loops that time their phases every step included. Not reported: benchmarks (a "
@@ -300,6 +302,7 @@ class BlockUntilReadyInLoop(Rule):
 
 class TimingWithoutBlock(Rule):
     code = "JAX204"
+    short = "A wall-clock measurement of JAX work that never waits for it, so it times only the dispatch."
     confirmed_by = "clock"
     name = "timing-without-block"
     summary = ("Finds wall-clock measurements of JAX work that never wait for it: `t0 = time.perf_counter()` "
@@ -383,6 +386,7 @@ class TimingWithoutBlock(Rule):
 
 class LoopInvariantUpload(Rule):
     code = "JAX205"
+    short = "The same host data uploaded to the device again every step of a loop."
     confirmed_by = "uploads"
     name = "loop-invariant-upload"
     summary = ("Finds `jnp.asarray(X)`, `jnp.array(X)` and `jax.device_put(X)` every iteration of a step loop, "
@@ -448,6 +452,7 @@ _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
 
 class HostConversionInTracedCode(Rule):
     code = "JAX203"
+    short = "A host conversion (float, int, .item(), NumPy) of a tracer inside jitted or traced code."
     name = "host-conversion-in-traced-code"
     summary = ("Finds `float()`, `int()`, `bool()`, `.item()`, `.tolist()` and NumPy or `math` functions applied "
                "to a tracer inside jitted (or otherwise traced) code.")
@@ -508,6 +513,7 @@ class HostConversionInTracedCode(Rule):
 
 class HostCallbackInCompiledLoop(Rule):
     code = "JAX206"
+    short = "A host callback (jax.debug.print, io_callback, ...) at every iteration of a compiled loop."
     confirmed_by = "callbacks"
     name = "host-callback-in-compiled-loop"
     summary = ("Finds host callbacks (`jax.debug.print`, `jax.debug.callback`, `jax.pure_callback`, "

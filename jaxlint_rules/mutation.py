@@ -91,6 +91,7 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
 
 class InplaceItemAssignment(Rule):
     code = "JAX401"
+    short = "In-place item assignment (x[i] = v) on an immutable JAX array."
     name = "inplace-item-assignment"
     fixable = True
     summary = ("Finds `x[i] = v`, `x[i] += v` (and other augmented operators) and `del x[i]` where `x` is "
@@ -230,6 +231,7 @@ def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
 
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
+    short = "A call of the removed jax.ops.index_update family."
     name = "removed-index-update-api"
     fixable = True
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
@@ -348,6 +350,7 @@ _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power
 
 class DiscardedFunctionalUpdate(Rule):
     code = "JAX403"
+    short = "A functional update x.at[i].set(v) whose result is thrown away."
     name = "discarded-functional-update"
     fixable = True
     summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."

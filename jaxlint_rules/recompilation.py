@@ -145,6 +145,7 @@ def _rewrap_cost(model: ModuleModel, wrap: JitWrap) -> str:
 
 class JitInLoop(Rule):
     code = "JAX101"
+    short = "A jit or pmap wrapper built in a loop around a new callable, so every iteration recompiles."
     confirmed_by = "compiles"
     name = "jit-in-loop"
     summary = ("Finds `jax.jit`/`jax.pmap` wrappers created inside a loop around a callable that is new on "
@@ -285,6 +286,7 @@ class JitInLoop(Rule):
 
 class JitPerCall(Rule):
     code = "JAX102"
+    short = "A jit wrapper built around a fresh callable in a function that runs again and again: a recompile per call."
     confirmed_by = "compiles"
     name = "jit-per-call"
     summary = ("Finds jit wrappers built inside a function around a callable made there (a closure, lambda, "
@@ -405,6 +407,7 @@ class JitPerCall(Rule):
 
 class StaticArgChurn(Rule):
     code = "JAX103"
+    short = "A jitted function given a static argument that changes every iteration of a loop, so it recompiles."
     confirmed_by = "compiles"
     name = "static-arg-churn"
     summary = ("Finds calls, inside a loop, of a jitted function whose static argument "

@@ -59,6 +59,7 @@ def _is_constructor(qn: Optional[str]) -> bool:
 
 class GlobalRngInTracedCode(Rule):
     code = "JAX501"
+    short = "NumPy or Python global random numbers inside traced code, frozen into the compiled program."
     confirmed_by = "trace_time"
     name = "global-rng-in-traced-code"
     summary = ("Finds NumPy (`np.random.*`) and Python (`random.*`) random number calls, and methods of host "
@@ -184,6 +185,7 @@ _FIXED_DATA = "draws from a literal seed"
 
 class KeyReuse(Rule):
     code = "JAX502"
+    short = "A PRNG key used twice, so two draws give the same random numbers."
     name = "key-reuse"
     summary = ("Finds a PRNG key passed to two `jax.random` sampling calls (or to `split`/`fold_in` and a "
                "sampler) without a new key in between, or to one inside a loop when the key is never replaced "
@@ -451,6 +453,7 @@ _MAKER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in KEY_MAKERS)
 
 class ConstantKeyInLoop(Rule):
     code = "JAX503"
+    short = "A PRNG key with a constant seed made in a loop or per-step helper, so every step draws the same numbers."
     name = "constant-key-in-loop"
     summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body, "
                "or in a helper that runs at every step (called in a step loop, or a per-step method).")

@@ -38,6 +38,7 @@ _SIZE_FUNCS = N.SIZE_FUNCS
 
 class DataDependentShape(Rule):
     code = "JAX301"
+    short = "An operation whose output shape depends on the data (mask indexing, nonzero, unique) inside traced code."
     name = "data-dependent-shape"
     summary = ("Finds boolean-mask indexing (`x[x > 0]`, `x[mask]`, `x.at[mask]`), `jnp.nonzero`/`argwhere`/"
                "`flatnonzero`/`unique*`/`compress`/`extract`/set operations and one-argument `jnp.where(c)` "
@@ -124,6 +125,7 @@ class DataDependentShape(Rule):
 
 class TracedControlFlow(Rule):
     code = "JAX302"
+    short = "Python control flow (if, while, and/or) on a traced array inside jitted code."
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
                "value known to be an array (the result of a JAX operation, a comparison or arithmetic with one, "
@@ -232,6 +234,7 @@ _SHAPE_ARGS = N.SHAPE_ARGS
 
 class TracedShapeArgument(Rule):
     code = "JAX303"
+    short = "An array size or shape computed from a traced value inside traced code."
     name = "traced-shape-argument"
     summary = ("Finds array constructors (`jnp.zeros/ones/full/empty/arange/linspace/eye/tri/identity`), "
                "`reshape`, `broadcast_to`, `lax.dynamic_slice` sizes and `jax.random` `shape=`/`num=` given a "
@@ -296,6 +299,7 @@ class TracedShapeArgument(Rule):
 
 class ShapeChurn(Rule):
     code = "JAX304"
+    short = "A jitted function given an argument whose shape changes every iteration of a loop, so it recompiles."
     confirmed_by = "compiles"
     name = "shape-churn"
     summary = ("Finds calls, in a loop, of a jitted function with an argument whose shape follows the loop: "
@@ -427,6 +431,7 @@ UNROLL_TRIPS = 100
 
 class UnrolledLoopInTracedCode(Rule):
     code = "JAX305"
+    short = "A long Python loop inside traced code, unrolled into a very large compiled program."
     confirmed_by = "unroll"
     name = "unrolled-loop-in-traced-code"
     summary = ("Finds Python `for` loops inside traced code that run at least 100 times (a literal or "

@@ -35,6 +35,7 @@ def _pos(node: ast.AST) -> tuple:
 
 class SideEffectInTracedCode(Rule):
     code = "JAX601"
+    short = "Traced code that stores values into state that outlives the call, which runs only at trace time."
     confirmed_by = "trace_time"
     name = "side-effect-in-traced-code"
     summary = ("Finds traced code that stores JAX values into state that outlives the call: appending to or "
@@ -184,6 +185,7 @@ _PRINT_OPTIONS = ("sep", "end", "file", "flush")
 
 class PrintInTracedCode(Rule):
     code = "JAX602"
+    short = "A print() of a traced value inside traced code, which prints a tracer once, at trace time."
     confirmed_by = "trace_time"
     name = "print-in-traced-code"
     summary = "Finds `print()` of a traced value (directly, in an f-string or `%`/`.format`) inside traced code."

@@ -320,6 +320,25 @@ def test_rules_and_explain(capsys):
     assert run(capsys, "explain", "JAX999")[0] == 2
 
 
+def test_rules_prints_each_rules_whole_one_sentence_short_description(capsys):
+    """`jaxlint rules` and SARIF's shortDescription give each rule's ``short``: one whole sentence
+    written for the purpose (a split of the summary at ". " cut JAX204 mid-sentence)."""
+    from jaxlint.registry import CATALOG
+    from jaxlint.reporters import sarif as format_sarif
+
+    _, out, _ = run(capsys, "rules")
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert set(lines) == {r.code for r in CATALOG}
+    for r in CATALOG:
+        short = r.short
+        assert short.endswith(".") and ". " not in short and short[0].isupper(), (r.code, short)
+        assert 20 <= len(short) <= 110, (r.code, len(short))
+        assert lines[r.code].endswith(" " + short), lines[r.code]
+    sarif = json.loads(format_sarif([], root="."))
+    got = {rule["id"]: rule["shortDescription"]["text"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert got == {r.code: r.short for r in CATALOG}
+
+
 def test_explain_accepts_every_listed_code_and_every_rule_name(capsys):
     """Whatever `jaxlint rules` and the README's rule table list, JAX000 included, by code or name."""
     _, out, _ = run(capsys, "rules")
