@@ -205,11 +205,11 @@ def cmd_check(args) -> int:
     from . import conventions
 
     conventions.configure(cfg.conventions)  # [tool.jaxlint.conventions], for this run and its workers
+    # a missing path is said and makes the exit 2, after the others are checked and reported
     missing = [p for p in args.paths if not os.path.exists(p)]
-    if missing:
-        for p in missing:
-            print(f"jaxlint: no such file or folder: {p}", file=sys.stderr)
-        return EXIT_ERROR
+    for p in missing:
+        print(f"jaxlint: no such file or folder: {p}", file=sys.stderr)
+    args.paths = [p for p in args.paths if p not in missing]
     select = (args.select if args.select is not None else cfg.select) + args.extend_select
     ignore = (args.ignore if args.ignore is not None else cfg.ignore) + args.extend_ignore
     codes = [c for c in rule_codes() if is_selected(c, select, ignore)]  # = select_rules(ALL_RULES, ...)
@@ -267,7 +267,9 @@ def cmd_check(args) -> int:
         sys.stdout.write(reporters.statistics(findings))
     for msg in internal:
         print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
-    if internal or fix_errors:
+    if args.format == "text":  # stdout stays flake8's format; the closing line goes to stderr
+        sys.stderr.write(reporters.closing_line(findings, len(files)))
+    if internal or fix_errors or missing:
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS

@@ -161,3 +161,18 @@ def github(findings: Sequence[Finding], root: str = None) -> str:
 
 
 FORMATS = {"text": text, "json": as_json, "sarif": sarif, "github": github}
+
+
+def closing_line(findings: Sequence[Finding], checked: int) -> str:
+    """The line that ends a text report, on stderr: how many findings in how many files, how
+    many ``--fix`` can fix (the ``[*]`` ones), and where to read more."""
+    def n(count: int, word: str) -> str:
+        return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+    if not findings:
+        return f"jaxlint: no findings in {n(checked, 'file')} checked.\n"
+    files = len({f.path for f in findings})
+    fixable = sum(1 for f in findings if f.fix is not None)
+    fix = f", {fixable:,} fixable with --fix (marked [*])" if fixable else ""
+    return (f"jaxlint: {n(len(findings), 'finding')} in {n(files, 'file')} of {checked:,} checked{fix}; "
+            f"`jaxlint explain CODE` explains a rule.\n")

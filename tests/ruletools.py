@@ -90,3 +90,16 @@ def path_codes(path: Path) -> list:
     res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
     assert res.internal_errors == []
     return sorted((f.line, f.code) for f in res.findings)
+
+
+# The line that ends `jaxlint check`'s text output on stderr (reporters.closing_line).
+CLOSING_LINE = re.compile(r"jaxlint: (?:no findings in [\d,]+ files? checked\.|[\d,]+ findings? in [\d,]+ files? of "
+                          r"[\d,]+ checked(?:, [\d,]+ fixable with --fix \(marked \[\*\]\))?; `jaxlint explain CODE` "
+                          r"explains a rule\.)\n\Z")
+
+
+def without_closing_line(err: str) -> str:
+    """stderr of a text-format check without its closing summary line, which must be its last
+    line when present (tests that check what else goes to stderr use this)."""
+    m = CLOSING_LINE.search(err)
+    return err[:m.start()] if m and (m.start() == 0 or err[m.start() - 1] == "\n") else err

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from ruletools import without_closing_line
 from jaxlint import cli
 from jaxlint.cli import main
 from jaxlint.config import ConfigError, load_config
@@ -54,9 +55,10 @@ def write(tmp_path, name, text):
 
 
 def run(capsys, *argv):
+    """(exit code, stdout, stderr without the closing summary line: test_closing_line_* test it)."""
     code = main(list(argv))
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, without_closing_line(err)
 
 
 def test_text_output_is_flake8_format_and_exit_1(tmp_path, capsys):
@@ -268,6 +270,44 @@ def test_a_path_with_nothing_to_check_is_said_not_silent(tmp_path, capsys):
     assert (code, out) == (0, "") and f"found under {src}" in err
 
 
+def test_a_missing_path_beside_a_real_one_is_named_and_the_real_one_checked(tmp_path, capsys):
+    """`jaxlint check train.py nonexistent.py`: the findings of train.py, the missing path said on
+    stderr, exit 2 at the end (one missing path must not hide the others)."""
+    p = write(tmp_path, "train.py", BAD)
+    code, out, err = run(capsys, "check", str(p), str(tmp_path / "nonexistent.py"))
+    assert code == 2
+    assert [line.split(": ")[1].split()[0] for line in out.splitlines()] == ["JAX201", "JAX202"]
+    assert err == f"jaxlint: no such file or folder: {tmp_path / 'nonexistent.py'}\n"
+
+
+def test_closing_line_of_text_output_counts_findings_files_and_fixes(tmp_path, capsys):
+    """Text output ends with one summary line on stderr; stdout stays flake8's format, and the
+    machine formats carry no such line."""
+    bad = write(tmp_path, "bad.py", BAD)
+    write(tmp_path, "good.py", GOOD)
+    main(["check", "--no-cache", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert all(line.startswith(str(tmp_path)) for line in out.splitlines())
+    assert err == "jaxlint: 2 findings in 1 file of 2 checked; `jaxlint explain CODE` explains a rule.\n"
+    main(["check", "--no-cache", str(write(tmp_path, "g2.py", GOOD))])
+    assert capsys.readouterr()[1] == "jaxlint: no findings in 1 file checked.\n"
+    for fmt in ("json", "github", "sarif"):
+        main(["check", "--no-cache", "--format", fmt, str(bad)])
+        assert capsys.readouterr()[1] == "", fmt
+
+
+def test_closing_line_counts_the_fixable_findings_marked_with_a_star(capsys):
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "fix")
+    main(["check", "--no-cache", fixtures])
+    out, err = capsys.readouterr()
+    starred = sum(" [*] " in line for line in out.splitlines())
+    files = len({line.split(":")[0] for line in out.splitlines()})
+    assert starred > 0
+    assert err.endswith(f"jaxlint: {len(out.splitlines())} findings in {files} files of "
+                        f"{err.split(' of ')[1].split()[0]} checked, {starred} fixable with --fix (marked [*]); "
+                        "`jaxlint explain CODE` explains a rule.\n"), err
+
+
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
     assert code == 2 and "no such file or folder" in err
@@ -362,7 +402,8 @@ def test_console_script_runs_as_module(tmp_path):
     p = write(tmp_path, "bad.py", BAD)
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", str(p)], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert proc.stdout.count("JAX20") == 2 and proc.stderr == ""
+    assert proc.stdout.count("JAX20") == 2
+    assert proc.stderr == "jaxlint: 2 findings in 1 file of 1 checked; `jaxlint explain CODE` explains a rule.\n"
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import jaxlint_rules
+from ruletools import without_closing_line
 from jaxlint import fix as fixmod
 from jaxlint.cli import main
 from jaxlint.engine import check_source
@@ -44,9 +45,10 @@ def findings(src: str, path: str = "t.py"):
 
 
 def run(capsys, *argv):
+    """(exit code, stdout, stderr without the closing summary line: test_closing_line_* test it)."""
     code = main(list(argv))
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, without_closing_line(err)
 
 
 # --------------------------------------------------------------------------- before/after pairs

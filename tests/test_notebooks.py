@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 import jaxlint.cli as cli
+from ruletools import without_closing_line
 from jaxlint.notebook import cell_lines, join, read_cells, NotebookError
 from jaxlint.trace.userfiles import UserFiles
 
@@ -46,9 +47,10 @@ def write(tmp_path, name, content):
 
 
 def check(capsys, *argv):
+    """(exit code, stdout, stderr without the text format's closing summary line)."""
     code = cli.main(["check", "--no-cache", *map(str, argv)])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, without_closing_line(err)
 
 
 def rows(capsys, *argv):
