@@ -36,9 +36,13 @@ def install_targets(text: str) -> list:
 
 
 def assert_uses_dist(targets: list, where: str) -> None:
-    allowed = re.compile(rf"{re.escape(DIST)}(\[[\w,]+\])?\Z")
+    """Each target installs the distribution: by name (with extras), from a path (``.``,
+    ``./dist/...whl``) or as a direct reference (``flake8-jax @ git+...``); ``build`` (PyPA's
+    tool, to make the wheel) is the one other package the README installs."""
+    allowed = re.compile(rf"{re.escape(DIST)}(\[[\w,]+\])?(\Z| @ )")
     for t in targets:
-        assert t.startswith(".") or allowed.match(t), f"{where}: `pip install {t}` does not install {DIST}"
+        assert t.startswith(".") or t == "build" or allowed.match(t), \
+            f"{where}: `pip install {t}` does not install {DIST}"
 
 
 def test_the_distribution_is_flake8_jax():
@@ -103,3 +107,56 @@ def test_license_is_an_spdx_expression_with_its_file():
         assert "Apache License" in fh.read(500)
     # SPDX strings and license-files need setuptools >= 77
     assert "setuptools>=77" in data["build-system"]["requires"]
+
+
+def test_wheel_ships_py_typed_for_the_typed_api():
+    data = pyproject()
+    assert data["tool"]["setuptools"]["package-data"]["jaxlint"] == ["py.typed"]
+    assert os.path.isfile(os.path.join(ROOT, "jaxlint", "py.typed"))
+    assert "Typing :: Typed" in data["project"]["classifiers"]
+
+
+def test_index_metadata_classifiers_name_the_versions_ci_tests():
+    project = pyproject()["project"]
+    classifiers = project["classifiers"]
+    assert "Framework :: Flake8" in classifiers and "Topic :: Software Development :: Quality Assurance" in classifiers
+    versions = sorted(c.rsplit(" ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    with open(os.path.join(ROOT, ".ci", "trace_oldest"), encoding="utf-8") as fh:
+        oldest = re.search(r"python3\.(\d+)", fh.read())
+    assert versions[0] == f"3.{oldest.group(1)}" and project["requires-python"] == ">=3.10"
+    assert project["keywords"]
+
+
+def test_readme_renders_on_an_index_without_relative_links():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert all(re.match(r"https?://", link) for link in links), links
+
+
+def test_the_sdist_ships_a_test_suite_that_collects(tmp_path):
+    """The built sdist carries what its tests need: `pytest --co` in the unpacked sdist, with
+    its own package on the path, collects every test without an error."""
+    import subprocess
+    import tarfile
+
+    import pytest
+
+    pytest.importorskip("build")
+    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), ROOT],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 and "Could not find a version" in proc.stdout + proc.stderr:
+        pytest.skip("the isolated build environment cannot be installed (offline)")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path / "x")
+    (root,) = (tmp_path / "x").iterdir()
+    for needed in ("tests/conftest.py", "tests/ruletools.py", "fixtures", "docs/rules.md", "jaxlint/py.typed"):
+        assert (root / needed).exists(), needed
+    env = dict(os.environ, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"], cwd=root,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert re.search(r"^\d+ tests collected", proc.stdout, re.M) and " error" not in proc.stdout.lower(), \
+        proc.stdout[-2000:]
