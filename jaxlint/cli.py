@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--ignore", type=_codes, help="comma-separated code prefixes to skip (replaces config)")
     c.add_argument("--extend-select", type=_codes, default=[], help="add to the selected prefixes")
     c.add_argument("--extend-ignore", type=_codes, default=[], help="add to the ignored prefixes")
-    c.add_argument("--format", choices=sorted(reporters.FORMATS), default="text")
+    c.add_argument("--format", choices=sorted(reporters.FORMATS), default="text",
+                   help="text: flake8's path:line:col: CODE message (default); json: one object per finding, "
+                        "with its evidence; github: workflow annotations; sarif: SARIF 2.1.0 for code scanning")
     c.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: all cores)")
     c.add_argument("--statistics", action="store_true", help="print a count per code at the end")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
@@ -48,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also report findings that are right but rarely worth changing (a sync in test code, "
                         "a jit rebuilt in a function that runs once); the JSON output says why each is opt-in")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    c.add_argument("--stdin-display-name", metavar="PATH", default="stdin",
+                   help="with PATH `-` (source read from stdin, as editors send it): the path to report and to "
+                        "find [tool.jaxlint] and the project's other modules from (default: stdin)")
     c.add_argument("--explain-finding", metavar="PATH:LINE",
                    help="say why each finding on that line was made: the rule, the facts and the naming "
                         "conventions it rests on (opt-in findings included)")
@@ -194,9 +199,18 @@ def cmd_check(args) -> int:
         args.paths = [target[0]]
         explain_line = target[1]
         args.pedantic = True
+    stdin = "-" in args.paths
+    if stdin and (len(args.paths) > 1 or args.fix or args.diff):
+        print("jaxlint: `-` (read the source from stdin) is the only path, without --fix or --diff", file=sys.stderr)
+        return EXIT_ERROR
+    if stdin:
+        args.paths = [args.stdin_display_name]
     try:
         if args.config:
             cfg = load_config(pyproject=args.config)
+        elif stdin:
+            shown = args.stdin_display_name
+            cfg = load_config(shown if os.path.exists(os.path.dirname(os.path.abspath(shown))) else ".")
         else:
             cfg = load_config(args.paths[0] if args.paths else ".")
     except ConfigError as e:
@@ -206,7 +220,7 @@ def cmd_check(args) -> int:
 
     conventions.configure(cfg.conventions)  # [tool.jaxlint.conventions], for this run and its workers
     # a missing path is said and makes the exit 2, after the others are checked and reported
-    missing = [p for p in args.paths if not os.path.exists(p)]
+    missing = [] if stdin else [p for p in args.paths if not os.path.exists(p)]
     for p in missing:
         print(f"jaxlint: no such file or folder: {p}", file=sys.stderr)
     args.paths = [p for p in args.paths if p not in missing]
@@ -215,7 +229,7 @@ def cmd_check(args) -> int:
     codes = [c for c in rule_codes() if is_selected(c, select, ignore)]  # = select_rules(ALL_RULES, ...)
     files: list = []
     seen: set = set()
-    for path in args.paths:  # each path on its own, so that one with nothing to check is named
+    for path in [] if stdin else args.paths:  # each path on its own, so that one with nothing to check is named
         found = list(discover([path], cfg))
         if not found:  # said, not silent (as ruff does); nothing to check is not an error
             print(f"jaxlint: no Python files or notebooks found under {path}", file=sys.stderr)
@@ -223,7 +237,14 @@ def cmd_check(args) -> int:
             if f not in seen:
                 seen.add(f)
                 files.append(f)
-    results = _check_files(files, codes, args)
+    if stdin:
+        from .engine import check_source
+
+        _init_worker(codes, conventions.active().changed())
+        files = [args.stdin_display_name]
+        results = [check_source(sys.stdin.buffer.read(), args.stdin_display_name, _worker_rules)]
+    else:
+        results = _check_files(files, codes, args)
     fix_errors: list = []
     if args.fix or args.diff:
         from . import fix as fixmod
@@ -258,7 +279,7 @@ def cmd_check(args) -> int:
             return EXIT_CLEAN
         sys.stdout.write(text)
         return EXIT_FINDINGS
-    if args.format in ("text", "json") and any(f.code in fixable_rule_codes() for f in findings):
+    if args.format in ("text", "json") and not stdin and any(f.code in fixable_rule_codes() for f in findings):
         from . import fix as fixmod  # only jaxlint's own formats mark the fixable findings
 
         findings = fixmod.mark_fixable(findings, codes, {res.path for res in results if res.cached})

@@ -157,7 +157,8 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     cfg.root = os.path.dirname(source)
     unknown = set(section) - KEYS
     if unknown:
-        raise ConfigError(f"{source}: unknown [tool.jaxlint] key(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(f"{source}: unknown [tool.jaxlint] key(s): {', '.join(sorted(unknown))}"
+                          f" (valid: {', '.join(sorted(KEYS))})")
     if "select" in section:
         cfg.select = _codes(section["select"], "select", source)
     cfg.select += _codes(section.get("extend-select", []), "extend-select", source)

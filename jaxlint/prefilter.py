@@ -59,8 +59,8 @@ class TooLarge:
 
     def __init__(self, chars: int):
         self.chars = chars
-        # "could not parse: " as every JAX000: jaxlint does not parse it
-        self.message = (f"could not parse: the module has {chars:,} characters, over jaxlint's limit of "
+        # nothing was parsed, so not "could not parse" as the other JAX000s: jaxlint did not try
+        self.message = (f"not analyzed: the module has {chars:,} characters, over jaxlint's limit of "
                         f"{MAX_SOURCE_CHARS:,} per file (the model of a module this large would take over "
                         "400 MB of memory); split it into smaller modules, or exclude it if it is generated")
 

@@ -65,6 +65,16 @@ def repo_root(start: str = ".") -> str:
     return project_root(path)
 
 
+def _findings_root(findings: Sequence[Finding]) -> str:
+    """The repository the paths are made relative to: the checked files' own (that of the first
+    finding's file), not the working folder's, so a run from outside the checkout still gives
+    paths GitHub can attach; the working folder's when there is no finding."""
+    for f in findings:
+        if f.path:
+            return repo_root(os.path.dirname(os.path.abspath(f.path)))
+    return repo_root()
+
+
 def _uri(path: str, root: str) -> str:
     rel = os.path.relpath(os.path.abspath(path), root)
     if rel.startswith(".."):
@@ -94,7 +104,7 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
     from . import __version__
     from .registry import CATALOG
 
-    root = root or repo_root()
+    root = root or _findings_root(findings)
     catalog = CATALOG
     index = {cls.code: i for i, cls in enumerate(catalog)}
     results = []
@@ -143,7 +153,7 @@ def github(findings: Sequence[Finding], root: str = None) -> str:
     """GitHub Actions workflow commands: each finding becomes an annotation on its line. GitHub
     attaches ``file=`` to the repository's files only when it is relative to the repository root
     (the same root as SARIF's paths), wherever in the checkout jaxlint runs."""
-    root = root or repo_root()
+    root = root or _findings_root(findings)
     out = []
     for f in findings:
         path = os.path.relpath(os.path.abspath(f.path), root)

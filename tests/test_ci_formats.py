@@ -134,3 +134,28 @@ def test_notebook_findings_carry_their_cell_in_sarif_and_github():
     lines = check("--format", "github", nb).stdout.splitlines()
     assert lines and all(line.startswith(f"::warning file={nb},title=JAX") and "::JAX" in line for line in lines)
     assert any("cell 8, line 3: " in line for line in lines)
+
+
+def test_paths_are_relative_to_the_checked_files_repository_when_run_from_outside_it(tmp_path):
+    """Run from a folder outside the checkout (a CI step in another working directory), GitHub
+    annotations and SARIF URIs are still relative to the checked files' own repository."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with open(os.path.join(ROOT, BAD), encoding="utf-8") as fh:
+        (repo / "src" / "train.py").write_text(fh.read())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = str(repo / "src" / "train.py")
+    gh = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--format", "github", target],
+                        capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    assert gh.returncode == 1 and gh.stdout.startswith("::warning file=src/train.py,line="), gh.stdout[:300]
+    sarif = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--format", "sarif", target],
+                           capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(sarif.stdout)["runs"][0]["results"]}
+    assert uris == {"src/train.py"}, uris

@@ -180,7 +180,7 @@ def test_bad_config_is_a_usage_error(tmp_path, capsys):
     p = write(tmp_path, "bad.py", BAD)
     code, out, err = run(capsys, "check", str(p))
     assert code == 2 and out == ""
-    assert "unknown [tool.jaxlint] key(s): selekt" in err
+    assert "unknown [tool.jaxlint] key(s): selekt" in err and "(valid: conventions, exclude, " in err
 
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select", "--extend-ignore"])
@@ -306,6 +306,28 @@ def test_closing_line_counts_the_fixable_findings_marked_with_a_star(capsys):
     assert err.endswith(f"jaxlint: {len(out.splitlines())} findings in {files} files of "
                         f"{err.split(' of ')[1].split()[0]} checked, {starred} fixable with --fix (marked [*]); "
                         "`jaxlint explain CODE` explains a rule.\n"), err
+
+
+def test_check_reads_stdin_with_a_display_name_and_its_project_config(tmp_path):
+    """`jaxlint check - --stdin-display-name PATH` (editors that do not go through flake8): the
+    findings carry PATH, and [tool.jaxlint] is the one above PATH."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\n[tool.jaxlint.per-file-ignores]\n"src/ignored.py" = ["JAX2"]\n')
+
+    def stdin_check(*argv):
+        return subprocess.run([sys.executable, "-m", "jaxlint", "check", "-", *argv], input=BAD, capture_output=True,
+                              text=True, cwd=tmp_path)
+
+    proc = stdin_check("--stdin-display-name", "src/train.py")
+    assert proc.returncode == 1
+    assert [line.split(" ")[0:2] for line in proc.stdout.splitlines()] == [["src/train.py:12:15:", "JAX201"],
+                                                                            ["src/train.py:13:9:", "JAX202"]]
+    proc = stdin_check("--stdin-display-name", "src/ignored.py")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    proc = stdin_check()
+    assert proc.stdout.splitlines()[0].startswith("stdin:12:15: JAX201 ")
+    proc = stdin_check("other.py")
+    assert proc.returncode == 2 and "`-` (read the source from stdin) is the only path" in proc.stderr
 
 
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):

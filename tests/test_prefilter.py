@@ -118,7 +118,7 @@ def test_a_module_over_the_limit_is_refused_with_one_jax000(monkeypatch):
     res = check_source(big.encode(), "big.py", RULES)
     assert [(f.line, f.code) for f in res.findings] == [(1, "JAX000")]
     msg = res.findings[0].message
-    assert msg.startswith("could not parse: the module has ") and f"{prefilter.MAX_SOURCE_CHARS:,}" in msg
+    assert msg.startswith("not analyzed: the module has ") and f"{prefilter.MAX_SOURCE_CHARS:,}" in msg
     assert res.internal_errors == []
 
 
@@ -137,7 +137,7 @@ def test_the_flake8_plugin_refuses_the_same_modules(monkeypatch):
     src = MODEL + LOOP
     lines = src.splitlines(keepends=True)
     out = list(JaxlintChecker(ast.parse(src), "t.py", lines).run())
-    assert len(out) == 1 and out[0][:2] == (1, 0) and out[0][2].startswith("JAX000 could not parse: the module has ")
+    assert len(out) == 1 and out[0][:2] == (1, 0) and out[0][2].startswith("JAX000 not analyzed: the module has ")
     monkeypatch.setattr(prefilter, "MAX_SOURCE_CHARS", 10_000)
     assert [m.split()[0] for _, _, m, _ in JaxlintChecker(ast.parse(src), "t.py", lines).run()] == ["JAX201"]
 
