@@ -382,6 +382,25 @@ def test_cli_reads_pyproject_and_rejects_bad_values(tmp_path):
     assert proc.returncode == 2 and "expected PATTERN=N" in proc.stderr
 
 
+@pytest.mark.parametrize("option", [("--max-compiles", "-1"), ("--max-transfers-per-line", "-3"),
+                                    ("--max-compiles", "two"), ("--budget", "a=1=2"), ("--budget", "a=-1")])
+def test_cli_refuses_gate_values_that_would_fail_or_pass_everything_before_the_program_runs(tmp_path, option):
+    script = tmp_path / "prog.py"
+    script.write_text("print('the program ran')\n")
+    proc = run(*option, str(script), cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert "the program ran" not in proc.stdout and "usage:" in proc.stderr
+    assert option[1] in proc.stderr
+
+
+def test_gate_lines_name_the_place_and_count_in_words():
+    s = budget.Settings(max_compiles=0, max_transfers_per_line=0)
+    report = fake_report(("f", 1))
+    report["transfers"] = [{"file": "/tmp/p.py", "line": 7, "count": 1}]
+    assert budget.evaluate(report, s)[0] == ["f at /tmp/p.py:1 compiled 1 time (--max-compiles 0)",
+                                             "/tmp/p.py:7 made 1 host transfer (--max-transfers-per-line 0)"]
+
+
 def test_jax_audit_fixture_asserts_with_the_reasons_in_pytest_output(tmp_path):
     test = tmp_path / "test_user.py"
     test.write_text(textwrap.dedent("""

@@ -37,10 +37,12 @@ class Settings:
 
 def parse_option(text: str) -> tuple:
     """``--budget PATTERN=N`` -> (pattern, N); argparse turns the error into a usage error (exit 2)."""
-    pattern, sep, n = text.rpartition("=")
+    pattern, sep, n = text.partition("=")
     pattern = pattern.strip()
     if not sep or not pattern:
         raise argparse.ArgumentTypeError(f"expected PATTERN=N (e.g. train_step=1 or '*=3'), not {text!r}")
+    if "=" in n:  # ``a=1=2``: no function name holds "=", so this is a typo, not a pattern ``a=1``
+        raise argparse.ArgumentTypeError(f"expected one PATTERN=N (e.g. train_step=1), not {text!r}")
     try:
         limit = int(n)
     except ValueError:
@@ -48,6 +50,18 @@ def parse_option(text: str) -> tuple:
     if limit < 0:
         raise argparse.ArgumentTypeError(f"the N of {text!r} must be an integer >= 0")
     return pattern, limit
+
+
+def count_option(text: str) -> int:
+    """``--max-compiles N``/``--max-transfers-per-line N``: an integer >= 0, else a usage error
+    (exit 2, before the program runs); ``-1`` would fail every function, ``-3`` pass every line."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}")
+    return n
 
 
 def settings(args, trace_config=None) -> Settings:
@@ -110,6 +124,9 @@ def evaluate(report: dict, s: Settings) -> tuple:
                         + (f" ({', '.join(guessed)})" if guessed else "")
                         + "; per-function counts are not exact on this run")
 
+    def times(n: int) -> str:
+        return f"{n} time{'' if n == 1 else 's'}"
+
     def check(option: str, pattern: str, limit: int, f: dict, message: str) -> None:
         over = f["compiles"] > limit
         exact = not (by_name or guessed)
@@ -126,7 +143,8 @@ def evaluate(report: dict, s: Settings) -> tuple:
             cannot_pass(f"--max-compiles {s.max_compiles}")
         for f in funcs:
             check("--max-compiles", "*", s.max_compiles, f,
-                  f"{f['qualname']} compiled {f['compiles']} times (--max-compiles {s.max_compiles})")
+                  f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {times(f['compiles'])} "
+                  f"(--max-compiles {s.max_compiles})")
     if s.budget:
         if inexact:
             cannot_pass("--budget")
@@ -138,7 +156,7 @@ def evaluate(report: dict, s: Settings) -> tuple:
                 continue
             pattern, limit, origin = b
             check("budget", pattern, limit, f,
-                  f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {f['compiles']} times, "
+                  f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {times(f['compiles'])}, "
                   f"over its budget of {limit} ({origin})")
         for pattern, limit, origin in s.budget:
             if pattern not in used:
@@ -149,7 +167,7 @@ def evaluate(report: dict, s: Settings) -> tuple:
             cannot_pass("--fail-on-recompile")
         for f in funcs:
             check("fail-on-recompile", "*", 1, f,
-                  f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {f['compiles']} times "
+                  f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {times(f['compiles'])} "
                   f"({s.fail_on_recompile})")
     if s.max_transfers_per_line is not None:
         per_line: dict = {}
@@ -157,7 +175,7 @@ def evaluate(report: dict, s: Settings) -> tuple:
             per_line[(t["file"], t["line"])] = per_line.get((t["file"], t["line"]), 0) + t["count"]
         for (file, line), n in per_line.items():
             if n > s.max_transfers_per_line:
-                messages.append(f"{_where(file, line)} made {n} host transfers "
+                messages.append(f"{_where(file, line)} made {n} host transfer{'' if n == 1 else 's'} "
                                 f"(--max-transfers-per-line {s.max_transfers_per_line})")
     return messages, results
 

@@ -29,11 +29,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome-trace", metavar="FILE",
                    help="also write the compile/trace/transfer events as Trace Event JSON (Perfetto, "
                         "chrome://tracing)")
-    p.add_argument("--max-compiles", type=int, metavar="N",
+    from .budget import count_option, parse_option
+
+    p.add_argument("--max-compiles", type=count_option, metavar="N",
                    help="exit 3 if any function compiled more than N times")
-    p.add_argument("--max-transfers-per-line", type=int, metavar="N",
+    p.add_argument("--max-transfers-per-line", type=count_option, metavar="N",
                    help="exit 3 if any source line made more than N host transfers")
-    from .budget import parse_option
 
     p.add_argument("--budget", action="append", type=parse_option, metavar="PATTERN=N",
                    help="exit 3 if a function whose (qualified) name matches the glob PATTERN compiled more "
