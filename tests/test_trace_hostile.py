@@ -7,6 +7,7 @@ jaxlint traceback. Runs are real subprocesses, as in test_trace.py.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -77,7 +78,21 @@ def test_os_exit_text_report_and_gate_go_through_the_same_path(tmp_path):
                           capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
     assert proc.returncode == 3  # the program succeeded, the gate did not
     assert proc.stderr.count("exited with 0") == 1 and "Recompilation hotspots" in proc.stderr
-    assert "GATE: f compiled 2 times (--max-compiles 1)" in proc.stderr
+    assert re.search(r"GATE: f at prog\.py:\d+ compiled 2 times \(--max-compiles 1\)", proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("how", ["sys.stderr = io.StringIO()", "sys.stderr = open(os.devnull, 'w')",
+                                 "sys.stderr.close()"])
+def test_a_program_that_replaces_or_closes_sys_stderr_still_gets_its_report(tmp_path, how):
+    """The report goes to the stderr the run started with, not to what the program put in its
+    place; the program's exit code and stdout are its own."""
+    script = tmp_path / "prog.py"
+    script.write_text(PROLOGUE + f"import io\n{how}\nprint('still here')\n")
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", str(script)], capture_output=True, text=True,
+                          cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0 == plain(tmp_path)
+    assert proc.stdout == "out\nstill here\n"
+    assert proc.stderr.count("Recompilation hotspots") == 1, proc.stderr
 
 
 def test_os_exit_from_a_thread_while_main_waits(tmp_path):

@@ -98,6 +98,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"jaxlint trace: {e}", file=sys.stderr)
         return EXIT_ERROR
     label = script or f"-m {args.module}"
+    args.report_stream = sys.stderr  # the stderr the run started with: the program may replace sys.stderr
 
     def emit(code: int, collector, failures: list, files: list) -> int:
         return write_report(args, label, code, collector, failures, files)
@@ -141,10 +142,19 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
     except Exception as e:
         _say(f"jaxlint trace: no report ({type(e).__name__}: {e})")
         return code
+    # to the stderr the run started with, not the program's replacement (``sys.stderr =
+    # io.StringIO()`` would swallow it); if the program closed that one, to the process's own
+    stream = getattr(args, "report_stream", None) or sys.stderr
+    if getattr(stream, "closed", False):  # closing sys.stderr leaves file descriptor 2 open
+        try:
+            stream = open(2, "w", encoding=getattr(stream, "encoding", None) or "utf-8", errors="backslashreplace",
+                          closefd=False)
+        except OSError:
+            stream = sys.__stderr__ or sys.stderr
     try:
-        sys.stderr.write(out)
-        sys.stderr.flush()
-    except Exception as e:  # the program closed or broke its sys.stderr
+        stream.write(out)
+        stream.flush()
+    except Exception as e:  # the program closed or broke its stderr
         _say(f"jaxlint trace: cannot write the report to stderr ({type(e).__name__}: {e})")
     if args.output:
         try:
