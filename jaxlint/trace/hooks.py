@@ -669,11 +669,20 @@ class Instrumentation:
             self._patch(owner, name, self._upload_hook(original, kind))
 
     def _upload_hook(self, original, kind: str):
+        """Counts the copies that run: while a function is being traced (``jnp.array(table)``
+        inside a jitted function), the call makes a constant of the program being built, not a
+        copy per call, and is not counted (as eager dispatches are not)."""
         inst, token = self, self._token
+        try:
+            from jax._src import core as jcore
+
+            clean = jcore.trace_state_clean
+        except Exception:  # no way to tell: count every call, as before
+            clean = lambda: True  # noqa: E731
 
         @functools.wraps(original)
         def hooked(value, *args, **kwargs):
-            if getattr(_TLS, "busy", False) or not inst.collectors or inst._token is not token:
+            if getattr(_TLS, "busy", False) or not inst.collectors or inst._token is not token or not clean():
                 return original(value, *args, **kwargs)
             caller = sys._getframe(1)
             if inst._is_jax_frame(caller):
