@@ -85,6 +85,22 @@ def test_traced_code_and_jitted_calls_are_not_eager_dispatches():
     assert a.calls(step) == 5 and a.compiles(step) == 1
 
 
+def test_jaxs_custom_jvp_functions_around_a_jit_count_one_dispatch_per_call():
+    """`jax.nn.relu`/`relu6` are `custom_jvp(jit(f))`: each eager call is one compiled dispatch
+    no other hook sees (0 of 20 were counted); under grad or jit they are not eager."""
+    x = jnp.linspace(-1.0, 1.0, 8)
+    with audit() as a:
+        for _ in range(20):
+            jax.nn.relu(x)
+            jax.nn.relu6(x)
+        jax.jit(lambda v: jax.nn.relu(v) * 2.0)(x)
+    line = test_jaxs_custom_jvp_functions_around_a_jit_count_one_dispatch_per_call.__code__.co_firstlineno + 6
+    got = here(a)
+    assert got.get(line) == {"relu": 20} and got.get(line + 1) == {"relu6": 20}, got
+    assert line + 2 not in got  # traced inside jit: not an eager dispatch
+    assert jax.nn.relu.defjvp is not None and float(jax.grad(lambda v: jax.nn.relu(v))(1.0)) == 1.0
+
+
 @needs_operators
 def test_eager_grad_and_vmap_outside_jit_are_counted():
     def loss(w):

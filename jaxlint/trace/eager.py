@@ -157,13 +157,22 @@ def install(inst, patch) -> list:
             except Exception:
                 continue
             for attr, value in items:
-                if type(value) is not jitted_type:
+                if type(value) is not jitted_type and not _one_jit_dispatch(value, jitted_type):
                     continue
                 wrapper = made.get(id(value))
                 if wrapper is None:
                     wrapper = made[id(value)] = Jitted(value, jitted_call)
                 patch(module, attr, wrapper)
     return notes
+
+
+def _one_jit_dispatch(value, jitted_type) -> bool:
+    """A ``custom_jvp``/``custom_vjp`` of JAX's around one of its jitted functions (``jax.nn.relu``,
+    ``relu6``: ``custom_jvp(jit(f))``): called on arrays, one compiled dispatch that no other hook
+    sees (the jitted call inside runs in C++, and the custom-derivative primitive does not go
+    through ``EvalTrace.process_primitive``). Others run their primitives one by one, each counted."""
+    cls_name = type(value).__name__
+    return cls_name in ("custom_jvp", "custom_vjp") and type(getattr(value, "fun", None)) is jitted_type
 
 
 class Jitted(Forwarding):
