@@ -67,6 +67,35 @@ def test_a_site_called_twice_sums_its_misses_and_a_compile_without_a_trace_joins
     assert k["lost_seconds"] == pytest.approx(0.9) and k["first_compile_seconds"] == pytest.approx(0.3)
 
 
+def test_two_threads_first_traces_each_own_their_compile():
+    """Two threads trace the same function at once (both first calls miss); each compile event
+    arrives in the thread that traced and belongs to that thread's miss. Before, both compiles
+    went to the latest miss: "first compile 0.002 s, lost 0.195 s"."""
+    import threading
+
+    c = _collector()
+    rec = c.record("f", _describe)
+    traced_b = threading.Event()
+    compiled_b = threading.Event()
+
+    def thread_b():
+        c.spent(rec, 100.01, 0.001, B, trace=True)
+        traced_b.set()
+        compiled_b.wait(5)
+
+    c.spent(rec, 100.0, 0.005, A, trace=True)  # thread A's first trace
+    t = threading.Thread(target=thread_b)
+    t.start()
+    assert traced_b.wait(5)  # B's trace, the latest miss, recorded before A's compile ends
+    c.spent(rec, 100.02, 0.19)  # A's compile, in A
+    compiled_b.set()
+    t.join()
+    k = cost.function_keys(rec)
+    assert k["misses"] == 2
+    assert k["first_compile_seconds"] == pytest.approx(0.195)  # A's trace and compile
+    assert k["lost_seconds"] == pytest.approx(0.001)  # B's duplicate trace
+
+
 def test_a_miss_with_two_reasons_counts_its_seconds_under_both():
     c = _collector()
     rec = c.record("f", _describe)

@@ -23,6 +23,7 @@ Plain data, no JAX imports. The definitions (README, "Dynamic mode", documents t
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from typing import Optional
@@ -46,7 +47,9 @@ class Cost:
         self.sites: dict = {}  # (file, line) -> [misses, seconds, lost seconds]
         self.guessed_seconds = 0.0  # seconds of compiles attributed to this function by name only
         self.first_site: Optional[tuple] = None  # the call site of the first miss
-        self._current: Optional[tuple] = None  # (reason keys, site entry, first) of the latest miss
+        # thread -> (reason keys, site entry, first) of that thread's latest miss: a compile event
+        # comes in the thread that traced, so two threads' concurrent first traces each get their own
+        self._current: dict = {}
         self._open = False  # a miss begun before its trace was explained (the classic jax.pmap)
         self._pending = 0.0  # the seconds of that miss so far, for its reasons once they are known
 
@@ -61,8 +64,9 @@ class Cost:
         ``keys`` (``Record.last_keys``); True when it counts as time lost."""
         if self._open:
             self._open = False
-            _, entry, first = self._current
-            self._current = (tuple(keys), entry, first)
+            me = threading.get_ident()
+            _, entry, first = self._current[me]
+            self._current[me] = (tuple(keys), entry, first)
             if not first:
                 for k in keys:
                     self.by_reason[k] += self._pending
@@ -79,14 +83,16 @@ class Cost:
         if entry is None:
             entry = self.sites[site] = [0, 0.0, 0.0]
         entry[0] += 1
-        self._current = (tuple(keys), entry, first)
+        self._current[threading.get_ident()] = (tuple(keys), entry, first)
 
     def spent(self, seconds: float, by_name: bool = False) -> bool:
         """A lowering or compile (or the trace itself) of ``seconds`` for the latest miss; True
         when it counts as time lost."""
-        if self._current is None:  # a compile with no trace recorded before it: the first compile
+        current = self._current.get(threading.get_ident())
+        if current is None:  # a compile with no trace recorded before it (in this thread): a new miss
             self._new((), (None, None))
-        keys, entry, first = self._current
+            current = self._current[threading.get_ident()]
+        keys, entry, first = current
         entry[1] += seconds
         if self._open:
             self._pending += seconds
