@@ -298,7 +298,7 @@ def test_closing_line_of_text_output_counts_findings_files_and_fixes(tmp_path, c
 
 def test_closing_line_counts_the_fixable_findings_marked_with_a_star(capsys):
     fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "fix")
-    main(["check", "--no-cache", fixtures])
+    main(["check", "--no-cache", "-j1", fixtures])  # in-process: no fork of a process that may hold jax
     out, err = capsys.readouterr()
     starred = sum(" [*] " in line for line in out.splitlines())
     files = len({line.split(":")[0] for line in out.splitlines()})

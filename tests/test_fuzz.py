@@ -93,7 +93,7 @@ def _check(data, path: str = "<fuzz>.py") -> list:
     if jax000 and len(res.findings) != 1:
         problems.append(f"a parse failure must be exactly one JAX000 finding, got {res.findings}")
     for f in jax000:
-        if not f.message.startswith("could not parse: ") or "\n" in f.message or f.line < 1:
+        if not f.message.startswith(("could not parse: ", "not analyzed: ")) or "\n" in f.message or f.line < 1:
             problems.append(f"malformed JAX000: {f}")
     parses = _python_parses(data)
     if parses and jax000 and jax000[0].message.startswith(UNDECODABLE) and _undecodable(data):
