@@ -145,6 +145,34 @@ def test_equinox_filter_jit_with_optax_is_the_users_step(tmp_path):
     assert report["internal_compiles"] > 5
 
 
+def test_equinox_filter_jit_python_floats_name_the_users_argument_and_the_fix(tmp_path):
+    """`eqx.filter_jit` makes every non-array argument static: a Python float that changes is a
+    compile per value. The reason names the user's argument and each value, and the fix is an
+    array, not equinox's packed static tuple hashed by identity (issue 28, point 1)."""
+    pytest.importorskip("equinox")
+    report, proc, line = run(tmp_path, """
+        import equinox as eqx
+        import jax.numpy as jnp
+
+
+        @eqx.filter_jit
+        def solve(y0, t1, rate, *, mode="exp"):
+            return y0 * jnp.exp(-rate * t1)
+
+
+        for t1 in [1.0, 2.0, 3.0, 4.0]:
+            solve(jnp.ones(3), t1, jnp.asarray(0.5))
+        solve(jnp.ones(3), 4.0, jnp.asarray(0.5), mode="lin")
+    """)
+    (row,) = report["functions"]
+    assert (row["qualname"], row["compiles"], row["via"]) == ("solve", 5, "equinox.filter_jit")
+    reasons = {(g["reason"], g["argument"]): g["values"] for g in row["reasons"]}
+    assert reasons == {("static value", "t1"): ["1.0", "2.0", "3.0", "4.0"],
+                       ("static value", "mode"): ["(not given)", "'lin'"]}, reasons
+    assert "treats Python numbers as static" in row["fix"] and "`jnp.asarray(t1)`" in row["fix"]
+    assert "hashed by identity" not in row["fix"]
+
+
 def test_flax_nnx_jit_and_scan_are_the_users_functions(tmp_path):
     pytest.importorskip("flax")
     pytest.importorskip("optax")

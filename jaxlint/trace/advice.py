@@ -159,8 +159,16 @@ def _dims(shape: tuple) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _static_fix(arg: str, values: list) -> str:
+def _static_fix(arg: str, values: list, partitioned: Optional[str] = None) -> str:
     shown = [v for v in values if v != "(not given)"]
+    if partitioned:  # the wrapper, not the user, made the argument static
+        listing = ", ".join(shown[:MAX_VALUES_SHOWN]) + (" …" if len(shown) > MAX_VALUES_SHOWN else "")
+        if bool(shown) and all(_is_number(v) for v in shown):
+            return (f"`{partitioned}` treats Python numbers as static, so each value of `{arg}` ({listing}) "
+                    f"is one compile: pass it as an array, `jnp.asarray({arg})`, and one compile serves "
+                    "every value")
+        return (f"`{partitioned}` treats every argument that is not an array as static, so each value of "
+                f"`{arg}` ({listing}) is one compile: pass arrays for what changes, or keep its values few")
     if any(v.endswith("(not equal)") for v in values):
         return (f"static `{arg}` looked the same but was unequal between calls (hashed by identity, "
                 "or a value that changes): pass the same object, or give its type value-based "
@@ -200,8 +208,9 @@ def _where(site) -> str:
     return f"{file}:{line}"
 
 
-def group_fix(g: dict, created_at=None) -> Optional[str]:
-    """The fix for one group; ``created_at``: (file, line) of the ``jax.jit`` call, if known."""
+def group_fix(g: dict, created_at=None, partitioned: Optional[str] = None) -> Optional[str]:
+    """The fix for one group; ``created_at``: (file, line) of the ``jax.jit`` call, if known;
+    ``partitioned``: the wrapper that chose the static arguments (``Record.static_partition``)."""
     reason, arg, values = g["reason"], g["argument"], g["values"]
     if reason == RECREATED:
         where = f" (`jax.jit` at {_where(created_at)})" if created_at else ""
@@ -228,7 +237,7 @@ def group_fix(g: dict, created_at=None) -> Optional[str]:
                 f"sometimes not: pass "
                 f"`jnp.asarray({arg or 'x'}, dtype={target})` every time")
     if reason == STATIC:
-        return _static_fix(arg, values)
+        return _static_fix(arg, values, partitioned)
     if reason == STRUCTURE:  # the structures themselves are on the reason line above
         return (f"keep the pytree structure of {name} fixed: pass zeros instead of None, the same keys "
                 "and the same number of leaves every call")
@@ -238,11 +247,11 @@ def group_fix(g: dict, created_at=None) -> Optional[str]:
     return None
 
 
-def fix(gs: list, created_at=None) -> Optional[str]:
+def fix(gs: list, created_at=None, partitioned: Optional[str] = None) -> Optional[str]:
     """One line: the fix of each distinct reason, most retraces first (None: nothing to fix)."""
     out = []
     for g in gs:
-        text = group_fix(g, created_at)
+        text = group_fix(g, created_at, partitioned)
         if text and text not in out:
             out.append(text)
     if not out:
@@ -263,7 +272,7 @@ def describe(rec) -> dict:
     function a library traces for you (``via``: diffrax's solver tracing your vector field) is
     retraced by that library's calls, so its fix says where the traces come from."""
     gs = groups(rec.miss_reasons)
-    text = fix(gs, created_site(rec))
+    text = fix(gs, created_site(rec), getattr(rec, "static_partition", None))
     via = getattr(rec, "via", None)
     if text and via:
         text = f"these traces are made inside `{via}`, from what your code passes it: {text}"

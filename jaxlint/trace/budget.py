@@ -244,7 +244,7 @@ def compile_assertion(rec, fn, at_most: Optional[int] = None, exactly: Optional[
     body = advice.lines(gs)
     if not body:
         body = [NO_RETRACE if rec.traces <= 1 else "retraced, but the reason was not recorded on this JAX version"]
-    fix = advice.fix(gs, advice.created_site(rec))
+    fix = advice.fix(gs, advice.created_site(rec), getattr(rec, "static_partition", None))
     if fix:
         body.append(f"fix: {fix}")
     return head + ":\n" + "".join(f"  {line}\n" for line in body).rstrip("\n")

@@ -51,12 +51,15 @@ class Signature:
     sharding) in argument order.
     """
 
-    __slots__ = ("static", "trees", "leaves")
+    __slots__ = ("static", "trees", "leaves", "partitioned")
 
     def __init__(self, static: dict, trees: dict, leaves: dict):
         self.static = static
         self.trees = trees
         self.leaves = leaves
+        # the library wrapper that decided which arguments are static ("equinox.filter_jit":
+        # every non-array leaf, Python numbers included), or None for jax.jit's static_argnums
+        self.partitioned: Optional[str] = None
 
     def diff(self, before: "Signature") -> list:
         """(reason, argument, before, after) for everything that changed since ``before``."""
@@ -142,6 +145,7 @@ class Record:
         self.created_at: Counter = Counter()  # (file, line) of the jax.jit/jax.pmap call
         self.traced_from: Counter = Counter()  # (file, line) of the call that caused a trace
         self.via: Optional[str] = None  # library function that traced this one (nnx.jit, pmap ...)
+        self.static_partition: Optional[str] = None  # Signature.partitioned of its traces
         self.jaxpr: Optional[dict] = None  # facts of the first trace
         # True when some of its traces or compiles were attributed by function name only (no
         # trace hook on this JAX, or an ahead-of-time compile): its counts are guesses
@@ -163,6 +167,8 @@ class Record:
         first = self.traces == 0
         self.traces += 1
         self.last_keys = ()
+        if sig is not None and sig.partitioned:
+            self.static_partition = sig.partitioned
         if sig is None:
             self.last_reason = FIRST_CALL if first else "traced again (reason not recorded)"
             return

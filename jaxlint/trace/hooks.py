@@ -144,7 +144,10 @@ def _call_text(frame) -> Optional[str]:
 
 def _library_name(fun: Any, qualified: bool = False) -> str:
     """A library function as the report names it: its qualified name; with ``qualified``, its
-    module too (``numpyro.infer.mcmc._body_fn``), through partials and wrappers."""
+    module too (``numpyro.infer.mcmc._body_fn``), through partials and wrappers. equinox's
+    ``filter_jit`` wraps the user's function (``__wrapped__``): it is named as the wrapper."""
+    if getattr(fun, "__module__", None) == "equinox._jit":
+        return "equinox.filter_jit"
     target = fun
     for _ in range(8):
         if isinstance(target, functools.partial):
@@ -971,8 +974,15 @@ def signature(fun: Any, ji: Any, dbg: Any, avals: Any, args: tuple, kwargs: dict
     static_nums = set(getattr(ji, "static_argnums", ()) or ())
     static_names = set(getattr(ji, "static_argnames", ()) or ())
     static, trees = {}, {}
+    partitioned, partitioned_trees = None, {}
     for i, value in enumerate(args):
         if i in static_nums:
+            by_arg = _equinox_static(fun, value)
+            if by_arg is not None:  # the user's own arguments, as filter_jit split them
+                static.update(by_arg[0])
+                partitioned = "equinox.filter_jit"
+                partitioned_trees = by_arg[1]
+                continue
             static[name_of(i)] = (_safe_repr(value), _hash(value))
         else:
             trees[name_of(i)] = jax.tree_util.tree_structure(value)
@@ -981,6 +991,12 @@ def signature(fun: Any, ji: Any, dbg: Any, avals: Any, args: tuple, kwargs: dict
             static[k] = (_safe_repr(value), _hash(value))
         else:
             trees[k] = jax.tree_util.tree_structure(value)
+    if partitioned:
+        # filter_jit's dynamic halves are flat lists of array leaves: the structure of the user's
+        # arguments is in the static half, one entry per argument
+        for k in [k for k in trees if k.startswith("dynamic_")]:
+            del trees[k]
+        trees.update(partitioned_trees)
     names = list(getattr(dbg, "arg_names", None) or ())
     avals = list(avals)
     if len(names) != len(avals):
@@ -989,7 +1005,40 @@ def signature(fun: Any, ji: Any, dbg: Any, avals: Any, args: tuple, kwargs: dict
     for path, aval in zip(names, avals):
         leaves[path] = (tuple(getattr(aval, "shape", ())), str(getattr(aval, "dtype", "?")),
                         bool(getattr(aval, "weak_type", False)), getattr(aval, "sharding", None))
-    return Signature(static, trees, leaves)
+    sig = Signature(static, trees, leaves)
+    sig.partitioned = partitioned
+    return sig
+
+
+def _equinox_static(fun: Any, value: Any) -> Optional[tuple]:
+    """The static half of ``eqx.filter_jit``'s arguments, per argument of the user's function:
+    filter_jit calls one ``jax.jit``-ed function with every non-array leaf of the call (Python
+    floats included) packed in one static argument ``(static_fun, static_first, static_rest)``,
+    each ``(leaves, treedef)`` with None where an array was. ``({parameter name: (shown value,
+    hash)} for the parameters with a static leaf, {parameter name: pytree structure} for the
+    others)``; None when ``value`` is not that."""
+    if getattr(fun, "__module__", None) != "equinox._jit" or not (isinstance(value, tuple) and len(value) == 3):
+        return None
+    try:
+        parts = []
+        for leaves, treedef in value:
+            parts.append(jax.tree_util.tree_unflatten(treedef, list(leaves)))
+        fun_part, first, (rest, kwargs) = parts
+        user = fun_part[0] if isinstance(fun_part, tuple) and fun_part else fun_part
+        params = [p.name for p in inspect.signature(user).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        given = [first, *list(rest)[:-1]]  # filter_jit adds one dummy None to the positional ones
+        named = [(params[i] if i < len(params) else f"args[{i - len(params)}]", v) for i, v in enumerate(given)]
+        named += list(dict(kwargs).items())
+    except Exception:
+        return None
+    static, trees = {}, {}
+    for name, v in named:
+        if jax.tree_util.tree_leaves(v):  # a Python value (or a module's static fields): static
+            static[name] = (_safe_repr(v), _hash(v))
+        else:  # arrays only (None here): its structure; shapes and dtypes are in the leaves
+            trees[name] = jax.tree_util.tree_structure(v)
+    return static, trees
 
 
 def _hash(value: Any) -> Any:
