@@ -126,6 +126,14 @@ def show_aval(leaf: tuple) -> str:
     return text + "{weak}" if weak else text
 
 
+class CallKey:
+    """The call counter of one jitted function a library made (``partial(jax.jit, ...)`` on an
+    environment's ``step``, the function inside ``eqx.filter_jit``): which row its calls belong to
+    is known only at its first trace (:meth:`Collector.calls_belong_to`)."""
+
+    __slots__ = ("__weakref__",)
+
+
 class Record:
     """Everything seen for one function (one definition site)."""
 
@@ -260,6 +268,8 @@ class Collector:
         self.eager_ops: dict = {}  # (file, line) -> {primitive or JAX function name: dispatches}
         self.internal_compiles = 0
         self.internal_traces = 0
+        self.call_rows: dict = {}  # CallKey of a library's jitted function -> the key of its row
+        self.pending_calls: Counter = Counter()  # CallKey -> calls before its first trace
         self.names_only = False  # no trace hook for this JAX: all counts matched by function name
         self.compiles_by_name = 0  # compiles whose function was known only by name (user's or JAX's)
         self.internal_compile_seconds = 0.0
@@ -286,9 +296,22 @@ class Collector:
 
     # -- events -------------------------------------------------------------
     def called(self, key: Any) -> None:
-        rec = self.records.get(key)
+        rec = self.records.get(self.call_rows.get(key, key))
         if rec is not None:
             rec.calls = (rec.calls or 0) + 1
+        elif key in self.call_rows or not isinstance(key, CallKey):
+            return
+        else:  # a library's jitted function not traced yet: its row is known at its first trace
+            self.pending_calls[key] += 1
+
+    def calls_belong_to(self, call_key: Any, rec: "Record") -> None:
+        """The calls of the wrapper ``call_key`` (a library's jitted function, :class:`CallKey`)
+        are ``rec``'s: the row its trace was attributed to (its own, or the user's function an
+        ``nnx.jit``/``eqx.filter_jit`` traced). The calls made before are added."""
+        if not isinstance(call_key, CallKey) or call_key in self.call_rows:
+            return
+        self.call_rows[call_key] = rec.key
+        rec.calls = (rec.calls or 0) + self.pending_calls.pop(call_key, 0)
 
     def log(self, kind: str, key: Any, start: float, seconds: float, reason: str) -> None:
         """Log one trace/lower/compile that began at ``start`` (``time.perf_counter()``)."""

@@ -38,7 +38,7 @@ import jax
 from . import eager, frames
 from .adapters import base
 from .adapters import select as select_era
-from .collector import Collector, Signature
+from .collector import CallKey, Collector, Signature
 from .forwarding import Forwarding
 from .userfiles import UserFiles
 
@@ -86,9 +86,20 @@ def code_of(fun: Any):
 _QUALNAMES: dict = {}
 
 
+# A library's jitted function that traced no function of the user's (an environment's ``step``,
+# numpyro's sampler): its code -> the EntryPoint of its first call from user code. Its row is
+# keyed by its code, as a user function's is (one row, every call site under it, its calls
+# counted by its wrapper), and named by that first call as the user wrote it (``env.step`` at
+# ``prog.py:9``), the library function in ``via``.
+_LIBRARY_ROWS: dict = {}
+
+
 def describe(code) -> tuple:
     if isinstance(code, EntryPoint):
         return (code.name, code.name, code.file, code.line)
+    first = _LIBRARY_ROWS.get(code)
+    if first is not None:
+        return (first.name, first.name, first.file, first.line)
     qualname = getattr(code, "co_qualname", None) or _QUALNAMES.get(code, code.co_name)
     return (code.co_name, qualname, code.co_filename, code.co_firstlineno)
 
@@ -103,14 +114,17 @@ class EntryPoint(NamedTuple):
     name: str  # the call as written (``mcmc.run``), else the library function's qualified name
 
 
-def _entry_point(frame, collectors) -> Optional[EntryPoint]:
+def _entry_point(frame, collectors, fun: Any = None) -> Optional[EntryPoint]:
     """The innermost user frame from ``frame`` outwards, as an :class:`EntryPoint`; None when
-    no frame on the stack is the user's."""
+    no frame on the stack is the user's. Named by the call as written there (``env.step``); when
+    that cannot be read (a call over several lines before Python 3.11 gives column positions),
+    by the library function ``fun`` (``envlib.Env.step``), never by JAX's own wrapper frames."""
     callee = None
     f = frame
     while f is not None:
         if any(c.user_files(f.f_code.co_filename) for c in collectors):
-            return EntryPoint(f.f_code.co_filename, f.f_lineno, _call_text(f) or _code_name(callee))
+            name = _call_text(f) or (_library_name(fun, qualified=True) if fun is not None else _code_name(callee))
+            return EntryPoint(f.f_code.co_filename, f.f_lineno, name)
         if not frames.own(f.f_code.co_filename):
             callee = f.f_code
         f = f.f_back
@@ -199,6 +213,8 @@ class Counted(Forwarding):
                     c.uploaded(caller, "jit argument", nbytes)
         prev = eager.inside()
         eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
+        calling = getattr(_TLS, "calling", None)
+        _TLS.calling = self._jaxlint_key  # a trace this call makes tells whose row its calls are
         try:
             out = self._jaxlint_real(*args, **kwargs)
         except BaseException as e:
@@ -208,6 +224,7 @@ class Counted(Forwarding):
             raise
         finally:
             eager._TLS.inside = prev
+            _TLS.calling = calling
         if collectors:
             INSTRUMENTATION.dispatched(out)
         return out
@@ -367,7 +384,14 @@ class Instrumentation:
         if not collectors or code is None or not callable(real):
             return real
         if not any(c.user_files(code.co_filename) for c in collectors):
-            return real  # a library's own jit: no wrapper, no row in the report
+            if self._is_jax_code(code):
+                return real  # JAX's own jits: eager operations (eager.py counts their calls)
+            # a library's jit: its calls are counted for the row its first trace is attributed to
+            try:
+                return Counted(real, CallKey())
+            except Exception as e:
+                self._error(e)
+                return real
         try:
             self.by_name.setdefault(code.co_name, set()).add(code)
             self.by_source[(code.co_filename, code.co_firstlineno)] = code
@@ -441,13 +465,16 @@ class Instrumentation:
                 # a library's jit that traced no user function given to it (numpyro's sampler
                 # around the user's model): the program belongs to the library call the user
                 # made. JAX's own functions (the eager operations) stay JAX's.
-                target = _entry_point(sys._getframe(1), collectors)
-            self._traced(target, fun if user else None, None if user else fun, call, result, seconds)
+                target = _entry_point(sys._getframe(1), collectors, fun)
+                if target is not None and code is not None:
+                    _LIBRARY_ROWS.setdefault(code, target)  # one row per library function, not per call site
+                    target = code
+            self._traced(target, fun if user else None, None if user else fun, call, result, seconds, top)
         except Exception as e:  # bookkeeping must never break the user's program
             self._error(e)
         return result
 
-    def _traced(self, code, fun, library_fun, call, result, seconds) -> None:
+    def _traced(self, code, fun, library_fun, call, result, seconds, top: bool = True) -> None:
         start = time.perf_counter() - seconds
         jaxpr = self.era.jaxpr_of(result)
         if code is None:
@@ -460,7 +487,7 @@ class Instrumentation:
                 self.jaxpr_owner[jaxpr] = code
             except TypeError:
                 pass
-        entry = isinstance(code, EntryPoint)
+        entry = isinstance(code, EntryPoint) or code in _LIBRARY_ROWS
         if not entry:  # an entry point has no definition site and no name a compile event carries
             self.by_source[(code.co_filename, code.co_firstlineno)] = code
             self.by_name.setdefault(code.co_name, set()).add(code)
@@ -468,8 +495,13 @@ class Instrumentation:
                         call.args, call.kwargs)
         caller = sys._getframe(1)
         facts = None
+        # the call being made, for the outermost trace only (a trace nested in another belongs to
+        # that one's call, not to the wrapper called around both)
+        calling = getattr(_TLS, "calling", None) if top else None
         for c in self.collectors:
             rec = c.record(code, describe)
+            if calling is not None:
+                c.calls_belong_to(calling, rec)
             if library_fun is not None and rec.via is None:
                 rec.via = _library_name(library_fun, qualified=entry)
             rec.traced(fun, sig)
