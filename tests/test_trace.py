@@ -342,6 +342,27 @@ def test_uploads_made_while_tracing_are_constants_not_copies(tmp_path):
     assert [(u["line"], u["kind"], u["count"]) for u in report["uploads"]] == [(14, "jnp.asarray", 1)]
 
 
+def test_every_hotspot_row_has_a_fix_with_its_numbers():
+    """Syncs, uploads, eager dispatches and callbacks get a fix line, not only recompiles; rows
+    below the hotspot counts get none."""
+    _, report = trace(fixture("float_every_step.py"))
+    fixes = {(t["line"], t["kind"]): t["fix"] for t in report["transfers"]}
+    assert fixes[(22, "numpy")] is None  # one read after the loop
+    assert fixes[(21, "float")].startswith("50 syncs in 50 steps, each waiting for the device:")
+    assert "`lax.scan`" in fixes[(21, "float")]
+    _, report = trace(fixture("uploads.py"))
+    fixes = {(u["line"], u["kind"]): u["fix"] for u in report["uploads"]}
+    assert fixes[(18, "jnp.asarray")].startswith("50 copies (3.1 MiB): if it is the same data every time, upload")
+    assert fixes[(18, "jit argument")].startswith("50 copies of NumPy arguments (400.0 KiB)")
+    text = text_report(fixture("uploads.py"))
+    assert "      fix: 50 copies (3.1 MiB): if it is the same data every time" in text
+    from jaxlint.trace import advice
+
+    assert advice.eager_fix({"count": 45}).startswith("45 dispatches, one per operation: `jax.jit`")
+    assert advice.eager_fix({"count": 9}) is None
+    assert advice.callback_fix({"count": 200}).startswith("200 host callbacks")
+
+
 def test_importing_the_trace_package_and_plugin_does_not_import_jax():
     code = ("import sys, jaxlint.trace, jaxlint.trace.pytest_plugin, jaxlint.trace.adapters; "
             "print('jax' in sys.modules)")

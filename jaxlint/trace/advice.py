@@ -277,3 +277,57 @@ def describe(rec) -> dict:
     if text and via:
         text = f"these traces are made inside `{via}`, from what your code passes it: {text}"
     return {"reasons": gs, "fix": text}
+
+
+# -- advice for the other hotspots: syncs, uploads, eager dispatches, host callbacks ------------
+# A row is a hotspot, and gets a fix, from these counts on (fewer is rarely worth a change).
+MIN_SYNCS, MIN_UPLOADS, MIN_EAGER, MIN_CALLBACKS = 10, 2, 10, 10
+_TEST_KINDS = ("bool",)
+
+
+def transfer_fix(row: dict, steps: int = 0) -> Optional[str]:
+    """The fix of a line that copied device values to the host ``row["count"]`` times; ``steps``:
+    calls of the busiest jitted function (0: none), for "N syncs in M steps"."""
+    n = row["count"]
+    if n < MIN_SYNCS:
+        return None
+    per = f"{n:,} syncs in {steps:,} steps" if steps else f"{n:,} syncs"
+    if row["kind"] in _TEST_KINDS:
+        return (f"{per}, each waiting for the device to decide a branch: test it every N steps, or branch on "
+                "device with `jnp.where`/`lax.cond`")
+    return (f"{per}, each waiting for the device: sum or keep the values on device and fetch them every N "
+            "steps or once after the loop; a Python loop of jitted steps that reads every step can become "
+            "one `lax.scan`")
+
+
+def upload_fix(row: dict, size: str) -> Optional[str]:
+    """The fix of a line that copied host data to the device ``row["count"]`` times (``size``: the
+    bytes in all, as the report writes them)."""
+    n = row["count"]
+    if n < MIN_UPLOADS:
+        return None
+    if row["kind"] == "jit argument":
+        return (f"{n:,} copies of NumPy arguments ({size}): if it is the same data every call, "
+                "`jax.device_put` it once before the loop; a new batch each step is a copy you need "
+                "(put the next one on the device while this step runs)")
+    return (f"{n:,} copies ({size}): if it is the same data every time, upload it once before the loop "
+            "(`x = jax.device_put(x)`) and reuse the device array; if it changes each step, make it on the "
+            "device (inside the jitted step) instead of on the host")
+
+
+def eager_fix(row: dict) -> Optional[str]:
+    """The fix of a line that dispatched ``row["count"]`` JAX operations one by one."""
+    n = row["count"]
+    if n < MIN_EAGER:
+        return None
+    return (f"{n:,} dispatches, one per operation: `jax.jit` the function this line is in (or move the "
+            "work into the jitted step), so that they run as one compiled program")
+
+
+def callback_fix(row: dict) -> Optional[str]:
+    """The fix of a line whose host callback ran ``row["count"]`` times."""
+    n = row["count"]
+    if n < MIN_CALLBACKS:
+        return None
+    return (f"{n:,} host callbacks, each stopping the device for Python: call it every N iterations "
+            "under `lax.cond`, or return the values from the loop and read them once")

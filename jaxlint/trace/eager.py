@@ -271,6 +271,8 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
         per = f"{e['count'] / busiest:.1f}" if busiest else "-"
         lines.append(f"  {e['count']:>8} {per:>8} {e['seconds']:>8.3f}  {where(e['file'], e['line'])}")
         lines.append(f"      {ops_text(e['primitives'])}")
+        if e.get("fix"):
+            lines.append(f"      fix: {e['fix']}")
     if len(shown) > max_rows:
         lines.append(f"  … {len(shown) - max_rows} more lines (see --format json)")
     if busiest:

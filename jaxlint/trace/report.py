@@ -99,9 +99,23 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "static_checked": findings is not None,
         **cost.run_keys(collector),
     }
+    _hotspot_fixes(report)
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
     return report
+
+
+def _hotspot_fixes(report: dict) -> None:
+    """A ``fix`` on every transfer, upload, eager and callback row (None below the hotspot counts)."""
+    steps = eager.busiest_calls(report)
+    for t in report["transfers"]:
+        t["fix"] = advice.transfer_fix(t, steps)
+    for u in report["uploads"]:
+        u["fix"] = advice.upload_fix(u, _bytes(u["bytes"]))
+    for e in report["eager"]:
+        e["fix"] = advice.eager_fix(e)
+    for cb in report["callbacks"]:
+        cb["fix"] = advice.callback_fix(cb)
 
 
 def _code_span(code) -> tuple:
@@ -349,6 +363,8 @@ def text(report: dict, max_rows: int = 20) -> str:
             if via:
                 lines.append(f"      {'all' if via['count'] == t['count'] else via['count']} made in "
                              f"{via['module']}:{via['line']} ({via['function']})")
+            if t.get("fix"):
+                lines.append(f"      fix: {t['fix']}")
         if len(report["transfers"]) > max_rows:
             lines.append(f"  … {len(report['transfers']) - max_rows} more lines (see --format json)")
     lines.append("")
@@ -360,6 +376,8 @@ def text(report: dict, max_rows: int = 20) -> str:
         lines.append(f"  {'count':>8}  {'bytes':>10}  {'kind':<12}  where")
         for u in uploads[:max_rows]:
             lines.append(f"  {u['count']:>8}  {_bytes(u['bytes']):>10}  {u['kind']:<12}  {_where(u['file'], u['line'])}")
+            if u.get("fix"):
+                lines.append(f"      fix: {u['fix']}")
         if len(uploads) > max_rows:
             lines.append(f"  … {len(uploads) - max_rows} more lines (see --format json)")
     callbacks = report.get("callbacks", [])
@@ -369,6 +387,8 @@ def text(report: dict, max_rows: int = 20) -> str:
         lines.append(f"  {'count':>8}  where")
         for cb in callbacks[:max_rows]:
             lines.append(f"  {cb['count']:>8}  {_where(cb['file'], cb['line'])}")
+            if cb.get("fix"):
+                lines.append(f"      fix: {cb['fix']}")
         if len(callbacks) > max_rows:
             lines.append(f"  … {len(callbacks) - max_rows} more lines (see --format json)")
     lines.append("")
