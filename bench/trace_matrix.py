@@ -35,6 +35,7 @@ COUNTS = {
     "float_every_step.py": {"step": (None, 1, 1, {})},
     "uploads.py": {},
     "large_constant.py": {},
+    "numpy_constant.py": {"lookup": (1, 1, 1, {})},
     "debug_print.py": {},
     "spellings.py": {},
 }
@@ -91,7 +92,7 @@ def check(name: str, proc, report, python: str) -> list:
         if _reasons(row) != reasons:
             off.append(f"{qualname} miss reasons {_reasons(row)} != {reasons}")
     jaxpr = {j["qualname"]: j for j in report["jaxpr"]}
-    if name == "large_constant.py":
+    if name in ("large_constant.py", "numpy_constant.py"):
         consts = jaxpr.get("lookup", {}).get("large_constants")
         if consts != [{"bytes": 10 << 20, "shape": [2621440], "dtype": "float32"}]:
             off.append(f"jaxpr facts: constants {consts}")
@@ -101,7 +102,7 @@ def check(name: str, proc, report, python: str) -> list:
             off.append(f"jaxpr facts: callbacks {cbs}")
     if name == "float_every_step.py":
         got = {(t["line"], t["kind"]): t["count"] for t in report["transfers"]}
-        if got != {(18, "float"): 50, (19, "numpy"): 1}:
+        if got != {(21, "float"): 50, (22, "numpy"): 1}:
             off.append(f"transfers {got}")
     if name == "uploads.py":
         got = {(u["line"], u["kind"]): u["count"] for u in report["uploads"]}

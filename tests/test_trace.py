@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 pytest.importorskip("jax")
@@ -361,6 +362,22 @@ def test_every_hotspot_row_has_a_fix_with_its_numbers():
     assert advice.eager_fix({"count": 45}).startswith("45 dispatches, one per operation: `jax.jit`")
     assert advice.eager_fix({"count": 9}) is None
     assert advice.callback_fix({"count": 200}).startswith("200 host callbacks")
+
+
+def test_a_numpy_table_closed_over_is_a_large_constant_on_every_version():
+    """jax 0.8 holds a NumPy constant in a TypedNdArray (no `nbytes`) while tracing: its size is
+    read from size and dtype, so the fact holds there as on 0.6 and 0.10 (bench/trace_matrix.py
+    runs this fixture on each version)."""
+    proc, report = trace(fixture("numpy_constant.py"))
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [j for j in report["jaxpr"] if j["qualname"] == "lookup"]
+    assert row["large_constants"] == [{"bytes": 10 << 20, "shape": [2621440], "dtype": "float32"}]
+    from jaxlint.trace.jaxpr_facts import _constant
+
+    class Typed:  # what jax 0.8's TypedNdArray offers: no nbytes
+        size, dtype, shape = 2_621_440, np.dtype("float32"), (2_621_440,)
+
+    assert _constant(Typed()) == {"bytes": 10 << 20, "shape": [2621440], "dtype": "float32"}
 
 
 def test_importing_the_trace_package_and_plugin_does_not_import_jax():

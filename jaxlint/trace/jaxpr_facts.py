@@ -69,6 +69,10 @@ def _site(eqn, user_files) -> tuple:
 
 def _constant(value: Any, threshold: int = LARGE_CONSTANT_BYTES):
     nbytes = getattr(value, "nbytes", None)
+    if nbytes is None:  # jax 0.8's TypedNdArray (a NumPy array JAX holds while tracing) has no nbytes
+        size, itemsize = getattr(value, "size", None), getattr(getattr(value, "dtype", None), "itemsize", None)
+        if isinstance(size, int) and isinstance(itemsize, int):
+            nbytes = size * itemsize
     if not isinstance(nbytes, int) or nbytes <= threshold:
         return None
     return {"bytes": nbytes, "shape": list(getattr(value, "shape", ())), "dtype": str(getattr(value, "dtype", "?"))}
