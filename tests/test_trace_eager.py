@@ -3,6 +3,7 @@ trace, counted per user source line; their report (text, JSON ``eager``, HTML, `
 
 import os
 import runpy
+import sys
 
 import pytest
 
@@ -17,12 +18,14 @@ from jaxlint.trace.userfiles import UserFiles  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEDULE = os.path.join(ROOT, "fixtures", "trace", "eager_schedule.py")
 HERE = os.path.abspath(__file__)
-# Before jnp.ufunc (jax 0.4.x), the array operators (`x * y`) and jax.numpy functions under eager
-# grad are not counted (the report's partial note says so); jax 0.4.30 is CI's oldest leg.
+# Before jnp.ufunc (jax 0.4.x), jax.numpy functions under eager grad are not counted (the report's
+# partial note says so); the array operators (`x * y`) are counted on every version, at the array's
+# operator methods. jax 0.4.30 is CI's oldest leg.
 from jaxlint.trace.adapters import base as _base  # noqa: E402
 
-OPERATORS_SEEN = "ufunc" in _base.eager_targets()[0]
-needs_operators = pytest.mark.skipif(not OPERATORS_SEEN, reason="this JAX has no jnp.ufunc: x * y is not counted")
+UFUNCS_SEEN = "ufunc" in _base.eager_targets()[0]
+needs_ufuncs = pytest.mark.skipif(not UFUNCS_SEEN,
+                                  reason="this JAX has no jnp.ufunc: jax.numpy under eager grad is not counted")
 
 
 def marked_lines(path):
@@ -50,14 +53,11 @@ def test_schedule_fixture_counts_match_the_hand_count(capsys):
     marks = marked_lines(SCHEDULE)
     steps = 40
     # hand count per iteration, explained in the fixture's docstring
-    if OPERATORS_SEEN:
-        assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps, "multiply": steps}
-        assert ops_at(a, SCHEDULE, marks["total"]) == {"add": steps}
-        assert ops_at(a, SCHEDULE, marks["avg"]) == {"true_divide": steps}
-        assert a.collector.eager[(SCHEDULE, marks["lr"])] == 2 * steps
-    else:  # `BASE * ...`, `total + loss` and `total / n` are array operators: not seen, never miscounted
-        assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps}
-        assert ops_at(a, SCHEDULE, marks["total"]) == {} and ops_at(a, SCHEDULE, marks["avg"]) == {}
+    assert ops_at(a, SCHEDULE, marks["lr"]) == {"cos": steps, "multiply": steps}
+    assert ops_at(a, SCHEDULE, marks["total"]) == {"add": steps}
+    # `x / y` is JAX's true_divide (named divide on jax 0.4.x)
+    assert ops_at(a, SCHEDULE, marks["avg"]) in ({"true_divide": steps}, {"divide": steps})
+    assert a.collector.eager[(SCHEDULE, marks["lr"])] == 2 * steps
     assert ops_at(a, SCHEDULE, marks["first"]) == {"slice": steps, "squeeze": steps}
     # the jitted step's body is traced, never dispatched eagerly; its call is a compiled call
     lines = {n for (f, n) in a.collector.eager if f == SCHEDULE}
@@ -101,7 +101,7 @@ def test_jaxs_custom_jvp_functions_around_a_jit_count_one_dispatch_per_call():
     assert jax.nn.relu.defjvp is not None and float(jax.grad(lambda v: jax.nn.relu(v))(1.0)) == 1.0
 
 
-@needs_operators
+@needs_ufuncs
 def test_eager_grad_and_vmap_outside_jit_are_counted():
     def loss(w):
         return jnp.sum(jnp.sin(w) * w)
@@ -136,6 +136,11 @@ def test_python_arithmetic_and_numpy_are_not_dispatches():
 
 
 def test_errors_of_eager_operations_pass_through_without_jaxlint_frames():
+    if sys.version_info < (3, 11) and not UFUNCS_SEEN:
+        # jax 0.4.x on 3.10: `+` runs through the operator method jaxlint counts, and Python 3.10
+        # re-raises with the traceback of the except clause (one jaxlint frame remains there, as
+        # for the other audit() hooks: README, jaxlint trace's own report is clean)
+        pytest.skip("Python 3.10 re-raises with the traceback of the except clause")
     with audit():
         with pytest.raises(TypeError) as info:
             jnp.ones(3) + jnp.ones(4)
@@ -160,7 +165,6 @@ def test_jax_functions_behave_the_same_and_are_restored_after():
     assert list(here(a).values()) == [{"cos": 1}]  # only the bare jnp.cos(0.0); .lower and jax.jit are not eager
 
 
-@needs_operators
 def test_nested_audits_both_count():
     x = jnp.ones(2)
     with audit() as outer:
@@ -169,6 +173,25 @@ def test_nested_audits_both_count():
                 x = x * 2.0
     assert list(here(inner).values()) == [{"multiply": 4}]
     assert list(here(outer).values()) == [{"multiply": 4}]
+
+
+def test_every_array_operator_counts_one_dispatch_on_every_jax():
+    """`x == y` and `x / y` counted 0 of 20 on jax 0.6 and 0.4 (their operator methods hold a
+    jitted function in a closure, which runs in C++), `-x` 0 of 20 on 0.10 (its method is a
+    jitted function): each counts one dispatch per call now, on every version CI tests."""
+    x, y = jnp.ones(8), jnp.ones(8) * 2.0
+    with audit() as a:
+        for _ in range(20):
+            x * y
+            x == y
+            x / y
+            x + y
+            -x
+            x > y
+            x @ y
+    first = test_every_array_operator_counts_one_dispatch_on_every_jax.__code__.co_firstlineno + 7
+    got = here(a)
+    assert [sum(got.get(first + i, {}).values()) for i in range(7)] == [20] * 7, got
 
 
 def test_missing_routes_are_partial_notes_not_crashes(monkeypatch):

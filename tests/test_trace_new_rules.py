@@ -12,7 +12,6 @@ pytest.importorskip("optax")
 
 from jaxlint.trace import audit  # noqa: E402
 from test_trace import trace  # noqa: E402
-from test_trace_eager import OPERATORS_SEEN  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "fixtures")
@@ -61,9 +60,9 @@ def test_jax701_an_eager_optax_update_dispatches_per_leaf_every_step(capsys):
     sgd = at(c.eager, bad, line_of(bad, "jax.tree.map(lambda p, g"))
     # Adam: several operations per leaf per step (optax's own jnp calls, counted on every jax)
     assert update >= steps * leaves * 3
-    # the hand-written rule: a multiply and a subtract per leaf per step, array operators that
-    # are counted where JAX has jnp.ufunc (not on CI's oldest jax, 0.4.30)
-    assert sgd == (steps * leaves * 2 if OPERATORS_SEEN else 0)
+    # the hand-written rule: a multiply and a subtract per leaf per step (array operators, counted
+    # on every jax)
+    assert sgd == steps * leaves * 2
 
 
 def test_jax701_the_fixed_loop_dispatches_nothing_eagerly(capsys):

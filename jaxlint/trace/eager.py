@@ -23,6 +23,7 @@ The reporting half of this module (``rows``, ``text_lines``, ``unpredicted``) im
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -96,6 +97,8 @@ def install(inst, patch) -> list:
             out = fn(*args, **kwargs)
         finally:
             tls.inside = False
+        if out is NotImplemented:  # an operator method declining the other operand: nothing dispatched
+            return out
         seconds = perf() - start
         try:
             record(getframe(2), name, seconds)
@@ -147,6 +150,9 @@ def install(inst, patch) -> list:
         patch(ufunc, "__call__", ufunc_call)
 
     jitted_type = targets.get("jitted_type")
+    operators = targets.get("array_type")
+    if jitted_type is not None and operators is not None:
+        _patch_operators(operators, jitted_type, patch, counting, tls, inst, token, clean, hide)
     if jitted_type is not None:
         made: dict = {}  # id(JAX's function) -> its forwarding object (one per function)
         for module_name, module in list(sys.modules.items()):
@@ -164,6 +170,46 @@ def install(inst, patch) -> list:
                     wrapper = made[id(value)] = Jitted(value, jitted_call)
                 patch(module, attr, wrapper)
     return notes
+
+
+def _patch_operators(array_type, jitted_type, patch, counting, tls, inst, token, clean, hide) -> None:
+    """Array operators whose method is, or holds in its closure, one of JAX's jitted functions
+    (``x == y`` calls ``equal``, ``x / y`` ``true_divide`` on jax 0.6 and older; ``x * y`` too
+    before ``jnp.ufunc``; ``-x`` is ``negative`` itself on 0.10): the call runs in C++ and no other
+    hook sees it, so the operator method of the array type counts it, as one dispatch named by
+    that function. Operators that go through a ``jnp.ufunc`` or a Python function are counted
+    where those run."""
+    for name, method in list(vars(array_type).items()):
+        if not (name.startswith("__") and callable(method)):
+            continue
+        if type(method) is jitted_type:  # the method is itself a jitted function (``-x`` on jax 0.10)
+            held = [method]
+        else:
+            held = [c.cell_contents for c in (getattr(method, "__closure__", None) or ())
+                    if _cell_value(c) is not None and type(c.cell_contents) is jitted_type]
+        if not held:
+            continue
+        op_name = getattr(held[0], "__name__", name.strip("_"))
+
+        def operator(self, *args, __real=method, __name=op_name, **kwargs):
+            __tracebackhide__ = True  # noqa: F841
+            try:
+                if getattr(tls, "inside", False) or not inst.collectors or inst._token is not token or not clean():
+                    return __real(self, *args, **kwargs)
+                return counting(__real, (self, *args), kwargs, __name)
+            except BaseException as e:
+                hide(e)
+                raise
+
+        functools.update_wrapper(operator, method)
+        patch(array_type, name, operator)
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def _one_jit_dispatch(value, jitted_type) -> bool:

@@ -292,7 +292,8 @@ def eager_targets() -> tuple:
     "jitted_type": the type of what jax.jit returns (JAX's own jit-wrapped functions,
     jnp.cos)}, [notes])``. Every era since jax 0.4.30 has an ``EvalTrace.process_primitive``;
     ``jnp.ufunc`` objects arrived later (before them, ``jnp.multiply`` is itself a jitted
-    function, but the operators of an array hold it in a closure: ``x * y`` is then not seen)."""
+    function, which the operators of an array hold in a closure: ``x * y`` is then counted at the
+    operator method, ``"array_type"``, see ``eager._patch_operators``)."""
     targets: dict = {}
     notes: list = []
     try:
@@ -316,8 +317,14 @@ def eager_targets() -> tuple:
             raise TypeError("jnp.multiply is not a jnp.ufunc")
         targets["ufunc"] = cls
     except Exception as e:
-        notes.append(f"eager array operators (x * y) and jax.numpy functions under eager grad/vmap not "
-                     f"counted: no jnp.ufunc ({type(e).__name__})")
+        notes.append(f"jax.numpy functions under eager grad/vmap not counted: no jnp.ufunc ({type(e).__name__}); "
+                     "array operators (x * y) are counted at the array's operator methods")
+    try:
+        from jax._src.array import ArrayImpl
+
+        targets["array_type"] = ArrayImpl  # its operator methods (x == y), see eager._patch_operators
+    except Exception as e:
+        notes.append(f"eager array operators that call a jitted function (x == y) not counted ({e!r})")
     try:
         from jax._src import api
 
