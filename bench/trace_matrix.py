@@ -38,6 +38,13 @@ COUNTS = {
     "numpy_constant.py": {"lookup": (1, 1, 1, {})},
     "debug_print.py": {},
     "spellings.py": {},
+    # issue 28: a library's jitted function (one row, its calls counted; named by the call as
+    # written on 3.11+, by the library function on 3.10), eager operators and relu, an upload
+    # made while tracing, a program that replaces sys.stderr
+    "library_rows.py": {},
+    "eager_ops.py": {},
+    "traced_upload.py": {"f": (4, 4, 4, {"shape": 3})},
+    "stderr_replaced.py": {"<lambda>": (2, 2, 2, {"shape": 1})},
 }
 
 
@@ -108,6 +115,24 @@ def check(name: str, proc, report, python: str) -> list:
         got = {(u["line"], u["kind"]): u["count"] for u in report["uploads"]}
         if got != {(18, "jnp.asarray"): 50, (18, "jit argument"): 50, (19, "device_put"): 50, (20, "jnp.array"): 50}:
             off.append(f"uploads {got}")
+    if name == "library_rows.py":
+        rows = [(f["qualname"].rsplit(".", 1)[-1], f["line"], f["calls"], f["compiles"], len(f["call_sites"]))
+                for f in report["functions"]]
+        if rows != [("step", 14, 5, 3, 3)]:
+            off.append(f"library rows {rows}")
+        if "api_boundary" in json.dumps(report):
+            off.append("a row named by JAX's wrapper")
+    if name == "eager_ops.py":
+        got = {e["line"]: e["count"] for e in report["eager"] if 8 <= e["line"] <= 12}
+        if got != {8: 20, 9: 20, 10: 20, 11: 20, 12: 20}:
+            off.append(f"eager dispatches per line {got}")
+    if name == "traced_upload.py":
+        got = [(u["line"], u["kind"], u["count"]) for u in report["uploads"]]
+        if got != [(17, "jnp.asarray", 1)]:
+            off.append(f"uploads {got}")
+    if name == "stderr_replaced.py":
+        if proc.stderr.count('"schema"') != 1 or proc.stdout != "done\n":
+            off.append("the report did not reach the stderr the run started with")
     if name == "spellings.py":
         plain = subprocess.run([python, os.path.join(FIX, name)], capture_output=True, text=True, timeout=600)
         own = json.loads(plain.stdout)
