@@ -291,7 +291,7 @@ def test_json_report_has_the_documented_keys():
             "script_exit_code"} <= set(report)
     assert set(report["functions"][0]) >= {"name", "qualname", "file", "line", "calls", "traces", "compiles",
                                            "trace_seconds", "compile_seconds", "miss_reasons"}
-    assert set(report["transfers"][0]) == {"file", "line", "kind", "count", "via"}
+    assert set(report["transfers"][0]) == {"file", "line", "kind", "count", "via", "fix"}
     assert report["transfers"][0]["via"] is None  # made by the user's line itself, not a library
     assert set(report["jaxpr"][0]) >= {"name", "file", "line", "equations", "callbacks", "large_constants",
                                        "float64_ops"}

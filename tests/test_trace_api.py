@@ -181,11 +181,15 @@ def test_retrace_after_clear_caches_is_explained_as_a_repeat_not_a_shape_change(
     assert sorted(m[0].split()[0] for m in a.miss_reasons(r)) == ["same", "shape"]
 
 
-def test_functions_outside_the_user_roots_get_no_wrapper_and_no_row(tmp_path):
+def test_functions_outside_the_user_roots_get_no_row_and_a_transparent_call_counter(tmp_path):
+    """A library's jit (here: code outside the audit's user roots) is no row of its own when no
+    user line calls it; it gets a call counter (for the row its first trace is attributed to, when
+    there is one) that behaves as JAX's function does."""
     with audit(user_roots=[str(tmp_path)]) as a:
         f = jax.jit(lambda x: x + 2)  # defined here, outside tmp_path: library code for this audit
-        f(jnp.ones(2))
-    assert type(f).__name__ == "PjitFunction"
+        out = f(jnp.ones(2))
+        assert f.lower(jnp.ones(2)).compile()(jnp.ones(2)).tolist() == out.tolist() == [3.0, 3.0]
+    assert type(f).__name__ == "Counted" and type(f._jaxlint_real).__name__ == "PjitFunction"
     assert a.report()["functions"] == [] and a.internal_compiles >= 1
 
 

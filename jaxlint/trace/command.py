@@ -99,6 +99,10 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     label = script or f"-m {args.module}"
     args.report_stream = sys.stderr  # the stderr the run started with: the program may replace sys.stderr
+    args.static_check = None
+    if not args.no_static and script is not None and os.path.isfile(script):
+        # the main file's static check runs in a child process while the program runs
+        args.static_check = runner.StaticCheck([os.path.realpath(script)])
 
     def emit(code: int, collector, failures: list, files: list) -> int:
         return write_report(args, label, code, collector, failures, files)
@@ -130,7 +134,8 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
         findings = None
         if not args.no_static:
             try:
-                findings = runner.static_findings(files)
+                started = getattr(args, "static_check", None)
+                findings = started.findings(files) if started is not None else runner.static_findings(files)
             except Exception as e:  # the static check must not cost the user the runtime report
                 collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
         report = rep.build(collector, findings, code, failures, label, runner.environment())

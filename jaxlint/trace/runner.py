@@ -230,6 +230,48 @@ def _user_modules(user_files, main_file: str) -> list:
     return sorted(files)
 
 
+class StaticCheck:
+    """The static cross-check of ``files`` (the program's main file, known before it runs) started
+    in a child process when the program starts; :meth:`findings` waits for it and checks in this
+    process the files the run added (user modules imported) and any the child could not give."""
+
+    def __init__(self, files: Sequence[str]):
+        import subprocess
+
+        self.files = sorted(set(files))
+        self.proc = None
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "jaxlint.trace.static_child", *self.files],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                         text=True)
+        except OSError:  # no child: everything is checked at the end, as before
+            self.proc = None
+
+    def findings(self, files: Sequence[str], timeout: float = 120.0) -> list:
+        from .static_child import decode
+
+        done: list = []
+        rest = sorted(set(files))
+        if self.proc is not None:
+            try:
+                out, _ = self.proc.communicate(timeout=timeout)
+                if self.proc.returncode == 0:
+                    done = [decode(line) for line in out.splitlines() if line.strip()]
+                    rest = [f for f in rest if f not in self.files]
+            except Exception:  # a child that failed or hung: check here instead
+                self.proc.kill()
+                done = []
+        if rest:
+            done.extend(static_findings(rest))
+        done = [f for f in done if f.path in set(files)]
+        done.sort(key=lambda f: (f.path, f.line, f.col, f.code))
+        return done
+
+    def cancel(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+
 def static_findings(files: Sequence[str]) -> list:
     from ..config import ConfigError, load_config
     from ..engine import check_path
