@@ -26,6 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "fixtures", "trace")
 VERSIONS = ("0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2")
 
+KNOWN_GAP = "jax.numpy functions under eager grad/vmap not counted"
+
 # fixture -> {qualname: (calls, traces, compiles, {reason: count})}
 COUNTS = {
     "three_shapes.py": {"predict": (5, 3, 3, {"shape": 2})},
@@ -83,8 +85,11 @@ def check(name: str, proc, report, python: str) -> list:
     if report is None:
         return [f"no report (exit {proc.returncode})"]
     off = []
-    if report["partial"]:
-        off.append("partial: " + "; ".join(report["partial"])[:80])
+    # jax 0.4.x's one documented gap (no jnp.ufunc: jax.numpy under eager grad/vmap is not counted)
+    # touches no fixture here: the cell stays exact and says it ("noted")
+    partial = [p for p in report["partial"] if not p.startswith(KNOWN_GAP)]
+    if partial:
+        off.append("partial: " + "; ".join(partial)[:80])
     if any(f.get("matched_by_name") for f in report["functions"]) or report.get("compiles_matched_by_name"):
         off.append("counts matched by name")
     for qualname, (calls, traces, compiles, reasons) in COUNTS[name].items():
@@ -172,7 +177,8 @@ def main(argv=None) -> int:
             proc, report = trace(python, os.path.join(FIX, name))
             off = check(name, proc, report, python)
             bad += bool(off)
-            print(f"{version:<8} {name:<20} {'exact' if not off else 'PARTIAL: ' + '; '.join(off)}", flush=True)
+            noted = " (noted: no jnp.ufunc)" if report and any(p.startswith(KNOWN_GAP) for p in report["partial"]) else ""
+            print(f"{version:<8} {name:<20} {'exact' + noted if not off else 'PARTIAL: ' + '; '.join(off)}", flush=True)
         if args.tests:
             print(f"{version:<8} {'tests/test_trace*':<20} {run_tests(python)}", flush=True)
     return 1 if bad else 0

@@ -391,3 +391,65 @@ def test_html_transfer_labels_fit_at_1200px_in_headless_chromium(chromium, tmp_p
         assert 0 <= box["label"][0] and box["label"][1] <= box["bar"][0], box  # the label ends before its bar
         assert box["bar"][1] <= box["count"][0] and box["count"][1] <= got["width"], box  # the count inside
         assert re.search(r"training_loop_with_a_long_name\.py:1[23]$", box["text"]), box  # its line is shown
+
+
+MANY_SITES_SCRIPT = """\
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def a_training_step_function_with_a_rather_long_descriptive_name(x):
+    return x * 2
+
+table = np.ones((64, 64), dtype=np.float32)
+for i in range(3):
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(3))
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(4))
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(5))
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(6))
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(7))
+    a_training_step_function_with_a_rather_long_descriptive_name(jnp.ones(8))
+    y = jnp.asarray(table)
+    print(float(y[0, 0]))
+"""
+
+MEASURE_PAGE = """<script>
+const wraps = [...document.querySelectorAll('.table-wrap')].map(w => [w.scrollWidth, w.clientWidth]);
+const labels = [...document.querySelectorAll('#timeline text.lane-label')].map(t => t.textContent);
+document.body.setAttribute('data-measured', JSON.stringify({
+  page: document.documentElement.scrollWidth, inner: window.innerWidth, wraps, labels,
+  sections: [...document.querySelectorAll('section')].map(s => s.id)}));
+</script></body>"""
+
+
+def test_html_at_1280px_fits_long_names_and_many_call_sites(chromium, tmp_path):
+    """A long-named function called from six lines of a deep, long-named path, with uploads: at
+    1280 px the page does not scroll sideways, no table overflows its box (call sites wrap at
+    folders), timeline lane labels keep whole file names, and the host-to-device table is there."""
+    rel = os.path.join("experiments_with_a_long_folder_name", "another_long_nested_folder",
+                       "train_the_model_with_many_call_sites.py")
+    script = tmp_path / rel
+    script.parent.mkdir(parents=True)
+    script.write_text(MANY_SITES_SCRIPT)
+    page = tmp_path / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html", str(page), rel],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE_PAGE), encoding="utf-8")
+    dom = _browser(chromium, tmp_path / "profile", "--window-size=1280,900", "--dump-dom", "file://" + str(measured))
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = re.search(r'data-measured="([^"]*)"', dom.stdout)
+    assert m, "the measuring script did not run"
+    got = json.loads(html.unescape(m.group(1)))
+    assert got["page"] <= got["inner"], got  # nothing widens the page
+    assert got["wraps"] and all(scroll <= client for scroll, client in got["wraps"]), got["wraps"]
+    assert "uploads" in got["sections"] and "transfers" in got["sections"]
+    lane = [t for t in got["labels"] if "train_the_model" in t or "…" in t]
+    assert lane, got["labels"]
+    for text in lane:  # a clipped path starts at a folder boundary or is the line alone, never mid-name
+        label = text.split("  ", 1)[-1]
+        assert "…" not in label or re.search(r"…[/:]", label), text
+    assert "call sites" in page.read_text(encoding="utf-8")

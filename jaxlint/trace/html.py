@@ -20,7 +20,7 @@ from typing import Optional
 from . import eager
 from .chrome_trace import timeline
 from .collector import FIRST_CALL, RECREATED
-from .report import _mib, _reason_lines, _where
+from .report import _bytes, _mib, _reason_lines, _where
 
 MAX_LANES = 40  # user functions drawn in the timeline (most compiled first)
 MAX_BARS = 30  # source lines in the transfer chart
@@ -87,7 +87,23 @@ def _tick_label(t: float, duration: float) -> str:
 
 
 def _clip(text: str, width: int = 44) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    """``text`` in at most ``width`` characters, its end kept: a path keeps whole folder and file
+    names (``…/train/loop.py:12``); when the file name alone is too long, its line (``…:12``; the
+    tooltip has the whole path); cut inside a name only when not even that fits."""
+    if len(text) <= width:
+        return text
+    parts = text.replace("\\", "/").split("/")
+    kept = parts[-1]
+    if len(parts) > 1 and len(kept) + 2 <= width:
+        for part in reversed(parts[:-1]):
+            if len(part) + 1 + len(kept) + 2 > width:
+                break
+            kept = part + "/" + kept
+        return "…/" + kept
+    line = parts[-1].rpartition(":")[2]
+    if line.isdigit() and len(line) + 2 <= width:  # the file name alone is too long: its line only
+        return "…:" + line
+    return "…" + text[-(width - 1):]
 
 
 def timeline_svg(tl: dict) -> str:
@@ -261,6 +277,8 @@ def transfers_svg(report: dict) -> str:
 
 
 def _table(headers: list, rows: list, numeric: tuple = ()) -> str:
+    """A sortable table in a box that scrolls sideways if it must: long paths and call sites wrap
+    at their separators instead of widening the page."""
     if not rows:
         return '<p class="empty">None.</p>'
     head = "".join(f'<th class="{"num" if i in numeric else ""}">{_e(h)}</th>' for i, h in enumerate(headers))
@@ -268,7 +286,14 @@ def _table(headers: list, rows: list, numeric: tuple = ()) -> str:
     for r in rows:
         cells = "".join(f'<td class="{"num" if i in numeric else ""}">{c}</td>' for i, c in enumerate(r))
         body.append(f"<tr>{cells}</tr>")
-    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _wrap_where(file, line) -> str:
+    """``file:line`` for a table cell, with break opportunities after each ``/`` (a long path
+    wraps at a folder, not mid-name, and never widens the table past the page)."""
+    return _e(_where(file, line)).replace("/", "/<wbr>")
 
 
 def _functions_table(report: dict) -> str:
@@ -278,12 +303,12 @@ def _functions_table(report: dict) -> str:
         if f.get("via"):
             reasons.append(f"traced through {f['via']}")
         sites = "<br>".join(
-            f"{_e(_where(s['file'], s['line']))}: {s['misses']} miss{'es' if s['misses'] != 1 else ''}, "
+            f"{_wrap_where(s['file'], s['line'])}: {s['misses']} miss{'es' if s['misses'] != 1 else ''}, "
             f"{s['lost_seconds']:.3f} s lost" for s in f.get("call_sites", []))
         rows.append([
             str(f["compiles"]), str(f["traces"]), "-" if f["calls"] is None else str(f["calls"]),
             f"{f.get('lost_seconds', 0.0):.3f}", f"{f.get('first_compile_seconds', 0.0):.3f}",
-            f"<code>{_e(f['qualname'])}</code>", _e(_where(f["file"], f["line"])),
+            f"<code>{_e(f['qualname'])}</code>", _wrap_where(f["file"], f["line"]),
             "<br>".join(_e(r) for r in reasons), sites,
         ])
     return _table(["compiles", "traces", "calls", "lost s", "first compile s", "function", "where",
@@ -368,7 +393,9 @@ code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-2px}
 .detail{white-space:pre-wrap;font:12.5px ui-monospace,Menlo,Consolas,monospace;background:var(--panel);
 border:1px solid var(--line);border-radius:4px;padding:6px 10px;margin-top:6px;min-height:2.6em}
+.table-wrap{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:4px 0 8px}
+td{overflow-wrap:anywhere}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:var(--panel);font-weight:600;cursor:pointer;user-select:none;white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -445,10 +472,19 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
         '<section id="functions"><h2>Recompilation hotspots</h2>', _functions_table(report), "</section>",
         _budgets_section(report),
         '<section id="transfers"><h2>Host transfers</h2>',
-        _table(["count", "kind", "where"],
-               [[str(t["count"]), _e(t["kind"]), _e(_where(t["file"], t["line"]))] for t in report["transfers"]],
-               (0,)),
+        _table(["count", "kind", "where", "fix"],
+               [[str(t["count"]), _e(t["kind"]), _wrap_where(t["file"], t["line"]), _e(t.get("fix") or "")]
+                for t in report["transfers"]], (0,)),
         "</section>",
+        '<section id="uploads"><h2>Host-to-device copies</h2>',
+        _table(["count", "bytes", "kind", "where", "fix"],
+               [[str(u["count"]), _e(_bytes(u["bytes"])), _e(u["kind"]), _wrap_where(u["file"], u["line"]),
+                 _e(u.get("fix") or "")] for u in report.get("uploads", [])], (0, 1)),
+        "</section>",
+        ('<section id="callbacks"><h2>Host callbacks run</h2>'
+         + _table(["count", "where", "fix"], [[str(c["count"]), _wrap_where(c["file"], c["line"]), _e(c.get("fix") or "")]
+                                             for c in report["callbacks"]], (0,)) + "</section>")
+        if report.get("callbacks") else "",
         '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
         eager.html_section(report, _e, _where, _table),
         '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
