@@ -317,30 +317,14 @@ def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
     assert proc.stderr.count("\n") == 1 and "pip install 'flake8-jax[trace]'" in proc.stderr
 
 
-def test_uploads_made_while_tracing_are_constants_not_copies(tmp_path):
+def test_uploads_made_while_tracing_are_constants_not_copies():
     """`jnp.array(table)` inside a jitted function runs once per trace and makes a constant of
     the program: no copy runs per call, so none is counted (diffrax's solve showed 176 phantom
     copies on the user's line); a real upload after it is."""
-    script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
-        import numpy as np
-        import jax
-        import jax.numpy as jnp
-
-        table = np.arange(1000, dtype=np.float32)
-
-        @jax.jit
-        def f(x):
-            return x.sum() + jnp.array(table)
-
-        for n in (3, 4, 5, 6):
-            f(jnp.ones(n * 250))
-        y = jnp.asarray(table)
-    """))
-    proc, report = trace(str(script), cwd=str(tmp_path))
+    proc, report = trace(fixture("traced_upload.py"))
     assert proc.returncode == 0, proc.stderr
     assert sum(fn["traces"] for fn in report["functions"] if fn["qualname"] == "f") == 4
-    assert [(u["line"], u["kind"], u["count"]) for u in report["uploads"]] == [(14, "jnp.asarray", 1)]
+    assert [(u["line"], u["kind"], u["count"]) for u in report["uploads"]] == [(17, "jnp.asarray", 1)]
 
 
 def test_every_hotspot_row_has_a_fix_with_its_numbers():

@@ -366,25 +366,33 @@ document.body.setAttribute('data-measured', JSON.stringify(
 </script></body>"""
 
 
-def test_html_transfer_labels_fit_at_1200px_in_headless_chromium(chromium, tmp_path):
-    """The transfer chart as Chromium lays it out in a 1200 px window: each `file:line` label
-    ends before its bar and each count label inside the chart, for a long path and six kinds."""
-    rel = os.path.join("a_rather_long_folder_name", "with_more_nesting_inside", "training_loop_with_a_long_name.py")
+def _measured_page(chromium, tmp_path, rel: str, script_text: str, measure: str, *browser_args) -> dict:
+    """`jaxlint trace --html` of ``script_text`` saved at ``rel`` under ``tmp_path``, laid out by
+    Chromium with ``measure`` (a script that stores JSON in body's ``data-measured``) appended."""
     script = tmp_path / rel
     script.parent.mkdir(parents=True)
-    script.write_text(LONG_PATHS_SCRIPT)
+    script.write_text(script_text)
     page = tmp_path / "report.html"
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html", str(page), rel],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300,
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0, proc.stderr
     measured = tmp_path / "measured.html"
-    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE), encoding="utf-8")
-    dom = _browser(chromium, tmp_path / "profile", "--dump-dom", "file://" + str(measured))
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", measure), encoding="utf-8")
+    dom = _browser(chromium, tmp_path / "profile", *browser_args, "--dump-dom", "file://" + str(measured))
     assert dom.returncode == 0, dom.stderr[-2000:]
     m = re.search(r'data-measured="([^"]*)"', dom.stdout)
     assert m, "the measuring script did not run"
     got = json.loads(html.unescape(m.group(1)))
+    got["html"] = page.read_text(encoding="utf-8")
+    return got
+
+
+def test_html_transfer_labels_fit_at_1200px_in_headless_chromium(chromium, tmp_path):
+    """The transfer chart as Chromium lays it out in a 1200 px window: each `file:line` label
+    ends before its bar and each count label inside the chart, for a long path and six kinds."""
+    rel = os.path.join("a_rather_long_folder_name", "with_more_nesting_inside", "training_loop_with_a_long_name.py")
+    got = _measured_page(chromium, tmp_path, rel, LONG_PATHS_SCRIPT, MEASURE)
     assert got["right"] <= got["inner"]  # the chart is not wider than the page
     assert len(got["boxes"]) == 2
     for box in got["boxes"]:
@@ -429,22 +437,8 @@ def test_html_at_1280px_fits_long_names_and_many_call_sites(chromium, tmp_path):
     folders), timeline lane labels keep whole file names, and the host-to-device table is there."""
     rel = os.path.join("experiments_with_a_long_folder_name", "another_long_nested_folder",
                        "train_the_model_with_many_call_sites.py")
-    script = tmp_path / rel
-    script.parent.mkdir(parents=True)
-    script.write_text(MANY_SITES_SCRIPT)
-    page = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html", str(page), rel],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=ROOT))
-    assert proc.returncode == 0, proc.stderr
-    measured = tmp_path / "measured.html"
-    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE_PAGE), encoding="utf-8")
-    dom = _browser(chromium, tmp_path / "profile", "--window-size=1280,900", "--dump-dom", "file://" + str(measured))
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    m = re.search(r'data-measured="([^"]*)"', dom.stdout)
-    assert m, "the measuring script did not run"
-    got = json.loads(html.unescape(m.group(1)))
-    assert got["page"] <= got["inner"], got  # nothing widens the page
+    got = _measured_page(chromium, tmp_path, rel, MANY_SITES_SCRIPT, MEASURE_PAGE, "--window-size=1280,900")
+    assert got["inner"] == 1280 and got["page"] <= got["inner"], got  # nothing widens the page
     assert got["wraps"] and all(scroll <= client for scroll, client in got["wraps"]), got["wraps"]
     assert "uploads" in got["sections"] and "transfers" in got["sections"]
     lane = [t for t in got["labels"] if "train_the_model" in t or "…" in t]
@@ -452,4 +446,4 @@ def test_html_at_1280px_fits_long_names_and_many_call_sites(chromium, tmp_path):
     for text in lane:  # a clipped path starts at a folder boundary or is the line alone, never mid-name
         label = text.split("  ", 1)[-1]
         assert "…" not in label or re.search(r"…[/:]", label), text
-    assert "call sites" in page.read_text(encoding="utf-8")
+    assert "call sites" in got["html"]

@@ -173,51 +173,15 @@ def test_equinox_filter_jit_python_floats_name_the_users_argument_and_the_fix(tm
     assert "hashed by identity" not in row["fix"]
 
 
-ENVLIB = """
-from functools import partial
-import jax
-
-
-class Env:
-    def __init__(self, n):
-        self.n = n
-
-    def __hash__(self):
-        return hash(self.n)
-
-    def __eq__(self, other):
-        return isinstance(other, Env) and other.n == self.n
-
-    @partial(jax.jit, static_argnames=("self",))
-    def step(self, state, action):
-        return state * 0.9 + action
-"""
-
-
 def test_a_library_jitted_method_is_one_row_with_its_call_sites_and_calls(tmp_path):
     """A library's `Env.step` jitted with `partial(jax.jit, static_argnames=("self",))`, compiled 3
     times from three lines: one row (not one per line), the retraces explained and lost, every
     call counted, named from the user's call and the library function (never JAX's wrapper)."""
-    lib, app = tmp_path / "lib" / "envlib", tmp_path / "app"
-    lib.mkdir(parents=True)
-    app.mkdir()
-    (lib / "__init__.py").write_text(ENVLIB)
-    script = app / "prog.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(tmp_path / "lib")!r})
-        import jax.numpy as jnp
-        from envlib import Env
-
-        env = Env(3)
-        s = jnp.zeros(3)
-        for i in range(3):
-            s = env.step(s, jnp.ones(3) * i)
-        s = env.step(jnp.zeros(4), jnp.ones(4))
-        s = env.step(
-            jnp.zeros(5), jnp.ones(5))
-        print(float(s.sum()))
-    """))
+    # fixtures/trace/library_rows.py imports fixtures/trace_lib/envlib, outside the script's folder:
+    # library code for the run
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "trace",
+                          "library_rows.py")
+    app = tmp_path
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json", "-o", str(out),
                            "--max-compiles", "2", str(script)], capture_output=True, text=True, cwd=str(app),
@@ -228,10 +192,10 @@ def test_a_library_jitted_method_is_one_row_with_its_call_sites_and_calls(tmp_pa
     # named by the call as written (Python 3.11+ gives the column positions to read it), else by
     # the library function
     name = "env.step" if sys.version_info >= (3, 11) else "envlib.Env.step"
-    assert (row["qualname"], row["line"], row["compiles"], row["calls"]) == (name, 10, 3, 5)
+    assert (row["qualname"], row["line"], row["compiles"], row["calls"]) == (name, 14, 3, 5)
     assert row["via"] == "envlib.Env.step" and row["misses"] == 3 and row["lost_seconds"] > 0
-    assert {(s["line"], s["misses"], s["first"]) for s in row["call_sites"]} == {(10, 1, True), (11, 1, False),
-                                                                                   (12, 1, False)}
+    assert {(s["line"], s["misses"], s["first"]) for s in row["call_sites"]} == {(14, 1, True), (15, 1, False),
+                                                                                   (16, 1, False)}
     assert {g["reason"] for g in row["reasons"]} == {"shape"}
     assert "api_boundary" not in proc.stderr and "reraise_with_filtered_traceback" not in proc.stderr
 

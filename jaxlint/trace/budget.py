@@ -44,12 +44,9 @@ def parse_option(text: str) -> tuple:
     if "=" in n:  # ``a=1=2``: no function name holds "=", so this is a typo, not a pattern ``a=1``
         raise argparse.ArgumentTypeError(f"expected one PATTERN=N (e.g. train_step=1), not {text!r}")
     try:
-        limit = int(n)
-    except ValueError:
+        return pattern, count_option(n)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"the N of {text!r} must be an integer >= 0") from None
-    if limit < 0:
-        raise argparse.ArgumentTypeError(f"the N of {text!r} must be an integer >= 0")
-    return pattern, limit
 
 
 def count_option(text: str) -> int:
