@@ -243,3 +243,21 @@ def test_errors_inside_jit_carry_no_jaxlint_frame_under_audit(made):
                           ("test_trace_api.py", "_failing"), ("lax_numpy.py", "reshape")], frames
     assert not [fr for fr in frames if fr[0] in ("hooks.py", "jax_0_9.py", "jax_0_5.py", "jax_0_4.py", "base.py")]
     assert a.calls(_failing) == (1 if made == "inside" else 0)
+
+
+@jax.jit
+def _module_level_step(x):
+    return x * 2.0
+
+
+def test_calls_of_a_function_jitted_before_the_block_are_counted_through_its_module_name():
+    """`@jax.jit` at module level runs before any audit: its calls through the module's own name
+    for it are counted during the block (None before), and the name holds the function itself
+    again after it."""
+    original = _module_level_step
+    with audit() as a:
+        for _ in range(3):
+            _module_level_step(jnp.ones(2))
+        assert float(_module_level_step(jnp.ones(2))[0]) == 2.0
+    assert a.calls(original) == 4 and a.compiles(original) <= 1
+    assert globals()["_module_level_step"] is original

@@ -401,6 +401,29 @@ def test_gate_lines_name_the_place_and_count_in_words():
                                              "/tmp/p.py:7 made 1 host transfer (--max-transfers-per-line 0)"]
 
 
+def test_jax_audit_fixture_counts_calls_of_the_test_modules_own_jitted_functions(tmp_path):
+    """Every module-level `@jax.jit` in a test was made before the fixture: `calls()` counts the
+    calls the test makes through the module's name for it (it said None)."""
+    test = tmp_path / "test_calls.py"
+    test.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return x + 1.0
+
+        def test_counts(jax_audit):
+            x = jnp.zeros(3)
+            for _ in range(5):
+                x = step(x)
+            assert jax_audit.calls(step) == 5, jax_audit.calls(step)
+            jax_audit.assert_compiles(step, at_most=1)
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                          capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
 def test_jax_audit_fixture_asserts_with_the_reasons_in_pytest_output(tmp_path):
     test = tmp_path / "test_user.py"
     test.write_text(textwrap.dedent("""

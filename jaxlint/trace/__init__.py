@@ -33,15 +33,17 @@ def missing_jax():
     return None
 
 
-def audit(user_roots=None):
+def audit(user_roots=None, namespace=None):
     """Record compilations and host transfers for the duration of a ``with`` block.
 
     ``user_roots`` limits which files count as user code (folders); by default
     every file outside the standard library, site-packages and JAX itself.
+    ``namespace``: the module globals whose functions jitted before the block get their calls
+    counted during it (default: those of the module that opens the block).
     """
     from .hooks import Audit
 
-    return Audit(user_roots)
+    return Audit(user_roots, namespace)
 
 
 def inspect(fn, *args, **kwargs):

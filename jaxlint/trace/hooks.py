@@ -1083,18 +1083,56 @@ def _hash(value: Any) -> Any:
 INSTRUMENTATION = Instrumentation()
 
 
+def _identity_for_type(x):
+    return x
+
+
 class Audit:
     """``with audit() as a:`` — record compilations and transfers inside the block."""
 
-    def __init__(self, user_roots=None):
+    def __init__(self, user_roots=None, namespace: Optional[dict] = None):
         self.collector = Collector(UserFiles(user_roots))
+        # the module globals whose jitted functions made before the block get a call counter for
+        # its duration (the caller's, or the test module's for the pytest fixture)
+        self._namespace = namespace
+        self._counted: list = []  # (namespace, name, original, counter) put in place, to restore
 
     def __enter__(self) -> "Audit":
         INSTRUMENTATION.attach(self.collector)
+        namespace = self._namespace if self._namespace is not None else sys._getframe(1).f_globals
+        try:
+            self._count_existing(namespace)
+        except Exception as e:  # never break the user's code for a count
+            INSTRUMENTATION._error(e)
         return self
 
     def __exit__(self, *exc) -> None:
+        for namespace, name, original, counter in reversed(self._counted):
+            if namespace.get(name) is counter:  # the user did not rebind it meanwhile
+                namespace[name] = original
+        self._counted = []
         INSTRUMENTATION.detach(self.collector)
+
+    def _count_existing(self, namespace: dict) -> None:
+        """A function of the user's jitted before the block (``@jax.jit`` at module level in a test)
+        has no call counter: jaxlint wraps only what ``jax.jit`` makes while it listens. Its name
+        in ``namespace`` holds a counting wrapper while the block runs, so calls through that name
+        (the way a module calls its own functions) are counted; other references are not."""
+        from jax._src import api
+
+        jitted = type(api.jit(_identity_for_type))
+        for name, value in list(namespace.items()):
+            if type(value) is not jitted:
+                continue
+            code = code_of(value)
+            if code is None or not self.collector.user_files(code.co_filename):
+                continue
+            rec = self.collector.record(code, describe)
+            if rec.calls is None:
+                rec.calls = 0
+            counter = Counted(value, code)
+            namespace[name] = counter
+            self._counted.append((namespace, name, value, counter))
 
     def _record(self, fn: Any):
         code = code_of(fn)
@@ -1112,7 +1150,9 @@ class Audit:
         return rec.traces if rec else 0
 
     def calls(self, fn: Any) -> Optional[int]:
-        """Calls through a wrapper made by ``jax.jit``/``jax.pmap`` inside an audit; None if unknown."""
+        """Calls of ``fn`` in the block: through a wrapper ``jax.jit``/``jax.pmap`` made while
+        jaxlint listened, or, for a function jitted before the block, through its name in the
+        module that opened the block; None when no call of it could be counted."""
         rec = self._record(fn)
         return rec.calls if rec else 0
 

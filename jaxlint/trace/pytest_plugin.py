@@ -13,9 +13,11 @@ import pytest
 
 
 @pytest.fixture
-def jax_audit():
-    """An active ``jaxlint.trace.audit()`` for the duration of the test."""
+def jax_audit(request):
+    """An active ``jaxlint.trace.audit()`` for the duration of the test; the test module's own
+    jitted functions (``@jax.jit`` at module level) get their calls counted."""
     from jaxlint.trace import audit
 
-    with audit() as a:
+    module = getattr(request, "module", None)
+    with audit(namespace=vars(module) if module is not None else None) as a:
         yield a
