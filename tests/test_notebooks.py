@@ -524,7 +524,7 @@ def test_jaxlint_trace_cell_magic(tmp_path):
     (fn,) = report["functions"]
     assert (fn["file"], fn["line"], fn["compiles"], fn["calls"]) == (f"In [{n + 2}]", 3, 5, 5)
     assert report["transfers"] == [{"file": f"In [{n + 2}]", "line": 5, "kind": "float", "count": 5,
-                                  "via": None}]
+                                  "via": None, "fix": None}]  # 5 syncs: under the hotspot count
     assert [(f["code"], f["file"], f["line"], f["confirmed"]) for f in report["findings"]] == [
         ("JAX101", f"In [{n + 2}]", 3, True)]
     assert "ValueError: boom" in res[5]["out"] + res[5]["err"]

@@ -230,6 +230,13 @@ def _user_modules(user_files, main_file: str) -> list:
     return sorted(files)
 
 
+def static_findings(files: Sequence[str]) -> list:
+    """The default static findings of ``files`` the report cross-checks (:mod:`.static_child`)."""
+    from .static_child import static_findings as check
+
+    return check(files)
+
+
 class StaticCheck:
     """The static cross-check of ``files`` (the program's main file, known before it runs) started
     in a child process when the program starts; :meth:`findings` waits for it and checks in this
@@ -248,7 +255,7 @@ class StaticCheck:
             self.proc = None
 
     def findings(self, files: Sequence[str], timeout: float = 120.0) -> list:
-        from .static_child import decode
+        from .static_child import decode, static_findings
 
         done: list = []
         rest = sorted(set(files))
@@ -270,26 +277,6 @@ class StaticCheck:
     def cancel(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-
-
-def static_findings(files: Sequence[str]) -> list:
-    from ..config import ConfigError, load_config
-    from ..engine import check_path
-    from ..registry import ALL_RULES, select_rules
-
-    try:
-        cfg = load_config(os.path.dirname(files[0]) if files else ".")
-        select, ignore = cfg.select, cfg.ignore
-    except ConfigError:
-        cfg, select, ignore = None, [], []
-    rules = select_rules(ALL_RULES, select, ignore)
-    findings = []
-    for path in files:
-        res = check_path(path, rules)
-        findings.extend(f for f in res.findings if f.code != "JAX000" and f.opt_in is None
-                        and (cfg is None or cfg.keeps(path, f)))
-    findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
-    return findings
 
 
 def environment() -> dict:
