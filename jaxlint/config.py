@@ -6,13 +6,18 @@ import fnmatch
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+
+
+def _toml():
+    """The TOML reader, imported on the first pyproject.toml that mentions jaxlint (the flake8
+    plugin loads this module in every editor; most projects never get that far)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    return tomllib
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", ".env", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -27,25 +32,40 @@ class ConfigError(Exception):
     pass
 
 
-@dataclass
 class TraceConfig:
-    budget: dict = field(default_factory=dict)  # glob on a function's (qualified) name -> most compiles
-    fail_on_recompile: bool = False
-    max_compiles: Optional[int] = None
-    max_transfers_per_line: Optional[int] = None
+    """``[tool.jaxlint.trace]``. A plain class, not a dataclass: the flake8 plugin loads this
+    module in every editor, and ``dataclasses`` costs about 10 ms to import there."""
+
+    def __init__(self, budget: Optional[dict] = None, fail_on_recompile: bool = False,
+                 max_compiles: Optional[int] = None, max_transfers_per_line: Optional[int] = None):
+        self.budget = budget if budget is not None else {}  # glob on a function's (qualified) name -> most compiles
+        self.fail_on_recompile = fail_on_recompile
+        self.max_compiles = max_compiles
+        self.max_transfers_per_line = max_transfers_per_line
+
+    def __repr__(self) -> str:
+        return f"TraceConfig({self.__dict__!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TraceConfig) and self.__dict__ == other.__dict__
 
 
-@dataclass
 class Config:
-    select: list = field(default_factory=lambda: ["JAX"])
-    ignore: list = field(default_factory=list)
-    per_file_ignores: dict = field(default_factory=dict)  # glob -> [code prefixes]
-    exclude: list = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
-    pedantic: bool = False  # also report the findings that are right but rarely worth changing
-    root: str = "."  # folder of the pyproject.toml the config came from
-    source: Optional[str] = None
-    trace: TraceConfig = field(default_factory=TraceConfig)
-    conventions: dict = field(default_factory=dict)  # [tool.jaxlint.conventions]: key -> words in force
+    """``[tool.jaxlint]`` as the front ends use it (a plain class, as TraceConfig)."""
+
+    def __init__(self, select: Optional[list] = None, ignore: Optional[list] = None,
+                 per_file_ignores: Optional[dict] = None, exclude: Optional[list] = None, pedantic: bool = False,
+                 root: str = ".", source: Optional[str] = None, trace: Optional[TraceConfig] = None,
+                 conventions: Optional[dict] = None):
+        self.select = select if select is not None else ["JAX"]
+        self.ignore = ignore if ignore is not None else []
+        self.per_file_ignores = per_file_ignores if per_file_ignores is not None else {}  # glob -> [code prefixes]
+        self.exclude = exclude if exclude is not None else list(DEFAULT_EXCLUDE)
+        self.pedantic = pedantic  # also report the findings that are right but rarely worth changing
+        self.root = root  # folder of the pyproject.toml the config came from
+        self.source = source
+        self.trace = trace if trace is not None else TraceConfig()
+        self.conventions = conventions if conventions is not None else {}  # key -> words in force
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -88,11 +108,17 @@ def find_pyproject(start: str) -> Optional[str]:
         if os.path.isfile(candidate):
             try:
                 with open(candidate, "rb") as fh:
-                    data = tomllib.load(fh)
-            except (OSError, tomllib.TOMLDecodeError) as e:
+                    raw = fh.read()
+            except OSError as e:
                 raise ConfigError(f"{candidate}: {e}") from e
-            if "jaxlint" in data.get("tool", {}):
-                return candidate
+            if b"jaxlint" in raw:  # a file that never says jaxlint has no [tool.jaxlint]: not parsed
+                tomllib = _toml()
+                try:
+                    data = tomllib.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+                    raise ConfigError(f"{candidate}: {e}") from e
+                if "jaxlint" in data.get("tool", {}):
+                    return candidate
         parent = os.path.dirname(path)
         if parent == path:
             return None
@@ -145,6 +171,7 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     source = pyproject if pyproject is not None else find_pyproject(start)
     if source is None:
         return cfg
+    tomllib = _toml()
     try:
         with open(source, "rb") as fh:
             tool = tomllib.load(fh).get("tool", {})

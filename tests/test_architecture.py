@@ -263,6 +263,7 @@ def test_the_checking_path_loads_no_dataclasses_or_hashlib():
     code = ("import sys\n"
             "import jaxlint.engine, jaxlint.registry, jaxlint.flake8_plugin\n"
             "jaxlint.flake8_plugin.JaxlintChecker.rules()\n"
+            "jaxlint.flake8_plugin.JaxlintChecker.config_for('tests/test_architecture.py')\n"
             "jaxlint.source.content_hash(b'x')\n"
             "print(sorted(m for m in ('dataclasses', 'hashlib', '_hashlib') if m in sys.modules))\n")
     assert _python(code) == "[]"
