@@ -86,20 +86,9 @@ def code_of(fun: Any):
 _QUALNAMES: dict = {}
 
 
-# A library's jitted function that traced no function of the user's (an environment's ``step``,
-# numpyro's sampler): its code -> the EntryPoint of its first call from user code. Its row is
-# keyed by its code, as a user function's is (one row, every call site under it, its calls
-# counted by its wrapper), and named by that first call as the user wrote it (``env.step`` at
-# ``prog.py:9``), the library function in ``via``.
-_LIBRARY_ROWS: dict = {}
-
-
 def describe(code) -> tuple:
     if isinstance(code, EntryPoint):
         return (code.name, code.name, code.file, code.line)
-    first = _LIBRARY_ROWS.get(code)
-    if first is not None:
-        return (first.name, first.name, first.file, first.line)
     qualname = getattr(code, "co_qualname", None) or _QUALNAMES.get(code, code.co_name)
     return (code.co_name, qualname, code.co_filename, code.co_firstlineno)
 
@@ -465,16 +454,22 @@ class Instrumentation:
                 # a library's jit that traced no user function given to it (numpyro's sampler
                 # around the user's model): the program belongs to the library call the user
                 # made. JAX's own functions (the eager operations) stay JAX's.
-                target = _entry_point(sys._getframe(1), collectors, fun)
-                if target is not None and code is not None:
-                    _LIBRARY_ROWS.setdefault(code, target)  # one row per library function, not per call site
-                    target = code
+                # Its row is keyed by its code, as a user function's is (one row, every call site
+                # under it, its calls counted by its wrapper), and named by the first call of it
+                # in this run or audit as the user wrote it (``env.step`` at ``prog.py:9``).
+                first_call = _entry_point(sys._getframe(1), collectors, fun)
+                if first_call is not None:
+                    self._traced(code, None, fun, call, result, seconds, top, first_call)
+                    return result
             self._traced(target, fun if user else None, None if user else fun, call, result, seconds, top)
         except Exception as e:  # bookkeeping must never break the user's program
             self._error(e)
         return result
 
-    def _traced(self, code, fun, library_fun, call, result, seconds, top: bool = True) -> None:
+    def _traced(self, code, fun, library_fun, call, result, seconds, top: bool = True,
+                first_call: Optional[EntryPoint] = None) -> None:
+        """Record one trace of ``code``'s row; ``first_call``: for a library's function, the user's
+        call that names its row if the row is new."""
         start = time.perf_counter() - seconds
         jaxpr = self.era.jaxpr_of(result)
         if code is None:
@@ -487,7 +482,7 @@ class Instrumentation:
                 self.jaxpr_owner[jaxpr] = code
             except TypeError:
                 pass
-        entry = isinstance(code, EntryPoint) or code in _LIBRARY_ROWS
+        entry = isinstance(code, EntryPoint) or first_call is not None
         if not entry:  # an entry point has no definition site and no name a compile event carries
             self.by_source[(code.co_filename, code.co_firstlineno)] = code
             self.by_name.setdefault(code.co_name, set()).add(code)
@@ -498,8 +493,9 @@ class Instrumentation:
         # the call being made, for the outermost trace only (a trace nested in another belongs to
         # that one's call, not to the wrapper called around both)
         calling = getattr(_TLS, "calling", None) if top else None
+        named = describe if first_call is None else (lambda _, fc=first_call: describe(fc))
         for c in self.collectors:
-            rec = c.record(code, describe)
+            rec = c.record(code, named)
             if calling is not None:
                 c.calls_belong_to(calling, rec)
             if library_fun is not None and rec.via is None:
