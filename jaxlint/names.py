@@ -268,6 +268,31 @@ HOST_LOGGER_FUNCTIONS = frozenset({"wandb.log", "tensorflow.summary.scalar", "te
 HOST_LOGGER_METHODS = {"wandb.init": frozenset({"log"}),
                        "flax.metrics.tensorboard.SummaryWriter": frozenset({"scalar", "image", "audio", "histogram"})}
 
+# Settings read from the environment when JAX's backend starts (the first device query, array or
+# compiled call) or when ``jax`` is imported: assigned later, they do nothing. Measured on jax
+# 0.4.30, 0.6.2 and 0.10.2 (CPU): ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` set after
+# ``import jax`` but before any array gives 4 devices, after ``jnp.zeros(1)`` or ``jax.devices()``
+# 1; ``JAX_ENABLE_X64=1`` after ``import jax`` leaves arrays float32 and ``JAX_PLATFORMS=bogus``
+# after it is ignored (both work before the import): JAX reads its ``JAX_*`` flags' defaults from
+# the environment when ``jax`` is imported. The XLA client and CUDA read theirs at backend start.
+BACKEND_START_SETTINGS = frozenset({"XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+                                    "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_MEM_POOL_SIZE",
+                                    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"})
+BACKEND_START_PREFIXES = ("TPU_",)
+IMPORT_TIME_PREFIXES = ("JAX_",)
+# Calls that start the backend when they run (beside every call that makes an array, and a call
+# of a compiled function): device and process queries.
+BACKEND_QUERIES = frozenset({"jax.devices", "jax.local_devices", "jax.device_count", "jax.local_device_count",
+                             "jax.default_backend", "jax.process_index", "jax.process_count",
+                             "jax.extend.backend.get_backend", "jax.lib.xla_bridge.get_backend"})
+DISTRIBUTED_INITIALIZE = "jax.distributed.initialize"
+# Calls that start another process, which reads the environment it is given (``os.environ`` set
+# for a child is not a late setting of this one).
+CHILD_PROCESS_PREFIXES = ("subprocess.", "multiprocessing.", "concurrent.futures.ProcessPoolExecutor",
+                          "os.system", "os.exec", "os.spawn", "os.popen", "os.fork")
+# Calls that run a function of the module as the program's entry point later (absl's ``app.run(main)``).
+ENTRY_RUNNERS = {"absl.app.run": 0}
+
 # Builtins that pull a value to the host.
 HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}
 FORMAT_BUILTINS = {"builtins.str", "builtins.repr", "builtins.format", "builtins.print"}

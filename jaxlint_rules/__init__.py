@@ -7,13 +7,14 @@ JAX4xx mutation.py        in-place updates of immutable arrays, the removed jax.
 JAX5xx rng.py             host RNGs frozen by tracing, reused PRNG keys
 JAX6xx side_effects.py    Python side effects and print inside traced code
 JAX7xx eager.py           work run op by op outside jit every step or every element
+JAX8xx memory.py          memory and device set-up: settings that come too late
 """
 
 from __future__ import annotations
 
-from . import eager, host_transfer, mutation, recompilation, rng, shapes, side_effects
+from . import eager, host_transfer, memory, mutation, recompilation, rng, shapes, side_effects
 
 ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES,
-                    *eager.RULES],
+                    *eager.RULES, *memory.RULES],
                    key=lambda r: r.code)
 RULES_BY_CODE = {r.code: r for r in ALL_RULES}

@@ -4374,3 +4374,35 @@ def test_host_fetch_of_library_loggers_is_the_jax_value_they_are_given():
     got = [fetches.host_fetch(m, c) for c in calls]
     assert ast.unparse(got[0]) == "{'x': x, 'lr': lr}" and got[1] is None  # only host values
     assert ast.unparse(got[2]) == "x" and got[3] is None and got[4] is None  # not a converting method / library
+
+
+def test_setup_flow_walks_the_top_level_and_entry_functions_in_order():
+    from jaxlint.model import setuporder
+
+    tree, m = build("""
+    import os
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    import jax
+    import jax.numpy as jnp
+
+    def helper():
+        os.environ["XLA_FLAGS"] = "--x"
+
+    def main():
+        if os.environ.get("X"):
+            jnp.ones(1)  # may not run: no start
+        helper()
+        jnp.zeros(2)
+        helper()
+        os.environ["JAX_DEBUG_NANS"] = "1"
+
+    if __name__ == "__main__":
+        main()
+    """)
+    flow = setuporder.setup_flow(m)
+    assert ast.unparse(flow.imported) == "import jax" and ast.unparse(flow.started) == "jnp.zeros(2)"
+    # helper() runs before the start and again after it: the second time its setting is late;
+    # JAX_DEBUG_NANS after import jax is late too
+    assert [(late.key, late.kind, late.node.lineno) for late in flow.late] == [("XLA_FLAGS", "backend", 8),
+                                                                               ("JAX_DEBUG_NANS", "import", 16)]
+    assert not setuporder.starts_child_process(m)

@@ -1,0 +1,111 @@
+"""JAX8xx: memory and device set-up: settings that come too late to take effect."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from jaxlint.model import ModuleModel
+from jaxlint.model import setuporder
+from jaxlint.rule import Finding, Line, Rule, unparse
+
+_CHILD = "the module starts another process, which may be what the setting is for"
+
+
+class SettingAfterBackendStart(Rule):
+    code = "JAX801"
+    short = "An environment setting assigned after JAX read it (at backend start or import): it does nothing."
+    name = "setting-after-backend-start"
+    summary = ("Finds assignments to `os.environ` (`os.environ[...] =`, `update`, `setdefault`, `os.putenv`) of a "
+               "setting JAX reads once: `XLA_FLAGS`, `XLA_PYTHON_CLIENT_PREALLOCATE`/`MEM_FRACTION`/`ALLOCATOR`, "
+               "`CUDA_VISIBLE_DEVICES`, `TPU_*` (read when the backend starts: the first device query, array or "
+               "compiled call) after the program's flow started the backend, and `JAX_*` flags (read when `jax` "
+               "is imported: `JAX_ENABLE_X64`, `JAX_PLATFORMS`, ...) after `import jax`. The flow is the "
+               "module's top level and the entry functions it calls, in order; only what certainly ran counts "
+               "(not a start under an `if` or in a loop), and a call jaxlint cannot see into starts nothing. "
+               "Not reported in a module that starts another process (the setting may be for it).")
+    rationale = ("JAX reads these settings once. Set later, they are silently ignored: preallocation stays on and "
+                 "a PyTorch model in the same process runs out of GPU memory, the wrong GPUs are used, "
+                 "`XLA_FLAGS` do not apply (measured: `--xla_force_host_platform_device_count=4` set after the "
+                 "first `jnp.zeros` leaves 1 device), `JAX_ENABLE_X64=1` after `import jax` leaves arrays float32. "
+                 "Set them before `import jax` (or at least before the first device use), or use "
+                 "`jax.config.update(...)` for JAX's own flags.")
+    bad = """
+        import os
+        import jax
+        import jax.numpy as jnp
+
+        x = jnp.zeros(3)
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        os.environ["JAX_ENABLE_X64"] = "1"
+    """
+    good = """
+        import os
+
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        os.environ["JAX_ENABLE_X64"] = "1"
+
+        import jax
+        import jax.numpy as jnp
+
+        x = jnp.zeros(3)
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        flow = setuporder.setup_flow(model)
+        if not flow.late or setuporder.starts_child_process(model):
+            return
+        for late in flow.late:
+            start = late.started
+            if late.kind == "backend":
+                when = ["`", late.key, "` is read when JAX's backend starts, and it already started at ",
+                        Line(start.lineno), f" (`{unparse(start, 40)}`)"]
+                facts = [f"`{unparse(start, 40)}` on line {start.lineno} started the backend (it runs unconditionally "
+                         "in the module's flow)", f"`{late.key}` is read once, when the backend starts"]
+            else:
+                when = ["`", late.key, "` is read when `jax` is imported, and it was imported on ", Line(start.lineno)]
+                facts = [f"`import jax` on line {start.lineno} ran before this assignment",
+                         f"`{late.key}` is one of JAX's flags, read from the environment when `jax` is imported"]
+            yield self.finding(late.node, [*when, ", so this setting does nothing; set it before `import jax` "
+                                           "(or use `jax.config.update` for JAX's own flags)"], evidence=facts)
+
+
+class DistributedInitializeLate(Rule):
+    code = "JAX802"
+    short = "A jax.distributed.initialize call after the backend started: newer JAX raises, older runs alone."
+    name = "distributed-initialize-late"
+    summary = ("Finds `jax.distributed.initialize(...)` after the program's flow (the module's top level and the "
+               "entry functions it calls, in order) certainly started JAX's backend: a device query, an array "
+               "made, a compiled call.")
+    rationale = ("A multi-host job must call `jax.distributed.initialize` before anything else touches the "
+                 "backend: newer JAX raises an error, older versions silently run every host as a separate "
+                 "single-host job. Call it first thing in `main()`.")
+    bad = """
+        import jax
+
+        def main():
+            n = jax.device_count()
+            jax.distributed.initialize()
+            print(n)
+
+        main()
+    """
+    good = """
+        import jax
+
+        def main():
+            jax.distributed.initialize()
+            n = jax.device_count()
+            print(n)
+
+        main()
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for call, start in setuporder.setup_flow(model).initialize_late:
+            yield self.finding(call, ["`jax.distributed.initialize` runs after the backend started at ", Line(start.lineno),
+                                      f" (`{unparse(start, 40)}`): newer JAX raises, older versions run each host "
+                                      "as a separate single-host job; call it before anything touches the backend"],
+                               evidence=[f"`{unparse(start, 40)}` on line {start.lineno} started the backend first"])
+
+
+RULES = [SettingAfterBackendStart, DistributedInitializeLate]

@@ -1,0 +1,152 @@
+"""JAX8xx: settings that come too late (JAX801) and jax.distributed.initialize after the backend
+started (JAX802): the flow through the module's top level and its entry functions, in order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ruletools import assert_marked, findings, messages
+
+
+def test_jax801_settings_after_the_backend_started_or_after_import_jax():
+    assert_marked("""
+    import os
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.zeros(3)
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # expect: JAX801
+    os.environ.update({"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})  # expect: JAX801
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")  # expect: JAX801
+    os.putenv("TPU_VISIBLE_CHIPS", "0")  # expect: JAX801
+    os.environ["JAX_ENABLE_X64"] = "1"  # expect: JAX801
+    """)
+
+
+def test_jax801_follows_entry_functions_and_device_queries_and_compiled_calls():
+    assert_marked("""
+    import os
+    import jax
+    from absl import app
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def configure():
+        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".5"  # expect: JAX801
+
+    def main(argv):
+        print(jax.devices())
+        configure()
+
+    def other():
+        step(1.0)
+        os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"] = "platform"  # expect: JAX801
+
+    if __name__ == "__main__":
+        other()
+        app.run(main)
+    """)
+
+
+def test_jax801_near_misses_before_the_import_or_the_start_unknown_calls_branches_and_children():
+    assert findings("""
+    import os
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    import jax
+    import jax.numpy as jnp
+    import mylib
+
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # after the import, before any start
+    jax.config.update("jax_enable_x64", True)  # a config update starts nothing
+    mylib.setup()  # unknown: starts nothing
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    if os.environ.get("DEBUG"):
+        x = jnp.zeros(3)  # may not run
+    os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".5"
+    os.environ["MY_OWN_SETTING"] = "1"
+
+    def later():
+        y = jnp.ones(2)  # defined, never called by the flow
+    """, "JAX801") == []
+    assert findings("""
+    import os
+    import subprocess
+    import jax.numpy as jnp
+
+    x = jnp.zeros(3)
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/d"  # for the child below
+    subprocess.run(["python", "child.py"])
+    """, "JAX801") == []
+
+
+def test_jax801_message_cites_the_start():
+    (msg,) = messages("""
+    import os
+    import jax
+
+    def main():
+        n = jax.device_count()
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+
+    main()
+    """, "JAX801")
+    assert "`XLA_FLAGS` is read when JAX's backend starts, and it already started at line 6 (`jax.device_count()`)" in msg
+
+
+def test_jax802_initialize_after_the_backend_started():
+    assert_marked("""
+    import jax
+
+    def main():
+        n = jax.device_count()
+        jax.distributed.initialize()  # expect: JAX802
+        print(n)
+
+    main()
+    """)
+    assert findings("""
+    import jax
+
+    def main():
+        jax.distributed.initialize()
+        print(jax.device_count())
+
+    main()
+    """, "JAX802") == []
+
+
+_RUN = """
+import os, sys, json
+{before}
+import jax
+import jax.numpy as jnp
+{middle}
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["JAX_ENABLE_X64"] = "1"
+print(json.dumps([jax.device_count(), str(jnp.zeros(1).dtype)]))
+"""
+
+
+def test_jax801_runs_as_it_says(tmp_path):
+    """The pitfall under jax: settings after the first array do nothing (1 device, float32); the
+    same settings before `import jax` apply (4 devices, float64)."""
+    pytest.importorskip("jax")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_ENABLE_X64")}
+
+    def run(before, middle):
+        p = tmp_path / "prog.py"
+        p.write_text(_RUN.format(before=before, middle=middle))
+        out = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run("", "x = jnp.zeros(3)") == '[1, "float32"]'
+    assert run('os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"\n'
+               'os.environ["JAX_ENABLE_X64"] = "1"', "") == '[4, "float64"]'
