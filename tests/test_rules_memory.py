@@ -71,6 +71,7 @@ def test_jax801_near_misses_before_the_import_or_the_start_unknown_calls_branche
         x = jnp.zeros(3)  # may not run
     os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".5"
     os.environ["MY_OWN_SETTING"] = "1"
+    os.environ["JAX_MY_TOOLS_OPTION"] = "1"  # not one of JAX's flags: not read at import
 
     def later():
         y = jnp.ones(2)  # defined, never called by the flow

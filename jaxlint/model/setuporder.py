@@ -120,7 +120,7 @@ class _Flow:
         if key in N.BACKEND_START_SETTINGS or key.startswith(N.BACKEND_START_PREFIXES):
             if self.started is not None:
                 self.late.append(LateSetting(node, key, "backend", self.started))
-        elif key.startswith(N.IMPORT_TIME_PREFIXES) and self.imported is not None:
+        elif key in N.IMPORT_TIME_SETTINGS and self.imported is not None:
             self.late.append(LateSetting(node, key, "import", self.imported))
 
 
