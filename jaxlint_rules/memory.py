@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model import setuporder
+from jaxlint.model import donation, setuporder
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 _CHILD = "the module starts another process, which may be what the setting is for"
@@ -108,4 +108,62 @@ class DistributedInitializeLate(Rule):
                                evidence=[f"`{unparse(start, 40)}` on line {start.lineno} started the backend first"])
 
 
-RULES = [SettingAfterBackendStart, DistributedInitializeLate]
+class UseAfterDonation(Rule):
+    code = "JAX804"
+    short = "A variable read after a jitted call donated its buffer: the array has been deleted."
+    name = "use-after-donation"
+    summary = ("Finds a variable holding JAX arrays passed in a donated position (`donate_argnums`/"
+               "`donate_argnames` of the `jax.jit`/`jax.pmap` that made the function) and read again after the "
+               "call, in a later statement of the same block, before anything binds it again (`new = update(params, "
+               "g)`, then `params[\"w\"]`). Not reported: a variable that may hold host data (a donated NumPy "
+               "batch is copied to the device and the copy donated), and flax's `nnx.jit`, which writes the new "
+               "state back into the objects passed in.")
+    rationale = ("Donating an argument lets the compiled program reuse its buffer for an output; JAX then "
+                 "deletes the argument, on every backend (measured on CPU too), and reading it raises "
+                 "`RuntimeError: Array has been deleted`, or, where the donation could not be used, works on one "
+                 "machine and fails on another. Bind the result to the same name "
+                 "(`params = update(params, g)`), or keep a copy before the call if the old value is needed.")
+    bad = """
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        @functools.partial(jax.jit, donate_argnums=0)
+        def update(params, grads):
+            return params - 0.1 * grads
+
+        def step(grads):
+            params = jnp.zeros(4)
+            new = update(params, grads)
+            change = jnp.abs(new - params).max()
+            return new, change
+    """
+    good = """
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        @functools.partial(jax.jit, donate_argnums=0)
+        def update(params, grads):
+            return params - 0.1 * grads
+
+        def step(grads):
+            params = jnp.zeros(4)
+            old = params.copy()
+            params = update(params, grads)
+            change = jnp.abs(params - old).max()
+            return params, change
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for use in donation.uses_after_donation(model):
+            call = use.call
+            yield self.finding(use.read, [f"`{use.name}` was donated to `{unparse(call.func, 40)}` on ", Line(call.lineno),
+                                          " (donate_argnums/donate_argnames of its jit), which deletes its buffer: "
+                                          "reading it here raises \"Array has been deleted\"; bind the result to the "
+                                          "same name, or copy the value before the call"],
+                               evidence=[f"`{unparse(call.func, 40)}` donates the argument `{use.name}` is passed as",
+                                         f"nothing binds `{use.name}` again between the call and this read"])
+
+
+RULES = [SettingAfterBackendStart, DistributedInitializeLate, UseAfterDonation]

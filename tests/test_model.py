@@ -4406,3 +4406,34 @@ def test_setup_flow_walks_the_top_level_and_entry_functions_in_order():
     assert [(late.key, late.kind, late.node.lineno) for late in flow.late] == [("XLA_FLAGS", "backend", 8),
                                                                                ("JAX_DEBUG_NANS", "import", 16)]
     assert not setuporder.starts_child_process(m)
+
+
+def test_donated_names_follow_positions_keywords_and_the_jit_spelling():
+    from jaxlint.model import donation
+
+    tree, m = build("""
+    import functools
+    import jax
+
+    @functools.partial(jax.jit, donate_argnums=(0, 2))
+    def f(a, b, c):
+        return a + b + c
+
+    g = jax.jit(lambda x, y: x * y, donate_argnames="y")
+    h = jax.jit(lambda x: x)
+
+    def run(p, q, r):
+        p, q, r = jax.numpy.ones(1), jax.numpy.ones(2), jax.numpy.ones(3)
+        f(p, q, r)
+        f(p, q, c=r)
+        g(p, y=q)
+        g(p, q)
+        h(p)
+    """)
+    run = next(fn for fn in m.functions if fn.name == "run")
+    calls = [s.value for s in run.node.body[1:]]
+    got = []
+    for c in calls:
+        wrap = callables.callable_info(m, c.func, run.scope)
+        got.append(donation.donated_names(m, c, wrap) if wrap is not None and hasattr(wrap, "donate_argnums") else None)
+    assert got == [["p", "r"], ["p", "r"], ["q"], ["q"], []]

@@ -151,3 +151,90 @@ def test_jax801_runs_as_it_says(tmp_path):
     assert run("", "x = jnp.zeros(3)") == '[1, "float32"]'
     assert run('os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"\n'
                'os.environ["JAX_ENABLE_X64"] = "1"', "") == '[4, "float64"]'
+
+
+def test_jax804_a_donated_variable_read_after_the_call():
+    assert_marked("""
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def update(params, grads):
+        return params - 0.1 * grads
+
+    apply = jax.jit(lambda s, x: s + x, donate_argnames=("s",))
+
+    def step(grads):
+        params = jnp.zeros(4)
+        state = apply(s=jnp.ones(4), x=0.0)
+        new = update(params, grads)
+        change = jnp.abs(new - params).max()  # expect: JAX804
+        out = apply(s=state, x=1.0)
+        if out.sum() > 0:
+            print(state)  # expect: JAX804
+        return new, change, out
+    """)
+
+
+def test_jax804_near_misses_rebound_names_other_arguments_and_undonated_calls():
+    assert findings("""
+    import functools
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    @functools.partial(jax.jit, donate_argnums=(0,))
+    def update(params, grads):
+        return params - 0.1 * grads
+
+    plain = jax.jit(lambda p, g: p - g)
+
+    eval_step = jax.pmap(lambda s, b: s + b["x"], donate_argnums=(1,))
+    nnx_step = nnx.jit(lambda m, b: m(b), donate_argnums=0)
+
+    def evaluate(state, loader, model):
+        for _ in range(3):
+            eval_batch = next(loader)                 # host data: its device copy is donated
+            out = eval_step(state, eval_batch)
+            print(eval_batch["x"].shape, out)
+        nnx_step(model, 1.0)                          # nnx writes the state back into the module
+        print(model)
+
+    def loop(params, grads, batches):
+        params = jnp.zeros(4) + params
+        for b in batches:
+            params = update(params, grads)   # rebound at once
+        print(grads)                          # not donated
+        new = update(params * 1.0, grads)     # an expression: nothing named is deleted
+        x = plain(params, grads)              # no donation
+        print(params, x)
+        old = params
+        params = update(old, grads)
+        old = None                            # bound again before any read
+        print(params, old)
+
+        def later():
+            return params                     # runs later, if at all
+        return new, later
+    """, "JAX804") == []
+
+
+def test_jax804_runs_as_it_says():
+    """Under jax (CPU too): the donated argument is deleted, reading it raises; the rebound form runs."""
+    jax = pytest.importorskip("jax")
+    import functools
+
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def update(params, grads):
+        return params - 0.1 * grads
+
+    params = jnp.ones(4)
+    new = update(params, jnp.ones(4))
+    assert params.is_deleted()
+    with pytest.raises(RuntimeError, match="deleted"):
+        float(params.sum())
+    params = update(new, jnp.ones(4))
+    assert float(params[0]) == pytest.approx(0.8)

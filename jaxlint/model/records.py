@@ -250,6 +250,8 @@ class JitWrap:
         self.decorator = decorator
         self.inline = inline  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
         self.params = params  # positional parameters, for wrappers summarized from another module (func is None)
+        self.donate_argnums: set = set()  # donate_argnums=... as literal ints
+        self.donate_argnames: set = set()  # donate_argnames=... as literal strings
 
     def __repr__(self) -> str:
         return f"JitWrap({self.kind!r}, {self.spelling!r}, line {getattr(self.node, 'lineno', '?')})"

@@ -296,6 +296,10 @@ def _statics(wrap: JitWrap, call: ast.Call) -> None:
             wrap.static_argnums |= _int_set(kw.value)
         elif kw.arg == "static_argnames":
             wrap.static_argnames |= _str_set(kw.value)
+        elif kw.arg == "donate_argnums":
+            wrap.donate_argnums |= _int_set(kw.value)
+        elif kw.arg == "donate_argnames":
+            wrap.donate_argnames |= _str_set(kw.value)
 
 
 def _spelling(func: ast.AST, m: ModuleModel, scope: Scope) -> str:
