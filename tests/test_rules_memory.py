@@ -200,6 +200,12 @@ def test_jax804_near_misses_rebound_names_other_arguments_and_undonated_calls():
             print(eval_batch["x"].shape, out)
         nnx_step(model, 1.0)                          # nnx writes the state back into the module
         print(model)
+        batch = jnp.ones((2, 4))
+        out = eval_step(state, batch)
+        print(batch.shape, batch.dtype)               # metadata stays readable on a deleted array
+        kept = jnp.ones((2, 4))
+        out = eval_step(state, b=kept)                # pmap donates positional arguments only
+        print(kept.sum(), out)
 
     def loop(params, grads, batches):
         params = jnp.zeros(4) + params
@@ -233,7 +239,7 @@ def test_jax804_runs_as_it_says():
 
     params = jnp.ones(4)
     new = update(params, jnp.ones(4))
-    assert params.is_deleted()
+    assert params.is_deleted() and params.shape == (4,)  # metadata stays readable
     with pytest.raises(RuntimeError, match="deleted"):
         float(params.sum())
     params = update(new, jnp.ones(4))

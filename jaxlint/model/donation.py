@@ -46,7 +46,8 @@ def _deletes_donated(m, wrap: JitWrap) -> bool:
 def donated_names(m, call: ast.Call, wrap: JitWrap) -> list:
     """The plain variables ``call`` passes in donated positions (``f(params, g)`` with
     ``donate_argnums=0``: ``params``) that certainly hold JAX arrays: a donated NumPy batch is
-    copied to the device and that copy donated, the host array stays readable."""
+    copied to the device and that copy donated, the host array stays readable. A keyword
+    argument of a ``jax.pmap`` function is not donated."""
     if not (wrap.donate_argnums or wrap.donate_argnames) or not _deletes_donated(m, wrap):
         return []
     params, shift, _, _ = wrap.static_layout(call)
@@ -60,6 +61,8 @@ def donated_names(m, call: ast.Call, wrap: JitWrap) -> list:
             break
         if i + shift in positions and isinstance(arg, ast.Name) and _holds_jax(m, arg, scope):
             out.append(arg.id)
+    if wrap.kind == "pmap":
+        return out  # pmap's donate_argnums covers positional arguments only (measured: a keyword one is kept)
     for kw in call.keywords:
         if kw.arg in names and isinstance(kw.value, ast.Name) and _holds_jax(m, kw.value, scope):
             out.append(kw.value.id)
@@ -133,11 +136,15 @@ def _bound_by(stmt: ast.stmt) -> set:
 
 
 def _first_read(stmts: list, name: str) -> Optional[ast.Name]:
-    """The first read of ``name`` in ``stmts`` (their nested blocks included) before a statement of
-    the block binds it again; None when it is bound first or never read."""
+    """The first read of ``name``'s data in ``stmts`` (their nested blocks included) before a
+    statement of the block binds it again; None when it is bound first or never read. Metadata
+    (``x.shape``, ``x.dtype``) is no read: it stays available on a deleted array (measured)."""
     for stmt in stmts:
+        metadata = {id(n.value) for n in ast.walk(stmt)
+                    if isinstance(n, ast.Attribute) and n.attr in N.METADATA_ATTRS}
         reads = sorted((n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
-                        and isinstance(n.ctx, ast.Load)), key=lambda n: (n.lineno, n.col_offset))
+                        and isinstance(n.ctx, ast.Load) and id(n) not in metadata),
+                       key=lambda n: (n.lineno, n.col_offset))
         binds = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
                  and isinstance(n.ctx, (ast.Store, ast.Del))]
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
