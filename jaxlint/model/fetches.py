@@ -25,7 +25,7 @@ from .syntax import last_name, unparse
 FETCH_OR_FORMAT_NAMES = frozenset(
     {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
     | {"item", "tolist", "format"} | N.LOG_METHODS
-    | {q.rsplit(".", 1)[1] for q in N.HOST_LOGGER_FUNCTIONS} | set().union(*N.HOST_LOGGER_METHODS.values()))
+    | {q.rsplit(".", 1)[1] for q in N.HOST_LOGGER_FUNCTIONS} | frozenset().union(*N.HOST_LOGGER_METHODS.values()))
 
 
 def may_sync(m, call: ast.Call) -> bool:
@@ -141,11 +141,13 @@ def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     return None
 
 
+_LOGGER_METHOD_NAMES = frozenset().union(*N.HOST_LOGGER_METHODS.values())
+
+
 def _logger_method(m, func: ast.Attribute, scope) -> bool:
     """``writer.scalar("loss", loss, step)`` on ``writer = flax...tensorboard.SummaryWriter(dir)``,
     ``run.log(metrics)`` on ``run = wandb.init(...)``: ``names.HOST_LOGGER_METHODS``."""
-    methods = [ms for ms in N.HOST_LOGGER_METHODS.values() if func.attr in ms]
-    if not methods:
+    if func.attr not in _LOGGER_METHOD_NAMES:
         return False
     maker = libraryobjects.library_maker(m, func.value, scope)
     return maker is not None and func.attr in N.HOST_LOGGER_METHODS.get(maker, ())

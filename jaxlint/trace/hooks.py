@@ -1079,10 +1079,6 @@ def _hash(value: Any) -> Any:
 INSTRUMENTATION = Instrumentation()
 
 
-def _identity_for_type(x):
-    return x
-
-
 class Audit:
     """``with audit() as a:`` — record compilations and transfers inside the block."""
 
@@ -1114,9 +1110,7 @@ class Audit:
         has no call counter: jaxlint wraps only what ``jax.jit`` makes while it listens. Its name
         in ``namespace`` holds a counting wrapper while the block runs, so calls through that name
         (the way a module calls its own functions) are counted; other references are not."""
-        from jax._src import api
-
-        jitted = type(api.jit(_identity_for_type))
+        jitted = base.jitted_type()
         for name, value in list(namespace.items()):
             if type(value) is not jitted:
                 continue

@@ -22,6 +22,7 @@ import traceback
 from typing import Optional, Sequence
 
 from . import frames
+from .static_child import static_findings  # noqa: F401  (the report's cross-check; also run in a child)
 
 EXIT_GATE = 3
 _RUNPY = (os.path.abspath(runpy.__file__), "<frozen runpy>")
@@ -230,13 +231,6 @@ def _user_modules(user_files, main_file: str) -> list:
     return sorted(files)
 
 
-def static_findings(files: Sequence[str]) -> list:
-    """The default static findings of ``files`` the report cross-checks (:mod:`.static_child`)."""
-    from .static_child import static_findings as check
-
-    return check(files)
-
-
 class StaticCheck:
     """The static cross-check of ``files`` (the program's main file, known before it runs) started
     in a child process when the program starts; :meth:`findings` waits for it and checks in this
@@ -255,7 +249,7 @@ class StaticCheck:
             self.proc = None
 
     def findings(self, files: Sequence[str], timeout: float = 120.0) -> list:
-        from .static_child import decode, static_findings
+        from .static_child import decode
 
         done: list = []
         rest = sorted(set(files))

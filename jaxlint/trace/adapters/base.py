@@ -326,9 +326,7 @@ def eager_targets() -> tuple:
     except Exception as e:
         notes.append(f"eager array operators that call a jitted function (x == y) not counted ({e!r})")
     try:
-        from jax._src import api
-
-        jitted = type(api.jit(_identity))
+        jitted = jitted_type()
         if not callable(jitted) or jitted.__module__.startswith("jaxlint"):
             raise TypeError(f"unexpected jit wrapper type {jitted!r}")
         targets["jitted_type"] = jitted
@@ -339,3 +337,11 @@ def eager_targets() -> tuple:
 
 def _identity(x):
     return x
+
+
+def jitted_type() -> type:
+    """The type of what ``jax.jit`` returns (``PjitFunction``): JAX's own jitted functions, and the
+    user's made before jaxlint listened."""
+    from jax._src import api
+
+    return type(api.jit(_identity))
