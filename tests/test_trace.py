@@ -178,6 +178,57 @@ def test_stdout_stderr_and_argv_pass_through(tmp_path):
     assert function(report, "f")["compiles"] == 1 and report["script_exit_code"] == 0
 
 
+SETS_BEFORE_IMPORT = """
+import os
+os.environ["JAX_ENABLE_X64"] = "1"
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return x + 1
+
+print(f(jnp.zeros(2)).dtype, jax.device_count())
+"""
+
+
+def test_settings_the_program_makes_before_its_import_of_jax_take_effect(tmp_path):
+    # jaxlint imports jax only when the program does: JAX reads JAX_ENABLE_X64 at import,
+    # XLA_FLAGS when its backend starts; the output is the plain run's
+    script = write(tmp_path, "prog.py", SETS_BEFORE_IMPORT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env, timeout=300)
+    assert plain.stdout == "float64 3\n"
+    proc, report = trace(script, cwd=str(tmp_path), env=env)
+    assert proc.stdout == plain.stdout and proc.returncode == 0
+    assert function(report, "f")["compiles"] == 1
+
+
+LIBRARY_IMPORTS_JAX = """
+import helper  # imports jax; the program itself never does
+print(helper.run())
+"""
+
+
+def test_a_program_whose_library_imports_jax_is_still_instrumented(tmp_path):
+    write(tmp_path, "helper.py", """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def g(x):
+            return x * 2
+
+        def run():
+            return [float(g(jnp.ones(2) * i)[0]) for i in range(3)]
+        """)
+    script = write(tmp_path, "prog.py", LIBRARY_IMPORTS_JAX)
+    proc, report = trace(script, cwd=str(tmp_path))
+    assert proc.returncode == 0 and proc.stdout == "[0.0, 2.0, 4.0]\n"
+    assert function(report, "g")["compiles"] == 1 and function(report, "g")["calls"] == 3
+
+
 @pytest.mark.parametrize("ending, code, expect", [
     ("sys.exit(7)", 7, None),
     ("raise ValueError('broken step')", 1, "ValueError: broken step"),
@@ -307,11 +358,15 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_without_jax_trace_says_so_in_one_line_and_exits_2(tmp_path):
-    fake = tmp_path / "fake" / "jax"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named jax')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "fake"), ROOT]))
-    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", fixture("hoisted_jit.py")],
+    # a Python environment without jax (jaxlint from this checkout); `jaxlint trace` looks for
+    # jax without importing it (the program imports it), so only an absent jax is "missing"
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "bare")
+    python = tmp_path / "bare" / ("Scripts" if os.name == "nt" else "bin") / "python"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    assert subprocess.run([str(python), "-c", "import jax"], capture_output=True, env=env).returncode != 0
+    proc = subprocess.run([str(python), "-m", "jaxlint", "trace", fixture("hoisted_jit.py")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "pip install 'flake8-jax[trace]'" in proc.stderr

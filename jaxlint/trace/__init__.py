@@ -25,11 +25,20 @@ __all__ = ["audit", "Audit", "inspect", "Args", "missing_jax"]
 
 
 def missing_jax():
-    """None when jax imports; else the one line that says how to get it."""
+    """None when jax is installed; else the one line that says how to get it.
+
+    Finds jax without importing it: ``jaxlint trace`` imports it only when the program does, so
+    that the settings JAX reads at import (``JAX_ENABLE_X64``, ``JAX_PLATFORMS`` ...) which the
+    program puts in ``os.environ`` before its ``import jax`` still take effect."""
+    import importlib.util
+
     try:
-        import jax  # noqa: F401
-    except ImportError as e:
+        found = importlib.util.find_spec("jax") is not None
+        found = found and importlib.util.find_spec("jaxlib") is not None
+    except (ImportError, ValueError) as e:
         return f"jaxlint trace: needs jax ({e}); install it with: pip install 'flake8-jax[trace]'"
+    if not found:
+        return "jaxlint trace: needs jax (it is not installed); install it with: pip install 'flake8-jax[trace]'"
     return None
 
 

@@ -161,7 +161,6 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str], on_os
     program calls ``os._exit(code)``; it reports and returns the code to exit with.
     """
     from .collector import Collector
-    from .hooks import INSTRUMENTATION
     from .userfiles import UserFiles
 
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -178,12 +177,14 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str], on_os
     saved_builtins = dict(builtins.__dict__)
     real_exit = os._exit
 
+    watch = JaxImportWatch(collector)
+
     def exit_report(code: int) -> int:
-        INSTRUMENTATION.detach(collector)
+        watch.close()
         return on_os_exit(code, collector, [], _user_modules(collector.user_files, main_file))
 
     exit_hook = None if on_os_exit is None else _os_exit_hook(real_exit, exit_report, saved_builtins)
-    INSTRUMENTATION.attach(collector)
+    watch.open()
     code = 0
     try:
         if exit_hook is not None:
@@ -215,11 +216,102 @@ def run(script: Optional[str], module: Optional[str], argv: Sequence[str], on_os
         _restore_builtins(saved_builtins)  # a thread may have changed them too
         if exit_hook is not None and os._exit is exit_hook:
             os._exit = real_exit  # a replacement the program made itself is left alone
-        INSTRUMENTATION.detach(collector)
+        watch.close()
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
     return code, collector, failure_sites, _user_modules(collector.user_files, main_file)
+
+
+class JaxImportWatch:
+    """Attach ``collector`` to the instrumentation when the program imports jax, not before.
+
+    ``jaxlint trace`` must not import jax ahead of the program: JAX reads its import-time
+    settings (``JAX_ENABLE_X64``, ``JAX_PLATFORMS`` ... from ``os.environ``) when ``jax`` is
+    first imported, so a program that sets them and then imports jax would run with JAX's
+    defaults under jaxlint and with its own settings without it. A finder first on
+    ``sys.meta_path`` lets the real import of ``jax`` run and attaches right after the package's
+    own code finished (whoever imported it: the program or a library). When jax is already
+    imported (an in-process run in a session that has it) it attaches at once.
+    """
+
+    def __init__(self, collector):
+        self.collector = collector
+        self.attached = False
+        self._finder = None
+
+    def open(self) -> None:
+        if "jax" in sys.modules and sys.modules["jax"] is not None:
+            self._attach()
+            return
+        self._finder = _ImportFinder(self._attach)
+        sys.meta_path.insert(0, self._finder)
+
+    def _attach(self) -> None:
+        if self.attached:
+            return
+        try:
+            from .hooks import INSTRUMENTATION
+
+            INSTRUMENTATION.attach(self.collector)
+            self.attached = True
+        except Exception as e:  # the program's `import jax` must not fail because of jaxlint
+            self.collector.partial.append(f"not instrumented: {type(e).__name__}: {e}")
+
+    def close(self) -> None:
+        finder, self._finder = self._finder, None
+        if finder is not None:
+            finder.done = True
+            try:
+                sys.meta_path.remove(finder)
+            except ValueError:
+                pass
+        if self.attached:
+            from .hooks import INSTRUMENTATION
+
+            self.attached = False
+            INSTRUMENTATION.detach(self.collector)
+        elif self.collector.t_end is None:
+            import time
+
+            self.collector.t_end = time.perf_counter()
+
+
+class _ImportFinder:
+    """On the first import of the top-level ``jax`` package, find it with the other finders and
+    wrap its loader's ``exec_module`` so that ``then()`` runs once the package's code has run."""
+
+    def __init__(self, then):
+        self.then = then
+        self.done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "jax" or self.done:
+            return None
+        self.done = True
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        real_exec = getattr(loader, "exec_module", None)
+        if real_exec is None:
+            return spec
+        then = self.then
+
+        def exec_module(module):
+            real_exec(module)
+            try:
+                del loader.exec_module  # back to the class's own method for any later import
+            except AttributeError:
+                pass
+            then()
+
+        loader.exec_module = exec_module
+        return spec
 
 
 def _user_modules(user_files, main_file: str) -> list:
