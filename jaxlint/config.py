@@ -25,7 +25,8 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env"
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
         "pedantic", "trace", "conventions"}
 # [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
-TRACE_KEYS = {"budget", "fail-on-recompile", "max-compiles", "max-transfers-per-line"}
+TRACE_KEYS = {"budget", "budget-memory", "donation-threshold", "fail-on-recompile", "max-compiles",
+              "max-transfers-per-line"}
 
 
 class ConfigError(Exception):
@@ -37,11 +38,14 @@ class TraceConfig:
     module in every editor, and ``dataclasses`` costs about 10 ms to import there."""
 
     def __init__(self, budget: Optional[dict] = None, fail_on_recompile: bool = False,
-                 max_compiles: Optional[int] = None, max_transfers_per_line: Optional[int] = None):
+                 max_compiles: Optional[int] = None, max_transfers_per_line: Optional[int] = None,
+                 budget_memory: Optional[dict] = None, donation_threshold: Optional[int] = None):
         self.budget = budget if budget is not None else {}  # glob on a function's (qualified) name -> most compiles
         self.fail_on_recompile = fail_on_recompile
         self.max_compiles = max_compiles
         self.max_transfers_per_line = max_transfers_per_line
+        self.budget_memory = budget_memory if budget_memory is not None else {}  # glob -> bytes
+        self.donation_threshold = donation_threshold  # bytes, or None: the default
 
     def __repr__(self) -> str:
         return f"TraceConfig({self.__dict__!r})"
@@ -219,6 +223,16 @@ def _count(value, what: str, source: str) -> int:
     return value
 
 
+def _size(value, what: str, source: str) -> int:
+    """A size in bytes: an integer or a string such as "2 GB" (jaxlint/trace/sizes.py, no JAX)."""
+    from .trace.sizes import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise ConfigError(f"{source}: [tool.jaxlint.trace] {what}: {e}") from None
+
+
 def _trace(section, source: str) -> TraceConfig:
     if not isinstance(section, dict):
         raise ConfigError(f"{source}: [tool.jaxlint] trace must be a table ([tool.jaxlint.trace])")
@@ -235,6 +249,16 @@ def _trace(section, source: str) -> TraceConfig:
         if not pattern.strip():
             raise ConfigError(f"{source}: [tool.jaxlint.trace] budget: empty function pattern")
         out.budget[pattern] = _count(n, f"budget {pattern!r}", source)
+    memory = section.get("budget-memory", {})
+    if not isinstance(memory, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint.trace] budget-memory must be a table of "
+                          f"\"pattern\" = \"SIZE\" (e.g. {{\"train_step\" = \"2 GB\"}}), not {memory!r}")
+    for pattern, size in memory.items():
+        if not pattern.strip():
+            raise ConfigError(f"{source}: [tool.jaxlint.trace] budget-memory: empty function pattern")
+        out.budget_memory[pattern] = _size(size, f"budget-memory {pattern!r}", source)
+    if "donation-threshold" in section:
+        out.donation_threshold = _size(section["donation-threshold"], "donation-threshold", source)
     if "fail-on-recompile" in section:
         if not isinstance(section["fail-on-recompile"], bool):
             raise ConfigError(f"{source}: [tool.jaxlint.trace] fail-on-recompile must be true or false, "

@@ -29,6 +29,7 @@ class Settings:
     fail_on_recompile: Optional[str] = None  # where it was asked for, or None
     max_compiles: Optional[int] = None
     max_transfers_per_line: Optional[int] = None
+    budget_memory: list = field(default_factory=list)  # [(pattern, bytes, origin)] in the order given
 
     @property
     def counts_compiles(self) -> bool:
@@ -47,6 +48,20 @@ def parse_option(text: str) -> tuple:
         return pattern, count_option(n)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"the N of {text!r} must be an integer >= 0") from None
+
+
+def memory_option(text: str) -> tuple:
+    """``--budget-memory PATTERN=SIZE`` -> (pattern, bytes); a usage error (exit 2) otherwise."""
+    from .sizes import parse_size
+
+    pattern, sep, size = text.partition("=")
+    pattern = pattern.strip()
+    if not sep or not pattern or "=" in size:
+        raise argparse.ArgumentTypeError(f"expected one PATTERN=SIZE (e.g. train_step='2 GB'), not {text!r}")
+    try:
+        return pattern, parse_size(size)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"the SIZE of {text!r}: {e}") from None
 
 
 def count_option(text: str) -> int:
@@ -79,6 +94,12 @@ def settings(args, trace_config=None) -> Settings:
     out.max_compiles = getattr(args, "max_compiles", None)
     if out.max_compiles is None and trace_config is not None:
         out.max_compiles = trace_config.max_compiles
+    cli_memory = getattr(args, "budget_memory", None) or []
+    if cli_memory:
+        out.budget_memory = [(p, n, f"--budget-memory {p}={n}") for p, n in cli_memory]
+    elif trace_config is not None:
+        out.budget_memory = [(p, n, f"[tool.jaxlint.trace] budget-memory {p!r}")
+                             for p, n in getattr(trace_config, "budget_memory", {}).items()]
     out.max_transfers_per_line = getattr(args, "max_transfers_per_line", None)
     if out.max_transfers_per_line is None and trace_config is not None:
         out.max_transfers_per_line = trace_config.max_transfers_per_line
@@ -166,6 +187,8 @@ def evaluate(report: dict, s: Settings) -> tuple:
             check("fail-on-recompile", "*", 1, f,
                   f"{f['qualname']} at {_where(f['file'], f['line'])} compiled {times(f['compiles'])} "
                   f"({s.fail_on_recompile})")
+    if s.budget_memory:
+        _evaluate_memory(funcs, s.budget_memory, messages, results)
     if s.max_transfers_per_line is not None:
         per_line: dict = {}
         for t in report["transfers"]:
@@ -175,6 +198,48 @@ def evaluate(report: dict, s: Settings) -> tuple:
                 messages.append(f"{_where(file, line)} made {n} host transfer{'' if n == 1 else 's'} "
                                 f"(--max-transfers-per-line {s.max_transfers_per_line})")
     return messages, results
+
+
+def _evaluate_memory(funcs: list, budget: list, messages: list, results: list) -> None:
+    """Each function's largest compiled program (XLA's peak, or the upper bound where this jaxlib
+    reports none) against the most specific ``budget-memory`` pattern that matches it."""
+    from .report import _where
+    from .sizes import format_size
+
+    used = set()
+    for f in funcs:
+        b = match(budget, f["qualname"], f.get("name"))
+        if b is None:
+            continue
+        pattern, limit, origin = b
+        used.add(pattern)
+        largest = (f.get("memory") or {}).get("largest")
+        if largest is None:  # matched, but no compile in the run: nothing to measure
+            results.append({"option": "budget-memory", "pattern": pattern, "limit": limit, "function": f["qualname"],
+                            "file": f["file"], "line": f["line"], "bytes": None, "passed": True, "gate": None})
+            continue
+        total = largest["footprint"]
+        gate = None
+        if total > limit:
+            kind = "peak" if largest["footprint_exact"] else "memory (upper bound: this jaxlib reports no peak)"
+            gate = (f"{f['qualname']} at {_where(f['file'], f['line'])}: compiled {kind} {format_size(total)}, over "
+                    f"its budget of {format_size(limit)} ({origin}): {memory_breakdown(largest)}")
+            messages.append(gate)
+        results.append({"option": "budget-memory", "pattern": pattern, "limit": limit, "function": f["qualname"],
+                        "file": f["file"], "line": f["line"], "bytes": total, "passed": gate is None, "gate": gate})
+    for pattern, limit, origin in budget:
+        if pattern not in used:
+            results.append({"option": "budget-memory", "pattern": pattern, "limit": limit, "function": None,
+                            "file": None, "line": None, "bytes": None, "passed": True, "gate": None})
+
+
+def memory_breakdown(m: dict) -> str:
+    """``temporaries 1.2 GiB, arguments 400.0 MiB, ...`` of one compile, largest first."""
+    from .sizes import format_size
+
+    parts = [("temporaries", m["temp"]), ("arguments", m["argument"]), ("outputs", m["output"]),
+             ("aliased", m["alias"]), ("generated code", m["generated_code"])]
+    return ", ".join(f"{k} {format_size(v)}" for k, v in sorted(parts, key=lambda kv: -kv[1]))
 
 
 def gate_text(report: dict) -> str:
@@ -190,7 +255,7 @@ def gate_text(report: dict) -> str:
         r = next((r for r in failed if r["gate"] == message), None)
         if r is not None:
             failed.remove(r)  # two functions of one name: each gate gets its own row
-        f = funcs.get((r["function"], r["file"], r["line"])) if r else None
+        f = funcs.get((r["function"], r["file"], r["line"])) if r and r["option"] != "budget-memory" else None
         if f is not None:
             out.extend(_fit(f"      {line}") for line in _reason_lines(f) or [NO_RETRACE])
     return "".join(out)
@@ -200,8 +265,8 @@ def unmatched_text(report: dict) -> str:
     """One note per budget pattern that matched no function (a typo would silently pass)."""
     out = []
     for r in report.get("budgets") or []:
-        if r["option"] == "budget" and r["function"] is None:
-            out.append(f"jaxlint trace: budget pattern {r['pattern']!r} matched no function of this run\n")
+        if r["option"] in ("budget", "budget-memory") and r["function"] is None:
+            out.append(f"jaxlint trace: {r['option']} pattern {r['pattern']!r} matched no function of this run\n")
     return "".join(out)
 
 
@@ -245,3 +310,26 @@ def compile_assertion(rec, fn, at_most: Optional[int] = None, exactly: Optional[
     if fix:
         body.append(f"fix: {fix}")
     return head + ":\n" + "".join(f"  {line}\n" for line in body).rstrip("\n")
+
+
+def memory_assertion(rec, compiles: list, fn, at_most) -> Optional[str]:
+    """None when every compile of ``fn`` in the block (``compiles``: its memory entries) stays within
+    ``at_most`` (bytes or a size such as ``"2 GB"``); else the message, with the breakdown."""
+    from .sizes import format_size, parse_size
+
+    try:
+        limit = parse_size(at_most)
+    except ValueError as e:
+        raise TypeError(f"at_most: {e}") from None
+    name = rec.qualname if rec is not None else getattr(fn, "__qualname__", None) or repr(fn)
+    where = f" ({advice._where((rec.file, rec.line))})" if rec is not None and rec.file else ""
+    if not compiles:
+        return (f"`{name}`{where}: no compile of it inside this audit() block, so its memory is unknown (it was not "
+                "called in the block, every call reused a compile made before it, or this JAX reports no "
+                "compiled memory statistics)")
+    worst = max(compiles, key=lambda m: m["footprint"])
+    if worst["footprint"] <= limit:
+        return None
+    kind = "peak" if worst["footprint_exact"] else "memory (upper bound: this jaxlib reports no peak)"
+    return (f"`{name}`{where}: compiled {kind} {format_size(worst['footprint'])}, over {format_size(limit)}: "
+            f"{memory_breakdown(worst)}")

@@ -14,6 +14,7 @@ from collections import Counter, namedtuple
 from typing import Any, Optional
 
 from .cost import Clock, Cost, spend
+from .memory import Memory
 
 # Reasons for a retrace, as they appear in the JSON report.
 SHAPE = "shape"
@@ -283,6 +284,7 @@ class Collector:
         self._internal_events = 0
         self.transfer_samples: list = []  # [(t, file, line, kind)] of the first transfers
         self._samples_left = MAX_TRANSFER_SAMPLES
+        self.memory = Memory()  # compiled programs' memory, donation, set-up order (memory.py)
 
     # -- records ---------------------------------------------------------
     def record(self, key: Any, describe) -> Record:

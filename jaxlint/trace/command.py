@@ -9,7 +9,8 @@ from typing import Sequence
 
 EXIT_ERROR = 2
 _VALUED = {"--format", "--output", "-o", "--max-compiles", "--max-transfers-per-line", "--html", "--chrome-trace",
-           "--inspect", "--arg", "--args", "--static", "--top", "--max-equations", "--budget"}
+           "--inspect", "--arg", "--args", "--static", "--top", "--max-equations", "--budget", "--budget-memory",
+           "--donation-threshold"}
 
 USAGE = ("jaxlint trace [options] script.py [args ...]\n       jaxlint trace [options] -m module [args ...]\n"
          "       jaxlint trace --inspect module:function --arg SPEC ... [--args SPEC,SPEC ...]")
@@ -40,6 +41,23 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if a function whose (qualified) name matches the glob PATTERN compiled more "
                         "than N times; repeatable, the most specific pattern applies ('*=N': every function); "
                         "replaces the budget table of [tool.jaxlint.trace]")
+    from .budget import memory_option
+    from .sizes import parse_size
+
+    def size(text: str) -> int:
+        try:
+            return parse_size(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    p.add_argument("--budget-memory", action="append", type=memory_option, metavar="PATTERN=SIZE",
+                   help="exit 3 if a compiled program of a function matching the glob PATTERN needs more than SIZE "
+                        "('2 GB', '512 MiB'): XLA's peak, or arguments + outputs + temporaries - aliased where "
+                        "this jaxlib reports no peak; repeatable, the most specific pattern applies; replaces "
+                        "budget-memory of [tool.jaxlint.trace]")
+    p.add_argument("--donation-threshold", type=size, metavar="SIZE",
+                   help="show donation advice in the text report from this many bytes not donated (default 1 MiB; "
+                        "the JSON has every candidate)")
     p.add_argument("--fail-on-recompile", action="store_true",
                    help="exit 3 if any function compiled more than once")
     p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
@@ -138,7 +156,11 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
                 findings = started.findings(files) if started is not None else runner.static_findings(files)
             except Exception as e:  # the static check must not cost the user the runtime report
                 collector.partial.append(f"static cross-check failed: {type(e).__name__}: {e}")
-        report = rep.build(collector, findings, code, failures, label, runner.environment())
+        threshold = args.donation_threshold
+        if threshold is None:
+            threshold = getattr(getattr(args, "trace_config", None), "donation_threshold", None)
+        report = rep.build(collector, findings, code, failures, label, runner.environment(),
+                           **({} if threshold is None else {"donation_threshold": threshold}))
         tripped, report["budgets"] = budget.evaluate(report, budget.settings(args, getattr(args, "trace_config", None)))
         report["gates"] = tripped
         out = rep.as_json(report) if args.format == "json" else rep.text(report)

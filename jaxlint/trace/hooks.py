@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 
-from . import eager, frames
+from . import eager, frames, memory
 from .adapters import base
 from .adapters import select as select_era
 from .collector import CallKey, Collector, Signature
@@ -180,10 +180,11 @@ class Counted(Forwarding):
     wrapped object, so caches keyed on it behave as without jaxlint.
     """
 
-    def __init__(self, real: Any, key: Any):
+    def __init__(self, real: Any, key: Any, maker: str = "jit"):
         functools.update_wrapper(self, real)
         self._jaxlint_real = real
         self._jaxlint_key = key
+        self._jaxlint_maker = maker  # "jit" or "pmap": the jax function that made it
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
@@ -200,6 +201,7 @@ class Counted(Forwarding):
                 caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
+            watched = _watch_donation(collectors, self, args, kwargs) if type(key) is types.CodeType else ()
         prev = eager.inside()
         eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
         calling = getattr(_TLS, "calling", None)
@@ -216,7 +218,28 @@ class Counted(Forwarding):
             _TLS.calling = calling
         if collectors:
             INSTRUMENTATION.dispatched(out)
+            for state in watched:
+                try:
+                    memory.after_call(state, out)
+                except Exception as e:  # never break the program for a figure
+                    INSTRUMENTATION._error(e)
         return out
+
+
+def _watch_donation(collectors, counted: Counted, args: tuple, kwargs: dict) -> list:
+    """The first calls of a user's jitted function: which array arguments come back as results
+    (see :func:`memory.before_call`)."""
+    out = []
+    for c in collectors:
+        try:
+            state = memory.before_call(c.memory, counted._jaxlint_key, counted._jaxlint_real, args, kwargs,
+                                       counted._jaxlint_maker)
+        except Exception as e:
+            INSTRUMENTATION._error(e)
+            continue
+        if state is not None:
+            out.append(state)
+    return out
 
 
 class Instrumentation:
@@ -329,6 +352,21 @@ class Instrumentation:
         self._hook_clocks()
         self._hook_callbacks()
         self._hook_eager()
+        self.partial.extend(memory.install(self, self._patch, self._compile_target))
+
+    def _compile_target(self) -> Any:
+        """For the memory hooks: the record key of the user function whose jit call is compiling
+        on this thread; False inside a call of JAX's own; None when none is known (an
+        ahead-of-time ``.lower().compile()``, or a JAX whose jit calls are matched by name)."""
+        t = getattr(_TLS, "target", None)
+        return False if t is _INTERNAL else t
+
+    def compiled_by_name(self, module_name: str) -> Any:
+        """The user function an ahead-of-time compile of the module ``jit_<name>`` belongs to,
+        when exactly one user function has that name; else None."""
+        name = module_name[4:] if module_name.startswith("jit_") else module_name
+        code = self._match_name(name) if name else _INTERNAL
+        return None if code is _INTERNAL else code
 
     def _hook_eager(self) -> None:
         """Eager dispatches per user line (see :mod:`.eager`)."""
@@ -362,12 +400,14 @@ class Instrumentation:
             site = sys._getframe(1)
             if fun is _MISSING:  # jax.jit(static_argnames=...) used as a decorator factory
                 decorator = original(*args, **kwargs)
-                return lambda f: inst._counted(decorator(f), f, site)
-            return inst._counted(original(fun, *args, **kwargs), fun, site)
+                return lambda f: inst._counted(decorator(f), f, site, maker)
+            return inst._counted(original(fun, *args, **kwargs), fun, site, maker)
+
+        maker = getattr(original, "__name__", "jit")
 
         return instrumented
 
-    def _counted(self, real: Any, fun: Any, site) -> Any:
+    def _counted(self, real: Any, fun: Any, site, maker: str = "jit") -> Any:
         collectors = self.collectors
         code = code_of(fun)
         if not collectors or code is None or not callable(real):
@@ -389,7 +429,7 @@ class Instrumentation:
                 if rec.calls is None:
                     rec.calls = 0
                 rec.created_at[c.user_files.site(site)] += 1
-            return Counted(real, code)
+            return Counted(real, code, maker)
         except Exception as e:  # never break the user's program
             self._error(e)
             return real
@@ -1165,6 +1205,26 @@ class Audit:
         """``assert_compiles(fn, at_most=1)``: one compile in the block at most."""
         __tracebackhide__ = True
         self.assert_compiles(fn, at_most=1)
+
+    def memory(self, fn: Any) -> list:
+        """XLA's memory figures of each compile of ``fn`` in the block (bytes: ``argument``,
+        ``output``, ``temp``, ``alias``, ``generated_code``, ``peak`` (None where this jaxlib
+        reports none), ``footprint`` and ``footprint_exact``), as ``memory_analysis()`` gives them."""
+        rec = self._record(fn)
+        return memory.function_keys(self.collector.memory, rec)["memory"]["compiles"] if (
+            rec is not None and self.collector.memory.programs.get(rec.key)) else []
+
+    def assert_memory(self, fn: Any, at_most: Any) -> None:
+        """Raise AssertionError if a compile of ``fn`` in the block needs more than ``at_most``
+        (bytes, or a size such as ``"2 GB"``/``"512 MiB"``): XLA's peak, or arguments + outputs +
+        temporaries - aliased where this jaxlib reports no peak; the message has the breakdown.
+        Also fails when ``fn`` did not compile in the block (its memory is then unknown)."""
+        __tracebackhide__ = True
+        from .budget import memory_assertion
+
+        message = memory_assertion(self._record(fn), self.memory(fn), fn, at_most)
+        if message:
+            raise AssertionError(message)
 
     def transfers(self) -> list:
         """``[Transfer(file, line, kind, count)]``, most frequent first."""

@@ -345,6 +345,58 @@ def _jaxpr_table(report: dict) -> str:
                   rows, (2, 5))
 
 
+def _memory_section(report: dict) -> str:
+    """Compiled programs' memory (MiB in every column, so that the columns sort; exact bytes in
+    each cell's title), donation advice, the set-up order and device memory."""
+    mem = report.get("memory")
+    if not mem:
+        return ""
+
+    def size(n) -> str:
+        return "" if n is None else f'<span title="{int(n)} bytes">{_e(_mib(n))}</span>'
+
+    rows = [[size(p["temp"]), size(p["argument"]), size(p["output"]), size(p["alias"]),
+             ("" if p["footprint_exact"] else "≤ ") + size(p["footprint"]), str(p["compiles"]),
+             f"<code>{_e(p['function'])}</code>", _wrap_where(p["file"], p["line"])] for p in mem["programs"]]
+    out = ['<section id="memory"><h2>Memory of each compiled program</h2>',
+           '<p class="note">XLA\'s figures for each function\'s largest compile, largest temporaries first; '
+           '"≤": this jaxlib reports no peak, so arguments + outputs + temporaries − aliased (an upper bound).</p>',
+           _table(["temp", "arguments", "outputs", "aliased", "peak", "compiles", "function", "where"], rows,
+                  (0, 1, 2, 3, 4, 5))]
+    donation = [[size(d["bytes"]), f"<code>{_e(d['function'])}</code>", _wrap_where(d["file"], d["line"]),
+                 _e(d["fix"])] for d in mem["donation"]]
+    donation += [[("" if not u["count"] else str(u["count"]) + "× "), f"<code>{_e(u['function'] or '')}</code>",
+                  _wrap_where(u["file"], u["line"]),
+                  _e(f"donated but not usable: {u['arguments']} (no output of the same shape and dtype)")]
+                 for u in mem["donation_unusable"]]
+    if donation:
+        out += ["<h3>Donation</h3>", _table(["bytes", "function", "where", "advice"], donation, (0,))]
+    order = []
+    for st in mem["settings"]:
+        read = st.get("read_at")
+        state = "in time" if st["effective"] else "no effect: " + (
+            "read at import jax" if st["read"] == "import" else "the backend had started")
+        order.append([f"<code>{_e(st['name'])}</code>", _wrap_where(st["file"], st["line"]), _e(state),
+                      _wrap_where(read["file"], read["line"]) if read else ""])
+    for i in mem["distributed_initialize"]:
+        at = i.get("backend_started_at")
+        order.append(["<code>jax.distributed.initialize()</code>", _wrap_where(i["file"], i["line"]),
+                      _e("after the backend started" if i["late"] else "in time"),
+                      _wrap_where(at["file"], at["line"]) if at else ""])
+    if order:
+        out += ["<h3>Set-up order</h3>", _table(["setting", "where", "effect", "JAX read it at"], order)]
+    dev = mem.get("device") or {}
+    if dev.get("available"):
+        out += ["<h3>Device memory</h3>", _table(
+            ["device", "peak in use", "in use", "limit"],
+            [[_e(d["device"]), size(d.get("peak_bytes_in_use")), size(d.get("bytes_in_use")), size(d.get("bytes_limit"))]
+             for d in dev["devices"]], (1, 2, 3))]
+    elif dev:
+        out.append(f'<p class="note">Device memory: not available ({_e(dev.get("why"))}).</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
 def _findings(report: dict) -> str:
     rows = []
     for f in report["findings"]:
@@ -486,6 +538,7 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
                                              for c in report["callbacks"]], (0,)) + "</section>")
         if report.get("callbacks") else "",
         '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
+        _memory_section(report),
         eager.html_section(report, _e, _where, _table),
         '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
         "<footer>",

@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager
+from . import advice, cost, eager, memory
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -47,7 +47,8 @@ def _transfer_via(collector: Collector, site: tuple) -> Optional[dict]:
     return {"module": module, "function": qualname, "file": file, "line": line, "count": n}
 
 
-def _function(rec, names_only: bool = False) -> dict:
+def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None,
+              threshold: int = memory.DEFAULT_DONATION_THRESHOLD) -> dict:
     return {
         "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
         "calls": rec.calls, "traces": rec.traces, "compiles": rec.compiles,
@@ -57,11 +58,13 @@ def _function(rec, names_only: bool = False) -> dict:
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
         **cost.function_keys(rec),
+        **memory.function_keys(mem if mem is not None else memory.Memory(), rec, threshold),
     }
 
 
 def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: Optional[int] = None,
-          failure_sites: Iterable = (), script: Optional[str] = None, environment: Optional[dict] = None) -> dict:
+          failure_sites: Iterable = (), script: Optional[str] = None, environment: Optional[dict] = None,
+          donation_threshold: int = memory.DEFAULT_DONATION_THRESHOLD) -> dict:
     """The report as plain data; ``findings`` are static ``Finding`` objects to cross-check."""
     recs = sorted(collector.user_records(), key=lambda r: (-round(r.cost.lost_seconds, 2), -r.compiles, -r.traces,
                                                            str(r.file), r.line or 0))
@@ -83,7 +86,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "script_exit_code": exit_code,
         "environment": environment or {},
         "partial": list(collector.partial),
-        "functions": [_function(r, collector.names_only) for r in recs],
+        "functions": [_function(r, collector.names_only, collector.memory, donation_threshold) for r in recs],
         "transfers": transfers,
         "uploads": uploads,
         "jaxpr": jaxpr,
@@ -99,6 +102,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "static_checked": findings is not None,
         **cost.run_keys(collector),
     }
+    report["memory"] = memory.section(collector, report["functions"], donation_threshold)
     _hotspot_fixes(report)
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -229,6 +233,10 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
             confirmed = n >= 2
             evidence = (f"the host callback made on this line ran {n} time{'s' if n != 1 else ''}" if n else
                         "not observed: no host callback made on this line ran")
+        elif kind == "setup":
+            confirmed, evidence = memory.confirm_setup(collector.memory, file, line, _real, _where)
+        elif kind == "donation":
+            evidence = "not observed: no read of a deleted (donated) array failed on this line"
         elif kind in ("trace_time", "unroll"):
             rec = _enclosing(recs, file, line)
             if rec is None:
@@ -404,6 +412,7 @@ def text(report: dict, max_rows: int = 20) -> str:
         if j["float64_ops"]:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
+    lines.extend(memory.text_lines(report, _where, max_rows))
     lines.extend(eager.text_lines(report, _where, max_rows))
     lines.append("")
     lines.append("Static findings, checked against the run")

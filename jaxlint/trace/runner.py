@@ -53,8 +53,10 @@ def _print_traceback(exc: BaseException) -> list:
         print("\nOriginal exception was:", file=sys.stderr)
         traceback.print_exception(type(exc), exc, tb)
     sites = []
+    said = str(exc).strip().split("\n", 1)[0]
+    what = type(exc).__name__ + (f": {said[:120]}" if said else "")
     for frame, line in traceback.walk_tb(tb):
-        sites.append((frame.f_code.co_filename, line, type(exc).__name__))
+        sites.append((frame.f_code.co_filename, line, what))
     return sites
 
 
@@ -247,7 +249,7 @@ class JaxImportWatch:
         self._finder = _ImportFinder(self._attach)
         sys.meta_path.insert(0, self._finder)
 
-    def _attach(self) -> None:
+    def _attach(self, importer=None) -> None:
         if self.attached:
             return
         try:
@@ -255,6 +257,8 @@ class JaxImportWatch:
 
             INSTRUMENTATION.attach(self.collector)
             self.attached = True
+            if importer is not None:  # where the program (or its library) imported jax
+                self.collector.memory.jax_imported_at = self.collector.user_files.site(importer)
         except Exception as e:  # the program's `import jax` must not fail because of jaxlint
             self.collector.partial.append(f"not instrumented: {type(e).__name__}: {e}")
 
@@ -308,7 +312,7 @@ class _ImportFinder:
                 del loader.exec_module  # back to the class's own method for any later import
             except AttributeError:
                 pass
-            then()
+            then(sys._getframe(1))
 
         loader.exec_module = exec_module
         return spec
