@@ -4437,3 +4437,60 @@ def test_donated_names_follow_positions_keywords_and_the_jit_spelling():
         wrap = callables.callable_info(m, c.func, run.scope)
         got.append(donation.donated_names(m, c, wrap) if wrap is not None and hasattr(wrap, "donate_argnums") else None)
     assert got == [["p", "r"], ["p", "r"], ["q"], ["q"], []]
+
+
+def test_rebinding_calls_without_donation_in_step_loops():
+    from jaxlint.model import donation
+
+    src = """
+    import functools
+    import jax
+    from flax import nnx
+
+    step = jax.jit(lambda s, b: s + b)
+    donating = jax.jit(lambda s, b: s + b, donate_argnums=0)
+    opts = {}
+    unknown = jax.jit(lambda s, b: s + b, **opts)
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def scaled(s, n):
+        return s * n
+
+    @nnx.jit
+    def nnx_step(model, b):
+        return model
+
+    class Trainer:
+        @jax.jit
+        def update(self, s, b):
+            return s + b
+
+        def fit(self, s, batches):
+            for b in batches:
+                s = self.update(s, b)  # A
+            return s
+
+    def train(s, batches, n, model):
+        s = step(s, batches[0])  # not in a loop
+        for _ in range(3):
+            s = step(s, batches[0])  # three trips: a bounded loop
+        for b in batches:
+            s = step(s, b)  # B
+            s = step(s=s, b=b)  # C
+            t = step(s, b)
+            s = donating(s, b)
+            s = unknown(s, b)
+            n = scaled(s, n)
+            model = nnx_step(model, b)
+            s, b = step(s, b), b
+        return s, t
+    """
+    tree, m = build(src)
+    lines = textwrap.dedent(src).splitlines()
+    at = {ln.rsplit("# ", 1)[1]: i + 1 for i, ln in enumerate(lines) if ln.rstrip()[-3:-1] == "# "}
+    got = [(r.call.lineno, r.names, r.positions, r.keywords) for r in donation.rebinding_without_donation(m)]
+    # a decorated method called as self.update(...): donate_argnums counts self
+    assert got == [(at["A"], ["s"], [1], []), (at["B"], ["s"], [0], []), (at["C"], ["s"], [], ["s"])]
+    assert all(r.wrap.donation_declared is False for r in donation.rebinding_without_donation(m))
+    declared = {lines[w.node.lineno - 1].split("=")[0].strip(): w.donation_declared for w in m.jit_wraps}
+    assert declared["donating"] is True and declared["unknown"] is True and declared["step"] is False

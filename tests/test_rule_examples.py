@@ -13,7 +13,7 @@ RULES = jaxlint_rules.ALL_RULES
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_bad_example_triggers_exactly_its_rule(rule):
-    got = findings(rule.bad)
+    got = findings(rule.bad) + findings(rule.bad, rule.code)  # an everywhere-opt-in rule's own ones too
     assert got, f"{rule.code}.bad triggers nothing"
     assert {code for _, code in got} == {rule.code}
 

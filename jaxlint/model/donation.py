@@ -2,7 +2,8 @@
 reuse the buffers of those arguments for its outputs, and JAX deletes them when the call runs
 (measured on jax 0.10.2, CPU too: reading one after the call raises "Array has been deleted").
 Which arguments a call donates, and reads of a donated variable after the call before it is
-bound again. Functions of the model (``m``); asked by JAX804.
+bound again (asked by JAX804); and step-loop calls whose results rebind their own arguments
+with no donation declared (asked by JAX803). Functions of the model (``m``).
 """
 
 from __future__ import annotations
@@ -96,6 +97,64 @@ def uses_after_donation(m) -> list:
                     if read is not None:
                         out.append(UseAfterDonation(call, name, read, wrap))
     m.__dict__["_after_donation"] = out
+    return out
+
+
+class RebindingCall:
+    """``call`` (in every iteration of ``loop``) passes ``names`` and its results rebind them, and
+    ``wrap`` (a ``jax.jit``/``jax.pmap``) declares no donation."""
+
+    __slots__ = ("call", "names", "positions", "keywords", "wrap", "loop")
+
+    def __init__(self, call: ast.Call, names: list, positions: list, keywords: list, wrap: JitWrap, loop):
+        self.call, self.names, self.positions, self.keywords = call, names, positions, keywords
+        self.wrap, self.loop = wrap, loop
+
+
+def rebinding_without_donation(m) -> list:
+    """Every :class:`RebindingCall`: an assignment ``state = step(state, batch)`` /
+    ``params, opt, loss = update(params, opt, batch)`` in a step loop (the innermost loop that
+    dispatches JAX work, :func:`loops.hot_loop`), where ``step`` is a ``jax.jit``/``jax.pmap``
+    function with no ``donate_argnums``/``donate_argnames`` (nor ``**kwargs``) and the plain
+    names passed in non-static positions are among the names the assignment binds. Positions
+    are those ``donate_argnums`` would take (a decorated method called as ``self.m(...)``
+    counts ``self``)."""
+    memo = m.__dict__.get("_rebinding_calls")
+    if memo is not None:
+        return memo
+    from . import loops
+
+    out: list = []
+    for node in ast.walk(m.tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        wrap = callables.callable_info(m, call.func, m.scope_at(call))
+        if not isinstance(wrap, JitWrap) or wrap.donation_declared or not _deletes_donated(m, wrap):
+            continue
+        ctx = m.context(call)
+        loop = loops.hot_loop(m, ctx) if ctx is not None else None
+        if loop is None:
+            continue
+        bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        shift = wrap.static_layout(call)[1]
+        static_args, static_names = wrap.static_positions(call)
+        names, positions, keywords = [], [], []
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if isinstance(arg, ast.Name) and arg.id in bound and i not in static_args and arg.id not in names:
+                names.append(arg.id)
+                positions.append(i + shift)
+        for kw in call.keywords:
+            if (kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound
+                    and kw.arg not in static_names and wrap.kind != "pmap" and kw.value.id not in names):
+                names.append(kw.value.id)
+                keywords.append(kw.arg)
+        if names:
+            out.append(RebindingCall(call, names, positions, keywords, wrap, loop))
+    out.sort(key=lambda r: (r.call.lineno, r.call.col_offset))
+    m.__dict__["_rebinding_calls"] = out
     return out
 
 

@@ -252,6 +252,8 @@ class JitWrap:
         self.params = params  # positional parameters, for wrappers summarized from another module (func is None)
         self.donate_argnums: set = set()  # donate_argnums=... as literal ints
         self.donate_argnames: set = set()  # donate_argnames=... as literal strings
+        # any donate_argnums/donate_argnames/donate keyword, or **kwargs, literal or not
+        self.donation_declared = False
 
     def __repr__(self) -> str:
         return f"JitWrap({self.kind!r}, {self.spelling!r}, line {getattr(self.node, 'lineno', '?')})"

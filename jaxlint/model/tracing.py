@@ -290,6 +290,8 @@ def _lax_arity(qn: str, call: ast.Call) -> Optional[int]:
 
 def _statics(wrap: JitWrap, call: ast.Call) -> None:
     for kw in call.keywords:
+        if kw.arg is None or kw.arg in ("donate_argnums", "donate_argnames", "donate"):
+            wrap.donation_declared = True
         if kw.arg == "inline" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
             wrap.inline = True
         if kw.arg in ("static_argnums", "static_broadcasted_argnums"):
