@@ -51,7 +51,8 @@ def parse_option(text: str) -> tuple:
 
 
 def memory_option(text: str) -> tuple:
-    """``--budget-memory PATTERN=SIZE`` -> (pattern, bytes); a usage error (exit 2) otherwise."""
+    """``--budget-memory PATTERN=SIZE`` -> (pattern, bytes, SIZE as typed); a usage error (exit 2)
+    otherwise."""
     from .sizes import parse_size
 
     pattern, sep, size = text.partition("=")
@@ -59,7 +60,7 @@ def memory_option(text: str) -> tuple:
     if not sep or not pattern or "=" in size:
         raise argparse.ArgumentTypeError(f"expected one PATTERN=SIZE (e.g. train_step='2 GB'), not {text!r}")
     try:
-        return pattern, parse_size(size)
+        return pattern, parse_size(size), size.strip()
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"the SIZE of {text!r}: {e}") from None
 
@@ -96,7 +97,7 @@ def settings(args, trace_config=None) -> Settings:
         out.max_compiles = trace_config.max_compiles
     cli_memory = getattr(args, "budget_memory", None) or []
     if cli_memory:
-        out.budget_memory = [(p, n, f"--budget-memory {p}={n}") for p, n in cli_memory]
+        out.budget_memory = [(p, n, f"--budget-memory {p}={typed}") for p, n, typed in cli_memory]
     elif trace_config is not None:
         out.budget_memory = [(p, n, f"[tool.jaxlint.trace] budget-memory {p!r}")
                              for p, n in getattr(trace_config, "budget_memory", {}).items()]
