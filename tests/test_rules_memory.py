@@ -302,6 +302,12 @@ def test_jax803_near_misses_donated_static_not_rebound_once_bounded_and_library_
     def eqx_step(model, batch):
         return model
 
+    @jax.jit
+    def rollout(s, batches):
+        for b in batches:  # a Python loop in traced code: runs once, while tracing
+            s = step(s, b)
+        return s
+
     def train(s, batches, n, model):
         s = step(s, batches[0])  # once, before the loop
         for _ in range(3):

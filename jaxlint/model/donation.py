@@ -114,7 +114,8 @@ class RebindingCall:
 def rebinding_without_donation(m) -> list:
     """Every :class:`RebindingCall`: an assignment ``state = step(state, batch)`` /
     ``params, opt, loss = update(params, opt, batch)`` in a step loop (the innermost loop that
-    dispatches JAX work, :func:`loops.hot_loop`), where ``step`` is a ``jax.jit``/``jax.pmap``
+    dispatches JAX work, :func:`loops.hot_loop`; not in traced code, where a Python loop runs once
+    while tracing and the inner jit is inlined), where ``step`` is a ``jax.jit``/``jax.pmap``
     function with no ``donate_argnums``/``donate_argnames`` (nor ``**kwargs``) and the plain
     names passed in non-static positions are among the names the assignment binds. Positions
     are those ``donate_argnums`` would take (a decorated method called as ``self.m(...)``
@@ -125,18 +126,25 @@ def rebinding_without_donation(m) -> list:
     from . import loops
 
     out: list = []
-    for node in ast.walk(m.tree):
+    # cheapest tests first: a jit in the module, a call in a loop, a name it is given bound again
+    for node in (ast.walk(m.tree) if m.jit_wraps else ()):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
         call = node.value
+        ctx = m.context(call)
+        if ctx is None or not ctx.loops:
+            continue
+        bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        given = {a.id for a in call.args if isinstance(a, ast.Name)}
+        given |= {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
+        if not bound & given:
+            continue
         wrap = callables.callable_info(m, call.func, m.scope_at(call))
         if not isinstance(wrap, JitWrap) or wrap.donation_declared or not _deletes_donated(m, wrap):
             continue
-        ctx = m.context(call)
-        loop = loops.hot_loop(m, ctx) if ctx is not None else None
-        if loop is None:
-            continue
-        bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        loop = loops.hot_loop(m, ctx)
+        if loop is None or m.in_traced_code(call):
+            continue  # a loop in traced code runs once, at trace time: the call is inlined
         shift = wrap.static_layout(call)[1]
         static_args, static_names = wrap.static_positions(call)
         names, positions, keywords = [], [], []
