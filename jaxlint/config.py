@@ -233,6 +233,20 @@ def _size(value, what: str, source: str) -> int:
         raise ConfigError(f"{source}: [tool.jaxlint.trace] {what}: {e}") from None
 
 
+def _pattern_table(section: dict, key: str, value: str, example: str, parse, source: str) -> dict:
+    """``key = {"glob" = value, ...}`` of [tool.jaxlint.trace], each value through ``parse``."""
+    table = section.get(key, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.jaxlint.trace] {key} must be a table of \"pattern\" = {value} "
+                          f"(e.g. {example}), not {table!r}")
+    out = {}
+    for pattern, v in table.items():
+        if not pattern.strip():
+            raise ConfigError(f"{source}: [tool.jaxlint.trace] {key}: empty function pattern")
+        out[pattern] = parse(v, f"{key} {pattern!r}", source)
+    return out
+
+
 def _trace(section, source: str) -> TraceConfig:
     if not isinstance(section, dict):
         raise ConfigError(f"{source}: [tool.jaxlint] trace must be a table ([tool.jaxlint.trace])")
@@ -241,22 +255,8 @@ def _trace(section, source: str) -> TraceConfig:
         raise ConfigError(f"{source}: unknown [tool.jaxlint.trace] key(s): {', '.join(sorted(unknown))}"
                           f" (valid: {', '.join(sorted(TRACE_KEYS))})")
     out = TraceConfig()
-    budget = section.get("budget", {})
-    if not isinstance(budget, dict):
-        raise ConfigError(f"{source}: [tool.jaxlint.trace] budget must be a table of "
-                          f"\"pattern\" = N (e.g. {{\"train_step\" = 1, \"*\" = 3}}), not {budget!r}")
-    for pattern, n in budget.items():
-        if not pattern.strip():
-            raise ConfigError(f"{source}: [tool.jaxlint.trace] budget: empty function pattern")
-        out.budget[pattern] = _count(n, f"budget {pattern!r}", source)
-    memory = section.get("budget-memory", {})
-    if not isinstance(memory, dict):
-        raise ConfigError(f"{source}: [tool.jaxlint.trace] budget-memory must be a table of "
-                          f"\"pattern\" = \"SIZE\" (e.g. {{\"train_step\" = \"2 GB\"}}), not {memory!r}")
-    for pattern, size in memory.items():
-        if not pattern.strip():
-            raise ConfigError(f"{source}: [tool.jaxlint.trace] budget-memory: empty function pattern")
-        out.budget_memory[pattern] = _size(size, f"budget-memory {pattern!r}", source)
+    out.budget = _pattern_table(section, "budget", "N", '{"train_step" = 1, "*" = 3}', _count, source)
+    out.budget_memory = _pattern_table(section, "budget-memory", '"SIZE"', '{"train_step" = "2 GB"}', _size, source)
     if "donation-threshold" in section:
         out.donation_threshold = _size(section["donation-threshold"], "donation-threshold", source)
     if "fail-on-recompile" in section:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import pytest
@@ -175,22 +174,7 @@ def test_bad_sizes_are_refused(text):
 
 # -- through `jaxlint trace` ---------------------------------------------------------------
 
-def trace(*args, cwd=None, env=None):
-    out = os.path.join(cwd or os.environ.get("TMPDIR", "/tmp"), f"report-mem-{os.getpid()}.json")
-    cmd = [sys.executable, "-m", "jaxlint", "trace", "--format", "json", "-o", out, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
-    report = None
-    if os.path.exists(out):
-        with open(out) as fh:
-            report = json.load(fh)
-        os.remove(out)
-    return proc, report
-
-
-def write(tmp_path, name, body):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(body))
-    return str(path)
+from test_trace import trace, write  # noqa: E402  (the same runner as the other trace tests)
 
 
 def test_trace_memory_fixture_matches_the_programs_own_memory_analysis():
@@ -313,3 +297,17 @@ def test_donation_fix_names_keywords_and_the_wrapper():
     assert fix.startswith("`jax.pmap(update, donate_argnums=(0, 1), donate_argnames=('opt',))`")
     assert "3.0 MiB" in fix
 
+
+
+@pytest.mark.parametrize("table, error", [
+    ('budget-memory = {"step" = "lots"}', "budget-memory 'step'"),
+    ('budget-memory = "2 GB"', "budget-memory must be a table"),
+    ('budget-memory = {" " = "1 GB"}', "empty function pattern"),
+    ('donation-threshold = -1', "donation-threshold"),
+])
+def test_bad_memory_settings_in_pyproject_are_usage_errors(tmp_path, table, error):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.jaxlint.trace]\n{table}\n")
+    script = write(tmp_path, "p.py", "print('ran')\n")
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", script], capture_output=True, text=True,
+                          cwd=str(tmp_path), timeout=120)
+    assert proc.returncode == 2 and error in proc.stderr and "ran" not in proc.stdout
