@@ -126,18 +126,21 @@ def rebinding_without_donation(m) -> list:
     from . import loops
 
     out: list = []
-    # cheapest tests first: a jit in the module, a call in a loop, a name it is given bound again
-    for node in (ast.walk(m.tree) if m.jit_wraps else ()):
-        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
-            continue
-        call = node.value
-        ctx = m.context(call)
-        if ctx is None or not ctx.loops:
-            continue
-        bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    # cheapest tests first: a jit in the module, an assignment of a call in a loop (the model's
+    # bindings, no walk of the tree), a name the call is given bound again
+    bound_by: dict = {}  # id(call) -> (call, names the assignment binds)
+    for scope in (m.scopes if m.jit_wraps else ()):
+        for evs in scope.events.values():
+            for b in evs:
+                if b.loops and b.kind == "assign" and isinstance(b.value, ast.Call) and isinstance(b.node, ast.Name):
+                    bound_by.setdefault(id(b.value), (b.value, set()))[1].add(b.node.id)
+    for call, bound in sorted(bound_by.values(), key=lambda cb: (cb[0].lineno, cb[0].col_offset)):
         given = {a.id for a in call.args if isinstance(a, ast.Name)}
         given |= {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
         if not bound & given:
+            continue
+        ctx = m.context(call)
+        if ctx is None:
             continue
         wrap = callables.callable_info(m, call.func, m.scope_at(call))
         if not isinstance(wrap, JitWrap) or wrap.donation_declared or not _deletes_donated(m, wrap):
