@@ -164,7 +164,6 @@ def rebinding_without_donation(m) -> list:
                 keywords.append(kw.arg)
         if names:
             out.append(RebindingCall(call, names, positions, keywords, wrap, loop))
-    out.sort(key=lambda r: (r.call.lineno, r.call.col_offset))
     m.__dict__["_rebinding_calls"] = out
     return out
 

@@ -65,6 +65,16 @@ def memory_option(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"the SIZE of {text!r}: {e}") from None
 
 
+def size_option(text: str) -> int:
+    """``--donation-threshold SIZE``: bytes (``2 GB``, ``512 MiB``), else a usage error (exit 2)."""
+    from .sizes import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def count_option(text: str) -> int:
     """``--max-compiles N``/``--max-transfers-per-line N``: an integer >= 0, else a usage error
     (exit 2, before the program runs); ``-1`` would fail every function, ``-3`` pass every line."""

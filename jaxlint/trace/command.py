@@ -41,21 +41,14 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if a function whose (qualified) name matches the glob PATTERN compiled more "
                         "than N times; repeatable, the most specific pattern applies ('*=N': every function); "
                         "replaces the budget table of [tool.jaxlint.trace]")
-    from .budget import memory_option
-    from .sizes import parse_size
-
-    def size(text: str) -> int:
-        try:
-            return parse_size(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
+    from .budget import memory_option, size_option
 
     p.add_argument("--budget-memory", action="append", type=memory_option, metavar="PATTERN=SIZE",
                    help="exit 3 if a compiled program of a function matching the glob PATTERN needs more than SIZE "
                         "('2 GB', '512 MiB'): XLA's peak, or arguments + outputs + temporaries - aliased where "
                         "this jaxlib reports no peak; repeatable, the most specific pattern applies; replaces "
                         "budget-memory of [tool.jaxlint.trace]")
-    p.add_argument("--donation-threshold", type=size, metavar="SIZE",
+    p.add_argument("--donation-threshold", type=size_option, metavar="SIZE",
                    help="show donation advice in the text report from this many bytes not donated (default 1 MiB; "
                         "the JSON has every candidate)")
     p.add_argument("--fail-on-recompile", action="store_true",

@@ -1014,25 +1014,9 @@ def _safe_repr(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _param_names(fun: Any, ji: Any) -> tuple:
-    sig = getattr(ji, "fun_signature", None)
-    if sig is None:
-        try:
-            sig = inspect.signature(fun)
-        except (TypeError, ValueError):
-            return (), None
-    positional, star = [], None
-    for p in sig.parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            positional.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            star = p.name
-    return tuple(positional), star
-
-
 def signature(fun: Any, ji: Any, dbg: Any, avals: Any, args: tuple, kwargs: dict) -> Signature:
     """The parts of jit's cache key that users can change, named by parameter."""
-    positional, star = _param_names(fun, ji)
+    positional, star = base.positional_params(fun, ji)
 
     def name_of(i: int) -> str:
         if i < len(positional):

@@ -28,6 +28,7 @@ import weakref
 from typing import Any, Optional
 
 from .. import names as N
+from .adapters.base import positional_params
 
 FIELDS = ("argument", "output", "temp", "alias", "generated_code")
 OBSERVED_CALLS = 4  # calls of each jitted function looked at for donation (3 call-to-call links)
@@ -119,7 +120,7 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
             if not old_alive and all(last.get(id(leaf)) is leaf for leaf in leaves):
                 calls.fed[p] = calls.fed.get(p, 0) + 1
     if not calls.names:
-        calls.names = _param_names(fun, len(args))
+        calls.names = dict(enumerate(positional_params(fun)[0]))
     return calls, positions
 
 
@@ -144,32 +145,18 @@ def _deleted(a: Any) -> bool:
         return False
 
 
-def _param_names(fun: Any, n_args: int) -> dict:
-    import inspect
-
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return {}
-    names = {}
-    for i, p in enumerate(params[:n_args]):
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names[i] = p.name
-    return names
-
-
 def donation_candidates(memory: Memory, key: Any) -> Optional[dict]:
     """The arguments of ``key`` that every observed call got back as results and JAX never
     deleted, with their bytes; None when there are none (or only one call was seen)."""
     calls = memory.calls.get(key)
     if calls is None or not calls.links:
         return None
-    pos = sorted((p for p, n in calls.fed.items() if n == calls.links and not calls.deleted.get(p)),
-                 key=lambda p: (isinstance(p, str), p if isinstance(p, int) else 0, str(p)))
+    pos = [p for p, n in calls.fed.items() if n == calls.links and not calls.deleted.get(p)]
+    numbers = sorted(p for p in pos if isinstance(p, int))
+    names = sorted(p for p in pos if isinstance(p, str))
+    pos = numbers + names
     if not pos:
         return None
-    numbers = [p for p in pos if isinstance(p, int)]
-    names = [p for p in pos if isinstance(p, str)]
     return {"argnums": numbers, "argnames": names,
             "names": [calls.names.get(p, f"argument {p}") if isinstance(p, int) else p for p in pos],
             "bytes": sum(calls.bytes.get(p, 0) for p in pos), "calls_observed": calls.seen,
@@ -196,9 +183,7 @@ def install(inst, patch, target_of) -> list:
 
 def _each(inst):
     for c in inst.collectors:
-        m = getattr(c, "memory", None)
-        if m is not None:
-            yield c, m
+        yield c, c.memory
 
 
 def _hook_compiles(inst, patch, target_of) -> Optional[str]:
@@ -294,90 +279,80 @@ def _backend_started() -> bool:
         return bool(getattr(xla_bridge, "_backends", None))
 
 
+def _observe(inst, patch, owner: Any, name: str, observe, after: bool = False) -> Optional[str]:
+    """Put a wrapper in place of ``owner.name`` that, while jaxlint listens, calls
+    ``observe(caller frame, *args)`` before the original runs (``after``: once it returned), and
+    never lets an error of its own reach the program. None, or why it cannot be done."""
+    original = getattr(owner, name, None)
+    if original is None:
+        return f"{getattr(owner, '__name__', owner)} has no {name}"
+    token = inst._token
+
+    def seen(caller, args) -> None:
+        if inst.collectors and inst._token is token:
+            try:
+                observe(caller, *args)
+            except Exception as e:
+                inst._error(e)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        if not after:
+            seen(sys._getframe(1), args)
+        out = original(*args, **kwargs)
+        if after:
+            seen(sys._getframe(1), args)
+        return out
+
+    patch(owner, name, wrapper)
+    return None
+
+
 def _hook_settings(inst, patch, target_of) -> Optional[str]:
     """``os.putenv`` is what ``os.environ[k] = v``, ``update`` and ``setdefault`` call (and what a
     program may call itself): each write of a setting JAX reads once is recorded."""
-    original = os.putenv
-    token = inst._token
 
-    @functools.wraps(original)
-    def putenv(key, value):
-        original(key, value)
-        if not inst.collectors or inst._token is not token:
+    def observe(caller, key, *_) -> None:
+        name = os.fsdecode(key)
+        kind = setting_kind(name)
+        if kind is None:
             return
-        try:
-            name = os.fsdecode(key)
-            kind = setting_kind(name)
-            if kind is None:
-                return
-            caller = sys._getframe(1)
-            started = _backend_started()
-            for c, m in _each(inst):
-                file, line = c.user_files.site(caller)
-                if kind == "import":
-                    effective, read_at = False, m.jax_imported_at
-                else:
-                    effective, read_at = not started, m.backend_started_at if started else None
-                m.settings.append({"name": name, "file": file, "line": line, "read": kind,
-                                   "effective": effective,
-                                   "read_at": None if read_at is None else {"file": read_at[0], "line": read_at[1]}})
-        except Exception as e:
-            inst._error(e)
+        started = _backend_started()
+        for c, m in _each(inst):
+            file, line = c.user_files.site(caller)
+            if kind == "import":
+                effective, read_at = False, m.jax_imported_at
+            else:
+                effective, read_at = not started, m.backend_started_at if started else None
+            m.settings.append({"name": name, "file": file, "line": line, "read": kind, "effective": effective,
+                               "read_at": _at(read_at)})
 
-    patch(os, "putenv", putenv)
-    return None
+    return _observe(inst, patch, os, "putenv", observe, after=True)  # only a write that happened
 
 
 def _hook_backend_start(inst, patch, target_of) -> Optional[str]:
     """Where the backend started: the user line whose call first initialised a platform."""
     from jax._src import xla_bridge
 
-    original = getattr(xla_bridge, "_init_backend", None)
-    if original is None:
-        return "jax._src.xla_bridge has no _init_backend"
-    token = inst._token
+    def observe(caller, *_) -> None:
+        for c, m in _each(inst):
+            if m.backend_started_at is None:
+                m.backend_started_at = c.user_files.site(caller)
 
-    @functools.wraps(original)
-    def _init_backend(*args, **kwargs):
-        if inst.collectors and inst._token is token:
-            try:
-                caller = sys._getframe(1)
-                for c, m in _each(inst):
-                    if m.backend_started_at is None:
-                        m.backend_started_at = c.user_files.site(caller)
-            except Exception as e:
-                inst._error(e)
-        return original(*args, **kwargs)
-
-    patch(xla_bridge, "_init_backend", _init_backend)
-    return None
+    return _observe(inst, patch, xla_bridge, "_init_backend", observe)
 
 
 def _hook_initialize(inst, patch, target_of) -> Optional[str]:
     import jax.distributed
 
-    original = getattr(jax.distributed, "initialize", None)
-    if original is None:
-        return "jax.distributed has no initialize"
-    token = inst._token
+    def observe(caller, *_) -> None:
+        started = _backend_started()
+        for c, m in _each(inst):
+            file, line = c.user_files.site(caller)
+            m.initialize.append({"file": file, "line": line, "late": started,
+                                 "backend_started_at": _at(m.backend_started_at if started else None)})
 
-    @functools.wraps(original)
-    def initialize(*args, **kwargs):
-        if inst.collectors and inst._token is token:
-            try:
-                caller = sys._getframe(1)
-                started = _backend_started()
-                for c, m in _each(inst):
-                    file, line = c.user_files.site(caller)
-                    at = m.backend_started_at if started else None
-                    m.initialize.append({"file": file, "line": line, "late": started,
-                                         "backend_started_at": None if at is None else {"file": at[0], "line": at[1]}})
-            except Exception as e:
-                inst._error(e)
-        return original(*args, **kwargs)
-
-    patch(jax.distributed, "initialize", initialize)
-    return None
+    return _observe(inst, patch, jax.distributed, "initialize", observe)  # before: it raises when late
 
 
 def device_memory() -> dict:

@@ -44,6 +44,24 @@ def params_of(fun: Callable) -> list:
     return list(inspect.signature(fun).parameters)
 
 
+def positional_params(fun: Any, ji: Any = None) -> tuple:
+    """(names of ``fun``'s positional parameters, name of its ``*args`` or None): from JAX's jit
+    info ``ji`` when it has the signature, else ``inspect``; ``((), None)`` when neither can tell."""
+    sig = getattr(ji, "fun_signature", None)
+    if sig is None:
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            return (), None
+    positional, star = [], None
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            star = p.name
+    return tuple(positional), star
+
+
 def cached_body(memoized: Any, name: str):
     """The closure cell of a ``linear_util.cache``-memoized function that holds the function
     it memoizes (called once per cache miss), or None.
