@@ -33,7 +33,7 @@ from .project import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 
-FORMAT = 5  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence
+FORMAT = 6  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence; 6: facts
 DIRNAME = ".jaxlint_cache"
 SETTLED_S = 2  # a file modified less than this before a run gets no stat record from that run
 
@@ -158,8 +158,9 @@ class ResultCache:
                 return None
             result = FileResult(path)
             result.findings = [Finding(line, col, code, msg, name, path, cell, cell_line, opt_in=opt_in,
-                                       evidence=tuple(evidence))
-                               for line, col, code, msg, name, cell, cell_line, opt_in, evidence in entry["findings"]]
+                                       evidence=tuple(evidence), facts=tuple(tuple(x) for x in facts))
+                               for line, col, code, msg, name, cell, cell_line, opt_in, evidence, facts
+                               in entry["findings"]]
             result.content_hash = entry["hash"]
             result.cached = True
         except (KeyError, TypeError, ValueError, IndexError):
@@ -178,7 +179,8 @@ class ResultCache:
         self.entries[path] = {
             "hash": result.content_hash,
             "deps": [list(d) for d in result.deps],
-            "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line, f.opt_in, list(f.evidence)]
+            "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line, f.opt_in, list(f.evidence),
+                          [list(x) for x in f.facts]]
                          for f in result.findings],
         }
         self.dirty = True

@@ -34,6 +34,8 @@ def as_json(findings: Sequence[Finding]) -> str:
     for row, f in zip(rows, findings):
         if f.evidence:  # the facts and conventions the decision rests on
             row["evidence"] = list(f.evidence)
+        if f.facts:  # the rule's proof obligation, each fact proven or unknown (jaxlint/model/proof.py)
+            row["facts"] = [{"fact": name, "status": status, "why": why} for name, status, why in f.facts]
     for row, f in zip(rows, findings):
         if f.cell is not None:  # notebooks: the cell (1-based among all cells) and the line in it
             row.update(cell=f.cell, cell_line=f.cell_line)

@@ -25,11 +25,11 @@ class Finding:
     treat it as immutable (:meth:`replace` makes a changed copy)."""
 
     __slots__ = ("line", "col", "code", "message", "name", "path", "cell", "cell_line", "fix", "cites", "opt_in",
-                 "evidence")
+                 "evidence", "facts")
 
     def __init__(self, line: int, col: int, code: str, message: str, name: str = "", path: str = "",
                  cell: Optional[int] = None, cell_line: Optional[int] = None, fix: Optional[object] = None,
-                 cites: tuple = (), opt_in: Optional[str] = None, evidence: tuple = ()):
+                 cites: tuple = (), opt_in: Optional[str] = None, evidence: tuple = (), facts: tuple = ()):
         self.line = line
         self.col = col  # 0-based, as flake8 expects from a plugin
         self.code = code
@@ -53,6 +53,10 @@ class Finding:
         # the rule's decision rests on, one short sentence each (``--format json``,
         # ``jaxlint check --explain-finding``). Not compared.
         self.evidence = evidence
+        # The facts of the rule's proof obligation (``Rule.needs``), each ``(name, status, why)``
+        # with status "proven" or "unknown" (jaxlint/model/proof.py): a finding with an unknown
+        # fact is opt-in. Not compared.
+        self.facts = facts
 
     def _key(self) -> tuple:
         return (self.line, self.col, self.code, self.message, self.name, self.path)
@@ -86,7 +90,7 @@ class Finding:
     def replace(self, **changes) -> "Finding":
         """A copy with the given fields changed (like ``dataclasses.replace``)."""
         out = Finding(self.line, self.col, self.code, self.message, self.name, self.path, self.cell,
-                      self.cell_line, self.fix, self.cites, self.opt_in, self.evidence)
+                      self.cell_line, self.fix, self.cites, self.opt_in, self.evidence, self.facts)
         for k, v in changes.items():
             setattr(out, k, v)
         return out
@@ -155,22 +159,40 @@ class Rule:
     # What the rule reports only on request (``--pedantic``): the cases that are right but rarely
     # worth changing, in a sentence for ``jaxlint explain``; empty when it has none.
     opt_in_cases: ClassVar[str] = ""
+    # The rule's proof obligation: the facts (keys of ``jaxlint.model.proof.FACTS``) a default
+    # finding needs proven. A finding where one of them is unknown is reported only with
+    # ``--pedantic``, and its evidence names the unknown; one where a fact is disproven is not made.
+    needs: ClassVar[tuple] = ()
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError
 
     def finding(self, node: ast.AST, message, fix: Optional[object] = None, opt_in: Optional[str] = None,
-                evidence: Sequence[str] = ()) -> Finding:
+                evidence: Sequence[str] = (), facts: Sequence = ()) -> Finding:
         """``message``: a string, or a sequence of strings and :class:`Line` citations.
         ``opt_in``: the finding is right but rarely worth acting on, for this reason; it is
         reported only when the user asks for such findings (see ``Finding.opt_in``).
-        ``evidence``: the facts and conventions the decision rests on (``Finding.evidence``)."""
+        ``evidence``: the facts and conventions the decision rests on (``Finding.evidence``).
+        ``facts``: the :class:`~jaxlint.model.proof.Fact` values of the rule's proof obligation
+        (``needs``), each proven or unknown: an unknown one makes the finding opt-in, and the
+        evidence starts with the facts, the unknown first."""
+        if facts:
+            for fact in facts:
+                if fact.name not in self.needs or fact.status == "disproven":
+                    raise ValueError(f"{self.code}: fact {fact.name!r} ({fact.status}) is not a proof of a finding "
+                                     f"(the rule needs {self.needs})")
+            facts = sorted(facts, key=lambda fact: fact.status != "unknown")  # the unknown first
+            gap = next((fact for fact in facts if fact.status == "unknown"), None)
+            if gap is not None and opt_in is None:
+                opt_in = f"{gap.name} unknown: {gap.why}"
+            evidence = [f"{fact.name} ({fact.status}): {fact.why}" for fact in facts] + list(evidence)
+        row = tuple(fact.as_tuple() for fact in facts)
         if isinstance(message, str):
             return Finding(node.lineno, node.col_offset, self.code, message, self.name, fix=fix, opt_in=opt_in,
-                           evidence=tuple(evidence))
+                           evidence=tuple(evidence), facts=row)
         text, cites = render(message)
         return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites,
-                       opt_in=opt_in, evidence=tuple(evidence))
+                       opt_in=opt_in, evidence=tuple(evidence), facts=row)
 
     @classmethod
     def explain(cls) -> str:
@@ -183,7 +205,16 @@ class Rule:
             f"Why it is slow or wrong\n{textwrap.indent(textwrap.fill(cls.rationale, 76), '    ')}\n\n"
             f"Example\n{block(cls.bad)}\n\n"
             f"Use instead\n{block(cls.good)}\n\n"
+            + (f"Reported by default only when proven\n{_needs_text(cls.needs)}\n\n" if cls.needs else "")
             + (f"Reported only with --pedantic\n{textwrap.indent(textwrap.fill(cls.opt_in_cases, 76), '    ')}\n\n"
                if cls.opt_in_cases else "")
             + f"Suppress one line with `# noqa: {cls.code}`.\n"
         )
+
+
+def _needs_text(needs: Sequence[str]) -> str:
+    """The proof obligation of a rule, for ``jaxlint explain``: one line per fact."""
+    from .model.proof import FACTS
+
+    return "\n".join(textwrap.fill(f"- {name}: {FACTS[name]}", 76, initial_indent="    ",
+                                    subsequent_indent="      ") for name in needs)

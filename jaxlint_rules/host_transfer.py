@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, roles, timing, transfers
+from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, roles, timing, tracers, transfers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 from jaxlint.model import work as W
@@ -452,6 +452,7 @@ _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
 
 class HostConversionInTracedCode(Rule):
     code = "JAX203"
+    needs = ("tracer", "traced-path")
     short = "A host conversion (float, int, .item(), NumPy) of a tracer inside jitted or traced code."
     name = "host-conversion-in-traced-code"
     summary = ("Finds `float()`, `int()`, `bool()`, `.item()`, `.tolist()` and NumPy or `math` functions applied "
@@ -481,6 +482,7 @@ class HostConversionInTracedCode(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
+        staging = model.staging
         for f, call in model.traced_calls():
             scope = f.scope
             func = call.func
@@ -488,27 +490,48 @@ class HostConversionInTracedCode(Rule):
             values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
             values += [kw.value for kw in call.keywords]
             what = error = None
+            operands: list = []
             if qn in N.HOST_BUILTINS:
-                if values and V.is_jax(model, values[0], scope):
+                if values:
+                    operands = values[:1]
                     what = f"`{unparse(func)}()`"
                     error = "TracerBoolConversionError" if qn == "builtins.bool" else "ConcretizationTypeError"
             elif qn is not None and (qn.startswith("numpy.") or qn.startswith("math.")):
                 if qn not in _SAFE_ON_TRACERS and not qn.startswith(("numpy.random.", "numpy.testing.")):
-                    if any(V.is_jax(model, v, scope) for v in values):
-                        what = f"`{unparse(func)}()`"
-                        error = "TracerArrayConversionError" if qn.startswith("numpy.") else "ConcretizationTypeError"
+                    operands = values
+                    what = f"`{unparse(func)}()`"
+                    error = "TracerArrayConversionError" if qn.startswith("numpy.") else "ConcretizationTypeError"
             elif isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
-                if V.is_jax(model, func.value, scope):
-                    what = f"`.{func.attr}()`"
-                    error = "ConcretizationTypeError"
+                operands = [func.value]
+                what = f"`.{func.attr}()`"
+                error = "ConcretizationTypeError"
             if what is None:
                 continue
-            if what == "`.item()`" and not model.staging.staged(f):  # autodiff alone: the value becomes a constant
-                yield self.finding(call, "`.item()` on a tracer under autodiff turns it into a constant, so no "
-                                         "gradient flows through it; keep it an array (use jax.numpy)")
+            fact = self._tracer(staging, f, operands, scope)
+            path = tracers.traced_path(staging, f, call) if fact is not None else None
+            if fact is None or path.disproven:
                 continue
-            yield self.finding(call, f"{what} on a tracer raises {error} {model.staging.how_staged(f)}; use "
-                                     "jax.numpy and keep it an array, or make the argument static")
+            if what == "`.item()`" and not staging.staged(f):  # autodiff alone: the value becomes a constant
+                yield self.finding(call, "`.item()` on a tracer under autodiff turns it into a constant, so no "
+                                         "gradient flows through it; keep it an array (use jax.numpy)", facts=[fact, path])
+                continue
+            if not staging.staged(f):
+                continue
+            yield self.finding(call, f"{what} on a tracer raises {error} {staging.how_staged(f)}; use "
+                                     "jax.numpy and keep it an array, or make the argument static", facts=[fact, path])
+
+    @staticmethod
+    def _tracer(staging, f, operands: list, scope):
+        """The tracer fact of the first operand proven a tracer, else of the first not known either
+        way; None when none is a tracer."""
+        gap = None
+        for v in operands:
+            fact = tracers.tracer(staging, f, v, scope, autodiff=True)
+            if fact.proven:
+                return fact
+            if fact.unknown and gap is None:
+                gap = fact
+        return gap
 
 
 class HostCallbackInCompiledLoop(Rule):

@@ -13,7 +13,7 @@ from jaxlint.model import (
     Scope,
     call_arg,
 )
-from jaxlint.model import callables, hostvalues, ragged, roles, statics
+from jaxlint.model import callables, hostvalues, ragged, roles, statics, tracers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 from jaxlint.rule import Finding, Rule, unparse
@@ -38,6 +38,7 @@ _SIZE_FUNCS = N.SIZE_FUNCS
 
 class DataDependentShape(Rule):
     code = "JAX301"
+    needs = ("tracer", "traced-path")
     short = "An operation whose output shape depends on the data (mask indexing, nonzero, unique) inside traced code."
     name = "data-dependent-shape"
     summary = ("Finds boolean-mask indexing (`x[x > 0]`, `x[mask]`, `x.at[mask]`), `jnp.nonzero`/`argwhere`/"
@@ -74,25 +75,29 @@ class DataDependentShape(Rule):
                 if not V.is_jax(model, sub.value, scope):
                     continue
                 parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-                if any(V.is_mask(model, p, scope) and not staging.suspect(f, p, scope) for p in parts):
+                found = _first_traced(staging, f, [p for p in parts if V.is_mask(model, p, scope)], scope)
+                path = tracers.traced_path(staging, f, sub) if found is not None else None
+                if found is not None and not path.disproven:
                     yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a size that depends "
                                             "on the data, so it raises NonConcreteBooleanIndexError "
                                             f"{staging.how_staged(f)}; use jnp.where(mask, x, fill) or a masked "
-                                            "reduction")
+                                            "reduction", facts=[found[1], path])
             for call in f.calls:
                 scope = model.scope_at(call)
-
-                def traced(e, scope=scope, f=f) -> bool:
-                    return V.is_jax(model, e, scope) and not staging.suspect(f, e, scope)
-
-                what = self._sized_call(model, call, scope, traced)
-                if what is not None and not loopfacts.in_size_is_none_branch(model, model.context(call)):
-                    head, fix = what
+                what = self._sized_call(model, call, scope)
+                if what is None:
+                    continue
+                head, fix, operands = what
+                found = _first_traced(staging, f, operands, scope)
+                path = tracers.traced_path(staging, f, call) if found is not None else None
+                if found is not None and not path.disproven:
                     yield self.finding(call, f"{head} has a size that depends on the data, so it raises "
-                                             f"ConcretizationTypeError {staging.how_staged(f)}; {fix}")
+                                             f"ConcretizationTypeError {staging.how_staged(f)}; {fix}",
+                                       facts=[found[1], path])
 
-    def _sized_call(self, model: ModuleModel, call: ast.Call, scope: Scope, traced) -> Optional[tuple]:
-        """``(what, fix)`` for a call whose output size depends on traced data."""
+    def _sized_call(self, model: ModuleModel, call: ast.Call, scope: Scope) -> Optional[tuple]:
+        """``(what, fix, operands)`` for a call whose output size depends on the data of one of
+        ``operands`` when that one is traced."""
         func = call.func
         qn = model.resolve(func, scope)
         has = {kw.arg for kw in call.keywords}
@@ -101,23 +106,47 @@ class DataDependentShape(Rule):
         if any(isinstance(a, ast.Starred) for a in call.args):
             return None
         if qn in _SIZE_FUNCS:
-            if "size" in has or not any(traced(call_arg(call, i, None)) for i in _SIZE_FUNCS[qn]):
+            if "size" in has:
                 return None
-            return f"`{unparse(func)}(...)` without `size=`", "pass size= (and fill_value=)"
+            operands = [a for a in (call_arg(call, i, None) for i in _SIZE_FUNCS[qn]) if a is not None]
+            return f"`{unparse(func)}(...)` without `size=`", "pass size= (and fill_value=)", operands
         if qn == "jax.numpy.where":
-            if len(call.args) == 1 and not has & {"x", "y", "size"} and traced(call.args[0]):
+            if len(call.args) == 1 and not has & {"x", "y", "size"}:
                 return ("one-argument `jnp.where(cond)` without `size=`",
-                        "use jnp.where(cond, x, y) or pass size=")
+                        "use jnp.where(cond, x, y) or pass size=", [call.args[0]])
             return None
         if qn == "jax.numpy.repeat":
             repeats = call_arg(call, 1, "repeats")
-            if (repeats is not None and "total_repeat_length" not in has and traced(repeats)):
-                return "`jnp.repeat` with traced `repeats`", "pass total_repeat_length="
+            if repeats is not None and "total_repeat_length" not in has:
+                return "`jnp.repeat` with traced `repeats`", "pass total_repeat_length=", [repeats]
             return None
-        if (qn is None and isinstance(func, ast.Attribute) and func.attr == "nonzero" and "size" not in has
-                and traced(func.value)):
-            return f"`{unparse(func)}()` without `size=`", "pass size= (and fill_value=)"
+        if qn is None and isinstance(func, ast.Attribute) and func.attr == "nonzero" and "size" not in has:
+            return f"`{unparse(func)}()` without `size=`", "pass size= (and fill_value=)", [func.value]
         return None
+
+
+def _shape_parts(arg: ast.AST) -> list:
+    """The sizes a shape argument is made of: the elements of a tuple or list literal, of each side
+    of a concatenation (``(k,) + x.shape``), or the argument itself."""
+    if isinstance(arg, (ast.Tuple, ast.List)):
+        return list(arg.elts)
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add) and (
+            isinstance(arg.left, (ast.Tuple, ast.List)) or isinstance(arg.right, (ast.Tuple, ast.List))):
+        return _shape_parts(arg.left) + _shape_parts(arg.right)
+    return [arg]
+
+
+def _first_traced(staging, f: FunctionInfo, exprs: list, scope: Scope, ctx=None):
+    """``(expression, tracer fact)`` for the first of ``exprs`` proven a tracer, else for the first
+    one not known either way; None when each is disproven (not a tracer)."""
+    gap = None
+    for e in exprs:
+        fact = tracers.tracer(staging, f, e, scope, ctx)
+        if fact.proven:
+            return e, fact
+        if fact.unknown and gap is None:
+            gap = e, fact
+    return gap
 
 
 # --------------------------------------------------------------------------- JAX302
@@ -125,6 +154,7 @@ class DataDependentShape(Rule):
 
 class TracedControlFlow(Rule):
     code = "JAX302"
+    needs = ("tracer", "traced-path")
     short = "Python control flow (if, while, and/or) on a traced array inside jitted code."
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
@@ -169,10 +199,12 @@ class TracedControlFlow(Rule):
                 continue
             _cover(test, covered)
             culprit = self._culprit(model, staging, f, ctx, test, True)
-            if culprit is not None:
+            path = tracers.traced_path(staging, f, anchor) if culprit is not None else None
+            if culprit is not None and not path.disproven:
                 kind, fix = _describe_if(node)
-                yield self.finding(test, f"{kind} on the traced value `{unparse(culprit, 30)}` raises "
-                                         f"TracerBoolConversionError {staging.how_staged(f)}; {fix}")
+                yield self.finding(test, f"{kind} on the traced value `{unparse(culprit[0], 30)}` raises "
+                                         f"TracerBoolConversionError {staging.how_staged(f)}; {fix}",
+                                   facts=[culprit[1], path])
         for node in model.bool_nodes:
             if id(node) in covered:
                 continue
@@ -182,36 +214,42 @@ class TracedControlFlow(Rule):
                 continue
             _cover(node, covered)
             culprit = self._culprit(model, staging, f, ctx, node, False)
-            if culprit is None:
+            path = tracers.traced_path(staging, f, node) if culprit is not None else None
+            if culprit is None or path.disproven:
                 continue
             if isinstance(node, ast.UnaryOp):
                 what, fix = "`not`", "use jnp.logical_not (or ~)"
             else:
                 op = "and" if isinstance(node.op, ast.And) else "or"
                 what, fix = f"`{op}`", f"use jnp.logical_{op} (or {'&' if op == 'and' else '|'}) or jnp.where"
-            yield self.finding(node, f"{what} on the traced value `{unparse(culprit, 30)}` raises "
-                                     f"TracerBoolConversionError {staging.how_staged(f)}; {fix}")
+            yield self.finding(node, f"{what} on the traced value `{unparse(culprit[0], 30)}` raises "
+                                     f"TracerBoolConversionError {staging.how_staged(f)}; {fix}",
+                               facts=[culprit[1], path])
 
     def _culprit(self, model: ModuleModel, staging, f: FunctionInfo, ctx, e: ast.AST, tested: bool):
-        """The first operand that Python converts to bool and that is a tracer. ``tested``: the
-        value of ``e`` itself is converted (an ``if`` test, a ``not`` operand, a non-last operand
-        of ``and``/``or``)."""
+        """``(operand, tracer fact)`` for the first operand that Python converts to bool and that is
+        proven a tracer, else for the first one not known either way; None when none may be one.
+        ``tested``: the value of ``e`` itself is converted (an ``if`` test, a ``not`` operand, a
+        non-last operand of ``and``/``or``)."""
         if isinstance(e, ast.BoolOp):
             last = len(e.values) - 1
             stops_at = isinstance(e.op, ast.Or)  # `or` stops at a true operand, `and` at a false one
+            gap = None
             for i, v in enumerate(e.values):
                 found = self._culprit(model, staging, f, ctx, v, tested or i < last)
                 if found is not None:
-                    return found
+                    if found[1].proven:
+                        return found
+                    gap = gap or found
                 if i < last and statics.static_truth(staging, f, v, ctx.scope) is stops_at:
-                    return None  # a flag fixed at every trace short-circuits: the rest never runs
-            return None
+                    break  # a flag fixed at every trace short-circuits: the rest never runs
+            return gap
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return self._culprit(model, staging, f, ctx, e.operand, True)
-        if (tested and V.truthy_tracer(model, e, ctx.scope) and staging.array_valued(f, e, ctx.scope)
-                and not staging.suspect(f, e, ctx.scope) and not staging.narrowed(ctx, e)
-                and not hostvalues.reads_internal_helper(model, e, ctx.scope)):
-            return e
+        if tested and V.truthy_tracer(model, e, ctx.scope):
+            fact = tracers.tracer(staging, f, e, ctx.scope, ctx)
+            if not fact.disproven:
+                return e, fact
         return None
 
 
@@ -234,6 +272,7 @@ _SHAPE_ARGS = N.SHAPE_ARGS
 
 class TracedShapeArgument(Rule):
     code = "JAX303"
+    needs = ("tracer", "traced-path")
     short = "An array size or shape computed from a traced value inside traced code."
     name = "traced-shape-argument"
     summary = ("Finds array constructors (`jnp.zeros/ones/full/empty/arange/linspace/eye/tri/identity`), "
@@ -267,15 +306,16 @@ class TracedShapeArgument(Rule):
             for call in f.calls:
                 scope = model.scope_at(call)
                 for arg in self._size_args(model, call, scope):
-                    parts = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
-                    parts = [p.value if isinstance(p, ast.Starred) else p for p in parts]
-                    bad = [p for p in parts if V.is_jax(model, p, scope) and not staging.suspect(f, p, scope)]
-                    if bad:
-                        yield self.finding(bad[0], f"size `{unparse(bad[0], 30)}` of `{unparse(call.func)}` is "
-                                                   "computed from a traced value, and shapes must be known when "
-                                                   f"tracing: this raises a TypeError or ConcretizationTypeError "
-                                                   f"{staging.how_staged(f)}; derive it from `.shape`, or make it a "
-                                                   "static argument (static_argnames=)")
+                    parts = [p.value if isinstance(p, ast.Starred) else p for p in _shape_parts(arg)]
+                    found = _first_traced(staging, f, parts, scope)
+                    path = tracers.traced_path(staging, f, call) if found is not None else None
+                    if found is not None and not path.disproven:
+                        bad, fact = found
+                        yield self.finding(bad, f"size `{unparse(bad, 30)}` of `{unparse(call.func)}` is "
+                                                "computed from a traced value, and shapes must be known when "
+                                                f"tracing: this raises a TypeError or ConcretizationTypeError "
+                                                f"{staging.how_staged(f)}; derive it from `.shape`, or make it a "
+                                                "static argument (static_argnames=)", facts=[fact, path])
                         break
 
     def _size_args(self, model: ModuleModel, call: ast.Call, scope: Scope) -> list:

@@ -1759,8 +1759,8 @@ def test_array_valued_is_not_any_traced_parameter():
 
 def test_array_valued_elements_and_fields_of_traced_arguments():
     # an element unpacked or indexed out of a traced argument is a leaf unless used otherwise; a
-    # field read off one is only known to be an array when used as a number (it may be None, an
-    # object or static aux data)
+    # field read off one is a leaf when its class is a pytree dataclass that does not declare it
+    # static (``State.step`` here, whatever Python value it holds), and not known otherwise
     assert _kinds("""
     import jax
     from flax import struct
@@ -1777,7 +1777,7 @@ def test_array_valued_elements_and_fields_of_traced_arguments():
 
     def f(x0):
         return jax.lax.while_loop(lambda c: True, body, x0)
-    """, "body") == [True, True, False, True, True, False, True, True]
+    """, "body") == [True, True, True, True, True, False, True, True]
 
 
 def test_array_valued_through_staged_callers():
@@ -4494,3 +4494,62 @@ def test_rebinding_calls_without_donation_in_step_loops():
     assert all(r.wrap.donation_declared is False for r in donation.rebinding_without_donation(m))
     declared = {lines[w.node.lineno - 1].split("=")[0].strip(): w.donation_declared for w in m.jit_wraps}
     assert declared["donating"] is True and declared["unknown"] is True and declared["step"] is False
+
+
+def test_a_field_of_an_argument_of_unknown_class_is_not_known_to_be_a_tracer():
+    # issue 37: configuration objects and static fields are not tracers until shown to be; a field
+    # of a class registered static, or declared a meta field, is a Python value; a field of a class
+    # the module does not show is unknown, whatever arithmetic it takes part in
+    assert _tracer_status("""
+    import dataclasses
+    import jax
+
+    @jax.tree_util.register_static
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        n_heads: int
+
+    @dataclasses.dataclass
+    class Meta:
+        x: jax.Array
+        n: int
+
+    jax.tree_util.register_dataclass(Meta, data_fields=["x"], meta_fields=["n"])
+
+    @jax.jit
+    def f(cfg, meta, other):
+        return sink(cfg.n_heads > 1, meta.n * 2, meta.x > 0, other.size_hint > 2, other.lr * 2)
+    """) == ["disproven", "disproven", "proven", "unknown", "unknown"]
+
+
+def _tracer_status(src: str, fname: str = "f") -> list:
+    """The tracer fact (jaxlint/model/tracers.py) of each argument of the ``sink(...)`` call in ``fname``."""
+    from jaxlint.model import tracers
+
+    tree, m = build(src)
+    call = call_to(tree, "sink")
+    f = m.function_at(call)
+    assert f is not None and f.name == fname
+    return [tracers.tracer(m.staging, f, a, m.scope_at(call)).status for a in call.args]
+
+
+def test_the_tracer_fact_of_defaults_statics_and_python_values():
+    # proven from JAX work and traced inputs used as arrays; disproven for static arguments, values
+    # used as Python values (compared with an enum member, `or {}`) and closed-over concrete
+    # arrays; unknown for a parameter with a default no call overrides
+    assert _tracer_status("""
+    import enum
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    class Mode(enum.Enum):
+        A = 1
+
+    table = jnp.arange(4)
+
+    @functools.partial(jax.jit, static_argnames=("k",))
+    def f(x, k, mode, opts, n=4):
+        opts = opts or {}
+        return sink(jnp.sum(x), x > 0, k * 2, mode == Mode.A, table[0] > 1, n + 1, opts)
+    """) == ["proven", "proven", "disproven", "disproven", "disproven", "unknown", "disproven"]

@@ -298,9 +298,9 @@ _JAX302_POSITIVE += [
     def train_step(state, batch):
         if batch["mask"][0] > 0:  # expect: JAX302
             state = state.replace(step=state.step + 1)
-        if state.step % 100 == 0:  # expect: JAX302
+        if state.step % 100 == 0:  # expect: JAX302 (opt-in)
             state = state.replace(lr=state.lr * 0.5)
-        if state.lr * 2:  # expect: JAX302
+        if state.lr * 2:  # expect: JAX302 (opt-in)
             pass
         return state
     """,
@@ -443,12 +443,12 @@ _JAX302_NEGATIVE += [
     @jax.jit
     def prefill(params, tokens, existing_prefix: Optional[jax.Array] = None, padding=None,
                 softmax_logits: bool = False):
-        if existing_prefix:
+        if existing_prefix:  # expect: JAX302 (opt-in)
             raise ValueError("prefixes are not supported")
-        if padding:
+        if padding:  # expect: JAX302 (opt-in)
             tokens = jnp.pad(tokens, padding)
         logits = tokens @ params["w"]
-        if softmax_logits:
+        if softmax_logits:  # expect: JAX302 (opt-in)
             logits = jax.nn.softmax(logits)
         return logits
 
@@ -472,7 +472,7 @@ _JAX302_NEGATIVE += [
     def train_step(state, batch, dynamic_scale):
         if dynamic_scale:
             grad_fn = dynamic_scale.value_and_grad(lambda p: jnp.sum(p["w"] * batch))
-        if state.dynamic_scale:
+        if state.dynamic_scale:  # expect: JAX302 (opt-in)
             batch = batch * 2
         if state.warmup > 0:
             batch = batch * 0.5
@@ -548,7 +548,14 @@ _JAX302_NEGATIVE += [
 
 @pytest.mark.parametrize("src", _JAX302_NEGATIVE)
 def test_jax302_near_miss_not_reported(src):
-    assert_quiet(src)
+    if "(opt-in)" in src:
+        # a value the model cannot show to be a tracer (a field of an argument of unknown class, an
+        # optional argument no call passes): opt-in, and the finding names the unknown fact
+        assert default_findings(src) == []
+        assert_marked(src)
+        assert all(why.startswith("tracer unknown: ") for _, _, why in opt_in_findings(src))
+    else:
+        assert_quiet(src)
 
 
 def test_autodiff_is_staged_only_where_it_runs_under_jit_or_vmap():

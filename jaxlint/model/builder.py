@@ -7,6 +7,7 @@ from typing import Optional
 
 from .. import names as N
 from . import loops as loopfacts
+from .factcache import FactCache
 from .limits import Work
 from .module import ModuleModel
 from .records import (
@@ -28,6 +29,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
     :class:`~jaxlint.project.ProjectResolver`, names imported from the project's own modules are
     looked up there. ``shallow`` skips function bodies (for summaries of imported modules)."""
     model = ModuleModel(tree)
+    model.facts = FactCache()
     model.path = path
     model.project = project
     model._wraps_by_call = {}

@@ -238,6 +238,8 @@ def known_trips(m, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = F
         return None if value is None else known_trips(m, value, scope, depth + 1, defaults)
     if _array_of_literal(m, it, scope):
         return known_trips(m, it.args[0], scope, depth + 1, defaults)
+    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Slice):
+        return _slice_at_most(it.slice)
     if not (isinstance(it, ast.Call) and it.args and not it.keywords
             and not any(isinstance(a, ast.Starred) for a in it.args)):
         return None
@@ -259,6 +261,29 @@ def known_trips(m, it: ast.AST, scope: Scope, depth: int = 0, defaults: bool = F
         counts = [known_trips(m, a, scope, depth + 1, defaults) for a in it.args]
         known = [c for c in counts if c is not None]
         return min(known) if known else None  # zip stops at its shortest input
+    return None
+
+
+def _slice_at_most(sl: ast.Slice) -> Optional[int]:
+    """At most how many items a slice with int literal bounds takes, whatever the sequence:
+    ``xs[-1:]`` one, ``xs[:3]`` three, ``xs[2:5]`` three; None when a bound is not a literal of the
+    right sign or there is a step."""
+    def literal(e):
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            v = literal(e.operand)
+            return None if v is None else -v
+        return e.value if isinstance(e, ast.Constant) and type(e.value) is int else None
+
+    if sl.step is not None:
+        return None
+    lo = 0 if sl.lower is None else literal(sl.lower)
+    hi = None if sl.upper is None else literal(sl.upper)
+    if lo is None or (sl.upper is not None and hi is None):
+        return None
+    if hi is None:
+        return -lo if lo < 0 else None  # xs[-k:]: the last k at most
+    if (lo >= 0) == (hi >= 0) or (lo == 0 and hi > 0):
+        return max(hi - lo, 0)  # xs[:k], xs[a:b], xs[-k:-j]
     return None
 
 
@@ -531,18 +556,6 @@ def membership_guarded(m, target: ast.Subscript) -> bool:
                 part = part.operand
             if (isinstance(part, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in part.ops)
                     and any(isinstance(c, ast.Name) and c.id == name for c in part.comparators)):
-                return True
-    return False
-
-
-def in_size_is_none_branch(m, ctx) -> bool:
-    """Inside ``if size is None:`` -- an implementation that takes the unsized path only when
-    its caller made sure the input is concrete (jnp.unique's own code)."""
-    for test, _ in ctx.guards if ctx is not None else ():
-        for node in walk(test):
-            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "size"
-                    and isinstance(node.ops[0], ast.Is) and isinstance(node.comparators[0], ast.Constant)
-                    and node.comparators[0].value is None):
                 return True
     return False
 

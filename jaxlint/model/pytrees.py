@@ -25,7 +25,7 @@ def static_fields(m) -> set:
     a module whose arrays live in ``params``); and what a ``flax.nnx.Module`` sets in
     ``__init__`` from a parameter or a constant (an int or a string is static in its graph
     definition, only ``nnx.Variable``s are state)."""
-    found = m.__dict__.get("_static_fields")
+    found = m.facts.static_fields
     if found is None:
         out: set = set()
         for cls in m.classes.values():  # every class the walk recorded
@@ -39,7 +39,10 @@ def static_fields(m) -> set:
                 value = stmt.value if isinstance(stmt, (ast.AnnAssign, ast.Assign)) else None
                 if not isinstance(value, ast.Call):
                     continue
-                static_call = scope is not None and m.resolve(value.func, scope) in _STATIC_FIELD_CALLS
+                # ``static_field()`` is the name of the static-field helper in flax.struct, equinox,
+                # jax-md's and netket's ``struct``/``dataclasses`` modules alike: a library's API name
+                static_call = (scope is not None and m.resolve(value.func, scope) in _STATIC_FIELD_CALLS) or (
+                    _called_name(value.func) == "static_field")
                 if static_call or any(
                         (kw.arg == "pytree_node" and isinstance(kw.value, ast.Constant) and kw.value.value is False)
                         or (kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True)
@@ -48,8 +51,108 @@ def static_fields(m) -> set:
                     out |= {t.id for t in targets if isinstance(t, ast.Name)}
             if bases & _NNX_MODULES and "__init__" in cls.methods:
                 out |= _nnx_static_attrs(cls.methods["__init__"])
-        found = m._static_fields = frozenset(out)
+            if _registered(m, cls) == "static":  # jax.tree_util.register_static: the whole object is aux data
+                out |= _declared_fields(cls)
+        for cls, meta in _registered_dataclasses(m):
+            out |= meta
+        found = m.facts.static_fields = frozenset(out)
     return found
+
+
+# Annotations that declare a field an array (a pytree leaf that is a tracer in traced code).
+_ARRAY_ANNOTATIONS = frozenset({"jax.Array", "jax.numpy.ndarray", "jax.numpy.DeviceArray", "chex.Array",
+                                "chex.ArrayDevice", "jax.typing.ArrayLike"})
+_JAXTYPING = "jaxtyping."
+
+
+def array_fields(m) -> frozenset:
+    """Attributes this module's classes declare pytree leaves, and no class of the module declares
+    static: annotated as arrays (``x: jax.Array``, ``w: jnp.ndarray``, ``v: chex.Array``, ``y:
+    Float[Array, "n"]``), or fields of a class registered as a pytree dataclass (a
+    ``flax.struct.PyTreeNode``, ``@flax.struct.dataclass``, ``@chex.dataclass``, the data fields of
+    ``jax.tree_util.register_dataclass``). Read off a traced argument, such a field is a leaf: a
+    tracer, whatever Python value was put there."""
+    found = m.facts.array_fields
+    if found is None:
+        out: set = set()
+        for cls in m.classes.values():
+            scope = cls.scope
+            if scope is None:
+                continue
+            leaves = _registered(m, cls) == "dataclass"  # every field not declared static is a leaf
+            for stmt in cls.node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and (
+                        leaves or _array_annotation(m, stmt.annotation, scope)):
+                    out.add(stmt.target.id)
+        for cls, meta in _registered_dataclasses(m):
+            out |= _declared_fields(cls) - meta
+        found = m.facts.array_fields = frozenset(out - static_fields(m))
+    return found
+
+
+# Pytree dataclasses: every field is a leaf unless declared static (JAX's and the libraries' API).
+_DATACLASS_BASES = frozenset({"flax.struct.PyTreeNode"})
+_DATACLASS_DECORATORS = frozenset({"flax.struct.dataclass", "chex.dataclass", "jax.tree_util.register_dataclass"})
+_STATIC_DECORATORS = frozenset({"jax.tree_util.register_static"})
+
+
+def _registered(m, cls) -> str:
+    """"dataclass" for a pytree dataclass (its fields are leaves unless declared static), "static"
+    for a class registered with ``jax.tree_util.register_static`` (decorator or call), else ""."""
+    scope = cls.scope
+    if scope is None:
+        return ""
+    for dec in cls.node.decorator_list:
+        qn = m.resolve(dec.func if isinstance(dec, ast.Call) else dec, scope.parent or scope)
+        if qn in _STATIC_DECORATORS:
+            return "static"
+        if qn in _DATACLASS_DECORATORS and not (isinstance(dec, ast.Call) and dec.args):
+            return "dataclass"
+    if any(m.resolve(b, scope.parent or scope) in _DATACLASS_BASES for b in cls.node.bases):
+        return "dataclass"
+    for call in m.calls_by_name.get("register_static", ()):
+        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == cls.node.name and \
+                m.resolve(call.func, m.scope_at(call)) in _STATIC_DECORATORS:
+            return "static"
+    return ""
+
+
+def _registered_dataclasses(m) -> list:
+    """``(class, meta field names)`` for each ``jax.tree_util.register_dataclass(C, data_fields=...,
+    meta_fields=[...])`` call on a class of this module (literal field lists)."""
+    out = []
+    by_name = {c.node.name: c for c in m.classes.values()}
+    for call in m.calls_by_name.get("register_dataclass", ()):
+        if not call.args or not isinstance(call.args[0], ast.Name) or call.args[0].id not in by_name:
+            continue
+        if m.resolve(call.func, m.scope_at(call)) != "jax.tree_util.register_dataclass":
+            continue
+        meta = next((kw.value for kw in call.keywords if kw.arg == "meta_fields"), None)
+        if meta is None and len(call.args) >= 3:
+            meta = call.args[2]
+        names = {e.value for e in getattr(meta, "elts", ()) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        out.append((by_name[call.args[0].id], frozenset(names)))
+    return out
+
+
+def _declared_fields(cls) -> set:
+    """The fields a class body declares (``x: int``, ``x = ...``) and what ``__init__`` sets on ``self``."""
+    out = {stmt.target.id for stmt in cls.node.body if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)}
+    out |= {t.id for stmt in cls.node.body if isinstance(stmt, ast.Assign) for t in stmt.targets if isinstance(t, ast.Name)}
+    out |= set(cls.self_attrs)
+    return out
+
+
+def _array_annotation(m, ann: ast.AST, scope) -> bool:
+    if isinstance(ann, ast.Subscript):  # jaxtyping's Float[Array, "b n"]
+        qn = m.resolve(ann.value, scope)
+        return qn is not None and qn.startswith(_JAXTYPING)
+    qn = m.resolve(ann, scope)
+    return qn in _ARRAY_ANNOTATIONS
+
+
+def _called_name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _nnx_static_attrs(init: FunctionInfo) -> set:

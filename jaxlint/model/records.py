@@ -212,6 +212,17 @@ class FunctionInfo:
     def is_method(self) -> bool:
         return self.cls is not None and not isinstance(self.node, ast.Lambda)
 
+    def default(self, name: str) -> Optional[ast.AST]:
+        """The default value expression of parameter ``name``, or None when it has none."""
+        a = self.node.args
+        positional = list(self.params)
+        if name in positional:
+            i = positional.index(name) - (len(positional) - len(a.defaults))
+            return a.defaults[i] if i >= 0 else None
+        if name in self.kwonly:
+            return a.kw_defaults[self.kwonly.index(name)]
+        return None
+
     def static_names(self) -> set[str]:
         out = set(self.static_argnames)
         for i in self.static_argnums:

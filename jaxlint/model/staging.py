@@ -131,16 +131,18 @@ class Staging:
     def suspect(self, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope) -> bool:
         """Whether ``expr`` is a JAX value only by the model's over-approximation: it reads (directly
         or through local assignments) parameters the model counts as tracers that may well be
-        Python values (see :meth:`_shaky`), or arrays bound outside any traced function (computed
-        eagerly, then closed over: concrete constants when tracing), and no other tracer."""
+        Python values (see :meth:`_shaky`) or that the function uses as Python values
+        (:meth:`_python_evidence`), or arrays bound outside any traced function (computed eagerly,
+        then closed over: concrete constants when tracing), and no other tracer."""
         found: set = set()
         self._sources(expr, scope, found, 0)
-        return ("shaky" in found or "concrete" in found) and "real" not in found
+        return ("shaky" in found or "concrete" in found or "python" in found) and "real" not in found
 
     def _sources(self, expr: ast.AST, scope: Scope, found: set, depth: int) -> None:
         m = self.m
         static = None
         skip: set = set()
+        bases = {id(x.value) for x in walk(expr) if isinstance(x, (ast.Subscript, ast.Attribute))}
         for n in walk(expr):
             if id(n) in skip:
                 continue
@@ -163,6 +165,9 @@ class Staging:
             if ev.kind == "param" and g is not None:
                 if n.id in self._shaky(g):
                     found.add("shaky")
+                elif id(n) not in bases and self._python_evidence(ev, n.id):
+                    found.add("python")  # read whole, and used as a Python value elsewhere (``x is None``,
+                    # ``x == Mode.A``; its fields or items, ``x["k"]``, may still be arrays)
                 elif n.id in g.tracer_params:
                     found.add("real")
             elif ev.kind in ("assign", "for", "aug") and depth < L.TRACER_SOURCE_HORIZON:
@@ -250,7 +255,10 @@ class Staging:
         if t is ast.Call:
             return self._call_array(e, scope, d)
         if t is ast.Attribute:
-            return e.attr in _ARRAY_ATTRS and self._array(e.value, scope, d)
+            if e.attr in _ARRAY_ATTRS and self._array(e.value, scope, d):
+                return True
+            # a field the module's classes declare an array (``x: jax.Array``), read off a traced input
+            return e.attr in pytrees.array_fields(self.m) and self._input(e.value, scope, d)
         if t is ast.Subscript:
             return self._array(e.value, scope, d)
         if t is ast.BinOp:
@@ -344,10 +352,9 @@ class Staging:
         """A traced input or an element of one (``batch``, ``batch["x"][0]``, ``err`` from
         ``x, err = state``), read without a JAX operation or an attribute: a parameter without a
         default, or passed an array by a staged caller, or a name unpacked from one."""
-        while isinstance(e, (ast.Subscript, ast.Attribute)):
-            if isinstance(e, ast.Attribute) and (e.attr in N.METADATA_ATTRS or e.attr in pytrees.static_fields(self.m)):
-                return False
-            e = e.value
+        while isinstance(e, ast.Subscript) or (isinstance(e, ast.Attribute) and e.attr in pytrees.array_fields(self.m)):
+            e = e.value  # an element of a traced input, or a field declared an array, is a leaf of it: a
+            # tracer (another field, ``state.n``, may be static aux data or a Python value: not known)
         if not isinstance(e, ast.Name) or d > L.KIND_CHAIN or not self.m.work.spend():
             return False
         ev = self.m.binding(e.id, scope, _pos(e))
@@ -539,12 +546,4 @@ def _unpacked(value: Optional[ast.AST], path) -> tuple:
 
 
 def _has_default(g: FunctionInfo, name: str) -> bool:
-    return _default(g, name) is not None
-
-
-def _default(g: FunctionInfo, name: str) -> Optional[ast.AST]:
-    a = g.node.args
-    positional = list(g.params)
-    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
-    defaults.update({p: dv for p, dv in zip(g.kwonly, a.kw_defaults) if dv is not None})
-    return defaults.get(name)
+    return g.default(name) is not None

@@ -14,7 +14,6 @@ from .. import names as N
 from . import callables
 from . import limits as L
 from .records import FunctionInfo, Scope
-from .staging import _default
 from .syntax import _pos
 
 
@@ -59,7 +58,7 @@ def static_constant(st, g: FunctionInfo, name: str) -> Optional[tuple]:
                     return None
                 given = callables.passed_argument(g, call, name)
                 if given is None:
-                    given = _default(g, name)  # left out: the default
+                    given = g.default(name)  # left out: the default
                 if not isinstance(given, ast.Constant):
                     return None
                 values.append(given.value)

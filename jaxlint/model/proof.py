@@ -1,0 +1,101 @@
+"""Proof: the facts a finding rests on, each *proven*, *disproven* or *unknown*, with its evidence.
+
+A rule reports a pitfall only when every fact it relies on holds: the value is a tracer, the code
+runs at every step, the clock read does not wait, ... Each rule declares the facts it needs in one
+place (``Rule.needs``, beside its examples) and hands the facts it established to
+:meth:`jaxlint.rule.Rule.finding`:
+
+* every fact proven: a default finding;
+* a fact unknown: the finding is opt-in (``--pedantic``), and its evidence names the unknown;
+* a fact disproven: no finding (the rule does not call ``finding``).
+
+"Unknown" is the honest answer where the model cannot follow the value or the call: a configuration
+object, a static field, a shape or a Python int is not a tracer until shown to be one.
+
+This module decides nothing; the model's fact modules build :class:`Fact` values, the rules read
+them. It imports nothing from the model.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+PROVEN = "proven"
+UNKNOWN = "unknown"
+DISPROVEN = "disproven"
+
+# The facts a rule can need, and what each one claims. ``Rule.needs`` names them; ``jaxlint
+# explain CODE`` prints them as the rule's proof obligation.
+FACTS = {
+    "tracer": "the value is a tracer where it is used (an abstract array under staged tracing), not a "
+              "Python value, a static field, a shape or a configuration object",
+    "traced-path": "the code is on the path JAX traces: no `if` decided by a Python value at trace time (an "
+                   "optional argument left None, a static flag) skips it",
+    "immutable-array": "the object written to is a JAX array (immutable), not a Pallas or state ref, a "
+                       "NumPy array or a container",
+    "device-value": "the value is a JAX array on the device, so reading it on the host waits for the device",
+    "per-step": "the code runs at every step of a loop whose trip count grows with the work",
+    "runs-per-call": "the code runs every time the function is called, not once per trace",
+    "trace-time": "the code runs only while JAX traces the function (once per compilation), not at every call",
+    "new-wrapper": "a new jit wrapper (a new cache entry) is made each time the code runs",
+    "repeats": "the function around the code runs again and again",
+    "unblocked": "nothing between the dispatched work and the clock read waits for the device",
+    "eager-update": "the work is an update of carried state, run op by op outside jit",
+}
+
+
+class Fact:
+    """One fact a finding rests on: ``name`` (a key of :data:`FACTS`), ``status`` (:data:`PROVEN`,
+    :data:`UNKNOWN` or :data:`DISPROVEN`) and ``why`` (its evidence, one sentence)."""
+
+    __slots__ = ("name", "status", "why")
+
+    def __init__(self, name: str, status: str, why: str):
+        self.name = name
+        self.status = status
+        self.why = why
+
+    @property
+    def proven(self) -> bool:
+        return self.status == PROVEN
+
+    @property
+    def unknown(self) -> bool:
+        return self.status == UNKNOWN
+
+    @property
+    def disproven(self) -> bool:
+        return self.status == DISPROVEN
+
+    def as_tuple(self) -> tuple:
+        return (self.name, self.status, self.why)
+
+    def __eq__(self, other):
+        return self.as_tuple() == other.as_tuple() if isinstance(other, Fact) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.as_tuple())
+
+    def __repr__(self) -> str:
+        return f"Fact({self.name!r}, {self.status!r}, {self.why!r})"
+
+
+def proven(name: str, why: str) -> Fact:
+    return Fact(name, PROVEN, why)
+
+
+def unknown(name: str, why: str) -> Fact:
+    return Fact(name, UNKNOWN, why)
+
+
+def disproven(name: str, why: str) -> Fact:
+    return Fact(name, DISPROVEN, why)
+
+
+def first_unknown(facts: Iterable[Fact]) -> Optional[Fact]:
+    return next((f for f in facts if f.status == UNKNOWN), None)
+
+
+def sentence(fact: Fact) -> str:
+    """How a finding's evidence states the fact: ``tracer (proven): ...``."""
+    return f"{fact.name} ({fact.status}): {fact.why}"
