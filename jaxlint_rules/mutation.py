@@ -91,6 +91,7 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
 
 class InplaceItemAssignment(Rule):
     code = "JAX401"
+    needs = ("immutable-array",)
     short = "In-place item assignment (x[i] = v) on an immutable JAX array."
     name = "inplace-item-assignment"
     fixable = True
@@ -133,9 +134,12 @@ class InplaceItemAssignment(Rule):
                 continue
             if not model.arrays.item_target(target, scope):
                 continue
+            fact = refs.immutable_array(model, target, scope)
+            if fact.disproven:
+                continue
             stmt = rebinding.statement_of(model, target) if kind == "aug" else None
             op = stmt.op if isinstance(stmt, ast.AugAssign) else None
-            yield self.finding(target, self._message(target, kind, op), self._fix(model, target, kind))
+            yield self.finding(target, self._message(target, kind, op), self._fix(model, target, kind), facts=[fact])
 
     @staticmethod
     @_never_raises

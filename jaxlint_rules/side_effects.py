@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model import callables, containers, repetition
+from jaxlint.model import callables, containers, repetition, tracers
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 
@@ -35,6 +35,7 @@ def _pos(node: ast.AST) -> tuple:
 
 class SideEffectInTracedCode(Rule):
     code = "JAX601"
+    needs = ("leaks",)
     short = "Traced code that stores values into state that outlives the call, which runs only at trace time."
     confirmed_by = "trace_time"
     name = "side-effect-in-traced-code"
@@ -96,8 +97,10 @@ class SideEffectInTracedCode(Rule):
             values = list(call.args) + [kw.value for kw in call.keywords]
             if not any(V.holds_jax(model, v, scope) for v in values):
                 continue  # trace-time bookkeeping of static values (shapes, names, trace counters)
+            fact = tracers.leaks(model.staging, f, func.value)
             yield self.finding(call, f"`{unparse(func)}(...)` stores a tracer in the {owner} `{func.value.id}` "
-                                     f"{_when(model, f)}; return the value from the traced function instead")
+                                     f"{_when(model, f)}; return the value from the traced function instead",
+                               facts=[fact])
 
     def _stores(self, model: ModuleModel) -> Iterator[Finding]:
         for target, kind in model.stores:
@@ -126,11 +129,12 @@ class SideEffectInTracedCode(Rule):
                     if kind != "assign" or not isinstance(stmt, ast.Assign) or not V.holds_jax(model, stmt.value, scope):
                         continue
                 if owner is not None:
+                    fact = tracers.leaks(model.staging, f, target.value)
                     op = "= ..." if kind == "assign" else "+= ..." if isinstance(
                         getattr(model.stmt_of.get(id(target)), "op", None), ast.Add) else "op= ..."
                     yield self.finding(target, f"`{unparse(target)} {op}` writes into the {owner} "
                                                f"`{target.value.id}` {_when(model, f)}; return the value from "
-                                               "the traced function instead")
+                                               "the traced function instead", facts=[fact])
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and f.is_method and f.params and target.value.id == f.params[0] and scope is f.scope
                   and "builtins.staticmethod" not in f.decorators):
@@ -139,7 +143,7 @@ class SideEffectInTracedCode(Rule):
                     continue
                 yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
                                            f"`{wrap.spelling}` happens once, at trace time; return the new state "
-                                           "instead")
+                                           "instead", facts=[tracers.leaks(model.staging, f)])
 
     def _decls(self, model: ModuleModel) -> Iterator[Finding]:
         for decl in model.decls:
@@ -163,9 +167,11 @@ class SideEffectInTracedCode(Rule):
                         continue
                     if not V.holds_jax(model, value, ev.scope):
                         continue
+                    fact = tracers.leaks(model.staging, f)
                     kw = "global" if isinstance(decl, ast.Global) else "nonlocal"
                     yield self.finding(node, f"rebinding the {kw} `{name}` to a traced value happens "
-                                             f"{_when(model, f)}, and leaks a tracer; return the value instead")
+                                             f"{_when(model, f)}, and leaks a tracer; return the value instead",
+                                       facts=[fact])
                     break
 
     @staticmethod
@@ -185,6 +191,7 @@ _PRINT_OPTIONS = ("sep", "end", "file", "flush")
 
 class PrintInTracedCode(Rule):
     code = "JAX602"
+    needs = ("abstract-values",)
     short = "A print() of a traced value inside traced code, which prints a tracer once, at trace time."
     confirmed_by = "trace_time"
     name = "print-in-traced-code"
@@ -221,6 +228,9 @@ class PrintInTracedCode(Rule):
                 continue
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
             if any(V.formats_jax(model, v, scope, deep=True) for v in values):
+                fact = tracers.abstract_values(model.staging, f)
+                if fact.disproven:
+                    continue  # autodiff outside jit: the print runs, with its values, on every call
                 if repetition.traced_per_compilation(model, f):
                     what = ("runs once, when JAX compiles the function: it shows a Tracer (shape and dtype, no "
                             "values), and later calls print nothing")
@@ -228,7 +238,7 @@ class PrintInTracedCode(Rule):
                     what = ("runs only while JAX traces the function, so it shows a Tracer (shape and dtype), "
                             "never the values")
                 yield self.finding(call, f"`print()` of a traced value {what}; use `jax.debug.print(\"{{}}\", x)`, "
-                                         "which prints the values on every call")
+                                         "which prints the values on every call", facts=[fact])
 
 
 RULES = [SideEffectInTracedCode, PrintInTracedCode]

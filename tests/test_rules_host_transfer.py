@@ -2863,3 +2863,27 @@ def test_jax201_a_logger_method_of_a_module_class_that_converts_its_argument():
     """
     assert_marked(src)
     assert "which reads `loss` on the host (`np.asarray(value)` on line" in messages(src, "JAX201")[0]
+
+
+def test_jax201_a_comparison_with_none_is_a_python_bool():
+    # issue 37: `x != None` on a JAX array defers to None's comparison and gives a Python bool (jax
+    # 0.10.2: `jnp.ones(3) != None` is `True`): no sync, unlike `x != 0`
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def train(x, n):
+        for i in range(n):
+            x = step(x)
+            if x != None:
+                pass
+            if x == None:
+                break
+            if x.sum() != 0:  # expect: JAX201
+                pass
+        return x
+    """)

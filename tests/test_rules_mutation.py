@@ -18,7 +18,7 @@ from jaxlint_rules.mutation import (
     InplaceItemAssignment,
     RemovedIndexUpdateApi,
 )
-from ruletools import assert_marked, findings, messages
+from ruletools import assert_marked, findings, messages, opt_in_findings
 
 RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]
 
@@ -289,6 +289,51 @@ def test_jax401_refs_and_nnx_variables_are_mutable():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2.0
     """)
+
+
+def test_jax401_pallas_kernels_behind_a_decorator_or_a_partial_are_refs():
+    # issue 37: a kernel wrapped in jax.named_call and handed to pallas_call through
+    # functools.partial writes refs in place: no finding
+    assert_clean("""
+    import functools
+    import jax
+    from jax.experimental import pallas as pl
+
+    @functools.partial(jax.named_call, name="scale_kernel")
+    def kernel(x_ref, o_ref, *, scale):
+        o_ref[...] = x_ref[...] * scale
+
+    def run(x):
+        return pl.pallas_call(functools.partial(kernel, scale=2.0),
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    """)
+
+
+def test_jax401_under_a_pass_through_transform_called_elsewhere_is_opt_in():
+    # traced only by jax.named_call and called nowhere in the module: its parameters may be refs
+    # (handed to pallas_call in another module), so the immutable-array fact is unknown; called
+    # here with arrays, it is proven
+    src = """
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.named_call, name="kernel")
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1  # expect: JAX401 (opt-in)
+
+    @functools.partial(jax.named_call, name="update")
+    def update(x, y):
+        x[0, :] = y[0, :]  # expect: JAX401
+        return x
+
+    def main():
+        return update(jnp.zeros((2, 2)), jnp.ones((2, 2)))
+    """
+    assert_marked(src)
+    assert [why for _, code, why in opt_in_findings(src)] == [
+        "immutable-array unknown: `o_ref` is a parameter of `kernel`, traced only under jax.named_call and "
+        "called nowhere in this module: it may be a Pallas or state ref, which is written in place"]
 
 
 # --------------------------------------------------------------------------- JAX402 positives

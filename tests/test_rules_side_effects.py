@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jaxlint_rules.side_effects import PrintInTracedCode, SideEffectInTracedCode
-from ruletools import assert_marked, findings, messages
+from ruletools import assert_marked, findings, messages, opt_in_findings
 
 RULES = [SideEffectInTracedCode, PrintInTracedCode]
 
@@ -701,3 +701,51 @@ def test_jax601_issue27_near_misses():
         tot[0] = 1
         return x
     """, "JAX601") == []
+
+
+def test_jax602_under_autodiff_outside_jit_prints_values_on_every_call():
+    # issue 37: `jax.grad(loss)(p)` in an un-jitted function traces `loss` with concrete values on
+    # every call, and a print there shows them (GradTracer(primal=...)): no finding; the same print
+    # under jit or an eager vmap shows shapes only
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(p, x):
+        print("loss at", p)
+        return jnp.sum(p * x)
+
+    def per_row(x):
+        print("row", x)  # expect: JAX602
+        return jnp.dot(x, x)
+
+    def main(p, xs):
+        for x in xs:
+            p = p - 0.1 * jax.grad(loss)(p, x)
+        return p, jax.vmap(per_row)(xs)
+    """)
+
+
+def test_jax601_under_an_eager_transform_is_opt_in_unless_the_tracer_leaves():
+    # under vmap or grad without jit the store runs on every call; the tracer it keeps fails only if
+    # read after the call: opt-in, unless the container is returned (its reader gets the tracer)
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def stats(xs):
+        seen = {}
+        def f(x):
+            seen["last"] = x * 2  # expect: JAX601 (opt-in)
+            return x * 2
+        return jax.vmap(f)(xs)
+
+    def leaked(xs):
+        store = {}
+        def f(x):
+            store["last"] = x * 2  # expect: JAX601
+            return x * 2
+        return jax.vmap(f)(xs), store
+    """
+    assert_marked(src)
+    assert [why.split(":")[0] for _, _, why in opt_in_findings(src)] == ["leaks unknown"]

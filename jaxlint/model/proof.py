@@ -37,6 +37,9 @@ FACTS = {
     "per-step": "the code runs at every step of a loop whose trip count grows with the work",
     "runs-per-call": "the code runs every time the function is called, not once per trace",
     "trace-time": "the code runs only while JAX traces the function (once per compilation), not at every call",
+    "leaks": "a tracer stored into state outside the traced function outlives its trace and is read after it",
+    "abstract-values": "the values there are abstract tracers when its Python runs (staged by jit, vmap or a lax "
+                       "primitive), not concrete numbers",
     "new-wrapper": "a new jit wrapper (a new cache entry) is made each time the code runs",
     "repeats": "the function around the code runs again and again",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",

@@ -68,10 +68,11 @@ _JAXTYPING = "jaxtyping."
 def array_fields(m) -> frozenset:
     """Attributes this module's classes declare pytree leaves, and no class of the module declares
     static: annotated as arrays (``x: jax.Array``, ``w: jnp.ndarray``, ``v: chex.Array``, ``y:
-    Float[Array, "n"]``), or fields of a class registered as a pytree dataclass (a
-    ``flax.struct.PyTreeNode``, ``@flax.struct.dataclass``, ``@chex.dataclass``, the data fields of
-    ``jax.tree_util.register_dataclass``). Read off a traced argument, such a field is a leaf: a
-    tracer, whatever Python value was put there."""
+    Float[Array, "n"]``), or scalar fields (``step: int``, ``t: jnp.int32``) of a class registered as
+    a pytree dataclass (a ``flax.struct.PyTreeNode``, ``@flax.struct.dataclass``,
+    ``@chex.dataclass``), and the data fields of ``jax.tree_util.register_dataclass``. Read off a
+    traced argument, such a field is a leaf: a tracer, whatever Python value was put there. A field
+    annotated as a container, an optional or another class is a subtree, not known to be a leaf."""
     found = m.facts.array_fields
     if found is None:
         out: set = set()
@@ -79,10 +80,11 @@ def array_fields(m) -> frozenset:
             scope = cls.scope
             if scope is None:
                 continue
-            leaves = _registered(m, cls) == "dataclass"  # every field not declared static is a leaf
+            dataclass = _registered(m, cls) == "dataclass"  # a field not declared static is a leaf or a subtree
             for stmt in cls.node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and (
-                        leaves or _array_annotation(m, stmt.annotation, scope)):
+                        _array_annotation(m, stmt.annotation, scope)
+                        or (dataclass and _scalar_annotation(m, stmt.annotation, scope))):
                     out.add(stmt.target.id)
         for cls, meta in _registered_dataclasses(m):
             out |= _declared_fields(cls) - meta
@@ -141,6 +143,19 @@ def _declared_fields(cls) -> set:
     out |= {t.id for stmt in cls.node.body if isinstance(stmt, ast.Assign) for t in stmt.targets if isinstance(t, ast.Name)}
     out |= set(cls.self_attrs)
     return out
+
+
+def _scalar_annotation(m, ann: ast.AST, scope) -> bool:
+    """``int``, ``float``, ``bool``, ``complex`` or a JAX/NumPy scalar type (``jnp.int32``): a field of
+    a pytree dataclass so annotated is one leaf (not a container, an object or None)."""
+    qn = m.resolve(ann, scope)
+    if qn in ("builtins.int", "builtins.float", "builtins.bool", "builtins.complex"):
+        return True
+    return qn is not None and qn.startswith(("jax.numpy.", "numpy.")) and qn.rsplit(".", 1)[-1] in _SCALAR_TYPES
+
+
+_SCALAR_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                           "float32", "float64", "bfloat16", "complex64", "complex128", "bool_"})
 
 
 def _array_annotation(m, ann: ast.AST, scope) -> bool:

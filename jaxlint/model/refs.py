@@ -12,9 +12,15 @@ import ast
 
 from .. import conventions
 from .. import names as N
-from . import callables
+from . import callables, frequency
 from . import values as V
+from .proof import Fact, disproven, proven, unknown
 from .records import Scope
+from .syntax import _pos, unparse
+
+# Transforms that run the function on whatever its caller passes (arrays, Pallas refs, objects):
+# they say nothing of what a parameter holds.
+PASS_THROUGH = frozenset({"jax.named_call"})
 
 
 def _last_name(e: ast.AST) -> str:
@@ -57,3 +63,29 @@ def pallas_kernels(m) -> set:
             if kernel is not None:
                 found.update(id(f) for f in callables.local_functions(m, kernel, scope))
     return found
+
+
+def immutable_array(m, target: ast.Subscript, scope: Scope) -> Fact:
+    """Whether the base of an item assignment ``x[...] = v`` that the model takes for an array is a
+    JAX array (immutable): *disproven* for a parameter of a kernel this module hands to
+    ``pallas_call`` (a ref, written in place); *unknown* for a parameter of a function traced only
+    by a pass-through transform (``jax.named_call``: a Pallas kernel is often wrapped so, and handed
+    to ``pallas_call`` elsewhere) that no code of this module calls; *proven* otherwise."""
+    base = target.value
+    root = base
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    ev = m.binding(root.id, scope, _pos(root)) if isinstance(root, ast.Name) else None
+    g = ev.scope.func if ev is not None and ev.kind == "param" else None
+    if g is None:
+        return proven("immutable-array", f"`{unparse(base, 30)}` is made by JAX operations")
+    if id(g) in pallas_kernels(m):
+        return disproven("immutable-array", f"`{root.id}` is a parameter of `{g.name}`, which this module hands to "
+                                            "`pallas_call`: a ref, written in place")
+    causes = g.trace_causes
+    if causes and all(c.kind == "transform" and c.name in PASS_THROUGH for c in causes):
+        if not frequency.callers(m, g):
+            return unknown("immutable-array", f"`{root.id}` is a parameter of `{g.name}`, traced only under "
+                                              f"{causes[0].name} and called nowhere in this module: it may be a Pallas "
+                                              "or state ref, which is written in place")
+    return proven("immutable-array", f"`{root.id}` is a traced argument of `{g.name}` used as an array")

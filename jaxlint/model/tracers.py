@@ -17,7 +17,7 @@ import ast
 from typing import Optional
 
 from .. import names as N
-from . import callables, hostvalues, statics
+from . import callables, frequency, hostvalues, repetition, statics
 from . import limits as L
 from . import values as V
 from .proof import Fact, disproven, proven, unknown
@@ -95,6 +95,55 @@ def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) ->
                 return gap
             return disproven("traced-path", f"every traced call of `{f.name}` is on a path tracing skips")
     return proven("traced-path", "no `if` decided at trace time skips it")
+
+def trace_time(st, f: FunctionInfo) -> Fact:
+    """Whether the Python body of traced ``f`` runs only while JAX traces it, once per compilation
+    (a store there happens once and keeps a tracer): *proven* when every reason it is traced is a
+    jit wrapper or code itself traced per compilation, or it is the body of a lax primitive (traced
+    to a program, even outside jit); *unknown* otherwise: under a transform
+    applied without jit (``jax.vmap(f)(xs)``, ``jax.grad(loss)(p)``) its Python runs on every call, and
+    what it stores is a tracer that fails only if used after the call."""
+    if repetition.traced_per_compilation(st.m, f):
+        return proven("trace-time", f"`{f.name}` is traced once per compilation ({st.how_staged(f)})")
+    lax = next((c for c in f.trace_causes if c.kind == "lax"), None)
+    if lax is not None:
+        return proven("trace-time", f"`{f.name}` is the body of {lax.name}, which traces it to a program: its Python "
+                                    "runs at trace time, with tracers")
+    causes = ", ".join(sorted({c.name for c in f.trace_causes})) or "a transform"
+    return unknown("trace-time", f"`{f.name}` is traced by {causes} where this module shows no compilation: its "
+                                 "Python runs on every call, and a tracer it keeps fails only if used after the call")
+
+
+def leaks(st, f: FunctionInfo, container: Optional[ast.Name] = None) -> Fact:
+    """Whether a tracer that traced ``f`` stores into outside state (``container``, when it is a
+    Python container; else a ``self`` attribute or a global) outlives the trace and is read after
+    it: *proven* when ``f`` runs only at trace time (:func:`trace_time`: later calls skip the
+    store, and what it kept is the first trace's tracer), or when, under a transform applied
+    without jit, the container leaves the function that holds it (returned: its reader gets a
+    tracer); *unknown* otherwise (the store runs on every call, and its tracer fails only if read
+    after the call)."""
+    fact = trace_time(st, f)
+    if fact.proven or container is None:
+        return Fact("leaks", fact.status, fact.why)
+    m = st.m
+    ev = m.binding(container.id, m.scope_at(container), _pos(container))
+    owner = ev.scope.func if ev is not None else None
+    if owner is not None and container.id in frequency.escaping_names(owner):
+        return proven("leaks", f"`{container.id}` leaves `{owner.name}` in what it returns, holding the tracer "
+                               f"that `{f.name}` stored")
+    return Fact("leaks", fact.status, fact.why)
+
+
+def abstract_values(st, f: FunctionInfo) -> Fact:
+    """Whether the values in traced ``f`` are abstract tracers (no numbers in them) when its Python
+    runs: *proven* when ``f`` is staged (jit, vmap, a lax body: a ``print`` shows shapes only);
+    *disproven* under autodiff alone (``jax.grad(loss)(p)`` outside jit: a ``print`` shows the
+    primal values, on every call)."""
+    if st.staged(f):
+        return proven("abstract-values", f"`{f.name}` runs {st.how_staged(f)}, on abstract values")
+    return disproven("abstract-values", f"`{f.name}` is traced only by autodiff outside compiled code: its values "
+                                        "are concrete, and a print shows them on every call")
+
 
 def _staged_calls(st, g: FunctionInfo) -> list:
     """``(call, caller)`` for each call of ``g`` made in a staged function."""

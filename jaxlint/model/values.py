@@ -70,6 +70,8 @@ def _kind(m, e: ast.AST, scope: Scope) -> bool:
     if t is ast.Compare:
         if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
             return False
+        if _none_comparison(e):
+            return False
         return is_jax(m, e.left, scope) or any(is_jax(m, c, scope) for c in e.comparators)
     if t is ast.IfExp:
         return is_jax(m, e.body, scope) or is_jax(m, e.orelse, scope)
@@ -308,6 +310,12 @@ def _all_jax(m, tree: ast.AST, scope: Scope) -> bool:
     return is_jax(m, tree, scope)
 
 
+def _none_comparison(e: ast.Compare) -> bool:
+    """``x != None``, ``x == None``: a JAX array defers to None's comparison, so the result is a
+    Python bool (checked on jax 0.10.2: ``jnp.ones(3) != None`` is ``True``), no device value."""
+    return any(isinstance(x, ast.Constant) and x.value is None for x in (e.left, *e.comparators))
+
+
 def device_or_copy(m, expr: ast.AST, scope: Scope) -> bool:
     """Whether evaluating ``expr`` gives a JAX value or the host copy of one made right there:
     :func:`is_jax`, or ``np.sum(x)`` of a JAX value ``x`` (``x.sum()`` when ``x`` is one array,
@@ -327,7 +335,7 @@ def device_or_copy(m, expr: ast.AST, scope: Scope) -> bool:
     if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
         return device_or_copy(m, expr.operand, scope)
     if isinstance(expr, ast.Compare):
-        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops) or _none_comparison(expr):
             return False
         return any(device_or_copy(m, p, scope) for p in [expr.left, *expr.comparators])
     return False
@@ -445,6 +453,8 @@ def _certain_array(m, e: ast.AST, local: set, memo: dict, depth: int) -> bool:
         return not isinstance(e.op, ast.Not) and _certain_array(m, e.operand, local, memo, depth + 1)
     if t is ast.Compare:
         if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+            return False
+        if _none_comparison(e):
             return False
         return any(_certain_array(m, x, local, memo, depth + 1) for x in [e.left, *e.comparators])
     if t is ast.Subscript:
