@@ -137,6 +137,15 @@ CONVENTIONS = (
         "docs examples and benchmarks build their wrappers once per run; compiling per call is their point",
         "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
+        "benchmark-names", ("measure", "benchmark", "bench", "timeit", "time_fn", "profile", "autotune"), SUBSTRING,
+        "timing: a loop that calls a helper whose name contains one of these in its iterations, or that runs in a "
+        "function so named, measures time: blocking every iteration is the point (JAX202), and a compile per "
+        "configuration may be (JAX101, JAX503 opt-in)",
+        "timing helpers of other libraries and projects (``benchmark(fn)``, ``profile_step``) do not show that "
+        "they read the clock; a function named for benchmarking says it is one",
+        "not yet measured on the review sets (issue 37 moved it here from a table in names.py and narrowed "
+        "benchmarks to loops that time their own iterations)"),
+    Convention(
         "check-functions", ("check", "verify"), PREFIX,
         "transfers: asserts in a function whose name starts with this (``check_grads``) are cross-checks that "
         "must see the values (JAX201 opt-in)",

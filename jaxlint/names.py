@@ -359,9 +359,6 @@ TIMERS = {
     "timeit.Timer",
 }
 
-# Helpers whose call marks a benchmark or tuning harness.
-MEASURE_NAMES = {"measure", "benchmark", "bench", "timeit", "time_fn", "profile", "autotune"}
-
 CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}

@@ -7,7 +7,8 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, roles, timing, tracers, transfers
+from jaxlint.model import (callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, looprecord, roles, timing,
+                           tracers, transfers)
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import values as V
 from jaxlint.model import work as W
@@ -371,7 +372,7 @@ class TimingWithoutBlock(Rule):
             ctx = model.context(region.node)
             loop = loopfacts.hot_loop(model, ctx) if ctx is not None else None
             every_n = ""
-            if loop is not None and not W.measuring_loop(model, ctx, loop):
+            if loop is not None and not looprecord.record(model, loop).measures:
                 every_n = (" and, in a loop of steps, time only every N steps (blocking every step costs "
                            "throughput, JAX202)")
             facts = [f"the measurement covers `{unparse(work, 40)}` on line {work.lineno}, which dispatches compiled "

@@ -68,8 +68,7 @@ def _names(names) -> str:
 def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     """The JAX101 description for a wrapper, or None when it does not apply."""
     ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or \
-            roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
+    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline:
         return None
     if wrap.decorator:
         what = f"the function `{wrap.node.name}` defined in the loop"  # type: ignore[attr-defined]
@@ -88,8 +87,7 @@ def rewrap_in_loop(model: ModuleModel, wrap: JitWrap):
     loop of steps around the same function object and called there (no recompile, but the cost
     of a new wrapper each iteration: ``repetition.rewrapped_callable``); None otherwise."""
     ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or \
-            roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
+    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or _benchmark(model, ctx) is not None:
         return None
     hot = many_trips(ctx.loops)
     if hot is None or periodicity.periodic_guard_test(model, ctx, ctx.loops[-1]) is not None:
@@ -99,6 +97,16 @@ def rewrap_in_loop(model: ModuleModel, wrap: JitWrap):
                                                     repetition.bound_name(model, wrap)):
         return None
     return what, hot
+
+
+def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
+    """Why the innermost loop around a node measures time (its loop record's ``benchmark``), as
+    the reason a compile per iteration there is reported only with ``--pedantic``: compiling per
+    configuration may be what it measures. None when it does not measure."""
+    role = roles.loop_role(model, ctx.loops[-1], ctx) if ctx is not None and ctx.loops else None
+    if role is None or role.kind != roles.BENCHMARK:
+        return None
+    return f"{role.evidence[0]}: compiling per configuration may be what it measures"
 
 
 # Right, but on real code rarely worth changing: of 6 such findings on the review sets (issue 27),
@@ -226,7 +234,8 @@ class JitInLoop(Rule):
                 yield self.finding(
                     wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
                                 Line(hot.node.lineno), f", so every iteration traces and compiles it again; {fix}"
-                                "create the jitted function once, before the loop"], evidence=facts)
+                                "create the jitted function once, before the loop"], evidence=facts,
+                    opt_in=_benchmark(model, wrap.ctx))
                 continue
             items = loopfacts.literal_numbers_loop(model, loops[-1], wrap.ctx.scope)
             bound = repetition.captured_per_iteration(model, target, loops[-1].target_names(), wrap.ctx.scope) \
@@ -244,7 +253,7 @@ class JitInLoop(Rule):
                                                f"{items} numbers of the loop on ", Line(loops[-1].node.lineno),
                                                f" because it binds {_names(captured)}; pass {_names(captured)} as "
                                                "an argument of one jitted function, which compiles once for all "
-                                               "of them"], evidence=facts)
+                                               "of them"], evidence=facts, opt_in=_benchmark(model, wrap.ctx))
                 continue
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer) or cached(outer):
@@ -256,8 +265,10 @@ class JitInLoop(Rule):
             name = repetition.bound_name(model, wrap)
             reused = any(len(model.context(c).loops) > len(loops) for c in outer.calls
                          if repetition.calls_wrapper(model, [c], wrap.node, name))
-            if rep is None:
-                opt_in: Optional[str] = f"no evidence that `{outer.name}` runs more than once"
+            if _benchmark(model, wrap.ctx) is not None:
+                opt_in: Optional[str] = _benchmark(model, wrap.ctx)
+            elif rep is None:
+                opt_in = f"no evidence that `{outer.name}` runs more than once"
             elif reused and not per_step(rep):
                 opt_in = (f"one compile per item and call of `{outer.name}`, reused in a loop, and `{outer.name}` "
                           "is not known to run at every step")
@@ -454,8 +465,7 @@ class StaticArgChurn(Rule):
             wrap = callables.callable_info(model, call.func, ctx.scope)
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
-            if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
-                continue
+            bench = _benchmark(model, ctx)
             params, shift, static_pos, static_names = wrap.static_layout(call)
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
@@ -465,12 +475,12 @@ class StaticArgChurn(Rule):
                 if idx in static_pos or (pname is not None and pname in static_names):
                     churn = repetition.churn(model, arg, ctx.loops, ctx.scope)
                     if churn is not None:
-                        yield self._report(arg, pname or f"#{idx}", call, churn)
+                        yield self._report(arg, pname or f"#{idx}", call, churn, bench)
             for kw in call.keywords:
                 if kw.arg in static_names:
                     churn = repetition.churn(model, kw.value, ctx.loops, ctx.scope)
                     if churn is not None:
-                        yield self._report(kw.value, kw.arg, call, churn)
+                        yield self._report(kw.value, kw.arg, call, churn, bench)
         yield from self._filter_jit_callables(model)
 
     def _filter_jit_callables(self, model: ModuleModel) -> Iterator[Finding]:
@@ -527,7 +537,7 @@ class StaticArgChurn(Rule):
             if wrap is not None and wrap.kind == "filter_jit":
                 yield call, wrap
 
-    def _report(self, arg: ast.AST, pname: str, call: ast.Call, churn: Churn) -> Finding:
+    def _report(self, arg: ast.AST, pname: str, call: ast.Call, churn: Churn, bench: Optional[str] = None) -> Finding:
         source = {"counter": f"the loop counter `{churn.name}`", "item": f"the loop item `{churn.name}`",
                   "accumulated": f"`{churn.name}`, updated on every iteration",
                   "data": f"a number read from the loop item `{churn.name}`"}[churn.kind]
@@ -541,7 +551,7 @@ class StaticArgChurn(Rule):
                                       "data of each iteration of the loop on ", Line(churn.loop.node.lineno),
                                       ", and every new value compiles a new program; pass it as a traced argument "
                                       "(a mask or a traced count), or pad the data to a few fixed sizes"],
-                                evidence=facts)
+                                evidence=facts, opt_in=bench)
         facts = [f"`{pname}` is a static argument of the jitted `{unparse(call.func, 40)}`: each new value is a "
                  "new cache key",
                  f"it {how}, which changes on every iteration of the loop on line {churn.loop.node.lineno} (not "
@@ -549,7 +559,7 @@ class StaticArgChurn(Rule):
         return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it takes a new value "
                                   "on every iteration of the loop on ", Line(churn.loop.node.lineno), ", so every "
                                   "iteration compiles a new program; pass it as a traced argument (not static), "
-                                  "or keep it to a few fixed values"], evidence=facts)
+                                  "or keep it to a few fixed values"], evidence=facts, opt_in=bench)
 
 
 RULES = [JitInLoop, JitPerCall, StaticArgChurn]

@@ -549,7 +549,7 @@ def test_conventions_change_the_cache_key(tmp_path, capsys, _default_conventions
 
 
 @pytest.mark.parametrize("body, message", [
-    ('step-method = ["x"]', "unknown [tool.jaxlint.conventions] key 'step-method' (valid: check-functions"),
+    ('step-method = ["x"]', "unknown [tool.jaxlint.conventions] key 'step-method' (valid: benchmark-names, check-functions"),
     ('step-methods = "step"', "must be a list of non-empty strings"),
     ('extend-step-methods = [""]', "must be a list of non-empty strings"),
     ('step-methods = [1]', "must be a list of non-empty strings"),
@@ -679,8 +679,9 @@ def test_findings_in_traced_code_say_how_the_function_is_traced(tmp_path, capsys
     assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "m.py")]) == 1
     (row,) = json.loads(capsys.readouterr().out)
     assert row["code"] == "JAX602"
-    assert row["evidence"] == ["it is in `body`, which runs in a jax.lax.fori_loop body: once per trace, on "
-                               "abstract values"]
+    assert row["evidence"] == ["abstract-values (proven): `body` runs in a jax.lax.fori_loop body, on abstract values"]
+    assert row["facts"] == [{"fact": "abstract-values", "status": "proven",
+                             "why": "`body` runs in a jax.lax.fori_loop body, on abstract values"}]
 
 
 @pytest.mark.parametrize("folder", ["JAX103_static_arg_churn", "JAX205_loop_invariant_upload", "JAX304_shape_churn",

@@ -11,7 +11,7 @@ import pytest
 
 from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
                            refs, statics, timing, work)
-from jaxlint.model import callables, fetches, keys, transfers
+from jaxlint.model import callables, fetches, keys, looprecord, transfers
 from jaxlint.model import values as V
 from jaxlint.model import loops as loopfacts
 from jaxlint.model import repetition as R
@@ -1440,7 +1440,7 @@ def test_measuring_loop(name, measuring):
     f = func(m, name)
     loop = f.loops[0]
     block = next(c for c in loop.calls if ast.unparse(c.func).endswith("block_until_ready"))
-    assert work.measuring_loop(m, m.context(block), loop) is measuring
+    assert looprecord.record(m, loop).measures is measuring
 
 
 # --------------------------------------------------------------------------- inherent syncs (issue 11)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .. import conventions
 from .. import names as N
 from . import loops as loopfacts
 from .factcache import FactCache
@@ -24,12 +25,16 @@ from .syntax import _end, _names_in, _pos
 from .tracing import API_LAST_NAMES, _TraceAnalysis
 
 
-def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False) -> ModuleModel:
+def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False,
+                conventions_in_force=None) -> ModuleModel:
     """Walk the tree once, then work out which functions are traced. With ``path`` and a
     :class:`~jaxlint.project.ProjectResolver`, names imported from the project's own modules are
-    looked up there. ``shallow`` skips function bodies (for summaries of imported modules)."""
+    looked up there. ``shallow`` skips function bodies (for summaries of imported modules).
+    ``conventions_in_force``: the naming conventions (jaxlint/conventions.py) the model's facts
+    may read; the run's configured ones when not given."""
     model = ModuleModel(tree)
     model.facts = FactCache()
+    model.conventions = conventions_in_force if conventions_in_force is not None else conventions.active()
     model.path = path
     model.project = project
     model._wraps_by_call = {}

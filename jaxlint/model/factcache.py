@@ -12,6 +12,7 @@ class FactCache:
     __slots__ = (
         "static_fields",  # pytrees.static_fields: frozenset of attribute names
         "array_fields",  # pytrees.array_fields: frozenset of attribute names
+        "loop_records",  # looprecord.record: id(loop) -> LoopRecord
     )
 
     def __init__(self):

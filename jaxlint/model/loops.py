@@ -412,34 +412,6 @@ def hot_loop(m, ctx: Context) -> Optional[Loop]:
     return None
 
 
-def in_timing_harness(m, ctx: Context) -> bool:
-    """Whether the node's loops, or the function around them, read a timer or call a
-    measuring helper (``time.perf_counter()``, ``timeit``, ``profiler.measure(...)``): in a
-    benchmark, blocking and compiling per configuration is the point."""
-    def timed(calls) -> bool:
-        for c in calls:
-            if m.resolve(c.func, m.scope_at(c)) in N.TIMERS:
-                return True
-            f = c.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            if name in N.MEASURE_NAMES:
-                return True
-        return False
-
-    if ctx.loops and timed(ctx.loops[0].all_calls()):
-        return True
-    f = ctx.scope.func
-    if f is not None:
-        g: Optional[FunctionInfo] = f
-        while g is not None:
-            lowered = g.name.lower()
-            if any(word in lowered for word in N.MEASURE_NAMES):
-                return True
-            g = g.parent
-        return timed(f.calls)
-    return timed(c for c in m.calls if m.scope_at(c) is m.module_scope)
-
-
 def rebound_each_iteration(m, name: str, event, loop: Loop) -> bool:
     """Whether ``name`` (in the scope of ``event``) gets a new binding in every iteration of ``loop``:
     the binding itself is in the loop, the name is a loop target, or it is assigned in the body."""

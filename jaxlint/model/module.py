@@ -68,6 +68,7 @@ class ModuleModel:
         self._calls_memo: dict[tuple, tuple] = {}  # calls_named / calls_resolvable_to, per set of names
         self._staging: Optional[Staging] = None
         self.facts = None  # the JAX facts' memo tables (jaxlint/model/factcache.py), set by build_model()
+        self.conventions = None  # the naming conventions in force (jaxlint/conventions.py), set by build_model()
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
         self._arrays: Optional[ArrayKinds] = None
         self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops

@@ -18,6 +18,7 @@ from .. import conventions
 from . import callables, hostneeds, periodicity
 from . import evidence as E
 from . import frequency as F
+from . import looprecord
 from . import loops as loopfacts
 from . import work as W
 from .records import Context, FunctionInfo, Loop
@@ -77,13 +78,14 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
     if guard is not None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
                                                  f"now and then in the loop on line {line}"])
-    program = W.iteration_program(model, loop)
+    rec = looprecord.record(model, loop)
+    program = rec.program
     if program is not None:
         return LoopRole(PROGRAM, loop, lambda: [f"one iteration of the loop on line {line} runs a whole program "
                                                 f"(`{unparse(program.func, 40)}` on line {program.lineno})"])
-    if W.sweep_loop(model, loop):
+    if rec.sweep:
         return LoopRole(SWEEP, loop, [f"the loop on line {line} walks the points of a sweep"])
-    if W.converts_elements(model, loop):
+    if rec.converts:
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
     if syncs and loopfacts.few_iterations(model, ctx):
         return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
@@ -103,16 +105,18 @@ def _per_step_evidence(model, loop: Loop) -> list:
 
 def loop_role(model, loop: Loop, ctx: Context) -> LoopRole:
     """The role of one loop around a node, for the rules about what repeats from one iteration
-    to the next (a key, a constant seed, a compile, a shape): :data:`BENCHMARK` when the loop or
-    its function measures time (compiling or drawing the same numbers per configuration is the
-    point), :data:`PER_STEP` for a loop over steps (``while``, ``range``, ``count``), else
+    to the next (a key, a constant seed, a compile, a shape): :data:`BENCHMARK` when the loop
+    measures time (its loop record's ``benchmark``: compiling or drawing the same numbers per
+    configuration may be the point), :data:`PER_STEP` for a loop over steps (the record's ``steps``
+    proven: ``while``, ``range``/``count``, or JAX state threaded through its iterations), else
     :data:`ITEMS` (items or configurations). Decided here, once, for all of them."""
-    line = loop.node.lineno
-    if loopfacts.in_timing_harness(model, ctx):
-        return LoopRole(BENCHMARK, loop, [f"the loop on line {line}, or the function around it, measures time"])
-    if loop.ranged:
-        return LoopRole(PER_STEP, loop, [f"the loop on line {line} runs steps (`while`, `range`, `count`)"])
-    return LoopRole(ITEMS, loop, [f"the loop on line {line} walks items or configurations, not steps"])
+    rec = looprecord.record(model, loop)
+    if rec.benchmark is not None:
+        return LoopRole(BENCHMARK, loop, [rec.benchmark])
+    steps = rec.steps
+    if steps.proven:
+        return LoopRole(PER_STEP, loop, [steps.why])
+    return LoopRole(ITEMS, loop, [steps.why])
 
 
 def block_role(model, ctx: Optional[Context]) -> LoopRole:
@@ -121,7 +125,7 @@ def block_role(model, ctx: Optional[Context]) -> LoopRole:
     if role.kind != PER_STEP:
         return role
     loop = role.loop
-    if W.measuring_loop(model, ctx, loop):
+    if looprecord.record(model, loop).measures:
         return LoopRole(BENCHMARK, loop, [f"the loop on line {loop.node.lineno} measures time: blocking is the point"])
     pacing = hostneeds.host_paced(model, loop)
     if pacing is not None:

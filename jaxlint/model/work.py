@@ -413,26 +413,7 @@ def converts_elements(m, loop: Loop) -> bool:
     return works
 
 
-def measuring_loop(m, ctx, loop: Loop) -> bool:
-    """A benchmark rather than a training loop that times itself: the loop is in a timing
-    harness (:meth:`in_timing_harness`) and either repeats a call without threading state
-    (``for _ in range(n): t0 = time.perf_counter(); step(x).block_until_ready()``), or its
-    function measures (a ``bench``/``measure``/``profile`` name, or it returns the timing).
-    A loop that carries training state and times its phases every step is not one."""
-    if not loopfacts.in_timing_harness(m, ctx):
-        return False
-    if not carried_state(m, loop):
-        return True
-    f = ctx.scope.func
-    g = f
-    while g is not None:
-        if any(word in g.name.lower() for word in N.MEASURE_NAMES):
-            return True
-        g = g.parent
-    return f is not None and _returns_timing(m, f)
-
-
-def _returns_timing(m, f: FunctionInfo) -> bool:
+def returns_timing(m, f: FunctionInfo) -> bool:
     """Whether what ``f`` returns is computed from timer readings (``return n / (time.time() - t0)``,
     ``times.append(time.perf_counter() - t0)`` ... ``return min(times)``)."""
     def timed(expr: ast.AST, names: set) -> bool:
