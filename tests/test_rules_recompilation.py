@@ -1788,3 +1788,43 @@ def test_jax101_a_literal_list_of_functions_or_a_lambda_not_binding_the_number_i
                 outs.append(jax.jit(lambda v: v * n)(x))
             return outs
     """, "JAX101") == []
+
+
+def test_jax101_a_clock_read_elsewhere_in_the_function_does_not_silence_it():
+    # issue 37: main() timing its whole run is no benchmark of each iteration; the jit rebuilt in
+    # each of its 200 iterations compiles 200 times (22 s under `jaxlint trace`)
+    assert_marked("""
+    import time
+    import jax
+    import jax.numpy as jnp
+
+    def main():
+        t0 = time.perf_counter()
+        x = jnp.ones(3)
+        for i in range(200):
+            f = jax.jit(lambda v: v * i)  # expect: JAX101
+            x = f(x)
+        print(time.perf_counter() - t0, x)  # expect: JAX204
+    """)
+
+
+def test_jax101_in_a_loop_that_times_its_iterations_is_opt_in():
+    # a loop that reads the clock in every iteration may be measuring a compile per configuration:
+    # reported with --pedantic, and the reason names the loop record's benchmark evidence
+    src = """
+    import time
+    import jax
+    import jax.numpy as jnp
+
+    def sweep(x, scales):
+        times = []
+        for s in scales:
+            t0 = time.perf_counter()
+            f = jax.jit(lambda v: v * s)  # expect: JAX101 (opt-in)
+            f(x).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        return times
+    """
+    assert_marked(src)
+    (why,) = [why for _, _, why in opt_in_findings(src)]
+    assert why.startswith("the loop on line 8 reads the clock in its iterations")
