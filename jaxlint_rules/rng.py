@@ -180,7 +180,6 @@ def _draws(fn: str) -> bool:
 _TEST_INPUTS = "test inputs from one key"
 _TEST_LOOP_VARIES = "test loop varies otherwise"
 _SAME_CASE = ", and the test checks the same case over and over"
-_FIXED_DATA = "draws from a literal seed"
 
 
 class KeyReuse(Rule):
@@ -213,13 +212,9 @@ class KeyReuse(Rule):
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
                     "correlation rarely changes what it checks. A key never advanced in a test loop whose "
                     "iterations are otherwise the same is reported by default: the loop checks one case over and "
-                    "over. Two `jax.random` calls outside a loop drawing from a key made from a literal seed in the "
-                    "code (`rng = jax.random.PRNGKey(0)`, or split from one): the values are fixed by the author "
-                    "(fake batches for a benchmark, dummy inputs to an `init`, fixtures), and their correlation "
-                    "rarely matters (the 7 such findings outside tests on the review sets were all fake benchmark "
-                    "batches, not worth changing). A key "
-                    "from a parameter, a config seed or a loop, or a fixed key handed to the module's own "
-                    "functions that draw from it (a model's random features), is reported by default.")
+                    "over. Two draws from a key made from a literal seed (`key = jax.random.PRNGKey(0)`, the commonest "
+                    "way the bug is written) are reported by default outside tests: they are correlated whatever the "
+                    "seed.")
     bad = """
         import jax
 
@@ -315,9 +310,11 @@ class KeyReuse(Rule):
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
                     seeded = keydraws.fixed_data(model, prev, use)
                     if seeded is not None:
+                        # issue 37: a literal seed is how the bug is most often written; the two draws
+                        # are identical or correlated whatever the seed, so it is a default finding
                         facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
-                                     "with no loop in between: the draws are the same numbers on every run")
-                        opt_in = opt_in or _FIXED_DATA
+                                     "with no loop in between: the two draws are correlated, and the same numbers "
+                                     "on every run")
                     yield self.finding(use.call, self._message(prev, use), opt_in=opt_in, evidence=facts)
                     break
 

@@ -849,7 +849,9 @@ def test_jax502_two_draws_from_one_key_in_a_test_are_opt_in(tmp_path):
         assert _default(src, "JAX502", path=str(path)) == default
 
 
-def test_jax502_draws_from_a_literal_seed_outside_a_loop_are_opt_in():
+def test_jax502_draws_from_a_literal_seed_outside_a_loop_are_reported():
+    # issue 37: `rng = PRNGKey(0)` then two draws from `rng` is how the bug is most often written;
+    # the draws are correlated whatever the seed: a default finding
     src = """
     import jax
 
@@ -900,7 +902,7 @@ def test_jax502_draws_from_a_literal_seed_outside_a_loop_are_opt_in():
     """
     found = _found(src, "JAX502")
     assert [(line, opt_in) for line, opt_in, _ in found] == [
-        (7, "draws from a literal seed"),  # fixed fake data
+        (7, None),                         # two draws from one literal-seeded key
         (13, None),                        # the seed comes from the caller
         (21, None),                        # a key split per step from a literal seed is new each step
         (33, None),                        # a fixed key handed to two drawing functions of the module
@@ -1613,3 +1615,38 @@ def test_jax503_a_constant_key_folded_with_a_constant_is_still_constant():
         key = jax.random.fold_in(jax.random.key(0), 3)  # expect: JAX503
         return x + jax.random.normal(key, x.shape)
     """)
+
+
+def test_jax502_in_a_helper_only_tests_use_is_test_code():
+    # a fixture helper that only test functions call or hand on (by the module's call graph) is test
+    # code: its inputs only need to exist, so a reused key there is opt-in; the same helper also
+    # called from training code is not
+    src = """
+    import jax
+
+    def get_fake_batch(n):
+        rng = jax.random.PRNGKey(0)
+        images = jax.random.normal(rng, (n, 28, 28, 1))
+        labels = jax.random.randint(rng, (n,), 0, 10)  # expect: JAX502 (opt-in)
+        return images, labels
+
+    def get_args(config):
+        return get_fake_batch(config.batch_size)
+
+    def test_trace(state):
+        run_benchmark(get_args, state)
+
+    def make_data(n):
+        key = jax.random.PRNGKey(1)
+        x = jax.random.normal(key, (n, 3))
+        y = jax.random.normal(key, (n,))  # expect: JAX502
+        return x, y
+
+    def test_data():
+        assert make_data(3)
+
+    def train(n):
+        return make_data(n)
+    """
+    assert_marked(src)
+    assert [why for _, _, why in opt_in_findings(src)] == ["test inputs from one key"]

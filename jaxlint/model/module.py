@@ -67,6 +67,8 @@ class ModuleModel:
         self._rebinding_memo: dict = {}
         self._calls_memo: dict[tuple, tuple] = {}  # calls_named / calls_resolvable_to, per set of names
         self._staging: Optional[Staging] = None
+        self._test_refs_memo: dict = {}
+        self._loads_memo: Optional[dict] = None
         self.facts = None  # the JAX facts' memo tables (jaxlint/model/factcache.py), set by build_model()
         self.conventions = None  # the naming conventions in force (jaxlint/conventions.py), set by build_model()
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
@@ -106,12 +108,48 @@ class ModuleModel:
         results on purpose, and their inputs only need to exist."""
         if self.is_test_module:
             return True
-        f = self.function_at(node)
-        while f is not None:
-            if f.name.startswith("test") or (f.cls is not None and f.cls.node.name.startswith("Test")):
+        return self._test_function(self.function_at(node), 0)
+
+    def _test_function(self, f: Optional[FunctionInfo], depth: int) -> bool:
+        """Whether ``f`` runs as part of a test: named as pytest and unittest discover tests
+        (``test*``, a method of a ``Test*`` class), nested in such a function, or, by the module's
+        call graph, used (called or handed on) only from such functions: a fixture helper
+        ``get_fake_batch`` that only ``test_trace`` reaches."""
+        g = f
+        while g is not None:
+            if g.name.startswith("test") or (g.cls is not None and g.cls.node.name.startswith("Test")):
                 return True
-            f = f.parent
-        return False
+            g = g.parent
+        if f is None or depth > 3 or isinstance(f.node, ast.Lambda) or f.cls is not None:
+            return False
+        uses = self._references(f)
+        return bool(uses) and all(u is not None and u is not f and self._test_function(u, depth + 1) for u in uses)
+
+    def _references(self, f: FunctionInfo) -> list:
+        """The functions (None: module level) in which ``f``'s name is read as ``f``: calls of it and
+        places it is handed on (``benchmark(get_apply_fn_and_args, ...)``)."""
+        memo = self._test_refs_memo
+        if id(f) in memo:
+            return memo[id(f)]
+        out = []
+        for n in self._name_loads().get(f.name, ()):
+            scope = self.scope_at(n)
+            ev = self.binding(f.name, scope, (n.lineno, n.col_offset))
+            if ev is not None and ev.kind == "def" and self.func_of_node.get(id(ev.node)) is f:
+                out.append(self.function_at(n) if self.ctx.get(id(n)) is not None else _enclosing(self, n))
+        memo[id(f)] = out
+        return out
+
+    def _name_loads(self) -> dict:
+        """name -> the ``ast.Name`` loads of it that are a call's callee or argument, found once."""
+        if self._loads_memo is None:
+            table: dict = {}
+            for c in self.calls:
+                for e in [c.func, *c.args, *(k.value for k in c.keywords)]:
+                    if isinstance(e, ast.Name):
+                        table.setdefault(e.id, []).append(e)
+            self._loads_memo = table
+        return self._loads_memo
 
     def uses_jax(self) -> bool:
         """Whether any rule can fire: the module imports JAX, or imports from a module of the
@@ -362,6 +400,14 @@ class ModuleModel:
                 return None
             s = s.parent
         return None
+
+
+def _enclosing(m: "ModuleModel", node: ast.AST) -> Optional[FunctionInfo]:
+    """The innermost function around a node without a recorded context, by position."""
+    scope = m.scope_at(node)
+    while scope is not None and scope.kind == "class":
+        scope = scope.parent
+    return scope.func if scope is not None else None
 
 
 def module_import_sources(tree: ast.Module) -> dict:
