@@ -182,6 +182,26 @@ def explain_findings(findings, line: int) -> str:
     return "\n".join(out)
 
 
+def explain_quiet(path: str, line: int, codes, select, ignore, reported: set) -> str:
+    """The "why not" part of ``--explain-finding``: the rules that looked at ``line`` and made no
+    finding there, each with the fact (or convention) that kept it quiet (``Rule.quiet``)."""
+    from .engine import check_path
+    from .registry import ALL_RULES, select_rules
+
+    rules = [r for r in select_rules(ALL_RULES, select, ignore) if r.code in codes]
+    result = check_path(path, rules, why_not=True)
+    seen: set = set()
+    out = []
+    for q in result.quiet or ():
+        if q.line != line or (q.line, q.code) in reported or (q.code, q.message) in seen:
+            continue
+        seen.add((q.code, q.message))
+        out.append(f"  {q.code} {q.name}: {q.message}")
+    if not out:
+        return ""
+    return f"{path}:{line}: rules that looked at this line and made no finding, and why:\n" + "\n".join(out) + "\n"
+
+
 def cmd_check(args) -> int:
     if args.fix and args.diff:
         print("jaxlint: --fix and --diff cannot be combined; --diff shows what --fix would write", file=sys.stderr)
@@ -274,11 +294,14 @@ def cmd_check(args) -> int:
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     if explain_line is not None:
         text = explain_findings(findings, explain_line)
-        if not text:
-            print(f"jaxlint: no finding on line {explain_line} of {args.paths[0]}", file=sys.stderr)
+        why_not = explain_quiet(files[0] if files else args.paths[0], explain_line, codes, select, ignore,
+                                {(f.line, f.code) for f in findings})
+        if not text and not why_not:
+            print(f"jaxlint: no finding on line {explain_line} of {args.paths[0]}, and no rule looked at it (nothing "
+                  "there is a construct a rule checks)", file=sys.stderr)
             return EXIT_CLEAN
-        sys.stdout.write(text)
-        return EXIT_FINDINGS
+        sys.stdout.write(text + why_not)
+        return EXIT_FINDINGS if text else EXIT_CLEAN
     if args.format in ("text", "json") and not stdin and any(f.code in fixable_rule_codes() for f in findings):
         from . import fix as fixmod  # only jaxlint's own formats mark the fixable findings
 

@@ -86,6 +86,8 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
     out: list[Finding] = []
+    if result is not None and result.quiet is not None:
+        model.facts.quiet = result.quiet  # "why not": the rules record where they looked and stayed quiet
     try:
         if not model.uses_jax():
             return []
@@ -110,11 +112,13 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
     return out
 
 
-def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
-    """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding."""
+def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True,
+                 why_not: bool = False) -> FileResult:
+    """Check one file's contents. Never raises on bad input: it becomes a JAX000 finding.
+    ``why_not``: also keep where rules looked and stayed quiet, and why (``FileResult.quiet``)."""
     digest = content_hash(data) if isinstance(data, bytes) else None
     with _gc_paused(), PROJECT.recording() as deps:
-        result = _check_source(data, path, rules, noqa, digest)
+        result = _check_source(data, path, rules, noqa, digest, why_not)
     result.deps = tuple(sorted(deps, key=repr))
     if digest is not None:
         result.content_hash = digest
@@ -122,10 +126,12 @@ def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool
 
 
 def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool,
-                  digest: Optional[str] = None) -> FileResult:
+                  digest: Optional[str] = None, why_not: bool = False) -> FileResult:
     if path.lower().endswith(".ipynb"):  # code cells as one module, mapped back to cells
-        return _check_notebook(data, path, rules, noqa)
+        return _check_notebook(data, path, rules, noqa, why_not)
     result = FileResult(path)
+    if why_not:
+        result.quiet = []
     if isinstance(data, bytes):
         try:
             text = decode_source(data)
@@ -160,11 +166,14 @@ def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result
     return findings
 
 
-def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool) -> FileResult:
+def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool,
+                    why_not: bool = False) -> FileResult:
     """``check_source`` for an ``.ipynb`` file; never raises on bad input."""
     from . import notebook  # on the first notebook only: the flake8 plugin never reads one
 
     result = FileResult(path)
+    if why_not:
+        result.quiet = []
     try:
         cells = notebook.read_cells(data)
     except notebook.NotebookError as e:
@@ -195,12 +204,14 @@ def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
         if error is not None:
             return [mod.locate(e).with_path(path) for e in errors]
     findings = _lint(tree, mod.text, rules, noqa, result, project_path)
+    if result is not None and result.quiet:
+        result.quiet[:] = [mod.locate(q).with_path(path) for q in result.quiet]
     out = [mod.locate(f).with_path(path) for f in errors + findings]
     out.sort(key=lambda f: (f.line, f.col, f.code))
     return out
 
 
-def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResult:
+def check_path(path: str, rules: Sequence[Rule], noqa: bool = True, why_not: bool = False) -> FileResult:
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -208,4 +219,4 @@ def check_path(path: str, rules: Sequence[Rule], noqa: bool = True) -> FileResul
         res = FileResult(path)
         res.findings.append(Finding(1, 0, PARSE_ERROR, f"could not read: {e.strerror or e}", "parse-error", path))
         return res
-    return check_source(data, path, rules, noqa)
+    return check_source(data, path, rules, noqa, why_not)

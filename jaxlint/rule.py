@@ -194,6 +194,31 @@ class Rule:
         return Finding(node.lineno, node.col_offset, self.code, text, self.name, fix=fix, cites=cites,
                        opt_in=opt_in, evidence=tuple(evidence), facts=row)
 
+    def proof(self, model: ModuleModel, node: ast.AST, *facts) -> Optional[list]:
+        """The facts of a finding's proof obligation, in order (a fact, or a function of no
+        arguments that makes one, asked only when the facts before it are not disproven): the list
+        to hand to :meth:`finding` when none is disproven; None when one is, recording that fact as
+        why the rule stayed quiet at ``node`` (:meth:`quiet`)."""
+        out = []
+        for fact in facts:
+            if callable(fact):
+                fact = fact()
+            if fact.status == "disproven":
+                self.quiet(model, node, fact)
+                return None
+            out.append(fact)
+        return out
+
+    def quiet(self, model: ModuleModel, node: ast.AST, reason) -> None:
+        """Record that this rule looked at ``node`` and made no finding, and why: a disproven
+        :class:`~jaxlint.model.proof.Fact` or a sentence. Kept only when the run asks why a line has
+        no finding (``jaxlint check --explain-finding PATH:LINE``); otherwise a no-op."""
+        log = model.facts.quiet
+        if log is None or node is None or not hasattr(node, "lineno"):
+            return
+        text = reason if isinstance(reason, str) else f"{reason.name} ({reason.status}): {reason.why}"
+        log.append(Finding(node.lineno, node.col_offset, self.code, text, self.name))
+
     @classmethod
     def explain(cls) -> str:
         def block(text: str) -> str:

@@ -25,7 +25,7 @@ TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 class FileResult:
     """One file's result (the engine makes it; the result cache stores and restores it)."""
 
-    __slots__ = ("path", "findings", "internal_errors", "content_hash", "deps", "cached")
+    __slots__ = ("path", "findings", "internal_errors", "content_hash", "deps", "cached", "quiet")
 
     def __init__(self, path: str, findings: Optional[list] = None, internal_errors: Optional[list] = None,
                  content_hash: Optional[str] = None, deps: tuple = (), cached: bool = False):
@@ -35,6 +35,9 @@ class FileResult:
         self.content_hash = content_hash  # of the bytes checked, for the result cache
         self.deps = deps  # what cross-module lookups consulted (ProjectResolver.recording)
         self.cached = cached  # read from the result cache: its findings carry no fixes
+        # why rules stayed quiet where they looked (Finding records whose message is the reason): a
+        # list only when asked (``engine.check_path(..., why_not=True)``), else None; never cached or compared
+        self.quiet: Optional[list] = None
 
     def _key(self) -> tuple:
         return (self.path, self.findings, self.internal_errors, self.content_hash, self.deps, self.cached)

@@ -21,6 +21,7 @@ def _compiled(model: ModuleModel, call: ast.Call) -> bool:
 
 class EagerUpdateInLoop(Rule):
     code = "JAX701"
+    needs = ("eager-update",)
     short = "An optimizer or parameter update run eagerly, outside jit, every step of a training loop."
     confirmed_by = "eager"
     name = "eager-update-in-loop"
@@ -83,17 +84,21 @@ class EagerUpdateInLoop(Rule):
             ctx = model.context(call)
             role = roles.sync_role(model, ctx)
             if role.kind != roles.PER_STEP:
+                self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
                 continue
-            compiled = next((c for c in role.loop.all_calls() if _compiled(model, c)), None)
-            if compiled is None:
+            compiled_calls = [c for c in role.loop.all_calls() if _compiled(model, c)]
+            if not compiled_calls:
                 continue  # the whole step is eager: jitting it is the advice, not moving the update
-            by_loop.setdefault(id(role.loop), []).append((upd, role, compiled))
+            fact = eagerwork.updated_state(model, upd, role.loop, compiled_calls)
+            if self.proof(model, call, fact) is None:
+                continue
+            by_loop.setdefault(id(role.loop), []).append((upd, role, compiled_calls[0], fact))
         for found in by_loop.values():
             found.sort(key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
-            (upd, role, compiled), rest = found[0], found[1:]
+            (upd, role, compiled, fact), rest = found[0], found[1:]
             call, loop = upd.call, role.loop
             also: list = []
-            for i, (u, _, _) in enumerate(rest):
+            for i, (u, _, _, _) in enumerate(rest):
                 also += [" (and " if i == 0 else ", ", f"{u.what} on ", Line(u.call.lineno)]
             also += [")"] if rest else []
             facts = role.evidence + [
@@ -105,7 +110,8 @@ class EagerUpdateInLoop(Rule):
                                       Line(loop.node.lineno), f", one device dispatch per {per} "
                                       "each step; move the update into the jitted step (`", unparse(compiled.func, 40),
                                       "` on ", Line(compiled.lineno), ") and return the new parameters and state"],
-                               opt_in=_TEST_CODE if model.in_test_code(call) else None, evidence=facts)
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None, evidence=facts,
+                               facts=[fact])
 
 
 class ElementwiseLoopOverArray(Rule):

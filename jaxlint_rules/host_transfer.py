@@ -49,10 +49,16 @@ _FIX = {
 }
 
 
-def _step_role(model: ModuleModel, ctx):
-    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`), else None."""
+def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None):
+    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`), else None;
+    with ``rule`` and ``node``, a loop role that is not a step is recorded as why the rule stayed
+    quiet there (``Rule.quiet``)."""
     role = roles.sync_role(model, ctx)
-    return role if role.kind == roles.PER_STEP else None
+    if role.kind == roles.PER_STEP:
+        return role
+    if rule is not None and role.kind != roles.NO_STEPS:
+        rule.quiet(model, node, f"per-step (disproven): {role.kind}: " + "; ".join(role.evidence))
+    return None
 
 
 class HostTransferInLoop(Rule):
@@ -135,7 +141,7 @@ class HostTransferInLoop(Rule):
                 what = (f"`{unparse(call.func)}(...)`, which reads `{unparse(arg, 30)}` on the host "
                         f"(`{unparse(inner, 30)}` on line {inner.lineno}),")
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
-            role = _step_role(model, ctx)
+            role = _step_role(model, ctx, self, call)
             if role is not None:
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
                 finding = self._report(model, call, role, what, kind)
@@ -168,7 +174,7 @@ class HostTransferInLoop(Rule):
             value = fetches.bool_sync(model, test, ctx.scope)
             if value is None:
                 continue
-            role = _step_role(model, ctx)
+            role = _step_role(model, ctx, self, test)
             if role is not None:
                 kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
@@ -288,6 +294,8 @@ class BlockUntilReadyInLoop(Rule):
             ctx = model.context(call)
             role = roles.block_role(model, ctx)
             if role.kind != roles.PER_STEP:
+                if role.kind != roles.NO_STEPS:
+                    self.quiet(model, call, f"per-step (disproven): {role.kind}: " + "; ".join(role.evidence))
                 continue
             loop = role.loop
             if transfers.lagged_sync(model, call, loop):
@@ -509,30 +517,32 @@ class HostConversionInTracedCode(Rule):
             if what is None:
                 continue
             fact = self._tracer(staging, f, operands, scope)
-            path = tracers.traced_path(staging, f, call) if fact is not None else None
-            if fact is None or path.disproven:
+            facts = fact and self.proof(model, call, fact, lambda f=f, call=call: tracers.traced_path(staging, f, call))
+            if not facts:
                 continue
             if what == "`.item()`" and not staging.staged(f):  # autodiff alone: the value becomes a constant
                 yield self.finding(call, "`.item()` on a tracer under autodiff turns it into a constant, so no "
-                                         "gradient flows through it; keep it an array (use jax.numpy)", facts=[fact, path])
+                                         "gradient flows through it; keep it an array (use jax.numpy)", facts=facts)
                 continue
             if not staging.staged(f):
                 continue
             yield self.finding(call, f"{what} on a tracer raises {error} {staging.how_staged(f)}; use "
-                                     "jax.numpy and keep it an array, or make the argument static", facts=[fact, path])
+                                     "jax.numpy and keep it an array, or make the argument static", facts=facts)
 
     @staticmethod
     def _tracer(staging, f, operands: list, scope):
         """The tracer fact of the first operand proven a tracer, else of the first not known either
-        way; None when none is a tracer."""
-        gap = None
+        way, else of the first (disproven); None for no operands."""
+        gap = first = None
         for v in operands:
             fact = tracers.tracer(staging, f, v, scope, autodiff=True)
             if fact.proven:
                 return fact
             if fact.unknown and gap is None:
                 gap = fact
-        return gap
+            if first is None:
+                first = fact
+        return gap or first
 
 
 class HostCallbackInCompiledLoop(Rule):

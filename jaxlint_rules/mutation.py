@@ -135,7 +135,7 @@ class InplaceItemAssignment(Rule):
             if not model.arrays.item_target(target, scope):
                 continue
             fact = refs.immutable_array(model, target, scope)
-            if fact.disproven:
+            if self.proof(model, target, fact) is None:
                 continue
             stmt = rebinding.statement_of(model, target) if kind == "aug" else None
             op = stmt.op if isinstance(stmt, ast.AugAssign) else None

@@ -257,9 +257,13 @@ class JitInLoop(Rule):
                 continue
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer) or cached(outer):
+                self.quiet(model, wrap.node, "repeats (disproven): the loop is over a few items in module-level code, "
+                                             "traced code, a test, an entry point or a cached function: a few compiles, "
+                                             "once")
                 continue  # module-level code or a test: a few compiles, once
             freq = roles.frequency(model, outer)
             if freq.kind in (roles.ONCE, roles.ONCE_BY_NAME):
+                self.quiet(model, wrap.node, "repeats (disproven): " + "; ".join(freq.evidence))
                 continue
             rep = freq.rep
             name = repetition.bound_name(model, wrap)
@@ -466,6 +470,11 @@ class StaticArgChurn(Rule):
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
             bench = _benchmark(model, ctx)
+            guard = loopfacts.new_key_guard(ctx, ctx.loops[-1])
+            if guard is not None:  # ``if n not in cache:``: the call runs once per new value, as the jit cache would
+                self.quiet(model, call, f"per-step (disproven): the `if {unparse(guard, 40)}` on line {guard.lineno} "
+                                        "runs it once per new value, not at every iteration")
+                continue
             params, shift, static_pos, static_names = wrap.static_layout(call)
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):

@@ -499,7 +499,10 @@ class ConstantKeyInLoop(Rule):
             # a literal int seed, or a module-level name bound once to one
             if V.const_int(model, seed, ctx.scope, fold=False, local=False) is None:
                 continue
-            loops = [lp for lp in ctx.loops if roles.loop_role(model, lp, ctx).kind == roles.PER_STEP]
+            role_of = [roles.loop_role(model, lp, ctx) for lp in ctx.loops]
+            loops = [r.loop for r in role_of if r.kind == roles.PER_STEP]
+            if role_of and not loops:
+                self.quiet(model, call, f"per-step (disproven): {role_of[-1].kind}: " + "; ".join(role_of[-1].evidence))
             if not loops:
                 found = self._per_step_helper(model, call, ctx)
                 if found is not None:

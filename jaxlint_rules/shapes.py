@@ -76,12 +76,12 @@ class DataDependentShape(Rule):
                     continue
                 parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
                 found = _first_traced(staging, f, [p for p in parts if V.is_mask(model, p, scope)], scope)
-                path = tracers.traced_path(staging, f, sub) if found is not None else None
-                if found is not None and not path.disproven:
+                facts = found and self.proof(model, sub, found[1], lambda f=f, sub=sub: tracers.traced_path(staging, f, sub))
+                if facts:
                     yield self.finding(sub, f"boolean-mask indexing `{unparse(sub, 30)}` has a size that depends "
                                             "on the data, so it raises NonConcreteBooleanIndexError "
                                             f"{staging.how_staged(f)}; use jnp.where(mask, x, fill) or a masked "
-                                            "reduction", facts=[found[1], path])
+                                            "reduction", facts=facts)
             for call in f.calls:
                 scope = model.scope_at(call)
                 what = self._sized_call(model, call, scope)
@@ -89,11 +89,12 @@ class DataDependentShape(Rule):
                     continue
                 head, fix, operands = what
                 found = _first_traced(staging, f, operands, scope)
-                path = tracers.traced_path(staging, f, call) if found is not None else None
-                if found is not None and not path.disproven:
+                facts = found and self.proof(model, call, found[1],
+                                             lambda f=f, call=call: tracers.traced_path(staging, f, call))
+                if facts:
                     yield self.finding(call, f"{head} has a size that depends on the data, so it raises "
                                              f"ConcretizationTypeError {staging.how_staged(f)}; {fix}",
-                                       facts=[found[1], path])
+                                       facts=facts)
 
     def _sized_call(self, model: ModuleModel, call: ast.Call, scope: Scope) -> Optional[tuple]:
         """``(what, fix, operands)`` for a call whose output size depends on the data of one of
@@ -138,15 +139,18 @@ def _shape_parts(arg: ast.AST) -> list:
 
 def _first_traced(staging, f: FunctionInfo, exprs: list, scope: Scope, ctx=None):
     """``(expression, tracer fact)`` for the first of ``exprs`` proven a tracer, else for the first
-    one not known either way; None when each is disproven (not a tracer)."""
-    gap = None
+    one not known either way, else for the first one (disproven: not a tracer); None for no
+    expressions."""
+    first = gap = None
     for e in exprs:
         fact = tracers.tracer(staging, f, e, scope, ctx)
         if fact.proven:
             return e, fact
         if fact.unknown and gap is None:
             gap = e, fact
-    return gap
+        if first is None:
+            first = e, fact
+    return gap or first
 
 
 # --------------------------------------------------------------------------- JAX302
@@ -199,12 +203,13 @@ class TracedControlFlow(Rule):
                 continue
             _cover(test, covered)
             culprit = self._culprit(model, staging, f, ctx, test, True)
-            path = tracers.traced_path(staging, f, anchor) if culprit is not None else None
-            if culprit is not None and not path.disproven:
+            facts = culprit and self.proof(model, anchor, culprit[1],
+                                           lambda f=f, anchor=anchor: tracers.traced_path(staging, f, anchor))
+            if facts:
                 kind, fix = _describe_if(node)
                 yield self.finding(test, f"{kind} on the traced value `{unparse(culprit[0], 30)}` raises "
                                          f"TracerBoolConversionError {staging.how_staged(f)}; {fix}",
-                                   facts=[culprit[1], path])
+                                   facts=facts)
         for node in model.bool_nodes:
             if id(node) in covered:
                 continue
@@ -214,8 +219,9 @@ class TracedControlFlow(Rule):
                 continue
             _cover(node, covered)
             culprit = self._culprit(model, staging, f, ctx, node, False)
-            path = tracers.traced_path(staging, f, node) if culprit is not None else None
-            if culprit is None or path.disproven:
+            facts = culprit and self.proof(model, node, culprit[1],
+                                           lambda f=f, node=node: tracers.traced_path(staging, f, node))
+            if not facts:
                 continue
             if isinstance(node, ast.UnaryOp):
                 what, fix = "`not`", "use jnp.logical_not (or ~)"
@@ -224,7 +230,7 @@ class TracedControlFlow(Rule):
                 what, fix = f"`{op}`", f"use jnp.logical_{op} (or {'&' if op == 'and' else '|'}) or jnp.where"
             yield self.finding(node, f"{what} on the traced value `{unparse(culprit[0], 30)}` raises "
                                      f"TracerBoolConversionError {staging.how_staged(f)}; {fix}",
-                               facts=[culprit[1], path])
+                               facts=facts)
 
     def _culprit(self, model: ModuleModel, staging, f: FunctionInfo, ctx, e: ast.AST, tested: bool):
         """``(operand, tracer fact)`` for the first operand that Python converts to bool and that is
@@ -250,6 +256,7 @@ class TracedControlFlow(Rule):
             fact = tracers.tracer(staging, f, e, ctx.scope, ctx)
             if not fact.disproven:
                 return e, fact
+            self.quiet(model, e, fact)
         return None
 
 
@@ -308,14 +315,15 @@ class TracedShapeArgument(Rule):
                 for arg in self._size_args(model, call, scope):
                     parts = [p.value if isinstance(p, ast.Starred) else p for p in _shape_parts(arg)]
                     found = _first_traced(staging, f, parts, scope)
-                    path = tracers.traced_path(staging, f, call) if found is not None else None
-                    if found is not None and not path.disproven:
-                        bad, fact = found
+                    facts = found and self.proof(model, found[0], found[1],
+                                                 lambda f=f, call=call: tracers.traced_path(staging, f, call))
+                    if facts:
+                        bad = found[0]
                         yield self.finding(bad, f"size `{unparse(bad, 30)}` of `{unparse(call.func)}` is "
                                                 "computed from a traced value, and shapes must be known when "
                                                 f"tracing: this raises a TypeError or ConcretizationTypeError "
                                                 f"{staging.how_staged(f)}; derive it from `.shape`, or make it a "
-                                                "static argument (static_argnames=)", facts=[fact, path])
+                                                "static argument (static_argnames=)", facts=facts)
                         break
 
     def _size_args(self, model: ModuleModel, call: ast.Call, scope: Scope) -> list:

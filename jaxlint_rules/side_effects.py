@@ -229,7 +229,7 @@ class PrintInTracedCode(Rule):
             values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in _PRINT_OPTIONS]
             if any(V.formats_jax(model, v, scope, deep=True) for v in values):
                 fact = tracers.abstract_values(model.staging, f)
-                if fact.disproven:
+                if self.proof(model, call, fact) is None:
                     continue  # autodiff outside jit: the print runs, with its values, on every call
                 if repetition.traced_per_compilation(model, f):
                     what = ("runs once, when JAX compiles the function: it shows a Tracer (shape and dtype, no "

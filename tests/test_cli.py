@@ -691,3 +691,39 @@ def test_the_loop_rules_fixture_findings_all_carry_evidence(folder, capsys):
     main(["check", "--no-cache", "--pedantic", "--format", "json", path])
     rows = json.loads(capsys.readouterr().out)
     assert rows and all(r.get("evidence") for r in rows), [r for r in rows if not r.get("evidence")]
+
+
+def test_explain_finding_says_why_a_line_has_no_finding(tmp_path, capsys):
+    # issue 37 ("why not"): on a line with no finding, the rules that looked at it and the fact that
+    # kept each quiet; a line no rule looked at says so
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return x * 2
+
+        def train(x, n):
+            for i in range(n):
+                x = step(x)
+                if i % 100 == 0:
+                    print(float(x.sum()))
+            return x
+
+        @jax.jit
+        def pad(x, mask=None):
+            if mask is not None:
+                return jnp.zeros(x.shape[0])
+            return x[x > 0]
+    """))
+    assert main(["check", "--no-cache", "--explain-finding", f"{path}:13"]) == 0
+    out = capsys.readouterr().out
+    assert out == (f"{path}:13: rules that looked at this line and made no finding, and why:\n"
+                   "  JAX201 host-transfer-in-loop: per-step (disproven): periodic: the `if i % 100 == 0` on line 12 "
+                   "runs it only now and then in the loop on line 10\n")
+    assert main(["check", "--no-cache", "--explain-finding", f"{path}:2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no finding on line 2" in captured.err and "no rule looked at it" in captured.err

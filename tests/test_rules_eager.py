@@ -253,3 +253,26 @@ def test_jax702_wins_over_jax201_on_the_same_read():
         return x
     """
     assert_marked(src)
+
+
+def test_jax701_metric_sums_are_no_update_of_the_step_state():
+    # issue 37: summing the step's metrics with a tree map each step updates nothing the compiled
+    # step computes with (the eager-update fact is disproven); a tree map whose result the step
+    # takes next iteration is an update
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def train_step(params, batch):
+        grads = jax.grad(lambda p: jnp.mean((p * batch) ** 2))(params)
+        return grads, {"loss": jnp.mean(batch)}
+
+    def train(params, batches, lr):
+        totals = None
+        for batch in batches:
+            grads, metrics = train_step(params, batch)
+            totals = metrics if totals is None else jax.tree.map(lambda a, b: a + b, totals, metrics)
+            params = jax.tree.map(lambda p, g: p - lr * g, params, grads)  # expect: JAX701
+        return params, totals
+    """)

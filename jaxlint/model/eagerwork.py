@@ -15,6 +15,7 @@ from typing import Optional
 from .. import names as N
 from . import callables, libraryobjects
 from . import values as V
+from .proof import Fact, disproven, proven
 from .records import Scope
 from .syntax import last_name
 
@@ -90,3 +91,39 @@ def _arithmetic_tree_map(m, call: ast.Call, scope: Scope) -> Optional[EagerUpdat
         if isinstance(expr, ast.BinOp) and len(used & set(f.params[:len(trees)])) >= 2:
             return EagerUpdate(call, "tree-map", f"`{ast.unparse(call.func)}(...)` of an update rule")
     return None
+
+
+def updated_state(m, upd: EagerUpdate, loop, compiled_calls) -> Fact:
+    """Whether an eager update updates state the loop's compiled step consumes: *proven* for an
+    optimizer's ``update`` or ``apply_updates`` (state by what they are), and for a tree map whose
+    result is passed to one of ``compiled_calls`` (the step takes the new parameters);
+    *disproven* for a tree map whose result no compiled call reads (running sums of the step's
+    metrics: a few tiny additions, no update of what the step computes with)."""
+    if upd.kind != "tree-map":
+        return proven("eager-update", f"{upd.what} updates optimizer or parameter state")
+    targets = _assigned_names(m, upd.call)
+    for c in compiled_calls:
+        read = {n.id for a in [*c.args, *(k.value for k in c.keywords)] for n in ast.walk(a) if isinstance(n, ast.Name)}
+        hit = sorted(targets & read)
+        if hit:
+            return proven("eager-update", f"its result `{hit[0]}` is passed to the compiled `{ast.unparse(c.func)}` on "
+                                          f"line {c.lineno}: the step computes with the updated tree")
+    names = ", ".join(f"`{t}`" for t in sorted(targets)) or "its result"
+    return disproven("eager-update", f"{names} is read by no compiled call of the loop: an accumulation (of metrics), "
+                                     "not an update of the step's state")
+
+
+def _assigned_names(m, call: ast.Call) -> set:
+    """The names the assignment statement holding ``call`` in its value binds."""
+    ctx = m.context(call)
+    stmts = []
+    node = ctx.scope.node if ctx is not None else None
+    for stmt in ast.walk(node) if node is not None else ():
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None and any(
+                n is call for n in ast.walk(stmt.value)):
+            stmts.append(stmt)
+    out: set = set()
+    for stmt in stmts:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out

@@ -13,6 +13,7 @@ class FactCache:
         "static_fields",  # pytrees.static_fields: frozenset of attribute names
         "array_fields",  # pytrees.array_fields: frozenset of attribute names
         "loop_records",  # looprecord.record: id(loop) -> LoopRecord
+        "quiet",  # Rule.quiet: why rules stayed quiet where they looked (a list, only when asked: "why not")
     )
 
     def __init__(self):

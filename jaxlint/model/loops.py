@@ -532,6 +532,22 @@ def membership_guarded(m, target: ast.Subscript) -> bool:
     return False
 
 
+def new_key_guard(ctx, loop: Loop) -> Optional[ast.Compare]:
+    """The ``if key not in cache:`` test inside ``loop`` around a node (its guards taken inside the
+    loop): the node runs once per key not seen before, not at every iteration."""
+    if ctx is None or loop not in ctx.loops:
+        return None
+    depth = ctx.loops.index(loop) + 1
+    for test, nloops in ctx.guards:
+        if nloops < depth:
+            continue  # an ``if`` outside the loop
+        for part in ([test] if not isinstance(test, ast.BoolOp) else test.values):
+            if (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.NotIn)
+                    and isinstance(part.comparators[0], (ast.Name, ast.Attribute))):
+                return part
+    return None
+
+
 def own_loop(m, f: FunctionInfo, uses: list) -> Optional[Loop]:
     """A loop of ``f``'s own, without any of the calls ``uses`` in it, that runs JAX work or steps
     (a ``for`` over ``range``/``count``, a ``while``): one call of ``f`` does a whole loop of
