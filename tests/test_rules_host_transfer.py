@@ -2887,3 +2887,18 @@ def test_jax201_a_comparison_with_none_is_a_python_bool():
                 pass
         return x
     """)
+
+
+def test_jax201_the_keys_of_a_dict_of_arrays_are_python_strings():
+    # issue 37: `for name in params: ... params[name]` walks the keys of a mapping; a count of
+    # sizes (`.size` is metadata) formatted with the key syncs nothing, a printed subtree does
+    assert_marked("""
+    import jax
+
+    def report(params):
+        params = jax.jit(lambda p: p)(params)
+        for name in params:
+            n = sum(x.size for x in jax.tree_util.tree_leaves(params[name]))
+            print(f"{name}: {n:,} parameters")
+            print(name, params[name])  # expect: JAX201
+    """)

@@ -256,7 +256,27 @@ def _event_kind_uncached(m, ev: Binding) -> bool:
             if not it.args or (ev.path and ev.path[0] == 0):
                 return False
             return is_jax(m, it.args[0], ev.scope)
+        if isinstance(it, ast.Name) and _keys_of(m, ev, it):
+            return False  # ``for k in tree: ... tree[k]``: iterating a dict of arrays gives its keys
         return is_jax(m, it, ev.scope)
+    return False
+
+
+def _keys_of(m, ev: Binding, it: ast.Name) -> bool:
+    """Whether the loop binding ``ev`` (a ``for`` over the name ``it``) indexes ``it`` with its own
+    target in the body (``for name in params: params[name]``): the iterable is a mapping and the
+    target one of its keys, not an element of an array."""
+    target = ev.node
+    if not isinstance(target, ast.Name):
+        return False
+    loop = next((lp for lp in m.loops if getattr(lp.node, "target", None) is target), None)
+    if loop is None:
+        return False
+    for stmt in loop.node.body:
+        for n in ast.walk(stmt):
+            if (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == it.id
+                    and isinstance(n.slice, ast.Name) and n.slice.id == target.id):
+                return True
     return False
 
 # -- functions mapped over the leaves of trees
