@@ -2895,8 +2895,10 @@ def test_jax201_the_keys_of_a_dict_of_arrays_are_python_strings():
     assert_marked("""
     import jax
 
+    identity = jax.jit(lambda p: p)
+
     def report(params):
-        params = jax.jit(lambda p: p)(params)
+        params = identity(params)
         for name in params:
             n = sum(x.size for x in jax.tree_util.tree_leaves(params[name]))
             print(f"{name}: {n:,} parameters")
