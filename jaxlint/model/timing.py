@@ -317,14 +317,14 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
         if len(callees) == 1 and _dispatches_only(m, callees[0][0].node.body, depth + 1):
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
-            return "maybe" if _takes_jax(m, c, scope) else None
+            return "maybe" if _takes_jax(m, c, scope, depth) else None
     if _stores_only(m, c, scope):
         return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
     if libraryobjects.dispatch_only_method(m, c, scope):
         return "work"  # ``strategy.tell(x, fitness, state)`` of an evosax strategy: jax.numpy work
     if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
         return None
-    return "maybe" if _takes_jax(m, c, scope) else None
+    return "maybe" if _takes_jax(m, c, scope, depth) else None
 
 
 # Array operations that only dispatch: a helper made of these and compiled calls waits for nothing.
@@ -405,11 +405,14 @@ def _calls_back(m, c: ast.Call, scope) -> bool:
     return False
 
 
-def _takes_jax(m, c: ast.Call, scope) -> bool:
+def _takes_jax(m, c: ast.Call, scope, depth: int = 0) -> bool:
+    """Whether the call is handed a JAX value: an argument (or its receiver) that is one, or the
+    direct result of a call that dispatches JAX work (``harness(postprocess(rgb))``)."""
     args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
     if isinstance(c.func, ast.Attribute):
         args.append(c.func.value)
-    return any(V.is_jax(m, a, scope) for a in args)
+    return any(V.is_jax(m, a, scope) or (isinstance(a, ast.Call) and _device_role(m, a, depth + 1) == "work")
+               for a in args)
 
 
 def _waits_last(m, stmts: list, depth: int) -> bool:
