@@ -17,7 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from jaxlint.engine import decode_source  # noqa: E402
-from jaxlint.model import build_model, limits  # noqa: E402
+from jaxlint.model import build_model
+from jaxlint.model.python import limits  # noqa: E402
 from jaxlint_rules import ALL_RULES  # noqa: E402
 
 

@@ -14,8 +14,8 @@ import sys
 from typing import Optional, Sequence
 
 from .model import build_model
-from .model.evidence import traced_context
-from .model.module import imports_use_jax
+from .model.policy.evidence import traced_context
+from .model.python.module import imports_use_jax
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule

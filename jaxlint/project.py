@@ -186,7 +186,7 @@ class ProjectResolver:
     def array_results(self, path: str, digest: str, names: frozenset) -> frozenset:
         """Which of ``names`` (top-level functions of the project file ``path``) certainly return
         a JAX array, for a summary that left them to be judged on demand (:meth:`_on_demand`)."""
-        from .model import values as V
+        from .model.facts import values as V
 
         return self._on_demand(path, digest, lambda model: V.array_results(model, names), frozenset())
 
@@ -194,7 +194,7 @@ class ProjectResolver:
         """The factories of compiled callables of the project file ``path`` (see
         :func:`~jaxlint.model.summary.factories_of`), for a summary that left them to be read on
         demand (:meth:`_on_demand`)."""
-        from .model.summary import factories_of
+        from .model.facts.summary import factories_of
 
         return self._on_demand(path, digest, factories_of, {})
 
@@ -242,7 +242,7 @@ class ProjectResolver:
         with self.recording() as deps:
             try:
                 from .model import build_model
-                from .model.work import function_runs_program
+                from .model.facts.work import function_runs_program
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -542,7 +542,7 @@ class _LoopCalls:
             tree = ast.parse(decode_source(data), filename=path)
         except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
             return None
-        from .model.records import _is_steplike
+        from .model.python.records import _is_steplike
         out = cls(path)
         todo = [(tree, None)]
         while todo:

@@ -14,7 +14,7 @@ def __getattr__(name: str):
     """``unparse`` (jaxlint/model/syntax.py), re-exported for the rules, loaded on first use: the
     reporters and the result cache import :class:`Finding` from here without the model."""
     if name == "unparse":
-        from .model.syntax import unparse
+        from .model.python.syntax import unparse
 
         return unparse
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -239,7 +239,7 @@ class Rule:
 
 def _needs_text(needs: Sequence[str]) -> str:
     """The proof obligation of a rule, for ``jaxlint explain``: one line per fact."""
-    from .model.proof import FACTS
+    from .model.facts.proof import FACTS
 
     return "\n".join(textwrap.fill(f"- {name}: {FACTS[name]}", 76, initial_indent="    ",
                                     subsequent_indent="      ") for name in needs)

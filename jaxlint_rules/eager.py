@@ -6,7 +6,8 @@ import ast
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model import callables, eagerwork, elementwise, roles
+from jaxlint.model.facts import callables, eagerwork, elementwise
+from jaxlint.model.policy import roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 _TEST_CODE = "in test code, which runs a fixed, small number of steps"

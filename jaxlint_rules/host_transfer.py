@@ -7,11 +7,11 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model import (callbacks, elementwise, evidence, fetches, hostneeds, libraryloops, looprecord, roles, timing,
-                           tracers, transfers)
-from jaxlint.model import loops as loopfacts
-from jaxlint.model import values as V
-from jaxlint.model import work as W
+from jaxlint.model.facts import callbacks, elementwise, fetches, hostneeds, libraryloops, timing, tracers
+from jaxlint.model.policy import evidence, looprecord, roles, transfers
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import values as V
+from jaxlint.model.facts import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 

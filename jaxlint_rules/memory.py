@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model import donation, setuporder
+from jaxlint.model.facts import donation, setuporder
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 _CHILD = "the module starts another process, which may be what the setting is for"

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
     from jaxlint.edits import Fix
-from jaxlint.model import ModuleModel, at_update, is_str_key, rebinding, refs
+from jaxlint.model import ModuleModel, at_update, is_str_key
+from jaxlint.model.python import rebinding
+from jaxlint.model.facts import refs
 from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model import values as V
+from jaxlint.model.facts import values as V
 
 
 # Augmented assignments whose operator has no ``.at[]`` method (there is no ``.at[].floor_divide``).

@@ -6,21 +6,12 @@ import ast
 import os
 from typing import Iterator, Optional
 
-from jaxlint.model import (
-    Churn,
-    JitWrap,
-    ModuleModel,
-    NewCallable,
-    Repetition,
-    cached,
-    called_once,
-    many_trips,
-    per_step,
-    varying_names,
-)
+from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
+    per_step, varying_names)
 from jaxlint import names as N
-from jaxlint.model import callables, evidence, frequency, periodicity, repetition, roles
-from jaxlint.model import loops as loopfacts
+from jaxlint.model.facts import callables, frequency, periodicity, repetition
+from jaxlint.model.policy import evidence, roles
+from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 

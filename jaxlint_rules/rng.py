@@ -6,20 +6,12 @@ import ast
 import os
 from typing import Iterator, Optional
 
-from jaxlint.model import (
-    KEY_MAKERS,
-    FixedKeyDraw,
-    FunctionInfo,
-    KeyUse,
-    Loop,
-    ModuleModel,
-    call_arg,
-    called_once,
-    is_draw,
-)
-from jaxlint.model import deviceloops, keydraws, keys, repetition, roles
-from jaxlint.model import loops as loopfacts
-from jaxlint.model import values as V
+from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
+    is_draw)
+from jaxlint.model.facts import deviceloops, keydraws, keys, repetition
+from jaxlint.model.policy import roles
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import values as V
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"

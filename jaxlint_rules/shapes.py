@@ -6,16 +6,11 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint import names as N
-from jaxlint.model import (
-    FunctionInfo,
-    Loop,
-    ModuleModel,
-    Scope,
-    call_arg,
-)
-from jaxlint.model import callables, hostvalues, ragged, roles, statics, tracers
-from jaxlint.model import loops as loopfacts
-from jaxlint.model import values as V
+from jaxlint.model import FunctionInfo, Loop, ModuleModel, Scope, call_arg
+from jaxlint.model.facts import callables, hostvalues, ragged, statics, tracers
+from jaxlint.model.policy import roles
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import values as V
 from jaxlint.rule import Finding, Rule, unparse
 
 

@@ -7,9 +7,9 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model import callables, containers, repetition, tracers
-from jaxlint.model import loops as loopfacts
-from jaxlint.model import values as V
+from jaxlint.model.facts import callables, containers, repetition, tracers
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import values as V
 
 # Container methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove",

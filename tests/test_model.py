@@ -9,12 +9,14 @@ import textwrap
 
 import pytest
 
-from jaxlint.model import (ModuleModel, build_model, frequency, hostneeds, keydraws, periodicity, pytrees, ragged,
-                           refs, statics, timing, work)
-from jaxlint.model import callables, fetches, keys, looprecord, transfers
-from jaxlint.model import values as V
-from jaxlint.model import loops as loopfacts
-from jaxlint.model import repetition as R
+from jaxlint.model import ModuleModel, build_model
+from jaxlint.model.facts import (frequency, hostneeds, keydraws, periodicity, pytrees, ragged, refs, statics, timing,
+    work)
+from jaxlint.model.facts import callables, fetches, keys
+from jaxlint.model.policy import looprecord, transfers
+from jaxlint.model.facts import values as V
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import repetition as R
 
 
 def build(src: str) -> tuple[ast.Module, ModuleModel]:
@@ -1099,7 +1101,7 @@ def test_periodic_helper_does_not_depend_on_its_name():
 
 
 def test_loop_counters():
-    from jaxlint.model.periodicity import loop_counters
+    from jaxlint.model.facts.periodicity import loop_counters
     tree, m = build(_PERIODIC)
     agent_loop = m.context(call_to(tree, "attr_mod")).loops[0]
     assert loop_counters(agent_loop) == {"self.training_steps"}
@@ -1940,7 +1942,7 @@ def test_feeds_back_is_a_call_whose_result_the_loop_passes_it_again():
 
 
 def test_inference_work_budget_answers_unknown_once_spent():
-    from jaxlint.model.limits import Work
+    from jaxlint.model.python.limits import Work
 
     src = "import jax\nj1 = jax.jit\nj2 = j1\n\ndef f(x):\n    return x\n\ng = j2(f)\n"
     tree = ast.parse(src)
@@ -1956,7 +1958,7 @@ def test_inference_work_budget_answers_unknown_once_spent():
 
 
 def test_inference_work_budget_grows_with_the_file():
-    from jaxlint.model import limits
+    from jaxlint.model.python import limits
 
     small, large = limits.Work(10), limits.Work(10_000)
     assert large.left - small.left == limits.WORK_PER_LINE * 9_990
@@ -2756,7 +2758,7 @@ def test_walk_and_the_statement_walk_give_what_ast_walk_gives_in_its_order():
     import glob
     import os
 
-    from jaxlint.model.syntax import BLOCK_OWNERS, statement_walk, walk
+    from jaxlint.model.python.syntax import BLOCK_OWNERS, statement_walk, walk
 
     root = os.path.join(os.path.dirname(__file__), os.pardir, "fixtures")
     paths = sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))
@@ -3625,7 +3627,7 @@ import os as os2, os
 
 
 def test_module_import_sources_are_the_walks_module_scope_imports():
-    from jaxlint.model.module import module_import_sources
+    from jaxlint.model.python.module import module_import_sources
 
     tree = ast.parse(_IMPORTS_EVERYWHERE)
     got = module_import_sources(tree)
@@ -3637,7 +3639,7 @@ def test_module_import_sources_are_the_walks_module_scope_imports():
 
 
 def test_imports_use_jax_needs_a_project_and_a_path():
-    from jaxlint.model.module import imports_use_jax
+    from jaxlint.model.python.module import imports_use_jax
 
     tree = ast.parse("from .model import step\n")
     assert imports_use_jax(tree, None, "train.py") is False
@@ -3882,7 +3884,7 @@ class Agent:
     ("not_in_a_loop", "no-steps"),
 ])
 def test_sync_role_of_the_loop_around_a_node(name, kind):
-    from jaxlint.model import roles
+    from jaxlint.model.policy import roles
     tree, m = build(_ROLES)
     role = roles.sync_role(m, m.context(call_to(tree, name)))
     assert role.kind == kind
@@ -3890,7 +3892,7 @@ def test_sync_role_of_the_loop_around_a_node(name, kind):
 
 
 def test_block_role_of_a_timing_loop_is_a_benchmark():
-    from jaxlint.model import roles
+    from jaxlint.model.policy import roles
     tree, m = build(_ROLES)
     block = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "block_until_ready")
     assert roles.block_role(m, m.context(block)).kind == "benchmark"
@@ -3904,7 +3906,7 @@ def test_block_role_of_a_timing_loop_is_a_benchmark():
     ("helper", "unknown"),
 ])
 def test_frequency_of_a_function(name, kind):
-    from jaxlint.model import roles
+    from jaxlint.model.policy import roles
     tree, m = build(_ROLES)
     f = next(f for f in m.functions if f.name == name)
     freq = roles.frequency(m, f)
@@ -3990,7 +3992,7 @@ def test_a_device_loop_runs_its_body_function_and_is_its_python_call_site():
         s = lax.fori_loop(0, 3, short_body, s)
         return lax.while_loop(cond, grow, s), ys
     """)
-    from jaxlint.model import deviceloops, frequency as F
+    from jaxlint.model.facts import deviceloops, frequency as F
     found = {name: deviceloops.loop_running(m, func(m, name)) for name in ("body", "short_body", "cond", "grow")}
     assert {k: (ast.unparse(v.func), v.lineno) if v else None for k, v in found.items()} == {
         "body": ("lax.scan", 14),
@@ -4003,7 +4005,7 @@ def test_a_device_loop_runs_its_body_function_and_is_its_python_call_site():
 
 
 def test_loop_role_for_what_repeats_per_iteration():
-    from jaxlint.model import roles
+    from jaxlint.model.policy import roles
 
     tree, m = build("""
     import time
@@ -4036,9 +4038,9 @@ def test_loop_role_for_what_repeats_per_iteration():
 
 # --------------------------------------------------------------------------- issue 27 facts
 
-from jaxlint.model import callbacks as cbfacts  # noqa: E402
-from jaxlint.model import eagerwork, elementwise  # noqa: E402
-from jaxlint.model import work as W  # noqa: E402
+from jaxlint.model.facts import callbacks as cbfacts  # noqa: E402
+from jaxlint.model.facts import eagerwork, elementwise  # noqa: E402
+from jaxlint.model.facts import work as W  # noqa: E402
 
 
 def _call(tree: ast.AST, spelled: str) -> ast.Call:
@@ -4226,7 +4228,7 @@ def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
 
 
 def test_library_loop_method_is_read_from_the_library_base_not_the_name():
-    from jaxlint.model import libraryloops
+    from jaxlint.model.facts import libraryloops
 
     tree, m = build("""
         from stable_baselines3 import PPO
@@ -4326,7 +4328,7 @@ def test_parameter_arguments_are_what_every_call_of_the_function_passes():
 
 
 def test_library_maker_is_the_one_call_every_binding_comes_from():
-    from jaxlint.model import libraryobjects
+    from jaxlint.model.facts import libraryobjects
     tree, m = build("""
     import optax
     import mylib
@@ -4377,7 +4379,7 @@ def test_host_fetch_of_library_loggers_is_the_jax_value_they_are_given():
 
 
 def test_setup_flow_walks_the_top_level_and_entry_functions_in_order():
-    from jaxlint.model import setuporder
+    from jaxlint.model.facts import setuporder
 
     tree, m = build("""
     import os
@@ -4409,7 +4411,7 @@ def test_setup_flow_walks_the_top_level_and_entry_functions_in_order():
 
 
 def test_donated_names_follow_positions_keywords_and_the_jit_spelling():
-    from jaxlint.model import donation
+    from jaxlint.model.facts import donation
 
     tree, m = build("""
     import functools
@@ -4440,7 +4442,7 @@ def test_donated_names_follow_positions_keywords_and_the_jit_spelling():
 
 
 def test_rebinding_calls_without_donation_in_step_loops():
-    from jaxlint.model import donation
+    from jaxlint.model.facts import donation
 
     src = """
     import functools
@@ -4524,7 +4526,7 @@ def test_a_field_of_an_argument_of_unknown_class_is_not_known_to_be_a_tracer():
 
 def _tracer_status(src: str, fname: str = "f") -> list:
     """The tracer fact (jaxlint/model/tracers.py) of each argument of the ``sink(...)`` call in ``fname``."""
-    from jaxlint.model import tracers
+    from jaxlint.model.facts import tracers
 
     tree, m = build(src)
     call = call_to(tree, "sink")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxlint.model.records import FunctionInfo, TraceCause
-from jaxlint.model.widths import ShapeSource
+from jaxlint.model.python.records import FunctionInfo, TraceCause
+from jaxlint.model.python.widths import ShapeSource
 from jaxlint.rule import Finding, Line
 from jaxlint.source import FileResult
 

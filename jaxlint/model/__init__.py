@@ -19,19 +19,19 @@ every other fact is a module of functions of the model (``values``, ``callables`
 ``work``, ``roles``, ...) that its askers import explicitly: no mixins.
 """
 
-from .arrays import array_only_index, is_str_key
-from .builder import build_model
-from .frequency import cached, called_once, per_step, setup_name, step_name
-from .keydraws import FixedKeyDraw
-from .keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, KeyUse, is_draw
-from .loops import loop_iterable, mentions, varying_names
-from .module import ModuleModel
-from .records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
-                      NewCallable, Repetition, Scope, TraceCause)
-from .repetition import many_trips
-from .summary import ModuleSummary
-from .syntax import at_update, call_arg, last_name, unparse
-from .fetches import FETCH_OR_FORMAT_NAMES
+from .facts.arrays import array_only_index, is_str_key
+from .python.builder import build_model
+from .facts.frequency import cached, called_once, per_step, setup_name, step_name
+from .facts.keydraws import FixedKeyDraw
+from .facts.keys import KEY_FUNCS, KEY_MAKERS, SAMPLERS, KeyUse, is_draw
+from .facts.loops import loop_iterable, mentions, varying_names
+from .python.module import ModuleModel
+from .python.records import (BOUNDED_TRIPS, STARRED, Binding, Churn, ClassInfo, Context, FunctionInfo, JitWrap, Loop,
+    NewCallable, Repetition, Scope, TraceCause)
+from .facts.repetition import many_trips
+from .facts.summary import ModuleSummary
+from .python.syntax import at_update, call_arg, last_name, unparse
+from .facts.fetches import FETCH_OR_FORMAT_NAMES
 
 __all__ = [
     "BOUNDED_TRIPS", "FETCH_OR_FORMAT_NAMES", "STARRED", "Binding", "Churn", "ClassInfo", "Context",

@@ -1,0 +1,225 @@
+"""Donated arguments: a compiled function jitted with ``donate_argnums``/``donate_argnames`` may
+reuse the buffers of those arguments for its outputs, and JAX deletes them when the call runs
+(measured on jax 0.10.2, CPU too: reading one after the call raises "Array has been deleted").
+Which arguments a call donates, and reads of a donated variable after the call before it is
+bound again (asked by JAX804); and step-loop calls whose results rebind their own arguments
+with no donation declared (asked by JAX803). Functions of the model (``m``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ... import names as N
+from . import callables
+from . import values as V
+from ..python.records import JitWrap
+
+
+class UseAfterDonation:
+    """``read`` (a Name) reads ``name`` after ``call`` donated it (``wrap``: the jit that donates)."""
+
+    __slots__ = ("call", "name", "read", "wrap")
+
+    def __init__(self, call: ast.Call, name: str, read: ast.Name, wrap: JitWrap):
+        self.call, self.name, self.read, self.wrap = call, name, read, wrap
+
+
+_DELETING = frozenset({"jax.jit", "jax.pmap"})
+
+
+def _deletes_donated(m, wrap: JitWrap) -> bool:
+    """Whether the wrapper is ``jax.jit``/``jax.pmap`` itself, which deletes a donated array. Not
+    flax's ``nnx.jit`` (it writes the new state back into the module object passed in) nor
+    equinox's wrappers."""
+    node = wrap.node
+    exprs = [node.func] if isinstance(node, ast.Call) else list(getattr(node, "decorator_list", ()))
+    scope = m.scope_at(node)
+    for e in exprs:
+        if isinstance(e, ast.Call):
+            e = e.args[0] if m.resolve(e.func, scope) == N.PARTIAL and e.args else e.func
+        if m.resolve(e, scope) in _DELETING:
+            return True
+    return False
+
+
+def donated_names(m, call: ast.Call, wrap: JitWrap) -> list:
+    """The plain variables ``call`` passes in donated positions (``f(params, g)`` with
+    ``donate_argnums=0``: ``params``) that certainly hold JAX arrays: a donated NumPy batch is
+    copied to the device and that copy donated, the host array stays readable. A keyword
+    argument of a ``jax.pmap`` function is not donated."""
+    if not (wrap.donate_argnums or wrap.donate_argnames) or not _deletes_donated(m, wrap):
+        return []
+    params, shift, _, _ = wrap.static_layout(call)
+    positions = {i if i >= 0 else i + len(params) for i in wrap.donate_argnums}
+    positions |= {i for i, p in enumerate(params) if p in wrap.donate_argnames}
+    names = set(wrap.donate_argnames) | {params[i] for i in positions if 0 <= i < len(params)}
+    out = []
+    scope = m.scope_at(call)
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if i + shift in positions and isinstance(arg, ast.Name) and _holds_jax(m, arg, scope):
+            out.append(arg.id)
+    if wrap.kind == "pmap":
+        return out  # pmap's donate_argnums covers positional arguments only (measured: a keyword one is kept)
+    for kw in call.keywords:
+        if kw.arg in names and isinstance(kw.value, ast.Name) and _holds_jax(m, kw.value, scope):
+            out.append(kw.value.id)
+    return out
+
+
+def _holds_jax(m, name: ast.Name, scope) -> bool:
+    """A JAX value, or a name bound to a container display of them (``{"w": jnp.zeros(...)}``)."""
+    if V.is_jax(m, name, scope):
+        return True
+    ev = m.binding(name.id, scope, (name.lineno, name.col_offset))
+    return ev is not None and ev.plain_assign and isinstance(ev.value, (ast.Dict, ast.List, ast.Tuple)) and \
+        V.holds_jax(m, ev.value, ev.scope)
+
+
+def uses_after_donation(m) -> list:
+    """Every :class:`UseAfterDonation` of the module, found once: in each block of statements, a
+    statement that calls a donating function with a variable, and a later statement of the same
+    block that reads the variable before any statement binds it again."""
+    memo = m.__dict__.get("_after_donation")
+    if memo is not None:
+        return memo
+    out: list = []
+    if any(w.donate_argnums or w.donate_argnames for w in m.jit_wraps):
+        for block in _blocks(m.tree):
+            for i, stmt in enumerate(block):
+                for call, name, wrap in _donating_calls(m, stmt):
+                    if name in _bound_by(stmt):
+                        continue  # ``params = update(params, g)``: the name holds the new value
+                    read = _first_read(block[i + 1:], name)
+                    if read is not None:
+                        out.append(UseAfterDonation(call, name, read, wrap))
+    m.__dict__["_after_donation"] = out
+    return out
+
+
+class RebindingCall:
+    """``call`` (in every iteration of ``loop``) passes ``names`` and its results rebind them, and
+    ``wrap`` (a ``jax.jit``/``jax.pmap``) declares no donation."""
+
+    __slots__ = ("call", "names", "positions", "keywords", "wrap", "loop")
+
+    def __init__(self, call: ast.Call, names: list, positions: list, keywords: list, wrap: JitWrap, loop):
+        self.call, self.names, self.positions, self.keywords = call, names, positions, keywords
+        self.wrap, self.loop = wrap, loop
+
+
+def rebinding_without_donation(m) -> list:
+    """Every :class:`RebindingCall`: an assignment ``state = step(state, batch)`` /
+    ``params, opt, loss = update(params, opt, batch)`` in a step loop (the innermost loop that
+    dispatches JAX work, :func:`loops.hot_loop`; not in traced code, where a Python loop runs once
+    while tracing and the inner jit is inlined), where ``step`` is a ``jax.jit``/``jax.pmap``
+    function with no ``donate_argnums``/``donate_argnames`` (nor ``**kwargs``) and the plain
+    names passed in non-static positions are among the names the assignment binds. Positions
+    are those ``donate_argnums`` would take (a decorated method called as ``self.m(...)``
+    counts ``self``)."""
+    memo = m.__dict__.get("_rebinding_calls")
+    if memo is not None:
+        return memo
+    from . import loops
+
+    out: list = []
+    # cheapest tests first: a jit in the module, an assignment of a call in a loop (the model's
+    # bindings, no walk of the tree), a name the call is given bound again
+    bound_by: dict = {}  # id(call) -> (call, names the assignment binds)
+    for scope in (m.scopes if m.jit_wraps else ()):
+        for evs in scope.events.values():
+            for b in evs:
+                if b.loops and b.kind == "assign" and isinstance(b.value, ast.Call) and isinstance(b.node, ast.Name):
+                    bound_by.setdefault(id(b.value), (b.value, set()))[1].add(b.node.id)
+    for call, bound in sorted(bound_by.values(), key=lambda cb: (cb[0].lineno, cb[0].col_offset)):
+        given = {a.id for a in call.args if isinstance(a, ast.Name)}
+        given |= {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
+        if not bound & given:
+            continue
+        ctx = m.context(call)
+        if ctx is None:
+            continue
+        wrap = callables.callable_info(m, call.func, m.scope_at(call))
+        if not isinstance(wrap, JitWrap) or wrap.donation_declared or not _deletes_donated(m, wrap):
+            continue
+        loop = loops.hot_loop(m, ctx)
+        if loop is None or m.in_traced_code(call):
+            continue  # a loop in traced code runs once, at trace time: the call is inlined
+        shift = wrap.static_layout(call)[1]
+        static_args, static_names = wrap.static_positions(call)
+        names, positions, keywords = [], [], []
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if isinstance(arg, ast.Name) and arg.id in bound and i not in static_args and arg.id not in names:
+                names.append(arg.id)
+                positions.append(i + shift)
+        for kw in call.keywords:
+            if (kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound
+                    and kw.arg not in static_names and wrap.kind != "pmap" and kw.value.id not in names):
+                names.append(kw.value.id)
+                keywords.append(kw.arg)
+        if names:
+            out.append(RebindingCall(call, names, positions, keywords, wrap, loop))
+    m.__dict__["_rebinding_calls"] = out
+    return out
+
+
+def _blocks(tree: ast.AST) -> Iterator[list]:
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+        if isinstance(node, ast.Try):
+            for h in node.handlers:
+                yield h.body
+
+
+def _own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a simple statement, not those of nested defs, lambdas or nested blocks."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+                         ast.While, ast.With, ast.AsyncWith, ast.Try)):
+        return
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.Lambda))
+
+
+def _donating_calls(m, stmt: ast.stmt) -> Iterator[tuple]:
+    for node in _own_nodes(stmt):
+        if isinstance(node, ast.Call):
+            wrap = callables.callable_info(m, node.func, m.scope_at(node))
+            if isinstance(wrap, JitWrap):
+                for name in donated_names(m, node, wrap):
+                    yield node, name, wrap
+
+
+def _bound_by(stmt: ast.stmt) -> set:
+    return {n.id for n in _own_nodes(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+
+
+def _first_read(stmts: list, name: str) -> Optional[ast.Name]:
+    """The first read of ``name``'s data in ``stmts`` (their nested blocks included) before a
+    statement of the block binds it again; None when it is bound first or never read. Metadata
+    (``x.shape``, ``x.dtype``) is no read: it stays available on a deleted array (measured)."""
+    for stmt in stmts:
+        metadata = {id(n.value) for n in ast.walk(stmt)
+                    if isinstance(n, ast.Attribute) and n.attr in N.METADATA_ATTRS}
+        reads = sorted((n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
+                        and isinstance(n.ctx, ast.Load) and id(n) not in metadata),
+                       key=lambda n: (n.lineno, n.col_offset))
+        binds = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, (ast.Store, ast.Del))]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # a def runs later, if at all
+        if reads:
+            return reads[0]
+        if binds:
+            return None
+    return None

@@ -1,0 +1,129 @@
+"""Eager updates: the per-step parameter update run op by op outside any compiled function.
+
+``updates, opt_state = tx.update(grads, opt_state, params)`` and ``optax.apply_updates(params,
+updates)`` (or a hand-written ``jax.tree.map(lambda p, g: p - lr * g, params, grads)``) called
+from Python, not from inside a jitted step, dispatch one small computation per leaf and per
+optimizer stage: a few hundred dispatches a step for a small network. Functions of the model
+(``m``), asked by JAX701.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import names as N
+from . import callables, libraryobjects
+from . import values as V
+from .proof import Fact, disproven, proven
+from ..python.records import Scope
+from ..python.syntax import last_name
+
+
+_SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
+
+
+class EagerUpdate:
+    """One parameter update made outside compiled code: ``call``, ``kind`` ("apply-updates",
+    "tree-map" or "optimizer-update"), ``what`` (how a message names it)."""
+
+    __slots__ = ("call", "kind", "what")
+
+    def __init__(self, call: ast.Call, kind: str, what: str):
+        self.call = call
+        self.kind = kind
+        self.what = what
+
+
+def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
+    """What parameter update ``call`` makes, when it is one (see the module docstring) and not
+    inside traced code; None otherwise. Whether it runs every step is the rule's question."""
+    func = call.func
+    if last_name(func) not in _SPELLED:
+        return None  # a cheap filter: every update this module knows is spelled one of these
+    if m.in_traced_code(call):
+        return None
+    scope = m.scope_at(call)
+    qn = m.resolve(func, scope)
+    if qn in N.EAGER_UPDATE_FUNCTIONS:
+        return EagerUpdate(call, "apply-updates", f"`{ast.unparse(func)}(...)`")
+    if qn in N.TREE_MAPS:
+        return _arithmetic_tree_map(m, call, scope)
+    if isinstance(func, ast.Attribute) and func.attr == "update" and qn is None:
+        maker = optimizer_maker(m, func.value, scope)
+        if maker is not None:
+            return EagerUpdate(call, "optimizer-update", f"`{ast.unparse(func)}(...)` of the `{maker[0]}` optimizer")
+    return None
+
+
+def optimizer_maker(m, expr: ast.AST, scope: Scope):
+    """``(qualified name, family)`` of the library call that made the optimizer ``expr``: a name
+    or ``self.attr`` bound (every time) to ``optax.adam(...)``, ``optax.chain(...)``,
+    ``flax.nnx.Optimizer(...)`` (``names.OPTIMIZER_FAMILIES``). None when not known."""
+    qn = libraryobjects.library_maker(m, expr, scope)
+    family = _family(qn)
+    return (qn, family) if family is not None else None
+
+
+def _family(qn: Optional[str]) -> Optional[str]:
+    if qn is None:
+        return None
+    for prefix, family in N.OPTIMIZER_FAMILIES:
+        if qn == prefix or (prefix.endswith(".") and qn.startswith(prefix)):
+            return family
+    return None
+
+
+def _arithmetic_tree_map(m, call: ast.Call, scope: Scope) -> Optional[EagerUpdate]:
+    """``jax.tree.map(lambda p, g: p - lr * g, params, grads)``: a lambda or def of this module
+    that combines the leaves of two or more JAX trees with arithmetic and nothing else."""
+    trees = [a for a in call.args[1:] if not isinstance(a, ast.Starred)]
+    if len(trees) < 2 or not any(V.holds_jax(m, t, scope) for t in trees):
+        return None
+    for f in callables.local_functions(m, call.args[0], scope):
+        node = f.node
+        body = [node.body] if isinstance(node, ast.Lambda) else [
+            s.value for s in node.body if isinstance(s, ast.Return) and s.value is not None]
+        if len(body) != 1 or f.calls or len(f.params) < 2:
+            return None
+        expr = body[0]
+        used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        if isinstance(expr, ast.BinOp) and len(used & set(f.params[:len(trees)])) >= 2:
+            return EagerUpdate(call, "tree-map", f"`{ast.unparse(call.func)}(...)` of an update rule")
+    return None
+
+
+def updated_state(m, upd: EagerUpdate, loop, compiled_calls) -> Fact:
+    """Whether an eager update updates state the loop's compiled step consumes: *proven* for an
+    optimizer's ``update`` or ``apply_updates`` (state by what they are), and for a tree map whose
+    result is passed to one of ``compiled_calls`` (the step takes the new parameters);
+    *disproven* for a tree map whose result no compiled call reads (running sums of the step's
+    metrics: a few tiny additions, no update of what the step computes with)."""
+    if upd.kind != "tree-map":
+        return proven("eager-update", f"{upd.what} updates optimizer or parameter state")
+    targets = _assigned_names(m, upd.call)
+    for c in compiled_calls:
+        read = {n.id for a in [*c.args, *(k.value for k in c.keywords)] for n in ast.walk(a) if isinstance(n, ast.Name)}
+        hit = sorted(targets & read)
+        if hit:
+            return proven("eager-update", f"its result `{hit[0]}` is passed to the compiled `{ast.unparse(c.func)}` on "
+                                          f"line {c.lineno}: the step computes with the updated tree")
+    names = ", ".join(f"`{t}`" for t in sorted(targets)) or "its result"
+    return disproven("eager-update", f"{names} is read by no compiled call of the loop: an accumulation (of metrics), "
+                                     "not an update of the step's state")
+
+
+def _assigned_names(m, call: ast.Call) -> set:
+    """The names the assignment statement holding ``call`` in its value binds."""
+    ctx = m.context(call)
+    stmts = []
+    node = ctx.scope.node if ctx is not None else None
+    for stmt in ast.walk(node) if node is not None else ():
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None and any(
+                n is call for n in ast.walk(stmt.value)):
+            stmts.append(stmt)
+    out: set = set()
+    for stmt in stmts:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out

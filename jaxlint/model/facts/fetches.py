@@ -1,0 +1,260 @@
+"""Host fetches: which calls copy a JAX value to the host (``float(x)``, ``x.item()``,
+``np.asarray(x)``, ``jax.device_get(x)``, a tree map of these), which tests read a JAX value's
+truth on the host, and which calls format one as text (print, f-strings, logging, including a
+logger bound to ``logging.getLogger()``).
+
+The value-level layer under jaxlint/model/transfers.py (which of these run every step of a loop)
+and jaxlint/model/hostneeds.py (which the host needs anyway). Functions of the model (``m``), not a
+mixin; they ask only the model's value and name queries, so every fact module can import them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import conventions
+from ... import names as N
+from . import callables, libraryobjects
+from ..python import limits as L
+from . import values as V
+from ..python.syntax import last_name, unparse
+
+# Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
+# ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
+FETCH_OR_FORMAT_NAMES = frozenset(
+    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
+    | {"item", "tolist", "format"} | N.LOG_METHODS
+    | {q.rsplit(".", 1)[1] for q in N.HOST_LOGGER_FUNCTIONS} | frozenset().union(*N.HOST_LOGGER_METHODS.values()))
+
+
+def may_sync(m, call: ast.Call) -> bool:
+    """A cheap pre-filter for :func:`host_fetch` and :func:`formats_jax_call`: the callee is
+    spelled with a name they can accept, a name bound to a NumPy import, or a function of
+    this module (a helper that converts its argument, :func:`helper_sync`). Asked once per call
+    (JAX201 and the element-wise reads of JAX702 both ask)."""
+    memo = m.__dict__.get("_may_sync")
+    if memo is None:
+        memo = m.__dict__["_may_sync"] = {}
+    key = id(call)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _may_sync(m, call)
+    return found
+
+
+def _may_sync(m, call: ast.Call) -> bool:
+    func = call.func
+    name = last_name(func)
+    if name in FETCH_OR_FORMAT_NAMES or name in ("map", "tree_map"):
+        return True
+    if isinstance(func, ast.Attribute) and func.attr in _method_names(m):
+        return True  # a method of a class of this module, which may convert what it is given
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name):
+        if root.id in _numpy_names(m):
+            return True
+        if isinstance(func, ast.Name):
+            return bool(callables.local_functions(m, func, m.scope_at(call)))
+    return False
+
+
+
+def _method_names(m) -> frozenset:
+    """Names of the methods of this module's classes whose own body calls something spelled like a
+    host fetch or a format (``np.asarray``, ``float``, ``print``, ``.item()``): the only methods a
+    call of which may copy its argument to the host (``transfers.helper_sync``)."""
+    names = m.__dict__.get("_method_names")
+    if names is None:
+        np_names = _numpy_names(m)
+        names = m.__dict__["_method_names"] = frozenset(
+            n for c in m.classes.values() for n, f in c.methods.items()
+            if any(last_name(k.func) in FETCH_OR_FORMAT_NAMES or _root_name(k.func) in np_names for k in f.calls))
+    return names
+
+
+def _root_name(func: ast.AST) -> Optional[str]:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _numpy_names(m) -> set:
+    names = m.__dict__.get("_np_names")
+    if names is None:
+        names = m._np_names = set()
+        for scope in [m.module_scope] + [f.scope for f in m.functions]:
+            for local, qn in scope.imports.items():
+                if qn and (qn == "numpy" or qn.startswith("numpy.")):
+                    names.add(local)
+    return names
+
+
+
+def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
+    """:func:`_host_fetch`, once per call (JAX201, JAX702 and the timing rules all ask)."""
+    memo = m.__dict__.get("_host_fetch")
+    if memo is None:
+        memo = m.__dict__["_host_fetch"] = {}
+    key = id(call)
+    if key not in memo:
+        memo[key] = _host_fetch(m, call)
+    return memo[key]
+
+
+def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
+    """If the call copies a JAX value to the host, that value: the argument of
+    ``float(x)``/``np.asarray(x)``/``jax.device_get(x)``, the receiver of ``x.item()``/``x.tolist()``,
+    a JAX argument of any other NumPy function that converts its arguments (``np.exp(x)``,
+    ``np.isnan(x)``, ``np.concatenate([a, b])``: not metadata reads like ``np.shape``, not
+    ``np.sum(x)``, which calls ``x.sum()``), or the tree of a tree map whose function fetches
+    each leaf (``jax.tree.map(float, metrics)``, ``jax.tree.map(lambda v: v.item(), m)``).
+    ``float(np.sum(x))`` and ``np.sum(x).item()`` fetch ``np.sum(x)``: one array or a pytree,
+    the value read on the host syncs."""
+    scope = m.scope_at(call)
+    func = call.func
+    qn = m.resolve(func, scope)
+    args = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
+        if args and V.device_or_copy(m, args[0], scope):
+            return args[0]
+        return None
+    if qn is not None and qn in N.TREE_MAPS:
+        return _tree_map_fetch(m, call, scope)
+    if qn is not None and qn.startswith("numpy."):
+        if (qn in N.NUMPY_METADATA or qn in N.NUMPY_FORWARDING
+                or qn.startswith(("numpy.random.", "numpy.testing.", "numpy.dtypes."))):
+            return None
+        # NumPy computing on device values alone (``np.exp(loss)``, ``np.isnan(x)``); with host
+        # data beside them (``np.take(host_list, idx)``) the host needs the value for its own data
+        if not args or not all(_device_or_literal(m, a, scope) for a in args):
+            return None
+        return next((a for a in args if V.is_jax(m, a, scope)), None)
+    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+        if V.device_or_copy(m, func.value, scope):
+            return func.value
+    if qn in N.HOST_LOGGER_FUNCTIONS or (isinstance(func, ast.Attribute) and qn is None and _logger_method(m, func, scope)):
+        # ``wandb.log({"loss": loss})``: a library logger that copies what it is given to the host
+        return next((a for a in list(args) + [kw.value for kw in call.keywords] if V.holds_jax(m, a, scope)), None)
+    return None
+
+
+_LOGGER_METHOD_NAMES = frozenset().union(*N.HOST_LOGGER_METHODS.values())
+
+
+def _logger_method(m, func: ast.Attribute, scope) -> bool:
+    """``writer.scalar("loss", loss, step)`` on ``writer = flax...tensorboard.SummaryWriter(dir)``,
+    ``run.log(metrics)`` on ``run = wandb.init(...)``: ``names.HOST_LOGGER_METHODS``."""
+    if func.attr not in _LOGGER_METHOD_NAMES:
+        return False
+    maker = libraryobjects.library_maker(m, func.value, scope)
+    return maker is not None and func.attr in N.HOST_LOGGER_METHODS.get(maker, ())
+
+
+
+def _device_or_literal(m, e: ast.AST, scope) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        e = e.operand
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return all(_device_or_literal(m, x, scope) for x in e.elts)
+    return V.is_jax(m, e, scope)
+
+
+
+def _tree_map_fetch(m, call: ast.Call, scope) -> Optional[ast.AST]:
+    """The first tree of ``jax.tree.map(f, tree, ...)`` when ``f`` fetches each leaf: a host
+    conversion itself (``float``, ``np.asarray``, ``jax.device_get``), or a lambda or def of
+    this module that makes a host fetch (``lambda v: v.item()``; its parameters are the JAX
+    leaves, :meth:`mapped_leaf`)."""
+    if len(call.args) < 2 or isinstance(call.args[1], ast.Starred):
+        return None
+    fn, tree = call.args[0], call.args[1]
+    if not V.holds_jax(m, tree, scope):
+        return None
+    qn = m.resolve(fn, scope)
+    if qn is not None:
+        if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET or (
+                qn.startswith("numpy.") and qn not in N.NUMPY_METADATA and qn not in N.NUMPY_FORWARDING
+                and not qn.startswith(("numpy.random.", "numpy.testing."))):
+            return tree
+        return None
+    for f in callables.local_functions(m, fn, scope):
+        if f.traced or call not in V.tree_map_sites(m, f):
+            continue
+        if any(host_fetch(m, c) is not None for c in f.calls):
+            return tree
+    return None
+
+
+
+def mapped_fetch(m, call: ast.Call) -> Optional[ast.Call]:
+    """For a tree map that fetches each leaf (:func:`host_fetch`) through a lambda or def,
+    the fetch inside it (``v.item()``); None when the function is a conversion itself."""
+    scope = m.scope_at(call)
+    if m.resolve(call.func, scope) not in N.TREE_MAPS or not call.args:
+        return None
+    for f in callables.local_functions(m, call.args[0], scope):
+        for c in f.calls:
+            if host_fetch(m, c) is not None:
+                return c
+    return None
+
+
+
+def bool_sync(m, test: ast.AST, scope) -> Optional[ast.AST]:
+    """The JAX value whose truth an ``if``/``while``/``assert`` test reads on the host every
+    time it runs: the test itself when it is a JAX value (or a host copy made in it, see
+    :meth:`device_or_copy`), the operand of ``not``, or the first operand of ``and``/``or``
+    (the later ones run only sometimes)."""
+    for _ in range(L.MASK_CHAIN):
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        elif isinstance(test, ast.BoolOp) and test.values:
+            test = test.values[0]
+        else:
+            break
+    return test if V.device_or_copy(m, test, scope) else None
+
+
+
+def formats_jax_call(m, call: ast.Call) -> bool:
+    """print/str/repr/format/logging/str.format calls that format a JAX value."""
+    if not _prints(m, call):
+        return False
+    scope = m.scope_at(call)
+    values = list(call.args) + [kw.value for kw in call.keywords if kw.arg not in ("sep", "end", "file", "flush")]
+    return any(V.formats_jax(m, v, scope) for v in values)
+
+
+
+def _prints(m, c: ast.Call) -> bool:
+    func = c.func
+    qn = m.resolve(func, m.scope_at(c))
+    if qn in N.FORMAT_BUILTINS:
+        return True
+    if isinstance(func, ast.Attribute):
+        if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+            return True
+        if func.attr in N.LOG_METHODS:
+            if bound_logger(m, func.value):
+                return True
+            return (qn is not None and qn.startswith("logging.")) or (
+                qn is None and conventions.active().matches(
+                    "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
+    return False
+
+
+
+def bound_logger(m, receiver: ast.AST) -> bool:
+    """A name bound to ``logging.getLogger(...)`` (or absl's): a logger, whatever it is called."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    ev = m.binding(receiver.id, m.scope_at(receiver), (receiver.lineno, receiver.col_offset))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    qn = m.resolve(ev.value.func, ev.scope)
+    return qn is not None and qn.startswith(("logging.", "absl.logging."))

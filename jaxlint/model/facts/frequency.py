@@ -1,0 +1,258 @@
+"""Frequency: how often a function runs, from the module's call graph first (a call in a loop, a
+caller that repeats, every call made once), then what the language says (constructors, cached
+builders), then, only where the module shows no call, the naming conventions
+(jaxlint/conventions.py). :func:`jaxlint.model.roles.frequency` puts these facts in order for the
+rules, with the evidence.
+
+Functions of the model (``m``), not a mixin: they call the model's Python-semantics queries
+(``m.context``, ``m.local_functions``, ``m.calls_by_name``) and each other explicitly.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import conventions
+from ... import names as N
+from . import callables, deviceloops
+from ..python import limits as L
+from ..python.records import FunctionInfo, Repetition
+from ..python.syntax import statement_walk, walk
+
+
+def called_once(f: Optional[FunctionInfo]) -> bool:
+    """Entry points and tests (and functions nested in them) run once per process or test: pytest's
+    and unittest's test names (``test*``, ``*_test``, ``setUp*``: the frameworks' own discovery
+    rules), and the conventions' ``entry-points`` and ``demo-functions``."""
+    cur = conventions.active()
+    while f is not None:
+        name = f.name
+        if (name.startswith(("test", "setUp")) or name.endswith("_test") or cur.matches("entry-points", name)
+                or cur.matches("demo-functions", name)):
+            return True
+        f = f.parent
+    return False
+
+
+
+
+# Python's and unittest's own constructors and fixtures: run once per object or test by the language
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__init_subclass__", "setUp", "setUpClass",
+                           "setup_method", "setup_class"})
+
+
+def step_name(name: str) -> bool:
+    """``step``, ``update``, ``__call__``, ``train_step``, ``step_env``: a per-step method name
+    (the ``step-methods`` convention)."""
+    cur = conventions.active()
+    return cur.matches("step-methods", name) or cur.matches("step-affixes", name)
+
+
+def setup_name(name: str) -> bool:
+    """``__init__``, ``setUp``, ``initialize_model``, ``load_params``, ``train``: a function that
+    runs once per program or per run (per-step names excepted: ``train_step`` runs every step)."""
+    if step_name(name):
+        return False
+    if name in ("__init__", "__post_init__", "setUp", "setUpClass", "set_up"):
+        return True
+    cur = conventions.active()
+    return cur.matches("setup-exact", name) or cur.matches("setup-functions", name)
+
+
+def _project_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
+    """``Repetition("elsewhere")`` when another module of the project calls ``f`` (a top-level
+    function of this module, or a method of a top-level class on an instance made there) inside
+    a loop: the project's call graph, before any name."""
+    if f.parent is not None or isinstance(f.node, ast.Lambda):
+        return None
+    if m.project is None or m.path is None:
+        return None
+    cls = None
+    if f.cls is not None:
+        if not any(stmt is f.cls.node for stmt in m.tree.body):
+            return None
+        cls = f.cls.node.name
+    found = m.project.loop_caller(m.path, f.name, cls)
+    if found is None:
+        return None
+    other, line, ranged = found
+    return Repetition("elsewhere", f, name=f"{other}:{line}", loop=None, call=None,
+                      inner=Repetition("ranged", f) if ranged else None)
+
+
+def per_step(rep: Optional[Repetition]) -> bool:
+    """Whether the evidence says the function runs at the steps of a loop (a per-step name, the
+    training step as a parameter, a call in a ``range``/``while`` loop, or a call from such a
+    function), rather than once per item of a loop over configurations or datasets."""
+    while rep is not None:
+        if rep.kind in ("step_name", "step_param"):
+            return True
+        if rep.kind == "elsewhere":
+            return rep.inner is not None  # called in a loop over steps in another module
+        if rep.kind == "loop":
+            return rep.loop is not None and rep.loop.ranged
+        rep = rep.inner if rep.kind == "caller" else None
+    return False
+
+
+def cached(f: FunctionInfo) -> bool:
+    return any(d in N.CACHE_DECORATORS for d in f.decorators)
+
+
+def escaping_names(f: FunctionInfo) -> frozenset:
+    """The names that leave ``f``: read (not called) in what it returns, or assigned whole to an
+    attribute or an item (``self.step = step``, ``fns[k] = step``), in its body or nested code.
+    Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
+    out = set()
+    for r in f.returns:
+        nodes = list(walk(r))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        out.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in called)
+    for stmt in statement_walk(f.node):  # every statement of it, nested ones too
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and \
+                any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in stmt.targets):
+            out.add(stmt.value.id)
+    return frozenset(out)
+
+
+def callers(m, f: FunctionInfo) -> list:
+    """``(call, caller)`` for every call of ``f`` in this module (``caller`` the function the
+    call is in, None at module or class level): ``f(...)``, ``self.f(...)``, a name bound to it,
+    and the device loop that runs it as its body (its Python code runs once per call of the loop)."""
+    memo = m.__dict__.setdefault("_callers_memo", {})
+    if id(f) in memo:
+        return memo[id(f)]
+    out: list = []
+    if not isinstance(f.node, ast.Lambda):
+        for call in m.calls_by_name.get(f.name, ()):
+            if any(g is f for g in callables.local_functions(m, call.func, m.scope_at(call))):
+                out.append((call, m.function_at(call)))
+        loop = deviceloops.loop_running(m, f)
+        if loop is not None:  # ``lax.scan(f, ...)`` traces ``f`` once per call of the scan
+            out.append((loop, m.function_at(loop)))
+    memo[id(f)] = out
+    return out
+
+def repeats(m, f: FunctionInfo, depth: int = 0) -> Optional[Repetition]:
+    """Evidence that ``f`` runs again and again, or None. In order: a per-step method name
+    (``step``, ``update``, ``act``, ``__call__``, ``sample``, ``insert``, ``*_step``); a call
+    of it in a loop of this module (a loop over a few literal options or over the parts of one
+    structure does not count: it runs a fixed few times per call of its own function); a
+    closure its enclosing function returns or stores (a factory's product, kept and called by
+    its user); a call from a function that itself repeats; or, for functions not named like
+    set-up code, a parameter that hands it the training step (``step``, ``global_step``).
+    Without evidence the answer is None: a function whose callers live in other modules is
+    not known to repeat."""
+    memo = m.__dict__.setdefault("_repeats_memo", {})
+    if id(f) in memo:
+        return memo[id(f)]
+    memo[id(f)] = None  # a cycle of calls is no evidence
+    result = _repeats(m, f, depth)
+    memo[id(f)] = result
+    return result
+
+def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
+    sites = callers(m, f)
+    for call, _ in sites:
+        ctx = m.context(call)
+        for loop in reversed(ctx.loops if ctx is not None else ()):
+            if not loop.bounded and loop.steplike:
+                return Repetition("loop", f, call=call, loop=loop)
+    if f.parent is not None and not isinstance(f.node, ast.Lambda) and escapes(m, f.parent, f.name):
+        return Repetition("factory", f, via=f.parent)
+    if depth < L.REPETITION_CHAIN:
+        for call, g in sites:
+            if g is None or g is f or isinstance(g.node, ast.Lambda) or not m.work.spend():
+                continue
+            inner = repeats(m, g, depth + 1)
+            if inner is not None:
+                return Repetition("caller", f, call=call, via=g, inner=inner)
+    if sites and depth < L.REPETITION_CHAIN and all(
+            not m.context(call).loops and (g is None or (g is not f and _runs_once(m, g, depth + 1)))
+            for call, g in sites):
+        return None  # the call graph shows every call, each made once: the name says nothing more
+    elsewhere = _project_loop_caller(m, f)  # other modules, before any name
+    if elsewhere is not None:
+        return elsewhere
+    if step_name(f.name):
+        return Repetition("step_name", f)  # no caller in sight: the conventions' step-methods
+    if setup_name(f.name) or called_once(f):
+        return None
+    called = {c.func.id for c in f.calls if isinstance(c.func, ast.Name)}
+    for p in list(f.params) + list(f.kwonly):
+        if conventions.active().matches("step-params", p) and p not in called:
+            return Repetition("step_param", f, name=p)
+    return None
+
+def escapes(m, f: FunctionInfo, name: str) -> bool:
+    """Whether ``name`` (a wrapper or function made in ``f``) leaves ``f``: returned, stored on
+    an object or in a container (:func:`escaping_names`, once per function)."""
+    memo = m.__dict__.setdefault("_escaping_memo", {})
+    found = memo.get(id(f))
+    if found is None:
+        found = memo[id(f)] = escaping_names(f)
+    return name in found
+
+def runs_once(m, f: FunctionInfo) -> bool:
+    """Whether ``f`` is known to run once per program, run or test: an entry point or test (or
+    nested in one), a function named like set-up code (``__init__``, ``setup``,
+    ``initialize_model``, ``load_params``, ``train``), a cached builder, or one whose every
+    call in this module is made once (at module level or from a function that runs once,
+    outside loops)."""
+    return _runs_once(m, f, 0)
+
+def runs_once_by_facts(m, f: FunctionInfo) -> bool:
+    """:func:`runs_once` without the names the conventions read (``setup-functions``,
+    ``entry-points``, ``demo-functions``): a constructor (``__init__``, ``setUp``), a cached
+    builder, or a function every call of which in this module is made once."""
+    return _runs_once(m, f, 0, names=False)
+
+def _runs_once(m, f: FunctionInfo, depth: int, names: bool = True) -> bool:
+    if cached(f) or f.name in _CONSTRUCTORS:
+        return True
+    if names and (called_once(f) or setup_name(f.name)):
+        return True
+    if f.parent is not None and not isinstance(f.node, ast.Lambda) and _runs_once(m, f.parent, depth + 1, names) \
+            and not escapes(m, f.parent, f.name) and depth < L.REPETITION_CHAIN:
+        return True  # a helper defined inside set-up code runs with it
+    sites = callers(m, f)
+    if not sites or depth >= L.REPETITION_CHAIN:
+        return False
+    for call, g in sites:
+        ctx = m.context(call)
+        if ctx is None or ctx.loops:
+            return False
+        if g is not None and (g is f or not _runs_once(m, g, depth + 1, names)):
+            return False
+    return True
+
+def compute_helper(m, f: FunctionInfo, uses: list) -> bool:
+    """Whether ``f`` is a small helper whose result is one of the calls ``uses`` (a compiled
+    call): at most a few statements, no loop, the call in its ``return``, and a name not of
+    set-up code. Such a helper is used like an array function, once per batch wherever its
+    callers are, and every call of it pays for the compile. A primitive's eager rule
+    (``p.def_impl``) runs only when the primitive is bound outside jit, and is not one."""
+    if isinstance(f.node, ast.Lambda) or f.loops or setup_name(f.name) or called_once(f):
+        return False
+    if "def_impl" in _decorator_names(f):
+        return False
+    body = list(f.node.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]  # the docstring
+    if not body or len(body) > L.HELPER_STATEMENTS or not isinstance(body[-1], ast.Return):
+        return False
+    ret = body[-1]
+    inside = {id(n) for n in walk(ret)}
+    return any(id(c) in inside for c in uses)
+
+def _decorator_names(f: FunctionInfo) -> list:
+    out = []
+    for dec in getattr(f.node, "decorator_list", ()):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(target, ast.Attribute):
+            out.append(target.attr)
+        elif isinstance(target, ast.Name):
+            out.append(target.id)
+    return out

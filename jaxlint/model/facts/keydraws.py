@@ -1,0 +1,299 @@
+"""Keys that stay the same from one call of a function to the next: a module-level key or one
+stored on ``self`` in set-up code, drawn from inside a function that runs more than once (JAX502's
+fixed-key case), and whether a key made in a function is drawn there.
+
+Functions of the model (``m``), not a mixin: they ask the model's Python-semantics queries and
+the key flow (jaxlint/model/keys.py) explicitly.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import frequency, keys
+from . import values as V
+from .frequency import called_once, setup_name
+from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
+from ..python.records import Scope
+from ..python.syntax import _pos, call_arg, walk
+
+
+class FixedKeyDraw:
+    """A draw from a key that is the same on every call of the function ``func`` it is in
+    (:func:`fixed_key_draws`). ``where``: "module" (a module-level name) or "instance"
+    (``self.<attr>`` set in set-up methods only); ``made``: the statement storing the key;
+    ``how``: why ``func`` runs more than once (:func:`runs_again`)."""
+
+    __slots__ = ("call", "fn", "key", "where", "made", "func", "how")
+
+    def __init__(self, call, fn, key, where, made, func, how):
+        self.call = call
+        self.fn = fn
+        self.key = key
+        self.where = where
+        self.made = made
+        self.func = func
+        self.how = how
+
+
+def fixed_key_draws(m) -> list:
+    """Draws (and splits) inside a function from a key that is the same on every call of that
+    function, when the function runs more than once: :class:`FixedKeyDraw` records. The key
+    is a module-level name bound once to a key (``KEY = jax.random.PRNGKey(0)``) and never
+    rebound, or ``self.<attr>`` assigned a key in set-up methods only (``__init__``,
+    ``setup``) and never replaced by another method. ``fold_in`` with data that may change
+    makes a new key per call and is left out."""
+    memo = m.__dict__.get("_fixed_key_memo")
+    if memo is not None:
+        return memo
+    out: list = []
+    m.__dict__["_fixed_key_memo"] = out
+    calls = list(m.calls_named(KEY_FUNCS))
+    calls.extend(c for name in DIST_SAMPLE for c in m.calls_by_name.get(name, ()))
+    for call in calls:
+        if not m.work.spend():
+            break
+        found = _fixed_key_draw(m, call)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _fixed_key_draw(m, call: ast.Call) -> Optional["FixedKeyDraw"]:
+    ctx = m.context(call)
+    if ctx is None or ctx.scope.kind != "function" or ctx.scope.func is None:
+        return None
+    f = ctx.scope.func
+    scope = ctx.scope
+    fn = keys.random_function(m, call, scope)
+    if fn in KEY_FUNCS:
+        arg = call_arg(call, 0, "key")
+    elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
+        fn = call.func.attr
+        arg = next((kw.value for kw in call.keywords if kw.arg == "seed"), None)
+    else:
+        return None
+    if fn == FOLD_IN:
+        data = call_arg(call, 1, "data")
+        if data is None or not isinstance(data, ast.Constant):
+            return None  # fold_in(KEY, step): a new key per call
+    made = None
+    if isinstance(arg, ast.Name):
+        made = _module_key(m, arg, scope)
+        where = "module"
+    elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
+          and f.params and arg.value.id == f.params[0]):
+        made = _instance_key(m, f, arg.attr)
+        where = "instance"
+    if made is None:
+        return None
+    how = runs_again(m, f)
+    if how is None:
+        return None
+    return FixedKeyDraw(call, fn, arg, where, made, f, how)
+
+
+def _module_key(m, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
+    """The statement binding a module-level key ``name`` refers to, when it is bound once at
+    module level to a key (made by a key constructor, or derived with split/fold_in) and no
+    function declares it ``global``."""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or ev.scope.kind != "module" or ev.kind != "assign":
+        return None
+    if len(ev.scope.events.get(name.id, ())) != 1 or any(
+            name.id in s.globals for s in m.scopes if s.kind == "function"):
+        return None
+    return ev.node if _makes_key(m, ev.value, ev.scope) else None
+
+
+def _makes_key(m, value: Optional[ast.AST], scope: Scope) -> bool:
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return False
+    if m.resolve(value.func, scope) in KEY_MAKERS:
+        return True
+    return keys.random_function(m, value, scope) in DERIVERS
+
+
+def _instance_key(m, f, attr: str) -> Optional[ast.AST]:
+    """The assignment that stores a key in ``m.<attr>``, when every assignment to it in the
+    class is in a set-up method (``__init__``, ``setup``, ...) and one of them makes a key."""
+    cls = f.cls
+    if cls is None or setup_name(f.name):
+        return None
+    memo = m.__dict__.setdefault("_instance_key_memo", {})
+    key = (id(cls), attr)
+    if key not in memo:
+        memo[key] = _instance_key_of(m, cls, attr)
+    return memo[key]
+
+
+def _instance_key_of(m, cls, attr: str) -> Optional[ast.AST]:
+    stores = _self_stores(m, cls)
+    if stores is None:
+        return None  # setattr(self, name, ...): unseen stores
+    made = None
+    for method, stmt, attrs in stores:
+        if attr not in attrs:
+            continue
+        if not setup_name(method.name):
+            return None  # replaced by a method that runs later: maybe split and stored back
+    for method, stmt, attrs in stores:
+        if attr in attrs and isinstance(stmt, ast.Assign) and _makes_key(m, stmt.value, method.scope):
+            made = stmt
+    return made
+
+
+def _self_stores(m, cls) -> Optional[list]:
+    """``(method, statement, attribute names)`` for every assignment in the class's methods
+    (nested code included) that stores attributes of the method's first parameter
+    (``self.key = ...``), in the methods' order; None when a method calls ``setattr``. One
+    walk of the class per module, whatever the attributes asked about."""
+    memo = m.__dict__.setdefault("_self_stores_memo", {})
+    if id(cls) in memo:
+        return memo[id(cls)]
+    out: Optional[list] = []
+    for method in cls.methods.values():
+        node = method.node
+        if isinstance(node, ast.Lambda) or not method.params:
+            continue
+        me = method.params[0]
+        for stmt in walk(node):
+            if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                attrs = {t.attr for tt in targets for t in walk(tt) if isinstance(t, ast.Attribute)
+                         and isinstance(t.value, ast.Name) and t.value.id == me and isinstance(t.ctx, ast.Store)}
+                if attrs:
+                    out.append((method, stmt, attrs))
+            elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
+                out = None
+                break
+        if out is None:
+            break
+    memo[id(cls)] = out
+    return out
+
+
+def runs_again(m, f) -> Optional[tuple]:
+    """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two
+    or more calls of it in this module, ``("loop", call, loop)`` for a call in any loop (a loop
+    over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
+    :func:`~jaxlint.model.frequency.repeats` (a per-step name, a call from a function that repeats). None otherwise,
+    and for entry points and tests, which run once."""
+    sites = frequency.callers(m, f)
+    for call, _ in sites:
+        ctx = m.context(call)
+        if ctx is not None and ctx.loops:
+            return ("loop", call, ctx.loops[-1])
+    if len(sites) >= 2:
+        return ("sites", [c for c, _ in sites])
+    if called_once(f):
+        return None
+    rep = frequency.repeats(m, f)
+    if rep is not None and rep.kind != "factory":
+        return ("repeats", rep)
+    return None
+
+
+def drawn_in_place(m, maker: ast.Call) -> bool:
+    """Whether the key a constructor call makes is drawn from (or split) by a ``jax.random``
+    call of the same function: it is that call's key (``normal(PRNGKey(0), s)``), or it is
+    bound to a name whose binding that call reads (``key = PRNGKey(0)``; ``normal(key, s)``).
+    A key handed to other code (``model.apply(..., rngs={"dropout": PRNGKey(0)})``,
+    ``cell.initialize_carry(PRNGKey(0), shape)``) may never be drawn from."""
+    ctx = m.context(maker)
+    if ctx is None:
+        return False
+    scope = ctx.scope
+    for call in m.calls_named(KEY_FUNCS):
+        if m.scope_at(call) is not scope or keys.random_function(m, call, scope) not in KEY_FUNCS:
+            continue
+        arg = call_arg(call, 0, "key")
+        if arg is maker:
+            return True
+        if isinstance(arg, ast.Name):
+            ev = m.binding(arg.id, scope, _pos(arg))
+            if ev is not None and ev.plain_assign and ev.value is maker:
+                return True
+    return False
+
+
+def constant_seed(m, use) -> Optional[ast.Call]:
+    """The key constructor with a constant seed that fixes the key a :class:`~jaxlint.model.keys.KeyUse`
+    reads, when every step from it to that key is fixed too: ``rng = jax.random.PRNGKey(0)``,
+    ``k1, k2 = jax.random.split(jax.random.key(0))`` or ``fold_in(key(0), 3)``, none of it in a
+    loop (a literal loop over names that keeps its draws is JAX502's loop case). The draws from such a
+    key are the same numbers on every run, chosen by the author (fake batches, dummy inputs to an
+    ``init``, fixtures). A key a parameter, a loop (``rng, k = split(rng)`` per step) or a
+    non-constant ``fold_in`` brings in is not fixed. None otherwise."""
+    ev = use.event
+    if ev is None or ev.kind != "assign" or ev.loops or (use.ctx is not None and use.ctx.loops):
+        return None  # a key threaded through a loop is a new key each iteration: not a fixture
+    return _seeded(m, ev.value, ev.scope, 0)
+
+
+def fixed_data(m, prev, use) -> Optional[ast.Call]:
+    """For two uses of one key (:class:`~jaxlint.model.keys.KeyUse`) that are both ``jax.random``
+    calls made right there (not the module's own functions that draw from the key, which make a
+    model's random features), the constructor with a literal seed that fixes the key
+    (:func:`constant_seed`): the draws are fixed data the author chose. None otherwise."""
+    if not all(keys.random_function(m, u.call, u.ctx.scope if u.ctx else None) for u in (prev, use)):
+        return None
+    return constant_seed(m, use)
+
+
+def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[ast.Call]:
+    if depth > 4 or not m.work.spend():
+        return None
+    while isinstance(value, ast.Subscript):
+        if not isinstance(value.slice, ast.Constant):
+            return None
+        value = value.value
+    if isinstance(value, ast.Name):
+        ev = m.binding(value.id, scope, _pos(value))
+        if ev is None or ev.kind != "assign" or ev.loops:
+            return None
+        return _seeded(m, ev.value, ev.scope, depth + 1)
+    if not isinstance(value, ast.Call):
+        return None
+    if m.resolve(value.func, scope) in KEY_MAKERS:
+        seed = call_arg(value, 0, "seed")
+        return value if V.const_int(m, seed, scope, fold=False) is not None else None
+    fn = keys.random_function(m, value, scope)
+    if fn not in DERIVERS:
+        return None
+    if fn == FOLD_IN and V.const_int(m, call_arg(value, 1, "data"), scope) is None:
+        return None
+    return _seeded(m, call_arg(value, 0, "key"), scope, depth + 1)
+
+
+def folded_per_call(m, maker: ast.Call) -> bool:
+    """Whether every ``jax.random`` use of the key a constructor call makes, in its function, is
+    ``fold_in(key, data)`` with data that is not a constant (``fold_in(key(0), state.step)``, the
+    recommended fix): the key drawn from then differs from call to call."""
+    ctx = m.context(maker)
+    if ctx is None:
+        return False
+    scope = ctx.scope
+    uses = 0
+    for call in m.calls_named(KEY_FUNCS):
+        if m.scope_at(call) is not scope or keys.random_function(m, call, scope) not in KEY_FUNCS:
+            continue
+        arg = call_arg(call, 0, "key")
+        if arg is not maker:
+            if not isinstance(arg, ast.Name):
+                continue
+            ev = m.binding(arg.id, scope, _pos(arg))
+            if ev is None or not ev.plain_assign or ev.value is not maker:
+                continue
+        uses += 1
+        data = call_arg(call, 1, "data")
+        if keys.random_function(m, call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
+                or V.const_int(m, data, scope) is not None:
+            return False
+    return uses > 0
+
+
+# -- dataflow facts

@@ -1,0 +1,179 @@
+"""What other modules of a project need to know of a module, without its syntax tree."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+from . import callables
+from . import values as V
+from .callables import _TRANSFORMED
+from ..python.records import JitWrap
+
+if TYPE_CHECKING:  # annotations only: the model imports this module
+    from ..python.module import ModuleModel
+
+
+class ModuleSummary:
+    """What other modules need to know of a module, without its tree: whether it imports JAX,
+    which top-level names are jitted/transformed callables, which top-level functions certainly
+    return a JAX array (:attr:`array_results`: only the functions
+    :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
+
+    __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
+                 "maybe_programs", "factories", "_factory_pending")
+
+    def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
+        self.path = model.path
+        self.project = model.project
+        self.imports_jax = model.imports_jax
+        self.exports: dict[str, JitWrap] = {}
+        self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
+        self._array_results: Optional[frozenset] = V.array_results(model, candidates)
+        self._pending: tuple = ()
+        self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
+        # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
+        self.factories: dict[str, JitWrap] = factories_of(model)
+        self._factory_pending = None
+        for name in model.module_scope.events:
+            wrap = callables.exported_callable(model, name)
+            if wrap is None:
+                continue
+            self.exports[name] = _portable(wrap)
+        model.dispose()
+
+    @classmethod
+    def empty(cls, path: str, project, imports_jax: bool, pending: frozenset = frozenset(),
+              digest: Optional[str] = None, factories_pending: bool = False) -> "ModuleSummary":
+        """A module that exports nothing compiled (and whose imports do not matter). ``pending``:
+        top-level functions that may return a JAX array, judged when first asked about
+        (:meth:`~jaxlint.project.ProjectResolver.array_results`) from the file of content ``digest``."""
+        self = cls.__new__(cls)
+        self.path, self.project, self.imports_jax = path, project, imports_jax
+        self.exports, self.reexports, self.factories = {}, {}, {}
+        # a function that may return a compiled callable (``return jax.jit(...)``): judged when
+        # first asked about, from the file of content ``digest``
+        self._factory_pending = digest if factories_pending and project is not None and path is not None else None
+        self.maybe_programs = None  # not parsed: read on demand
+        if pending and project is not None and path is not None and digest is not None:
+            self._array_results, self._pending = None, (pending, digest)
+        else:
+            self._array_results, self._pending = frozenset(), ()
+        return self
+
+    @property
+    def array_results(self) -> frozenset:
+        """The module's top-level functions that certainly return one JAX array
+        (:meth:`~jaxlint.model.ModuleModel.array_results`)."""
+        if self._array_results is None:
+            names, digest = self._pending
+            self._array_results = frozenset()  # a cycle of lookups sees "none" meanwhile
+            self._array_results = self.project.array_results(self.path, digest, names)
+            self._pending = ()
+        return self._array_results
+
+    def exported_callable(self, name: str) -> Optional[JitWrap]:
+        if name in self.exports:
+            return self.exports[name]
+        other = self._reexported(name)
+        return other[0].exported_callable(other[1]) if other is not None else None
+
+    def factory_callable(self, name: str) -> Optional[JitWrap]:
+        """The compiled callable that calling the module's top-level function ``name`` returns, here
+        or where this module re-exports it from."""
+        if self._factory_pending is not None:
+            digest, self._factory_pending = self._factory_pending, None
+            self.factories = self.project.factories(self.path, digest)
+        if name in self.factories:
+            return self.factories[name]
+        other = self._reexported(name)
+        return other[0].factory_callable(other[1]) if other is not None else None
+
+    def _reexported(self, name: str) -> Optional[tuple]:
+        """``(summary, name)`` of the module and name this module re-exports ``name`` from."""
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return None
+        other = self.project.imported(self.path, *src)
+        return other if other is not None and other[1] is not None else None
+
+    def runs_program(self, name: str) -> bool:
+        """Whether calling the module's top-level ``name`` runs a whole program (a loop of steps),
+        here or where this module re-exports it from (:meth:`ProjectResolver.runs_program`)."""
+        if self.project is None or self.path is None:
+            return False
+        src = self.reexports.get(name)
+        if src is not None:
+            other = self.project.imported(self.path, *src)
+            return other is not None and other[1] is not None and other[0].runs_program(other[1])
+        if self.maybe_programs is not None and name not in self.maybe_programs:
+            return False  # its body has no loop and calls no device loop or solve: one step at most
+        return self.project.runs_program(self.path, name)
+
+    def returns_array(self, name: str) -> bool:
+        """Whether calling the module's top-level ``name`` certainly returns one JAX array: a
+        function of :attr:`array_results`, here or where this module re-exports it from."""
+        pending = self._pending
+        if (not pending or name in pending[0]) and name in self.array_results:
+            return True
+        src = self.reexports.get(name)
+        if src is None or self.project is None or self.path is None:
+            return False
+        other = self.project.imported(self.path, *src)
+        return other is not None and other[1] is not None and other[0].returns_array(other[1])
+
+
+_SUMMARY_NODE = ast.Pass()
+
+
+def factories_of(model: ModuleModel) -> dict:
+    """``{name: wrapper}`` of the module's top-level functions that return a compiled callable
+    (``def make_step(lr): return jax.jit(...)``), other modules' factories not followed."""
+    out: dict = {}
+    model.__dict__["_summarizing"] = True
+    for f in model.functions:
+        if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and _may_return_callable(f.node):
+            wrap = callables.exported_factory(model, f.name)
+            if wrap is not None:
+                out[f.name] = _portable(wrap)
+    return out
+
+
+def _may_return_callable(node: ast.AST) -> bool:
+    """Every ``return`` gives a call, a name or an attribute (what a compiled callable can be)."""
+    values = callables.returned_values(node)
+    return bool(values) and all(isinstance(v, (ast.Call, ast.Name, ast.Attribute)) for v in values)
+
+
+def _portable(wrap: JitWrap) -> JitWrap:
+    """A copy of ``wrap`` that keeps no syntax tree (summaries outlive their module's model)."""
+    if wrap is _TRANSFORMED:
+        return wrap
+    return JitWrap(node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None,
+                   ctx=_TRANSFORMED.ctx, static_argnums=set(wrap.static_argnums),
+                   static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
+                   params=tuple(wrap.positional_params()))
+
+# Calls spelled like a device loop or a library solve (``lax.scan``, ``solver.run``): what a
+# function that runs a whole program must contain, if it has no loop of its own.
+_PROGRAM_CALLS = frozenset({"scan", "fori_loop", "while_loop", "map", "associative_scan", "diffeqsolve", "run",
+                            "minimise", "root_find", "least_squares", "fixed_point"})
+
+
+def maybe_programs(tree: ast.Module) -> frozenset:
+    """The top-level functions whose body (nested functions included) has a ``for``/``while``
+    loop or a call spelled like a device loop or a solve: the only ones that can run a whole
+    program (:meth:`ModuleSummary.runs_program` reads the module again only for these)."""
+    out = set()
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) or (
+                    isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
+                    in _PROGRAM_CALLS):
+                out.add(stmt.name)
+                break
+    return frozenset(out)
+

@@ -1,0 +1,480 @@
+"""Timed regions: wall-clock measurements around JAX work, and whether they wait for it.
+
+JAX dispatches asynchronously: ``y = f(x)`` returns as soon as the work is queued. A clock read
+after it measures the dispatch, not the computation, unless something in between waits for the
+device. :func:`unwaited_timings` (a function of the model, not a mixin) finds the measurements
+that do not wait:
+
+* **clock pairs**: ``t0 = time.perf_counter()`` and a later clock read in the same block, with
+  an elapsed time taken (``dt = time.perf_counter() - t0``, or ``t1 = ...`` and ``t1 - t0`` later);
+  the region is the statements between the two reads;
+* **timeit**: ``timeit.timeit(lambda: f(x), number=n)`` (also ``timeit.repeat``, ``timeit.Timer``):
+  the region is the lambda's body, or the body of a function of this module passed by name;
+* **timer contexts**: ``with Timer(...):``, a context manager of this module that reads a clock
+  and whose exit waits for nothing (a context manager of another module cannot be read: its exit
+  may wait); the region is the ``with`` body.
+
+A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
+or a JAX array operation. It waits when, after its last such call, it blocks
+(``block_until_ready``), fetches a JAX value to the host (``float``, ``np.asarray``, ``.item()``,
+``jax.device_get``) or prints or logs one, or calls a function of this module whose body does one
+of these. Calls we cannot see into (``model.fit()``, an imported helper) are neither work nor waits.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ... import names as N
+from . import callables, fetches, libraryobjects
+from ..python import limits as L
+from . import values as V
+from ..python.records import _waits
+from ..python.syntax import _end, child_nodes, last_name, statement_walk, walk
+from .work import called_functions
+
+TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
+CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
+_CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
+# Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
+ARRAY_METHODS = frozenset({
+    "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
+    "dot", "squeeze", "flatten", "ravel", "clip", "round", "all", "any", "cumsum", "take", "swapaxes",
+    "conj", "sort", "argsort", "repeat", "T", "at", "set", "add", "multiply", "get", "min", "max"})
+# Host modules whose functions do not wait for the device (``time``, ``logging`` of host values).
+_HOST_MODULES = frozenset({"time", "math", "random", "os", "sys", "itertools", "collections", "json", "re"})
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+_NOT_RUN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+if hasattr(ast, "TryStar"):
+    _COMPOUND = _COMPOUND + (ast.TryStar,)
+
+
+class TimedRegion:
+    """A measurement that reads the clock while JAX work it timed may still run.
+
+    ``kind``: "clock" | "timeit" | "context". ``node``: where the measurement ends (the second
+    clock read, the ``timeit`` call, the timer context's call). ``start``: the first clock read
+    (clock pairs only). ``work``: the last call in the region that dispatches JAX work."""
+
+    __slots__ = ("kind", "node", "work", "start")
+
+    def __init__(self, kind: str, node: ast.AST, work: ast.Call, start: Optional[ast.AST] = None):
+        self.kind = kind
+        self.node = node
+        self.work = work
+        self.start = start
+
+    def __repr__(self) -> str:
+        return f"TimedRegion({self.kind!r}, line {getattr(self.node, 'lineno', '?')})"
+
+
+def _only_names(e: ast.AST, names: set) -> bool:
+    """``x`` or ``(a, b)``: the expression is made of these names only, unchanged."""
+    if isinstance(e, ast.Name):
+        return e.id in names
+    return isinstance(e, (ast.Tuple, ast.List)) and bool(e.elts) and all(_only_names(x, names) for x in e.elts)
+
+
+def unwaited_timings(m) -> list:
+    """Every :class:`TimedRegion` of the module, in source order."""
+    memo = m.__dict__.get("_timings")
+    if memo is not None:
+        return memo
+    out: list = []
+    m._timings = out
+    clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
+    contexts = clocks  # a timer context of this module reads a clock in this module
+    if clocks:  # one walk for both, and only in modules that read a clock or use a timer
+        for node in statement_walk(m.tree):
+            if clocks:
+                for block, loop_body in _blocks_of(node):
+                    out.extend(_clock_pairs(m, block, loop_body))
+            if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
+                out.extend(_context_region(m, node))
+    for name in ("timeit", "repeat", "Timer"):
+        for call in m.calls_by_name.get(name, ()):
+            region = _timeit_region(m, call)
+            if region is not None:
+                out.append(region)
+    out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+    return out
+
+# -- the three kinds of measurement
+
+
+def is_clock(m, call: ast.Call) -> bool:
+    return (isinstance(call, ast.Call) and last_name(call.func) in _CLOCK_NAMES
+            and m.resolve(call.func, m.scope_at(call)) in CLOCKS)
+
+
+def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
+    """Clock pairs in one statement list. In a loop's body the measurement may wrap around:
+    ``st = time.time()`` last in the body, ``tt += time.time() - st`` after the next
+    iteration's step (the region is the rest of the body, then its start up to the read)."""
+    n = len(block)
+    for i, stmt in enumerate(block):
+        start = _clock_assignment(m, stmt)
+        if start is None:
+            continue
+        name, start_call = start
+        order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
+        for k, j in enumerate(order):
+            later = block[j]
+            end = _clock_read(m, later, name)
+            if end is None:
+                if _rebinds(later, name):
+                    break
+                continue
+            after = [block[x] for x in order[k:]]
+            if not any(_subtracts(s, name) for s in after):
+                break  # a second timestamp, not an elapsed time
+            work = _unwaited(m, [block[x] for x in order[:k]])
+            if work is not None and not _waits_before(m, later, end):
+                yield TimedRegion("clock", end, work, start_call)
+            break
+
+
+def _clock_read(m, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
+    """The clock read that ends a measurement started into ``name``: any clock call in a
+    simple statement; in a compound one (``if verbose: print(time.time() - t0)``), one in a
+    statement that reads ``name``."""
+    if not isinstance(stmt, _COMPOUND):
+        return next((c for c in _calls_in([stmt]) if is_clock(m, c)), None)
+    for sub in walk(stmt):
+        if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
+            found = next((c for c in _calls_in([sub]) if is_clock(m, c)), None)
+            if found is not None:
+                return found
+    return None
+
+
+def _waits_before(m, stmt: ast.stmt, clock: ast.Call) -> bool:
+    """Whether the statement that reads the clock waits before it reads it: Python evaluates
+    left to right, so ``print(f"{epoch} {test_loss} ({time.time() - t0:.2f} s)")`` formats
+    ``test_loss`` (a fetch) first, and ``log(float(loss), time.time() - t0)`` converts it."""
+    start = (clock.lineno, clock.col_offset)
+    scope = m.scope_at(clock)
+    for n in walk(stmt):
+        if isinstance(n, ast.FormattedValue):
+            if _end(n.value) <= start and V.is_jax(m, n.value, scope):
+                return True
+        elif isinstance(n, ast.Call) and n is not clock and _end(n) <= start:
+            if _device_role(m, n, 0) in ("wait", "maybe"):
+                return True
+    return False
+
+
+def _timeit_region(m, call: ast.Call) -> Optional[TimedRegion]:
+    if m.resolve(call.func, m.scope_at(call)) not in TIMEIT_CALLS:
+        return None
+    stmt = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "stmt"), None)
+    if isinstance(stmt, ast.Lambda):
+        work = _unwaited(m, [ast.Expr(stmt.body)])
+    elif isinstance(stmt, ast.Name):
+        fs = [f for f, compiled in called_functions(m, stmt, m.scope_at(call)) if not compiled]
+        if len(fs) != 1 or isinstance(fs[0].node, ast.Lambda):
+            return None
+        work = _unwaited(m, fs[0].node.body)
+    else:
+        return None  # a string statement: not parsed here
+    return TimedRegion("timeit", call, work) if work is not None else None
+
+
+def _context_region(m, node: ast.AST) -> Iterator[TimedRegion]:
+    for item in node.items:
+        ctx = item.context_expr
+        if not isinstance(ctx, ast.Call) or not timer_context(m, ctx):
+            continue
+        work = _unwaited(m, node.body)
+        if work is not None:
+            yield TimedRegion("context", ctx, work)
+        return
+
+
+def timer_context(m, ctx: ast.Call) -> bool:
+    """Whether ``with ctx:`` measures wall-clock time without waiting when it exits: the
+    context manager is defined in this module and reads a clock (a class whose ``__enter__``
+    and ``__exit__`` read one; a ``@contextmanager`` function that reads one around its
+    ``yield``), and its exit waits for nothing. A context manager of another module or a
+    library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
+    name."""
+    scope = m.scope_at(ctx)
+    cls = callables._class_named(m, ctx.func, scope)
+    if cls is not None:
+        enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
+        if enter is None or exit_ is None:
+            return False
+        body = list(enter.node.body) + list(exit_.node.body)
+        return (any(is_clock(m, c) for c in _calls_in(body))
+                and not _work_and_waits(m, exit_.node.body, 1)[1])
+    for f in callables.local_functions(m, ctx.func, scope):
+        if isinstance(f.node, ast.Lambda):
+            continue
+        body = f.node.body
+        yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        if not yields or not any(is_clock(m, c) for c in _calls_in(body)):
+            continue
+        after = [c for c in _calls_in(body) if (c.lineno, c.col_offset) > (yields[0].lineno, yields[0].col_offset)]
+        if not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after):
+            return True
+    return False
+
+
+def work_result_name(m, call: ast.Call) -> Optional[str]:
+    """What the timed call's result is bound to (``y`` in ``y = f(x)``, ``params`` in
+    ``params, loss = step(...)``: the first name), for messages; None when it is not bound."""
+    stmt = m.stmt_of.get(id(call))
+    if stmt is None:
+        for node in walk(m.tree):
+            if isinstance(node, ast.Assign) and node.value is call:
+                stmt = node
+                break
+    if isinstance(stmt, ast.Assign) and stmt.value is call:
+        for t in stmt.targets:
+            names = [n.id for n in walk(t) if isinstance(n, ast.Name) and n.id != "_"]
+            if names:
+                return names[0]  # the outputs of one compiled call are ready together
+    return None
+
+# -- work and waits
+
+
+def _unwaited(m, stmts: list) -> Optional[ast.Call]:
+    """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
+    wait (:func:`_device_role`), and no loop around it in the region waits in each iteration
+    (then at most the last iterations go unmeasured)."""
+    last_work, waits = _work_and_waits(m, stmts, 0)
+    if last_work is None:
+        return None
+    if any(_end(w) >= _end(last_work) for w in waits):
+        return None
+    for stmt in stmts:
+        for loop in walk(stmt):
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and _inside(last_work, loop) and any(
+                    _inside(w, loop) for w in waits):
+                return None
+    return last_work
+
+
+def _work_and_waits(m, stmts: list, depth: int) -> tuple:
+    """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
+    waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
+    last_work: Optional[ast.Call] = None
+    waits: list = list(_tests_on_device(m, stmts))
+    for c in _calls_in(stmts):
+        kind = _device_role(m, c, depth)
+        if kind == "work":
+            if last_work is None or _end(c) > _end(last_work):
+                last_work = c
+        elif kind in ("wait", "maybe"):
+            waits.append(c)
+    return last_work, waits
+
+
+def _tests_on_device(m, stmts: list) -> Iterator[ast.AST]:
+    """``if``/``while``/``assert`` tests and conditional expressions on a JAX value: ``bool()``
+    of it waits for the device."""
+    for stmt in stmts:
+        for node in walk(stmt):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and V.is_jax(m, 
+                    node.test, m.scope_at(node.test)):
+                yield node.test
+
+
+def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
+    """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
+    array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
+    handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
+    or None (neither: host code on host values)."""
+    if not m.work.spend():
+        return "maybe"
+    scope = m.scope_at(c)
+    qn = m.resolve(c.func, scope)
+    if _waits(c) or qn == N.BLOCK_UNTIL_READY:
+        return "wait"
+    if fetches.host_fetch(m, c) is not None or fetches.formats_jax_call(m, c):
+        return "wait"
+    if callables.callable_info(m, c.func, scope) is not None:
+        if _compiles_nothing(m, c, scope):
+            return None  # a jitted function with an empty body: no device work to wait for
+        return "wait" if _calls_back(m, c, scope) else "work"
+    f = c.func
+    if isinstance(f, ast.Attribute) and qn is None and V.is_jax(m, f.value, scope):
+        return "work" if f.attr in ARRAY_METHODS else "maybe"
+    if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope):
+        return "work"
+    if depth < L.PROGRAM_HORIZON:
+        # A Python function of this module counts as a wait when it waits after its own last
+        # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
+        # its work may wait unseen.
+        callees = called_functions(m, f, scope)
+        for g, compiled in callees:
+            if compiled or g.traced or isinstance(g.node, ast.Lambda):
+                return "work"
+            if _waits_last(m, g.node.body, depth + 1):
+                return "wait"
+        if len(callees) == 1 and _dispatches_only(m, callees[0][0].node.body, depth + 1):
+            return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
+        if callees:
+            return "maybe" if _takes_jax(m, c, scope, depth) else None
+    if _stores_only(m, c, scope):
+        return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
+    if libraryobjects.dispatch_only_method(m, c, scope):
+        return "work"  # ``strategy.tell(x, fitness, state)`` of an evosax strategy: jax.numpy work
+    if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
+        return None
+    return "maybe" if _takes_jax(m, c, scope, depth) else None
+
+
+# Array operations that only dispatch: a helper made of these and compiled calls waits for nothing.
+_DISPATCH_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
+
+
+def _dispatches_only(m, stmts: list, depth: int) -> bool:
+    """A helper's body whose every call is a compiled call that does not call back to the host or
+    a ``jax.numpy``/``lax``/``random``/``nn`` array operation, with at least one compiled call:
+    it dispatches work and returns (``def render_image(p, x): return step(p, x)``). Any other call
+    (a method, another helper, NumPy, a library) may wait where this module cannot see: then the
+    helper is not known to leave its work running (issue 27: two such helpers read more loosely
+    were judged to wait inside their callees)."""
+    compiled = False
+    for c in _calls_in(stmts):
+        scope = m.scope_at(c)
+        if callables.callable_info(m, c.func, scope) is not None:
+            if _calls_back(m, c, scope):
+                return False
+            compiled = True
+            continue
+        qn = m.resolve(c.func, scope)
+        if qn is None or not qn.startswith(_DISPATCH_PREFIXES):
+            return False
+    return compiled
+
+
+# Standard-library queues: ``put`` keeps the object, reading nothing of it.
+_QUEUE_TYPES = frozenset({"queue.Queue", "queue.SimpleQueue", "queue.LifoQueue", "queue.PriorityQueue",
+                          "multiprocessing.Queue", "collections.deque"})
+_STORING_METHODS = frozenset({"put", "put_nowait", "append", "appendleft"})
+
+
+def _stores_only(m, c: ast.Call, scope) -> bool:
+    """``q.put(x)``/``d.append(x)`` on a name bound to a standard-library queue or deque."""
+    f = c.func
+    if not (isinstance(f, ast.Attribute) and f.attr in _STORING_METHODS and isinstance(f.value, ast.Name)):
+        return False
+    ev = m.binding(f.value.id, scope, (f.value.lineno, f.value.col_offset))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    return m.resolve(ev.value.func, ev.scope) in _QUEUE_TYPES
+
+
+def _compiles_nothing(m, c: ast.Call, scope) -> bool:
+    """Whether every function of this module the compiled call runs has an empty body (``pass``,
+    a docstring, ``return`` of nothing, a constant, or its own parameters unchanged: ``return
+    graphdef, state``): its program computes nothing (at most XLA copies the inputs to the
+    outputs; measured on jax 0.10.2, the lowered program is ``return %arg0, %arg1``), so the
+    call dispatches no device work worth waiting for (a benchmark of dispatch overhead)."""
+    funcs = called_functions(m, c.func, scope)
+    if not funcs:
+        return False
+    for g, _ in funcs:
+        body = getattr(g.node, "body", None)
+        if not isinstance(body, list):
+            return False  # a lambda: its body is an expression
+        params = set(g.params) | set(g.kwonly)
+        for stmt in body:
+            if isinstance(stmt, ast.Pass):
+                continue
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # the docstring
+            if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant)
+                                                 or _only_names(stmt.value, params)):
+                continue
+            return False
+    return True
+
+
+def _calls_back(m, c: ast.Call, scope) -> bool:
+    """Whether the compiled code this call runs (a function of this module) calls back to the
+    host (``jax.debug.print``, ``io_callback``): the call then waits for the program on CPU
+    (measured), and maybe elsewhere, so timing it is not a dispatch-only measurement."""
+    for g, _ in called_functions(m, c.func, scope):
+        if any(m.resolve(k.func, g.scope) in N.HOST_CALLBACKS for k in g.calls):
+            return True
+    return False
+
+
+def _takes_jax(m, c: ast.Call, scope, depth: int = 0) -> bool:
+    """Whether the call is handed a JAX value: an argument (or its receiver) that is one, or the
+    direct result of a call that dispatches JAX work (``harness(postprocess(rgb))``)."""
+    args = [a.value if isinstance(a, ast.Starred) else a for a in c.args] + [k.value for k in c.keywords]
+    if isinstance(c.func, ast.Attribute):
+        args.append(c.func.value)
+    return any(V.is_jax(m, a, scope) or (isinstance(a, ast.Call) and _device_role(m, a, depth + 1) == "work")
+               for a in args)
+
+
+def _waits_last(m, stmts: list, depth: int) -> bool:
+    """Whether a function body (called in a timed region) waits for the device after its last
+    JAX work."""
+    last_work, waits = _work_and_waits(m, stmts, depth)
+    if last_work is None:
+        return bool(waits)
+    return any(_end(w) >= _end(last_work) for w in waits)
+
+
+def _blocks_of(node: ast.AST) -> Iterator[tuple]:
+    """The statement lists of one node (body, ``else`` and ``finally`` clauses; a handler's body),
+    with whether it is a loop's body (which runs again after its last statement)."""
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(node, field, None)
+        if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+            yield stmts, field == "body" and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+
+
+def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
+    """``t0 = time.perf_counter()`` -> ("t0", the call)."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target, value = stmt.target, stmt.value
+    else:
+        return None
+    if isinstance(target, ast.Name) and isinstance(value, ast.Call) and is_clock(model, value):
+        return target.id, value
+    return None
+
+
+def _calls_in(stmts: list) -> Iterator[ast.Call]:
+    """Calls that run when the statements run (not in nested defs, classes or lambdas), in
+    source order."""
+    found: list = []
+    todo = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _NOT_RUN):
+            continue
+        if isinstance(node, ast.Call):
+            found.append(node)
+        todo.extend(child_nodes(node))
+    found.sort(key=lambda c: (c.lineno, c.col_offset))
+    return iter(found)
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and _end(node) <= _end(outer)
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
+
+
+def _subtracts(node: ast.AST, name: str) -> bool:
+    """``... - t0`` (``time.time() - t0``, ``end - t0``): an elapsed time since ``t0``."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
+               and n.right.id == name for n in walk(node))
+
+
+def _rebinds(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))

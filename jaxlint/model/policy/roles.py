@@ -1,0 +1,181 @@
+"""Roles: what one iteration of a loop is, and how often a function runs, each decided in one place
+with the evidence that decided it.
+
+A rule that asks "does this sync run at every step?" asks :func:`sync_role` and nothing else; one
+that asks "does this function run again and again?" asks :func:`frequency`. The facts behind them
+live in their own modules (loops, periodicity, work, transfers, repetition, timing); this module
+only puts them in order and says which one decided, so that a finding's evidence
+(``Finding.evidence``) names it.
+
+A component of the model, used through explicit imports (not a mixin of ``ModuleModel``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ... import conventions
+from ..facts import callables, hostneeds, periodicity
+from . import evidence as E
+from ..facts import frequency as F
+from . import looprecord
+from ..facts import loops as loopfacts
+from ..facts import work as W
+from ..python.records import Context, FunctionInfo, Loop
+from ..python.syntax import unparse
+
+# What one iteration of the loop around a sync is.
+PER_STEP = "per-step"  # one step of JAX work: a sync here stalls every step
+PROGRAM = "program"  # one iteration runs a whole program (a scanned epoch, a rollout, a solve)
+SWEEP = "sweep"  # one point of a sweep over configurations
+CONVERSION = "conversion"  # its only JAX work converts the elements it walks
+FEW = "few"  # the node runs at most FEW_ITERATIONS times in all
+PERIODIC = "periodic"  # a periodic ``if`` guards the node inside the loop
+BENCHMARK = "benchmark"  # a timing loop: blocking is the point
+HOST_PACED = "host-paced"  # the host paces the loop (input, rendering): a sync costs nothing that matters
+NO_STEPS = "no-steps"  # no loop of JAX work around the node, or the node is traced
+ITEMS = "items"  # a loop over items or configurations, not steps (one key or seed per case is deliberate)
+
+
+class LoopRole:
+    """The role of the loop around a node for a rule's question: ``kind`` (one of the constants
+    above), ``loop`` (the loop it is about, or None) and ``evidence`` (why, in sentences: made on
+    first read, as most roles decide a sync that is then not reported)."""
+
+    __slots__ = ("kind", "loop", "_why", "_evidence")
+
+    def __init__(self, kind: str, loop: Optional[Loop], why):
+        self.kind = kind
+        self.loop = loop
+        self._why = why  # a list of sentences, or a function of no arguments that makes it
+        self._evidence: Optional[list] = None
+
+    @property
+    def evidence(self) -> list:
+        if self._evidence is None:
+            self._evidence = self._why() if callable(self._why) else list(self._why)
+        return self._evidence
+
+    def __repr__(self) -> str:
+        return f"LoopRole({self.kind!r}, line {getattr(getattr(self.loop, 'node', None), 'lineno', '-')})"
+
+
+def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
+    """The role of the step loop a host-side node runs in (a fetch, a format, a test on a device
+    value): :data:`PER_STEP` when it runs at every step of the innermost loop of JAX work around
+    it; otherwise why not. ``syncs``: a fixed-cost sync (not a copy whose cost grows with its
+    size), which a loop of a few iterations in all makes negligible."""
+    if ctx is None or not ctx.loops:
+        return LoopRole(NO_STEPS, None, ["not in a loop"])
+    f = ctx.scope.func
+    if f is not None and f.traced:
+        return LoopRole(NO_STEPS, None, ["in traced code, which runs once per trace"])
+    loop = loopfacts.hot_loop(model, ctx)
+    if loop is None:
+        return LoopRole(NO_STEPS, None, ["no loop around it runs JAX work"])
+    line = loop.node.lineno
+    guard = periodicity.periodic_guard_test(model, ctx, loop)
+    if guard is not None:
+        return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
+                                                 f"now and then in the loop on line {line}"])
+    rec = looprecord.record(model, loop)
+    program = rec.program
+    if program is not None:
+        return LoopRole(PROGRAM, loop, lambda: [f"one iteration of the loop on line {line} runs a whole program "
+                                                f"(`{unparse(program.func, 40)}` on line {program.lineno})"])
+    if rec.sweep:
+        return LoopRole(SWEEP, loop, [f"the loop on line {line} walks the points of a sweep"])
+    if rec.converts:
+        return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
+    if syncs and loopfacts.few_iterations(model, ctx):
+        return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
+    return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
+
+
+def _per_step_evidence(model, loop: Loop) -> list:
+    line = loop.node.lineno
+    work = next((c for c in loop.all_calls() if callables.callable_info(model, c.func, model.scope_at(c)) is not None), None)
+    return [f"the loop on line {line} calls compiled code every iteration "
+            f"(`{unparse(work.func, 40)}` on line {work.lineno})" if work is not None else
+            f"the loop on line {line} runs JAX operations every iteration",
+            "its trip count is not known to be small, and one iteration runs no whole program "
+            "(no device loop, epoch or solve)",
+            "no periodic `if` guards it"]
+
+
+def loop_role(model, loop: Loop, ctx: Context) -> LoopRole:
+    """The role of one loop around a node, for the rules about what repeats from one iteration
+    to the next (a key, a constant seed, a compile, a shape): :data:`BENCHMARK` when the loop
+    measures time (its loop record's ``benchmark``: compiling or drawing the same numbers per
+    configuration may be the point), :data:`PER_STEP` for a loop over steps (the record's ``steps``
+    proven: ``while``, ``range``/``count``, or JAX state threaded through its iterations), else
+    :data:`ITEMS` (items or configurations). Decided here, once, for all of them."""
+    rec = looprecord.record(model, loop)
+    if rec.benchmark is not None:
+        return LoopRole(BENCHMARK, loop, [rec.benchmark])
+    steps = rec.steps
+    if steps.proven:
+        return LoopRole(PER_STEP, loop, [steps.why])
+    return LoopRole(ITEMS, loop, [steps.why])
+
+
+def block_role(model, ctx: Optional[Context]) -> LoopRole:
+    """:func:`sync_role` for a ``block_until_ready``, which a benchmark or a host-paced loop needs."""
+    role = sync_role(model, ctx)
+    if role.kind != PER_STEP:
+        return role
+    loop = role.loop
+    if looprecord.record(model, loop).measures:
+        return LoopRole(BENCHMARK, loop, [f"the loop on line {loop.node.lineno} measures time: blocking is the point"])
+    pacing = hostneeds.host_paced(model, loop)
+    if pacing is not None:
+        return LoopRole(HOST_PACED, loop, lambda: [f"the loop on line {loop.node.lineno} is paced by "
+                                                   f"`{unparse(pacing.func, 30)}` on line {pacing.lineno}"])
+    return role
+
+
+# How often a function runs.
+PER_STEP_CALLS = "per-step"  # at the steps of a loop (a ``range``/``while`` loop, a step method)
+REPEATS = "repeats"  # again and again, not known to be per step (per item of a loop, a factory's product)
+ONCE = "once"  # once per program, run or test, by the call graph or the language (``__init__``, cached)
+ONCE_BY_NAME = "once-by-name"  # once, but only names say so (the conventions' set-up and entry-point names)
+UNKNOWN = "unknown"  # no evidence either way
+
+
+class Frequency:
+    """How often a function runs: ``kind`` (one of the constants above), ``rep`` (the
+    ``Repetition`` evidence when it repeats) and ``evidence`` (sentences)."""
+
+    __slots__ = ("kind", "rep", "evidence")
+
+    def __init__(self, kind: str, rep, evidence: list):
+        self.kind = kind
+        self.rep = rep
+        self.evidence = evidence
+
+    @property
+    def repeats(self) -> bool:
+        return self.kind in (PER_STEP_CALLS, REPEATS)
+
+    def __repr__(self) -> str:
+        return f"Frequency({self.kind!r})"
+
+
+def frequency(model, f: FunctionInfo) -> Frequency:
+    """How often ``f`` runs: the module's call graph first (a call in a loop, a caller that
+    repeats, every call made once), then what the language says (constructors, cached builders),
+    then, where the module shows no call, the naming conventions (step methods and parameters
+    repeat; set-up and entry-point names run once)."""
+    rep = F.repeats(model, f)
+    if rep is not None:
+        return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep))
+    if F.runs_once_by_facts(model, f):
+        return Frequency(ONCE, None, [f"every call of `{f.name}` in this module is made once, or it is a "
+                                      "constructor or a cached builder"])
+    if F.runs_once(model, f):
+        keys = [k for k in ("setup-functions", "setup-exact", "entry-points", "demo-functions")
+                if conventions.active().matches(k, f.name)]
+        named = f"`{f.name}` matches the convention {', '.join(f'`{k}`' for k in keys)}" if keys else \
+            f"`{f.name}` is nested in or called from code so named"
+        return Frequency(ONCE_BY_NAME, None, [f"only names say `{f.name}` runs once: {named}"])
+    return Frequency(UNKNOWN, None, [f"no call of `{f.name}` in this module shows how often it runs"])

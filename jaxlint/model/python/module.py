@@ -1,0 +1,457 @@
+"""The module model's core: the record of one module and its name and scope queries.
+
+The other facts are modules of functions of the model, one per concept (loops.py, callables.py,
+work.py, keys.py, ...), imported explicitly where they are asked; only the value queries
+(values.py) are still mixed in. The walk that fills the records is builder.py, the traced-code
+analysis tracing.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from typing import Iterator, Optional
+
+from ... import names as N
+from . import limits as L
+from ..facts.arrays import ArrayKinds
+from .limits import Work
+from ..facts.loops import loop_iterable
+from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
+from ..facts.staging import Staging
+from .syntax import _end, _pos
+from ..facts.variance import ShapeVariance
+
+_BUILTINS = frozenset(dir(builtins))
+# Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
+# conftest.py, or a file under a tests/ folder (or directly in a test/ folder). A pattern, compiled
+# (and cached by ``re``) when first used: an editor's flake8 run rarely asks, and compiling costs 0.1 ms.
+_TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
+
+
+class ModuleModel:
+    """Everything the rules know about one module. Build with :func:`build_model`."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.module_scope = Scope(tree, "module", None)
+        self.scopes: list[Scope] = [self.module_scope]  # every scope, for dispose()
+        self.functions: list[FunctionInfo] = []
+        self.func_of_node: dict[int, FunctionInfo] = {}
+        self.classes: dict[int, ClassInfo] = {}
+        self.loops: list[Loop] = []
+        self.calls: list[ast.Call] = []
+        self.trace_calls: list[ast.Call] = []  # calls that may be a jit/transform/lax call (tracing.API_LAST_NAMES)
+        self.loop_calls: list[ast.Call] = []  # calls with a loop around them in their function (context(c).loops)
+        self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
+        self.joined_strs: list[ast.JoinedStr] = []
+        self.percent_formats: list[ast.BinOp] = []
+        self.stores: list[tuple] = []  # (Subscript or Attribute target, "assign" | "aug" | "del")
+        self.expr_values: set[int] = set()  # ids of expressions evaluated as statements (results unused)
+        self.bool_nodes: list[ast.AST] = []  # BoolOp and ``not`` nodes: they call bool() on operands
+        self.decls: list[ast.AST] = []  # Global / Nonlocal statements
+        self.calls_by_name: dict[str, list] = {}  # last name of the callee (``np.asarray`` -> asarray) -> calls
+        self.attr_names: set[str] = set()  # every attribute name read in the module
+        self.jit_wraps: list[JitWrap] = []
+        self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
+        self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
+        self.imports_jax = False
+        self.path: Optional[str] = None
+        self.project = None  # a ProjectResolver, for names imported from the project's modules
+        self._resolve_memo: dict[int, Optional[str]] = {}
+        self._kind_memo: dict[int, bool] = {}
+        self._callable_memo: dict[int, object] = {}
+        self._returns_memo: dict[int, Optional[bool]] = {}
+        self._event_memo: dict[int, bool] = {}
+        self._rebinding_memo: dict = {}
+        self._calls_memo: dict[tuple, tuple] = {}  # calls_named / calls_resolvable_to, per set of names
+        self._staging: Optional[Staging] = None
+        self._test_refs_memo: dict = {}
+        self._loads_memo: Optional[dict] = None
+        self.facts = None  # the JAX facts' memo tables (jaxlint/model/factcache.py), set by build_model()
+        self.conventions = None  # the naming conventions in force (jaxlint/conventions.py), set by build_model()
+        self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
+        self._arrays: Optional[ArrayKinds] = None
+        self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops
+
+    @property
+    def arrays(self) -> ArrayKinds:
+        """The narrower value kind "certainly one array, not a pytree" (:mod:`jaxlint.model.arrays`)."""
+        if self._arrays is None:
+            self._arrays = ArrayKinds(self)
+        return self._arrays
+
+    def shape_variance(self, scope: Scope, loops: tuple) -> ShapeVariance:
+        """What varies per iteration of ``loops`` (unbounded loops around a call in ``scope``)."""
+        if self._bounded_iters is None:
+            self._bounded_iters = {id(loop_iterable(lp.node)) for lp in self.loops if lp.bounded}
+        return ShapeVariance(self, scope, loops, self._bounded_iters)
+
+    @property
+    def staging(self) -> Staging:
+        """Which traced functions see abstract tracers (:mod:`jaxlint.model.staging`); one
+        analysis per module, built on first use and shared by every rule."""
+        if self._staging is None:
+            self._staging = Staging(self)
+        return self._staging
+
+    @property
+    def is_test_module(self) -> bool:
+        """Whether the module is test code by its path (``test_*.py``, ``*_test.py``, a file under
+        ``tests/``); False when the path is unknown."""
+        return self.path is not None and re.search(_TEST_FILE, self.path.replace("\\", "/")) is not None
+
+    def in_test_code(self, node: ast.AST) -> bool:
+        """Whether a node runs as part of a test: in a test module, or in a function named
+        ``test*`` (or a method of a ``Test*`` class), nested functions included. Syncs there check
+        results on purpose, and their inputs only need to exist."""
+        if self.is_test_module:
+            return True
+        return self._test_function(self.function_at(node), 0)
+
+    def _test_function(self, f: Optional[FunctionInfo], depth: int) -> bool:
+        """Whether ``f`` runs as part of a test: named as pytest and unittest discover tests
+        (``test*``, a method of a ``Test*`` class), nested in such a function, or, by the module's
+        call graph, used (called or handed on) only from such functions: a fixture helper
+        ``get_fake_batch`` that only ``test_trace`` reaches."""
+        g = f
+        while g is not None:
+            if g.name.startswith("test") or (g.cls is not None and g.cls.node.name.startswith("Test")):
+                return True
+            g = g.parent
+        if f is None or depth > 3 or isinstance(f.node, ast.Lambda) or f.cls is not None:
+            return False
+        uses = self._references(f)
+        return bool(uses) and all(u is not None and u is not f and self._test_function(u, depth + 1) for u in uses)
+
+    def _references(self, f: FunctionInfo) -> list:
+        """The functions (None: module level) in which ``f``'s name is read as ``f``: calls of it and
+        places it is handed on (``benchmark(get_apply_fn_and_args, ...)``)."""
+        memo = self._test_refs_memo
+        if id(f) in memo:
+            return memo[id(f)]
+        out = []
+        for n in self._name_loads().get(f.name, ()):
+            scope = self.scope_at(n)
+            ev = self.binding(f.name, scope, (n.lineno, n.col_offset))
+            if ev is not None and ev.kind == "def" and self.func_of_node.get(id(ev.node)) is f:
+                out.append(self.function_at(n) if self.ctx.get(id(n)) is not None else _enclosing(self, n))
+        memo[id(f)] = out
+        return out
+
+    def _name_loads(self) -> dict:
+        """name -> the ``ast.Name`` loads of it that are a call's callee or argument, found once."""
+        if self._loads_memo is None:
+            table: dict = {}
+            for c in self.calls:
+                for e in [c.func, *c.args, *(k.value for k in c.keywords)]:
+                    if isinstance(e, ast.Name):
+                        table.setdefault(e.id, []).append(e)
+            self._loads_memo = table
+        return self._loads_memo
+
+    def uses_jax(self) -> bool:
+        """Whether any rule can fire: the module imports JAX, or imports from a module of the
+        project that does (a training script importing its jitted step from ``model.py``), or a
+        name such a module exports (through a package's ``__init__``)."""
+        if self.imports_jax:
+            return True
+        return _sources_use_jax(self.module_scope.import_src.values(), self.project, self.path)
+
+    def resolve(self, expr: ast.AST, scope: Optional[Scope] = None) -> Optional[str]:
+        """The canonical qualified name an expression refers to, or None.
+
+        ``jnp.zeros`` -> ``jax.numpy.zeros`` after ``import jax.numpy as jnp``; a local
+        variable that shadows the import resolves to None; an unshadowed builtin resolves to
+        ``builtins.<name>``.
+        """
+        key = id(expr)
+        memo = self._resolve_memo
+        if key in memo:
+            return memo[key]
+        if scope is None:
+            scope = self.scope_at(expr)
+        result = self._resolve(expr, scope, 0)
+        memo[key] = result
+        return result
+
+    def _resolve(self, expr: ast.AST, scope: Scope, depth: int) -> Optional[str]:
+        if depth > L.ALIAS_CHAIN or not self.work.spend():
+            return None
+        if isinstance(expr, ast.Attribute):
+            base = self._resolve(expr.value, scope, depth + 1)
+            return N.canonical(base + "." + expr.attr) if base else None
+        if not isinstance(expr, ast.Name):
+            return None
+        name = expr.id
+        s: Optional[Scope] = scope
+        first = True
+        while s is not None:
+            if s.kind == "class" and not first:
+                s = s.parent
+                continue
+            first = False
+            if name in s.globals:
+                s = self.module_scope
+                continue
+            if name in s.imports:
+                imp = s.imports[name]
+                return imp or None
+            evs = s.events.get(name)
+            if evs:
+                # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
+                if all(ev.plain_assign and isinstance(ev.value, (ast.Name, ast.Attribute))
+                       for ev in evs):
+                    targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
+                    if len(targets) == 1:
+                        return targets.pop()
+                return None
+            s = s.parent
+        if name in _BUILTINS:
+            return "builtins." + name
+        return None
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The scope a node is evaluated in. Calls, statements, defs and lambdas have it recorded;
+        for any other node it is found from its position (the innermost function around it)."""
+        ctx = self.ctx.get(id(node))
+        if ctx is not None:
+            return ctx.scope
+        pos = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        best: Optional[FunctionInfo] = None
+        for f in self.functions:
+            fn = f.node
+            start = (fn.lineno, fn.col_offset)
+            if start < pos <= _end(fn) and (best is None or start >= (best.node.lineno, best.node.col_offset)):
+                best = f
+        return best.scope if best is not None else self.module_scope
+
+    def context(self, node: ast.AST) -> Optional[Context]:
+        return self.ctx.get(id(node))
+
+    def function_at(self, node: ast.AST) -> Optional[FunctionInfo]:
+        """The innermost function a (recorded) node runs in, or None at module/class level."""
+        ctx = self.ctx.get(id(node))
+        if ctx is None:
+            return None
+        s: Optional[Scope] = ctx.scope
+        while s is not None and s.kind == "class":
+            s = s.parent
+        return s.func if s is not None else None
+
+    def dispose(self) -> None:
+        """Break the model's reference cycles (scopes <-> functions, loops <-> children) so that
+        reference counting frees it at once; left to the cyclic GC, freeing hundreds of thousands
+        of objects per file cost a quarter of a corpus run."""
+        for f in self.functions:
+            f.__dict__.clear()
+        for scope in getattr(self, "scopes", ()):  # class scopes too: their events point back
+            scope.events.clear()
+            scope.defs.clear()
+            scope.func = scope.cls = scope.parent = scope.node = None
+        for loop in self.loops:
+            loop.children = []
+            loop.parent = None
+        for cls in self.classes.values():
+            cls.__dict__.clear()
+        self.__dict__.clear()
+
+    def spellings(self, names) -> set:
+        """The names a reference to an API function whose own name is in ``names`` can end in,
+        in this module: those names plus local aliases (``from jax.random import normal as N``,
+        ``sample = jax.random.normal``)."""
+        out = set(names)
+        for scope in [self.module_scope] + [f.scope for f in self.functions]:
+            for local, qn in scope.imports.items():
+                if qn and qn.rsplit(".", 1)[-1] in names:
+                    out.add(local)
+        # Aliases by assignment are looked for at module level only (``sample = jax.random.normal``).
+        for local, evs in self.module_scope.events.items():
+            for ev in evs:
+                v = ev.value if ev.kind == "assign" else None
+                if isinstance(v, (ast.Attribute, ast.Name)) and \
+                        (v.attr if isinstance(v, ast.Attribute) else v.id) in out:
+                    out.add(local)
+        return out
+
+    def calls_named(self, names) -> tuple:
+        """Calls whose callee is spelled with one of ``names`` or a local alias of one: a cheap
+        pre-filter before resolving (the caller still checks the qualified name). Found once per
+        set of names (the key rules ask for the same ones three times)."""
+        key = ("named", frozenset(names))
+        memo = self._calls_memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._calls_spelled(self.spellings(names))
+        return found
+
+    def calls_resolvable_to(self, names) -> tuple:
+        """Every call whose callee may resolve (:meth:`resolve`) to a qualified name whose last
+        part is one of ``names``, in source order: spelled with one of them (or with a name
+        :func:`~jaxlint.names.canonical` renames to one: ``pjit`` -> ``jit``), or with a name some
+        scope binds to such a spelling: an import alias, or a plain assignment (``g = jax.grad``)
+        in a function or class too, transitively. Unlike :meth:`calls_named` (module-level and
+        import aliases only) it misses none, so a caller may resolve these calls instead of all."""
+        key = ("resolvable", frozenset(names))
+        memo = self._calls_memo
+        if key in memo:
+            return memo[key]
+        out = set(names)
+        for old, new in (*N.CANONICAL_NAMES.items(), *((o[:-1], n[:-1]) for o, n in N.CANONICAL_PREFIXES)):
+            if new.rsplit(".", 1)[-1] in out:
+                out.add(old.rsplit(".", 1)[-1])
+        grew = True
+        while grew:  # aliases of aliases
+            grew = False
+            for scope in self.scopes:
+                for local, qn in scope.imports.items():
+                    if local not in out and qn and qn.rsplit(".", 1)[-1] in out:
+                        out.add(local)
+                        grew = True
+                for local, evs in scope.events.items():
+                    if local in out:
+                        continue
+                    for ev in evs:
+                        v = ev.value if ev.kind == "assign" else None
+                        if isinstance(v, (ast.Attribute, ast.Name)) and \
+                                (v.attr if isinstance(v, ast.Attribute) else v.id) in out:
+                            out.add(local)
+                            grew = True
+                            break
+        calls = memo[key] = self._calls_spelled(out)
+        return calls
+
+    def _calls_spelled(self, spellings) -> tuple:
+        """The calls whose callee's last name is one of ``spellings``, in source order."""
+        by_name = self.calls_by_name
+        return tuple(sorted((c for name in spellings for c in by_name.get(name, ())), key=_pos))
+
+    def traced_calls(self) -> Iterator[tuple]:
+        """``(function, call)`` for every call made directly in a traced function's body."""
+        for f in self.functions:
+            if f.traced:
+                for call in f.calls:
+                    yield f, call
+
+    def in_traced_code(self, node: ast.AST) -> bool:
+        f = self.function_at(node)
+        return f is not None and f.traced
+
+    def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[Binding]:
+        """The binding event of ``name`` that reaches position ``pos`` in ``scope`` (None for
+        imports and unbound names)."""
+        found = self._lookup(name, scope, pos)
+        return found[0] if found is not None else None
+
+    def _lookup(self, name: str, scope: Scope, pos: tuple):
+        """The binding of ``name`` that reaches ``pos`` in ``scope``, with the bindings after it in
+        the same scope: ``(event, later)``; None when the name is an import or unbound. In the
+        node's own scope this is the last binding before ``pos`` (the first use before any binding
+        sees the last one, as a loop would); in enclosing scopes, their last binding."""
+        s: Optional[Scope] = scope
+        own = True
+        while s is not None:
+            if s.kind == "class" and not own:
+                s = s.parent
+                continue
+            if name in s.globals:
+                s, own = self.module_scope, False
+                continue
+            if name in s.imports:
+                return None
+            evs = s.events.get(name)
+            if evs:
+                if own:
+                    for i, cand in enumerate(evs):
+                        if cand.pos > pos:
+                            return (evs[i - 1] if i else evs[-1]), evs[i:]
+                return evs[-1], ()
+            s, own = s.parent, False
+        return None
+
+    def _class_of(self, scope: Scope) -> Optional[ClassInfo]:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.kind == "class":
+                return s.cls
+            if s.kind == "function" and s.func is not None and s.func.cls is not None:
+                return s.func.cls
+            s = s.parent
+        return None
+
+    def _imported(self, name: str, scope: Scope):
+        """``(model, name)`` for a name imported from one of the project's modules, ``(model, None)``
+        for an imported project module; None otherwise or without a project resolver."""
+        if self.project is None or self.path is None:
+            return None
+        s: Optional[Scope] = scope
+        while s is not None:
+            if name in s.import_src:
+                # asked again for every use of the name: the lookup (files located, summaries
+                # built and recorded for the result cache) is done once per import
+                memo = self.__dict__.setdefault("_imported_memo", {})
+                key = (id(s), name)
+                if key not in memo:
+                    module, attr, level = s.import_src[name]
+                    memo[key] = self.project.imported(self.path, module, attr, level)
+                return memo[key]
+            if name in s.events:
+                return None
+            s = s.parent
+        return None
+
+
+def _enclosing(m: "ModuleModel", node: ast.AST) -> Optional[FunctionInfo]:
+    """The innermost function around a node without a recorded context, by position."""
+    scope = m.scope_at(node)
+    while scope is not None and scope.kind == "class":
+        scope = scope.parent
+    return scope.func if scope is not None else None
+
+
+def module_import_sources(tree: ast.Module) -> dict:
+    """``{local name: (module, name, level)}`` for the imports run at module level (those in
+    ``if``/``try``/``with``/loop bodies too, not in functions or classes), as the walk records
+    them in the module scope's ``import_src`` (builder.py), without building a model."""
+    out: dict = {}
+    _collect_imports(tree.body, out)
+    return out
+
+
+def _collect_imports(stmts, out: dict) -> None:
+    for stmt in stmts:
+        t = type(stmt)
+        if t is ast.Import:
+            for alias in stmt.names:
+                if alias.asname:
+                    out[alias.asname] = (alias.name, None, 0)
+                else:
+                    top = alias.name.split(".")[0]
+                    out[top] = (top, None, 0)
+        elif t is ast.ImportFrom:
+            for alias in stmt.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = (stmt.module, alias.name, stmt.level)
+        elif t not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and isinstance(stmt, ast.AST):
+            # compound statements: their bodies, handlers and match cases, in source order
+            _collect_imports([c for c in ast.iter_child_nodes(stmt)
+                              if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))], out)
+
+
+def imports_use_jax(tree: ast.Module, project, path: Optional[str]) -> bool:
+    """For a module that imports no JAX package itself: whether it imports from a module of the
+    project that does, or a name such a module exports, so that a rule can fire on it
+    (:meth:`ModuleModel.uses_jax` once the model is built; the same answer, from the tree)."""
+    return _sources_use_jax(module_import_sources(tree).values(), project, path)
+
+
+def _sources_use_jax(sources, project, path: Optional[str]) -> bool:
+    if project is None or path is None:
+        return False
+    for module, attr, level in sources:
+        other = project.imported(path, module, attr, level)
+        if other is not None and (other[0].imports_jax or (other[1] is not None and (
+                other[0].exported_callable(other[1]) is not None or other[0].returns_array(other[1])))):
+            return True
+    return False

@@ -1,0 +1,160 @@
+"""Small facts read off the syntax alone: positions, names in a target, literal sets, arguments."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ... import names as N
+
+_AST = ast.AST
+
+
+def _breadth_first(node: ast.AST, kinds) -> Iterator[ast.AST]:
+    """``node`` and the nodes of ``kinds`` below it that are reached through nodes of ``kinds``,
+    breadth first in field order, as ``ast.walk`` orders them. Each node's ``_fields`` are read
+    here instead of through ``ast.iter_child_nodes`` and ``ast.iter_fields``, two generators per
+    node: 1.7x faster, and the model walks subtrees thousands of times."""
+    todo = [node]
+    append = todo.append
+    i = 0
+    while i < len(todo):
+        n = todo[i]
+        i += 1
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, kinds):
+                append(v)
+            elif isinstance(v, list):
+                for x in v:
+                    if isinstance(x, kinds):
+                        append(x)
+        yield n
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``: the same nodes in the same order, faster (:func:`_breadth_first`)."""
+    return _breadth_first(node, _AST)
+
+
+def child_nodes(node: ast.AST) -> list:
+    """``list(ast.iter_child_nodes(node))``, without its generators."""
+    out = []
+    for name in node._fields:
+        v = getattr(node, name, None)
+        if isinstance(v, _AST):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, _AST))
+    return out
+
+
+# The nodes with statement lists (``body``, ``orelse``, ``finalbody``); expressions have none.
+BLOCK_OWNERS = (ast.stmt, ast.excepthandler, ast.match_case, ast.mod)
+
+
+def statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that hold statement lists (:data:`BLOCK_OWNERS`: every statement
+    among them), in the order :func:`walk` gives them, without visiting expressions (statements
+    are never inside one)."""
+    return _breadth_first(tree, BLOCK_OWNERS)
+
+
+def _names_in(target: ast.AST) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: set[str] = set()
+        for elt in target.elts:
+            out |= _names_in(elt)
+        return out
+    if isinstance(target, ast.Starred):
+        return _names_in(target.value)
+    return set()
+
+
+def _contains(node: ast.AST, pos: tuple) -> bool:
+    return (node.lineno, node.col_offset) <= pos <= _end(node)
+
+
+def _pos(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.AST) -> tuple:
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _literal_set(node: Optional[ast.AST], kind: type) -> set:
+    """Literal values of one type (or one value) from a ``static_argnums``-like argument: a
+    constant, a negated int, or a tuple/list/set of them."""
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, kind) and not isinstance(node.value, bool):
+        return {node.value}
+    if (kind is int and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)):
+        v = node.operand.value
+        return {-v} if isinstance(v, int) else set()
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out: set = set()
+        for elt in node.elts:
+            out |= _literal_set(elt, kind)
+        return out
+    return set()
+
+
+def _int_set(node: Optional[ast.AST]) -> set:
+    return _literal_set(node, int)
+
+
+def _str_set(node: Optional[ast.AST]) -> set:
+    return _literal_set(node, str)
+
+
+def call_arg(call: ast.Call, index: int, keyword: Optional[str]) -> Optional[ast.AST]:
+    """The argument at a position or keyword, if the call spells it out."""
+    if keyword is not None:
+        for kw in call.keywords:
+            if kw.arg == keyword:
+                return kw.value
+    if index is not None and index < len(call.args):
+        arg = call.args[index]
+        if not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return arg
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def at_update(func: ast.AST, methods=N.AT_METHODS) -> Optional[ast.AST]:
+    """The receiver ``x`` when ``func`` (a call's callee) is ``x.at[...].<method>`` with ``method``
+    in ``methods``; None otherwise."""
+    if (isinstance(func, ast.Attribute) and func.attr in methods and isinstance(func.value, ast.Subscript)
+            and isinstance(func.value.value, ast.Attribute) and func.value.value.attr == "at"):
+        return func.value.value.value
+    return None
+
+
+def last_name(func: ast.AST) -> str:
+    """The name a call is spelled with, without resolving it: ``np.asarray`` -> ``asarray``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def unparse(node: ast.AST, limit: int = 40) -> str:
+    """A short source spelling of an expression for messages."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse handles every parsed node
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
