@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from .model import build_model
 from .model.policy.evidence import traced_context
-from .model.python.module import imports_use_jax
+from .model.facts.model import imports_use_jax
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule

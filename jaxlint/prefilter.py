@@ -13,7 +13,7 @@ flake8 plugin can ask them before it loads anything else of jaxlint):
   modules can make a rule fire (:meth:`~jaxlint.model.ModuleModel.uses_jax`): without a project
   path, or without the word ``import``, no rule can fire on it (:func:`may_use_jax`), and with
   them the engine asks the model about its module-level imports
-  (:func:`~jaxlint.model.module.imports_use_jax`) before building a model of it.
+  (:func:`~jaxlint.model.facts.model.imports_use_jax`) before building a model of it.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class ProjectResolver:
         self._recorders: list = []  # sets collecting what the current check consults
         self._programs: dict = {}  # (path, name) -> (runs a program, what deciding it consulted)
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
-        self._loop_indexes: dict = {}  # project file -> its _LoopCalls (None when it does not parse)
+        self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> its .py files and their bytes
         self.depth = 0
 
@@ -186,9 +186,9 @@ class ProjectResolver:
     def array_results(self, path: str, digest: str, names: frozenset) -> frozenset:
         """Which of ``names`` (top-level functions of the project file ``path``) certainly return
         a JAX array, for a summary that left them to be judged on demand (:meth:`_on_demand`)."""
-        from .model.facts import values as V
+        from .model.facts import returnkinds
 
-        return self._on_demand(path, digest, lambda model: V.array_results(model, names), frozenset())
+        return self._on_demand(path, digest, lambda model: returnkinds.array_results(model, names), frozenset())
 
     def factories(self, path: str, digest: str) -> dict:
         """The factories of compiled callables of the project file ``path`` (see
@@ -294,7 +294,13 @@ class ProjectResolver:
                 continue
             deps.add(("f", other, content_hash(data)))
             if other not in self._loop_indexes:
-                self._loop_indexes[other] = _LoopCalls.of(other, data)
+                from .model.python.callgraph import LoopCalls  # loaded with the first cross-module caller search
+
+                try:
+                    text = decode_source(data)
+                except (SyntaxError, UnicodeError, LookupError):
+                    text = None
+                self._loop_indexes[other] = LoopCalls.of(other, text) if text is not None else None
             index = self._loop_indexes[other]
             if index is None:
                 continue
@@ -508,117 +514,3 @@ def _project_root(path: str) -> str:
             break
         folder = parent
     return folder
-
-
-_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _literal_loop(node: ast.AST) -> bool:
-    """A loop over a literal tuple, list or set: a few known iterations."""
-    it = getattr(node, "iter", None)
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-        it = node.generators[0].iter
-    return isinstance(it, (ast.Tuple, ast.List, ast.Set))
-
-
-class _LoopCalls:
-    """What one project file offers :meth:`ProjectResolver.loop_caller`, from one walk of it: its
-    imports, the names and ``self`` attributes it binds to calls (``ev = mod.Cls(...)``), and the
-    calls it makes inside loops (not over a literal collection, not in a function defined in the
-    loop), each with its line and whether the innermost loop runs steps (``while``, ``range``,
-    ``count``, ``enumerate(range(...))``). Built once per file and process, asked for many names."""
-
-    __slots__ = ("path", "imports", "made", "calls")
-
-    def __init__(self, path: str):
-        self.path = path
-        self.imports: list = []  # (module, level, imported name or None for ``import m as a``, local name)
-        self.made: list = []  # (callee spelling, ("name", v) or ("self", attr))
-        self.calls: dict = {}  # last name of the callee -> [(spelling, line, ranged)]
-
-    @classmethod
-    def of(cls, path: str, data: bytes) -> Optional["_LoopCalls"]:
-        try:
-            tree = ast.parse(decode_source(data), filename=path)
-        except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
-            return None
-        from .model.python.records import _is_steplike
-        out = cls(path)
-        todo = [(tree, None)]
-        while todo:
-            node, loop = todo.pop()
-            if isinstance(node, ast.ImportFrom):
-                out.imports.extend((node.module, node.level, a.name, a.asname or a.name) for a in node.names
-                                   if a.name != "*")
-            elif isinstance(node, ast.Import):
-                out.imports.extend((a.name, 0, None, a.asname) for a in node.names if a.asname)
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                made = _spelling(node.value.func)
-                if made is not None:
-                    for t in node.targets:
-                        if isinstance(t, ast.Name):
-                            out.made.append((made, ("name", t.id)))
-                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                            out.made.append((made, ("self", t.attr)))
-            if isinstance(node, ast.Call) and loop is not None:
-                spelled = _spelling(node.func)
-                if spelled is not None:
-                    ranged = isinstance(loop, ast.While) or (
-                        isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
-                    out.calls.setdefault(spelled[-1], []).append((spelled, node.lineno, ranged))
-            inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                inner = None  # a function defined in a loop runs when called, not per iteration
-            todo.extend((child, inner) for child in ast.iter_child_nodes(node))
-        for calls in out.calls.values():
-            calls.sort(key=lambda c: c[1])
-        return out
-
-    def find(self, target: str, name: str, resolver, cls: Optional[str] = None) -> Optional[tuple]:
-        """``(line, ranged)`` of the first call in a loop of ``target``'s top-level ``name``
-        through this file's imports of that module or name; with ``cls``, of the method ``name``
-        on an instance of ``target``'s class ``cls`` bound to a name or a ``self`` attribute
-        anywhere in the file (``v = mod.Cls(...)``; ``v.name(...)``)."""
-        calls = self.calls.get(name)
-        if not calls:
-            return None
-        top = cls or name  # what the file imports: the function, or the method's class
-        direct: set = set()  # local names bound to it
-        modules: set = set()  # local names bound to its module
-        for module, level, imported, local in self.imports:
-            if imported is None:
-                if resolver.locate(self.path, module, 0) == target:
-                    modules.add(local)
-            elif imported == top and resolver.locate(self.path, module, level) == target:
-                direct.add(local)
-            else:
-                sub = f"{module}.{imported}" if module else imported
-                if resolver.locate(self.path, sub, level) == target:
-                    modules.add(local)
-        if not direct and not modules:
-            return None
-        tops = {("name", d) for d in direct} | {("attr", m, top) for m in modules}
-        if cls is None:
-            wanted = {s for s in tops if s[-1] == name}
-        else:
-            instances = {where for made, where in self.made if made in tops}
-            wanted = {("attr", v, name) for kind, v in instances if kind == "name"} | {
-                ("selfattr", a, name) for kind, a in instances if kind == "self"}
-        for spelled, line, ranged in calls:
-            if spelled in wanted:
-                return line, ranged
-        return None
-
-
-def _spelling(func: ast.AST) -> Optional[tuple]:
-    """How a callee is spelled, when it is one a file of the project can be matched on:
-    ``("name", f)``, ``("attr", v, f)`` for ``v.f``, ``("selfattr", a, f)`` for ``self.a.f``."""
-    if isinstance(func, ast.Name):
-        return ("name", func.id)
-    if isinstance(func, ast.Attribute):
-        recv = func.value
-        if isinstance(recv, ast.Name):
-            return ("attr", recv.id, func.attr)
-        if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
-            return ("selfattr", recv.attr, func.attr)
-    return None

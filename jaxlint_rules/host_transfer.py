@@ -7,27 +7,11 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model.facts import callbacks, elementwise, fetches, hostneeds, libraryloops, timing, tracers
+from jaxlint.model.facts import callbacks, elementwise, fetches, hostneeds, timing, tracers
 from jaxlint.model.policy import evidence, looprecord, roles, transfers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
-from jaxlint.model.facts import work as W
 from jaxlint.rule import Finding, Line, Rule, unparse
-
-
-def _fetch_spelling(model: ModuleModel, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
-    """How a message names a host fetch: ``float(loss)``, ``x.item()``, a tree map's fetch."""
-    if value is None:
-        return None
-    if len(call.args) >= 2 and value is call.args[1] and last_name(call.func) in ("map", "tree_map"):
-        inner = fetches.mapped_fetch(model, call)
-        how = f"`{unparse(inner, 30)}`" if inner is not None else f"`{unparse(call.args[0], 30)}`"
-        return f"`{unparse(call.func)}(...)` with {how} on every leaf of `{unparse(value, 30)}`"
-    if isinstance(call.func, ast.Attribute) and call.func.value is value:
-        return f"`{unparse(value, 30)}.{call.func.attr}()`"
-    if len(call.args) + len(call.keywords) > 1:  # ``writer.scalar("loss", loss, step)``: name the value
-        return f"`{unparse(call.func)}(...)` of `{unparse(value, 30)}`"
-    return f"`{unparse(call.func)}({unparse(value, 30)})`"
 
 
 _TEST_CODE = "in test code, where checks must see the values"
@@ -129,7 +113,7 @@ class HostTransferInLoop(Rule):
             ctx = model.context(call)
             if not fetches.may_sync(model, call):
                 continue
-            what, kind = _fetch_spelling(model, call, fetches.host_fetch(model, call)), "fetch"
+            what, kind = transfers.fetch_spelling(model, call, fetches.host_fetch(model, call)), "fetch"
             if what is None and last_name(call.func) in FETCH_OR_FORMAT_NAMES and fetches.formats_jax_call(model, call):
                 what, kind = f"`{unparse(call.func)}(...)` of a JAX value", "format"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
@@ -187,30 +171,14 @@ class HostTransferInLoop(Rule):
     def _library_loop_syncs(self, model: ModuleModel) -> Iterator[Finding]:
         """Fetches outside any loop of a method that a library's training loop calls at every step
         (``train()`` of a stable-baselines3 subclass: ``self.logger.record("loss", loss.item())``)."""
-        for f in model.functions:
-            if f.cls is None or f.traced:
-                continue
-            library = libraryloops.library_loop_method(model, f)
-            if library is None:
-                continue
-            for call in f.calls:
-                ctx = model.context(call)
-                if ctx is None or ctx.loops or model.function_at(call) is not f or not fetches.may_sync(model, call):
-                    continue
-                what = _fetch_spelling(model, call, fetches.host_fetch(model, call))
-                if what is None or model.in_test_code(call):
-                    continue
-                if ctx.guards:
-                    continue  # under an ``if``: not known to run at every call
-                if hostneeds.host_consumer(model, call) is not None:
-                    continue
-                facts = [f"`{f.name}` is a method of a subclass of `{library}`, whose training loop calls it at "
-                         "every training step (library data, jaxlint's names table)",
-                         f"{what} reads a JAX value on the host at every call, outside any loop or `if`"]
-                yield self.finding(call, [f"{what} syncs with the device at every call of `{f.name}`, which "
-                                          f"`{library.rsplit('.', 1)[-1]}`'s training loop calls at every step, so the "
-                                          "host waits for each step before the library can dispatch the next; log it "
-                                          "every N calls, or keep the value on device"], evidence=facts)
+        for f, library, call, what in transfers.library_loop_fetches(model):
+            facts = [f"`{f.name}` is a method of a subclass of `{library}`, whose training loop calls it at "
+                     "every training step (library data, jaxlint's names table)",
+                     f"{what} reads a JAX value on the host at every call, outside any loop or `if`"]
+            yield self.finding(call, [f"{what} syncs with the device at every call of `{f.name}`, which "
+                                      f"`{library.rsplit('.', 1)[-1]}`'s training loop calls at every step, so the "
+                                      "host waits for each step before the library can dispatch the next; log it "
+                                      "every N calls, or keep the value on device"], evidence=facts)
 
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None) -> Optional[Finding]:

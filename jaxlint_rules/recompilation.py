@@ -247,7 +247,7 @@ class JitInLoop(Rule):
                                                "of them"], evidence=facts, opt_in=_benchmark(model, wrap.ctx))
                 continue
             outer = model.function_at(wrap.node)
-            if outer is None or outer.traced or called_once(outer) or cached(outer):
+            if outer is None or outer.traced or called_once(outer, model.conventions) or cached(outer):
                 self.quiet(model, wrap.node, "repeats (disproven): the loop is over a few items in module-level code, "
                                              "traced code, a test, an entry point or a cached function: a few compiles, "
                                              "once")
@@ -340,7 +340,7 @@ class JitPerCall(Rule):
             outer = wrap.func.parent if wrap.decorator and wrap.func else model.function_at(wrap.node)
             if outer is None or outer.traced or isinstance(outer.node, ast.Lambda) or wrap.inline:
                 continue
-            if called_once(outer) or cached(outer):
+            if called_once(outer, model.conventions) or cached(outer):
                 continue
             if jit_in_loop(model, wrap) is not None or rewrap_in_loop(model, wrap) is not None:
                 continue  # JAX101's case
@@ -395,7 +395,7 @@ class JitPerCall(Rule):
                           "known to run at every step")
             else:
                 opt_in = None
-            facts = evidence.repetition(rep) if rep is not None else freq.evidence
+            facts = evidence.repetition(rep, model.conventions) if rep is not None else freq.evidence
             if rewrap is not None:
                 if opt_in is not None or looped is not None or not per_step(rep):
                     continue  # no recompile: only worth saying where the function runs at every step

@@ -53,16 +53,17 @@ def _modules() -> dict:
     return out
 
 
-def _imports(mod: str, path: str) -> list:
+def _imports(mod: str, path: str, typing_too: bool = False) -> list:
     """(dotted name imported, line) for every import in the file, relative ones resolved;
     ``X.a`` for ``from X import a`` (the caller shortens it to the module it names). Imports under
-    ``if TYPE_CHECKING:`` are left out: they never run (annotations only)."""
+    ``if TYPE_CHECKING:`` are left out (they never run: annotations only) unless ``typing_too``."""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), filename=path)
     package = mod if path.endswith("__init__.py") else mod.rpartition(".")[0]
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-                   for stmt in node.body for n in ast.walk(stmt)}
+    typing_only = set() if typing_too else {
+        id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for stmt in node.body for n in ast.walk(stmt)}
     out = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -80,14 +81,14 @@ def _imports(mod: str, path: str) -> list:
     return out
 
 
-def _graph() -> list:
+def _graph(typing_too: bool = False) -> list:
     """Every edge between modules of the two packages, and every import of ``jax``/``jaxlib``
-    (``dst`` then is that top-level name)."""
+    (``dst`` then is that top-level name); ``typing_too``: annotation-only imports as well."""
     modules = _modules()
     edges = []
     for mod, path in modules.items():
         rel = os.path.relpath(path, ROOT)
-        for name, line in _imports(mod, path):
+        for name, line in _imports(mod, path, typing_too):
             top = name.split(".")[0]
             if top in ("jax", "jaxlib"):
                 edges.append(Edge(mod, top, rel, line))
@@ -318,9 +319,62 @@ def test_the_registry_spells_out_the_rule_codes_it_declares():
     assert registry.FIXABLE_RULE_CODES == registry.FIXABLE_CODES
 
 
-def test_no_model_file_is_over_600_lines():
-    # issue 26: each fact in a file a reader can hold in mind; a fact that grows splits into its own module
-    model = os.path.join(ROOT, "jaxlint", "model")
-    long = {name: n for name in sorted(os.listdir(model)) if name.endswith(".py")
-            for n in [sum(1 for _ in open(os.path.join(model, name), encoding="utf-8"))] if n > 600}
+def test_no_file_is_over_600_lines():
+    # issues 26 and 37: each fact in a file a reader can hold in mind; a module that grows splits by concern
+    long = {}
+    for top in PACKAGES:
+        for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    n = sum(1 for _ in open(path, encoding="utf-8"))
+                    if n > 600:
+                        long[os.path.relpath(path, ROOT)] = n
     assert not long, long
+
+
+def test_no_import_cycles_even_through_annotation_imports():
+    # issue 37: an ``if TYPE_CHECKING:`` import is a dependency a reader must follow too; counted here
+    cycles = _cycles(_internal(_graph(typing_too=True)))
+    assert not cycles, "import cycles through annotation imports:\n" + "\n\n".join("\n".join(c) for c in cycles)
+
+
+# The model's layers, lowest first: each may import from the ones before it, never after (issue 37).
+# The Python layer may read jaxlint.names for one thing, the canonical spelling of qualified names.
+MODEL_LAYERS = ("jaxlint.model.python", "jaxlint.model.facts", "jaxlint.model.policy")
+
+
+def _layer(mod: str):
+    return next((i for i, pkg in enumerate(MODEL_LAYERS) if mod == pkg or mod.startswith(pkg + ".")), None)
+
+
+def test_the_model_layers_import_only_the_layers_below_them():
+    edges = _graph(typing_too=True)
+    bad = []
+    for e in edges:
+        src, dst = _layer(e.src), _layer(e.dst)
+        if src is None:
+            continue
+        if dst is not None and dst > src:
+            bad.append(e)
+        elif dst is None and e.dst.startswith("jaxlint") and src == 0 and e.dst != "jaxlint.names":
+            bad.append(e)  # the Python layer knows nothing of JAX: names' canonical spellings only
+        elif dst is None and e.dst.startswith("jaxlint_rules"):
+            bad.append(e)
+    assert not bad, "a model layer imports from a layer above it:\n" + "\n".join(map(str, bad))
+    assert {_layer(m) for m in _modules() if m.startswith("jaxlint.model.")} == {0, 1, 2}
+
+
+def test_the_model_keeps_no_caches_in_its_dict():
+    # issue 37: the facts' memo tables are named slots of one object (facts/factcache.py)
+    found = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "jaxlint", "model")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                for i, line in enumerate(open(path, encoding="utf-8"), 1):
+                    if "__dict__" in line and "__dict__.clear()" not in line and not line.lstrip().startswith(
+                            ("#", '"', "``")) and "``__dict__``" not in line:
+                        found.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)

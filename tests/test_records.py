@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxlint.model.python.records import FunctionInfo, TraceCause
+from jaxlint.model.facts.jaxrecords import TraceCause, TracedFunction
 from jaxlint.model.python.widths import ShapeSource
 from jaxlint.rule import Finding, Line
 from jaxlint.source import FileResult
@@ -62,8 +62,8 @@ def test_trace_causes_are_values_with_the_caller_compared_by_identity():
     import ast
 
     node = ast.parse("def f(): pass").body[0]
-    f = FunctionInfo(node, "f", "f", None, None, None, [], [])
-    g = FunctionInfo(node, "f", "f", None, None, None, [], [])
+    f = TracedFunction(node, "f", "f", None, None, None, [], [])
+    g = TracedFunction(node, "f", "f", None, None, None, [], [])
     assert TraceCause("caller", "f", caller=f) == TraceCause("caller", "f", caller=f)
     assert TraceCause("caller", "f", caller=f) != TraceCause("caller", "f", caller=g)  # another function
     assert TraceCause("jit", "jax.jit") != TraceCause("jit", "jax.jit", decorator=True)

@@ -15,7 +15,8 @@ from ... import names as N
 from ..python import limits as L
 from . import values as V
 from ..python.records import STARRED, FunctionInfo, Scope
-from ..python.syntax import _pos, at_update
+from ..python.syntax import _pos
+from .apisyntax import at_update
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from ..python.module import ModuleModel

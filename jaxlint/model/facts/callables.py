@@ -11,7 +11,8 @@ from typing import Optional
 
 from ... import names as N
 from ..python import limits as L
-from ..python.records import ClassInfo, Context, FunctionInfo, JitWrap, Scope
+from ..python.records import ClassInfo, Context, FunctionInfo, Scope
+from .jaxrecords import JitWrap
 from ..python.syntax import _pos
 
 
@@ -23,13 +24,13 @@ def callable_info(m, func: ast.AST, scope: Optional[Scope] = None) -> Optional[J
     jit wrapper in any method of the class.
     """
     key = id(func)
-    if key in m._callable_memo:
-        return m._callable_memo[key]  # type: ignore[return-value]
-    m._callable_memo[key] = None
+    if key in m.facts.callables:
+        return m.facts.callables[key]  # type: ignore[return-value]
+    m.facts.callables[key] = None
     if scope is None:
         scope = m.scope_at(func)
     result = _callable(m, func, scope, 0)
-    m._callable_memo[key] = result
+    m.facts.callables[key] = result
     return result
 
 
@@ -96,7 +97,7 @@ def param_arguments(m, ev) -> Optional[list]:
     when nothing calls the function here. What the module's callers pass is what is known of a
     parameter: a fact drawn from them holds on those calls' paths (calls from other modules are
     not seen, and are not needed for it to hold there)."""
-    memo = m.__dict__.setdefault("_param_args_memo", {})
+    memo = m.facts.param_args_memo
     key = id(ev)
     if key in memo:
         return memo[key]
@@ -156,7 +157,7 @@ def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Jit
     function must give a compiled callable; None otherwise."""
     # another module's factory; not while summarizing a module for others (a factory returning
     # another module's factory's product is not followed: each lookup would parse that module)
-    calls = m.__dict__.setdefault("_factory_call_memo", {})
+    calls = m.facts.factory_call_memo
     key = id(call)
     if key not in calls:
         calls[key] = None  # a cycle sees "not one" meanwhile
@@ -166,7 +167,7 @@ def _factory_result(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Jit
 
 def _factory_of_call(m, call: ast.Call, scope: Scope, depth: int) -> Optional[JitWrap]:
     found = imported_function(m, call.func, scope) \
-        if m.project is not None and not m.__dict__.get("_summarizing") else None
+        if m.project is not None and not m.facts.summarizing else None
     if found is not None:
         return found[0].factory_callable(found[1])
     funcs = local_functions(m, call.func, scope)
@@ -177,7 +178,7 @@ def _factory_of_call(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Ji
     if len(funcs) != 1 or not isinstance(funcs[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     f = funcs[0]
-    memo = m.__dict__.setdefault("_factory_memo", {})
+    memo = m.facts.factory_memo
     if id(f) in memo:
         return memo[id(f)]
     memo[id(f)] = None  # a recursive factory sees "not one" meanwhile
@@ -250,12 +251,12 @@ def imported_function(m, func: ast.AST, scope: Scope) -> Optional[tuple]:
 def exported_callable(m, name: str) -> Optional[JitWrap]:
     """What calling this module's top-level ``name`` runs (see :func:`callable_info`)."""
     key = ("export", name)
-    if key in m._callable_memo:
-        return m._callable_memo[key]  # type: ignore[return-value]
-    m._callable_memo[key] = None
+    if key in m.facts.callables:
+        return m.facts.callables[key]  # type: ignore[return-value]
+    m.facts.callables[key] = None
     probe = ast.Name(id=name, ctx=ast.Load(), lineno=10 ** 9, col_offset=0)
     result = _callable(m, probe, m.module_scope, 0)
-    m._callable_memo[key] = result
+    m.facts.callables[key] = result
     return result
 
 
@@ -280,7 +281,7 @@ def _jit_factory(m, call: ast.Call, scope: Scope) -> Optional[str]:
 
 
 def _wrap_for_call(m, call: ast.Call) -> JitWrap:
-    for w in m._wraps_by_call.get(id(call), ()):
+    for w in m.facts.wraps_by_call.get(id(call), ()):
         return w
     return _TRANSFORMED
 

@@ -47,12 +47,12 @@ def loop_callbacks(m) -> list:
     """Every :class:`LoopCallback` of the module, found once. A callback in a function that
     ``lax.cond``/``lax.switch`` runs as a branch is left out: that is how a loop calls the host
     only now and then."""
-    memo = m.__dict__.get("_loop_callbacks")
+    memo = m.facts.loop_callbacks
     if memo is not None:
         return memo
     out: list = []
     if _SHORT_NAMES.isdisjoint(m.calls_by_name):
-        m.__dict__["_loop_callbacks"] = out
+        m.facts.loop_callbacks = out
         return out
     branches = _branch_functions(m)
     solver_steps = _solver_step_functions(m)
@@ -85,7 +85,7 @@ def loop_callbacks(m) -> list:
                     if id(h) not in visited:
                         visited.add(id(h))
                         stack.append((h, via + (h,)))
-    m.__dict__["_loop_callbacks"] = out
+    m.facts.loop_callbacks = out
     return out
 
 

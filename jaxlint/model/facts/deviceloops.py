@@ -49,9 +49,9 @@ def loop_running(m, f: FunctionInfo) -> Optional[ast.Call]:
     """The device loop of this module that runs ``f`` as its body at every iteration
     (``lax.scan(f, init, None, n)``, ``lax.fori_loop(0, n, f, x)``), not a short literal one;
     None when no such call names ``f``. The module's device loops are read once, on first use."""
-    bodies = m.__dict__.get("_loop_bodies")
+    bodies = m.facts.loop_bodies
     if bodies is None:
-        bodies = m.__dict__["_loop_bodies"] = _loop_bodies(m)
+        bodies = m.facts.loop_bodies = _loop_bodies(m)
     return bodies.get(id(f))
 
 

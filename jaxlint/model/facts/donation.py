@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from ... import names as N
 from . import callables
 from . import values as V
-from ..python.records import JitWrap
+from .jaxrecords import JitWrap
 
 
 class UseAfterDonation:
@@ -83,7 +83,7 @@ def uses_after_donation(m) -> list:
     """Every :class:`UseAfterDonation` of the module, found once: in each block of statements, a
     statement that calls a donating function with a variable, and a later statement of the same
     block that reads the variable before any statement binds it again."""
-    memo = m.__dict__.get("_after_donation")
+    memo = m.facts.after_donation
     if memo is not None:
         return memo
     out: list = []
@@ -96,7 +96,7 @@ def uses_after_donation(m) -> list:
                     read = _first_read(block[i + 1:], name)
                     if read is not None:
                         out.append(UseAfterDonation(call, name, read, wrap))
-    m.__dict__["_after_donation"] = out
+    m.facts.after_donation = out
     return out
 
 
@@ -120,7 +120,7 @@ def rebinding_without_donation(m) -> list:
     names passed in non-static positions are among the names the assignment binds. Positions
     are those ``donate_argnums`` would take (a decorated method called as ``self.m(...)``
     counts ``self``)."""
-    memo = m.__dict__.get("_rebinding_calls")
+    memo = m.facts.rebinding_calls
     if memo is not None:
         return memo
     from . import loops
@@ -164,7 +164,7 @@ def rebinding_without_donation(m) -> list:
                 keywords.append(kw.arg)
         if names:
             out.append(RebindingCall(call, names, positions, keywords, wrap, loop))
-    m.__dict__["_rebinding_calls"] = out
+    m.facts.rebinding_calls = out
     return out
 
 

@@ -38,7 +38,7 @@ class ElementRead:
 
 def element_reads(m) -> list:
     """Every :class:`ElementRead` of the module, found once."""
-    memo = m.__dict__.get("_element_reads")
+    memo = m.facts.element_reads
     if memo is not None:
         return memo
     out: list = []
@@ -74,16 +74,16 @@ def element_reads(m) -> list:
             if read is not None:
                 out.append(ElementRead(node, read[0], _array(read), read[1], "reads its truth on the host"))
                 break
-    m.__dict__["_element_reads"] = out
+    m.facts.element_reads = out
     return out
 
 
 def is_element_read(m, node: ast.AST) -> bool:
     """``node`` (a call or an ``if``/``while`` statement) is one of :func:`element_reads`: JAX702
     reports it, with a fix for the whole loop, and the per-step sync rule leaves it alone."""
-    ids = m.__dict__.get("_element_read_ids")
+    ids = m.facts.element_read_ids
     if ids is None:
-        ids = m.__dict__["_element_read_ids"] = {id(r.node) for r in element_reads(m)}
+        ids = m.facts.element_read_ids = {id(r.node) for r in element_reads(m)}
     return id(node) in ids
 
 

@@ -1,21 +1,71 @@
 """The memo tables of the JAX facts of one module, owned by one object instead of the model's
-``__dict__``: each table is a named slot, so a reader sees every cache the facts keep and who fills
-it. ``build_model`` makes one per model (``ModuleModel.facts``); the fact modules read and fill
-their own slot, and ``ModuleModel.dispose`` drops it with the model."""
+``__dict__``: each table is a named slot, so a reader sees every cache the facts keep and which
+module fills it. ``JaxModel`` (facts/model.py) makes one per model (``JaxModel.facts``); the fact
+modules read and fill their own slots, and ``ModuleModel.dispose`` drops it with the model."""
 
 from __future__ import annotations
 
+# Tables that start empty (a dict per question, keyed by node or record ids), with the module that fills each.
+_TABLES = (
+    "array_results",  # values
+    "callables",  # callables
+    "callers_memo",  # frequency
+    "escaping_memo",  # frequency
+    "events",  # values
+    "factory_call_memo",  # callables
+    "factory_memo",  # callables
+    "instance_key_memo",  # keydraws
+    "key_names_memo",  # keys
+    "key_params_memo",  # keys
+    "kinds",  # values
+    "loop_assigned",  # periodicity
+    "param_args_memo",  # callables
+    "per_compilation_memo",  # repetition
+    "repeats_memo",  # frequency
+    "returns",  # values
+    "self_stores_memo",  # keydraws
+    "tuple_key_params_memo",  # keys
+    "wraps_by_call",  # callables, tracing
+)
+# Answers computed once per module on first use (None until then), with the module that computes each.
+_ONCE = (
+    "after_donation",  # donation
+    "applied_memo",  # repetition
+    "array_fields",  # pytrees
+    "element_read_ids",  # elementwise
+    "element_reads",  # elementwise
+    "fixed_key_memo",  # keydraws
+    "forwarder_names_memo",  # keys
+    "host_fetch",  # fetches, values
+    "if_tests",  # periodicity
+    "ifs_by_id",  # work
+    "key_func_calls_memo",  # keys
+    "loop_bodies",  # deviceloops
+    "loop_callbacks",  # callbacks
+    "loop_records",  # policy/looprecord
+    "may_call_random",  # keys
+    "may_sync",  # fetches
+    "method_names",  # fetches
+    "np_names",  # fetches
+    "pallas_kernels",  # refs
+    "quiet",  # rule.Rule.quiet: a list only when a run asks why a line has no finding
+    "rebinding_calls",  # donation
+    "setup_flow",  # setuporder
+    "static_fields",  # pytrees
+    "summarizing",  # callables, summary
+    "timings",  # timing
+    "tree_map_sites",  # values
+    "work_memo",  # work
+)
+
 
 class FactCache:
-    """One module's fact caches; each slot is filled (or created) by the module named beside it."""
+    """One module's fact caches (see ``_TABLES`` and ``_ONCE`` for what each slot holds and who fills it)."""
 
-    __slots__ = (
-        "static_fields",  # pytrees.static_fields: frozenset of attribute names
-        "array_fields",  # pytrees.array_fields: frozenset of attribute names
-        "loop_records",  # looprecord.record: id(loop) -> LoopRecord
-        "quiet",  # Rule.quiet: why rules stayed quiet where they looked (a list, only when asked: "why not")
-    )
+    __slots__ = _TABLES + _ONCE
 
     def __init__(self):
-        for name in self.__slots__:
+        for name in _TABLES:
+            setattr(self, name, {})
+        for name in _ONCE:
             setattr(self, name, None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ... import names as N
 from . import callables, libraryobjects
 from ..python import limits as L
@@ -33,9 +32,9 @@ def may_sync(m, call: ast.Call) -> bool:
     spelled with a name they can accept, a name bound to a NumPy import, or a function of
     this module (a helper that converts its argument, :func:`helper_sync`). Asked once per call
     (JAX201 and the element-wise reads of JAX702 both ask)."""
-    memo = m.__dict__.get("_may_sync")
+    memo = m.facts.may_sync
     if memo is None:
-        memo = m.__dict__["_may_sync"] = {}
+        memo = m.facts.may_sync = {}
     key = id(call)
     found = memo.get(key)
     if found is None:
@@ -66,10 +65,10 @@ def _method_names(m) -> frozenset:
     """Names of the methods of this module's classes whose own body calls something spelled like a
     host fetch or a format (``np.asarray``, ``float``, ``print``, ``.item()``): the only methods a
     call of which may copy its argument to the host (``transfers.helper_sync``)."""
-    names = m.__dict__.get("_method_names")
+    names = m.facts.method_names
     if names is None:
         np_names = _numpy_names(m)
-        names = m.__dict__["_method_names"] = frozenset(
+        names = m.facts.method_names = frozenset(
             n for c in m.classes.values() for n, f in c.methods.items()
             if any(last_name(k.func) in FETCH_OR_FORMAT_NAMES or _root_name(k.func) in np_names for k in f.calls))
     return names
@@ -82,9 +81,9 @@ def _root_name(func: ast.AST) -> Optional[str]:
 
 
 def _numpy_names(m) -> set:
-    names = m.__dict__.get("_np_names")
+    names = m.facts.np_names
     if names is None:
-        names = m._np_names = set()
+        names = m.facts.np_names = set()
         for scope in [m.module_scope] + [f.scope for f in m.functions]:
             for local, qn in scope.imports.items():
                 if qn and (qn == "numpy" or qn.startswith("numpy.")):
@@ -95,9 +94,9 @@ def _numpy_names(m) -> set:
 
 def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     """:func:`_host_fetch`, once per call (JAX201, JAX702 and the timing rules all ask)."""
-    memo = m.__dict__.get("_host_fetch")
+    memo = m.facts.host_fetch
     if memo is None:
-        memo = m.__dict__["_host_fetch"] = {}
+        memo = m.facts.host_fetch = {}
     key = id(call)
     if key not in memo:
         memo[key] = _host_fetch(m, call)
@@ -243,7 +242,7 @@ def _prints(m, c: ast.Call) -> bool:
             if bound_logger(m, func.value):
                 return True
             return (qn is not None and qn.startswith("logging.")) or (
-                qn is None and conventions.active().matches(
+                qn is None and m.conventions.matches(
                     "logger-receivers", unparse(func.value, 80).rsplit(".", 1)[-1]))
     return False
 

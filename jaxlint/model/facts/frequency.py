@@ -13,19 +13,19 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ... import names as N
 from . import callables, deviceloops
 from ..python import limits as L
-from ..python.records import FunctionInfo, Repetition
+from ..python.records import FunctionInfo
+from .jaxrecords import Repetition
 from ..python.syntax import statement_walk, walk
 
 
-def called_once(f: Optional[FunctionInfo]) -> bool:
+def called_once(f: Optional[FunctionInfo], cur) -> bool:
     """Entry points and tests (and functions nested in them) run once per process or test: pytest's
     and unittest's test names (``test*``, ``*_test``, ``setUp*``: the frameworks' own discovery
-    rules), and the conventions' ``entry-points`` and ``demo-functions``."""
-    cur = conventions.active()
+    rules), and the conventions ``cur`` (the model's ``conventions``): ``entry-points`` and
+    ``demo-functions``."""
     while f is not None:
         name = f.name
         if (name.startswith(("test", "setUp")) or name.endswith("_test") or cur.matches("entry-points", name)
@@ -42,21 +42,19 @@ _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__init_subcl
                            "setup_method", "setup_class"})
 
 
-def step_name(name: str) -> bool:
+def step_name(name: str, cur) -> bool:
     """``step``, ``update``, ``__call__``, ``train_step``, ``step_env``: a per-step method name
     (the ``step-methods`` convention)."""
-    cur = conventions.active()
     return cur.matches("step-methods", name) or cur.matches("step-affixes", name)
 
 
-def setup_name(name: str) -> bool:
+def setup_name(name: str, cur) -> bool:
     """``__init__``, ``setUp``, ``initialize_model``, ``load_params``, ``train``: a function that
     runs once per program or per run (per-step names excepted: ``train_step`` runs every step)."""
-    if step_name(name):
+    if step_name(name, cur):
         return False
     if name in ("__init__", "__post_init__", "setUp", "setUpClass", "set_up"):
         return True
-    cur = conventions.active()
     return cur.matches("setup-exact", name) or cur.matches("setup-functions", name)
 
 
@@ -120,7 +118,7 @@ def callers(m, f: FunctionInfo) -> list:
     """``(call, caller)`` for every call of ``f`` in this module (``caller`` the function the
     call is in, None at module or class level): ``f(...)``, ``self.f(...)``, a name bound to it,
     and the device loop that runs it as its body (its Python code runs once per call of the loop)."""
-    memo = m.__dict__.setdefault("_callers_memo", {})
+    memo = m.facts.callers_memo
     if id(f) in memo:
         return memo[id(f)]
     out: list = []
@@ -144,7 +142,7 @@ def repeats(m, f: FunctionInfo, depth: int = 0) -> Optional[Repetition]:
     set-up code, a parameter that hands it the training step (``step``, ``global_step``).
     Without evidence the answer is None: a function whose callers live in other modules is
     not known to repeat."""
-    memo = m.__dict__.setdefault("_repeats_memo", {})
+    memo = m.facts.repeats_memo
     if id(f) in memo:
         return memo[id(f)]
     memo[id(f)] = None  # a cycle of calls is no evidence
@@ -175,20 +173,20 @@ def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
     elsewhere = _project_loop_caller(m, f)  # other modules, before any name
     if elsewhere is not None:
         return elsewhere
-    if step_name(f.name):
+    if step_name(f.name, m.conventions):
         return Repetition("step_name", f)  # no caller in sight: the conventions' step-methods
-    if setup_name(f.name) or called_once(f):
+    if setup_name(f.name, m.conventions) or called_once(f, m.conventions):
         return None
     called = {c.func.id for c in f.calls if isinstance(c.func, ast.Name)}
     for p in list(f.params) + list(f.kwonly):
-        if conventions.active().matches("step-params", p) and p not in called:
+        if m.conventions.matches("step-params", p) and p not in called:
             return Repetition("step_param", f, name=p)
     return None
 
 def escapes(m, f: FunctionInfo, name: str) -> bool:
     """Whether ``name`` (a wrapper or function made in ``f``) leaves ``f``: returned, stored on
     an object or in a container (:func:`escaping_names`, once per function)."""
-    memo = m.__dict__.setdefault("_escaping_memo", {})
+    memo = m.facts.escaping_memo
     found = memo.get(id(f))
     if found is None:
         found = memo[id(f)] = escaping_names(f)
@@ -211,7 +209,7 @@ def runs_once_by_facts(m, f: FunctionInfo) -> bool:
 def _runs_once(m, f: FunctionInfo, depth: int, names: bool = True) -> bool:
     if cached(f) or f.name in _CONSTRUCTORS:
         return True
-    if names and (called_once(f) or setup_name(f.name)):
+    if names and (called_once(f, m.conventions) or setup_name(f.name, m.conventions)):
         return True
     if f.parent is not None and not isinstance(f.node, ast.Lambda) and _runs_once(m, f.parent, depth + 1, names) \
             and not escapes(m, f.parent, f.name) and depth < L.REPETITION_CHAIN:
@@ -233,7 +231,7 @@ def compute_helper(m, f: FunctionInfo, uses: list) -> bool:
     set-up code. Such a helper is used like an array function, once per batch wherever its
     callers are, and every call of it pays for the compile. A primitive's eager rule
     (``p.def_impl``) runs only when the primitive is bound outside jit, and is not one."""
-    if isinstance(f.node, ast.Lambda) or f.loops or setup_name(f.name) or called_once(f):
+    if isinstance(f.node, ast.Lambda) or f.loops or setup_name(f.name, m.conventions) or called_once(f, m.conventions):
         return False
     if "def_impl" in _decorator_names(f):
         return False

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ... import names as N
 from . import callables, fetches, pipelining
 from . import values as V
@@ -128,7 +127,7 @@ def _consumes(m, c: ast.Call) -> bool:
         return False
     if _host_object(m, f.value, scope):
         return True  # ``envs = gym.vector.SyncVectorEnv(...)``; ``envs.step(actions)``, whatever the method
-    if not conventions.active().matches("host-consumer-methods", f.attr):
+    if not m.conventions.matches("host-consumer-methods", f.attr):
         return False
     if callables.callable_info(m, f, scope) is not None or callables.local_functions(m, f, scope):
         return False  # compiled, or code of this module
@@ -194,7 +193,7 @@ def host_paced(m, loop: Loop) -> Optional[ast.Call]:
         scope = m.scope_at(c)
         qn = m.resolve(c.func, scope)
         pacing = (qn in PACING_CALLS or (qn is not None and qn.startswith(PACING_PREFIXES))
-                  or conventions.active().matches("pacing-names", last_name(c.func)))
+                  or m.conventions.matches("pacing-names", last_name(c.func)))
         if not pacing:
             continue
         ctx = m.context(c)

@@ -44,11 +44,11 @@ def fixed_key_draws(m) -> list:
     rebound, or ``self.<attr>`` assigned a key in set-up methods only (``__init__``,
     ``setup``) and never replaced by another method. ``fold_in`` with data that may change
     makes a new key per call and is left out."""
-    memo = m.__dict__.get("_fixed_key_memo")
+    memo = m.facts.fixed_key_memo
     if memo is not None:
         return memo
     out: list = []
-    m.__dict__["_fixed_key_memo"] = out
+    m.facts.fixed_key_memo = out
     calls = list(m.calls_named(KEY_FUNCS))
     calls.extend(c for name in DIST_SAMPLE for c in m.calls_by_name.get(name, ()))
     for call in calls:
@@ -121,9 +121,9 @@ def _instance_key(m, f, attr: str) -> Optional[ast.AST]:
     """The assignment that stores a key in ``m.<attr>``, when every assignment to it in the
     class is in a set-up method (``__init__``, ``setup``, ...) and one of them makes a key."""
     cls = f.cls
-    if cls is None or setup_name(f.name):
+    if cls is None or setup_name(f.name, m.conventions):
         return None
-    memo = m.__dict__.setdefault("_instance_key_memo", {})
+    memo = m.facts.instance_key_memo
     key = (id(cls), attr)
     if key not in memo:
         memo[key] = _instance_key_of(m, cls, attr)
@@ -138,7 +138,7 @@ def _instance_key_of(m, cls, attr: str) -> Optional[ast.AST]:
     for method, stmt, attrs in stores:
         if attr not in attrs:
             continue
-        if not setup_name(method.name):
+        if not setup_name(method.name, m.conventions):
             return None  # replaced by a method that runs later: maybe split and stored back
     for method, stmt, attrs in stores:
         if attr in attrs and isinstance(stmt, ast.Assign) and _makes_key(m, stmt.value, method.scope):
@@ -151,7 +151,7 @@ def _self_stores(m, cls) -> Optional[list]:
     (nested code included) that stores attributes of the method's first parameter
     (``self.key = ...``), in the methods' order; None when a method calls ``setattr``. One
     walk of the class per module, whatever the attributes asked about."""
-    memo = m.__dict__.setdefault("_self_stores_memo", {})
+    memo = m.facts.self_stores_memo
     if id(cls) in memo:
         return memo[id(cls)]
     out: Optional[list] = []
@@ -189,7 +189,7 @@ def runs_again(m, f) -> Optional[tuple]:
             return ("loop", call, ctx.loops[-1])
     if len(sites) >= 2:
         return ("sites", [c for c, _ in sites])
-    if called_once(f):
+    if called_once(f, m.conventions):
         return None
     rep = frequency.repeats(m, f)
     if rep is not None and rep.kind != "factory":

@@ -98,7 +98,7 @@ class KeyUse:
 
 
 def _key_names(m, scope: Scope) -> ScopeNames:
-    memo = m.__dict__.setdefault("_key_names_memo", {})
+    memo = m.facts.key_names_memo
     found = memo.get(id(scope))
     if found is None:
         found = memo[id(scope)] = ScopeNames(m, scope)
@@ -111,11 +111,11 @@ def may_call_jax_random(m) -> bool:
     resolves to ``jax.random.*`` only through an import whose name mentions ``random`` (``from
     jax import random``, ``import jax.random as jr``, ``from jax._src.random import split``)
     or an attribute ``random`` (``jax.random.normal`` after ``import jax``)."""
-    memo = m.__dict__.get("_may_call_random")
+    memo = m.facts.may_call_random
     if memo is None:
         memo = "random" in m.attr_names or any(
             "random" in qn for s in m.scopes for qn in s.imports.values())
-        m.__dict__["_may_call_random"] = memo
+        m.facts.may_call_random = memo
     return memo
 
 
@@ -230,7 +230,7 @@ def tuple_key_parameters(m, f) -> dict:
     (``lambda ks, n: jax.random.normal(ks[0], (n,))``). The parameter is never rebound; the
     unpacking has no starred target and is the binding the draw reads, outside any loop of
     ``f``. Only the function's own calls count."""
-    memo = m.__dict__.setdefault("_tuple_key_params_memo", {})
+    memo = m.facts.tuple_key_params_memo
     found = memo.get(id(f))
     if found is not None:
         return found
@@ -283,7 +283,7 @@ def _plain_unpacking(f, value: ast.Name) -> bool:
 def _forwarder_names(m) -> set:
     """Names bound to a nested lambda or def that forwards a key parameter, and of module
     functions that draw from an element of a tuple parameter (a cheap filter)."""
-    memo = m.__dict__.get("_forwarder_names_memo")
+    memo = m.facts.forwarder_names_memo
     if memo is None:
         memo = set()
         for f in m.functions if may_call_jax_random(m) else ():  # else no key parameters
@@ -303,7 +303,7 @@ def _forwarder_names(m) -> set:
                     memo.update(out)
             else:
                 memo.add(f.name)
-        m.__dict__["_forwarder_names_memo"] = memo
+        m.facts.forwarder_names_memo = memo
     return memo
 
 
@@ -322,7 +322,7 @@ def key_parameters(m, f) -> dict:
     parameter to as the key, directly (``jax.random.normal(key, shape)``) or as the first of
     its ``*args`` (``lambda *a: jax.random.normal(*a)``). Only the function's own calls count
     (not those of functions nested in it)."""
-    memo = m.__dict__.setdefault("_key_params_memo", {})
+    memo = m.facts.key_params_memo
     found = memo.get(id(f))
     if found is not None:
         return found
@@ -360,9 +360,9 @@ def _key_func_calls(m) -> frozenset:
     """Ids of the calls spelled as a KEY_FUNCS function or a local alias of one
     (:meth:`~jaxlint.model.ModuleModel.calls_named`), the calls :func:`key_use_groups` groups:
     the only ones resolved when looking for the key parameters of a function."""
-    memo = m.__dict__.get("_key_func_calls_memo")
+    memo = m.facts.key_func_calls_memo
     if memo is None:
-        memo = m.__dict__["_key_func_calls_memo"] = frozenset(map(id, m.calls_named(KEY_FUNCS)))
+        memo = m.facts.key_func_calls_memo = frozenset(map(id, m.calls_named(KEY_FUNCS)))
     return memo
 
 

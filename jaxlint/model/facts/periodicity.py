@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from . import callables
 from ..python import limits as L
 from ..python.records import BOUNDED_TRIPS, Context, Loop, Scope
@@ -162,9 +161,9 @@ def loop_counters(loop: Loop) -> set:
 
 
 def _if_of_test(m, test: ast.AST) -> Optional[ast.If]:
-    table = m.__dict__.get("_if_tests")
+    table = m.facts.if_tests
     if table is None:
-        table = m._if_tests = {id(n.test): n for n in m.ifs if isinstance(n, ast.If)}
+        table = m.facts.if_tests = {id(n.test): n for n in m.ifs if isinstance(n, ast.If)}
     return table.get(id(test))
 
 
@@ -252,7 +251,7 @@ def _run_switch(m, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
 
 def _assigned_in(m, loop: Loop) -> set:
     """What the loop's body and target bind, as spelled (``x``, ``m.count``)."""
-    memo = m.__dict__.setdefault("_loop_assigned", {})
+    memo = m.facts.loop_assigned
     out = memo.get(id(loop.node))
     if out is None:
         out = set()
@@ -330,9 +329,9 @@ def _periodic_helper(m, call: ast.Call, names: "_Names", scope: Scope, depth: in
     qn = m.resolve(call.func, scope)
     if qn is not None and qn.startswith(("builtins.", "jax.", "numpy.", "math.")):
         return False
-    counter = _is_counter_arg
-    positions = [i for i, a in enumerate(call.args) if counter(a, names)]
-    keywords = [kw.arg for kw in call.keywords if kw.arg is not None and counter(kw.value, names)]
+    cur = m.conventions
+    positions = [i for i, a in enumerate(call.args) if _is_counter_arg(a, names, cur)]
+    keywords = [kw.arg for kw in call.keywords if kw.arg is not None and _is_counter_arg(kw.value, names, cur)]
     if not positions and not keywords:
         return False
     if depth >= L.PERIODIC_HELPER_HORIZON:
@@ -355,11 +354,11 @@ def _periodic_helper(m, call: ast.Call, names: "_Names", scope: Scope, depth: in
     return False
 
 
-def _is_counter_arg(arg: ast.AST, names: "_Names") -> bool:
+def _is_counter_arg(arg: ast.AST, names: "_Names", cur) -> bool:
     """An argument that carries the loop's count (``step``, ``step + 1``, ``int(state.step)``):
     it reads a counter of the loop, or a name the conventions call a step counter
     (``state.step`` returned by the step every iteration: ``counter-names``), and not only
     the variables of a loop nested inside the one that counts."""
     spelled = [s for s in _spellings(arg)
-               if s in names.counters or conventions.active().matches("counter-names", s.rsplit(".", 1)[-1])]
+               if s in names.counters or cur.matches("counter-names", s.rsplit(".", 1)[-1])]
     return bool(spelled) and not all(s.split(".")[0] in names.inner for s in spelled)

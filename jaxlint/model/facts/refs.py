@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 
-from ... import conventions
 from ... import names as N
 from . import callables, frequency
 from . import values as V
@@ -46,15 +45,15 @@ def looks_like_ref(m, receiver: ast.AST, scope: Scope) -> bool:
         if ev is not None and ev.kind == "param" and ev.scope.func is not None \
                 and id(ev.scope.func) in pallas_kernels(m):
             return True
-    return conventions.active().matches("ref-names", _last_name(receiver))
+    return m.conventions.matches("ref-names", _last_name(receiver))
 
 
 def pallas_kernels(m) -> set:
     """ids of the functions of this module handed to ``pallas_call`` as its kernel (directly,
     through a name or ``functools.partial``): their parameters are refs."""
-    found = m.__dict__.get("_pallas_kernels")
+    found = m.facts.pallas_kernels
     if found is None:
-        found = m._pallas_kernels = set()
+        found = m.facts.pallas_kernels = set()
         for call in m.calls_by_name.get("pallas_call", ()):
             scope = m.scope_at(call)
             if m.resolve(call.func, scope) not in N.PALLAS_CALLS:

@@ -17,7 +17,8 @@ from ..python import rebinding
 from ..python import limits as L
 from . import values as V
 from .frequency import called_once
-from ..python.records import BOUNDED_TRIPS, Churn, FunctionInfo, JitWrap, Loop, NewCallable, Scope
+from ..python.records import BOUNDED_TRIPS, FunctionInfo, Loop, Scope
+from .jaxrecords import Churn, JitWrap, NewCallable
 from ..python.syntax import _pos, walk
 from ..python.syntax import call_arg as _arg
 
@@ -170,7 +171,7 @@ def compiled_once(m, f: FunctionInfo) -> bool:
         if ctx is None or ctx.loops:
             return False
         outer = m.function_at(calls[0])
-        if outer is not None and not called_once(outer):
+        if outer is not None and not called_once(outer, m.conventions):
             return False
     return True
 
@@ -182,7 +183,7 @@ def traced_per_compilation(m, f: FunctionInfo) -> bool:
     compilation (a scan body defined in a jitted function). Later calls of the compiled
     function then skip the body's Python. Without a jit around it a transform traces anew on
     every call (``jax.vmap(f)(x)`` runs ``f``'s Python each time, with tracers)."""
-    memo = m.__dict__.setdefault("_per_compilation_memo", {})
+    memo = m.facts.per_compilation_memo
     key = id(f)
     if key in memo:
         return memo[key]
@@ -205,9 +206,9 @@ def traced_per_compilation(m, f: FunctionInfo) -> bool:
 def _applied_in(m, f: FunctionInfo) -> list:
     """The functions (None: module level) whose code applies a transform or a lax primitive
     to ``f`` (``jax.vmap(f)``, ``lax.scan(f, ...)``)."""
-    memo = m.__dict__.get("_applied_memo")
+    memo = m.facts.applied_memo
     if memo is None:
-        memo = m.__dict__["_applied_memo"] = {}
+        memo = m.facts.applied_memo = {}
         names = {q.rsplit(".", 1)[1] for q in list(N.TRANSFORMS) + list(N.LAX_BODIES)}
         for call in m.calls_named(names):
             scope = m.scope_at(call)

@@ -171,12 +171,12 @@ def _starts_backend(m, call: ast.Call, qn: Optional[str], scope: Scope) -> bool:
 
 def setup_flow(m) -> _Flow:
     """The module's flow, walked once: its late settings and late ``jax.distributed.initialize``."""
-    memo = m.__dict__.get("_setup_flow")
+    memo = m.facts.setup_flow
     if memo is None:
         memo = _Flow(m)
         if "environ" in m.attr_names or "putenv" in m.attr_names or "initialize" in m.attr_names:
             memo.block(m.tree.body, m.module_scope, True, 0)
-        m.__dict__["_setup_flow"] = memo
+        m.facts.setup_flow = memo
     return memo
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from ... import conventions
 from ... import names as N
 from . import callables, pytrees
 from ..python import limits as L
 from . import values as V
 from .pythonvalues import _pairs, _python_comparison, _python_types
 from ..python.records import FunctionInfo, Scope, _element
-from ..python.syntax import _contains, _pos, at_update, call_arg, walk
+from ..python.syntax import _contains, _pos, call_arg, walk
+from .apisyntax import at_update
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from ..python.module import ModuleModel
@@ -200,7 +200,7 @@ class Staging:
             if lax_only or isinstance(d, (ast.Tuple, ast.List, ast.Dict)) or (
                     isinstance(d, ast.Constant) and isinstance(d.value, str)):
                 out.add(p)
-        dtypes = conventions.active()
+        dtypes = self.m.conventions
         out |= {p for p in positional + f.kwonly if dtypes.matches("dtype-params", p)}
         if _opaque_statics(f):
             out |= set(positional) | set(f.kwonly)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from . import callables
-from . import values as V
+from . import callables, returnkinds
 from .callables import _TRANSFORMED
-from ..python.records import JitWrap
+from .jaxrecords import JitWrap
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from ..python.module import ModuleModel
@@ -29,7 +28,7 @@ class ModuleSummary:
         self.imports_jax = model.imports_jax
         self.exports: dict[str, JitWrap] = {}
         self.reexports: dict[str, tuple] = dict(model.module_scope.import_src)
-        self._array_results: Optional[frozenset] = V.array_results(model, candidates)
+        self._array_results: Optional[frozenset] = returnkinds.array_results(model, candidates)
         self._pending: tuple = ()
         self.maybe_programs: Optional[frozenset] = maybe_programs(model.tree)
         # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
@@ -130,7 +129,7 @@ def factories_of(model: ModuleModel) -> dict:
     """``{name: wrapper}`` of the module's top-level functions that return a compiled callable
     (``def make_step(lr): return jax.jit(...)``), other modules' factories not followed."""
     out: dict = {}
-    model.__dict__["_summarizing"] = True
+    model.facts.summarizing = True
     for f in model.functions:
         if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and _may_return_callable(f.node):

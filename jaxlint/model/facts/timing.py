@@ -30,7 +30,7 @@ from ... import names as N
 from . import callables, fetches, libraryobjects
 from ..python import limits as L
 from . import values as V
-from ..python.records import _waits
+from .jaxrecords import _waits
 from ..python.syntax import _end, child_nodes, last_name, statement_walk, walk
 from .work import called_functions
 
@@ -78,11 +78,11 @@ def _only_names(e: ast.AST, names: set) -> bool:
 
 def unwaited_timings(m) -> list:
     """Every :class:`TimedRegion` of the module, in source order."""
-    memo = m.__dict__.get("_timings")
+    memo = m.facts.timings
     if memo is not None:
         return memo
     out: list = []
-    m._timings = out
+    m.facts.timings = out
     clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
     contexts = clocks  # a timer context of this module reads a clock in this module
     if clocks:  # one walk for both, and only in modules that read a clock or use a timer

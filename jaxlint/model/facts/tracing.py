@@ -10,16 +10,16 @@ from ... import names as N
 from . import callables
 from ..python import limits as L
 from . import values as V
-from ..python.records import FunctionInfo, JitWrap, Scope, TraceCause
+from ..python.records import FunctionInfo, Scope
+from .jaxrecords import JitWrap, TraceCause
 from ..python.syntax import _int_set, _kw, _pos, _str_set, call_arg, last_name
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from ..python.module import ModuleModel
 
 
-# The names a call of a jit wrapper, transform or lax primitive ends in (``jax.jit`` -> ``jit``). The
-# walk keeps the calls ending in one of these, or whose callee is itself a call
-# (``ModuleModel.trace_calls``), so that a module without local aliases of them is not scanned again.
+# The names a call of a jit wrapper, transform or lax primitive ends in (``jax.jit`` -> ``jit``): only
+# calls ending in one of these (or a local alias), or whose callee is itself a call, are resolved.
 API_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*N.JIT_WRAPPERS, *N.TRANSFORMS, *N.LAX_BODIES))
 
 
@@ -37,10 +37,7 @@ class _TraceAnalysis:
             if not isinstance(fi.node, ast.Lambda):
                 self._decorators(fi)
         names = self._spellings()
-        if names <= API_LAST_NAMES:  # no local alias: the walk kept exactly these calls, in its order
-            calls = m.trace_calls
-        else:
-            calls = [c for c in m.calls if last_name(c.func) in names or isinstance(c.func, ast.Call)]
+        calls = [c for c in m.calls if last_name(c.func) in names or isinstance(c.func, ast.Call)]
         for call in calls:
             self._call(call)
         for fi in m.functions:  # a static argument is static whatever else traces the function
@@ -165,7 +162,7 @@ class _TraceAnalysis:
             targets = callables.local_functions(m, target, scope) if target is not None else []
             if len(targets) == 1:
                 wrap.func = targets[0]
-            m._wraps_by_call.setdefault(id(call), []).append(wrap)
+            m.facts.wraps_by_call.setdefault(id(call), []).append(wrap)
             if targets:
                 bound = isinstance(target, ast.Attribute)
                 for fi in targets:

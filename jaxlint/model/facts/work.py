@@ -23,11 +23,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ... import conventions
 from ... import names as N
 from . import callables
 from ..python import limits as L
-from . import loops as loopfacts
 from . import values as V
 from .deviceloops import DEVICE_LOOPS, small_trip_count
 from ..python.records import FunctionInfo, Loop, Scope
@@ -42,29 +40,29 @@ _DIFFERENTIATING = frozenset({q for q, policy in N.TRANSFORMS.items() if policy 
     "flax.nnx.grad", "flax.nnx.value_and_grad"})
 
 
-def _is_update(call: ast.Call) -> bool:
+def _is_update(call: ast.Call, cur) -> bool:
     f = call.func
     name = last_name(f)
     if name in _UPDATE_CALLS:
         return True
     if name == "update" and isinstance(f, ast.Attribute):
         recv = last_name(f.value).lower() if isinstance(f.value, (ast.Name, ast.Attribute)) else ""
-        return conventions.active().matches("optimizer-receivers", recv)
+        return cur.matches("optimizer-receivers", recv)
     return False
 
 
-def _updates_per_iteration(loop) -> bool:
+def _updates_per_iteration(m, loop) -> bool:
     """A Python loop, not a short literal one, that makes an optimizer update in every iteration
     (nested loops included)."""
     if loop.kind == "comprehension" or loop.bounded:
         return False
-    return any(_is_update(c) for c in loop.all_calls())
+    return any(_is_update(c, m.conventions) for c in loop.all_calls())
 
 
 def work_memo(m) -> dict:
-    memo = m.__dict__.get("_work")
+    memo = m.facts.work_memo
     if memo is None:
-        memo = m._work = {}
+        memo = m.facts.work_memo = {}
     return memo
 
 # -- what a call runs
@@ -184,8 +182,8 @@ def _function_runs_program(m, f: FunctionInfo, compiled: bool, depth: int) -> bo
         loops = [c for c in f.calls if ((qn := m.resolve(c.func, f.scope)) in DEVICE_LOOPS
                                         and not small_trip_count(c, qn)) or qn in N.SEARCH_PROGRAMS]
         if loops:
-            result = not any(_is_update(c) for c in f.calls)
-        elif any(_updates_per_iteration(lp) for lp in f.loops):
+            result = not any(_is_update(c, m.conventions) for c in f.calls)
+        elif any(_updates_per_iteration(m, lp) for lp in f.loops):
             # ``for _ in range(epochs): for mb in ...: state = state.apply_gradients(...)`` unrolled
             # in one compiled function: every call makes many optimizer updates, not one step
             result = True
@@ -274,9 +272,9 @@ def unconditional_calls(m, loop: Loop) -> Iterator[ast.Call]:
 
 
 def _branch_in(m, if_id: int, loop: Loop) -> bool:
-    table = m.__dict__.get("_ifs_by_id")
+    table = m.facts.ifs_by_id
     if table is None:
-        table = m._ifs_by_id = {id(n): n for n in m.ifs if isinstance(n, ast.If)}
+        table = m.facts.ifs_by_id = {id(n): n for n in m.ifs if isinstance(n, ast.If)}
     node = table.get(if_id)
     ctx = m.context(node) if node is not None else None
     return ctx is not None and loop in ctx.loops

@@ -12,12 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ..facts import fetches
 from ..python.syntax import unparse
 
 
-def repetition(rep) -> list:
+def repetition(rep, cur) -> list:
     """Why a function is taken to run again and again (a ``Repetition`` chain), one sentence per
     link; the last one names the convention when a name decided it."""
     out: list = []
@@ -39,7 +38,7 @@ def repetition(rep) -> list:
         elif kind == "helper":
             out.append(f"{name} does little but one compiled call: a helper of the kind called once per batch")
         elif kind == "step_name":
-            key = "step-methods" if conventions.active().matches("step-methods", rep.func.name) else "step-affixes"
+            key = "step-methods" if cur.matches("step-methods", rep.func.name) else "step-affixes"
             out.append(f"{name} is called nowhere in this module; its name matches the convention `{key}` "
                        "(a method called once per step)")
         elif kind == "step_param":
@@ -76,6 +75,6 @@ def logger(model, call: Optional[ast.AST]) -> list:
     if qn is not None or fetches.bound_logger(model, recv):
         return []
     spelled = unparse(recv, 40).rsplit(".", 1)[-1]
-    if conventions.active().matches("logger-receivers", spelled):
+    if model.conventions.matches("logger-receivers", spelled):
         return [f"`{unparse(recv, 40)}` is taken for a logger by its name (convention `logger-receivers`)"]
     return []

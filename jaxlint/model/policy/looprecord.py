@@ -31,7 +31,8 @@ from ..facts import hostneeds
 from ..facts import loops as loopfacts
 from ..facts import work as W
 from ..facts.proof import Fact, disproven, proven, unknown
-from ..python.records import Loop, _is_structural
+from ..python.records import Loop
+from ..facts.jaxrecords import _is_structural
 
 _UNSET = object()
 

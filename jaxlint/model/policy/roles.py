@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ... import conventions
 from ..facts import callables, hostneeds, periodicity
 from . import evidence as E
 from ..facts import frequency as F
 from . import looprecord
 from ..facts import loops as loopfacts
-from ..facts import work as W
 from ..python.records import Context, FunctionInfo, Loop
 from ..python.syntax import unparse
 
@@ -168,13 +166,13 @@ def frequency(model, f: FunctionInfo) -> Frequency:
     repeat; set-up and entry-point names run once)."""
     rep = F.repeats(model, f)
     if rep is not None:
-        return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep))
+        return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep, model.conventions))
     if F.runs_once_by_facts(model, f):
         return Frequency(ONCE, None, [f"every call of `{f.name}` in this module is made once, or it is a "
                                       "constructor or a cached builder"])
     if F.runs_once(model, f):
         keys = [k for k in ("setup-functions", "setup-exact", "entry-points", "demo-functions")
-                if conventions.active().matches(k, f.name)]
+                if model.conventions.matches(k, f.name)]
         named = f"`{f.name}` matches the convention {', '.join(f'`{k}`' for k in keys)}" if keys else \
             f"`{f.name}` is nested in or called from code so named"
         return Frequency(ONCE_BY_NAME, None, [f"only names say `{f.name}` runs once: {named}"])

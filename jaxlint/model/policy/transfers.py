@@ -20,16 +20,15 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ... import names as N
-from ..facts import callables, fetches, pipelining
+from ..facts import callables, fetches, hostneeds, libraryloops, pipelining
 from . import roles
 from ..python import limits as L
 from ..facts import loops as loopfacts
 from ..facts import values as V
 from ..facts.loops import mentions
 from ..python.records import Context, FunctionInfo, Loop
-from ..python.syntax import _pos, last_name, walk
+from ..python.syntax import _pos, last_name, unparse, walk
 from ..facts.work import carried_state, work_memo
 
 # Calls that copy host data to the device (``jnp.array`` also copies a device array, on device).
@@ -354,7 +353,7 @@ def in_check_function(m, node: ast.AST) -> bool:
     cross-check of results, whose asserts must see the values."""
     f = m.function_at(node)
     while f is not None:
-        if conventions.active().matches("check-functions", f.name):
+        if m.conventions.matches("check-functions", f.name):
             return True
         f = f.parent
     return False
@@ -384,3 +383,43 @@ def _taken_from(expr: ast.AST, names: set) -> bool:
 
 # Array methods whose result is still the array's data (``v.mean()``): a fetch of it fetches ``v``.
 _REDUCING_METHODS = frozenset({"mean", "sum", "max", "min", "squeeze", "reshape", "astype", "ravel", "flatten"})
+
+
+def fetch_spelling(model, call: ast.Call, value: Optional[ast.AST]) -> Optional[str]:
+    """How a message names a host fetch: ``float(loss)``, ``x.item()``, a tree map's fetch."""
+    if value is None:
+        return None
+    if len(call.args) >= 2 and value is call.args[1] and last_name(call.func) in ("map", "tree_map"):
+        inner = fetches.mapped_fetch(model, call)
+        how = f"`{unparse(inner, 30)}`" if inner is not None else f"`{unparse(call.args[0], 30)}`"
+        return f"`{unparse(call.func)}(...)` with {how} on every leaf of `{unparse(value, 30)}`"
+    if isinstance(call.func, ast.Attribute) and call.func.value is value:
+        return f"`{unparse(value, 30)}.{call.func.attr}()`"
+    if len(call.args) + len(call.keywords) > 1:  # ``writer.scalar("loss", loss, step)``: name the value
+        return f"`{unparse(call.func)}(...)` of `{unparse(value, 30)}`"
+    return f"`{unparse(call.func)}({unparse(value, 30)})`"
+
+
+def library_loop_fetches(m) -> list:
+    """``(method, library class, call, spelling)`` for each host fetch made outside any loop or
+    ``if`` in a method that a library's training loop calls at every step (``train()`` of a
+    stable-baselines3 subclass: ``self.logger.record("loss", loss.item())``), not in test code and
+    not handed to a host consumer."""
+    out = []
+    for f in m.functions:
+        if f.cls is None or f.traced:
+            continue
+        library = libraryloops.library_loop_method(m, f)
+        if library is None:
+            continue
+        for call in f.calls:
+            ctx = m.context(call)
+            if ctx is None or ctx.loops or m.function_at(call) is not f or not fetches.may_sync(m, call):
+                continue
+            what = fetch_spelling(m, call, fetches.host_fetch(m, call))
+            if what is None or m.in_test_code(call) or ctx.guards:
+                continue  # under an ``if``: not known to run at every call
+            if hostneeds.host_consumer(m, call) is not None:
+                continue
+            out.append((f, library, call, what))
+    return out

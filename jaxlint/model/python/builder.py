@@ -5,42 +5,32 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ... import conventions
 from ... import names as N
-from ..facts import loops as loopfacts
-from ..facts.factcache import FactCache
 from .limits import Work
 from .module import ModuleModel
 from .records import STARRED, Binding, ClassInfo, Context, FuncNode, FunctionInfo, Loop, Scope
 from .syntax import _end, _names_in, _pos
-from ..facts.tracing import API_LAST_NAMES, _TraceAnalysis
 
 
-def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shallow: bool = False,
-                conventions_in_force=None) -> ModuleModel:
-    """Walk the tree once, then work out which functions are traced. With ``path`` and a
-    :class:`~jaxlint.project.ProjectResolver`, names imported from the project's own modules are
-    looked up there. ``shallow`` skips function bodies (for summaries of imported modules).
-    ``conventions_in_force``: the naming conventions (jaxlint/conventions.py) the model's facts
-    may read; the run's configured ones when not given."""
-    model = ModuleModel(tree)
-    model.facts = FactCache()
-    model.conventions = conventions_in_force if conventions_in_force is not None else conventions.active()
-    model.path = path
-    model.project = project
-    model._wraps_by_call = {}
-    model.work = Work(tree.body[-1].end_lineno if tree.body else 0)
-    _Builder(model, shallow).run(tree)
-    loopfacts.refine_bounds(model)
-    _TraceAnalysis(model).run()
+def walk_module(model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
+                loop_type: type = Loop) -> ModuleModel:
+    """Fill ``model``'s records in one walk of its tree. ``shallow`` skips function bodies (for
+    summaries of imported modules). ``function_type`` and ``loop_type``: the record classes to make
+    (the facts layer's subclasses of :class:`FunctionInfo` and :class:`Loop`, which carry what it
+    infers; this layer knows only the base classes)."""
+    model.work = Work(model.tree.body[-1].end_lineno if model.tree.body else 0)
+    _Builder(model, shallow, function_type, loop_type).run(model.tree)
     return model
 
 
 class _Builder:
     """The single walk: scopes, bindings, loops, guards, calls."""
 
-    def __init__(self, model: ModuleModel, shallow: bool = False):
+    def __init__(self, model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
+                 loop_type: type = Loop):
         self.m = model
+        self.function_type = function_type
+        self.loop_type = loop_type
         self.shallow = shallow  # module and class level only: enough to summarize what a module exports
         self.scope = model.module_scope
         self.loops: tuple = ()
@@ -122,13 +112,12 @@ class _Builder:
                 top = alias.name.split(".")[0]
                 self.scope.imports[top] = top
                 self.scope.import_src[top] = (top, None, 0)
-            if alias.name.split(".")[0] in ("jax", "equinox", "flax"):
-                self.m.imports_jax = True
+            self.m.import_roots.add(alias.name.split(".")[0])
 
     def v_ImportFrom(self, node: ast.ImportFrom) -> None:
         mod = "." * node.level + (node.module or "")
-        if node.level == 0 and mod.split(".")[0] in ("jax", "equinox", "flax"):
-            self.m.imports_jax = True
+        if node.level == 0:
+            self.m.import_roots.add(mod.split(".")[0])
         for alias in node.names:
             if alias.name == "*":
                 continue
@@ -160,7 +149,7 @@ class _Builder:
         scope = Scope(node, "function", self.scope)
         self.m.scopes.append(scope)
         qual = ".".join(self.qual + [name])
-        fi = FunctionInfo(node=node, name=name, qualname=qual, scope=scope, parent=self.func, cls=cls,
+        fi = self.function_type(node=node, name=name, qualname=qual, scope=scope, parent=self.func, cls=cls,
                           params=params, kwonly=kwonly)
         scope.func = fi
         m.functions.append(fi)
@@ -339,7 +328,7 @@ class _Builder:
     # -- control flow
 
     def _push_loop(self, node: ast.AST, kind: str) -> tuple:
-        loop = Loop(node, kind, self.loop, len(self.loops))
+        loop = self.loop_type(node, kind, self.loop, len(self.loops))
         self.m.loops.append(loop)
         self.m.ctx[id(node)] = self.cur
         if self.func is not None:
@@ -359,7 +348,7 @@ class _Builder:
         self.visit(node.iter)
         self.bind_target(node.target, node.iter, _end(node.target), kind="for")
         saved = self._push_loop(node, "for")
-        self.loop.iter_jax_nodes.append((node.iter, self.scope))
+        self.loop.iter_nodes.append((node.iter, self.scope))
         self.body(node.body)
         self._pop_loop(saved)
         self.body(node.orelse)
@@ -411,9 +400,9 @@ class _Builder:
         for i, gen in enumerate(gens):
             if i:
                 self.visit(gen.iter)
-                self.loop.iter_jax_nodes.append((gen.iter, self.scope))
+                self.loop.iter_nodes.append((gen.iter, self.scope))
             else:
-                self.loop.iter_jax_nodes.append((gen.iter, self.scope))
+                self.loop.iter_nodes.append((gen.iter, self.scope))
             self.bind_target(gen.target, gen.iter, _end(gen.target), kind="for")
             self.visit_all(gen.ifs)
         self.visit_all(elts)
@@ -442,8 +431,6 @@ class _Builder:
             m.calls_by_name[last] = [node]
         else:
             bucket.append(node)
-        if last in API_LAST_NAMES or t is _CALL:
-            m.trace_calls.append(node)
         if self.func is not None:
             self.func.calls.append(node)
         if self.loop is not None:

@@ -1,9 +1,7 @@
-"""The module model's core: the record of one module and its name and scope queries.
-
-The other facts are modules of functions of the model, one per concept (loops.py, callables.py,
-work.py, keys.py, ...), imported explicitly where they are asked; only the value queries
-(values.py) are still mixed in. The walk that fills the records is builder.py, the traced-code
-analysis tracing.py.
+"""The module model's Python core: the records of one module (python/records.py) and its name,
+scope, binding and call-graph queries. It knows nothing of JAX: the facts layer extends it
+(facts/model.py: ``JaxModel``, with the facts' caches) and builds it (``build_model``). The walk
+that fills the records is builder.py.
 """
 
 from __future__ import annotations
@@ -11,17 +9,13 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from typing import Iterator, Optional
+from typing import Optional
 
 from ... import names as N
 from . import limits as L
-from ..facts.arrays import ArrayKinds
 from .limits import Work
-from ..facts.loops import loop_iterable
-from .records import Binding, ClassInfo, Context, FunctionInfo, JitWrap, Loop, Scope
-from ..facts.staging import Staging
+from .records import Binding, ClassInfo, Context, FunctionInfo, Loop, Scope
 from .syntax import _end, _pos
-from ..facts.variance import ShapeVariance
 
 _BUILTINS = frozenset(dir(builtins))
 # Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
@@ -31,7 +25,8 @@ _TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests
 
 
 class ModuleModel:
-    """Everything the rules know about one module. Build with :func:`build_model`."""
+    """The Python records and queries of one module. The rules see it as a ``JaxModel``
+    (facts/model.py), built with :func:`~jaxlint.model.facts.model.build_model`."""
 
     def __init__(self, tree: ast.Module):
         self.tree = tree
@@ -42,7 +37,6 @@ class ModuleModel:
         self.classes: dict[int, ClassInfo] = {}
         self.loops: list[Loop] = []
         self.calls: list[ast.Call] = []
-        self.trace_calls: list[ast.Call] = []  # calls that may be a jit/transform/lax call (tracing.API_LAST_NAMES)
         self.loop_calls: list[ast.Call] = []  # calls with a loop around them in their function (context(c).loops)
         self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
         self.joined_strs: list[ast.JoinedStr] = []
@@ -53,48 +47,18 @@ class ModuleModel:
         self.decls: list[ast.AST] = []  # Global / Nonlocal statements
         self.calls_by_name: dict[str, list] = {}  # last name of the callee (``np.asarray`` -> asarray) -> calls
         self.attr_names: set[str] = set()  # every attribute name read in the module
-        self.jit_wraps: list[JitWrap] = []
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
         self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
-        self.imports_jax = False
+        self.import_roots: set[str] = set()  # the top-level packages of absolute imports, in any scope
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
-        self._kind_memo: dict[int, bool] = {}
-        self._callable_memo: dict[int, object] = {}
-        self._returns_memo: dict[int, Optional[bool]] = {}
-        self._event_memo: dict[int, bool] = {}
         self._rebinding_memo: dict = {}
         self._calls_memo: dict[tuple, tuple] = {}  # calls_named / calls_resolvable_to, per set of names
-        self._staging: Optional[Staging] = None
         self._test_refs_memo: dict = {}
+        self._imported_memo: dict = {}  # (id(scope), name) -> what the project resolver found
         self._loads_memo: Optional[dict] = None
-        self.facts = None  # the JAX facts' memo tables (jaxlint/model/factcache.py), set by build_model()
-        self.conventions = None  # the naming conventions in force (jaxlint/conventions.py), set by build_model()
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
-        self._arrays: Optional[ArrayKinds] = None
-        self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops
-
-    @property
-    def arrays(self) -> ArrayKinds:
-        """The narrower value kind "certainly one array, not a pytree" (:mod:`jaxlint.model.arrays`)."""
-        if self._arrays is None:
-            self._arrays = ArrayKinds(self)
-        return self._arrays
-
-    def shape_variance(self, scope: Scope, loops: tuple) -> ShapeVariance:
-        """What varies per iteration of ``loops`` (unbounded loops around a call in ``scope``)."""
-        if self._bounded_iters is None:
-            self._bounded_iters = {id(loop_iterable(lp.node)) for lp in self.loops if lp.bounded}
-        return ShapeVariance(self, scope, loops, self._bounded_iters)
-
-    @property
-    def staging(self) -> Staging:
-        """Which traced functions see abstract tracers (:mod:`jaxlint.model.staging`); one
-        analysis per module, built on first use and shared by every rule."""
-        if self._staging is None:
-            self._staging = Staging(self)
-        return self._staging
 
     @property
     def is_test_module(self) -> bool:
@@ -150,14 +114,6 @@ class ModuleModel:
                         table.setdefault(e.id, []).append(e)
             self._loads_memo = table
         return self._loads_memo
-
-    def uses_jax(self) -> bool:
-        """Whether any rule can fire: the module imports JAX, or imports from a module of the
-        project that does (a training script importing its jitted step from ``model.py``), or a
-        name such a module exports (through a package's ``__init__``)."""
-        if self.imports_jax:
-            return True
-        return _sources_use_jax(self.module_scope.import_src.values(), self.project, self.path)
 
     def resolve(self, expr: ast.AST, scope: Optional[Scope] = None) -> Optional[str]:
         """The canonical qualified name an expression refers to, or None.
@@ -327,17 +283,6 @@ class ModuleModel:
         by_name = self.calls_by_name
         return tuple(sorted((c for name in spellings for c in by_name.get(name, ())), key=_pos))
 
-    def traced_calls(self) -> Iterator[tuple]:
-        """``(function, call)`` for every call made directly in a traced function's body."""
-        for f in self.functions:
-            if f.traced:
-                for call in f.calls:
-                    yield f, call
-
-    def in_traced_code(self, node: ast.AST) -> bool:
-        f = self.function_at(node)
-        return f is not None and f.traced
-
     def binding(self, name: str, scope: Scope, pos: tuple) -> Optional[Binding]:
         """The binding event of ``name`` that reaches position ``pos`` in ``scope`` (None for
         imports and unbound names)."""
@@ -390,7 +335,7 @@ class ModuleModel:
             if name in s.import_src:
                 # asked again for every use of the name: the lookup (files located, summaries
                 # built and recorded for the result cache) is done once per import
-                memo = self.__dict__.setdefault("_imported_memo", {})
+                memo = self._imported_memo
                 key = (id(s), name)
                 if key not in memo:
                     module, attr, level = s.import_src[name]
@@ -437,21 +382,3 @@ def _collect_imports(stmts, out: dict) -> None:
             # compound statements: their bodies, handlers and match cases, in source order
             _collect_imports([c for c in ast.iter_child_nodes(stmt)
                               if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))], out)
-
-
-def imports_use_jax(tree: ast.Module, project, path: Optional[str]) -> bool:
-    """For a module that imports no JAX package itself: whether it imports from a module of the
-    project that does, or a name such a module exports, so that a rule can fire on it
-    (:meth:`ModuleModel.uses_jax` once the model is built; the same answer, from the tree)."""
-    return _sources_use_jax(module_import_sources(tree).values(), project, path)
-
-
-def _sources_use_jax(sources, project, path: Optional[str]) -> bool:
-    if project is None or path is None:
-        return False
-    for module, attr, level in sources:
-        other = project.imported(path, module, attr, level)
-        if other is not None and (other[0].imports_jax or (other[1] is not None and (
-                other[0].exported_callable(other[1]) is not None or other[0].returns_array(other[1])))):
-            return True
-    return False

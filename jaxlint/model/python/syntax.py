@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ... import names as N
 
 _AST = ast.AST
 
@@ -129,15 +128,6 @@ def _kw(call: ast.Call, name: str) -> Optional[ast.AST]:
     for kw in call.keywords:
         if kw.arg == name:
             return kw.value
-    return None
-
-
-def at_update(func: ast.AST, methods=N.AT_METHODS) -> Optional[ast.AST]:
-    """The receiver ``x`` when ``func`` (a call's callee) is ``x.at[...].<method>`` with ``method``
-    in ``methods``; None otherwise."""
-    if (isinstance(func, ast.Attribute) and func.attr in methods and isinstance(func.value, ast.Subscript)
-            and isinstance(func.value.value, ast.Attribute) and func.value.value.attr == "at"):
-        return func.value.value.value
     return None
 
 
