@@ -288,7 +288,9 @@ def cmd_check(args) -> int:
         sys.stdout.write(reporters.statistics(findings))
     for msg in internal:
         print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
-    if args.format == "text":  # stdout stays flake8's format; the closing line goes to stderr
+    # stdout stays flake8's format; the closing line goes to stderr. Not when nothing was checked
+    # because the paths named do not exist: the error above already said so.
+    if args.format == "text" and (files or not missing):
         sys.stderr.write(reporters.closing_line(findings, len(files)))
     if internal or fix_errors or missing:
         return EXIT_ERROR

@@ -330,6 +330,22 @@ def test_check_reads_stdin_with_a_display_name_and_its_project_config(tmp_path):
     assert proc.returncode == 2 and "`-` (read the source from stdin) is the only path" in proc.stderr
 
 
+def test_only_missing_paths_give_the_error_and_no_closing_line(tmp_path, capsys):
+    """Issue 40: after `no such file or folder`, a closing line "no findings in 0 files checked"
+    only repeated it. With a real path beside the missing one, the closing line stays."""
+    code = main(["check", "--no-cache", str(tmp_path / "nope.py"), str(tmp_path / "gone")])
+    err = capsys.readouterr()[1]
+    assert code == 2
+    assert err == (f"jaxlint: no such file or folder: {tmp_path / 'nope.py'}\n"
+                   f"jaxlint: no such file or folder: {tmp_path / 'gone'}\n")
+    p = write(tmp_path, "good.py", GOOD)
+    code = main(["check", "--no-cache", str(p), str(tmp_path / "nope.py")])
+    err = capsys.readouterr()[1]
+    assert code == 2
+    assert err == (f"jaxlint: no such file or folder: {tmp_path / 'nope.py'}\n"
+                   "jaxlint: no findings in 1 file checked.\n")
+
+
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
     assert code == 2 and "no such file or folder" in err
