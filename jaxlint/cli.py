@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="say why each finding on that line was made: the rule, the facts and the naming "
                         "conventions it rests on (opt-in findings included)")
     c.add_argument("--cache-dir", metavar="DIR",
-                   help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
+                   help="where to keep results of unchanged files (default: .jaxlint_cache at the project root; "
+                        "outside a project, the user's cache folder, such as ~/.cache/jaxlint)")
     c.add_argument("--no-cache", action="store_true", help="check every file, read and write no cache")
     c.add_argument("--fix", action="store_true",
                    help="apply the safe fixes (findings marked [*]) in place, then report what remains")
@@ -136,9 +137,9 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
         engine.PROJECT.clear()
     if args.no_cache:
         return run_files(files, codes, args.jobs)
-    from .cache import DIRNAME, ResultCache, project_root, settings_key
+    from .cache import ResultCache, default_folder, settings_key
 
-    folder = args.cache_dir or os.path.join(project_root(args.paths[0] if args.paths else "."), DIRNAME)
+    folder = args.cache_dir or default_folder(args.paths[0] if args.paths else ".")
     cache = ResultCache(folder, settings_key(codes))
     results: list = [cache.get(f) for f in files]
     missing = [i for i, r in enumerate(results) if r is None]

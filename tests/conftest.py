@@ -6,7 +6,37 @@ property test and N mutated files per mutation test (CI runs the small defaults)
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+_ENV = ("XDG_CACHE_HOME", "PIP_CACHE_DIR")
+_saved: dict = {}
+
+
+def pytest_configure(config):
+    """`jaxlint check` outside any project (no pyproject.toml, setup.cfg or .git above the checked
+    path: the tests' temporary folders) keeps its result cache in the user's cache folder
+    (jaxlint/cache.py). For this run that is a temporary folder (subprocesses inherit it), so the
+    suite leaves nothing in ~/.cache/jaxlint; pip keeps the cache folder it had."""
+    _saved.update({k: os.environ.get(k) for k in _ENV})
+    os.environ.setdefault("PIP_CACHE_DIR", os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                        os.path.join(os.path.expanduser("~"), ".cache"), "pip"))
+    os.environ["XDG_CACHE_HOME"] = _saved["folder"] = tempfile.mkdtemp(prefix="jaxlint-tests-cache-")
+
+
+def pytest_unconfigure(config):
+    folder = _saved.pop("folder", None)
+    if folder is None:
+        return
+    for k in _ENV:
+        if _saved.get(k) is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = _saved[k]
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_addoption(parser):
