@@ -183,6 +183,70 @@ def test_bad_config_is_a_usage_error(tmp_path, capsys):
     assert "unknown [tool.jaxlint] key(s): selekt" in err and "(valid: conventions, exclude, " in err
 
 
+BROKEN_TOML = [
+    # (pyproject.toml, line, column, what): the place counted by hand (columns from 1)
+    ('[tool.jaxlint]\nselect = ', 2, 10, "Invalid value (where the file ends)"),  # after `select = `
+    ('[tool.jaxlint]\nselect = ["JAX2"\n', 3, 1, "Unclosed array (where the file ends)"),
+    ('[tool.jaxlint]\nselect = [\n  "JAX2",\n  JAX3,\n]\n', 4, 3, "Invalid value"),  # the bare JAX3
+]
+
+
+@pytest.mark.parametrize("text, line, col, what", BROKEN_TOML)
+def test_a_broken_pyproject_names_the_file_line_and_column(tmp_path, capsys, text, line, col, what):
+    """Issue 40: `Invalid value (at end of document)` said neither which file nor where. Python
+    3.11's tomllib and tomli 2 (Python 3.10) report the place differently; both give this."""
+    cfg = write(tmp_path, "pyproject.toml", text)
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", "--no-cache", str(p))
+    assert (code, out) == (2, "")
+    assert err == f"jaxlint: config error: {cfg}:{line}:{col}: invalid TOML: {what}\n"
+    code, out, err = run(capsys, "check", "--no-cache", "--config", str(cfg), str(p))
+    assert (code, err) == (2, f"jaxlint: config error: {cfg}:{line}:{col}: invalid TOML: {what}\n")
+    # the flake8 plugin says the same on its one JAX000 line
+    from jaxlint.flake8_plugin import JaxlintChecker
+
+    assert JaxlintChecker.config_for(str(p)) == f"{cfg}:{line}:{col}: invalid TOML: {what}"
+
+
+def test_a_pyproject_that_is_not_utf8_is_a_config_error(tmp_path, capsys):
+    cfg = write(tmp_path, "pyproject.toml", b'[tool.jaxlint]\nselect = ["\xff"]\n')
+    p = write(tmp_path, "bad.py", BAD)
+    for argv in (["check", str(p)], ["check", "--config", str(cfg), str(p)]):  # the second was a traceback
+        code, out, err = run(capsys, *argv)
+        assert (code, out, err) == (2, "", f"jaxlint: config error: {cfg}: not UTF-8 text (invalid start byte "
+                                           "at byte 26)\n"), argv
+
+
+@pytest.mark.parametrize("style", ["tomli 2 (lineno, colno, msg)", "tomllib 3.11 (the message only)"])
+def test_the_place_of_a_toml_error_from_either_parser(monkeypatch, style):
+    """Each way a parser reports the place, on whichever Python runs this: tomli 2 sets
+    ``lineno``/``colno``/``msg``; Python 3.11's tomllib only says "(at line L, column C)" or "(at
+    end of document)" in its message."""
+    from jaxlint import config
+
+    class TOMLDecodeError(ValueError):
+        pass
+
+    def parser(message, **attrs):
+        def loads(text):
+            e = TOMLDecodeError(message)
+            e.__dict__.update(attrs)
+            raise e
+        return type("toml", (), {"TOMLDecodeError": TOMLDecodeError, "loads": staticmethod(loads)})
+
+    doc = b"[tool.jaxlint]\nselect = ["
+    cases = [("Unclosed array (at end of document)", dict(lineno=2, colno=11, msg="Unclosed array")),
+             ("Invalid value (at line 1, column 3)", dict(lineno=1, colno=3, msg="Invalid value"))]
+    for message, attrs in cases:
+        fake = parser(message, **attrs) if style.startswith("tomli") else parser(message)
+        monkeypatch.setattr(config, "_toml", lambda fake=fake: fake)
+        with pytest.raises(ConfigError) as e:
+            config._parse_toml(doc, "p/pyproject.toml")
+        place = f"{attrs['lineno']}:{attrs['colno']}"
+        ends = " (where the file ends)" if "end of document" in message else ""
+        assert str(e.value) == f"p/pyproject.toml:{place}: invalid TOML: {attrs['msg']}{ends}", style
+
+
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select", "--extend-ignore"])
 @pytest.mark.parametrize("value", ["FOO", "JAX999", "JAX2,JAX9", "JAX1010"])
 def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, capsys, option, value):
