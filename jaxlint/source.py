@@ -107,6 +107,10 @@ class ParseError(Rule):
     good = "def fixed():\n    pass\n"
 
     @classmethod
+    def level(cls) -> str:  # whatever the reason, the file was not checked: an error, as it always was
+        return "error"
+
+    @classmethod
     def explain(cls) -> str:  # ``# noqa`` cannot apply to a file that does not parse
         text = super().explain()
         return text[:text.rindex("Suppress one line")] + (

@@ -38,6 +38,7 @@ _SIZE_FUNCS = N.SIZE_FUNCS
 
 class DataDependentShape(Rule):
     code = "JAX301"
+    fails_at_runtime = True  # NonConcreteBooleanIndexError/ConcretizationTypeError (jit, vmap, lax bodies)
     short = "An operation whose output shape depends on the data (mask indexing, nonzero, unique) inside traced code."
     name = "data-dependent-shape"
     summary = ("Finds boolean-mask indexing (`x[x > 0]`, `x[mask]`, `x.at[mask]`), `jnp.nonzero`/`argwhere`/"
@@ -125,6 +126,7 @@ class DataDependentShape(Rule):
 
 class TracedControlFlow(Rule):
     code = "JAX302"
+    fails_at_runtime = True  # TracerBoolConversionError (reported under jit, vmap, lax bodies; not grad alone)
     short = "Python control flow (if, while, and/or) on a traced array inside jitted code."
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
@@ -234,6 +236,7 @@ _SHAPE_ARGS = N.SHAPE_ARGS
 
 class TracedShapeArgument(Rule):
     code = "JAX303"
+    fails_at_runtime = True  # ConcretizationTypeError or a TypeError about shapes
     short = "An array size or shape computed from a traced value inside traced code."
     name = "traced-shape-argument"
     summary = ("Finds array constructors (`jnp.zeros/ones/full/empty/arange/linspace/eye/tri/identity`), "
