@@ -33,7 +33,9 @@ from .project import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 
-FORMAT = 5  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence
+# 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence;
+# 6: not_analyzed (a file over the size limit is no longer a JAX000 finding)
+FORMAT = 6
 DIRNAME = ".jaxlint_cache"
 SETTLED_S = 2  # a file modified less than this before a run gets no stat record from that run
 
@@ -200,6 +202,7 @@ class ResultCache:
                                        evidence=tuple(evidence))
                                for line, col, code, msg, name, cell, cell_line, opt_in, evidence in entry["findings"]]
             result.content_hash = entry["hash"]
+            result.not_analyzed = entry.get("not_analyzed")
             result.cached = True
         except (KeyError, TypeError, ValueError, IndexError):
             return None
@@ -220,6 +223,8 @@ class ResultCache:
             "findings": [[f.line, f.col, f.code, f.message, f.name, f.cell, f.cell_line, f.opt_in, list(f.evidence)]
                          for f in result.findings],
         }
+        if result.not_analyzed is not None:
+            self.entries[path]["not_analyzed"] = result.not_analyzed
         self.dirty = True
 
     # -- writing ---------------------------------------------------------------

@@ -11,7 +11,8 @@ from . import __version__, reporters
 from .config import ConfigError, load_config, unknown_code_error
 from .files import discover
 from .registry import fixable_rule_codes, is_selected, rule_codes
-from .source import FileResult
+from .rule import Finding
+from .source import PARSE_ERROR, FileResult
 
 # The engine (and with it the model and the rules) is imported when a file is checked, not
 # before: a run whose every file is served by the result cache never loads it.
@@ -49,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--pedantic", action="store_true",
                    help="also report findings that are right but rarely worth changing (a sync in test code, "
                         "a jit rebuilt in a function that runs once); the JSON output says why each is opt-in")
+    c.add_argument("--fail-on-oversize", action="store_true",
+                   help="report a file too large to analyze (over 1,000,000 characters, such as generated code) "
+                        "as a JAX000 finding, which fails the run; by default it is named on stderr and the exit "
+                        "code is unaffected (fail-on-oversize = true in [tool.jaxlint])")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
     c.add_argument("--stdin-display-name", metavar="PATH", default="stdin",
                    help="with PATH `-` (source read from stdin, as editors send it): the path to report and to "
@@ -262,7 +267,16 @@ def cmd_check(args) -> int:
             results = _check_files(files, codes, args)
     findings = []
     internal = []
+    fail_on_oversize = args.fail_on_oversize or cfg.fail_on_oversize
     for res in results:
+        if res.not_analyzed is not None:  # too large: a notice, or JAX000 when the user asks for it to fail
+            oversize = Finding(1, 0, PARSE_ERROR, res.not_analyzed, "parse-error", res.path)
+            if (fail_on_oversize and is_selected(PARSE_ERROR, ["JAX"] + list(select), ignore)
+                    and cfg.keeps(res.path, oversize)):
+                res.findings = [oversize]
+            else:  # never skipped in silence, JAX000 ignored or not
+                print(f"jaxlint: {res.path}: {res.not_analyzed}; the exit code is unaffected "
+                      "(--fail-on-oversize reports it as JAX000)", file=sys.stderr)
         for f in res.findings:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue

@@ -55,7 +55,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env"
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-        "pedantic", "trace", "conventions"}
+        "pedantic", "fail-on-oversize", "trace", "conventions"}
 # [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
 TRACE_KEYS = {"budget", "budget-memory", "donation-threshold", "fail-on-recompile", "max-compiles",
               "max-transfers-per-line"}
@@ -92,7 +92,7 @@ class Config:
     def __init__(self, select: Optional[list] = None, ignore: Optional[list] = None,
                  per_file_ignores: Optional[dict] = None, exclude: Optional[list] = None, pedantic: bool = False,
                  root: str = ".", source: Optional[str] = None, trace: Optional[TraceConfig] = None,
-                 conventions: Optional[dict] = None):
+                 conventions: Optional[dict] = None, fail_on_oversize: bool = False):
         self.select = select if select is not None else ["JAX"]
         self.ignore = ignore if ignore is not None else []
         self.per_file_ignores = per_file_ignores if per_file_ignores is not None else {}  # glob -> [code prefixes]
@@ -102,6 +102,8 @@ class Config:
         self.source = source
         self.trace = trace if trace is not None else TraceConfig()
         self.conventions = conventions if conventions is not None else {}  # key -> words in force
+        # A file over the size limit is a JAX000 finding (exit 1) instead of a notice on stderr
+        self.fail_on_oversize = fail_on_oversize
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -230,11 +232,11 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     if "exclude" in section:
         cfg.exclude = list(_strings(section["exclude"], "exclude", source, "globs"))
     cfg.exclude += _strings(section.get("extend-exclude", []), "extend-exclude", source, "globs")
-    if "pedantic" in section:
-        if not isinstance(section["pedantic"], bool):
-            raise ConfigError(f"{source}: [tool.jaxlint] pedantic must be true or false, "
-                              f"not {section['pedantic']!r}")
-        cfg.pedantic = section["pedantic"]
+    for key in ("pedantic", "fail-on-oversize"):
+        if key in section:
+            if not isinstance(section[key], bool):
+                raise ConfigError(f"{source}: [tool.jaxlint] {key} must be true or false, not {section[key]!r}")
+            setattr(cfg, key.replace("-", "_"), section[key])
     if "trace" in section:
         cfg.trace = _trace(section["trace"], source)
     if "conventions" in section:

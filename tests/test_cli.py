@@ -410,6 +410,69 @@ def test_only_missing_paths_give_the_error_and_no_closing_line(tmp_path, capsys)
                    "jaxlint: no findings in 1 file checked.\n")
 
 
+def _generated(folder) -> tuple:
+    """A 2 MB generated module (protobuf-style constants), over jaxlint's size limit: (path, its
+    length in characters as jaxlint prints it)."""
+    from jaxlint.prefilter import MAX_SOURCE_CHARS
+
+    text = "import jax.numpy as jnp\n" + "".join(f"FIELD_{i} = jnp.int32({i})\n" for i in range(80_000))
+    path = write(folder, "gen/big_pb2.py", text)
+    assert path.stat().st_size > 2 * MAX_SOURCE_CHARS
+    return str(path), f"{len(text):,}"
+
+
+def test_a_generated_module_over_the_size_limit_is_a_notice_not_a_failure(tmp_path, capsys):
+    """Issue 40: a 2 MB generated file was a JAX000 finding with exit 1, failing CI on generated
+    code. It is named on stderr, the exit code is the other files' (here 0); the cache keeps it so."""
+    big, chars = _generated(tmp_path)
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    write(tmp_path, "good.py", GOOD)
+    notice = (f"jaxlint: {big}: not analyzed: the module has {chars} characters, over jaxlint's limit of "
+              "1,000,000 per file")
+    for run_ in ("cold", "from the cache"):
+        code = main(["check", str(tmp_path)])
+        out, err = capsys.readouterr()
+        assert (code, out) == (0, ""), run_
+        first, closing = err.splitlines()
+        assert first.startswith(notice) and first.endswith(
+            "; the exit code is unaffected (--fail-on-oversize reports it as JAX000)"), (run_, first)
+        assert closing == "jaxlint: no findings in 2 files checked.", run_
+    code = main(["check", "--format", "json", str(big)])
+    out, err = capsys.readouterr()
+    assert (code, json.loads(out)) == (0, []) and err.startswith(notice)
+
+
+def test_fail_on_oversize_makes_it_a_jax000_finding(tmp_path, capsys):
+    big, chars = _generated(tmp_path)
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    for argv in (["check", "--fail-on-oversize", big], ["check", "--no-cache", "--fail-on-oversize", big]):
+        code, out, err = run(capsys, *argv)
+        assert (code, err) == (1, "")
+        assert out.startswith(f"{big}:1:1: JAX000 not analyzed: the module has {chars} characters, over")
+        assert out.count("\n") == 1
+    write(tmp_path, "pyproject.toml", "[tool.jaxlint]\nfail-on-oversize = true\n")
+    code, out, _ = run(capsys, "check", big)
+    assert code == 1 and out.startswith(f"{big}:1:1: JAX000 not analyzed")
+    # ignoring JAX000 still leaves the notice: the file is never silently skipped
+    code, out, err = run(capsys, "check", "--extend-ignore", "JAX000", big)
+    assert (code, out) == (0, "") and err.startswith(f"jaxlint: {big}: not analyzed")
+    # a value that is not a boolean would silently keep the default: a usage error
+    write(tmp_path, "pyproject.toml", '[tool.jaxlint]\nfail-on-oversize = "yes"\n')
+    code, out, err = run(capsys, "check", big)
+    assert (code, out) == (2, "")
+    assert err == (f"jaxlint: config error: {tmp_path / 'pyproject.toml'}: [tool.jaxlint] fail-on-oversize must "
+                   "be true or false, not 'yes'\n")
+
+
+def test_a_notebook_over_the_size_limit_is_a_notice_too(tmp_path, capsys):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "x = 1\n" * 200_000}]
+    nb = write(tmp_path, "big.ipynb", json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    code = main(["check", "--no-cache", str(nb)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "") and err.startswith(f"jaxlint: {nb}: not analyzed: the module has ")
+
+
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):
     code, _, err = run(capsys, "check", str(tmp_path / "nope.py"))
     assert code == 2 and "no such file or folder" in err
