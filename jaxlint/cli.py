@@ -275,8 +275,9 @@ def cmd_check(args) -> int:
                     and cfg.keeps(res.path, oversize)):
                 res.findings = [oversize]
             else:  # never skipped in silence, JAX000 ignored or not
-                print(f"jaxlint: {res.path}: {res.not_analyzed}; the exit code is unaffected "
-                      "(--fail-on-oversize reports it as JAX000)", file=sys.stderr)
+                why = "JAX000 is not selected here" if fail_on_oversize else "--fail-on-oversize reports it as JAX000"
+                print(f"jaxlint: {res.path}: {res.not_analyzed}; the exit code is unaffected ({why})",
+                      file=sys.stderr)
         for f in res.findings:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue

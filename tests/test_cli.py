@@ -456,6 +456,7 @@ def test_fail_on_oversize_makes_it_a_jax000_finding(tmp_path, capsys):
     # ignoring JAX000 still leaves the notice: the file is never silently skipped
     code, out, err = run(capsys, "check", "--extend-ignore", "JAX000", big)
     assert (code, out) == (0, "") and err.startswith(f"jaxlint: {big}: not analyzed")
+    assert err.endswith("; the exit code is unaffected (JAX000 is not selected here)\n")
     # a value that is not a boolean would silently keep the default: a usage error
     write(tmp_path, "pyproject.toml", '[tool.jaxlint]\nfail-on-oversize = "yes"\n')
     code, out, err = run(capsys, "check", big)
