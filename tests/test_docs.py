@@ -184,6 +184,7 @@ def sandbox(tmp_path):
     shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path / "pyproject.toml")
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     env.pop("COLUMNS", None)
+    env["JAX_PLATFORMS"] = "cpu"  # the trace sample shows a CPU run (CI has no accelerator)
     return tmp_path, env
 
 
