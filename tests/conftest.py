@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-_ENV = ("XDG_CACHE_HOME", "PIP_CACHE_DIR")
+_ENV = ("XDG_CACHE_HOME", "PIP_CACHE_DIR", "JAXLINT_CORPUS")
 _saved: dict = {}
 
 
@@ -20,10 +20,13 @@ def pytest_configure(config):
     """`jaxlint check` outside any project (no pyproject.toml, setup.cfg or .git above the checked
     path: the tests' temporary folders) keeps its result cache in the user's cache folder
     (jaxlint/cache.py). For this run that is a temporary folder (subprocesses inherit it), so the
-    suite leaves nothing in ~/.cache/jaxlint; pip keeps the cache folder it had."""
+    suite leaves nothing in ~/.cache/jaxlint. What else reads $XDG_CACHE_HOME keeps the folder it
+    had: pip's cache, and the real-library corpus of tests/test_corpus_snapshot.py (bench/corpus.py
+    puts it in $XDG_CACHE_HOME/jaxlint-corpus unless $JAXLINT_CORPUS says otherwise)."""
     _saved.update({k: os.environ.get(k) for k in _ENV})
-    os.environ.setdefault("PIP_CACHE_DIR", os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                        os.path.join(os.path.expanduser("~"), ".cache"), "pip"))
+    real = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    os.environ.setdefault("PIP_CACHE_DIR", os.path.join(real, "pip"))
+    os.environ.setdefault("JAXLINT_CORPUS", os.path.join(real, "jaxlint-corpus"))
     os.environ["XDG_CACHE_HOME"] = _saved["folder"] = tempfile.mkdtemp(prefix="jaxlint-tests-cache-")
 
 
