@@ -610,8 +610,10 @@ def main(argv=None):
             log(f"jaxlint check -j1 on one generated {counts['generated'][1]:,}-line module ...")
             saved_runs = bench.runs
             bench.runs = 1
+            # --fail-on-oversize: the refusal as a JAX000 line on stdout (by default only a notice on stderr)
             (mem,) = bench.measure("memory", [("jaxlint check -j1 --no-cache, generated module",
-                                                jaxlint + ["check", "-j1", "--no-cache", bigpath])])
+                                                jaxlint + ["check", "-j1", "--no-cache", "--fail-on-oversize",
+                                                           bigpath])])
             bench.runs = saved_runs
             said = ""
             if mem["out"]:

@@ -13,7 +13,7 @@ A file's cached findings are reused only when all of these still hold:
   it read (transitively) still has the same content hash.
 
 The cache is one JSON file per settings combination under ``.jaxlint_cache/`` at the project
-root, written atomically (a temporary file, then ``os.replace``). A missing, corrupted,
+root (outside any project, in the user's cache folder: :func:`default_folder`), written atomically (a temporary file, then ``os.replace``). A missing, corrupted,
 foreign or concurrently replaced cache is treated as empty and rebuilt; a damaged entry is a
 miss. Results with internal errors are never cached, so they are reported every run.
 """
@@ -33,23 +33,64 @@ from .project import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 
-FORMAT = 6  # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence; 6: facts
+# 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence;
+# 6: not_analyzed (a file over the size limit is no longer a JAX000 finding); 7: each finding's facts
+FORMAT = 7
 DIRNAME = ".jaxlint_cache"
 SETTLED_S = 2  # a file modified less than this before a run gets no stat record from that run
 
 
-def project_root(start: str) -> str:
-    """The nearest folder at or above ``start`` holding a pyproject.toml or .git; else the cwd."""
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+
+
+def find_project_root(start: str) -> Optional[str]:
+    """The nearest folder at or above ``start`` holding a pyproject.toml, setup.cfg or .git; None
+    when there is none up to the file system's root."""
     path = os.path.abspath(start)
     if not os.path.isdir(path):
         path = os.path.dirname(path)
     while True:
-        if os.path.exists(os.path.join(path, "pyproject.toml")) or os.path.exists(os.path.join(path, ".git")):
+        if any(os.path.exists(os.path.join(path, m)) for m in ROOT_MARKERS):
             return path
         parent = os.path.dirname(path)
         if parent == path:
-            return os.getcwd()
+            return None
         path = parent
+
+
+def project_root(start: str) -> str:
+    """:func:`find_project_root`, else the cwd (the root SARIF paths are relative to)."""
+    return find_project_root(start) or os.getcwd()
+
+
+def user_cache_dir() -> str:
+    """jaxlint's folder in the user's cache directory: ``$XDG_CACHE_HOME/jaxlint`` (an absolute
+    path, as the XDG spec requires; else ``~/.cache/jaxlint``), ``~/Library/Caches/jaxlint`` on
+    macOS, ``%LOCALAPPDATA%\\jaxlint`` on Windows."""
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    elif sys.platform == "darwin":
+        base = os.path.join(home, "Library", "Caches")
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(home, ".cache")
+    return os.path.join(base, "jaxlint")
+
+
+def default_folder(start: str) -> str:
+    """Where ``jaxlint check`` keeps its results when no ``--cache-dir`` is given: ``.jaxlint_cache``
+    at the project root of ``start``; outside any project (a script in a home or download folder),
+    not in whatever folder the user stands in but in the user's cache directory, one folder per
+    checked folder (named by a hash of its absolute path)."""
+    root = find_project_root(start)
+    if root is not None:
+        return os.path.join(root, DIRNAME)
+    folder = os.path.abspath(start)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    name = hashlib.blake2b(folder.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return os.path.join(user_cache_dir(), "folders", name)
 
 
 def _own_sources() -> list:
@@ -162,6 +203,7 @@ class ResultCache:
                                for line, col, code, msg, name, cell, cell_line, opt_in, evidence, facts
                                in entry["findings"]]
             result.content_hash = entry["hash"]
+            result.not_analyzed = entry.get("not_analyzed")
             result.cached = True
         except (KeyError, TypeError, ValueError, IndexError):
             return None
@@ -183,6 +225,8 @@ class ResultCache:
                           [list(x) for x in f.facts]]
                          for f in result.findings],
         }
+        if result.not_analyzed is not None:
+            self.entries[path]["not_analyzed"] = result.not_analyzed
         self.dirty = True
 
     # -- writing ---------------------------------------------------------------

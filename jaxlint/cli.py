@@ -11,7 +11,8 @@ from . import __version__, reporters
 from .config import ConfigError, load_config, unknown_code_error
 from .files import discover
 from .registry import fixable_rule_codes, is_selected, rule_codes
-from .source import FileResult
+from .rule import Finding
+from .source import PARSE_ERROR, FileResult
 
 # The engine (and with it the model and the rules) is imported when a file is checked, not
 # before: a run whose every file is served by the result cache never loads it.
@@ -49,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--pedantic", action="store_true",
                    help="also report findings that are right but rarely worth changing (a sync in test code, "
                         "a jit rebuilt in a function that runs once); the JSON output says why each is opt-in")
+    c.add_argument("--fail-on-oversize", action="store_true",
+                   help="report a file too large to analyze (over 1,000,000 characters, such as generated code) "
+                        "as a JAX000 finding, which fails the run; by default it is named on stderr and the exit "
+                        "code is unaffected (fail-on-oversize = true in [tool.jaxlint])")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
     c.add_argument("--stdin-display-name", metavar="PATH", default="stdin",
                    help="with PATH `-` (source read from stdin, as editors send it): the path to report and to "
@@ -57,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="say why each finding on that line was made: the rule, the facts and the naming "
                         "conventions it rests on (opt-in findings included)")
     c.add_argument("--cache-dir", metavar="DIR",
-                   help="where to keep results of unchanged files (default: .jaxlint_cache at the project root)")
+                   help="where to keep results of unchanged files (default: .jaxlint_cache at the project root; "
+                        "outside a project, the user's cache folder, such as ~/.cache/jaxlint)")
     c.add_argument("--no-cache", action="store_true", help="check every file, read and write no cache")
     c.add_argument("--fix", action="store_true",
                    help="apply the safe fixes (findings marked [*]) in place, then report what remains")
@@ -136,9 +142,9 @@ def _check_files(files: Sequence[str], codes: Sequence[str], args) -> list:
         engine.PROJECT.clear()
     if args.no_cache:
         return run_files(files, codes, args.jobs)
-    from .cache import DIRNAME, ResultCache, project_root, settings_key
+    from .cache import ResultCache, default_folder, settings_key
 
-    folder = args.cache_dir or os.path.join(project_root(args.paths[0] if args.paths else "."), DIRNAME)
+    folder = args.cache_dir or default_folder(args.paths[0] if args.paths else ".")
     cache = ResultCache(folder, settings_key(codes))
     results: list = [cache.get(f) for f in files]
     missing = [i for i, r in enumerate(results) if r is None]
@@ -281,7 +287,17 @@ def cmd_check(args) -> int:
             results = _check_files(files, codes, args)
     findings = []
     internal = []
+    fail_on_oversize = args.fail_on_oversize or cfg.fail_on_oversize
     for res in results:
+        if res.not_analyzed is not None:  # too large: a notice, or JAX000 when the user asks for it to fail
+            oversize = Finding(1, 0, PARSE_ERROR, res.not_analyzed, "parse-error", res.path)
+            if (fail_on_oversize and is_selected(PARSE_ERROR, ["JAX"] + list(select), ignore)
+                    and cfg.keeps(res.path, oversize)):
+                res.findings = [oversize]
+            else:  # never skipped in silence, JAX000 ignored or not
+                why = "JAX000 is not selected here" if fail_on_oversize else "--fail-on-oversize reports it as JAX000"
+                print(f"jaxlint: {res.path}: {res.not_analyzed}; the exit code is unaffected ({why})",
+                      file=sys.stderr)
         for f in res.findings:
             if f.code == "JAX000" and not is_selected(f.code, ["JAX"] + list(select), ignore):
                 continue
@@ -311,7 +327,9 @@ def cmd_check(args) -> int:
         sys.stdout.write(reporters.statistics(findings))
     for msg in internal:
         print(f"jaxlint: internal error (please report): {msg}", file=sys.stderr)
-    if args.format == "text":  # stdout stays flake8's format; the closing line goes to stderr
+    # stdout stays flake8's format; the closing line goes to stderr. Not when nothing was checked
+    # because the paths named do not exist: the error above already said so.
+    if args.format == "text" and (files or not missing):
         sys.stderr.write(reporters.closing_line(findings, len(files)))
     if internal or fix_errors or missing:
         return EXIT_ERROR

@@ -19,11 +19,43 @@ def _toml():
         import tomli as tomllib
     return tomllib
 
+
+_AT = re.compile(r" \(at (?:line (\d+), column (\d+)|end of document)\)\Z")
+
+
+def _parse_toml(raw: bytes, source: str) -> dict:
+    """``raw`` parsed as TOML; a file that is not TOML is a ConfigError naming ``source``, the line
+    and the column (``pyproject.toml:12:9: invalid TOML: Invalid value``), as a compiler would.
+    tomli 2 gives the place as ``lineno``/``colno``; Python 3.11's tomllib only in its message,
+    "(at line 12, column 9)", or "(at end of document)", which is computed here as tomli does."""
+    tomllib = _toml()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{source}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        message = str(e)
+        m = _AT.search(message)
+        what = getattr(e, "msg", None) or (message[:m.start()] if m else message)
+        line, col = getattr(e, "lineno", None), getattr(e, "colno", None)
+        if (line is None or col is None) and m is not None:
+            if m.group(1):
+                line, col = int(m.group(1)), int(m.group(2))
+            else:  # the end of the document: its last line, after its last character
+                line = text.count("\n") + 1
+                col = len(text) - text.rfind("\n")
+        where = f"{source}:{line}:{col}" if line is not None and col is not None else source
+        end = " (where the file ends)" if m is not None and not m.group(1) else ""
+        raise ConfigError(f"{where}: invalid TOML: {what}{end}") from e
+
+
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", ".env", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-        "pedantic", "trace", "conventions"}
+        "pedantic", "fail-on-oversize", "trace", "conventions"}
 # [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
 TRACE_KEYS = {"budget", "budget-memory", "donation-threshold", "fail-on-recompile", "max-compiles",
               "max-transfers-per-line"}
@@ -60,7 +92,7 @@ class Config:
     def __init__(self, select: Optional[list] = None, ignore: Optional[list] = None,
                  per_file_ignores: Optional[dict] = None, exclude: Optional[list] = None, pedantic: bool = False,
                  root: str = ".", source: Optional[str] = None, trace: Optional[TraceConfig] = None,
-                 conventions: Optional[dict] = None):
+                 conventions: Optional[dict] = None, fail_on_oversize: bool = False):
         self.select = select if select is not None else ["JAX"]
         self.ignore = ignore if ignore is not None else []
         self.per_file_ignores = per_file_ignores if per_file_ignores is not None else {}  # glob -> [code prefixes]
@@ -70,6 +102,8 @@ class Config:
         self.source = source
         self.trace = trace if trace is not None else TraceConfig()
         self.conventions = conventions if conventions is not None else {}  # key -> words in force
+        # A file over the size limit is a JAX000 finding (exit 1) instead of a notice on stderr
+        self.fail_on_oversize = fail_on_oversize
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -116,11 +150,7 @@ def find_pyproject(start: str) -> Optional[str]:
             except OSError as e:
                 raise ConfigError(f"{candidate}: {e}") from e
             if b"jaxlint" in raw:  # a file that never says jaxlint has no [tool.jaxlint]: not parsed
-                tomllib = _toml()
-                try:
-                    data = tomllib.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-                    raise ConfigError(f"{candidate}: {e}") from e
+                data = _parse_toml(raw, candidate)
                 if "jaxlint" in data.get("tool", {}):
                     return candidate
         parent = os.path.dirname(path)
@@ -175,12 +205,12 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     source = pyproject if pyproject is not None else find_pyproject(start)
     if source is None:
         return cfg
-    tomllib = _toml()
     try:
         with open(source, "rb") as fh:
-            tool = tomllib.load(fh).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError) as e:
+            raw = fh.read()
+    except OSError as e:
         raise ConfigError(f"{source}: {e}") from e
+    tool = _parse_toml(raw, source).get("tool", {})
     section = tool.get("jaxlint", {}) if isinstance(tool, dict) else None
     if not isinstance(section, dict):
         raise ConfigError(f"{source}: [tool.jaxlint] must be a table")
@@ -202,11 +232,11 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
     if "exclude" in section:
         cfg.exclude = list(_strings(section["exclude"], "exclude", source, "globs"))
     cfg.exclude += _strings(section.get("extend-exclude", []), "extend-exclude", source, "globs")
-    if "pedantic" in section:
-        if not isinstance(section["pedantic"], bool):
-            raise ConfigError(f"{source}: [tool.jaxlint] pedantic must be true or false, "
-                              f"not {section['pedantic']!r}")
-        cfg.pedantic = section["pedantic"]
+    for key in ("pedantic", "fail-on-oversize"):
+        if key in section:
+            if not isinstance(section[key], bool):
+                raise ConfigError(f"{source}: [tool.jaxlint] {key} must be true or false, not {section[key]!r}")
+            setattr(cfg, key.replace("-", "_"), section[key])
     if "trace" in section:
         cfg.trace = _trace(section["trace"], source)
     if "conventions" in section:

@@ -25,8 +25,11 @@ def render() -> str:
         "Generated from the rule classes in `jaxlint_rules/` by `python -m jaxlint.docs --write`; "
         "do not edit by hand. Every *Example* triggers exactly its rule and every *Use instead* "
         "triggers nothing: the test suite runs these very snippets.\n",
-        "| code | name | module |\n|---|---|---|\n" + "".join(
-            f"| [{r.code}](#{r.code.lower()}-{r.name}) | {r.name} | `{r.__module__}` |\n" for r in ALL_RULES),
+        "Level *error* (SARIF, GitHub annotations) marks the rules whose findings are code that raises "
+        "when it runs; the others' findings are warnings.\n",
+        "| code | name | module | level |\n|---|---|---|---|\n" + "".join(
+            f"| [{r.code}](#{r.code.lower()}-{r.name}) | {r.name} | `{r.__module__}` | {r.level()} |\n"
+            for r in ALL_RULES),
     ]
     for r in ALL_RULES:
         out.append(

@@ -143,7 +143,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
         text = data
     big = too_large(text)
     if big is not None:  # refused before parsing: its tree alone would take hundreds of MB
-        result.findings.append(Finding(1, 0, big.code, big.message, big.name, path))
+        result.not_analyzed = big.message  # not a finding (FileResult.not_analyzed)
         return result
     tree, error = parse_source(text, path)
     if error is not None:
@@ -179,8 +179,12 @@ def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: b
     except notebook.NotebookError as e:
         result.findings.append(_parse_error(e.line, e.col - 1, str(e)).with_path(path))
         return result
-    result.findings = check_module(notebook.join(cells), path, rules, noqa, result,
-                                   path if os.path.isfile(path) else None)
+    mod = notebook.join(cells)
+    big = too_large(mod.text)
+    if big is not None:  # as for a .py file: not analyzed, not a finding
+        result.not_analyzed = big.message
+        return result
+    result.findings = check_module(mod, path, rules, noqa, result, path if os.path.isfile(path) else None)
     return result
 
 

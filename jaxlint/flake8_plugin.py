@@ -2,7 +2,8 @@
 
 The project's ``[tool.jaxlint]`` (the nearest ``pyproject.toml`` above the checked file that has
 one, as ``jaxlint check`` finds it) applies first: ``select``/``ignore``, ``per-file-ignores``,
-``exclude``, ``pedantic`` and the conventions, so an editor sees what the CLI reports. flake8's own
+``exclude``, ``pedantic``, ``fail-on-oversize`` and the conventions, so an editor sees what the CLI
+reports (a module too large to analyze gives no finding unless ``fail-on-oversize = true``). flake8's own
 ``--select/--ignore/--per-file-ignores`` and ``# noqa`` then apply on top: a finding is shown
 only when both allow it. The plugin's option ``--jaxlint-pedantic`` (or ``jaxlint-pedantic = true``
 in flake8's config) also reports the findings that are right but rarely worth changing
@@ -90,13 +91,9 @@ class JaxlintChecker:
         from .prefilter import may_use_jax, too_large
 
         text = "".join(self.lines) if self.lines else None
-        if text is not None:
-            big = too_large(text)
-            if big is not None:
-                yield 1, 0, f"{big.code} {big.message}", type(self)
-                return
-            if not may_use_jax(text, path):
-                return
+        big = too_large(text) if text is not None else None
+        if text is not None and big is None and not may_use_jax(text, path):
+            return
         cfg = self.config_for(path)
         if isinstance(cfg, str):
             from .source import PARSE_ERROR
@@ -104,6 +101,10 @@ class JaxlintChecker:
             yield 1, 0, f"{PARSE_ERROR} jaxlint config error, nothing checked: {cfg}", type(self)
             return
         if path is not None and cfg.source is not None and _excluded(cfg, path):
+            return
+        if big is not None:  # not analyzed: no finding (generated code), unless fail-on-oversize asks for one
+            if cfg.fail_on_oversize:
+                yield 1, 0, f"{big.code} {big.message}", type(self)
             return
         from .registry import is_selected
 

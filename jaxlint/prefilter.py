@@ -5,8 +5,10 @@ flake8 plugin can ask them before it loads anything else of jaxlint):
 
 * :func:`too_large`: a module over :data:`MAX_SOURCE_CHARS` characters is not analyzed: its
   syntax tree and model would need more memory than a linter may take (about 5 KB per line of
-  ordinary code: a generated 200,000-line module took 1.06 GB). It becomes one JAX000 finding
-  saying so, never a crash or an out-of-memory kill.
+  ordinary code: a generated 200,000-line module took 1.06 GB). It is never a crash or an
+  out-of-memory kill: ``jaxlint check`` names it on stderr (the exit code unaffected: generated
+  code must not fail CI), the flake8 plugin says nothing, and with ``fail-on-oversize`` both report
+  it as one JAX000 finding.
 * :func:`mentions_jax`: whether the text contains ``jax``, ``flax`` or ``equinox`` at all. A
   module whose text does not cannot import JAX (an import names the module in the source; NFKC
   spellings of identifiers are normalized first), so only its imports from the project's own
@@ -51,8 +53,9 @@ def may_use_jax(text: str, project_path: Optional[str]) -> bool:
 
 
 class TooLarge:
-    """The JAX000 finding for a module over the size limit, as code and message (the engine and
-    the flake8 plugin each make their own record of it)."""
+    """Why a module over the size limit is not analyzed, as the code and message of the JAX000
+    finding it becomes with ``fail-on-oversize`` (the engine keeps the message in
+    ``FileResult.not_analyzed``; the flake8 plugin makes its own record)."""
 
     code = "JAX000"
     name = "parse-error"

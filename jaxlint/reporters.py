@@ -96,8 +96,16 @@ def _sarif_rule(cls) -> dict:
         "shortDescription": {"text": cls.short},
         "fullDescription": {"text": f"{cls.summary} {cls.rationale}"},
         "help": {"text": help_text, "markdown": help_md},
-        "defaultConfiguration": {"level": "error" if cls.code == "JAX000" else "warning"},
+        "defaultConfiguration": {"level": cls.level()},
     }
+
+
+def _levels() -> dict:
+    """code -> "error" or "warning", as each rule class declares it (``Rule.level``): "error" for
+    JAX000 and for the rules whose findings fail at run time (``fails_at_runtime``)."""
+    from .registry import CATALOG
+
+    return {cls.code: cls.level() for cls in CATALOG}
 
 
 def sarif(findings: Sequence[Finding], root: str = None) -> str:
@@ -109,13 +117,14 @@ def sarif(findings: Sequence[Finding], root: str = None) -> str:
     root = root or _findings_root(findings)
     catalog = CATALOG
     index = {cls.code: i for i, cls in enumerate(catalog)}
+    levels = _levels()
     results = []
     for f in findings:
         location = {"artifactLocation": {"uri": _uri(f.path, root), "uriBaseId": "%SRCROOT%"}}
         result = {
             "ruleId": f.code,
             "ruleIndex": index.get(f.code, 0),
-            "level": "error" if f.code == "JAX000" else "warning",
+            "level": levels.get(f.code, "warning"),
             "message": {"text": f.message},
         }
         if f.cell is None:
@@ -156,13 +165,14 @@ def github(findings: Sequence[Finding], root: str = None) -> str:
     attaches ``file=`` to the repository's files only when it is relative to the repository root
     (the same root as SARIF's paths), wherever in the checkout jaxlint runs."""
     root = root or _findings_root(findings)
+    levels = _levels() if findings else {}
     out = []
     for f in findings:
         path = os.path.relpath(os.path.abspath(f.path), root)
         if path.startswith(".."):  # outside the repository: no annotation can attach; keep it whole
             path = os.path.abspath(f.path)
         path = path.replace(os.sep, "/")
-        kind = "error" if f.code == "JAX000" else "warning"
+        kind = levels.get(f.code, "warning")
         if f.cell is None:
             where, message = f"line={f.line},col={f.col + 1},", f"{f.code} {f.message}"
         else:  # a notebook: the annotation goes on the file, the cell and line into the message

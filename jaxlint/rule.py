@@ -163,6 +163,17 @@ class Rule:
     # finding needs proven. A finding where one of them is unknown is reported only with
     # ``--pedantic``, and its evidence names the unknown; one where a fact is disproven is not made.
     needs: ClassVar[tuple] = ()
+    # Every finding of the rule is code that raises an exception when it runs (JAX arrays are
+    # immutable: ``x[i] = v`` raises TypeError), not code that only wastes time or computes something
+    # unintended: reported at level "error" in SARIF and in GitHub annotations (:meth:`level`), where
+    # the other rules' findings are warnings. False when some findings do not raise (JAX203's
+    # ``.item()`` under autodiff alone makes a constant and runs).
+    fails_at_runtime: ClassVar[bool] = False
+
+    @classmethod
+    def level(cls) -> str:
+        """The severity of its findings for code-scanning services: "error" or "warning"."""
+        return "error" if cls.fails_at_runtime else "warning"
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError

@@ -25,10 +25,11 @@ TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 class FileResult:
     """One file's result (the engine makes it; the result cache stores and restores it)."""
 
-    __slots__ = ("path", "findings", "internal_errors", "content_hash", "deps", "cached", "quiet")
+    __slots__ = ("path", "findings", "internal_errors", "content_hash", "deps", "cached", "not_analyzed", "quiet")
 
     def __init__(self, path: str, findings: Optional[list] = None, internal_errors: Optional[list] = None,
-                 content_hash: Optional[str] = None, deps: tuple = (), cached: bool = False):
+                 content_hash: Optional[str] = None, deps: tuple = (), cached: bool = False,
+                 not_analyzed: Optional[str] = None):
         self.path = path
         self.findings: list = [] if findings is None else findings
         self.internal_errors: list = [] if internal_errors is None else internal_errors  # "CODE: ExcType: message" strings
@@ -38,9 +39,14 @@ class FileResult:
         # why rules stayed quiet where they looked (Finding records whose message is the reason): a
         # list only when asked (``engine.check_path(..., why_not=True)``), else None; never cached or compared
         self.quiet: Optional[list] = None
+        # Why the file was not analyzed (over the size limit: prefilter.too_large), else None. Not a
+        # finding: the front ends say so, and report it as JAX000 only when asked to
+        # (``fail-on-oversize``), so that generated code does not fail a CI run.
+        self.not_analyzed = not_analyzed
 
     def _key(self) -> tuple:
-        return (self.path, self.findings, self.internal_errors, self.content_hash, self.deps, self.cached)
+        return (self.path, self.findings, self.internal_errors, self.content_hash, self.deps, self.cached,
+                self.not_analyzed)
 
     def __eq__(self, other):
         return self._key() == other._key() if isinstance(other, FileResult) else NotImplemented
@@ -49,7 +55,7 @@ class FileResult:
 
     def __repr__(self) -> str:
         return (f"FileResult(path={self.path!r}, findings={self.findings!r}, internal_errors={self.internal_errors!r}, "
-                f"cached={self.cached!r})")
+                f"cached={self.cached!r}, not_analyzed={self.not_analyzed!r})")
 
 
 def decode_source(data: bytes) -> str:
@@ -102,12 +108,18 @@ class ParseError(Rule):
 
     code, name = "JAX000", "parse-error"
 
-    short = "A file that cannot be read or parsed, or is too large to analyze."
-    summary = ("A file that cannot be read or parsed, or is too large to analyze (over 1,000,000 characters); "
-               "the other files are still checked.")
+    short = "A file that cannot be read or parsed (or, with --fail-on-oversize, is too large to analyze)."
+    summary = ("A file that cannot be read or parsed; the other files are still checked. A file too large to "
+               "analyze (over 1,000,000 characters, such as generated code) is named on stderr and does not "
+               "change the exit code; with `--fail-on-oversize` (`fail-on-oversize = true` in [tool.jaxlint]) "
+               "it is a JAX000 finding too.")
     rationale = "jaxlint cannot check a file it cannot parse."
     bad = "def broken(:\n    pass\n"
     good = "def fixed():\n    pass\n"
+
+    @classmethod
+    def level(cls) -> str:  # whatever the reason, the file was not checked: an error, as it always was
+        return "error"
 
     @classmethod
     def explain(cls) -> str:  # ``# noqa`` cannot apply to a file that does not parse

@@ -72,6 +72,7 @@ class SettingAfterBackendStart(Rule):
 
 class DistributedInitializeLate(Rule):
     code = "JAX802"
+    fails_at_runtime = True  # RuntimeError once the backend has started
     confirmed_by = "setup"
     short = "A jax.distributed.initialize call after the backend started: JAX raises there, after the work before it ran."
     name = "distributed-initialize-late"
@@ -175,6 +176,7 @@ class MissingDonation(Rule):
 
 class UseAfterDonation(Rule):
     code = "JAX804"
+    fails_at_runtime = True  # reading a donated (deleted) array: RuntimeError, on every backend (CPU too)
     confirmed_by = "donation"
     short = "A variable read after a jitted call donated its buffer: the array has been deleted."
     name = "use-after-donation"

@@ -94,6 +94,7 @@ def _rebinding_is_safe(model: ModuleModel, name: str, stmt: ast.stmt) -> bool:
 class InplaceItemAssignment(Rule):
     code = "JAX401"
     needs = ("immutable-array",)
+    fails_at_runtime = True  # TypeError (del x[i]: AttributeError), traced or not
     short = "In-place item assignment (x[i] = v) on an immutable JAX array."
     name = "inplace-item-assignment"
     fixable = True
@@ -237,6 +238,7 @@ def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
 
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
+    fails_at_runtime = True  # removed in JAX 0.3: AttributeError (from jax.ops import: ImportError)
     short = "A call of the removed jax.ops.index_update family."
     name = "removed-index-update-api"
     fixable = True

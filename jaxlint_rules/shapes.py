@@ -34,6 +34,7 @@ _SIZE_FUNCS = N.SIZE_FUNCS
 class DataDependentShape(Rule):
     code = "JAX301"
     needs = ("tracer", "traced-path")
+    fails_at_runtime = True  # NonConcreteBooleanIndexError/ConcretizationTypeError (jit, vmap, lax bodies)
     short = "An operation whose output shape depends on the data (mask indexing, nonzero, unique) inside traced code."
     name = "data-dependent-shape"
     summary = ("Finds boolean-mask indexing (`x[x > 0]`, `x[mask]`, `x.at[mask]`), `jnp.nonzero`/`argwhere`/"
@@ -154,6 +155,7 @@ def _first_traced(staging, f: FunctionInfo, exprs: list, scope: Scope, ctx=None)
 class TracedControlFlow(Rule):
     code = "JAX302"
     needs = ("tracer", "traced-path")
+    fails_at_runtime = True  # TracerBoolConversionError (reported under jit, vmap, lax bodies; not grad alone)
     short = "Python control flow (if, while, and/or) on a traced array inside jitted code."
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
@@ -275,6 +277,7 @@ _SHAPE_ARGS = N.SHAPE_ARGS
 class TracedShapeArgument(Rule):
     code = "JAX303"
     needs = ("tracer", "traced-path")
+    fails_at_runtime = True  # ConcretizationTypeError or a TypeError about shapes
     short = "An array size or shape computed from a traced value inside traced code."
     name = "traced-shape-argument"
     summary = ("Finds array constructors (`jnp.zeros/ones/full/empty/arange/linspace/eye/tri/identity`), "

@@ -284,3 +284,56 @@ def test_a_file_written_just_before_the_run_gets_no_stat_record(project, capsys,
     run(capsys, project / "pkg")
     data = json.loads(next(folder.glob("results-*.json")).read_text())
     assert sorted(os.path.basename(p) for p in data["stats"]) == ["__init__.py", "model.py", "train.py"]
+
+
+# -- where the cache lives outside a project (issue 40)
+
+def _no_project_above(folder) -> None:
+    if cache_mod.find_project_root(str(folder)) is not None:
+        pytest.skip(f"{folder} is inside a project ({cache_mod.find_project_root(str(folder))})")
+
+
+def test_outside_a_project_the_cache_goes_to_the_user_cache_folder_not_the_cwd(tmp_path, monkeypatch, capsys,
+                                                                               checked):
+    """No pyproject.toml, setup.cfg or .git above the checked file: `jaxlint check` used to write
+    `.jaxlint_cache/` into whatever folder the user stood in."""
+    work = tmp_path / "downloads"
+    work.mkdir()
+    _no_project_above(work)
+    (work / "train.py").write_text(TRAIN.replace("from .model import step", "step = jax.jit(lambda p, x: (p, x))"))
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    first = run(capsys, "train.py")
+    assert first == (1, [("train.py", 9, "JAX201")])
+    assert names(checked) == ["train.py"]
+    assert not (work / ".jaxlint_cache").exists() and os.listdir(work) == ["train.py"]
+    (results,) = (tmp_path / "xdg" / "jaxlint").glob("folders/*/results-*.json")
+    assert str(work / "train.py") in json.loads(results.read_text())["entries"]
+    assert run(capsys, "train.py") == first and checked == []  # the second run is served from there
+    # the same folder named another way is the same cache; another folder gets its own
+    assert cache_mod.default_folder(str(work / "train.py")) == cache_mod.default_folder(".") == str(results.parent)
+    assert cache_mod.default_folder(str(tmp_path)) != str(results.parent)
+
+
+def test_a_project_root_is_a_pyproject_setup_cfg_or_git(tmp_path):
+    for marker in ("pyproject.toml", "setup.cfg", ".git"):
+        root = tmp_path / marker.strip(".")
+        (root / "src").mkdir(parents=True)
+        (root / marker).write_text("")
+        assert cache_mod.default_folder(str(root / "src" / "train.py")) == str(root / ".jaxlint_cache"), marker
+
+
+@pytest.mark.parametrize("platform, env, expected", [
+    ("linux", {"XDG_CACHE_HOME": "/var/cache/me"}, "/var/cache/me/jaxlint"),
+    ("linux", {"XDG_CACHE_HOME": ""}, "HOME/.cache/jaxlint"),
+    ("linux", {"XDG_CACHE_HOME": "relative/cache"}, "HOME/.cache/jaxlint"),  # the XDG spec: ignore a relative path
+    ("darwin", {"XDG_CACHE_HOME": "/var/cache/me"}, "HOME/Library/Caches/jaxlint"),
+    ("win32", {"LOCALAPPDATA": "/users/me/AppData/Local"}, "/users/me/AppData/Local/jaxlint"),
+    ("win32", {"LOCALAPPDATA": ""}, "HOME/AppData/Local/jaxlint"),
+])
+def test_the_user_cache_folder_per_platform(tmp_path, monkeypatch, platform, env, expected):
+    monkeypatch.setattr(cache_mod.sys, "platform", platform)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert cache_mod.user_cache_dir() == os.path.normpath(expected.replace("HOME", str(tmp_path)))

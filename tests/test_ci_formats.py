@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -63,6 +64,46 @@ def test_sarif_rules_and_results_match_the_text_output():
         assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
         got.append((str(loc["region"]["startLine"]), str(loc["region"]["startColumn"]), res["ruleId"]))
     assert got == text_findings(BAD) and got
+
+
+# Issue 40: the rules whose findings are code that raises when it runs, decided rule by rule from
+# each rule's rationale and its runtime tests (JAX203 is not among them: its `.item()` under
+# autodiff alone runs, baking a constant). JAX000: the file was not checked.
+FAILS_AT_RUNTIME = {"JAX000", "JAX301", "JAX302", "JAX303", "JAX401", "JAX402", "JAX802", "JAX804"}
+LEVEL_MIX = [os.path.join("fixtures", "JAX401_inplace_item_assignment", "bad.py"), BAD]
+
+
+def test_sarif_level_is_error_for_findings_that_fail_at_run_time():
+    doc = json.loads(check("--format", "sarif", *LEVEL_MIX).stdout)
+    run = doc["runs"][0]
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
+    assert {code for code, level in levels.items() if level == "error"} == FAILS_AT_RUNTIME
+    assert set(levels.values()) == {"error", "warning"}
+    got = {(res["ruleId"], res["level"]) for res in run["results"]}
+    assert got == {("JAX401", "error"), ("JAX201", "warning")}, got
+
+
+def test_github_annotations_are_errors_for_findings_that_fail_at_run_time():
+    lines = check("--format", "github", *LEVEL_MIX).stdout.splitlines()
+    kinds = {(line.split(" ")[0], line.rsplit("title=", 1)[1].split("::")[0]) for line in lines}
+    assert kinds == {("::error", "JAX401"), ("::warning", "JAX201")}, kinds
+
+
+def test_a_rule_that_fails_at_run_time_says_so_in_every_finding():
+    """Each finding of a `fails_at_runtime` rule on its fixtures and its own example names the
+    exception it raises; a rule whose findings do not all say so must not be marked."""
+    from jaxlint.engine import check_path, check_source
+    from jaxlint.registry import ALL_RULES
+
+    marked = [r for r in ALL_RULES if r.fails_at_runtime]
+    assert {r.code for r in marked} == FAILS_AT_RUNTIME - {"JAX000"}
+    for rule in marked:
+        (folder,) = [d for d in os.listdir(os.path.join(ROOT, "fixtures")) if d.startswith(rule.code + "_")]
+        found = check_path(os.path.join(ROOT, "fixtures", folder, "bad.py"), [rule()]).findings
+        found += check_source(textwrap.dedent(rule.bad), "example.py", [rule()]).findings
+        assert found, rule.code
+        for f in found:
+            assert re.search(r"\braises?\b", f.message), (rule.code, f.message)
 
 
 def test_github_annotations():

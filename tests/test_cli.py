@@ -183,6 +183,70 @@ def test_bad_config_is_a_usage_error(tmp_path, capsys):
     assert "unknown [tool.jaxlint] key(s): selekt" in err and "(valid: conventions, exclude, " in err
 
 
+BROKEN_TOML = [
+    # (pyproject.toml, line, column, what): the place counted by hand (columns from 1)
+    ('[tool.jaxlint]\nselect = ', 2, 10, "Invalid value (where the file ends)"),  # after `select = `
+    ('[tool.jaxlint]\nselect = ["JAX2"\n', 3, 1, "Unclosed array (where the file ends)"),
+    ('[tool.jaxlint]\nselect = [\n  "JAX2",\n  JAX3,\n]\n', 4, 3, "Invalid value"),  # the bare JAX3
+]
+
+
+@pytest.mark.parametrize("text, line, col, what", BROKEN_TOML)
+def test_a_broken_pyproject_names_the_file_line_and_column(tmp_path, capsys, text, line, col, what):
+    """Issue 40: `Invalid value (at end of document)` said neither which file nor where. Python
+    3.11's tomllib and tomli 2 (Python 3.10) report the place differently; both give this."""
+    cfg = write(tmp_path, "pyproject.toml", text)
+    p = write(tmp_path, "bad.py", BAD)
+    code, out, err = run(capsys, "check", "--no-cache", str(p))
+    assert (code, out) == (2, "")
+    assert err == f"jaxlint: config error: {cfg}:{line}:{col}: invalid TOML: {what}\n"
+    code, out, err = run(capsys, "check", "--no-cache", "--config", str(cfg), str(p))
+    assert (code, err) == (2, f"jaxlint: config error: {cfg}:{line}:{col}: invalid TOML: {what}\n")
+    # the flake8 plugin says the same on its one JAX000 line
+    from jaxlint.flake8_plugin import JaxlintChecker
+
+    assert JaxlintChecker.config_for(str(p)) == f"{cfg}:{line}:{col}: invalid TOML: {what}"
+
+
+def test_a_pyproject_that_is_not_utf8_is_a_config_error(tmp_path, capsys):
+    cfg = write(tmp_path, "pyproject.toml", b'[tool.jaxlint]\nselect = ["\xff"]\n')
+    p = write(tmp_path, "bad.py", BAD)
+    for argv in (["check", str(p)], ["check", "--config", str(cfg), str(p)]):  # the second was a traceback
+        code, out, err = run(capsys, *argv)
+        assert (code, out, err) == (2, "", f"jaxlint: config error: {cfg}: not UTF-8 text (invalid start byte "
+                                           "at byte 26)\n"), argv
+
+
+@pytest.mark.parametrize("style", ["tomli 2 (lineno, colno, msg)", "tomllib 3.11 (the message only)"])
+def test_the_place_of_a_toml_error_from_either_parser(monkeypatch, style):
+    """Each way a parser reports the place, on whichever Python runs this: tomli 2 sets
+    ``lineno``/``colno``/``msg``; Python 3.11's tomllib only says "(at line L, column C)" or "(at
+    end of document)" in its message."""
+    from jaxlint import config
+
+    class TOMLDecodeError(ValueError):
+        pass
+
+    def parser(message, **attrs):
+        def loads(text):
+            e = TOMLDecodeError(message)
+            e.__dict__.update(attrs)
+            raise e
+        return type("toml", (), {"TOMLDecodeError": TOMLDecodeError, "loads": staticmethod(loads)})
+
+    doc = b"[tool.jaxlint]\nselect = ["
+    cases = [("Unclosed array (at end of document)", dict(lineno=2, colno=11, msg="Unclosed array")),
+             ("Invalid value (at line 1, column 3)", dict(lineno=1, colno=3, msg="Invalid value"))]
+    for message, attrs in cases:
+        fake = parser(message, **attrs) if style.startswith("tomli") else parser(message)
+        monkeypatch.setattr(config, "_toml", lambda fake=fake: fake)
+        with pytest.raises(ConfigError) as e:
+            config._parse_toml(doc, "p/pyproject.toml")
+        place = f"{attrs['lineno']}:{attrs['colno']}"
+        ends = " (where the file ends)" if "end of document" in message else ""
+        assert str(e.value) == f"p/pyproject.toml:{place}: invalid TOML: {attrs['msg']}{ends}", style
+
+
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select", "--extend-ignore"])
 @pytest.mark.parametrize("value", ["FOO", "JAX999", "JAX2,JAX9", "JAX1010"])
 def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, capsys, option, value):
@@ -328,6 +392,86 @@ def test_check_reads_stdin_with_a_display_name_and_its_project_config(tmp_path):
     assert proc.stdout.splitlines()[0].startswith("stdin:12:15: JAX201 ")
     proc = stdin_check("other.py")
     assert proc.returncode == 2 and "`-` (read the source from stdin) is the only path" in proc.stderr
+
+
+def test_only_missing_paths_give_the_error_and_no_closing_line(tmp_path, capsys):
+    """Issue 40: after `no such file or folder`, a closing line "no findings in 0 files checked"
+    only repeated it. With a real path beside the missing one, the closing line stays."""
+    code = main(["check", "--no-cache", str(tmp_path / "nope.py"), str(tmp_path / "gone")])
+    err = capsys.readouterr()[1]
+    assert code == 2
+    assert err == (f"jaxlint: no such file or folder: {tmp_path / 'nope.py'}\n"
+                   f"jaxlint: no such file or folder: {tmp_path / 'gone'}\n")
+    p = write(tmp_path, "good.py", GOOD)
+    code = main(["check", "--no-cache", str(p), str(tmp_path / "nope.py")])
+    err = capsys.readouterr()[1]
+    assert code == 2
+    assert err == (f"jaxlint: no such file or folder: {tmp_path / 'nope.py'}\n"
+                   "jaxlint: no findings in 1 file checked.\n")
+
+
+def _generated(folder) -> tuple:
+    """A 2 MB generated module (protobuf-style constants), over jaxlint's size limit: (path, its
+    length in characters as jaxlint prints it)."""
+    from jaxlint.prefilter import MAX_SOURCE_CHARS
+
+    text = "import jax.numpy as jnp\n" + "".join(f"FIELD_{i} = jnp.int32({i})\n" for i in range(80_000))
+    path = write(folder, "gen/big_pb2.py", text)
+    assert path.stat().st_size > 2 * MAX_SOURCE_CHARS
+    return str(path), f"{len(text):,}"
+
+
+def test_a_generated_module_over_the_size_limit_is_a_notice_not_a_failure(tmp_path, capsys):
+    """Issue 40: a 2 MB generated file was a JAX000 finding with exit 1, failing CI on generated
+    code. It is named on stderr, the exit code is the other files' (here 0); the cache keeps it so."""
+    big, chars = _generated(tmp_path)
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    write(tmp_path, "good.py", GOOD)
+    notice = (f"jaxlint: {big}: not analyzed: the module has {chars} characters, over jaxlint's limit of "
+              "1,000,000 per file")
+    for run_ in ("cold", "from the cache"):
+        code = main(["check", str(tmp_path)])
+        out, err = capsys.readouterr()
+        assert (code, out) == (0, ""), run_
+        first, closing = err.splitlines()
+        assert first.startswith(notice) and first.endswith(
+            "; the exit code is unaffected (--fail-on-oversize reports it as JAX000)"), (run_, first)
+        assert closing == "jaxlint: no findings in 2 files checked.", run_
+    code = main(["check", "--format", "json", str(big)])
+    out, err = capsys.readouterr()
+    assert (code, json.loads(out)) == (0, []) and err.startswith(notice)
+
+
+def test_fail_on_oversize_makes_it_a_jax000_finding(tmp_path, capsys):
+    big, chars = _generated(tmp_path)
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'demo'\n")
+    for argv in (["check", "--fail-on-oversize", big], ["check", "--no-cache", "--fail-on-oversize", big]):
+        code, out, err = run(capsys, *argv)
+        assert (code, err) == (1, "")
+        assert out.startswith(f"{big}:1:1: JAX000 not analyzed: the module has {chars} characters, over")
+        assert out.count("\n") == 1
+    write(tmp_path, "pyproject.toml", "[tool.jaxlint]\nfail-on-oversize = true\n")
+    code, out, _ = run(capsys, "check", big)
+    assert code == 1 and out.startswith(f"{big}:1:1: JAX000 not analyzed")
+    # ignoring JAX000 still leaves the notice: the file is never silently skipped
+    code, out, err = run(capsys, "check", "--extend-ignore", "JAX000", big)
+    assert (code, out) == (0, "") and err.startswith(f"jaxlint: {big}: not analyzed")
+    assert err.endswith("; the exit code is unaffected (JAX000 is not selected here)\n")
+    # a value that is not a boolean would silently keep the default: a usage error
+    write(tmp_path, "pyproject.toml", '[tool.jaxlint]\nfail-on-oversize = "yes"\n')
+    code, out, err = run(capsys, "check", big)
+    assert (code, out) == (2, "")
+    assert err == (f"jaxlint: config error: {tmp_path / 'pyproject.toml'}: [tool.jaxlint] fail-on-oversize must "
+                   "be true or false, not 'yes'\n")
+
+
+def test_a_notebook_over_the_size_limit_is_a_notice_too(tmp_path, capsys):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "x = 1\n" * 200_000}]
+    nb = write(tmp_path, "big.ipynb", json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    code = main(["check", "--no-cache", str(nb)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "") and err.startswith(f"jaxlint: {nb}: not analyzed: the module has ")
 
 
 def test_missing_path_and_bad_option_exit_2(tmp_path, capsys):

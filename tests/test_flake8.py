@@ -186,3 +186,27 @@ def test_flake8_on_a_file_does_not_import_jax(tmp_path):
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+
+
+def _generated(folder: Path) -> Path:
+    """A 2 MB generated module (a serialized blob: flake8 itself takes 10 s on 2 MB of statements),
+    over jaxlint's size limit."""
+    from jaxlint.prefilter import MAX_SOURCE_CHARS
+
+    path = folder / "big_pb2.py"
+    path.write_text("import jax.numpy as jnp\n\nBLOB = jnp.asarray(b'" + "AQID" * 500_000 + "')\n")
+    assert path.stat().st_size > 2 * MAX_SOURCE_CHARS
+    return path
+
+
+def test_flake8_says_nothing_on_a_generated_module_unless_asked(tmp_path):
+    """Issue 40: the same as `jaxlint check` (tests/test_cli.py): no finding, so flake8 exits 0;
+    `fail-on-oversize = true` in [tool.jaxlint] makes it a JAX000 finding."""
+    big = _generated(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    proc = flake8(str(big), cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\nfail-on-oversize = true\n")
+    proc = flake8(str(big), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(f"{big}:1:1: JAX000 not analyzed: the module has ") and proc.stdout.count("\n") == 1

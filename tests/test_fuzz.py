@@ -89,6 +89,10 @@ def _check(data, path: str = "<fuzz>.py") -> list:
     except Exception as e:  # RecursionError and MemoryError included
         return [f"raised {type(e).__name__}: {e}"]
     problems = [f"internal error: {msg}" for msg in res.internal_errors]
+    if res.not_analyzed is not None:  # over the size limit: not analyzed and no finding (issue 40)
+        if res.findings or not res.not_analyzed.startswith("not analyzed: ") or "\n" in res.not_analyzed:
+            problems.append(f"a file not analyzed must have no finding and one line saying why: {res}")
+        return problems
     jax000 = [f for f in res.findings if f.code == "JAX000"]
     if jax000 and len(res.findings) != 1:
         problems.append(f"a parse failure must be exactly one JAX000 finding, got {res.findings}")

@@ -38,10 +38,11 @@ def install_targets(text: str) -> list:
 def assert_uses_dist(targets: list, where: str) -> None:
     """Each target installs the distribution: by name (with extras), from a path (``.``,
     ``./dist/...whl``) or as a direct reference (``flake8-jax @ git+...``); ``build`` (PyPA's
-    tool, to make the wheel) is the one other package the README installs."""
+    tool, to make the wheel) and ``jax`` (what `jaxlint trace` needs, on PyPI) are the other
+    packages jaxlint tells a user to install."""
     allowed = re.compile(rf"{re.escape(DIST)}(\[[\w,]+\])?(\Z| @ )")
     for t in targets:
-        assert t.startswith(".") or t == "build" or allowed.match(t), \
+        assert t.startswith(".") or t in ("build", "jax") or allowed.match(t), \
             f"{where}: `pip install {t}` does not install {DIST}"
 
 
@@ -88,14 +89,30 @@ def test_every_install_hint_the_code_prints_uses_the_distribution_name(monkeypat
                         targets = install_targets(s)
                         assert_uses_dist(targets, os.path.relpath(path, ROOT))
                         found.extend(targets)
-    assert f"{DIST}[trace]" in found
+    assert ".[trace]" in found and "jax" in found
     # and the message itself, as `jaxlint trace` and %%jaxlint_trace print it without jax
     from jaxlint.trace import missing_jax
 
     monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
     message = missing_jax()
-    assert f"pip install '{DIST}[trace]'" in message
     assert_uses_dist(install_targets(message), "missing_jax()")
+    assert install_targets(message) == ["jax", ".[trace]"], message
+
+
+def test_trace_without_jax_says_an_install_command_that_works(tmp_path):
+    """Issue 40: `pip install 'flake8-jax[trace]'` fails while the distribution is not on an index;
+    `jaxlint trace` without jax names what works today: jax from PyPI, or the extra from a clone."""
+    import subprocess
+
+    script = tmp_path / "train.py"
+    script.write_text("print('ran')\n")
+    hide = ("import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None; "
+            "from jaxlint.cli import main; sys.exit(main(['trace', sys.argv[1]]))")
+    proc = subprocess.run([sys.executable, "-c", hide, str(script)], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == ("jaxlint trace: needs jax (it is not installed); install it with `pip install jax` "
+                           "(or, in a clone of jaxlint, `pip install '.[trace]'`)\n")
+    assert f"{DIST}[" not in proc.stderr  # not published yet: that command finds no distribution
 
 
 def test_license_is_an_spdx_expression_with_its_file():

@@ -20,7 +20,7 @@ def readme_snippet() -> str:
     """The ```yaml block of the README's pre-commit section, exactly as written."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         readme = fh.read()
-    section = readme[readme.index("### pre-commit and CI"):]
+    section = readme[readme.index("### pre-commit"):]
     block = re.search(r"```yaml\n(repos:\n.*?)```", section, re.S)
     assert block, "no `repos:` yaml block in the README's pre-commit section"
     return block.group(1)

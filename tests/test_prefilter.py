@@ -112,14 +112,16 @@ def test_may_use_jax():
 
 # -- the size limit
 
-def test_a_module_over_the_limit_is_refused_with_one_jax000(monkeypatch):
+def test_a_module_over_the_limit_is_not_analyzed_and_not_a_finding(monkeypatch):
+    """Issue 40: a generated module over the limit was a JAX000 finding (exit 1, a failed CI run);
+    the engine now says why it was not analyzed, and the front ends decide (tests/test_cli.py)."""
     big = "x = 1\n" * (prefilter.MAX_SOURCE_CHARS // 6 + 1)
     assert len(big) > prefilter.MAX_SOURCE_CHARS
     res = check_source(big.encode(), "big.py", RULES)
-    assert [(f.line, f.code) for f in res.findings] == [(1, "JAX000")]
-    msg = res.findings[0].message
+    assert res.findings == [] and res.internal_errors == []
+    msg = res.not_analyzed
     assert msg.startswith("not analyzed: the module has ") and f"{prefilter.MAX_SOURCE_CHARS:,}" in msg
-    assert res.internal_errors == []
+    assert check_source(b"x = 1\n", "small.py", RULES).not_analyzed is None
 
 
 def test_the_limit_is_on_characters_and_the_boundary_is_checked(monkeypatch):
@@ -127,19 +129,29 @@ def test_the_limit_is_on_characters_and_the_boundary_is_checked(monkeypatch):
     src = MODEL + LOOP
     padded = src + "#" * (200 - len(src) - 1) + "\n"
     assert len(padded) == 200
-    assert [f.code for f in check_source(padded.encode(), "t.py", RULES).findings if f.opt_in is None] == ["JAX201"]
+    res = check_source(padded.encode(), "t.py", RULES)
+    assert [f.code for f in res.findings if f.opt_in is None] == ["JAX201"] and res.not_analyzed is None
     over = padded + "\n"
-    assert [f.code for f in check_source(over.encode(), "t.py", RULES).findings] == ["JAX000"]
+    res = check_source(over.encode(), "t.py", RULES)
+    assert res.findings == [] and res.not_analyzed.startswith("not analyzed: the module has 201 characters")
 
 
-def test_the_flake8_plugin_refuses_the_same_modules(monkeypatch):
+def test_the_flake8_plugin_reports_an_oversize_module_only_when_asked(monkeypatch, tmp_path):
+    """No finding for a module over the limit (an editor opening generated code stays quiet);
+    `fail-on-oversize = true` in [tool.jaxlint] makes it the JAX000 line."""
     monkeypatch.setattr(prefilter, "MAX_SOURCE_CHARS", 50)
+    monkeypatch.setattr(JaxlintChecker, "_configs", {})
     src = MODEL + LOOP
     lines = src.splitlines(keepends=True)
-    out = list(JaxlintChecker(ast.parse(src), "t.py", lines).run())
+    path = tmp_path / "t.py"
+    path.write_text(src)
+    assert list(JaxlintChecker(ast.parse(src), str(path), lines).run()) == []
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\nfail-on-oversize = true\n")
+    monkeypatch.setattr(JaxlintChecker, "_configs", {})
+    out = list(JaxlintChecker(ast.parse(src), str(path), lines).run())
     assert len(out) == 1 and out[0][:2] == (1, 0) and out[0][2].startswith("JAX000 not analyzed: the module has ")
     monkeypatch.setattr(prefilter, "MAX_SOURCE_CHARS", 10_000)
-    assert [m.split()[0] for _, _, m, _ in JaxlintChecker(ast.parse(src), "t.py", lines).run()] == ["JAX201"]
+    assert [m.split()[0] for _, _, m, _ in JaxlintChecker(ast.parse(src), str(path), lines).run()] == ["JAX201"]
 
 
 def test_jax000_is_documented_with_the_limit():

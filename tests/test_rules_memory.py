@@ -360,3 +360,19 @@ def test_jax803_donating_lowers_what_the_compiled_program_needs():
     peak = getattr(plain, "peak_memory_in_bytes", None)
     if peak:
         assert peak - donated.peak_memory_in_bytes == params.nbytes
+
+
+def test_runtime_jax802_initialize_after_the_backend_started_raises():
+    """Why JAX802 is `fails_at_runtime` (SARIF level error): the call raises once the backend
+    started (in a child process: it must not start this one's backend first)."""
+    pytest.importorskip("jax")
+    code = ("import jax, jax.numpy as jnp\n"
+            "jnp.zeros(3)\n"
+            "try:\n"
+            "    jax.distributed.initialize(coordinator_address='localhost:1', num_processes=1, process_id=0)\n"
+            "except RuntimeError as e:\n"
+            "    print('RuntimeError', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert proc.stdout.startswith("RuntimeError jax.distributed.initialize() must be called before any JAX"), \
+        proc.stdout + proc.stderr

@@ -24,6 +24,12 @@ from __future__ import annotations
 __all__ = ["audit", "Audit", "inspect", "Args", "missing_jax"]
 
 
+# What works today: flake8-jax is not on an index yet, so `pip install 'flake8-jax[trace]'` finds
+# nothing; jax itself is, and a clone of jaxlint installs its own `trace` extra (the jax versions
+# jaxlint is tested with).
+INSTALL_JAX = "install it with `pip install jax` (or, in a clone of jaxlint, `pip install '.[trace]'`)"
+
+
 def missing_jax():
     """None when jax is installed; else the one line that says how to get it.
 
@@ -36,9 +42,9 @@ def missing_jax():
         found = importlib.util.find_spec("jax") is not None
         found = found and importlib.util.find_spec("jaxlib") is not None
     except (ImportError, ValueError) as e:
-        return f"jaxlint trace: needs jax ({e}); install it with: pip install 'flake8-jax[trace]'"
+        return f"jaxlint trace: needs jax ({e}); {INSTALL_JAX}"
     if not found:
-        return "jaxlint trace: needs jax (it is not installed); install it with: pip install 'flake8-jax[trace]'"
+        return f"jaxlint trace: needs jax (it is not installed); {INSTALL_JAX}"
     return None
 
 
