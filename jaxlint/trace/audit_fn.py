@@ -6,7 +6,7 @@ on the device and nothing is compiled. The result holds the jaxpr facts the run 
 callbacks, captured constants, float64 operations) with the source line of each, the equations
 per source line, the weakly typed inputs, and, for several argument sets, how many distinct
 compilations ``jax.jit`` would make of them and why (the run report's signature comparison:
-``hooks.signature`` and ``collector.Record``).
+``signature.signature`` and ``collector.Record``).
 
 Also ``jaxlint trace --inspect module:function --arg 'f32[32,784]' ...`` (:func:`main`). This
 module imports JAX only when a function is inspected (``jaxlint trace --help`` needs none).
@@ -202,7 +202,7 @@ def _trace_one(fn: Any, args: tuple, kwargs: dict, nums: tuple, names: tuple):
 
     import jax
 
-    from .hooks import signature
+    from .signature import signature
 
     static_kw = {k: v for k, v in kwargs.items() if k in names}
     traced_kw = {k: v for k, v in kwargs.items() if k not in names}
@@ -227,7 +227,7 @@ def inspect(fn: Any, *args, static_argnums=(), static_argnames=(), argsets=None,
     """
     from . import jaxpr_facts as jf
     from .collector import Record
-    from .hooks import code_of, describe
+    from .attribution import code_of, describe
     from .userfiles import UserFiles
 
     sets = []
