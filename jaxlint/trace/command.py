@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if any function compiled more than once")
     p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m` does")
-    from .audit_fn import add_arguments
+    from .inspect_cli import add_arguments
 
     add_arguments(p)
     return p
@@ -87,7 +87,7 @@ def main(argv: Sequence[str]) -> int:
         return int(e.code or 0)
     if args.inspect:
         from . import missing_jax
-        from .audit_fn import main as inspect_main
+        from .inspect_cli import main as inspect_main
 
         return inspect_main(args, script, rest, missing_jax)
     if (script is None) == (args.module is None):
