@@ -34,6 +34,7 @@ from .attribution import code_of, describe
 from .collector import CallKey, Collector
 from .forwarding import Forwarding
 from .hostio import HostHooks, host_bytes
+from .steps import Watcher
 from .tracing import INTERNAL, TLS, TraceHooks
 
 _MISSING = object()
@@ -62,8 +63,10 @@ class Counted(Forwarding):
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
         collectors = INSTRUMENTATION.collectors
+        call = None
         if collectors:
             key = self._jaxlint_key
+            caller = sys._getframe(1)
             for c in collectors:
                 c.called(key)
             try:
@@ -71,10 +74,13 @@ class Counted(Forwarding):
             except Exception:  # never break the program for a count
                 nbytes = None
             if nbytes is not None:
-                caller = sys._getframe(1)
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
             watched = _watch_donation(collectors, self, args, kwargs) if type(key) is types.CodeType else ()
+            try:
+                call = INSTRUMENTATION.watcher.before(key, caller)
+            except Exception as e:  # never break the program for a figure
+                INSTRUMENTATION._error(e)
         prev = eager.inside()
         eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
         calling = getattr(TLS, "calling", None)
@@ -90,7 +96,12 @@ class Counted(Forwarding):
             eager._TLS.inside = prev
             TLS.calling = calling
         if collectors:
-            INSTRUMENTATION.dispatched(out)
+            leaves = INSTRUMENTATION.dispatched(out)
+            if call is not None:
+                try:
+                    INSTRUMENTATION.watcher.after(call, leaves)
+                except Exception as e:
+                    INSTRUMENTATION._error(e)
             for state in watched:
                 try:
                     memory.after_call(state, out)
@@ -133,18 +144,20 @@ class Instrumentation(TraceHooks, HostHooks):
         self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
         self._jax_dirs: tuple = ()
         self._last_outputs: list = []  # weak references to the arrays the last jitted call returned
+        self.compile_events = 0  # traces and compiles so far: a call during which it changed compiled
+        self.watcher = Watcher(self)  # ready times, in-flight depth, idle windows (steps.py)
+        self.watcher.counted_code = Counted.__call__.__code__
 
-    def dispatched(self, out: Any) -> None:
+    def dispatched(self, out: Any) -> list:
         """Remember (weakly) what the last jitted call returned, for the clock hooks to ask
-        whether it is still being computed."""
+        whether it is still being computed; return its arrays."""
         try:
-            refs = []
-            for leaf in jax.tree_util.tree_leaves(out):
-                if isinstance(leaf, jax.Array):
-                    refs.append(weakref.ref(leaf))
-            self._last_outputs = refs
+            arrays = [leaf for leaf in jax.tree_util.tree_leaves(out) if isinstance(leaf, jax.Array)]
+            self._last_outputs = [weakref.ref(a) for a in arrays]
+            return arrays
         except Exception:  # never break the program for a count
             self._last_outputs = []
+            return []
 
     def work_pending(self) -> Optional[bool]:
         """Whether an array the last jitted call returned is not ready yet; None when none is alive."""
@@ -173,10 +186,17 @@ class Instrumentation(TraceHooks, HostHooks):
     def detach(self, collector: Collector) -> None:
         if collector.t_end is None:
             collector.t_end = time.perf_counter()
+        try:  # every call made so far is watched to its end before the collector's log is read
+            if not self.watcher.flush():
+                collector.steps.notes.append("the device had not finished the last calls 60 s after the program "
+                                             "ended: their steps are not counted")
+        except Exception as e:
+            self._error(e)
         with self._lock:
             self.collectors = [c for c in self.collectors if c is not collector]
             if not self.collectors:
                 self._uninstall()
+                self.watcher.stop()
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         self._saved.append((owner, name, _attribute(owner, name), new))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html as _html
 from typing import Optional
 
-from . import eager
+from . import eager, steploops
 from .chrome_trace import timeline
 from .collector import FIRST_CALL, RECREATED
 from .report import _bytes, _mib, _reason_lines, _where
@@ -356,21 +356,25 @@ def _memory_section(report: dict) -> str:
         return "" if n is None else f'<span title="{int(n)} bytes">{_e(_mib(n))}</span>'
 
     rows = [[size(p["temp"]), size(p["argument"]), size(p["output"]), size(p["alias"]),
-             ("" if p["footprint_exact"] else "≤ ") + size(p["footprint"]), str(p["compiles"]),
-             f"<code>{_e(p['function'])}</code>", _wrap_where(p["file"], p["line"])] for p in mem["programs"]]
+             ("" if p["footprint_exact"] else "≤ ") + size(p["footprint"]), size(p.get("device_peak_rise")),
+             str(p["compiles"]), f"<code>{_e(p['function'])}</code>", _wrap_where(p["file"], p["line"])]
+            for p in mem["programs"]]
     out = ['<section id="memory"><h2>Memory of each compiled program</h2>',
            '<p class="note">XLA\'s figures for each function\'s largest compile, largest temporaries first; '
-           '"≤": this jaxlib reports no peak, so arguments + outputs + temporaries − aliased (an upper bound).</p>',
-           _table(["temp", "arguments", "outputs", "aliased", "peak", "compiles", "function", "where"], rows,
-                  (0, 1, 2, 3, 4, 5))]
-    donation = [[size(d["bytes"]), f"<code>{_e(d['function'])}</code>", _wrap_where(d["file"], d["line"]),
-                 _e(d["fix"])] for d in mem["donation"]]
-    donation += [[("" if not u["count"] else str(u["count"]) + "× "), f"<code>{_e(u['function'] or '')}</code>",
+           '"≤": this jaxlib reports no peak, so arguments + outputs + temporaries − aliased (an upper bound). '
+           '"device": how much the device\'s own peak (peak_bytes_in_use, measured) rose over the function\'s '
+           'first calls, every call it had in flight included; empty where the device reports no memory.</p>',
+           _table(["temp", "arguments", "outputs", "aliased", "peak", "device", "compiles", "function", "where"],
+                  rows, (0, 1, 2, 3, 4, 5, 6))]
+    donation = [[size(d["bytes"]), size(d.get("device_saving")), f"<code>{_e(d['function'])}</code>",
+                 _wrap_where(d["file"], d["line"]), _e(d["fix"])] for d in mem["donation"]]
+    donation += [[("" if not u["count"] else str(u["count"]) + "× "), "", f"<code>{_e(u['function'] or '')}</code>",
                   _wrap_where(u["file"], u["line"]),
                   _e(f"donated but not usable: {u['arguments']} (no output of the same shape and dtype)")]
                  for u in mem["donation_unusable"]]
     if donation:
-        out += ["<h3>Donation</h3>", _table(["bytes", "function", "where", "advice"], donation, (0,))]
+        out += ["<h3>Donation</h3>", _table(["not donated (XLA's figure)", "device peak saving (estimated)", "function",
+                                             "where", "advice"], donation, (0, 1))]
     order = []
     for st in mem["settings"]:
         read = st.get("read_at")
@@ -539,6 +543,7 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
         if report.get("callbacks") else "",
         '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
         _memory_section(report),
+        steploops.html_section(report, _e, _where, _table),
         eager.html_section(report, _e, _where, _table),
         '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
         "<footer>",

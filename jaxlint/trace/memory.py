@@ -382,21 +382,48 @@ def _at(site: Optional[tuple]) -> Optional[dict]:
     return None if site is None else {"file": site[0], "line": site[1]}
 
 
-def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHOLD) -> dict:
-    """A function row's ``memory`` (one entry per compile, XLA's figures) and ``donation``."""
+def device_figures(steps, key) -> dict:
+    """What the device showed of one function's calls (``steps``: the collector's
+    :class:`.steploops.StepLog`): ``in_flight`` (the most earlier calls of it still computing at
+    one of its dispatches), ``device_memory`` (whether the device reports memory statistics) and
+    ``device_peak_rise`` (how much its ``peak_bytes_in_use`` rose from before the function's first
+    call to after its first :data:`.steps.PEAK_CALLS` calls; None where not measured)."""
+    if steps is None:
+        return {"in_flight": None, "device_memory": None, "device_peak_rise": None}
+    before, after = steps.peak_before.get(key), steps.peak_after.get(key)
+    rise = after - before if before is not None and after is not None else None
+    return {"in_flight": steps.in_flight.get(key), "device_memory": steps.device_memory,
+            "device_peak_rise": rise if steps.device_memory else None}
+
+
+def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHOLD, steps=None) -> dict:
+    """A function row's ``memory`` (one entry per compile, XLA's figures; and what the device
+    showed: :func:`device_figures`) and ``donation``."""
     compiles = []
     for m in memory.programs.get(rec.key, ()):
         total, exact = footprint(m)
         compiles.append({**m, "footprint": total, "footprint_exact": exact})
     largest = max(compiles, key=lambda m: m["footprint"]) if compiles else None
+    device = device_figures(steps, rec.key)
     donation = donation_candidates(memory, rec.key)
     if donation is not None:
-        donation["shown"] = donation["bytes"] >= threshold
+        donation.update(device)
+        donation["compiled_saving"] = donation["bytes"]
+        depth = device["in_flight"]
+        donation["device_saving"] = ((depth + 1) * donation["bytes"]
+                                     if device["device_memory"] and depth is not None else None)
+        donation["figure"] = "device" if donation["device_saving"] is not None else "compiled"
+        headline = donation["device_saving"] if donation["figure"] == "device" else donation["bytes"]
+        donation["shown"] = headline >= threshold
         donation["fix"] = donation_fix(rec.name, donation)
-    return {"memory": {"compiles": compiles, "largest": largest} if compiles else None, "donation": donation}
+    mem = {"compiles": compiles, "largest": largest, **device} if compiles else None
+    return {"memory": mem, "donation": donation}
 
 
 def donation_fix(name: str, d: dict) -> str:
+    """The advice: the figure the device measured where it reports memory (the in-flight depth x
+    the bytes not donated), with XLA's compiled figure beside it, each labelled; elsewhere XLA's
+    compiled figure, labelled."""
     from .sizes import format_size
 
     opts = []
@@ -406,10 +433,24 @@ def donation_fix(name: str, d: dict) -> str:
         opts.append(f"donate_argnames={tuple(d['argnames'])!r}")
     what = ", ".join(f"`{n}`" for n in d["names"])
     one = len(d["names"]) == 1
-    return (f"`{d['wrapper']}({name}, {', '.join(opts)})`: {what} come{'s' if one else ''} back as "
-            f"{'its result' if one else 'its results'} on every call and {'is' if one else 'are'} not donated; "
-            f"donating lets XLA write the results into {'its' if one else 'their'} buffers, up to "
-            f"{format_size(d['bytes'])} less at the peak (read nothing donated after the call)")
+    head = (f"`{d['wrapper']}({name}, {', '.join(opts)})`: {what} come{'s' if one else ''} back as "
+            f"{'its result' if one else 'its results'} on every call and {'is' if one else 'are'} not donated; ")
+    size = format_size(d["bytes"])
+    if d.get("device_saving") is not None:
+        depth = d["in_flight"]
+        copies = f"{depth + 1} × {size}"
+        flight = (f"up to {depth} earlier call{'s' if depth != 1 else ''} were still computing at a dispatch, each "
+                  "holding its own copy, so " if depth else "")
+        rise = d.get("device_peak_rise")
+        seen = (f"; the device's peak_bytes_in_use rose {format_size(rise)} over its first calls, measured"
+                if rise is not None else "")
+        return (head + f"on the device {flight}donating would lower the device's peak by about {copies} = "
+                f"{format_size(d['device_saving'])} (estimated from the measured in-flight depth{seen}); XLA's "
+                f"compiled peak of one call drops {size} (XLA's figure). Read nothing donated after the call")
+    why = ("this device reports no memory statistics, so the device's peak was not measured"
+           if d.get("device_memory") is False else "the device's peak was not measured")
+    return (head + f"donating lets XLA write the results into {'its' if one else 'their'} buffers: XLA's compiled "
+            f"peak of one call drops {size} (XLA's figure; {why}). Read nothing donated after the call")
 
 
 def section(collector, functions: list, threshold: int = DEFAULT_DONATION_THRESHOLD) -> dict:
@@ -423,11 +464,13 @@ def section(collector, functions: list, threshold: int = DEFAULT_DONATION_THRESH
             continue
         programs.append({"function": f["qualname"], "file": f["file"], "line": f["line"],
                          "compiles": len(f["memory"]["compiles"]), **{k: largest[k] for k in (*FIELDS, "peak")},
-                         "footprint": largest["footprint"], "footprint_exact": largest["footprint_exact"]})
+                         "footprint": largest["footprint"], "footprint_exact": largest["footprint_exact"],
+                         "in_flight": f["memory"].get("in_flight"),
+                         "device_peak_rise": f["memory"].get("device_peak_rise")})
     programs.sort(key=lambda p: (-p["temp"], -p["footprint"], p["function"]))
     donation = [{"function": f["qualname"], "file": f["file"], "line": f["line"], **f["donation"]}
                 for f in functions if f.get("donation")]
-    donation.sort(key=lambda d: -d["bytes"])
+    donation.sort(key=lambda d: -(d.get("device_saving") or d["bytes"]))
     names = {r.key: (r.qualname, r.file, r.line) for r in collector.records.values()}
     unusable = []
     for (key, file, line), (n, text) in sorted(m.unusable.items(), key=lambda kv: -kv[1][0]):
@@ -452,14 +495,21 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
     if not mem["programs"]:
         lines.append("  none recorded")
     else:
-        lines.append(f"  {'temp':>9} {'arguments':>9} {'outputs':>9} {'aliased':>9} {'peak':>10}  function")
+        device = any(p.get("device_peak_rise") is not None for p in mem["programs"])
+        lines.append(f"  {'temp':>9} {'arguments':>9} {'outputs':>9} {'aliased':>9} {'peak':>10}"
+                     + (f" {'device':>10}" if device else "") + "  function")
         for p in mem["programs"][:max_rows]:
             peak = b(p["footprint"]) if p["footprint_exact"] else "≤" + b(p["footprint"])
+            rise = p.get("device_peak_rise")
+            dev = (f" {b(rise) if rise is not None else '-':>10}" if device else "")
             lines.append(f"  {b(p['temp']):>9} {b(p['argument']):>9} {b(p['output']):>9} {b(p['alias']):>9} "
-                         f"{peak:>10}  {p['function']} at {where(p['file'], p['line'])}"
+                         f"{peak:>10}{dev}  {p['function']} at {where(p['file'], p['line'])}"
                          + (f" ({p['compiles']} compiles)" if p["compiles"] > 1 else ""))
         if any(not p["footprint_exact"] for p in mem["programs"]):
             lines.append("  ≤: this jaxlib reports no peak; arguments + outputs + temporaries − aliased, an upper bound")
+        if device:
+            lines.append("  device: how much the device's own peak (peak_bytes_in_use, measured) rose over the "
+                         "function's first calls, with every call it had in flight")
         if len(mem["programs"]) > max_rows:
             lines.append(f"  … {len(mem['programs']) - max_rows} more functions (see --format json)")
     shown = [d for d in mem["donation"] if d["shown"]]
@@ -467,7 +517,12 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
         lines.append("")
         lines.append("Donation")
         for d in shown[:max_rows]:
-            lines.append(f"  {d['function']} at {where(d['file'], d['line'])}: {b(d['bytes'])} not donated")
+            if d.get("device_saving") is not None:
+                what = (f"{b(d['bytes'])} not donated, about {b(d['device_saving'])} at the device's peak "
+                        f"({d['in_flight'] + 1} copies)")
+            else:
+                what = f"{b(d['bytes'])} not donated (XLA's compiled figure)"
+            lines.append(f"  {d['function']} at {where(d['file'], d['line'])}: {what}")
             lines.append(f"      fix: {d['fix']}")
         for u in mem["donation_unusable"][:max_rows]:
             fn = f"{u['function']} " if u["function"] else ""

@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager, memory
+from . import advice, cost, eager, memory, steploops
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -48,7 +48,7 @@ def _transfer_via(collector: Collector, site: tuple) -> Optional[dict]:
 
 
 def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None,
-              threshold: int = memory.DEFAULT_DONATION_THRESHOLD) -> dict:
+              threshold: int = memory.DEFAULT_DONATION_THRESHOLD, steps=None) -> dict:
     return {
         "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
         "calls": rec.calls, "traces": rec.traces, "compiles": rec.compiles,
@@ -58,7 +58,7 @@ def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
         **cost.function_keys(rec),
-        **memory.function_keys(mem if mem is not None else memory.Memory(), rec, threshold),
+        **memory.function_keys(mem if mem is not None else memory.Memory(), rec, threshold, steps),
     }
 
 
@@ -86,7 +86,8 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "script_exit_code": exit_code,
         "environment": environment or {},
         "partial": list(collector.partial),
-        "functions": [_function(r, collector.names_only, collector.memory, donation_threshold) for r in recs],
+        "functions": [_function(r, collector.names_only, collector.memory, donation_threshold,
+                                getattr(collector, "steps", None)) for r in recs],
         "transfers": transfers,
         "uploads": uploads,
         "jaxpr": jaxpr,
@@ -103,6 +104,11 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         **cost.run_keys(collector),
     }
     report["memory"] = memory.section(collector, report["functions"], donation_threshold)
+    names = {r.key: (r.qualname, r.file, r.line) for r in collector.records.values()}
+    report["step_loops"] = steploops.section(collector, names)
+    report["step_loops"]["backend_note"] = steploops.backend_note(
+        (environment or {}).get("backend"), report["step_loops"].get("sync_dispatch_calls", 0),
+        report["step_loops"].get("calls", 0))
     _hotspot_fixes(report)
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -413,6 +419,7 @@ def text(report: dict, max_rows: int = 20) -> str:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
     lines.extend(memory.text_lines(report, _where, max_rows))
+    lines.extend(steploops.text_lines(report, _where, max_rows))
     lines.extend(eager.text_lines(report, _where, max_rows))
     lines.append("")
     lines.append("Static findings, checked against the run")

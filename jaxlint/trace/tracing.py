@@ -74,6 +74,7 @@ class TraceHooks:
         if not user and top and sys.getprofile() is None:
             finder = FirstUserCall(collectors)
             sys.setprofile(finder)
+        self.compile_events += 1
         start = time.perf_counter()
         prev = eager.inside()
         eager._TLS.inside = True  # JAX's own operations while tracing are not eager dispatches
@@ -251,6 +252,7 @@ class TraceHooks:
                 if not name:
                     self._unnamed(collectors)
             key = None if target is INTERNAL else target
+            self.compile_events += 1
             for c in collectors:
                 if event == COMPILE_EVENT:
                     c.compiled(key, duration, by_name=guessed)
