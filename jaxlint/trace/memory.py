@@ -115,13 +115,21 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
     if calls.seen:
         calls.links += 1
         last = {id(a): a for a in (r() for r in calls.prev_out) if a is not None}
+        held = _watcher_holding()
         for p, leaves in positions.items():
-            old_alive = any(r() is not None for r in calls.prev_in.get(p, ()))
+            # alive for the program: the device watcher's own reference (steps.py) does not count
+            old_alive = any(x is not None and x is not held for x in (r() for r in calls.prev_in.get(p, ())))
             if not old_alive and all(last.get(id(leaf)) is leaf for leaf in leaves):
                 calls.fed[p] = calls.fed.get(p, 0) + 1
     if not calls.names:
         calls.names = dict(enumerate(positional_params(fun)[0]))
     return calls, positions
+
+
+def _watcher_holding() -> Any:
+    from .hooks import INSTRUMENTATION
+
+    return INSTRUMENTATION.watcher.holding
 
 
 def after_call(state: tuple, out: Any) -> None:

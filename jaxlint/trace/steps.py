@@ -11,8 +11,9 @@ wait for, the device is idle, and it samples the dispatching thread's stack ever
 :data:`SAMPLE_SECONDS`. The interpreter's switch interval is lowered to :data:`SWITCH_INTERVAL`
 while the watcher runs (Python's default is 5 ms), so that the watcher gets the GIL back within
 about that long after a result is ready, and is restored when jaxlint stops (unless the program
-changed it meanwhile). The watcher keeps a reference to the one array it waits on until it is
-ready, and to nothing after: no buffer lives longer than its computation.
+changed it meanwhile). The watcher keeps weak references to the arrays it may wait on, and a strong
+one only to the array it is blocked on, until it is ready: no buffer lives longer than its
+computation, and the donation advice does not mistake that one reference for the program's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Optional
 
 from . import steploops as S
@@ -43,7 +45,7 @@ class Call:
         self.key, self.logs, self.code, self.thread, self.t_d, self.events = key, logs, code, thread, t_d, events
         self.t_r: float = t_d
         self.compiled = False
-        self.leaf: Any = None  # the output array waited on, until it is ready
+        self.leaf: Any = None  # a weak reference to the output array to wait on, until it is ready
         self.ready: Optional[float] = None  # when the result was ready (host clock)
         self.prev: Optional["Call"] = None
         self.prev_ready: Optional[bool] = None  # whether the previous call's result was ready at this dispatch
@@ -68,6 +70,7 @@ class Watcher:
         self._saved_interval: Optional[float] = None
         self._lock = threading.Lock()
         self.counted_code = None  # Counted.__call__'s code: a sample inside it is a dispatch or compile
+        self.holding: Any = None  # the one array the watcher holds now (blocked on it until it is ready)
 
     # -- the dispatching thread ---------------------------------------------------------
     def before(self, key: Any, caller) -> Optional[Call]:
@@ -105,8 +108,11 @@ class Watcher:
         if leaf is None:  # nothing on the device to wait for: the call is done when it returns
             call.ready = call.t_r
         else:
-            call.leaf = leaf
-            if _ready(leaf):  # computed before the call returned: a synchronous dispatch, or a tiny one
+            try:
+                call.leaf = weakref.ref(leaf)
+            except TypeError:
+                call.leaf = lambda leaf=leaf: leaf  # an array type without weak references
+            if _ready(call.leaf):  # computed before the call returned: a synchronous dispatch, or a tiny one
                 call.ready = call.t_r
                 for log, _ in call.logs:
                     log.sync_dispatch += 1
@@ -249,12 +255,15 @@ class Watcher:
         nxt = call.next
         skip = call.ready is None and nxt is not None and nxt.prev_ready is False
         if call.ready is None and not skip:
-            leaf = call.leaf
+            leaf = call.leaf() if call.leaf is not None else None
+            self.holding = leaf  # held only while it computes (see memory.before_call)
             try:
                 leaf.block_until_ready()
                 call.ready = _PERF()
-            except Exception:  # deleted (donated to a later call) before this read: unknown
+            except Exception:  # dropped, or deleted (donated to a later call), before this read: unknown
                 call.ready = None
+            finally:
+                self.holding = leaf = None
         if skip:
             unconfirmed.append(call)  # its array is dropped once a later result is ready
         else:
@@ -323,7 +332,9 @@ class Watcher:
         return (loop_line, inner[0], inner[1], what)
 
 
-def _ready(leaf: Any) -> bool:
+def _ready(ref: Any) -> bool:
+    """Whether the array behind the weak reference ``ref`` is ready (or gone: nothing to wait for)."""
+    leaf = ref() if ref is not None else None
     if leaf is None:
         return True
     try:

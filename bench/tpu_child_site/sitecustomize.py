@@ -1,0 +1,38 @@
+"""Put first on a test's child processes' PYTHONPATH by bench/trace_tpu_tests.py: at exit, each
+child that imported jax appends one line to $JAXLINT_CHILD_LOG: the test it ran for, the backend
+it used (or "none" when its backend never started) and its command line. Any other sitecustomize
+found further along sys.path still runs."""
+import atexit
+import os
+import sys
+
+
+def _log():
+    path, test = os.environ.get("JAXLINT_CHILD_LOG"), os.environ.get("JAXLINT_TEST_ID", "?")
+    if not path or "jax" not in sys.modules or str(os.getpid()) == os.environ.get("JAXLINT_PYTEST_PID"):
+        return  # the pytest process itself is not a child
+    backend = "none"
+    try:
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            import jax
+
+            backend = jax.default_backend()
+    except Exception as e:
+        backend = f"? ({type(e).__name__})"
+    try:
+        with open(path, "a") as fh:
+            fh.write(f"{test}\t{backend}\t{' '.join(sys.argv)[:200]}\n")
+    except OSError:
+        pass
+
+
+atexit.register(_log)
+
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in sys.path:
+    _f = os.path.join(_p, "sitecustomize.py")
+    if _p and os.path.abspath(_p) != _here and os.path.isfile(_f):
+        exec(compile(open(_f).read(), _f, "exec"), {"__name__": "sitecustomize", "__file__": _f})
+        break

@@ -1,0 +1,86 @@
+"""Run the trace tests on a machine with one TPU chip, and say where each one ran (issue 38).
+
+    python bench/trace_tpu_tests.py OUTDIR [TEST FILES ...]     (default: tests/test_trace*.py)
+
+One chip can be held by one process at a time, so two passes, each one pytest process:
+
+1. children: every test; the pytest process's own JAX runs on the CPU (set in that process only),
+   and the programs the tests start (`jaxlint trace prog.py`, plain `python prog.py`) take the
+   chip one after another. Each child logs the backend it used.
+2. inprocess: the tests that started no JAX program in pass 1 run again with the pytest process
+   itself on the chip (audit(), inspect(), the pytest plugin).
+
+Writes OUTDIR/results.jsonl (one line per test and pass), OUTDIR/children.tsv (test, backend,
+command per child) and OUTDIR/summary.md (per test: pass 1's outcome and its children's
+backends, pass 2's outcome).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def main(argv) -> int:
+    out = os.path.abspath(argv[0])
+    files = argv[1:] or sorted(os.path.join("tests", f) for f in os.listdir(os.path.join(ROOT, "tests"))
+                               if f.startswith("test_trace") and f.endswith(".py"))
+    os.makedirs(out, exist_ok=True)
+    results, children = os.path.join(out, "results.jsonl"), os.path.join(out, "children.tsv")
+    env = dict(os.environ, JAXLINT_TPU_RESULTS=results, JAXLINT_CHILD_LOG=children,
+               PYTHONPATH=os.pathsep.join([os.path.join(HERE, "tpu_child_site"), HERE, ROOT,
+                                           os.environ.get("PYTHONPATH", "")]))
+    env.pop("JAX_PLATFORMS", None)
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tpu_tests_plugin", "-rfE"]
+    with open(os.path.join(out, "pass1.log"), "w") as log:
+        subprocess.run(base + files, cwd=ROOT, env=dict(env, JAXLINT_TPU_PASS="children"), stdout=log,
+                       stderr=subprocess.STDOUT)
+    rows = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
+    kids = collections.defaultdict(list)
+    if os.path.exists(children):
+        for line in open(children):
+            test, backend, _ = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+            kids[test].append(backend)
+    alone = [r["nodeid"] for r in rows if r.get("pass") == "children" and not kids.get(r["nodeid"])
+             and r.get("outcome") == "passed"]
+    select = os.path.join(out, "inprocess.txt")
+    with open(select, "w") as fh:
+        fh.write("\n".join(alone) + "\n")
+    if alone:
+        with open(os.path.join(out, "pass2.log"), "w") as log:
+            subprocess.run(base + files, cwd=ROOT, env=dict(env, JAXLINT_TPU_PASS="inprocess", JAXLINT_TPU_SELECT=select),
+                           stdout=log, stderr=subprocess.STDOUT)
+    rows = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
+    by = collections.defaultdict(dict)
+    for r in rows:
+        by[r["nodeid"]][r["pass"]] = r
+    lines = ["| test | pass 1 (programs on the chip) | their backends | pass 2 (in the pytest process) |",
+             "|---|---|---|---|"]
+    totals = collections.Counter()
+    for nodeid, passes in by.items():
+        p1, p2 = passes.get("children", {}), passes.get("inprocess", {})
+        b = collections.Counter(kids.get(nodeid, []))
+        backends = ", ".join(f"{k} ×{n}" for k, n in b.items()) or "-"
+        second = (p2.get("outcome", "?") + f" ({p2.get('in_process_backend', 'no backend')})") if p2 else "-"
+        lines.append(f"| {nodeid} | {p1.get('outcome', '?')} | {backends} | {second} |")
+        totals[("pass1", p1.get("outcome", "?"))] += 1
+        if p2:
+            totals[("pass2", p2.get("outcome", "?"))] += 1
+        for k, n in b.items():
+            totals[("child", k)] += n
+    lines.append("")
+    lines.append("totals: " + ", ".join(f"{a} {b}: {n}" for (a, b), n in sorted(totals.items())))
+    with open(os.path.join(out, "summary.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(lines[-1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
