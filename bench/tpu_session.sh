@@ -45,7 +45,7 @@ PY
       timeout 120 env JAX_PLATFORMS=cpu python3 bench/trace_overhead.py --runs 3 --steps 2000 2>&1 | tee -a "$LOG" ;;
     tests*)
       files=${stage#tests}; files=${files#:}
-      timeout ${TESTS_TIMEOUT:-400} python3 bench/trace_tpu_tests.py "$R/tests" ${files//,/ } 2>&1 | tee -a "$LOG"
+      TESTS_SECONDS=${TESTS_SECONDS:-400} python3 bench/trace_tpu_tests.py "$R/tests" ${files//,/ } 2>&1 | tee -a "$LOG"
       tail -5 "$R/tests/pass1.log" "$R/tests/pass2.log" 2>/dev/null | tee -a "$LOG" ;;
     *) say "unknown stage $stage" ;;
   esac

@@ -2,6 +2,9 @@
 
     python bench/trace_tpu_tests.py OUTDIR [TEST FILES ...]     (default: tests/test_trace*.py)
 
+$TESTS_SECONDS (default 3000) bounds both passes together: a pass still running then is stopped,
+and the summary covers the tests that finished.
+
 One chip can be held by one process at a time, so two passes, each one pytest process:
 
 1. children: every test; the pytest process's own JAX runs on the CPU (set in that process only),
@@ -22,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -38,9 +42,17 @@ def main(argv) -> int:
                                            os.environ.get("PYTHONPATH", "")]))
     env.pop("JAX_PLATFORMS", None)
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tpu_tests_plugin", "-rfE"]
-    with open(os.path.join(out, "pass1.log"), "w") as log:
-        subprocess.run(base + files, cwd=ROOT, env=dict(env, JAXLINT_TPU_PASS="children"), stdout=log,
-                       stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + float(os.environ.get("TESTS_SECONDS", "3000"))
+
+    def run(name: str, extra: dict) -> None:
+        with open(os.path.join(out, name), "w") as log:
+            try:
+                subprocess.run(base + files, cwd=ROOT, env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT,
+                               timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.write("\nSTOPPED: out of time\n")
+
+    run("pass1.log", {"JAXLINT_TPU_PASS": "children"})
     rows = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
     kids = collections.defaultdict(list)
     if os.path.exists(children):
@@ -52,10 +64,8 @@ def main(argv) -> int:
     select = os.path.join(out, "inprocess.txt")
     with open(select, "w") as fh:
         fh.write("\n".join(alone) + "\n")
-    if alone:
-        with open(os.path.join(out, "pass2.log"), "w") as log:
-            subprocess.run(base + files, cwd=ROOT, env=dict(env, JAXLINT_TPU_PASS="inprocess", JAXLINT_TPU_SELECT=select),
-                           stdout=log, stderr=subprocess.STDOUT)
+    if alone and deadline - time.monotonic() > 20:
+        run("pass2.log", {"JAXLINT_TPU_PASS": "inprocess", "JAXLINT_TPU_SELECT": select})
     rows = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
     by = collections.defaultdict(dict)
     for r in rows:
