@@ -7,8 +7,11 @@ within a process): the program as it is, with its step not donated; the same pro
 `donate_argnums=(0,)` on its step; and `jaxlint trace --format json` of the undonated one. Each
 plain run prints the device's peak_bytes_in_use at its end. The measured change is the first
 peak minus the second; the advice's figures are the report's donation row for the step
-(`device_saving`: the in-flight depth x the bytes not donated; `compiled_saving`: XLA's compiled
-figure; `device_peak_rise`: how much the peak rose over the step's first calls). On a backend
+(`device_peak_saving`: how much the device's peak would drop, the in-flight depth x the bytes not
+donated where the peak was reached during the step's calls, else 0; `device_saving`: what donating
+frees while the calls run; `compiled_saving`: XLA's compiled figure; `device_peak_rise`: how much the
+peak rose over the step's first calls). `points_of_peak`: the advice minus the measured change, in
+percent of the undonated peak. On a backend
 without memory statistics (CPU) the peaks are None and only XLA's figure is there.
 
 Programs: a probe whose parameters are 256 MiB, stepped 20 times (the issue's), and JAX's MNIST
@@ -104,16 +107,23 @@ def main() -> int:
             d = advice[0] if advice else {}
             a, b = undonated["peak_bytes_in_use"], donated_peak["peak_bytes_in_use"]
             measured = a - b if a is not None and b is not None else None
-            figure = d.get("device_saving") if d.get("device_saving") is not None else d.get("compiled_saving")
+            figure = (d.get("device_peak_saving") if d.get("device_peak_saving") is not None
+                      else d.get("compiled_saving"))
             row = {"program": name, "backend": undonated["backend"], "peak_undonated": a, "peak_donated": b,
                    "peak_under_trace": traced_peak["peak_bytes_in_use"], "measured_change": measured,
                    "advice_figure": d.get("figure"), "device_saving": d.get("device_saving"),
+                   "device_peak_saving": d.get("device_peak_saving"), "peak_in_calls": d.get("peak_in_calls"),
+                   "in_use_during_calls": d.get("in_use_during_calls"), "device_peak": d.get("device_peak"),
                    "compiled_saving": d.get("compiled_saving"), "in_flight": d.get("in_flight"),
                    "device_peak_rise": d.get("device_peak_rise"), "memory_stats_us": undonated["memory_stats_us"],
-                   "ratio": round(figure / measured, 3) if figure and measured else None, "fix": d.get("fix")}
+                   "ratio": round(figure / measured, 3) if figure and measured else None,
+                   "points_of_peak": (round(100 * (figure - measured) / a, 2) if figure is not None and measured
+                                      is not None and a else None), "fix": d.get("fix")}
             rows.append(row)
             print(f"{name:<13} {row['backend']:<4} peak {a} -> {b} donated (change {measured}); advice "
-                  f"{row['advice_figure']} {figure} (in flight {row['in_flight']}, XLA {row['compiled_saving']}, "
+                  f"{row['advice_figure']} {figure} (peak in its calls {row['peak_in_calls']}, in use "
+                  f"{row['in_use_during_calls']} of peak {row['device_peak']}, freed while running "
+                  f"{row['device_saving']}, in flight {row['in_flight']}, XLA {row['compiled_saving']}, "
                   f"peak rise {row['device_peak_rise']}); ratio {row['ratio']}; memory_stats "
                   f"{row['memory_stats_us']:.1f} us", flush=True)
     if args.json:

@@ -202,13 +202,14 @@ import jax.numpy as jnp
 def f(x):
     return x + 1
 
-print(f(jnp.zeros(2)).dtype, jax.device_count())
+print(f(jnp.zeros(2)).dtype, len(jax.devices("cpu")))
 """
 
 
 def test_settings_the_program_makes_before_its_import_of_jax_take_effect(tmp_path):
     # jaxlint imports jax only when the program does: JAX reads JAX_ENABLE_X64 at import,
-    # XLA_FLAGS when its backend starts; the output is the plain run's
+    # XLA_FLAGS when its backend starts (the CPU devices it makes, on any platform); the output is
+    # the plain run's
     script = write(tmp_path, "prog.py", SETS_BEFORE_IMPORT)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
     plain = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env, timeout=300)

@@ -28,7 +28,37 @@ def _log():
         pass
 
 
-atexit.register(_log)
+class _AfterJax:
+    """Registers the exit hook once jax is imported: atexit runs hooks last-in first-out, so it
+    then runs before jax's own clean-up, which forgets the backends."""
+
+    busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "jax" or self.busy:
+            return None
+        import importlib.util
+
+        self.busy = True  # a find_spec alone (jaxlint's "is jax installed?") executes nothing
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy = False
+        real = getattr(spec.loader, "exec_module", None) if spec is not None else None
+        if real is not None:
+            finder = self
+
+            def exec_module(module):
+                real(module)
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                    atexit.register(_log)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _AfterJax())
 
 _here = os.path.dirname(os.path.abspath(__file__))
 for _p in sys.path:

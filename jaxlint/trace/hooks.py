@@ -99,7 +99,7 @@ class Counted(Forwarding):
             leaves = INSTRUMENTATION.dispatched(out)
             if call is not None:
                 try:
-                    INSTRUMENTATION.watcher.after(call, leaves)
+                    INSTRUMENTATION.watcher.after(call, leaves, nbytes is not None)
                 except Exception as e:
                     INSTRUMENTATION._error(e)
             for state in watched:

@@ -115,10 +115,10 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
     if calls.seen:
         calls.links += 1
         last = {id(a): a for a in (r() for r in calls.prev_out) if a is not None}
-        held = _watcher_holding()
+        held = _watcher_held()
         for p, leaves in positions.items():
-            # alive for the program: the device watcher's own reference (steps.py) does not count
-            old_alive = any(x is not None and x is not held for x in (r() for r in calls.prev_in.get(p, ())))
+            # alive for the program: the device watcher's own references (steps.py) do not count
+            old_alive = any(x is not None and id(x) not in held for x in (r() for r in calls.prev_in.get(p, ())))
             if not old_alive and all(last.get(id(leaf)) is leaf for leaf in leaves):
                 calls.fed[p] = calls.fed.get(p, 0) + 1
     if not calls.names:
@@ -126,10 +126,10 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
     return calls, positions
 
 
-def _watcher_holding() -> Any:
+def _watcher_held() -> set:
     from .hooks import INSTRUMENTATION
 
-    return INSTRUMENTATION.watcher.holding
+    return INSTRUMENTATION.watcher.held
 
 
 def after_call(state: tuple, out: Any) -> None:
@@ -397,11 +397,15 @@ def device_figures(steps, key) -> dict:
     ``device_peak_rise`` (how much its ``peak_bytes_in_use`` rose from before the function's first
     call to after its first :data:`.steps.PEAK_CALLS` calls; None where not measured)."""
     if steps is None:
-        return {"in_flight": None, "device_memory": None, "device_peak_rise": None}
+        return {"in_flight": None, "device_memory": None, "device_peak_rise": None, "in_use_during_calls": None,
+                "device_peak": None}
     before, after = steps.peak_before.get(key), steps.peak_after.get(key)
     rise = after - before if before is not None and after is not None else None
+    on = bool(steps.device_memory)
     return {"in_flight": steps.in_flight.get(key), "device_memory": steps.device_memory,
-            "device_peak_rise": rise if steps.device_memory else None}
+            "device_peak_rise": rise if on else None,
+            "in_use_during_calls": steps.in_use_after.get(key) if on else None,
+            "device_peak": steps.peak_end if on else None}
 
 
 def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHOLD, steps=None) -> dict:
@@ -421,11 +425,27 @@ def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHO
         donation["device_saving"] = ((depth + 1) * donation["bytes"]
                                      if device["device_memory"] and depth is not None else None)
         donation["figure"] = "device" if donation["device_saving"] is not None else "compiled"
+        donation["peak_in_calls"], donation["device_peak_saving"] = _peak_saving(donation, device, largest)
         headline = donation["device_saving"] if donation["figure"] == "device" else donation["bytes"]
         donation["shown"] = headline >= threshold
         donation["fix"] = donation_fix(rec.name, donation)
     mem = {"compiles": compiles, "largest": largest, **device} if compiles else None
     return {"memory": mem, "donation": donation}
+
+
+def _peak_saving(d: dict, device: dict, largest: Optional[dict]) -> tuple:
+    """(whether the device's peak was reached while the function's calls ran, how much donating
+    would lower it). The peak is the run's ``peak_bytes_in_use``; while the calls ran, the device
+    held at most the bytes read right after one of its dispatches plus that call's temporaries
+    (XLA's figure). When that is less than the peak, the peak came from elsewhere in the run, and
+    donating frees memory while the calls run without lowering it: 0."""
+    saving, peak, during = d["device_saving"], device.get("device_peak"), device.get("in_use_during_calls")
+    if saving is None or peak is None or during is None:
+        return None, saving
+    reach = during + (largest["temp"] if largest else 0)
+    if reach < peak:
+        return False, 0
+    return True, saving
 
 
 def donation_fix(name: str, d: dict) -> str:
@@ -452,6 +472,13 @@ def donation_fix(name: str, d: dict) -> str:
         rise = d.get("device_peak_rise")
         seen = (f"; the device's peak_bytes_in_use rose {format_size(rise)} over its first calls, measured"
                 if rise is not None else "")
+        if d.get("peak_in_calls") is False:
+            return (head + f"on the device {flight}donating would free about {copies} = "
+                    f"{format_size(d['device_saving'])} while its calls run (estimated from the measured in-flight "
+                    f"depth{seen}), but not lower this run's peak: the device's peak, {format_size(d['device_peak'])}, "
+                    f"was reached outside its calls (at most {format_size(d['in_use_during_calls'])} in use right "
+                    f"after its dispatches, measured); XLA's compiled peak of one call drops {size} (XLA's figure). "
+                    "Read nothing donated after the call")
         return (head + f"on the device {flight}donating would lower the device's peak by about {copies} = "
                 f"{format_size(d['device_saving'])} (estimated from the measured in-flight depth{seen}); XLA's "
                 f"compiled peak of one call drops {size} (XLA's figure). Read nothing donated after the call")

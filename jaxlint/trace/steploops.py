@@ -40,7 +40,7 @@ MAX_WINDOWS = 200_000  # idle windows kept per run; past it each one is added to
 MAX_LINES = 8  # host lines shown per loop in the text report (the JSON has every one)
 
 # What a sample found the host doing (the innermost frame of the dispatching thread).
-PYTHON, JIT, NUMPY, JAX = "python", "jit", "numpy", "jax"
+PYTHON, JIT, NUMPY, JAX, UNSAMPLED = "python", "jit", "numpy", "jax", "unsampled"
 
 
 class Window:
@@ -83,6 +83,8 @@ class StepLog:
         self.in_flight: dict = {}  # function key -> the most earlier calls of it not done at one of its dispatches
         self.peak_before: dict = {}  # function key -> the device's peak_bytes_in_use before its first call
         self.peak_after: dict = {}  # function key -> the highest peak_bytes_in_use read after its calls
+        self.in_use_after: dict = {}  # function key -> the most bytes_in_use read right after one of its dispatches
+        self.peak_end: Optional[int] = None  # the device's peak_bytes_in_use when the run (or block) ended
         self.device_memory: Optional[bool] = None  # whether the device reports memory statistics
         self.sync_dispatch = 0  # calls whose result was ready when the call returned
         self.notes: list = []
@@ -202,10 +204,12 @@ def _lines(lines: dict, idle: float) -> list:
     return out
 
 
-def line_fix(what: str) -> str:
+def line_fix(what: str) -> Optional[str]:
+    if what == UNSAMPLED:
+        return None  # windows shorter than the sampling interval: nothing to say where the host was
     if what == JIT:
-        return ("dispatching or compiling a jitted call: a compile in the loop keeps the device waiting "
-                "(see the recompilation hotspots)")
+        return ("dispatching a jitted call: compiling it (see the recompilation hotspots) or copying its NumPy "
+                "arguments to the device; `jax.device_put` the next batch ahead, from a background thread")
     if what == JAX:
         return "eager JAX operations on the host's dispatch path: move them into the jitted step"
     if what == NUMPY:
@@ -258,7 +262,7 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
             out.append(f"      {ln['seconds']:>7.3f} s {ln['share']:>4.0%}  {at} ({loop}{ln['what']})")
         if r["host_bound"]:
             top = r["lines"][0] if r["lines"] else None
-            if top is not None:
+            if top is not None and top["fix"]:
                 out.append(f"      fix for {where(top['file'], top['line'])}: {top['fix']}")
             out.append(f"      fix: {r['fix']}")
         if r["unmeasured_steps"]:

@@ -9,11 +9,13 @@ call made while jaxlint listens. For each call the dispatching thread hands it o
 (the GIL is released meanwhile) and reads the clock when it returns. While it has nothing to
 wait for, the device is idle, and it samples the dispatching thread's stack every
 :data:`SAMPLE_SECONDS`. The interpreter's switch interval is lowered to :data:`SWITCH_INTERVAL`
-while the watcher runs (Python's default is 5 ms), so that the watcher gets the GIL back within
-about that long after a result is ready, and is restored when jaxlint stops (unless the program
-changed it meanwhile). The watcher keeps weak references to the arrays it may wait on, and a strong
-one only to the array it is blocked on, until it is ready: no buffer lives longer than its
-computation, and the donation advice does not mistake that one reference for the program's.
+while the host is behind the device (a dispatch found the last result ready: the device may be
+waiting), so that the watcher gets the GIL back within about that long after a result is ready;
+while the host runs ahead of the device it is the program's own (Python's default: 5 ms), so that
+the watcher does not slow the dispatches down; it is restored when jaxlint stops (unless the
+program changed it meanwhile). The watcher holds one output array of each call (the smallest) until it
+knows that call is done: no buffer lives longer than its computation, and the donation advice
+does not count those references as the program's (``held``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import queue
 import sys
 import threading
 import time
-import weakref
 from typing import Any, Optional
 
 from . import steploops as S
@@ -39,13 +40,14 @@ _STOP = object()
 
 class Call:
     __slots__ = ("key", "logs", "code", "thread", "t_d", "t_r", "events", "compiled", "leaf", "ready", "prev",
-                 "prev_ready", "next", "done")
+                 "prev_ready", "next", "done", "uploaded")
 
     def __init__(self, key: Any, logs: list, code: Any, thread: int, t_d: float, events: int):
         self.key, self.logs, self.code, self.thread, self.t_d, self.events = key, logs, code, thread, t_d, events
         self.t_r: float = t_d
         self.compiled = False
-        self.leaf: Any = None  # a weak reference to the output array to wait on, until it is ready
+        self.uploaded = False  # given host data, copied to the device inside the dispatch
+        self.leaf: Any = None  # the output array to wait on, until it is known to be ready
         self.ready: Optional[float] = None  # when the result was ready (host clock)
         self.prev: Optional["Call"] = None
         self.prev_ready: Optional[bool] = None  # whether the previous call's result was ready at this dispatch
@@ -67,10 +69,12 @@ class Watcher:
         self._observed: dict = {}  # function key -> calls whose device peak was read
         self._memory: Optional[bool] = None  # whether the device reports memory statistics
         self._device = None
-        self._saved_interval: Optional[float] = None
+        self._saved_interval: Optional[float] = None  # the program's switch interval
+        self._interval: Optional[float] = None  # the one jaxlint set last
+        self._interval_read: Optional[float] = None  # that one, as sys.getswitchinterval() gives it back
         self._lock = threading.Lock()
         self.counted_code = None  # Counted.__call__'s code: a sample inside it is a dispatch or compile
-        self.holding: Any = None  # the one array the watcher holds now (blocked on it until it is ready)
+        self.held: set = set()  # id() of every output array held now (each until it is known to be ready)
 
     # -- the dispatching thread ---------------------------------------------------------
     def before(self, key: Any, caller) -> Optional[Call]:
@@ -87,32 +91,43 @@ class Watcher:
         if pending is None:
             pending = self._pending[key] = collections.deque()
         while pending and (pending[0].ready is not None or _ready(pending[0].leaf)):
-            pending.popleft()
+            self._drop(pending.popleft())
         depth = len(pending)
         for log, _ in logs:
             if depth > log.in_flight.get(key, -1):
                 log.in_flight[key] = depth
         n = self._observed.get(key, 0)
         if n < PEAK_CALLS:
-            peak = self._peak(logs)
-            if peak is not None:
+            read = self._peak(logs)
+            if read is not None:
                 for log, _ in logs:
-                    log.peak_before.setdefault(key, peak)
+                    log.peak_before.setdefault(key, read[0])
+        # The watcher needs the GIL back quickly only when the device may sit idle: the host was
+        # behind (the last result was ready at this dispatch). While the host runs ahead, Python's
+        # own switch interval stays, so that the watcher does not slow the dispatches down.
+        if self._saved_interval is None:  # the program's own, to go back to
+            self._saved_interval = self._interval = self._interval_read = sys.getswitchinterval()
+        want = SWITCH_INTERVAL if call.prev_ready is not False else self._saved_interval
+        if want is not None and want != self._interval:
+            sys.setswitchinterval(want)
+            self._interval = want
+            self._interval_read = sys.getswitchinterval()  # as Python stores it (rounded)
         call.t_d = _PERF()
         return call
 
-    def after(self, call: Call, leaves: list) -> None:
+    def after(self, call: Call, leaves: list, uploaded: bool = False) -> None:
+        """``uploaded``: the call was given host data (NumPy arrays), copied to the device inside
+        the dispatch, so the device waited for the whole dispatch, as for a compile."""
         call.t_r = _PERF()
         call.compiled = self.inst.compile_events != call.events
+        call.uploaded = uploaded
         leaf = _smallest(leaves)
         if leaf is None:  # nothing on the device to wait for: the call is done when it returns
             call.ready = call.t_r
         else:
-            try:
-                call.leaf = weakref.ref(leaf)
-            except TypeError:
-                call.leaf = lambda leaf=leaf: leaf  # an array type without weak references
-            if _ready(call.leaf):  # computed before the call returned: a synchronous dispatch, or a tiny one
+            call.leaf = leaf
+            self.held.add(id(leaf))
+            if _ready(leaf):  # computed before the call returned: a synchronous dispatch, or a tiny one
                 call.ready = call.t_r
                 for log, _ in call.logs:
                     log.sync_dispatch += 1
@@ -122,11 +137,13 @@ class Watcher:
         n = self._observed.get(call.key, 0)
         if n < PEAK_CALLS:
             self._observed[call.key] = n + 1
-            peak = self._peak(call.logs)
-            if peak is not None:
+            read = self._peak(call.logs)
+            if read is not None:
                 for log, _ in call.logs:
-                    if peak > log.peak_after.get(call.key, -1):
-                        log.peak_after[call.key] = peak
+                    if read[0] > log.peak_after.get(call.key, -1):
+                        log.peak_after[call.key] = read[0]
+                    if read[1] > log.in_use_after.get(call.key, -1):
+                        log.in_use_after[call.key] = read[1]
         prev = self._last
         if prev is not None:
             prev.next = call
@@ -134,16 +151,21 @@ class Watcher:
         self._start()
         self._q.put(call)
 
-    def _peak(self, logs: list) -> Optional[int]:
-        """The device's ``peak_bytes_in_use`` now (0 before the backend started: nothing was
-        allocated), or None where the device reports no memory statistics."""
+    def _drop(self, call: Call) -> None:
+        leaf, call.leaf = call.leaf, None
+        if leaf is not None:
+            self.held.discard(id(leaf))
+
+    def _peak(self, logs: list) -> Optional[tuple]:
+        """The device's (``peak_bytes_in_use``, ``bytes_in_use``) now ((0, 0) before the backend
+        started: nothing was allocated), or None where the device reports no memory statistics."""
         if self._memory is False:
             return None
         try:
             from .memory import _backend_started
 
             if not _backend_started():
-                return 0
+                return (0, 0)
             if self._device is None:
                 import jax
 
@@ -159,7 +181,7 @@ class Watcher:
         self._memory = True
         for log, _ in logs:
             log.device_memory = True
-        return int(stats["peak_bytes_in_use"])
+        return int(stats["peak_bytes_in_use"]), int(stats.get("bytes_in_use", 0))
 
     # -- the watcher thread ---------------------------------------------------------------
     def _start(self) -> None:
@@ -168,9 +190,6 @@ class Watcher:
         with self._lock:
             if self._thread is not None:
                 return
-            self._saved_interval = sys.getswitchinterval()
-            if self._saved_interval > SWITCH_INTERVAL:
-                sys.setswitchinterval(SWITCH_INTERVAL)
             t = threading.Thread(target=self._run, name="jaxlint-device-watch", daemon=True)
             t.start()
             self._thread = t
@@ -181,7 +200,17 @@ class Watcher:
             return True
         done = threading.Event()
         self._q.put(done)
-        return done.wait(timeout)
+        ok = done.wait(timeout)
+        if ok:  # every call handed over is done: nothing needs holding any more
+            for pending in self._pending.values():
+                while pending:
+                    self._drop(pending.popleft())
+        collectors = self.inst.collectors
+        read = self._peak([(c.steps, None) for c in collectors]) if self._memory else None
+        if read is not None:  # the device's peak over the whole run so far
+            for c in collectors:
+                c.steps.peak_end = read[0]
+        return ok
 
     def stop(self, timeout: float = 60.0) -> None:
         thread, self._thread = self._thread, None
@@ -189,7 +218,7 @@ class Watcher:
             return
         self._q.put(_STOP)
         thread.join(timeout)
-        if self._saved_interval is not None and sys.getswitchinterval() == SWITCH_INTERVAL:
+        if self._saved_interval is not None and sys.getswitchinterval() == self._interval_read:
             sys.setswitchinterval(self._saved_interval)  # unless the program set its own meanwhile
         self._saved_interval = None
         self._last = None
@@ -231,7 +260,8 @@ class Watcher:
         """The idle window between ``last``'s result and ``call``'s arrival on the device."""
         if last is None:
             return
-        end = call.t_r if call.compiled else call.t_d  # a compile keeps the device waiting too
+        # a compile, or a copy of the call's host arguments, keeps the device waiting too
+        end = call.t_r if call.compiled or call.uploaded else call.t_d
         start = last.ready
         if call.prev is last and call.prev_ready is False:
             return  # still computing when this call was dispatched: no idle window
@@ -243,7 +273,7 @@ class Watcher:
             start = min(start, call.t_d)  # the watcher read it late (GIL): it was ready by then
         if end <= start:
             return
-        tail = (None, *call.logs[0][1], S.JIT if call.compiled else "unsampled") if call.logs else None
+        tail = (None, *call.logs[0][1], S.JIT if call.compiled or call.uploaded else S.UNSAMPLED) if call.logs else None
         lines = S.attribute(samples, start, end, tail)
         for log, site in call.logs:
             log.add_window(S.Window(start, end, (call.key, site), lines))
@@ -255,21 +285,17 @@ class Watcher:
         nxt = call.next
         skip = call.ready is None and nxt is not None and nxt.prev_ready is False
         if call.ready is None and not skip:
-            leaf = call.leaf() if call.leaf is not None else None
-            self.holding = leaf  # held only while it computes (see memory.before_call)
             try:
-                leaf.block_until_ready()
+                call.leaf.block_until_ready()
                 call.ready = _PERF()
-            except Exception:  # dropped, or deleted (donated to a later call), before this read: unknown
+            except Exception:  # deleted (donated to a later call) before this read: unknown
                 call.ready = None
-            finally:
-                self.holding = leaf = None
         if skip:
             unconfirmed.append(call)  # its array is dropped once a later result is ready
         else:
-            call.leaf = None
+            self._drop(call)
             for c in unconfirmed:  # calls run in order: every earlier one is done too
-                c.leaf = None
+                self._drop(c)
             unconfirmed.clear()
         call.done = True
         for log, site in call.logs:
@@ -332,9 +358,8 @@ class Watcher:
         return (loop_line, inner[0], inner[1], what)
 
 
-def _ready(ref: Any) -> bool:
-    """Whether the array behind the weak reference ``ref`` is ready (or gone: nothing to wait for)."""
-    leaf = ref() if ref is not None else None
+def _ready(leaf: Any) -> bool:
+    """Whether ``leaf`` is ready (None: no longer held, known ready)."""
     if leaf is None:
         return True
     try:
