@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager, memory, steploops
+from . import advice, cost, eager, loopbody, memory, steploops
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -122,8 +122,21 @@ def _hotspot_fixes(report: dict) -> None:
         t["fix"] = advice.transfer_fix(t, steps)
     for u in report["uploads"]:
         u["fix"] = advice.upload_fix(u, _bytes(u["bytes"]))
+    busiest = max(report["functions"], key=lambda f: f.get("calls") or 0, default=None)
+    step = busiest["qualname"] if busiest and busiest.get("calls") else None
+    hot: dict = {}
+    for e in report["eager"]:
+        if e["count"] >= advice.MIN_EAGER:
+            hot.setdefault(e["file"], []).append(e["line"])
     for e in report["eager"]:
         e["fix"] = advice.eager_fix(e)
+        if e["fix"] and e["file"] and not e["file"].startswith("<"):
+            try:
+                named = loopbody.fix_text(loopbody.suggestion(e["file"], e["line"], hot.get(e["file"], ())),
+                                          e["count"], _where(e["file"], None), step)
+            except Exception:  # the source changed or cannot be read: the general fix stays
+                named = None
+            e["fix"] = named or e["fix"]
     for cb in report["callbacks"]:
         cb["fix"] = advice.callback_fix(cb)
 
