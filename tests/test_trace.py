@@ -569,3 +569,16 @@ def test_program_sees_argv_and_file_as_typed(tmp_path):
                               timeout=300).stdout for pre in ([sys.executable], [sys.executable, "-m", "jaxlint",
                                                                                  "trace", "--no-static"])]
     assert modular[0] == modular[1] and "show.py" in modular[0]
+
+
+def test_a_program_that_never_imports_jax_gets_one_line(tmp_path):
+    script = write(tmp_path, "plain.py", "import sys\nprint('hi')\nprint('warn', file=sys.stderr)\nsys.exit(3)\n")
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", script], capture_output=True, text=True,
+                          cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 3 and proc.stdout == "hi\n"
+    assert proc.stderr == "warn\njaxlint trace: plain.py exited with 3; it never imported jax, so there is nothing to report\n"
+    # the JSON keeps its keys (a tool reading it needs no special case) and says so
+    proc, report = trace(script, cwd=str(tmp_path))
+    assert report["jax_imported"] is False and report["functions"] == [] and report["environment"]["jax"] is None
+    proc, report = trace(fixture("hoisted_jit.py"))
+    assert report["jax_imported"] is True
