@@ -274,16 +274,17 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
 
 
 def html_section(report: dict, escape, where, table) -> str:
+    """The HTML section; ``where(file, line)`` gives a cell's HTML (escaped, with break points)."""
     sl = report.get("step_loops")
     if not sl or not sl.get("loops"):
         return ""
     rows = []
     for r in sl["loops"]:
         lines = "<br>".join(
-            f"{ln['seconds']:.3f} s ({ln['share']:.0%}) {escape(where(ln['file'], ln['line']))} {escape(ln['what'])}"
+            f"{ln['seconds']:.3f} s ({ln['share']:.0%}) {where(ln['file'], ln['line'])} {escape(ln['what'])}"
             for ln in r["lines"][:MAX_LINES] if ln["seconds"] >= 0.0005 or ln["share"] >= 0.01)
         verdict = '<span class="no">host-bound</span>' if r["host_bound"] else "not host-bound"
-        rows.append([f"<code>{escape(r['function'])}</code>", escape(where(r["call_file"], r["call_line"])),
+        rows.append([f"<code>{escape(r['function'])}</code>", where(r["call_file"], r["call_line"]),
                      str(r["steps"]), f"{r['seconds']:.3f}", f"{r['idle_seconds']:.3f}", f"{r['idle_share']:.0%}",
                      verdict, lines, escape(r["fix"] or "")])
     note = ('<p class="note">Idle windows are measured (each step\'s result ready time, read by a watcher thread, '
