@@ -3,7 +3,9 @@
     python bench/trace_tpu_tests.py OUTDIR [TEST FILES ...]     (default: tests/test_trace*.py)
 
 $TESTS_SECONDS (default 3000) bounds both passes together: a pass still running then is stopped,
-and the summary covers the tests that finished.
+and the summary covers the tests that finished. $TESTS_PASS1: node ids for pass 1 (default: every
+test), or "skip"; $TESTS_INPROCESS: a file of node ids for pass 2 (default: pass 1's tests that
+started no program), such as bench/trace_tpu_inprocess.txt, made by a pass 1 on a CPU machine.
 
 One chip can be held by one process at a time, so two passes, each one pytest process:
 
@@ -52,7 +54,17 @@ def main(argv) -> int:
             except subprocess.TimeoutExpired:
                 log.write("\nSTOPPED: out of time\n")
 
-    run("pass1.log", {"JAXLINT_TPU_PASS": "children"})
+    given = os.environ.get("TESTS_INPROCESS")  # a list made by an earlier pass 1 (on a CPU machine: which
+    pass1 = os.environ.get("TESTS_PASS1")      # tests start no program does not depend on the device)
+    if pass1 != "skip":
+        with open(os.path.join(out, "pass1-tests.txt"), "w") as fh:
+            fh.write("\n".join(pass1.split()) if pass1 else "")
+        if pass1:  # only these tests (node ids) in pass 1
+            base_files = files
+            files = pass1.split()
+        run("pass1.log", {"JAXLINT_TPU_PASS": "children"})
+        if pass1:
+            files = base_files
     rows = [json.loads(line) for line in open(results)] if os.path.exists(results) else []
     kids = collections.defaultdict(list)
     if os.path.exists(children):
@@ -62,6 +74,8 @@ def main(argv) -> int:
     alone = [r["nodeid"] for r in rows if r.get("pass") == "children" and not kids.get(r["nodeid"])
              and r.get("outcome") == "passed"]
     select = os.path.join(out, "inprocess.txt")
+    if given:
+        alone = [line.strip() for line in open(given) if line.strip()]
     with open(select, "w") as fh:
         fh.write("\n".join(alone) + "\n")
     if alone and deadline - time.monotonic() > 20:
