@@ -264,7 +264,7 @@ def test_html_has_the_eager_section():
     c = _collector({("/p/a.py", 9): {"cos": 12}}, calls=12)
     from jaxlint.trace.chrome_trace import timeline
 
-    page = render(build(c), timeline(c))
+    page = render(build(c), timeline(c)).replace("<wbr>", "")  # break points in paths are not text
     assert 'id="eager"' in page and "cos×12" in page and "/p/a.py:9" in page
 
 
