@@ -6,6 +6,8 @@ $TESTS_SECONDS (default 3000) bounds both passes together: a pass still running 
 and the summary covers the tests that finished. $TESTS_PASS1: node ids for pass 1 (default: every
 test), or "skip"; $TESTS_INPROCESS: a file of node ids for pass 2 (default: pass 1's tests that
 started no program), such as bench/trace_tpu_inprocess.txt, made by a pass 1 on a CPU machine.
+A module-scoped fixture's programs count for the first test that uses it only: the tests after it
+that use the same fixture must be taken out of such a list by hand (test_trace_html.py's `runs`).
 
 One chip can be held by one process at a time, so two passes, each one pytest process:
 
@@ -70,7 +72,7 @@ def main(argv) -> int:
     if os.path.exists(children):
         for line in open(children):
             test, backend, _ = (line.rstrip("\n").split("\t") + ["", ""])[:3]
-            kids[test].append(backend)
+            kids[test].append(backend)  # "started" lines too: a test with any started no program alone
     alone = [r["nodeid"] for r in rows if r.get("pass") == "children" and not kids.get(r["nodeid"])
              and r.get("outcome") == "passed"]
     select = os.path.join(out, "inprocess.txt")

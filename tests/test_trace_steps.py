@@ -113,7 +113,7 @@ def test_an_idle_window_runs_from_a_result_being_ready_to_the_next_dispatch():
     # the samples found this test's sleeping line, and add up to the window
     sleep_line = line_of(__file__, "time.sleep(0.06)")
     lines = {(k[2], k[3]): s for k, s in win.lines.items()}
-    assert abs(sum(win.lines.values()) - (win.end - win.start)) < 1e-9
+    assert abs(sum(win.lines.values()) - (win.end - win.start)) < 1e-9  # what was owed went to the last sample
     assert lines.get((sleep_line, S.PYTHON), 0) >= 0.8 * (win.end - win.start), win.lines
     assert inst.errors == []
 
@@ -154,10 +154,14 @@ def test_a_compile_or_an_upload_keeps_the_window_open_to_the_end_of_the_dispatch
     assert win.end == call2.t_r and win.end - win.start >= 0.035
 
 
-def test_attribute_gives_each_sample_the_time_since_the_last():
+def test_attribute_gives_each_sample_the_idle_time_since_the_last_across_windows():
     samples = [(1.0, "a"), (1.5, "b"), (1.6, "b"), (3.0, "late")]
-    assert S.attribute(samples, 0.5, 2.0, "tail") == pytest.approx({"a": 0.5, "b": 1.0})
-    assert S.attribute([], 0.0, 0.25, "tail") == {"tail": 0.25}
+    lines, owed, last = S.attribute(samples, 0.5, 2.0, 0.125, None)
+    # "a" gets the 0.125 s owed by earlier windows and 0.5 s of this one; 0.4 s after the last
+    # sample is owed to the next; the sample after the window's end is dropped
+    assert lines == pytest.approx({"a": 0.625, "b": 0.6}) and owed == pytest.approx(0.4) and last == "b"
+    lines, owed, last = S.attribute([], 0.0, 0.25, owed, last)  # a window with no sample of its own
+    assert lines == {} and owed == pytest.approx(0.65) and last == "b"
 
 
 def test_a_loop_under_the_minimum_steps_is_not_a_step_loop():

@@ -1,16 +1,18 @@
-"""Put first on a test's child processes' PYTHONPATH by bench/trace_tpu_tests.py: at exit, each
-child that imported jax appends one line to $JAXLINT_CHILD_LOG: the test it ran for, the backend
-it used (or "none" when its backend never started) and its command line. Any other sitecustomize
+"""Put first on a test's child processes' PYTHONPATH by bench/trace_tpu_tests.py: each child that
+imports jax appends one line to $JAXLINT_CHILD_LOG then ("started") and one at its exit: the test
+it ran for, the backend it used (or "none" when its backend never started) and its command line. Any other sitecustomize
 found further along sys.path still runs."""
 import atexit
 import os
 import sys
 
 
-def _log():
+def _log(backend=None):
     path, test = os.environ.get("JAXLINT_CHILD_LOG"), os.environ.get("JAXLINT_TEST_ID", "?")
     if not path or "jax" not in sys.modules or str(os.getpid()) == os.environ.get("JAXLINT_PYTEST_PID"):
         return  # the pytest process itself is not a child
+    if backend is not None:
+        return _write(path, test, backend)
     backend = "none"
     try:
         from jax._src import xla_bridge
@@ -21,6 +23,10 @@ def _log():
             backend = jax.default_backend()
     except Exception as e:
         backend = f"? ({type(e).__name__})"
+    _write(path, test, backend)
+
+
+def _write(path, test, backend):
     try:
         with open(path, "a") as fh:
             fh.write(f"{test}\t{backend}\t{' '.join(sys.argv)[:200]}\n")
@@ -52,6 +58,7 @@ class _AfterJax:
                 real(module)
                 if finder in sys.meta_path:
                     sys.meta_path.remove(finder)
+                    _log("started")  # a child that ends with os._exit never runs its exit hooks
                     atexit.register(_log)
 
             spec.loader.exec_module = exec_module

@@ -106,24 +106,22 @@ class StepLog:
                 lp.overflow_lines[k] = lp.overflow_lines.get(k, 0.0) + s
 
 
-def attribute(samples: list, start: float, end: float, tail: Any) -> dict:
-    """{line key: seconds} of one window from its samples ``[(t, key)]`` (in time order): each
-    sample gets the time since the one before it (or since the window's start); the time after
-    the last sample goes to that sample's key, or to ``tail`` when there was none. Samples after
-    ``end`` are dropped (the host was already dispatching the next call)."""
+def attribute(samples: list, start: float, end: float, owed: float, last: Any) -> tuple:
+    """``({line key: seconds}, owed, last key)`` of one window from its samples ``[(t, key)]`` (in
+    time order). Samples are taken on one schedule across windows (one per
+    :data:`.steps.SAMPLE_SECONDS` of idle time, whatever the windows' lengths), so each sample gets
+    the idle time since the one before it, ``owed`` from earlier windows included; the idle time
+    after the window's last sample is owed to the next sample. Samples after ``end`` are dropped
+    (the host was already dispatching the next call)."""
     out: dict = {}
-    prev, last = start, None
+    prev = start
     for t, key in samples:
         if t > end:
             break
         if t > prev:
-            out[key] = out.get(key, 0.0) + (t - prev)
-            prev = t
-        last = key
-    if end > prev:
-        k = last if last is not None else tail
-        out[k] = out.get(k, 0.0) + (end - prev)
-    return out
+            out[key] = out.get(key, 0.0) + owed + (t - prev)
+            owed, prev, last = 0.0, t, key
+    return out, owed + max(0.0, end - prev), last
 
 
 # -- the report (no JAX) ------------------------------------------------------------------

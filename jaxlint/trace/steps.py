@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 from . import steploops as S
 
-SAMPLE_SECONDS = 0.001
+SAMPLE_SECONDS = 0.005  # one sample of the host's stack per this much idle time (carried across windows)
 SWITCH_INTERVAL = 0.0002
 PEAK_CALLS = 64  # calls of each function after which the device's peak is read
 _LEAVES_LOOKED_AT = 8  # from each end of a call's outputs, for the smallest array to wait on
@@ -75,6 +75,10 @@ class Watcher:
         self._lock = threading.Lock()
         self.counted_code = None  # Counted.__call__'s code: a sample inside it is a dispatch or compile
         self.held: set = set()  # id() of every output array held now (each until it is known to be ready)
+        self._owed = 0.0  # idle seconds since the last sample, for the next one (the watcher thread's)
+        self._last_key: Any = None  # what the last sample found
+        self._last_window: Any = None
+        self._last_window_tail: Any = None
 
     # -- the dispatching thread ---------------------------------------------------------
     def before(self, key: Any, caller) -> Optional[Call]:
@@ -225,6 +229,7 @@ class Watcher:
         self._pending.clear()
         self._observed.clear()
         self._q = queue.SimpleQueue()
+        self._owed, self._last_key, self._last_window = 0.0, None, None
 
     def _run(self) -> None:
         q = self._q
@@ -233,8 +238,10 @@ class Watcher:
         unconfirmed: list = []  # calls passed over (still computing when the next was dispatched)
         while True:
             if last is not None and last.ready is not None:  # the device is idle: sample while waiting
+                since = samples[-1][0] if samples else max(last.ready, last.t_r)
+                due = SAMPLE_SECONDS - self._owed - (_PERF() - since)  # the schedule runs across windows
                 try:
-                    item = q.get(timeout=SAMPLE_SECONDS)
+                    item = q.get(timeout=max(0.0002, due))
                 except queue.Empty:
                     try:
                         self._sample(samples, last)
@@ -246,6 +253,7 @@ class Watcher:
             if item is _STOP:
                 return
             if isinstance(item, threading.Event):
+                self._settle()
                 item.set()
                 continue
             try:
@@ -255,6 +263,16 @@ class Watcher:
             samples = []
             self._wait(item, unconfirmed)
             last = item
+
+    def _settle(self) -> None:
+        """Give the idle time owed to a sample not taken yet to the last sample's line, in the
+        last window (a run's end comes before its next sample)."""
+        if self._owed <= 0 or self._last_window is None:
+            return
+        lines = self._last_window.lines
+        key = self._last_key or self._last_window_tail
+        lines[key] = lines.get(key, 0.0) + self._owed
+        self._owed = 0.0
 
     def _window(self, last: Optional[Call], call: Call, samples: list) -> None:
         """The idle window between ``last``'s result and ``call``'s arrival on the device."""
@@ -273,10 +291,13 @@ class Watcher:
             start = min(start, call.t_d)  # the watcher read it late (GIL): it was ready by then
         if end <= start:
             return
-        tail = (None, *call.logs[0][1], S.JIT if call.compiled or call.uploaded else S.UNSAMPLED) if call.logs else None
-        lines = S.attribute(samples, start, end, tail)
+        lines, self._owed, self._last_key = S.attribute(samples, start, end, self._owed, self._last_key)
+        window = None
         for log, site in call.logs:
-            log.add_window(S.Window(start, end, (call.key, site), lines))
+            window = S.Window(start, end, (call.key, site), lines)
+            log.add_window(window)
+        self._last_window = window
+        self._last_window_tail = (None, *call.logs[0][1], S.UNSAMPLED) if call.logs else None
 
     def _wait(self, call: Call, unconfirmed: list) -> None:
         """Read when ``call``'s result is ready, unless the next call was dispatched while it was
