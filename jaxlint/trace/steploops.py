@@ -195,6 +195,9 @@ def _lines(lines: dict, idle: float) -> list:
     for (loop_line, file, line, what), s in lines.items():
         k = (loop_line, file, line, what)
         merged[k] = merged.get(k, 0.0) + s
+    sampled = sum(merged.values())
+    if sampled > 0:  # the samples give the shares; the measured idle time is what they share
+        merged = {k: s * idle / sampled for k, s in merged.items()}
     out = []
     for (loop_line, file, line, what), s in sorted(merged.items(), key=lambda kv: -kv[1]):
         out.append({"loop_line": loop_line, "file": file, "line": line, "what": what, "seconds": round(s, 6),
