@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("jax")
 
 from jaxlint.trace import memory as M  # noqa: E402
+from jaxlint.trace import memory_report as MR  # noqa: E402
 from jaxlint.trace import steploops as S  # noqa: E402
 from jaxlint.trace import steps  # noqa: E402
 from jaxlint.trace.collector import Collector  # noqa: E402
@@ -267,19 +268,19 @@ def test_donation_on_a_device_with_memory_uses_the_in_flight_depth_beside_xlas_f
     mem.calls["k"] = M._Calls()
     c = mem.calls["k"]
     c.seen, c.links, c.fed, c.bytes, c.names = 4, 3, {0: 3}, {0: 256 << 20}, {0: "params"}
-    d = M.function_keys(mem, Rec(), steps=log)["donation"]
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
     assert d["figure"] == "device" and d["device_saving"] == 5 * (256 << 20) and d["compiled_saving"] == 256 << 20
     assert d["peak_in_calls"] is True and d["device_peak_saving"] == 5 * (256 << 20)
     assert "5 × 256.0 MiB = 1.2 GiB" in d["fix"] and "XLA's figure" in d["fix"] and "measured" in d["fix"]
     # the device's peak came from elsewhere in the run: donating does not lower it
     log.in_use_after["k"], log.peak_end = 100 << 20, 5 << 28
-    d = M.function_keys(mem, Rec(), steps=log)["donation"]
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
     assert d["peak_in_calls"] is False and d["device_peak_saving"] == 0 and "not lower this run's peak" in d["fix"]
 
 
 def test_donation_without_device_memory_gives_xlas_figure_labelled():
     d = dict(_candidate(), device_memory=False, in_flight=3, device_saving=None)
-    fix = M.donation_fix("step", d)
+    fix = MR.donation_fix("step", d)
     assert "XLA's compiled peak of one call drops 256.0 MiB (XLA's figure; this device reports no memory" in fix
 
 

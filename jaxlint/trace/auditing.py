@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from . import memory
+from . import memory_report
 from .adapters import base
 from .attribution import code_of, describe
 from .collector import Collector
@@ -105,7 +105,7 @@ class Audit:
         ``output``, ``temp``, ``alias``, ``generated_code``, ``peak`` (None where this jaxlib
         reports none), ``footprint`` and ``footprint_exact``), as ``memory_analysis()`` gives them."""
         rec = self._record(fn)
-        return memory.function_keys(self.collector.memory, rec)["memory"]["compiles"] if (
+        return memory_report.function_keys(self.collector.memory, rec)["memory"]["compiles"] if (
             rec is not None and self.collector.memory.programs.get(rec.key)) else []
 
     def assert_memory(self, fn: Any, at_most: Any) -> None:

@@ -117,7 +117,7 @@ def _watch_donation(collectors, counted: Counted, args: tuple, kwargs: dict) -> 
     for c in collectors:
         try:
             state = memory.before_call(c.memory, counted._jaxlint_key, counted._jaxlint_real, args, kwargs,
-                                       counted._jaxlint_maker)
+                                       counted._jaxlint_maker, INSTRUMENTATION.watcher.held)
         except Exception as e:
             INSTRUMENTATION._error(e)
             continue

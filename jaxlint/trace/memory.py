@@ -97,9 +97,11 @@ def _arrays(value: Any, array_type: type) -> list:
     return [leaf for leaf in jax.tree_util.tree_leaves(value) if isinstance(leaf, array_type)]
 
 
-def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, maker: str = "jit") -> Optional[tuple]:
+def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, maker: str = "jit",
+                held: Any = ()) -> Optional[tuple]:
     """Look at a call's array arguments (the first :data:`OBSERVED_CALLS` calls of ``key``); the
-    state to hand to :func:`after_call`, or None once enough calls were seen."""
+    state to hand to :func:`after_call`, or None once enough calls were seen. ``held``: id() of
+    the arrays the device watcher holds (steps.py), which are not the program's references."""
     calls = memory.calls.get(key)
     if calls is None:
         calls = memory.calls[key] = _Calls()
@@ -115,7 +117,6 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
     if calls.seen:
         calls.links += 1
         last = {id(a): a for a in (r() for r in calls.prev_out) if a is not None}
-        held = _watcher_held()
         for p, leaves in positions.items():
             # alive for the program: the device watcher's own references (steps.py) do not count
             old_alive = any(x is not None and id(x) not in held for x in (r() for r in calls.prev_in.get(p, ())))
@@ -124,12 +125,6 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
     if not calls.names:
         calls.names = dict(enumerate(positional_params(fun)[0]))
     return calls, positions
-
-
-def _watcher_held() -> set:
-    from .hooks import INSTRUMENTATION
-
-    return INSTRUMENTATION.watcher.held
 
 
 def after_call(state: tuple, out: Any) -> None:
@@ -388,12 +383,3 @@ def device_memory() -> dict:
 # -- the report ----------------------------------------------------------------------------
 def _at(site: Optional[tuple]) -> Optional[dict]:
     return None if site is None else {"file": site[0], "line": site[1]}
-
-
-# The report's part lives in memory_report (kept apart for size); these names stay offered here.
-from .memory_report import (  # noqa: E402
-    confirm_setup, device_figures, donation_fix, function_keys, section, text_lines)
-
-__all__ = ["Memory", "program_memory", "footprint", "before_call", "after_call", "donation_candidates", "install",
-           "setting_kind", "device_memory", "confirm_setup", "device_figures", "donation_fix", "function_keys",
-           "section", "text_lines"]

@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager, loopbody, memory, steploops
+from . import advice, cost, eager, loopbody, memory, memory_report, steploops
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -58,7 +58,7 @@ def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
         **cost.function_keys(rec),
-        **memory.function_keys(mem if mem is not None else memory.Memory(), rec, threshold, steps),
+        **memory_report.function_keys(mem if mem is not None else memory.Memory(), rec, threshold, steps),
     }
 
 
@@ -103,7 +103,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "static_checked": findings is not None,
         **cost.run_keys(collector),
     }
-    report["memory"] = memory.section(collector, report["functions"], donation_threshold)
+    report["memory"] = memory_report.section(collector, report["functions"], donation_threshold)
     names = {r.key: (r.qualname, r.file, r.line) for r in collector.records.values()}
     report["step_loops"] = steploops.section(collector, names)
     report["step_loops"]["backend_note"] = steploops.backend_note(
@@ -253,7 +253,7 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
             evidence = (f"the host callback made on this line ran {n} time{'s' if n != 1 else ''}" if n else
                         "not observed: no host callback made on this line ran")
         elif kind == "setup":
-            confirmed, evidence = memory.confirm_setup(collector.memory, file, line, _real, _where)
+            confirmed, evidence = memory_report.confirm_setup(collector.memory, file, line, _real, _where)
         elif kind == "donation":
             evidence = "not observed: no read of a deleted (donated) array failed on this line"
         elif kind in ("trace_time", "unroll"):
@@ -431,7 +431,7 @@ def text(report: dict, max_rows: int = 20) -> str:
         if j["float64_ops"]:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
-    lines.extend(memory.text_lines(report, _where, max_rows))
+    lines.extend(memory_report.text_lines(report, _where, max_rows))
     lines.extend(steploops.text_lines(report, _where, max_rows))
     lines.extend(eager.text_lines(report, _where, max_rows))
     lines.append("")
