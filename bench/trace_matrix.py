@@ -53,6 +53,10 @@ COUNTS = {
     "memory.py": {},
     "setup_order.py": {},
     "import_settings.py": {},
+    # issue 38: step loops, the device's idle share judged host-bound or not (the verdicts; the
+    # shares are measured in bench/trace_hostbound.py), the host line that filled the idle time
+    "host_bound.py": {"train_step": (31, 1, 1, {})},
+    "device_bound.py": {"train_step": (31, 1, 1, {})},
 }
 MEMORY_FIELDS = ("argument", "output", "temp", "alias", "generated_code")
 
@@ -179,6 +183,14 @@ def check(name: str, proc, report, python: str) -> list:
         confirmed = sorted((f["code"], f["line"]) for f in report["findings"] if f["confirmed"])
         if confirmed != [("JAX801", 10), ("JAX801", 12), ("JAX802", 14)]:
             off.append(f"confirmed findings {confirmed}")
+    if name in ("host_bound.py", "device_bound.py"):
+        loops = [(lp["function"], lp["steps"], lp["host_bound"]) for lp in report["step_loops"]["loops"]]
+        if loops != [("train_step", 30, name == "host_bound.py")]:
+            off.append(f"step loops {loops}")
+        elif name == "host_bound.py":
+            top = report["step_loops"]["loops"][0]["lines"][0]
+            if (os.path.basename(top["file"]), top["line"]) != ("host_bound.py", 25):
+                off.append(f"top host line {top['file']}:{top['line']}")
     if name == "import_settings.py":
         if proc.stdout != "float64 3\n":
             off.append(f"output {proc.stdout!r} (a setting made before the program's import of jax was lost)")

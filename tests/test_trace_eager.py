@@ -264,5 +264,56 @@ def test_html_has_the_eager_section():
     c = _collector({("/p/a.py", 9): {"cos": 12}}, calls=12)
     from jaxlint.trace.chrome_trace import timeline
 
-    page = render(build(c), timeline(c))
+    page = render(build(c), timeline(c)).replace("<wbr>", "")  # break points in paths are not text
     assert 'id="eager"' in page and "cos×12" in page and "/p/a.py:9" in page
+
+
+# -- the fix names what can be jitted (issue 38) ----------------------------------------------
+
+SCHEDULE = os.path.join(ROOT, "fixtures", "trace", "eager_schedule.py")
+
+
+def _line(text):
+    with open(SCHEDULE) as fh:
+        return next(i for i, line in enumerate(fh, 1) if text in line)
+
+
+def test_the_eager_fix_names_the_loop_body_and_the_values_it_carries():
+    from jaxlint.trace import loopbody
+
+    loop, lr, total, first = (_line("for step in range(STEPS)"), _line("# eager: lr"), _line("# eager: total"),
+                              _line("# eager: first"))
+    eager_lines = [lr, total, _line("# eager: avg"), first]
+    # the jitted step's line between them splits the loop body into two runs of eager statements
+    s = loopbody.suggestion(SCHEDULE, lr, eager_lines)
+    assert s == {"kind": "loop", "loop_line": loop, "first": lr, "last": lr, "inputs": ["step"], "carried": ["step"],
+                 "outputs": ["lr"]}
+    s = loopbody.suggestion(SCHEDULE, total, eager_lines)
+    assert (s["first"], s["last"]) == (total, first)
+    assert s["inputs"] == ["total", "loss", "step", "w"]  # in the order the run first reads them
+    assert s["outputs"] == ["total", "avg", "first"]  # each read again: next iteration, or after the loop
+    text = loopbody.fix_text(s, 80, "eager_schedule.py", "train_step")
+    assert f"the loop at eager_schedule.py:{loop}" in text
+    assert "`total, avg, first = body(total, loss, step, w)`" in text and "`train_step`" in text
+    assert "main" not in text and "the function this line is in" not in text
+
+
+def test_the_eager_fix_names_a_function_called_again_and_again(tmp_path):
+    from jaxlint.trace import loopbody
+
+    path = tmp_path / "sched.py"
+    path.write_text("import jax.numpy as jnp\n\n\ndef schedule(step):\n    return 0.1 * jnp.cos(step)\n\n\n"
+                    "def main():\n    for i in range(3):\n        schedule(i)\n\n\nx = jnp.ones(2) * 2\n")
+    assert loopbody.suggestion(str(path), 5) == {"kind": "function", "name": "schedule", "def_line": 4}
+    assert "`jax.jit` `schedule` (sched.py:4" in loopbody.fix_text(loopbody.suggestion(str(path), 5), 30, "sched.py")
+    assert loopbody.suggestion(str(path), 13) is None  # module level, no loop: the general fix stays
+
+
+def test_the_run_report_uses_the_named_fix():
+    import runpy as _runpy
+
+    with audit() as a:
+        _runpy.run_path(SCHEDULE, run_name="__main__")
+    report = build(a.collector)
+    row = next(e for e in report["eager"] if e["line"] == _line("# eager: lr"))
+    assert "`lr = body(step)`" in row["fix"] and "train_step" in row["fix"]

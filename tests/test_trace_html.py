@@ -447,3 +447,42 @@ def test_html_at_1280px_fits_long_names_and_many_call_sites(chromium, tmp_path):
         label = text.split("  ", 1)[-1]
         assert "…" not in label or re.search(r"…[/:]", label), text
     assert "call sites" in got["html"]
+
+
+MEASURE_TOKENS = """<script>
+const split = [];
+for (const td of document.querySelectorAll('td')) {
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode())) {
+    const re = /\\S+/g;
+    let m;
+    while ((m = re.exec(node.textContent))) {
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+      if (tops.size > 1) split.push(m[0]);
+    }
+  }
+}
+document.body.setAttribute('data-measured', JSON.stringify({split, inner: window.innerWidth,
+  cells: document.querySelectorAll('td').length}));
+</script></body>"""
+
+NARROW_SCRIPT = MANY_SITES_SCRIPT + """
+lr = 0.1
+for step in range(12):
+    lr = lr * jnp.cos(jnp.pi * step / 12)  # eager, with a long fix
+    t = jnp.tanh(jnp.ones(3) * lr)
+"""
+
+
+def test_html_narrow_columns_do_not_break_inside_tokens_in_headless_chromium(chromium, tmp_path):
+    """At 900 px, with long fix texts beside numbers, codes and paths, no word of a table cell is
+    split over two lines ("JAX20 5", "train_fix.py / :55", "22.00 8"): numbers and codes do not
+    wrap, paths wrap only at their folders (a text node of their own each), and text at spaces."""
+    rel = os.path.join("experiments_with_a_long_folder_name", "train_fix.py")
+    got = _measured_page(chromium, tmp_path, rel, NARROW_SCRIPT, MEASURE_TOKENS, "--window-size=900,900")
+    assert got["inner"] == 900 and got["cells"] > 20, got
+    assert got["split"] == [], got["split"][:20]

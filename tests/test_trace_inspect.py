@@ -317,3 +317,52 @@ def test_cli_inspect_refuses_run_gates_it_would_ignore():
                               capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert "are for runs" in proc.stderr
+
+
+# -- pytrees of specs (issue 38) ------------------------------------------------------------
+
+MLP = """
+import jax.numpy as jnp
+
+def mlp(params, x):
+    for w, b in params:
+        x = jnp.tanh(x @ w + b)
+    return x
+
+def scaled(tree, scale):
+    return tree["w"] * scale + tree["b"][0]
+"""
+
+
+def test_parse_spec_reads_pytrees_of_specs():
+    A = audit_fn.ArraySpec
+    assert audit_fn.parse_spec("[(f32[8,32], f32[32])]") == (
+        "tree", [(A((8, 32), "float32", False), A((32,), "float32", False))])
+    assert audit_fn.parse_spec("{'w': bf16[4], 'b': (i32[], 3, 'relu'), 'r': f32[]{weak}}") == (
+        "tree", {"w": A((4,), "bfloat16", False), "b": (A((), "int32", False), 3, "relu"),
+                 "r": A((), "float32", True)})
+    # a dtype name inside a string is text, not a spec; containers without a spec stay literals
+    assert audit_fn.parse_spec("('f32[8]', 2)") == ("value", ("f32[8]", 2))
+    assert audit_fn.parse_spec("[float32[2], [bool]]") == (
+        "tree", [A((2,), "float32", False), [A((), "bool", False)]])
+    for bad in ("[f32[8], relu]", "[f32[8,x]]", "[(f32[8], f32[2]]", "{**x, 'a': f32[2]}", "[f7[2], f32[1]]"):
+        with pytest.raises(audit_fn.SpecError):
+            audit_fn.parse_spec(bad)
+
+
+def test_cli_accepts_a_pytree_argument(capsys, tmp_path):
+    path = tmp_path / "mlp_mod.py"
+    path.write_text(MLP)
+    code, out, err = cli(capsys, "--inspect", f"{path}:mlp", "--format", "json",
+                         "--arg", "[(f32[8,32], f32[32]), (f32[32,4], f32[4])]", "--arg", "f32[5,8]")
+    assert code == 0, err
+    d = json.loads(out)
+    # the pytree reached the function as two (w, b) pairs: five leaves, and two layers of
+    # dot_general, broadcast_in_dim (of b), add, tanh (print(jax.make_jaxpr(mlp)(...)))
+    assert d["argsets"][0]["args"] == ("params[0][0]: f32[8,32], params[0][1]: f32[32], params[1][0]: f32[32,4], "
+                                       "params[1][1]: f32[4], x: f32[5,8]")
+    assert d["equations"] == 8 and d["compilations"] == 1
+    code, out, err = cli(capsys, "--inspect", f"{path}:scaled", "--args", "{'w': f32[3], 'b': [f32[]]}, 0.5",
+                         "--args", "{'w': f32[4], 'b': [f32[]]}, 0.5")
+    assert code == 0, err
+    assert "Compilations: 2 for 2 argument sets" in out and "f32[3] → f32[4]" in out

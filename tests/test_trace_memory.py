@@ -16,6 +16,7 @@ jnp = jax.numpy
 
 from jaxlint.trace import audit  # noqa: E402
 from jaxlint.trace import memory as M  # noqa: E402
+from jaxlint.trace import memory_report as MR  # noqa: E402
 from jaxlint.trace.sizes import format_size, parse_size  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -293,7 +294,7 @@ def test_m_unit_setting_kinds():
 def test_donation_fix_names_keywords_and_the_wrapper():
     d = {"argnums": [0, 1], "argnames": ["opt"], "names": ["params", "state", "opt"], "bytes": 3 << 20,
          "wrapper": "jax.pmap"}
-    fix = M.donation_fix("update", d)
+    fix = MR.donation_fix("update", d)
     assert fix.startswith("`jax.pmap(update, donate_argnums=(0, 1), donate_argnames=('opt',))`")
     assert "3.0 MiB" in fix
 

@@ -56,7 +56,7 @@ def audit(user_roots=None, namespace=None):
     ``namespace``: the module globals whose functions jitted before the block get their calls
     counted during it (default: those of the module that opens the block).
     """
-    from .hooks import Audit
+    from .auditing import Audit
 
     return Audit(user_roots, namespace)
 
@@ -71,7 +71,7 @@ def inspect(fn, *args, **kwargs):
 
 def __getattr__(name):
     if name == "Audit":
-        from .hooks import Audit
+        from .auditing import Audit
 
         return Audit
     if name in ("Args", "Inspection"):

@@ -6,36 +6,31 @@ on the device and nothing is compiled. The result holds the jaxpr facts the run 
 callbacks, captured constants, float64 operations) with the source line of each, the equations
 per source line, the weakly typed inputs, and, for several argument sets, how many distinct
 compilations ``jax.jit`` would make of them and why (the run report's signature comparison:
-``hooks.signature`` and ``collector.Record``).
+``signature.signature`` and ``collector.Record``).
 
-Also ``jaxlint trace --inspect module:function --arg 'f32[32,784]' ...`` (:func:`main`). This
+Also ``jaxlint trace --inspect module:function --arg 'f32[32,784]' ...`` (:mod:`.inspect_cli`;
+the argument specs: :mod:`.inspect_specs`). This
 module imports JAX only when a function is inspected (``jaxlint trace --help`` needs none).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
-import re
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
+
+from .inspect_specs import (ArraySpec, SpecError, materialize, parse_argset, parse_item, parse_spec,
+                            split_items)
+
+# the spec readers are offered here too, as this module always did
+__all__ = ["inspect", "Inspection", "Args", "render", "ArraySpec", "SpecError", "materialize", "parse_argset",
+           "parse_item", "parse_spec", "split_items"]
 
 TOP_LINES = 10
-_DTYPES = {
-    "bool": "bool", "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "c64": "complex64", "c128": "complex128",
-}
 _WIDE = ("float64", "int64", "uint64", "complex128")
-_SPEC = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*(?:\[([^\]]*)\])?\s*(\{weak\})?\s*$")
 
 EXIT_OK, EXIT_RAISED, EXIT_USAGE, EXIT_GATE = 0, 1, 2, 3
-
-
-class SpecError(ValueError):
-    """An argument spec that cannot be read (``f32[32,x]``, ``float7[3]``)."""
-
 
 class Args:
     """One argument set for :func:`inspect`'s ``argsets``: ``Args(x, y, n=3)``."""
@@ -46,99 +41,6 @@ class Args:
 
     def __repr__(self) -> str:
         return f"Args({', '.join([repr(a) for a in self.args] + [f'{k}={v!r}' for k, v in self.kwargs.items()])})"
-
-
-# -- argument specs (pure: no JAX) ----------------------------------------------------------
-
-def parse_spec(text: str) -> tuple:
-    """``("array", shape, dtype name, weak)`` for ``f32[32,784]``, ``i32[]``, ``f32[]{weak}``,
-    ``bool`` (a scalar) or a full dtype name (``float32[8]``); ``("value", v)`` for a Python
-    literal (``3``, ``2.5``, ``True``, ``'relu'``, ``(1, 2)``), which is passed as it is (a
-    Python number traces as a weakly typed scalar). Raises :class:`SpecError`."""
-    m = _SPEC.match(text)
-    if m and (m.group(1) in _DTYPES or m.group(1) in _DTYPES.values()):
-        name = _DTYPES.get(m.group(1), m.group(1))
-        dims = (m.group(2) or "").strip()
-        try:
-            shape = tuple(int(d) for d in dims.split(",") if d.strip()) if dims else ()
-        except ValueError:
-            raise SpecError(f"bad shape in {text.strip()!r}: dimensions are integers, as in f32[32,784]") from None
-        if any(d < 0 for d in shape):
-            raise SpecError(f"bad shape in {text.strip()!r}: negative dimension")
-        return ("array", shape, name, bool(m.group(3)))
-    try:
-        return ("value", ast.literal_eval(text.strip()))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    raise SpecError(f"cannot read argument {text.strip()!r}: give a dtype and shape such as f32[32,784], "
-                    f"i32[] or f32[]{{weak}} (dtypes: {', '.join(_DTYPES)}), or a Python literal")
-
-
-def split_items(text: str) -> list:
-    """``'f32[32,8], n=3'`` -> ``['f32[32,8]', 'n=3']``: commas outside brackets and quotes."""
-    items, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "[({":
-            depth += 1
-        elif ch in "])}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    items = [t.strip() for t in items]
-    if items == [""]:
-        return []
-    if any(not t for t in items):
-        raise SpecError(f"empty item in {text!r}")
-    return items
-
-
-_KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)(.*)$", re.S)
-
-
-def parse_item(text: str) -> tuple:
-    """``(keyword or None, spec)`` for ``f32[8]`` or ``n=3`` / ``x=f32[8]``."""
-    m = _KEYWORD.match(text)
-    if m:
-        return m.group(1), parse_spec(m.group(2))
-    return None, parse_spec(text)
-
-
-def parse_argset(items: Sequence[str]) -> tuple:
-    """``(positional specs, {keyword: spec})`` from the items of one argument set."""
-    args, kwargs = [], {}
-    for text in items:
-        key, spec = parse_item(text)
-        if key is None:
-            if kwargs:
-                raise SpecError(f"positional argument {text!r} after a keyword argument")
-            args.append(spec)
-        elif key in kwargs:
-            raise SpecError(f"keyword {key!r} given twice")
-        else:
-            kwargs[key] = spec
-    return args, kwargs
-
-
-def materialize(spec: tuple) -> Any:
-    """The object passed to the function for a parsed spec: a ``jax.ShapeDtypeStruct`` (via the
-    adapter layer) or the Python value."""
-    if spec[0] == "value":
-        return spec[1]
-    from .adapters.base import shape_dtype_struct
-
-    _, shape, dtype, weak = spec
-    out = shape_dtype_struct(shape, dtype, weak)
-    if out is None:
-        raise SpecError(f"{dtype}[{','.join(map(str, shape))}]{{weak}}: this JAX has no weakly typed "
-                        "ShapeDtypeStruct and no Python scalar has that type")
-    return out
 
 
 def _note_wide_leaves(sets: list, notes: list) -> None:
@@ -202,7 +104,7 @@ def _trace_one(fn: Any, args: tuple, kwargs: dict, nums: tuple, names: tuple):
 
     import jax
 
-    from .hooks import signature
+    from .signature import signature
 
     static_kw = {k: v for k, v in kwargs.items() if k in names}
     traced_kw = {k: v for k, v in kwargs.items() if k not in names}
@@ -227,7 +129,7 @@ def inspect(fn: Any, *args, static_argnums=(), static_argnames=(), argsets=None,
     """
     from . import jaxpr_facts as jf
     from .collector import Record
-    from .hooks import code_of, describe
+    from .attribution import code_of, describe
     from .userfiles import UserFiles
 
     sets = []
@@ -249,7 +151,7 @@ def inspect(fn: Any, *args, static_argnums=(), static_argnames=(), argsets=None,
     rec = Record(None, *where)
     outer = _outer_frames()
     user_files = UserFiles(user_roots)
-    closed, detail, rows = None, None, []
+    detail, rows = None, []
     distinct: list = []
     for i, (a, k) in enumerate(sets):
         c, sig = _trace_one(fn, a, k, nums, names)
@@ -263,7 +165,7 @@ def inspect(fn: Any, *args, static_argnums=(), static_argnames=(), argsets=None,
         else:
             row["same_as"] = same
         if i == 0:
-            closed, sig0 = c, sig
+            sig0 = sig
             files = _Files(user_files, outer, (where[2], where[3]) if where[2] else (None, None))
             detail = jf.jaxpr_detail(c, files,
                                      jf.LARGE_CONSTANT_BYTES if large_constant_bytes is None else large_constant_bytes)
@@ -446,167 +348,3 @@ def render(d: dict) -> str:
         out.append(f"  set {i}  {r['args']}")
         out.append(f"         {what}")
     return "\n".join(out) + "\n"
-
-
-# -- the command line: jaxlint trace --inspect module:function ------------------------------
-
-VALUED = ("--inspect", "--arg", "--args", "--static", "--top", "--max-equations")
-
-
-def add_arguments(p) -> None:
-    """``jaxlint trace``'s options for ``--inspect`` (no JAX needed)."""
-    g = p.add_argument_group(
-        "inspect one function without running the program",
-        "jaxlint trace --inspect module:function --arg 'f32[32,784]' --arg 'i32[]' ... traces the function "
-        "with jax.make_jaxpr (nothing executed or compiled) and reports its jaxpr facts")
-    g.add_argument("--inspect", metavar="MODULE:FUNCTION",
-                   help="the function: a module importable from the current folder (pkg.mod) or a file "
-                        "(path/to/file.py), then : and the function's name (Class.method allowed)")
-    g.add_argument("--arg", action="append", default=[], metavar="SPEC",
-                   help="one argument of the (first) argument set, in order: f32[32,784], i32[], "
-                        "f32[]{weak}, a Python literal (3, 0.5, 'relu'), or NAME=SPEC for a keyword")
-    g.add_argument("--args", action="append", default=[], metavar="SPEC,SPEC,...",
-                   help="one whole argument set, comma-separated (repeat it for several sets: the report "
-                        "says how many distinct compilations they cause and why)")
-    g.add_argument("--static", action="append", default=[], metavar="NAME[=VALUE]",
-                   help="a static argument (static_argnames); with =VALUE (a Python literal) also its value "
-                        "in every argument set")
-    g.add_argument("--top", type=int, default=TOP_LINES, metavar="N", help="source lines shown (default 10)")
-    g.add_argument("--max-equations", type=int, metavar="N",
-                   help="exit 3 if the jaxpr has more than N equations (--max-compiles N: more than N "
-                        "compilations over the argument sets)")
-    g.add_argument("--x64", action="store_true", help="enable jax_enable_x64 before importing the module")
-
-
-def _fail(message: str, code: int) -> int:
-    print(f"jaxlint trace --inspect: {message}", file=sys.stderr)
-    return code
-
-
-def resolve(target: str):
-    """The function named by ``module:function`` or ``path/file.py:function`` (the current
-    folder on ``sys.path``, as ``python -m`` has it). Raises LookupError (the name is wrong) or
-    whatever importing the module raises."""
-    import importlib
-    import importlib.util
-
-    mod_name, sep, attr = target.rpartition(":")
-    if not sep or not mod_name or not attr:
-        raise LookupError(f"{target!r}: expected module:function (or path/to/file.py:function)")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    if mod_name.endswith(".py") or os.sep in mod_name or "/" in mod_name:
-        path = os.path.abspath(mod_name)
-        if not os.path.isfile(path):
-            raise LookupError(f"no file {mod_name}")
-        folder = os.path.dirname(path)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        name = os.path.splitext(os.path.basename(path))[0]
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules.setdefault(name, module)
-        spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(mod_name)
-        except ModuleNotFoundError as e:
-            if e.name and (mod_name == e.name or mod_name.startswith(e.name + ".")):
-                raise LookupError(f"no module named {e.name!r} (from {cwd})") from None
-            raise
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise LookupError(f"{mod_name} has no {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise LookupError(f"{target} is not callable")
-    return obj
-
-
-def main(args, script: Optional[str], rest: Sequence[str], missing_jax=lambda: None) -> int:
-    """``jaxlint trace --inspect ...``: 0, 1 (the module or the function raised while imported
-    or traced: one line), 2 (usage: a bad spec, an unknown module or function), 3 (a gate)."""
-    if script is not None or rest or args.module:
-        return _fail("give no script or -m with --inspect (the function is traced, not run)", EXIT_USAGE)
-    if args.arg and args.args:
-        return _fail("give one argument set with --arg ... or several with --args, not both", EXIT_USAGE)
-    if args.html or args.chrome_trace:
-        return _fail("--html and --chrome-trace are for runs, not --inspect", EXIT_USAGE)
-    if getattr(args, "budget", None) or getattr(args, "fail_on_recompile", False) or getattr(
-            args, "max_transfers_per_line", None) is not None:
-        return _fail("--budget, --fail-on-recompile and --max-transfers-per-line are for runs; "
-                     "with --inspect use --max-compiles or --max-equations", EXIT_USAGE)
-    try:
-        sets = [parse_argset(args.arg)] if args.arg or not args.args else []
-        sets += [parse_argset(split_items(text)) for text in args.args]
-        static_names, static_values = [], {}
-        for text in args.static:
-            name, eq, value = text.partition("=")
-            name = name.strip()
-            if not name.isidentifier():
-                raise SpecError(f"--static {text!r}: expected NAME or NAME=VALUE")
-            static_names.append(name)
-            if eq:
-                spec = parse_spec(value)
-                if spec[0] != "value":
-                    raise SpecError(f"--static {text!r}: a static value is a Python literal, not an array")
-                static_values[name] = spec[1]
-    except SpecError as e:
-        return _fail(str(e), EXIT_USAGE)
-    if missing_jax():  # jaxlint.trace.missing_jax, passed in (an import of the package would be a cycle)
-        print(missing_jax(), file=sys.stderr)
-        return EXIT_USAGE
-    if args.x64:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-    try:
-        fn = resolve(args.inspect)
-    except LookupError as e:
-        return _fail(str(e), EXIT_USAGE)
-    except BaseException as e:  # the module itself failed to import
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return _fail(f"importing {args.inspect.rpartition(':')[0]} raised {type(e).__name__}: {e}", EXIT_RAISED)
-    try:
-        built = []
-        for specs, kw in sets:
-            kwargs = {k: materialize(v) for k, v in kw.items()}
-            for k, v in static_values.items():
-                kwargs.setdefault(k, v)
-            built.append(Args(*[materialize(s) for s in specs], **kwargs))
-    except SpecError as e:
-        return _fail(str(e), EXIT_USAGE)
-    try:
-        result = inspect(fn, argsets=built, static_argnames=tuple(static_names), top=args.top)
-    except Exception as e:
-        return _fail(f"{args.inspect} raised {type(e).__name__} while traced: {_one_line(e)}", EXIT_RAISED)
-    d = result.as_dict()
-    gates = []
-    if args.max_equations is not None and result.equations > args.max_equations:
-        gates.append(f"--max-equations {args.max_equations}: the jaxpr has {result.equations} equations")
-    if args.max_compiles is not None and result.compilations > args.max_compiles:
-        gates.append(f"--max-compiles {args.max_compiles}: {result.compilations} compilations over "
-                     f"{len(built)} argument sets")
-    d["gates"] = gates
-    if args.format == "json":
-        import json
-
-        out = json.dumps(d, indent=2, default=str) + "\n"
-    else:
-        out = render(d) + "".join(f"GATE: {g}\n" for g in gates)
-    sys.stdout.write(out)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(out)
-        except OSError as e:
-            return _fail(f"cannot write {args.output}: {e}", EXIT_USAGE)
-    return EXIT_GATE if gates else EXIT_OK
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= 300 else text[:299] + "…"

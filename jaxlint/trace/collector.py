@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from .cost import Clock, Cost, spend
 from .memory import Memory
+from .steploops import StepLog
 
 # Reasons for a retrace, as they appear in the JSON report.
 SHAPE = "shape"
@@ -285,6 +286,7 @@ class Collector:
         self.transfer_samples: list = []  # [(t, file, line, kind)] of the first transfers
         self._samples_left = MAX_TRANSFER_SAMPLES
         self.memory = Memory()  # compiled programs' memory, donation, set-up order (memory.py)
+        self.steps = StepLog()  # jitted calls' ready times, idle windows, in-flight depth (steps.py)
 
     # -- records ---------------------------------------------------------
     def record(self, key: Any, describe) -> Record:

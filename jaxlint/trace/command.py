@@ -55,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 3 if any function compiled more than once")
     p.add_argument("--no-static", action="store_true", help="skip the static cross-check")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m` does")
-    from .audit_fn import add_arguments
+    from .inspect_cli import add_arguments
 
     add_arguments(p)
     return p
@@ -87,7 +87,7 @@ def main(argv: Sequence[str]) -> int:
         return int(e.code or 0)
     if args.inspect:
         from . import missing_jax
-        from .audit_fn import main as inspect_main
+        from .inspect_cli import main as inspect_main
 
         return inspect_main(args, script, rest, missing_jax)
     if (script is None) == (args.module is None):
@@ -141,7 +141,15 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
     from . import report as rep
     from . import runner
 
+    jax_imported = "jax" in sys.modules  # jaxlint imports it only when the program (or a library) does
     try:
+        if not jax_imported and args.format == "text" and not getattr(args, "html", None):
+            started = getattr(args, "static_check", None)
+            if started is not None:
+                started.cancel()
+            out = (f"jaxlint trace: {rep._where(label, None) if not label.startswith('-m') else label} exited with "
+                   f"{code}; it never imported jax, so there is nothing to report\n")
+            return _write_out(args, out, code, None, collector, label, tripped=[])
         findings = None
         if not args.no_static:
             try:
@@ -152,8 +160,11 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
         threshold = args.donation_threshold
         if threshold is None:
             threshold = getattr(getattr(args, "trace_config", None), "donation_threshold", None)
-        report = rep.build(collector, findings, code, failures, label, runner.environment(),
+        env = runner.environment() if jax_imported else {"jax": None, "backend": None,
+                                                           "python": sys.version.split()[0]}
+        report = rep.build(collector, findings, code, failures, label, env,
                            **({} if threshold is None else {"donation_threshold": threshold}))
+        report["jax_imported"] = jax_imported
         tripped, report["budgets"] = budget.evaluate(report, budget.settings(args, getattr(args, "trace_config", None)))
         report["gates"] = tripped
         out = rep.as_json(report) if args.format == "json" else rep.text(report)
@@ -162,6 +173,13 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
     except Exception as e:
         _say(f"jaxlint trace: no report ({type(e).__name__}: {e})")
         return code
+    return _write_out(args, out, code, report, collector, label, tripped)
+
+
+def _write_out(args: argparse.Namespace, out: str, code: int, report, collector, label: str, tripped: list) -> int:
+    """Write the report text ``out`` (and --html/--chrome-trace from ``report``); the exit code."""
+    from . import runner
+
     # to the stderr the run started with, not the program's replacement (``sys.stderr =
     # io.StringIO()`` would swallow it); if the program closed that one, to the process's own
     stream = getattr(args, "report_stream", None) or sys.stderr
@@ -185,7 +203,7 @@ def write_report(args: argparse.Namespace, label: str, code: int, collector, fai
             return code or EXIT_ERROR
     unwritten = False
     for path, kind in ((getattr(args, "html", None), "html"), (getattr(args, "chrome_trace", None), "chrome")):
-        if not path:
+        if not path or (kind == "html" and report is None):
             continue
         try:
             if kind == "html":

@@ -339,14 +339,15 @@ def unpredicted(collector, busiest: int, explained: set, real) -> list:
 
 
 def html_section(report: dict, escape, where, table) -> str:
-    """The HTML report's section of eager-dispatch hotspots (lines shown as in the text report)."""
+    """The HTML report's section of eager-dispatch hotspots (lines shown as in the text report);
+    ``where(file, line)`` gives the cell's HTML."""
     eager = report.get("eager")
     if eager is None:
         return ""
     busiest = busiest_calls(report)
     shown = [e for e in eager if e["count"] >= MIN_DISPATCHES]
     rows_ = [[str(e["count"]), f"{e['count'] / busiest:.1f}" if busiest else "-", f"{e['seconds']:.3f}",
-              escape(where(e["file"], e["line"])), escape(ops_text(e["primitives"], shown=8))] for e in shown]
+              where(e["file"], e["line"]), escape(ops_text(e["primitives"], shown=8))] for e in shown]
     total = sum(e["count"] for e in eager)
     note = (f'<p class="note">{total} eager dispatches from {len(eager)} lines; lines with at least '
             f"{MIN_DISPATCHES} are shown. Per step: dispatches per call of the busiest jitted function"

@@ -15,9 +15,10 @@ Nothing here imports JAX.
 from __future__ import annotations
 
 import html as _html
+import re
 from typing import Optional
 
-from . import eager
+from . import eager, steploops
 from .chrome_trace import timeline
 from .collector import FIRST_CALL, RECREATED
 from .report import _bytes, _mib, _reason_lines, _where
@@ -292,8 +293,25 @@ def _table(headers: list, rows: list, numeric: tuple = ()) -> str:
 
 def _wrap_where(file, line) -> str:
     """``file:line`` for a table cell, with break opportunities after each ``/`` (a long path
-    wraps at a folder, not mid-name, and never widens the table past the page)."""
-    return _e(_where(file, line)).replace("/", "/<wbr>")
+    wraps at a folder, not mid-name, and never widens the table past the page), and in a name
+    longer than :data:`LONG_NAME` after its underscores; the file name and its line stay together."""
+    parts = _e(_where(file, line)).split("/")
+    parts = [re.sub(r"_(?=[^_])", "_<wbr>", p) if len(p) > LONG_NAME else p for p in parts]  # a long name: after "_"
+    return "/<wbr>".join(parts)
+
+
+LONG_NAME = 24  # a name longer than this may wrap after its dots and underscores
+
+
+def _code(name) -> str:
+    """A function's name as code, whole: it never wraps inside (CSS), except a long one after its
+    dots and underscores (``a_training_step_<wbr>function...``), so it does not widen a table past
+    the page."""
+    text = _e(name)
+    if len(str(name or "")) > LONG_NAME:
+        text = re.sub(r"([._])(?=[^._])", r"\1<wbr>", text)
+    return f"<code>{text}</code>"
+
 
 
 def _functions_table(report: dict) -> str:
@@ -308,7 +326,7 @@ def _functions_table(report: dict) -> str:
         rows.append([
             str(f["compiles"]), str(f["traces"]), "-" if f["calls"] is None else str(f["calls"]),
             f"{f.get('lost_seconds', 0.0):.3f}", f"{f.get('first_compile_seconds', 0.0):.3f}",
-            f"<code>{_e(f['qualname'])}</code>", _wrap_where(f["file"], f["line"]),
+            f"{_code(f['qualname'])}", _wrap_where(f["file"], f["line"]),
             "<br>".join(_e(r) for r in reasons), sites,
         ])
     return _table(["compiles", "traces", "calls", "lost s", "first compile s", "function", "where",
@@ -327,7 +345,7 @@ def _budgets_section(report: dict) -> str:
         else:
             state = ('<span class="ok">passed</span>' if r["passed"] else
                      '<span class="no">failed</span>' if r["gate"] else '<span class="no">cannot pass (guessed counts)</span>')
-            what = f"<code>{_e(r['function'])}</code> at {_e(_where(r['file'], r['line']))}"
+            what = f"{_code(r['function'])} at {_wrap_where(r['file'], r['line'])}"
         limit = f"{_e(r['option'])} <code>{_e(r['pattern'])}</code> ≤ {r['limit']}"
         rows.append([limit, what, "" if r["compiles"] is None else str(r["compiles"]), state])
     return ('<section id="budgets"><h2>Compile budgets</h2>'
@@ -337,9 +355,9 @@ def _budgets_section(report: dict) -> str:
 def _jaxpr_table(report: dict) -> str:
     rows = []
     for j in report["jaxpr"]:
-        cbs = "<br>".join(f"{_e(c['primitive'])} at {_e(_where(c['file'], c['line']))}" for c in j["callbacks"])
+        cbs = "<br>".join(f"{_e(c['primitive'])} at {_wrap_where(c['file'], c['line'])}" for c in j["callbacks"])
         consts = "<br>".join(f"{_e(c['dtype'])}{_e(c['shape'])} {_e(_mib(c['bytes']))}" for c in j["large_constants"])
-        rows.append([f"<code>{_e(j['qualname'])}</code>", _e(_where(j["file"], j["line"])), str(j["equations"]),
+        rows.append([f"{_code(j['qualname'])}", _wrap_where(j["file"], j["line"]), str(j["equations"]),
                      cbs, consts, str(j["float64_ops"])])
     return _table(["function", "where", "equations", "host callbacks", "constants > 1 MiB", "float64 ops"],
                   rows, (2, 5))
@@ -356,21 +374,25 @@ def _memory_section(report: dict) -> str:
         return "" if n is None else f'<span title="{int(n)} bytes">{_e(_mib(n))}</span>'
 
     rows = [[size(p["temp"]), size(p["argument"]), size(p["output"]), size(p["alias"]),
-             ("" if p["footprint_exact"] else "≤ ") + size(p["footprint"]), str(p["compiles"]),
-             f"<code>{_e(p['function'])}</code>", _wrap_where(p["file"], p["line"])] for p in mem["programs"]]
+             ("" if p["footprint_exact"] else "≤ ") + size(p["footprint"]), size(p.get("device_peak_rise")),
+             str(p["compiles"]), f"{_code(p['function'])}", _wrap_where(p["file"], p["line"])]
+            for p in mem["programs"]]
     out = ['<section id="memory"><h2>Memory of each compiled program</h2>',
            '<p class="note">XLA\'s figures for each function\'s largest compile, largest temporaries first; '
-           '"≤": this jaxlib reports no peak, so arguments + outputs + temporaries − aliased (an upper bound).</p>',
-           _table(["temp", "arguments", "outputs", "aliased", "peak", "compiles", "function", "where"], rows,
-                  (0, 1, 2, 3, 4, 5))]
-    donation = [[size(d["bytes"]), f"<code>{_e(d['function'])}</code>", _wrap_where(d["file"], d["line"]),
-                 _e(d["fix"])] for d in mem["donation"]]
-    donation += [[("" if not u["count"] else str(u["count"]) + "× "), f"<code>{_e(u['function'] or '')}</code>",
+           '"≤": this jaxlib reports no peak, so arguments + outputs + temporaries − aliased (an upper bound). '
+           '"device": how much the device\'s own peak (peak_bytes_in_use, measured) rose over the function\'s '
+           'first calls, every call it had in flight included; empty where the device reports no memory.</p>',
+           _table(["temp", "arguments", "outputs", "aliased", "peak", "device", "compiles", "function", "where"],
+                  rows, (0, 1, 2, 3, 4, 5, 6))]
+    donation = [[size(d["bytes"]), size(d.get("device_saving")), f"{_code(d['function'])}",
+                 _wrap_where(d["file"], d["line"]), _e(d["fix"])] for d in mem["donation"]]
+    donation += [[("" if not u["count"] else str(u["count"]) + "× "), "", f"{_code(u['function'] or '')}",
                   _wrap_where(u["file"], u["line"]),
                   _e(f"donated but not usable: {u['arguments']} (no output of the same shape and dtype)")]
                  for u in mem["donation_unusable"]]
     if donation:
-        out += ["<h3>Donation</h3>", _table(["bytes", "function", "where", "advice"], donation, (0,))]
+        out += ["<h3>Donation</h3>", _table(["not donated (XLA's figure)", "device peak saving (estimated)", "function",
+                                             "where", "advice"], donation, (0, 1))]
     order = []
     for st in mem["settings"]:
         read = st.get("read_at")
@@ -402,15 +424,15 @@ def _findings(report: dict) -> str:
     for f in report["findings"]:
         state = ('<span class="ok">confirmed</span>' if f["confirmed"]
                  else '<span class="no">not confirmed</span>')
-        rows.append([f"<code>{_e(f['code'])}</code>", _e(_where(f["file"], f["line"])), state,
+        rows.append([f"<code>{_e(f['code'])}</code>", _wrap_where(f["file"], f["line"]), state,
                      _e(f["evidence"]), _e(f["message"])])
     out = _table(["code", "where", "at runtime", "evidence", "message"], rows)
     if report["unpredicted"]:
         urows = []
         for u in report["unpredicted"]:
-            what = (f"{u['count']} compilations of <code>{_e(u['name'])}</code>" if u["kind"] == "recompilation"
+            what = (f"{u['count']} compilations of {_code(u['name'])}" if u["kind"] == "recompilation"
                     else f"{u['count']} eager dispatches" if u["kind"] == "eager" else f"{u['count']} transfers")
-            urows.append([_e(u["kind"]), what, _e(_where(u["file"], u["line"])), _e(u["detail"])])
+            urows.append([_e(u["kind"]), what, _wrap_where(u["file"], u["line"]), _e(u["detail"])])
         out += ("<h3>Runtime problems no static finding predicted</h3>"
                 + _table(["kind", "what", "where", "detail"], urows))
     return out
@@ -447,7 +469,8 @@ code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
 border:1px solid var(--line);border-radius:4px;padding:6px 10px;margin-top:6px;min-height:2.6em}
 .table-wrap{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:4px 0 8px}
-td{overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
+td.num{white-space:nowrap}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:var(--panel);font-weight:600;cursor:pointer;user-select:none;white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -539,7 +562,8 @@ def render(report: dict, tl: dict, label: Optional[str] = None) -> str:
         if report.get("callbacks") else "",
         '<section id="jaxpr"><h2>Jaxpr facts (first trace of each function)</h2>', _jaxpr_table(report), "</section>",
         _memory_section(report),
-        eager.html_section(report, _e, _where, _table),
+        steploops.html_section(report, _e, _wrap_where, _table),
+        eager.html_section(report, _e, _wrap_where, _table),
         '<section id="findings"><h2>Static findings, checked against the run</h2>', _findings(report), "</section>",
         "<footer>",
         f"<p>Internal JAX compilations (eager operations): {report['internal_compiles']} "

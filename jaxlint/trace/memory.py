@@ -97,9 +97,11 @@ def _arrays(value: Any, array_type: type) -> list:
     return [leaf for leaf in jax.tree_util.tree_leaves(value) if isinstance(leaf, array_type)]
 
 
-def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, maker: str = "jit") -> Optional[tuple]:
+def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, maker: str = "jit",
+                held: Any = ()) -> Optional[tuple]:
     """Look at a call's array arguments (the first :data:`OBSERVED_CALLS` calls of ``key``); the
-    state to hand to :func:`after_call`, or None once enough calls were seen."""
+    state to hand to :func:`after_call`, or None once enough calls were seen. ``held``: id() of
+    the arrays the device watcher holds (steps.py), which are not the program's references."""
     calls = memory.calls.get(key)
     if calls is None:
         calls = memory.calls[key] = _Calls()
@@ -116,7 +118,8 @@ def before_call(memory: Memory, key: Any, fun: Any, args: tuple, kwargs: dict, m
         calls.links += 1
         last = {id(a): a for a in (r() for r in calls.prev_out) if a is not None}
         for p, leaves in positions.items():
-            old_alive = any(r() is not None for r in calls.prev_in.get(p, ()))
+            # alive for the program: the device watcher's own references (steps.py) do not count
+            old_alive = any(x is not None and id(x) not in held for x in (r() for r in calls.prev_in.get(p, ())))
             if not old_alive and all(last.get(id(leaf)) is leaf for leaf in leaves):
                 calls.fed[p] = calls.fed.get(p, 0) + 1
     if not calls.names:
@@ -380,152 +383,3 @@ def device_memory() -> dict:
 # -- the report ----------------------------------------------------------------------------
 def _at(site: Optional[tuple]) -> Optional[dict]:
     return None if site is None else {"file": site[0], "line": site[1]}
-
-
-def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHOLD) -> dict:
-    """A function row's ``memory`` (one entry per compile, XLA's figures) and ``donation``."""
-    compiles = []
-    for m in memory.programs.get(rec.key, ()):
-        total, exact = footprint(m)
-        compiles.append({**m, "footprint": total, "footprint_exact": exact})
-    largest = max(compiles, key=lambda m: m["footprint"]) if compiles else None
-    donation = donation_candidates(memory, rec.key)
-    if donation is not None:
-        donation["shown"] = donation["bytes"] >= threshold
-        donation["fix"] = donation_fix(rec.name, donation)
-    return {"memory": {"compiles": compiles, "largest": largest} if compiles else None, "donation": donation}
-
-
-def donation_fix(name: str, d: dict) -> str:
-    from .sizes import format_size
-
-    opts = []
-    if d["argnums"]:
-        opts.append(f"donate_argnums={tuple(d['argnums'])!r}")
-    if d["argnames"]:
-        opts.append(f"donate_argnames={tuple(d['argnames'])!r}")
-    what = ", ".join(f"`{n}`" for n in d["names"])
-    one = len(d["names"]) == 1
-    return (f"`{d['wrapper']}({name}, {', '.join(opts)})`: {what} come{'s' if one else ''} back as "
-            f"{'its result' if one else 'its results'} on every call and {'is' if one else 'are'} not donated; "
-            f"donating lets XLA write the results into {'its' if one else 'their'} buffers, up to "
-            f"{format_size(d['bytes'])} less at the peak (read nothing donated after the call)")
-
-
-def section(collector, functions: list, threshold: int = DEFAULT_DONATION_THRESHOLD) -> dict:
-    """The report's ``memory`` object; ``functions`` are the report's function rows (with the
-    keys of :func:`function_keys`)."""
-    m = collector.memory
-    programs = []
-    for f in functions:
-        largest = (f.get("memory") or {}).get("largest")
-        if largest is None:
-            continue
-        programs.append({"function": f["qualname"], "file": f["file"], "line": f["line"],
-                         "compiles": len(f["memory"]["compiles"]), **{k: largest[k] for k in (*FIELDS, "peak")},
-                         "footprint": largest["footprint"], "footprint_exact": largest["footprint_exact"]})
-    programs.sort(key=lambda p: (-p["temp"], -p["footprint"], p["function"]))
-    donation = [{"function": f["qualname"], "file": f["file"], "line": f["line"], **f["donation"]}
-                for f in functions if f.get("donation")]
-    donation.sort(key=lambda d: -d["bytes"])
-    names = {r.key: (r.qualname, r.file, r.line) for r in collector.records.values()}
-    unusable = []
-    for (key, file, line), (n, text) in sorted(m.unusable.items(), key=lambda kv: -kv[1][0]):
-        q, f, l = names.get(key, (None, None, None))
-        unusable.append({"function": q, "function_file": f, "function_line": l, "file": file, "line": line,
-                         "count": n, "arguments": text})
-    return {"programs": programs, "donation": donation, "donation_threshold": threshold,
-            "donation_unusable": unusable, "settings": list(m.settings),
-            "distributed_initialize": list(m.initialize), "jax_imported_at": _at(m.jax_imported_at),
-            "backend_started_at": _at(m.backend_started_at), "device": device_memory()}
-
-
-def text_lines(report: dict, where, max_rows: int = 20) -> list:
-    """The text report's memory sections (an empty list when the run had nothing to say)."""
-    from .sizes import format_size as b
-
-    mem = report.get("memory")
-    if not mem:
-        return []
-    lines = ["", "Memory of each compiled program (largest temporaries first; XLA's figures, per function: "
-                 "its largest compile)"]
-    if not mem["programs"]:
-        lines.append("  none recorded")
-    else:
-        lines.append(f"  {'temp':>9} {'arguments':>9} {'outputs':>9} {'aliased':>9} {'peak':>10}  function")
-        for p in mem["programs"][:max_rows]:
-            peak = b(p["footprint"]) if p["footprint_exact"] else "≤" + b(p["footprint"])
-            lines.append(f"  {b(p['temp']):>9} {b(p['argument']):>9} {b(p['output']):>9} {b(p['alias']):>9} "
-                         f"{peak:>10}  {p['function']} at {where(p['file'], p['line'])}"
-                         + (f" ({p['compiles']} compiles)" if p["compiles"] > 1 else ""))
-        if any(not p["footprint_exact"] for p in mem["programs"]):
-            lines.append("  ≤: this jaxlib reports no peak; arguments + outputs + temporaries − aliased, an upper bound")
-        if len(mem["programs"]) > max_rows:
-            lines.append(f"  … {len(mem['programs']) - max_rows} more functions (see --format json)")
-    shown = [d for d in mem["donation"] if d["shown"]]
-    if shown or mem["donation_unusable"]:
-        lines.append("")
-        lines.append("Donation")
-        for d in shown[:max_rows]:
-            lines.append(f"  {d['function']} at {where(d['file'], d['line'])}: {b(d['bytes'])} not donated")
-            lines.append(f"      fix: {d['fix']}")
-        for u in mem["donation_unusable"][:max_rows]:
-            fn = f"{u['function']} " if u["function"] else ""
-            lines.append(f"  donated but not usable ({u['count']}×), {fn}called at {where(u['file'], u['line'])}: "
-                         f"{u['arguments']} (no output of the same shape and dtype to write into: nothing saved)")
-    hidden = len(mem["donation"]) - len(shown)
-    if hidden:
-        lines.append(f"  {hidden} smaller donation candidate(s) under {b(mem['donation_threshold'])} "
-                     "(see --format json)")
-    order = [s for s in mem["settings"]] + [dict(i, name="jax.distributed.initialize()") for i in
-                                             mem["distributed_initialize"]]
-    if order:
-        lines.append("")
-        lines.append("Set-up order")
-        for s in order:
-            at = where(s["file"], s["line"])
-            if "read" not in s:
-                if s["late"]:
-                    start = s.get("backend_started_at")
-                    lines.append(f"  {s['name']} at {at} came after the backend started"
-                                 + (f" at {where(start['file'], start['line'])}" if start else ""))
-                else:
-                    lines.append(f"  {s['name']} at {at}: in time (before the backend started)")
-            elif s["effective"]:
-                lines.append(f"  {s['name']} set at {at}: in time (the backend had not started)")
-            else:
-                read = s.get("read_at")
-                when = ("JAX read it at `import jax`" if s["read"] == "import" else "the backend had started")
-                if read:
-                    when += f" ({where(read['file'], read['line'])})"
-                lines.append(f"  {s['name']} set at {at} had no effect: {when}")
-    dev = mem.get("device") or {}
-    if dev.get("available"):
-        lines.append("")
-        lines.append("Device memory")
-        for d in dev["devices"]:
-            parts = [f"{k.replace('_', ' ')} {b(d[k])}" for k in ("peak_bytes_in_use", "bytes_limit") if d.get(k) is not None]
-            lines.append(f"  {d['device']}: " + ", ".join(parts))
-    elif dev:
-        lines.append(f"Device memory: not available ({dev.get('why')})")
-    return lines
-
-
-def confirm_setup(memory: Memory, file: str, line: int, real, where) -> tuple:
-    """(confirmed, evidence) for a JAX801/JAX802 finding on ``file:line`` (real paths)."""
-    for s in memory.settings:
-        if real(s["file"]) == file and s["line"] == line:
-            if s["effective"]:
-                return False, f"{s['name']} was set here before JAX read it (in time on this run)"
-            read = s.get("read_at")
-            at = f" ({where(read['file'], read['line'])})" if read else ""
-            return True, (f"{s['name']} was set here after JAX read it"
-                          + (f" at `import jax`{at}" if s["read"] == "import" else f": the backend started first{at}"))
-    for i in memory.initialize:
-        if real(i["file"]) == file and i["line"] == line:
-            if not i["late"]:
-                return False, "jax.distributed.initialize ran here before the backend started (in time on this run)"
-            at = i.get("backend_started_at")
-            return True, ("jax.distributed.initialize ran here after the backend started"
-                          + (f" at {where(at['file'], at['line'])}" if at else ""))
-    return False, "not observed: this line did not run while jax was imported"

@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager, memory
+from . import advice, cost, eager, loopbody, memory, memory_report, steploops
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -48,7 +48,7 @@ def _transfer_via(collector: Collector, site: tuple) -> Optional[dict]:
 
 
 def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None,
-              threshold: int = memory.DEFAULT_DONATION_THRESHOLD) -> dict:
+              threshold: int = memory.DEFAULT_DONATION_THRESHOLD, steps=None) -> dict:
     return {
         "name": rec.name, "qualname": rec.qualname, "file": rec.file, "line": rec.line,
         "calls": rec.calls, "traces": rec.traces, "compiles": rec.compiles,
@@ -58,7 +58,7 @@ def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
         **cost.function_keys(rec),
-        **memory.function_keys(mem if mem is not None else memory.Memory(), rec, threshold),
+        **memory_report.function_keys(mem if mem is not None else memory.Memory(), rec, threshold, steps),
     }
 
 
@@ -86,7 +86,8 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "script_exit_code": exit_code,
         "environment": environment or {},
         "partial": list(collector.partial),
-        "functions": [_function(r, collector.names_only, collector.memory, donation_threshold) for r in recs],
+        "functions": [_function(r, collector.names_only, collector.memory, donation_threshold,
+                                getattr(collector, "steps", None)) for r in recs],
         "transfers": transfers,
         "uploads": uploads,
         "jaxpr": jaxpr,
@@ -102,7 +103,12 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
         "static_checked": findings is not None,
         **cost.run_keys(collector),
     }
-    report["memory"] = memory.section(collector, report["functions"], donation_threshold)
+    report["memory"] = memory_report.section(collector, report["functions"], donation_threshold)
+    names = {r.key: (r.qualname, r.file, r.line) for r in collector.records.values()}
+    report["step_loops"] = steploops.section(collector, names)
+    report["step_loops"]["backend_note"] = steploops.backend_note(
+        (environment or {}).get("backend"), report["step_loops"].get("sync_dispatch_calls", 0),
+        report["step_loops"].get("calls", 0))
     _hotspot_fixes(report)
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)
@@ -116,8 +122,21 @@ def _hotspot_fixes(report: dict) -> None:
         t["fix"] = advice.transfer_fix(t, steps)
     for u in report["uploads"]:
         u["fix"] = advice.upload_fix(u, _bytes(u["bytes"]))
+    busiest = max(report["functions"], key=lambda f: f.get("calls") or 0, default=None)
+    step = busiest["qualname"] if busiest and busiest.get("calls") else None
+    hot: dict = {}
+    for e in report["eager"]:
+        if e["count"] >= advice.MIN_EAGER:
+            hot.setdefault(e["file"], []).append(e["line"])
     for e in report["eager"]:
         e["fix"] = advice.eager_fix(e)
+        if e["fix"] and e["file"] and not e["file"].startswith("<"):
+            try:
+                named = loopbody.fix_text(loopbody.suggestion(e["file"], e["line"], hot.get(e["file"], ())),
+                                          e["count"], _where(e["file"], None), step)
+            except Exception:  # the source changed or cannot be read: the general fix stays
+                named = None
+            e["fix"] = named or e["fix"]
     for cb in report["callbacks"]:
         cb["fix"] = advice.callback_fix(cb)
 
@@ -234,7 +253,7 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
             evidence = (f"the host callback made on this line ran {n} time{'s' if n != 1 else ''}" if n else
                         "not observed: no host callback made on this line ran")
         elif kind == "setup":
-            confirmed, evidence = memory.confirm_setup(collector.memory, file, line, _real, _where)
+            confirmed, evidence = memory_report.confirm_setup(collector.memory, file, line, _real, _where)
         elif kind == "donation":
             evidence = "not observed: no read of a deleted (donated) array failed on this line"
         elif kind in ("trace_time", "unroll"):
@@ -412,7 +431,8 @@ def text(report: dict, max_rows: int = 20) -> str:
         if j["float64_ops"]:
             facts.append(f"{j['float64_ops']} float64 ops")
         lines.append(f"  {j['qualname']} at {_where(j['file'], j['line'])}: " + "; ".join(facts))
-    lines.extend(memory.text_lines(report, _where, max_rows))
+    lines.extend(memory_report.text_lines(report, _where, max_rows))
+    lines.extend(steploops.text_lines(report, _where, max_rows))
     lines.extend(eager.text_lines(report, _where, max_rows))
     lines.append("")
     lines.append("Static findings, checked against the run")

@@ -1,0 +1,301 @@
+"""Step loops and the device watcher (issue 38): idle windows between a result and the next
+dispatch, the host lines sampled in them, host-bound verdicts, in-flight depth, and donation advice
+in the device's terms beside XLA's compiled figure.
+
+The watcher is driven directly with stand-in arrays whose readiness the test controls (exact
+windows, no device needed); the fixtures host_bound.py and device_bound.py are traced for real.
+TPU figures (the device's peak with and without donation, the idle share against the hand
+measurement) are measured by bench/trace_donation.py and bench/trace_hostbound.py and recorded in
+docs/trace-on-tpu.md; CI has no accelerator.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("jax")
+
+from jaxlint.trace import memory as M  # noqa: E402
+from jaxlint.trace import memory_report as MR  # noqa: E402
+from jaxlint.trace import steploops as S  # noqa: E402
+from jaxlint.trace import steps  # noqa: E402
+from jaxlint.trace.collector import Collector  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "fixtures", "trace")
+
+
+def line_of(path, text):
+    with open(path) as fh:
+        for i, line in enumerate(fh, 1):
+            if text in line:
+                return i
+    raise AssertionError(text)
+
+
+# -- the watcher, with arrays whose readiness the test decides ---------------------------------
+
+
+class FakeArray:
+    """What the watcher uses of a jax.Array: ``is_ready``, ``block_until_ready``, ``size``."""
+
+    size = 1
+
+    def __init__(self):
+        self.event = threading.Event()
+
+    def is_ready(self):
+        return self.event.is_set()
+
+    def block_until_ready(self):
+        self.event.wait(10)
+        return self
+
+
+class Everything:
+    """UserFiles for the test: every file is the user's."""
+
+    def __call__(self, filename):
+        return True
+
+    def site(self, frame):
+        return (frame.f_code.co_filename, frame.f_lineno)
+
+
+class FakeInst:
+    def __init__(self):
+        self.collectors = [Collector(Everything())]
+        self.compile_events = 0
+        self.errors = []
+
+    def _error(self, e):
+        self.errors.append(e)
+
+
+def _watcher():
+    inst = FakeInst()
+    w = steps.Watcher(inst)
+    w._memory = False  # no device memory statistics here
+    return inst, w
+
+
+def _dispatch(w, key="step"):
+    frame = sys._getframe(1)
+    while frame.f_code.co_name == "<listcomp>":  # Python 3.10/3.11: the comprehension's own frame
+        frame = frame.f_back
+    call = w.before(key, frame)
+    leaf = FakeArray()
+    w.after(call, [leaf])
+    return call, leaf
+
+
+def test_an_idle_window_runs_from_a_result_being_ready_to_the_next_dispatch():
+    inst, w = _watcher()
+    try:
+        call1, a = _dispatch(w)
+        time.sleep(0.02)  # the device computes call 1
+        a.event.set()
+        time.sleep(0.06)  # the host works: the device waits ~60 ms (the line below is the host's)
+        call2, b = _dispatch(w)
+        b.event.set()
+        assert w.flush(10)
+    finally:
+        w.stop()
+    log = inst.collectors[0].steps
+    assert len(log.windows) == 1, [(x.start, x.end) for x in log.windows]
+    win = log.windows[0]
+    assert 0.045 <= win.end - win.start <= 0.075, win.end - win.start
+    assert win.end == call2.t_d  # no compile, no host data: the device got the call at its dispatch
+    # the samples found this test's sleeping line, and add up to the window
+    sleep_line = line_of(__file__, "time.sleep(0.06)")
+    lines = {(k[2], k[3]): s for k, s in win.lines.items()}
+    assert abs(sum(win.lines.values()) - (win.end - win.start)) < 1e-9  # what was owed went to the last sample
+    assert lines.get((sleep_line, S.PYTHON), 0) >= 0.8 * (win.end - win.start), win.lines
+    assert inst.errors == []
+
+
+def test_no_window_when_the_next_call_comes_while_the_last_one_computes():
+    inst, w = _watcher()
+    try:
+        calls = [_dispatch(w) for _ in range(3)]  # one call site; each call before the last is done
+        assert [c.prev_ready for c, _ in calls[1:]] == [False, False]  # the host is ahead
+        for _, leaf in calls:
+            leaf.event.set()
+        assert w.flush(10)
+    finally:
+        w.stop()
+    log = inst.collectors[0].steps
+    assert log.windows == []
+    assert log.in_flight["step"] == 2  # two earlier calls were computing at the third dispatch
+    lp = next(iter(log.loops.values()))
+    assert lp.steps == 3 and lp.unmeasured == 0
+
+
+def test_a_compile_or_an_upload_keeps_the_window_open_to_the_end_of_the_dispatch():
+    inst, w = _watcher()
+    try:
+        call1, a = _dispatch(w)
+        a.event.set()
+        time.sleep(0.01)
+        frame = sys._getframe(0)
+        call2 = w.before("step", frame)
+        time.sleep(0.03)  # copying NumPy arguments inside the dispatch
+        b = FakeArray()
+        w.after(call2, [b], uploaded=True)
+        b.event.set()
+        assert w.flush(10)
+    finally:
+        w.stop()
+    win = inst.collectors[0].steps.windows[0]
+    assert win.end == call2.t_r and win.end - win.start >= 0.035
+
+
+def test_attribute_gives_each_sample_the_idle_time_since_the_last_across_windows():
+    samples = [(1.0, "a"), (1.5, "b"), (1.6, "b"), (3.0, "late")]
+    lines, owed, last = S.attribute(samples, 0.5, 2.0, 0.125, None)
+    # "a" gets the 0.125 s owed by earlier windows and 0.5 s of this one; 0.4 s after the last
+    # sample is owed to the next; the sample after the window's end is dropped
+    assert lines == pytest.approx({"a": 0.625, "b": 0.6}) and owed == pytest.approx(0.4) and last == "b"
+    lines, owed, last = S.attribute([], 0.0, 0.25, owed, last)  # a window with no sample of its own
+    assert lines == {} and owed == pytest.approx(0.65) and last == "b"
+
+
+def test_a_loop_under_the_minimum_steps_is_not_a_step_loop():
+    c = Collector(Everything())
+    lp = c.steps.loop("k", ("p.py", 3))
+    lp.steps, lp.first_return, lp.last_ready = S.MIN_STEPS - 1, 0.0, 1.0
+    assert S.section(c, {"k": ("f", "p.py", 1)})["loops"] == []
+    lp.steps = S.MIN_STEPS
+    c.steps.add_window(S.Window(0.1, 0.35, ("k", ("p.py", 3)), {(3, "p.py", 2, S.NUMPY): 0.25}))
+    row = S.section(c, {"k": ("f", "p.py", 1)})["loops"][0]
+    assert row["idle_share"] == 0.25 and row["host_bound"] and row["lines"][0]["what"] == S.NUMPY
+    c.steps.windows[0].end = 0.29  # 19%: under the line
+    assert not S.section(c, {"k": ("f", "p.py", 1)})["loops"][0]["host_bound"]
+
+
+# -- the fixtures, traced for real -------------------------------------------------------------
+
+
+def traced(name, *extra):
+    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"steps-{os.getpid()}-{name}.json")
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json", "-o", out,
+                           *extra, os.path.join(FIX, name)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out) as fh:
+        report = json.load(fh)
+    os.remove(out)
+    return proc, report
+
+
+def test_the_host_bound_fixture_is_host_bound_and_its_file_read_fills_the_idle_time():
+    proc, report = traced("host_bound.py")
+    loops = report["step_loops"]["loops"]
+    assert [(lp["function"], lp["call_line"]) for lp in loops] == [
+        ("train_step", line_of(os.path.join(FIX, "host_bound.py"), "w, loss = train_step(w, batch)"))]
+    lp = loops[0]
+    assert lp["host_bound"] and lp["idle_share"] >= 0.5 and lp["steps"] == 30, lp
+    path = os.path.join(FIX, "host_bound.py")
+    top = lp["lines"][0]
+    # the 10 ms sleep "reading the next batch" is the largest; the loop's statement is the batch line
+    assert top["line"] == line_of(path, "time.sleep(0.010)") and top["what"] == S.PYTHON, lp["lines"][:3]
+    assert top["loop_line"] == line_of(path, "batch = augment(read_file(step))")
+    assert lp["lines"] == sorted(lp["lines"], key=lambda x: -x["seconds"])
+    assert abs(sum(x["seconds"] for x in lp["lines"]) - lp["idle_seconds"]) < 0.002
+    assert "background" in lp["fix"] and "device_put" in lp["fix"]
+    text = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", path], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300).stderr
+    block = text[text.index("Step loops"):]
+    assert "host-bound" in block and f"host_bound.py:{top['line']}" in block and "fix:" in block
+
+
+def test_the_device_bound_fixture_is_not_host_bound():
+    _, report = traced("device_bound.py")
+    lp = report["step_loops"]["loops"][0]
+    assert not lp["host_bound"] and lp["idle_share"] < S.HOST_BOUND_SHARE and lp["fix"] is None
+    if report["environment"]["backend"] == "cpu":
+        assert "cpu backend" in report["step_loops"]["backend_note"]
+
+
+def test_the_html_report_has_the_step_loops(tmp_path):
+    page = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--html", str(page),
+                           os.path.join(FIX, "host_bound.py")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    section = html[html.index('<section id="step-loops">'):]
+    section = section[:section.index("</section>")]
+    assert "host-bound" in section and "train_step" in section and "host_bound.py:" in section
+
+
+def test_the_program_output_is_unchanged_and_the_switch_interval_is_restored(tmp_path):
+    script = tmp_path / "p.py"
+    script.write_text("import sys, jax, jax.numpy as jnp\n"
+                      "f = jax.jit(lambda x: x + 1)\n"
+                      "x = jnp.zeros(3)\n"
+                      "for _ in range(20):\n"
+                      "    x = f(x)\n"
+                      "print(x.tolist())\n"
+                      "import atexit; atexit.register(lambda: print('interval', sys.getswitchinterval()))\n")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    traced_ = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", str(script)],
+                             capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert traced_.stdout == plain.stdout == "[20.0, 20.0, 20.0]\ninterval 0.005\n"
+
+
+# -- donation in the device's terms -------------------------------------------------------------
+
+
+def _candidate(nbytes=256 << 20):
+    return {"argnums": [0], "argnames": [], "names": ["params"], "bytes": nbytes, "calls_observed": 4,
+            "wrapper": "jax.jit"}
+
+
+def test_donation_on_a_device_with_memory_uses_the_in_flight_depth_beside_xlas_figure():
+    log = S.StepLog()
+    log.device_memory, log.in_flight["k"] = True, 4
+    log.peak_before["k"], log.peak_after["k"] = 1 << 20, (1 << 20) + (5 << 28)
+    log.in_use_after["k"], log.peak_end = 5 << 28, 5 << 28
+
+    class Rec:
+        key, name = "k", "step"
+
+    mem = M.Memory()
+    mem.calls["k"] = M._Calls()
+    c = mem.calls["k"]
+    c.seen, c.links, c.fed, c.bytes, c.names = 4, 3, {0: 3}, {0: 256 << 20}, {0: "params"}
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
+    assert d["figure"] == "device" and d["device_saving"] == 5 * (256 << 20) and d["compiled_saving"] == 256 << 20
+    assert d["peak_in_calls"] is True and d["device_peak_saving"] == 5 * (256 << 20)
+    assert "5 × 256.0 MiB = 1.2 GiB" in d["fix"] and "XLA's figure" in d["fix"] and "measured" in d["fix"]
+    # the device's peak came from elsewhere in the run: donating does not lower it
+    log.in_use_after["k"], log.peak_end = 100 << 20, 5 << 28
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
+    assert d["peak_in_calls"] is False and d["device_peak_saving"] == 0 and "not lower this run's peak" in d["fix"]
+
+
+def test_donation_without_device_memory_gives_xlas_figure_labelled():
+    d = dict(_candidate(), device_memory=False, in_flight=3, device_saving=None)
+    fix = MR.donation_fix("step", d)
+    assert "XLA's compiled peak of one call drops 256.0 MiB (XLA's figure; this device reports no memory" in fix
+
+
+def test_memory_gate_uses_the_devices_figure_when_it_is_larger():
+    from jaxlint.trace import budget
+
+    largest = {"temp": 1 << 20, "argument": 256 << 20, "output": 256 << 20, "alias": 0, "generated_code": 0,
+               "footprint": 513 << 20, "footprint_exact": True}
+    f = {"qualname": "step", "name": "step", "file": "p.py", "line": 3,
+         "memory": {"largest": largest, "compiles": [largest], "device_peak_rise": 5 << 30, "in_flight": 19}}
+    messages, results = [], []
+    budget._evaluate_memory([f], [("step", 1 << 30, "--budget-memory step=1GiB")], messages, results)
+    assert len(messages) == 1 and "the device's peak rose 5.0 GiB" in messages[0] and "XLA's compiled peak" in messages[0]
+    assert results[0]["bytes"] == 5 << 30 and not results[0]["passed"]
+    f["memory"]["device_peak_rise"] = None
+    messages, results = [], []
+    budget._evaluate_memory([f], [("step", 1 << 30, "--budget-memory step=1GiB")], messages, results)
+    assert messages == [] and results[0]["passed"]
