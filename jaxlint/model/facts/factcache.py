@@ -32,6 +32,7 @@ _ONCE = (
     "after_donation",  # donation
     "applied_memo",  # repetition
     "array_fields",  # pytrees
+    "clock_calls",  # policy/looprecord: lines of the calls spelled like a clock
     "element_read_ids",  # elementwise
     "element_reads",  # elementwise
     "fixed_key_memo",  # keydraws

@@ -21,8 +21,9 @@ from ..python.records import _DICT_VIEWS, Context, FunctionInfo, Loop, loop_iter
 class TracedFunction(FunctionInfo):
     """A function record with its tracing facts (filled by facts/tracing.py)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, node, name: str, qualname: str, scope, parent, cls, params: list, kwonly: list,
+                 decorators: Optional[list] = None):
+        FunctionInfo.__init__(self, node, name, qualname, scope, parent, cls, params, kwonly, decorators)
         self.traced = False
         self.trace_causes: list = []  # TraceCause records: why it is traced
         self.jit_entry: Optional[JitWrap] = None  # set when the function itself is compiled by a jit wrapper
@@ -52,7 +53,7 @@ class StepLoop(Loop):
     __slots__ = ("steplike", "_jax_work", "_direct")
 
     def __init__(self, node: ast.AST, kind: str, parent: Optional[Loop], depth: int):
-        super().__init__(node, kind, parent, depth)
+        Loop.__init__(self, node, kind, parent, depth)
         iterable = loop_iterable_of(node)
         self.steplike = kind == "while" or iterable is None or not _is_structural(iterable)
         self._jax_work: Optional[bool] = None

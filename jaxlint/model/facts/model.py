@@ -22,7 +22,7 @@ from .arrays import ArrayKinds
 from .factcache import FactCache
 from .jaxrecords import JitWrap, StepLoop, TracedFunction
 from .staging import Staging
-from .tracing import _TraceAnalysis
+from .tracing import API_LAST_NAMES, _TraceAnalysis
 from .variance import ShapeVariance
 
 # The top-level packages whose import makes a module JAX code (prefilter.py reads the same words).
@@ -100,7 +100,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
         model.conventions = conventions_in_force
     model.path = path
     model.project = project
-    walk_module(model, shallow, TracedFunction, StepLoop)
+    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES)
     loopfacts.refine_bounds(model)
     _TraceAnalysis(model).run()
     return model

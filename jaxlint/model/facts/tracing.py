@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
 
 
 # The names a call of a jit wrapper, transform or lax primitive ends in (``jax.jit`` -> ``jit``): only
-# calls ending in one of these (or a local alias), or whose callee is itself a call, are resolved.
+# calls ending in one of these (or a local alias), or whose callee is itself a call, are resolved;
+# the walk lists them (``ModuleModel.watched_calls``), so that a module without aliases is not scanned again.
 API_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in (*N.JIT_WRAPPERS, *N.TRANSFORMS, *N.LAX_BODIES))
 
 
@@ -37,7 +38,10 @@ class _TraceAnalysis:
             if not isinstance(fi.node, ast.Lambda):
                 self._decorators(fi)
         names = self._spellings()
-        calls = [c for c in m.calls if last_name(c.func) in names or isinstance(c.func, ast.Call)]
+        if names <= API_LAST_NAMES:  # no local alias: the walk listed exactly these calls, in its order
+            calls = m.watched_calls
+        else:
+            calls = [c for c in m.calls if last_name(c.func) in names or isinstance(c.func, ast.Call)]
         for call in calls:
             self._call(call)
         for fi in m.functions:  # a static argument is static whatever else traces the function

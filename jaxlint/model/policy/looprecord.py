@@ -147,7 +147,7 @@ class LoopRecord:
             if m.conventions.matches("benchmark-names", g.name):
                 return f"the loop is in `{g.name}`, a benchmark by its name (convention `benchmark-names`)"
             g = g.parent
-        if f is not None and W.returns_timing(m, f):
+        if f is not None and _reads_clock(m, f) and W.returns_timing(m, f):
             return f"the loop is in `{f.name}`, which returns a timing"
         return None
 
@@ -190,6 +190,17 @@ class LoopRecord:
         if self._benchmark not in (_UNSET, None):
             out.append(self._benchmark)
         return out
+
+
+def _reads_clock(m, f) -> bool:
+    """Whether a clock call (``time.perf_counter()``...) is spelled anywhere inside ``f``: a cheap
+    test before reading what ``f`` returns."""
+    clocks = m.facts.clock_calls
+    if clocks is None:
+        names = {q.rsplit(".", 1)[1] for q in N.TIMERS}
+        clocks = m.facts.clock_calls = sorted(c.lineno for name in names for c in m.calls_by_name.get(name, ()))
+    node = f.node
+    return any(node.lineno <= line <= node.end_lineno for line in clocks)
 
 
 def record(m, loop: Loop) -> LoopRecord:

@@ -13,13 +13,14 @@ from .syntax import _end, _names_in, _pos
 
 
 def walk_module(model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
-                loop_type: type = Loop) -> ModuleModel:
+                loop_type: type = Loop, watched: frozenset = frozenset()) -> ModuleModel:
     """Fill ``model``'s records in one walk of its tree. ``shallow`` skips function bodies (for
     summaries of imported modules). ``function_type`` and ``loop_type``: the record classes to make
     (the facts layer's subclasses of :class:`FunctionInfo` and :class:`Loop`, which carry what it
-    infers; this layer knows only the base classes)."""
+    infers; this layer knows only the base classes). ``watched``: last names of callees whose calls
+    (and the calls of a call's result) the walk also lists in ``model.watched_calls``, in its order."""
     model.work = Work(model.tree.body[-1].end_lineno if model.tree.body else 0)
-    _Builder(model, shallow, function_type, loop_type).run(model.tree)
+    _Builder(model, shallow, function_type, loop_type, watched).run(model.tree)
     return model
 
 
@@ -27,8 +28,9 @@ class _Builder:
     """The single walk: scopes, bindings, loops, guards, calls."""
 
     def __init__(self, model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
-                 loop_type: type = Loop):
+                 loop_type: type = Loop, watched: frozenset = frozenset()):
         self.m = model
+        self.watched = watched
         self.function_type = function_type
         self.loop_type = loop_type
         self.shallow = shallow  # module and class level only: enough to summarize what a module exports
@@ -149,8 +151,7 @@ class _Builder:
         scope = Scope(node, "function", self.scope)
         self.m.scopes.append(scope)
         qual = ".".join(self.qual + [name])
-        fi = self.function_type(node=node, name=name, qualname=qual, scope=scope, parent=self.func, cls=cls,
-                          params=params, kwonly=kwonly)
+        fi = self.function_type(node, name, qual, scope, self.func, cls, params, kwonly)
         scope.func = fi
         m.functions.append(fi)
         m.func_of_node[id(node)] = fi
@@ -431,6 +432,8 @@ class _Builder:
             m.calls_by_name[last] = [node]
         else:
             bucket.append(node)
+        if last in self.watched or t is _CALL:
+            m.watched_calls.append(node)
         if self.func is not None:
             self.func.calls.append(node)
         if self.loop is not None:

@@ -50,6 +50,7 @@ class ModuleModel:
         self.ctx: dict[int, Context] = {}  # id(node) -> Context for calls, statements, defs, lambdas
         self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
         self.import_roots: set[str] = set()  # the top-level packages of absolute imports, in any scope
+        self.watched_calls: list[ast.Call] = []  # calls the walk was asked to list (builder.walk_module)
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
