@@ -143,8 +143,9 @@ CONVENTIONS = (
         "configuration may be (JAX101, JAX503 opt-in)",
         "timing helpers of other libraries and projects (``benchmark(fn)``, ``profile_step``) do not show that "
         "they read the clock; a function named for benchmarking says it is one",
-        "not yet measured on the review sets (issue 37 moved it here from a table in names.py and narrowed "
-        "benchmarks to loops that time their own iterations)"),
+        "emptied: no default finding changes on either review set (issue 37 moved it here from a table in "
+        "names.py and narrowed benchmarks to loops that time their own iterations); measured 2026-12-05 by "
+        "bench/conventions.py"),
     Convention(
         "check-functions", ("check", "verify"), PREFIX,
         "transfers: asserts in a function whose name starts with this (``check_grads``) are cross-checks that "
