@@ -340,8 +340,11 @@ class JitPerCall(Rule):
             outer = wrap.func.parent if wrap.decorator and wrap.func else model.function_at(wrap.node)
             if outer is None or outer.traced or isinstance(outer.node, ast.Lambda) or wrap.inline:
                 continue
-            if called_once(outer, model.conventions) or cached(outer):
+            if cached(outer):
+                self.quiet(model, wrap.node, f"repeats (disproven): `{outer.name}` is a cached builder, run once "
+                                             "per set of arguments")
                 continue
+            once = frequency.once_by_name(outer, model.conventions)  # opt-in, not silence: a name decides it
             if jit_in_loop(model, wrap) is not None or rewrap_in_loop(model, wrap) is not None:
                 continue  # JAX101's case
             rewrap = None
@@ -364,6 +367,7 @@ class JitPerCall(Rule):
                 continue
             freq = roles.frequency(model, outer)
             if freq.kind == roles.ONCE:
+                self.quiet(model, wrap.node, "repeats (disproven): " + "; ".join(freq.evidence))
                 continue  # every call of it is made once (or it is a constructor or cached)
             rep = freq.rep
             if rep is None and frequency.compute_helper(model, outer, uses):
@@ -382,8 +386,10 @@ class JitPerCall(Rule):
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
                        "cached factory) and reuse it"]
             own = loopfacts.own_loop(model, outer, uses) if rep is not None and looped is None else None
-            if named_once:
-                opt_in: Optional[str] = (f"only names say that `{outer.name}` runs once per program: it is "
+            if once is not None:
+                opt_in: Optional[str] = once
+            elif named_once:
+                opt_in = (f"only names say that `{outer.name}` runs once per program: it is "
                                          "named like code that runs once, or called only from such code "
                                          "(jaxlint's conventions on set-up and entry-point names)")
             elif rep is None:

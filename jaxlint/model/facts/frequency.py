@@ -16,23 +16,31 @@ from typing import Optional
 from ... import names as N
 from . import callables, deviceloops
 from ..python import limits as L
-from ..python.records import FunctionInfo
+from ..python.records import FunctionInfo, runs_as_test
 from .jaxrecords import Repetition
 from ..python.syntax import statement_walk, walk
 
 
 def called_once(f: Optional[FunctionInfo], cur) -> bool:
-    """Entry points and tests (and functions nested in them) run once per process or test: pytest's
-    and unittest's test names (``test*``, ``*_test``, ``setUp*``: the frameworks' own discovery
-    rules), and the conventions ``cur`` (the model's ``conventions``): ``entry-points`` and
-    ``demo-functions``."""
+    """Entry points and tests (and functions nested in them) run once per process or test: what
+    the test frameworks run (``records.runs_as_test``), and the conventions ``cur`` (the model's
+    ``conventions``): ``entry-points`` and ``demo-functions``."""
+    return once_by_name(f, cur) is not None
+
+
+def once_by_name(f: Optional[FunctionInfo], cur) -> Optional[str]:
+    """Why ``f`` is taken to run once per process or test by a name, or None: a test (the test
+    frameworks' discovery rules), or an entry point or demo by the conventions ``cur``, itself or a
+    function it is nested in."""
     while f is not None:
         name = f.name
-        if (name.startswith(("test", "setUp")) or name.endswith("_test") or cur.matches("entry-points", name)
-                or cur.matches("demo-functions", name)):
-            return True
+        if runs_as_test(f):
+            return f"`{name}` runs as a test (pytest's and unittest's discovery rules)"
+        for key in ("entry-points", "demo-functions"):
+            if cur.matches(key, name):
+                return f"`{name}` matches the convention `{key}`: taken to run once per program"
         f = f.parent
-    return False
+    return None
 
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 from ... import names as N
 from . import limits as L
 from .limits import Work
-from .records import Binding, ClassInfo, Context, FunctionInfo, Loop, Scope
+from .records import Binding, ClassInfo, Context, FunctionInfo, Loop, Scope, runs_as_test
 from .syntax import _end, _pos
 
 _BUILTINS = frozenset(dir(builtins))
@@ -82,7 +82,7 @@ class ModuleModel:
         ``get_fake_batch`` that only ``test_trace`` reaches."""
         g = f
         while g is not None:
-            if g.name.startswith("test") or (g.cls is not None and g.cls.node.name.startswith("Test")):
+            if runs_as_test(g):
                 return True
             g = g.parent
         if f is None or depth > 3 or isinstance(f.node, ast.Lambda) or f.cls is not None:

@@ -165,6 +165,15 @@ class FunctionInfo:
         return None
 
 
+def runs_as_test(f: "FunctionInfo") -> bool:
+    """Whether the test frameworks run ``f`` as a test or a fixture, by their discovery rules (the
+    one definition jaxlint uses): pytest's and unittest's ``test*`` functions and methods, ``*_test``
+    functions, ``setUp*`` fixtures, and every method of a ``Test*`` class."""
+    name = f.name
+    return (name.startswith(("test", "setUp")) or name.endswith("_test")
+            or (f.cls is not None and f.cls.node.name.startswith("Test")))
+
+
 class ClassInfo:
     def __init__(self, node: ast.ClassDef, methods: Optional[dict] = None, self_attrs: Optional[dict] = None,
                  scope: Optional["Scope"] = None):
