@@ -176,6 +176,7 @@ class MissingDonation(Rule):
 
 class UseAfterDonation(Rule):
     code = "JAX804"
+    needs = ("donation-used",)
     fails_at_runtime = True  # reading a donated (deleted) array: RuntimeError, on every backend (CPU too)
     confirmed_by = "donation"
     short = "A variable read after a jitted call donated its buffer: the array has been deleted."
@@ -186,6 +187,10 @@ class UseAfterDonation(Rule):
                "g)`, then `params[\"w\"]`). Not reported: a variable that may hold host data (a donated NumPy "
                "batch is copied to the device and the copy donated), and flax's `nnx.jit`, which writes the new "
                "state back into the objects passed in.")
+    opt_in_cases = ("The donating function is not a def of the module (a library's `model.apply`), or none of its "
+                    "outputs is computed from the donated argument: JAX deletes a donated array only when an output of "
+                    "its shape and dtype can take the buffer, and otherwise warns \"Some donated buffers were not "
+                    "usable\" and keeps it (donation-used unknown).")
     rationale = ("Donating an argument lets the compiled program reuse its buffer for an output; JAX then "
                  "deletes the argument, on every backend (measured on CPU too), and reading it raises "
                  "`RuntimeError: Array has been deleted`, or, where the donation could not be used, works on one "
@@ -226,12 +231,15 @@ class UseAfterDonation(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for use in donation.uses_after_donation(model):
             call = use.call
+            used = donation.donation_used(model, use.wrap, use.name, donation.donated_param(model, call, use.wrap,
+                                                                                            use.name))
             yield self.finding(use.read, [f"`{use.name}` was donated to `{unparse(call.func, 40)}` on ", Line(call.lineno),
                                           " (donate_argnums/donate_argnames of its jit), which deletes its buffer: "
                                           "reading it here raises \"Array has been deleted\"; bind the result to the "
                                           "same name, or copy the value before the call"],
                                evidence=[f"`{unparse(call.func, 40)}` donates the argument `{use.name}` is passed as",
-                                         f"nothing binds `{use.name}` again between the call and this read"])
+                                         f"nothing binds `{use.name}` again between the call and this read"],
+                               facts=[used])
 
 
 RULES = [SettingAfterBackendStart, DistributedInitializeLate, MissingDonation, UseAfterDonation]

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
 from jaxlint import names as N
-from jaxlint.model.facts import callables, frequency, periodicity, repetition
+from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
 from jaxlint.model.policy import evidence, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -292,6 +292,7 @@ class JitInLoop(Rule):
 
 class JitPerCall(Rule):
     code = "JAX102"
+    needs = ("repeats",)
     short = "A jit wrapper built around a fresh callable in a function that runs again and again: a recompile per call."
     confirmed_by = "compiles"
     name = "jit-per-call"
@@ -329,7 +330,9 @@ class JitPerCall(Rule):
     """
 
     opt_in_cases = ("A wrapper rebuilt per call of a function with no evidence in its module that it runs "
-                    "more than once (no call in a loop, no per-step name, not returned by a factory); or one "
+                    "more than once (no call in a loop, no per-step name, not returned by a factory), a small "
+                    "helper whose work is the compiled call included when nothing in the project calls it in a "
+                    "loop (repeats unknown); or one "
                     "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
                     "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
                     "of a sweep). A `jax.pmap` rebuilt on every call of a per-step function around the same "
@@ -402,6 +405,16 @@ class JitPerCall(Rule):
             else:
                 opt_in = None
             facts = evidence.repetition(rep, model.conventions) if rep is not None else freq.evidence
+            if rep is None:
+                repeats = proof.unknown("repeats", f"no evidence that `{outer.name}` runs more than once")
+            elif rep.kind == "helper":
+                # the shape of a per-batch helper is a guess, not a proof: its callers are not seen
+                repeats = proof.unknown("repeats", f"`{outer.name}` does little but this compiled call (the kind of "
+                                                   "helper called per batch), but no call of it in a loop is seen "
+                                                   "in the project")
+            else:
+                repeats = proof.proven("repeats", "; ".join(facts))
+                facts = []
             if rewrap is not None:
                 if opt_in is not None or looped is not None or not per_step(rep):
                     continue  # no recompile: only worth saying where the function runs at every step
@@ -414,7 +427,7 @@ class JitPerCall(Rule):
                 facts = [*facts, f"the wrapped function is the same object every call: the cache hits; building "
                          f"a `{wrap.spelling}` wrapper costs {cost} for one made once (measured on CPU, jax 0.10.2)"]
                 opt_in = _REWRAP_OPT_IN
-            yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts)
+            yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts, facts=[repeats])
 
 
 class StaticArgChurn(Rule):

@@ -971,7 +971,31 @@ JAX102_OPT_IN = {
         def sweep(configs, params, batches):
             return [run_trial(cfg, params, batches) for cfg in configs]
     """, "one compile per call of `run_trial`, reused in its loop, and `run_trial` is not known to run at every step"),
+    # the shape of a per-batch helper is no proof that anything calls it per batch (issue 37, fresh set B:
+    # a library helper nothing in its project calls)
+    "a_thin_helper_nothing_calls_in_a_loop": ("""
+        import jax
+
+        def replicate(tree, devices):
+            return jax.pmap(lambda x: x, devices=devices)(tree)  # HERE
+    """, "repeats unknown: `replicate` does little but this compiled call (the kind of helper called per batch), "
+         "but no call of it in a loop is seen in the project"),
 }
+
+
+def test_jax102_a_thin_helper_called_in_a_loop_is_proven_to_repeat():
+    src = """
+        import jax
+
+        def replicate(tree, devices):
+            return jax.pmap(lambda x: x, devices=devices)(tree)  # HERE
+
+        def train(state, batches, devices):
+            for batch in batches:
+                state = replicate(state, devices)
+            return state
+    """
+    assert default_findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
 
 
 @pytest.mark.parametrize("src, reason", JAX102_OPT_IN.values(), ids=JAX102_OPT_IN.keys())

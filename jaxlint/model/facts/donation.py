@@ -12,7 +12,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables
+from . import callables, proof
 from . import values as V
 from .jaxrecords import JitWrap
 
@@ -68,6 +68,108 @@ def donated_names(m, call: ast.Call, wrap: JitWrap) -> list:
         if kw.arg in names and isinstance(kw.value, ast.Name) and _holds_jax(m, kw.value, scope):
             out.append(kw.value.id)
     return out
+
+
+# Calls whose result has another shape than their array argument: an output so computed cannot reuse
+# the donated buffer (JAX deletes a donated array only when an output of its shape and dtype takes it).
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "std", "var", "norm", "argmax", "argmin", "all", "any",
+                         "vdot", "dot", "size", "shape", "len", "float", "int"})
+
+
+def donation_used(m, wrap: JitWrap, name: str, param: Optional[str]) -> "proof.Fact":
+    """Whether the buffer of the donated argument ``name`` (the wrapped function's parameter
+    ``param``) can be reused by an output, which is when JAX deletes it: proven when a ``return``
+    of the wrapped def gives a value computed from that parameter (not only through a reduction);
+    unknown when the wrapped function is not a def of this module (a library's ``model.apply``
+    donating its parameters returns logits: JAX warns "Some donated buffers were not usable" and
+    keeps them)."""
+    funcs = [wrap.func] if wrap.func is not None else (
+        callables.local_functions(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else [])
+    spelled = unparse_name(wrap)
+    if len(funcs) != 1 or param is None:
+        return proof.unknown("donation-used", f"`{spelled}` is not a function of this module: whether one of its "
+                                              f"outputs can take the buffer of `{name}` (same shape and dtype) is "
+                                              "not known, and JAX deletes a donated array only then")
+    f = funcs[0]
+    node = f.node
+    derived = {param}
+    if not isinstance(node, ast.Lambda):
+        assigns = [n for n in _own_statements(node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                   and n.value is not None]
+        for _ in range(3):  # names computed from the parameter, through up to three rounds of assignments
+            before = len(derived)
+            for stmt in assigns:
+                if _from(stmt.value, derived):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    derived |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if len(derived) == before:
+                break
+    rets = [node.body] if isinstance(node, ast.Lambda) else callables.returned_values(node)
+    for r in rets:
+        parts = r.elts if isinstance(r, (ast.Tuple, ast.List)) else r.values if isinstance(r, ast.Dict) else [r]
+        if any(_from(p, derived) for p in parts):
+            return proof.proven("donation-used", f"`{f.name}` returns a value computed from `{param}`")
+    return proof.unknown("donation-used", f"no output of `{f.name}` is computed from `{param}`: JAX keeps a donated "
+                                          "array no output can reuse (\"Some donated buffers were not usable\")")
+
+
+def unparse_name(wrap: JitWrap) -> str:
+    if wrap.func is not None:
+        return wrap.func.name
+    try:
+        return ast.unparse(wrap.target)[:40] if wrap.target is not None else wrap.spelling
+    except Exception:  # pragma: no cover - unparse of a parsed tree does not fail
+        return wrap.spelling
+
+
+def _own_statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of a def, nested blocks included, not those of nested defs or classes."""
+    stack = list(node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, ast.excepthandler):
+                stack.extend(child.body)
+
+
+def _from(expr: ast.AST, names: set) -> bool:
+    """Whether ``expr`` reads one of ``names`` other than only through a reduction (``jnp.sum(p)``,
+    ``p.mean()``, ``float(p)``, ``p.shape``: values of another shape than ``p``)."""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name):
+            if n.id in names:
+                return True
+            continue
+        if isinstance(n, ast.Call):
+            f = n.func
+            attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if attr in _REDUCTIONS:
+                continue
+        if isinstance(n, ast.Attribute) and n.attr in ("shape", "size", "ndim", "dtype"):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def donated_param(m, call: ast.Call, wrap: JitWrap, name: str) -> Optional[str]:
+    """The wrapped function's parameter that ``call`` passes the variable ``name`` as."""
+    params, shift, _, _ = wrap.static_layout(call)
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Name) and arg.id == name and 0 <= i + shift < len(params):
+            return params[i + shift]
+    for kw in call.keywords:
+        if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id == name:
+            return kw.arg
+    return None
 
 
 def _holds_jax(m, name: ast.Name, scope) -> bool:

@@ -44,6 +44,8 @@ FACTS = {
     "repeats": "the function around the code runs again and again",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
+    "donation-used": "the compiled function has an output the donated buffer can be reused for (computed from the "
+                     "donated argument): only then does JAX delete the donated array",
 }
 
 
