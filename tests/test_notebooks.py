@@ -529,3 +529,16 @@ def test_jaxlint_trace_cell_magic(tmp_path):
         ("JAX101", f"In [{n + 2}]", 3, True)]
     assert "ValueError: boom" in res[5]["out"] + res[5]["err"]
     assert f"jaxlint trace: In [{n + 3}] exited with 1" in res[5]["out"]
+
+
+def test_a_notebooks_names_are_not_importable_so_a_split_never_read_is_dead(tmp_path, capsys):
+    """A notebook is run, not imported: a key split into names no cell reads is not a use of the
+    key, so a later split of the same key repeats nothing (issue 37, fresh set A). The same code
+    in a module stays a finding: another module may import those names."""
+    cells = ["import jax", "key = jax.random.PRNGKey(0)\nunused_a, unused_b = jax.random.split(key)",
+             "used_a, used_b = jax.random.split(key)\nx = jax.random.normal(used_b, (3,))"]
+    code, found = rows(capsys, write(tmp_path, "nb.ipynb", notebook(*cells)))
+    assert [f["code"] for f in found] == []
+    as_module = write(tmp_path, "mod.py", "\n".join(cells) + "\n")
+    code, found = rows(capsys, as_module)
+    assert [(f["line"], f["code"]) for f in found] == [(4, "JAX502")]
