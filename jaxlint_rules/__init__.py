@@ -1,7 +1,8 @@
 """The rule catalog: one module per family, each rule a small class.
 
 JAX1xx recompilation.py   retracing and recompiling
-JAX2xx host_transfer.py   device-to-host syncs
+JAX2xx host_transfer.py   device-to-host syncs, blocks, timing, host callbacks
+       uploads.py         host-to-device copies of the same data every step (JAX205)
 JAX3xx shapes.py          data-dependent shapes, Python control flow on tracers, unrolled loops
 JAX4xx mutation.py        in-place updates of immutable arrays, the removed jax.ops index API
 JAX5xx rng.py             host RNGs frozen by tracing, reused PRNG keys
@@ -12,9 +13,9 @@ JAX8xx memory.py          memory and device set-up: settings that come too late
 
 from __future__ import annotations
 
-from . import eager, host_transfer, memory, mutation, recompilation, rng, shapes, side_effects
+from . import eager, host_transfer, memory, mutation, recompilation, rng, shapes, side_effects, uploads
 
 ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES,
-                    *eager.RULES, *memory.RULES],
+                    *eager.RULES, *memory.RULES, *uploads.RULES],
                    key=lambda r: r.code)
 RULES_BY_CODE = {r.code: r for r in ALL_RULES}

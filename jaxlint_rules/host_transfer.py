@@ -361,69 +361,6 @@ class TimingWithoutBlock(Rule):
                 f"the computation; wait first with {wait}{every_n}"], evidence=facts)
 
 
-class LoopInvariantUpload(Rule):
-    code = "JAX205"
-    short = "The same host data uploaded to the device again every step of a loop."
-    confirmed_by = "uploads"
-    name = "loop-invariant-upload"
-    summary = ("Finds `jnp.asarray(X)`, `jnp.array(X)` and `jax.device_put(X)` every iteration of a step loop, "
-               "where `X` is host data (a NumPy array, a list or tuple) bound before the loop and not changed in "
-               "it: a dataset, a mask or a lookup table converted again every step. Not reported: per-step "
-               "batches (`X[i]`, loop targets, names rebound in the loop), values that are already JAX arrays, "
-               "data of unknown kind (parameters, attributes), and conversions under a periodic guard.")
-    rationale = ("Converting host data to a JAX array copies it to the accelerator (over PCIe or the host "
-                 "interconnect) and allocates device memory for it; done in the loop, the same bytes travel "
-                 "every iteration and the step waits for them. Convert once before the loop and reuse the "
-                 "device array.")
-    bad = """
-        import jax
-        import jax.numpy as jnp
-        import numpy as np
-
-        @jax.jit
-        def step(w, table, i):
-            return w + table[i]
-
-        def train(w, n):
-            table = np.random.rand(10_000, 128).astype(np.float32)
-            for i in range(n):
-                w = step(w, jnp.asarray(table), i)
-            return w
-    """
-    good = """
-        import jax
-        import jax.numpy as jnp
-        import numpy as np
-
-        @jax.jit
-        def step(w, table, i):
-            return w + table[i]
-
-        def train(w, n):
-            table = jnp.asarray(np.random.rand(10_000, 128).astype(np.float32))
-            for i in range(n):
-                w = step(w, table, i)
-            return w
-    """
-
-    def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for name in ("asarray", "array", "device_put"):
-            for call in model.calls_by_name.get(name, ()):
-                found = transfers.invariant_upload(model, call)
-                if found is None:
-                    continue
-                loop, x, ev = found
-                facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "
-                         f"line {loop.node.lineno} changes",
-                         f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: one "
-                         "host-to-device copy each time"]
-                yield self.finding(call, [
-                    f"`{unparse(call, 40)}` copies the same host data to the device in every iteration of the "
-                    "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
-                    f") does not change in the loop; convert it once before the loop "
-                    f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"], evidence=facts)
-
-
 _SAFE_ON_TRACERS = N.NUMPY_TRACER_SAFE
 
 
@@ -595,5 +532,4 @@ class HostCallbackInCompiledLoop(Rule):
                                       "read them once"], opt_in=opt_in, evidence=facts)
 
 
-RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock, HostCallbackInCompiledLoop,
-         LoopInvariantUpload]
+RULES = [HostTransferInLoop, BlockUntilReadyInLoop, HostConversionInTracedCode, TimingWithoutBlock, HostCallbackInCompiledLoop]

@@ -102,7 +102,7 @@ KEY_CELLS = (
     "import config, jax\n",
     "key = jax.random.PRNGKey(config.seed)\nx = jax.random.normal(key, (3,))\n",
     ("markdown", "# Sampling again"),
-    "y = jax.random.uniform(key, (3,))\n",
+    "print(x, jax.random.uniform(key, (3,)))\n",  # read: a notebook's unread names are dead
     "def loop(n, key):\n    for i in range(n):\n        k = jax.random.PRNGKey(0)\n"
     "        x = jax.random.normal(k, (3,))\n        y = jax.random.normal(key, (3,))\n",
 )

@@ -7,6 +7,8 @@ also fails when another rule fires on it.
 
 from __future__ import annotations
 
+import pytest
+
 import textwrap
 
 import jaxlint_rules
@@ -1742,6 +1744,77 @@ def test_jax205_per_step_data_and_device_values_are_not_reported():
             x = x + jnp.asarray(table)  # a constant of the program, copied once at compile time
         return x
     """, "JAX205") == []
+
+
+def test_jax205_host_data_passed_straight_to_a_compiled_function_every_step():
+    """Issue 39: jit copies a NumPy argument to the device at every call (a whole data set, every
+    step): the same upload as an explicit `jnp.asarray` in the loop."""
+    assert_marked(_TRAIN_STEP + """
+    from functools import partial
+
+    @partial(jax.jit, static_argnums=2)
+    def fit(params, xs, n):
+        return params + xs[:n].sum()
+
+    def train(params, steps, path):
+        xs = np.load(path)
+        for i in range(steps):
+            params, _ = train_step(params, xs)  # expect: JAX205
+            params = fit(params, xs=xs, n=4)  # expect: JAX205
+        return params
+    """)
+
+
+def test_jax205_near_misses_of_host_data_passed_to_compiled_functions():
+    assert findings(_TRAIN_STEP + """
+    from functools import partial
+
+    SHAPE = (3, 4)
+
+    @partial(jax.jit, static_argnums=1)
+    def make(params, shape):
+        return params + jnp.zeros(shape)
+
+    def plain(params, xs):
+        return params + xs.sum()
+
+    def train(params, steps, data, loader):
+        xs = np.ones((10, 8))
+        on_device = jax.device_put(np.ones(8))
+        for i in range(steps):
+            params, _ = train_step(params, on_device)  # a device array
+            params = plain(params, xs)  # not compiled
+            params, _ = train_step(params, data)  # a parameter: kind unknown
+            params = make(params, SHAPE)  # a static argument: hashed, not copied
+            if i % 100 == 0:
+                params, _ = train_step(params, xs)  # periodic
+        for batch in loader:
+            params, _ = train_step(params, np.asarray(batch))  # a new batch each iteration
+        params, _ = train_step(params, xs)  # once, after the loop
+        return params
+    """, "JAX205") == []
+
+
+def test_jax205_a_numpy_argument_of_a_jitted_function_is_copied_at_every_call():
+    """Under jax: a NumPy argument of a jitted function is copied to the device at every call (the
+    transfer guard refuses each call), a device array passed again is not."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    f = jax.jit(lambda x: x + 1)
+    host = np.ones(4, np.float32)
+    dev = jax.device_put(host)
+    f(host).block_until_ready()  # compiled once, outside the guard
+    copied = []
+    for arg in (host, host, dev, dev):
+        try:
+            with jax.transfer_guard_host_to_device("disallow"):
+                f(arg).block_until_ready()
+            copied.append(False)
+        except Exception as e:  # "Disallowed host-to-device transfer"
+            assert "host-to-device" in str(e)
+            copied.append(True)
+    assert copied == [True, True, False, False]
 
 
 # --------------------------------------------------------------------------- JAX201: NumPy, tree maps, `not`,

@@ -39,6 +39,7 @@ _ONCE = (
     "forwarder_names_memo",  # keys
     "host_fetch",  # fetches, values
     "if_tests",  # periodicity
+    "implicit_uploads",  # policy/transfers
     "ifs_by_id",  # work
     "key_func_calls_memo",  # keys
     "loop_bodies",  # deviceloops

@@ -450,15 +450,9 @@ def _binding_dead(m, names: ScopeNames, scope: Scope, name: str, stmt: ast.stmt)
             continue
         if not any(hides(b, r, lower) for b in events if b.store and b.definite and b.stmt is not stmt):
             return False
-    if scope.kind == "module" and not rebound_later and importable(m):
-        return False  # a module's name may be imported elsewhere
+    if scope.kind == "module" and not rebound_later and m.importable:
+        return False  # a module's name may be imported elsewhere (a notebook's: not)
     return True
-
-
-def importable(m) -> bool:
-    """Whether other modules may import this module's names: not a notebook's cells (a notebook is
-    run, not imported)."""
-    return not (getattr(m, "path", None) or "").lower().endswith(".ipynb")
 
 
 def advances_key(m, use: KeyUse) -> bool:

@@ -67,6 +67,12 @@ class ModuleModel:
         ``tests/``); False when the path is unknown."""
         return self.path is not None and re.search(_TEST_FILE, self.path.replace("\\", "/")) is not None
 
+    @property
+    def importable(self) -> bool:
+        """Whether other modules may import this module's names: not a notebook's cells (a notebook
+        is run, not imported)."""
+        return not (self.path or "").lower().endswith(".ipynb")
+
     def in_test_code(self, node: ast.AST) -> bool:
         """Whether a node runs as part of a test: in a test module, or in a function named
         ``test*`` (or a method of a ``Test*`` class), nested functions included. Syncs there check
