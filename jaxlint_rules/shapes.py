@@ -7,8 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FunctionInfo, Loop, ModuleModel, Scope, call_arg
-from jaxlint.model.facts import callables, hostvalues, ragged, statics, tracers
-from jaxlint.model.policy import roles
+from jaxlint.model.facts import callables, hostvalues, statics, tracers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
 from jaxlint.rule import Finding, Rule, unparse
@@ -340,136 +339,6 @@ class TracedShapeArgument(Rule):
         return []
 
 
-# --------------------------------------------------------------------------- JAX304
-
-
-class ShapeChurn(Rule):
-    code = "JAX304"
-    short = "A jitted function given an argument whose shape changes every iteration of a loop, so it recompiles."
-    confirmed_by = "compiles"
-    name = "shape-churn"
-    summary = ("Finds calls, in a loop, of a jitted function with an argument whose shape follows the loop: "
-               "sliced to a width that changes (`f(x[:i])`, `f(x[:, :t])`, `f(x[i:j])` with `j` recomputed in the "
-               "loop), built with a size from the loop (`f(jnp.ones(n))`, `f(jnp.arange(t))`, `f(jnp.zeros((n, "
-               "d)))`), stacked from a list that grows each iteration (`buf.append(x); f(jnp.stack(buf))`), "
-               "converted from per-item data of varying length (`f(jnp.array([vocab[w] for w in s.split()]))`), "
-               "or drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`); "
-               "and sweeps in batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`).")
-    rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
-                 "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
-                 "buffer, a tokenized sentence) is traced and compiled again for every new shape: every iteration "
-                 "when it grows with a counter, once per distinct length when it follows the data, once per size "
-                 "when the sizes are listed. Pad to a fixed length (or a few bucket sizes) and pass the valid "
-                 "length or a mask as an array; take fixed-size windows with `jax.lax.dynamic_slice`; give "
-                 "data-dependent functions `size=`. A sweep in fixed-size batches compiles twice when the length "
-                 "is not a multiple of the batch size: once for the full batches, once more for the last, "
-                 "shorter one; pad it (with a mask) or drop it. Sweeps that stop at a multiple of the batch "
-                 "size or skip a short batch, batches from a loader, row indexing `x[i]`, sizes bucketed with "
-                 "`//` or a helper, buffers flushed when full, and loops over a few literal sizes are not "
-                 "reported.")
-    opt_in_cases = ("A sweep in fixed-size batches whose last batch is shorter (`f(x[i:i + bs])` for `i in "
-                    "range(0, n, bs)`): one more compile per program, bounded, as the shorter shape is cached.")
-    bad = """
-        import jax
-        import jax.numpy as jnp
-
-        @jax.jit
-        def prefix_energy(x):
-            return jnp.sum(x ** 2)
-
-        def energies(x):
-            return [prefix_energy(x[:t]) for t in range(1, x.shape[0])]
-    """
-    good = """
-        import jax
-        import jax.numpy as jnp
-
-        @jax.jit
-        def prefix_energy(x, t):
-            return jnp.sum(jnp.where(jnp.arange(x.shape[0]) < t, x ** 2, 0.0))
-
-        def energies(x):
-            return [prefix_energy(x, t) for t in range(1, x.shape[0])]
-    """
-
-    def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in model.loop_calls:
-            ctx = model.context(call)
-            if model.in_traced_code(call):
-                continue
-            loops = tuple(lp for lp in ctx.loops if not lp.bounded)
-            if not loops:
-                continue
-            wrap = callables.callable_info(model, call.func, ctx.scope)
-            if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
-                continue
-            if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
-                continue
-            churn = model.shape_variance(ctx.scope, loops)
-            static_pos, static_names = wrap.static_positions(call)
-            args = []
-            for i, arg in enumerate(call.args):
-                if isinstance(arg, ast.Starred):
-                    break
-                if i not in static_pos:
-                    args.append(arg)
-            args += [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in static_names]
-            reported = False
-            for arg in args:
-                size = ragged.ragged_batch(churn, arg, ctx)
-                if size is not None:
-                    if not reported:  # one finding per call, not one per argument sliced alike
-                        yield self.finding(arg, f"`{unparse(arg, 30)}` is shorter in the last iteration unless the "
-                                                f"length is a multiple of `{size}`, so `{unparse(call.func)}` compiles "
-                                                "once more for the last, shorter batch; pad it to the full batch size "
-                                                "(and mask the padding) or drop it", opt_in=_RAGGED,
-                                           evidence=[f"`{unparse(call.func, 40)}` is jitted: each new input shape "
-                                                     "is a new compile",
-                                                     f"the loop on line {loops[-1].node.lineno} sweeps in steps of "
-                                                     f"`{size}` and slices one batch per step, to the end"])
-                    reported = True
-                    continue
-                src = churn.shape_source(arg, ctx)
-                if src is not None:
-                    facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
-                             f"`{unparse(arg, 30)}` {src.origin}, in the loop on line {loops[-1].node.lineno}"]
-                    yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src), evidence=facts)
-
-
-_RAGGED = ("a shorter last batch compiles once more, once per program: the shorter shape is cached for the "
-           "next sweep")
-
-# What to do about each kind of shape that follows the loop.
-_CHURN_FIX = {
-    "slice": ("pad to a fixed size (or a few bucket sizes) and pass the length or a mask, or take a fixed-size "
-              "window with jax.lax.dynamic_slice"),
-    "built": "build it at a fixed size (the largest, or a few bucket sizes) and pass the length or a mask",
-    "stacked": ("preallocate a fixed-size buffer (jnp.zeros((max_len, ...))), write each item with .at[t].set, "
-                "and pass the count or a mask"),
-    "sized": "pass size= (and fill_value=) so the result has a fixed size, and mask the fill",
-    "converted": "pad every item to a fixed length (or a few bucket lengths) and pass the length or a mask",
-    "drawn": "pad them to one size (or a few bucket sizes) and pass the lengths or masks",
-}
-
-
-def _churn_message(arg: str, callee: str, src) -> str:
-    if src.every:
-        how = f"a new shape in every iteration, so `{callee}` is traced and compiled again in every iteration"
-    elif src.sizes:
-        shown = ", ".join(str(s) for s in src.sizes)
-        how = (f"{len(src.sizes)} different sizes ({shown}), so `{callee}` is traced and compiled {len(src.sizes)} "
-               "times, once per size")
-    elif src.count:
-        how = (f"up to {src.count} different shapes, so `{callee}` is traced and compiled up to {src.count} times, "
-               "once per shape")
-    elif src.kind == "drawn":
-        how = f"one shape per distinct size, so `{callee}` is traced and compiled once per distinct shape among them"
-    else:
-        how = (f"a new shape for each distinct {src.per}, so `{callee}` is traced and compiled once per distinct "
-               f"{src.per}")
-    return f"`{arg}` {src.origin}: {how}; {_CHURN_FIX[src.kind]}"
-
-
 # --------------------------------------------------------------------------- JAX305
 
 UNROLL_TRIPS = 100
@@ -570,4 +439,4 @@ class UnrolledLoopInTracedCode(Rule):
         return None
 
 
-RULES = [DataDependentShape, TracedControlFlow, TracedShapeArgument, ShapeChurn, UnrolledLoopInTracedCode]
+RULES = [DataDependentShape, TracedControlFlow, TracedShapeArgument, UnrolledLoopInTracedCode]

@@ -4535,3 +4535,64 @@ def test_the_tracer_fact_of_defaults_statics_and_python_values():
         opts = opts or {}
         return sink(jnp.sum(x), x > 0, k * 2, mode == Mode.A, table[0] > 1, n + 1, opts)
     """) == ["proven", "proven", "disproven", "disproven", "disproven", "unknown", "disproven"]
+
+
+# --------------------------------------------------------------------------- growth (issue 39)
+
+
+def test_growth_finds_names_joined_with_themselves_every_iteration_and_proves_eager_code():
+    from jaxlint.model.facts import growth
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        step = jax.jit(lambda x: x + 1)
+
+        def driver(xs, n):
+            out = jnp.zeros(0)
+            for i in range(n):
+                out = jnp.append(out, step(xs))
+            return out
+
+        def layer_stack(x, layers):
+            for f in layers:
+                x = jnp.concatenate([x, f(x)])
+            return x
+
+        def reset(x, n):
+            for i in range(n):
+                y = jnp.zeros(0)
+                y = jnp.concatenate([y, x])
+            return y
+
+        hist = jnp.zeros(0)
+        while hist.shape[0] < 10:
+            hist = jax.tree.map(lambda h, c: jnp.concatenate([h, c]), hist, jnp.ones(1))
+    """)))
+    grown = {g.name: g for g in growth.grown_in_loops(m)}
+    assert sorted(grown) == ["hist", "out", "x"]  # `y` is reset in each iteration
+    assert grown["hist"].via is not None and grown["out"].via is None
+    assert growth.eager(m, grown["out"]).proven       # the loop calls the compiled `step`
+    assert growth.eager(m, grown["hist"]).proven      # module-level code
+    assert growth.eager(m, grown["x"]).unknown        # may run under its caller's jit
+
+
+def test_donation_used_is_proven_by_an_output_computed_from_the_donated_parameter():
+    from jaxlint.model.facts import donation
+    m = build_model(ast.parse(textwrap.dedent("""
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        @functools.partial(jax.jit, donate_argnums=0)
+        def update(p, g):
+            new = p - g
+            return new
+
+        @functools.partial(jax.jit, donate_argnums=0)
+        def norm(p):
+            return jnp.sum(p ** 2), p.shape
+    """)))
+    update, norm = sorted(m.jit_wraps, key=lambda w: w.node.lineno)
+    assert donation.donation_used(m, update, "params", "p").proven
+    assert donation.donation_used(m, norm, "params", "p").unknown

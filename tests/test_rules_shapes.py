@@ -13,8 +13,8 @@ import textwrap
 import pytest
 
 from jaxlint.engine import check_source
-from jaxlint_rules.shapes import (DataDependentShape, ShapeChurn, TracedControlFlow, TracedShapeArgument,
-                                  UnrolledLoopInTracedCode)
+from jaxlint_rules.shape_churn import ShapeChurn
+from jaxlint_rules.shapes import DataDependentShape, TracedControlFlow, TracedShapeArgument, UnrolledLoopInTracedCode
 from ruletools import assert_marked, default_findings, findings, line_of, messages, opt_in_findings
 
 RULES = [DataDependentShape, TracedControlFlow, TracedShapeArgument, ShapeChurn, UnrolledLoopInTracedCode]
@@ -1600,3 +1600,122 @@ def test_jax303_size_from_a_tracer_of_the_enclosing_traced_function_is_still_rep
 
         return jax.vmap(inner)(x)
     """)
+
+
+# --------------------------------------------------------------------------- JAX304: arrays grown in a loop (issue 39)
+
+
+def test_jax304_an_array_grown_by_an_eager_join_every_iteration():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def eval_step(x):
+        return jnp.mean(x), jnp.sum(x)
+
+    def validate(loader):
+        losses, accs = jnp.array([]), jnp.array([])
+        for batch in loader:
+            loss, acc = eval_step(batch)
+            losses = jnp.append(losses, loss)  # expect: JAX304
+            accs = jnp.concatenate([accs, acc[None]])  # expect: JAX304
+        return losses.mean(), accs
+
+    def log_metrics(metrics, n, state):
+        for i in range(n):
+            state, current = eval_step(state)
+            metrics = jax.tree.map(lambda m, c: jnp.concatenate([m, c], axis=0), metrics, current)  # expect: JAX304
+        return metrics
+
+    step = jax.jit(lambda ids: ids[:, -1:] + 1)
+
+    def generate(ids, n):
+        while ids.shape[1] < n:
+            ids = jnp.concatenate([ids, step(ids)], axis=1)  # expect: JAX304
+        return ids
+
+    history = jnp.zeros(0)
+    for epoch in range(100):                                # module-level code: a script
+        history = jnp.append(history, epoch)  # expect: JAX304
+    """)
+
+
+def test_jax304_a_grown_array_in_code_that_may_run_under_its_callers_jit_is_opt_in():
+    src = """
+    import jax.numpy as jnp
+
+    class DenseBlock:
+        def __init__(self, layers):
+            self.layers = layers
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = jnp.concatenate([x, layer(x)], axis=-1)  # HERE
+            return x
+    """
+    assert default_findings(src, "JAX304") == []
+    ((line, code, reason),) = opt_in_findings(src, "JAX304")
+    assert (line, code) == (line_of(src, "# HERE"), "JAX304")
+    assert reason.startswith("eager unknown: whether the function around the loop runs under a trace of its caller")
+
+
+def test_jax304_joins_that_do_not_grow_across_iterations_are_not_reported():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def window(x, n, every):
+        for i in range(n):
+            x = jnp.concatenate([x, x[-1:]])[-10:]   # a window of fixed size
+        for i in range(n):
+            buf = jnp.zeros(0)                        # reset in each iteration
+            buf = jnp.concatenate([buf, x])
+        for i in range(3):
+            x = jnp.concatenate([x, x])               # a few literal iterations
+        for i in range(n):
+            if i % every == 0:
+                x = jnp.concatenate([x, x[:1]])       # once per period, not per iteration
+        for i in range(n):
+            y = jnp.concatenate([x, x])               # a new name each time, from a fixed x
+        rows = []
+        for i in range(n):
+            rows.append(x)                            # the fix: a list, joined once
+        return jnp.concatenate(rows), y, buf
+
+    @jax.jit
+    def traced(x):
+        for i in range(4):
+            x = jnp.concatenate([x, x])               # unrolled at trace time: shapes are static
+        return x
+    """, "JAX304") == []
+
+
+def test_jax304_an_eager_join_compiles_again_for_every_new_length():
+    """Under jax: growing an array by one element per iteration compiles the eager concatenation
+    once per iteration; joining a list once compiles it once."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        piece = jnp.ones(1, dtype=jnp.float32)
+        grown = jnp.zeros(0, dtype=jnp.float32)
+        jnp.concatenate([grown, piece])  # the first shapes, compiled before counting
+        start = len(compiles)
+        for _ in range(12):
+            grown = jnp.concatenate([grown, piece])
+        per_iteration = len(compiles) - start
+        start = len(compiles)
+        jnp.concatenate([piece] * 12)
+        once = len(compiles) - start
+    finally:
+        getattr(jax.monitoring, "unregister_event_duration_listener", lambda cb: None)(listener)
+    assert grown.shape == (12,)
+    assert per_iteration >= 11 and once <= 1

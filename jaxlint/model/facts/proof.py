@@ -44,6 +44,8 @@ FACTS = {
     "repeats": "the function around the code runs again and again",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
+    "eager": "the code runs op by op outside any trace (module-level code, or a loop that calls compiled "
+             "functions), so each JAX operation is compiled for every new input shape",
     "donation-used": "the compiled function has an output the donated buffer can be reused for (computed from the "
                      "donated argument): only then does JAX delete the donated array",
 }
