@@ -44,6 +44,12 @@ FACTS = {
     "repeats": "the function around the code runs again and again",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
+    "compiled-once": "the compiled function is made once and its calls reuse the first trace (not a new "
+                     "function or callable wrapped anew each time, which JAX traces again)",
+    "rebound-after-call": "code rebinds the variable after a call of the compiled function and calls it again "
+                          "(in the same loop, or later in the same scope)",
+    "new-value": "the rebinding gives the variable a value other than the one traced (a loop's item, a value "
+                 "computed from the step or from itself)",
 }
 
 
