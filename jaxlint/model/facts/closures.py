@@ -147,8 +147,10 @@ def free_reads(m, f: FunctionInfo) -> list:
             found = m._lookup(n.id, g.scope, _pos(n))
             if found is None:
                 continue
-            owner = found[0].scope
-            if id(owner) in inside or owner.kind == "class":
+            ev = found[0]
+            owner = ev.scope
+            if id(owner) in inside or owner.kind == "class" or ev.kind == "def" or (
+                    ev.kind == "other" and isinstance(ev.node, ast.ClassDef)):
                 continue
             out.append((g, n, owner))
     return out
