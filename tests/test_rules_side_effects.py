@@ -978,3 +978,48 @@ def test_runtime_jax603_a_rebound_variable_keeps_its_first_value_an_argument_doe
     # (measured under jax 0.10.2; not asserted on older versions)
     if tuple(int(p) for p in jax.__version__.split(".")[:2]) >= (0, 5):
         assert float(jax.jit(raw_step)(jnp.float32(10.0))) == pytest.approx(9.0)
+
+
+def test_jax603_a_check_made_at_trace_time_by_design_is_not_reported():
+    # jax's own test helper: the flag is read by an assertion while tracing, to check that later
+    # calls do not run the Python body; nothing the compiled program computes depends on it
+    assert findings("""
+    import unittest
+    import jax
+
+    class Case(unittest.TestCase):
+        def check(self, fun, x):
+            def wrapped(*args):
+                self.assertTrue(python_should_be_executing)
+                assert python_should_be_executing
+                return fun(*args)
+
+            cfun = jax.jit(wrapped)
+            python_should_be_executing = True
+            a = cfun(x)
+            python_should_be_executing = False
+            b = cfun(x)
+            return a, b
+    """, "JAX603") == []
+
+
+def test_jax603_a_value_computed_from_the_iterations_work_is_a_new_value():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def run(envs, policy, n):
+        next_obs = envs.reset()
+
+        @jax.jit
+        def update(params):  # expect: JAX102 (opt-in)
+            return params + jnp.mean(next_obs)  # expect: JAX603
+
+        params = jnp.zeros(())
+        for _ in range(n):
+            action = policy(params)
+            next_obs, reward, done, info = envs.step(np.array(action))
+            params = update(params)
+        return params
+    """)

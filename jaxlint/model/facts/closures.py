@@ -105,7 +105,9 @@ def traced_bodies(m, f: FunctionInfo) -> list:
 
 def _own_loads(node: ast.AST) -> list:
     """The ``ast.Name`` loads in a function's own code: its body (a lambda's expression), not
-    nested functions' or classes' bodies (their decorators and defaults, run here, included)."""
+    nested functions' or classes' bodies (their decorators and defaults, run here, included), nor
+    checks (an ``assert``, a unittest ``assert*`` call): a check made while tracing, by design
+    (``self.assertTrue(python_should_be_executing)``), computes nothing the program keeps."""
     out: list = []
     if isinstance(node, ast.Lambda):
         stack = [node.body]
@@ -118,6 +120,8 @@ def _own_loads(node: ast.AST) -> list:
             if type(n.ctx) is ast.Load:
                 out.append(n)
             continue
+        if t is ast.Assert or (t is ast.Call and _is_check(n.func)):
+            continue
         if isinstance(n, _NESTED):
             if not isinstance(n, ast.ClassDef):
                 stack.extend(n.args.defaults)
@@ -128,6 +132,11 @@ def _own_loads(node: ast.AST) -> list:
         stack.extend(child_nodes(n))
     out.sort(key=_pos)
     return out
+
+
+def _is_check(func: ast.AST) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.startswith("assert")
 
 
 def free_reads(m, f: FunctionInfo) -> list:
@@ -363,8 +372,26 @@ def _new_value(m, b: Binding, loop: Optional[Loop]) -> Fact:
         if found is not None:
             return proven("new-value", f"the value of `{name}` is computed from `{found.name}`, which changes every "
                                        "iteration")
+        fresh = _per_iteration_argument(m, value, b.scope, loop) if isinstance(value, ast.Call) else None
+        if fresh is not None:
+            return proven("new-value", f"the value of `{name}` is computed in each iteration from `{fresh}`, bound "
+                                       f"in the loop on line {loop.node.lineno}")
     elif isinstance(value, ast.Constant):
         prior = [e for e in b.scope.events.get(name, ()) if e.pos < b.pos and e.plain_assign]
         if prior and isinstance(prior[-1].value, ast.Constant) and prior[-1].value.value != value.value:
             return proven("new-value", f"`{name}` goes from {prior[-1].value.value!r} to {value.value!r}")
     return unknown("new-value", f"the new value of `{name}` may equal the one traced")
+
+
+def _per_iteration_argument(m, call: ast.Call, scope: Scope, loop: Loop) -> Optional[str]:
+    """A name an argument of ``call`` reads that is bound in ``loop`` from the iteration's work
+    (``next_obs, ... = envs.step(np.array(action))`` with ``action`` from this iteration's call):
+    the call gets this iteration's input. None when every argument is loop-invariant."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        for n in ast.walk(arg):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                found = m._lookup(n.id, scope, _pos(n))
+                if found is not None and found[0].scope is scope and found[0].kind in _REBINDS \
+                        and loop in _loops_of(m, found[0]):
+                    return n.id
+    return None
