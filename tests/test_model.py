@@ -4661,3 +4661,24 @@ def test_names_bound_to_functions_are_not_rebindings():
     """)
     assert closures.rebinding_sites(m, m.module_scope, "act") is None
     assert closures.rebinding_sites(m, m.module_scope, "norm") is None
+
+
+def test_traced_bodies_include_pallas_kernels_and_shard_map_bodies_applied_in_the_trace():
+    from jaxlint.model.facts import closures
+
+    _, m = build("""
+    import jax
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def shard_body(x):
+        return x + 1
+
+    @jax.jit
+    def f(x):
+        y = pl.pallas_call(kernel, out_shape=x)(x)
+        return jax.shard_map(shard_body, mesh=None, in_specs=None, out_specs=None)(y)
+    """)
+    assert sorted(g.name for g in closures.traced_bodies(m, func(m, "f"))) == ["f", "kernel", "shard_body"]

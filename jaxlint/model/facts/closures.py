@@ -135,8 +135,9 @@ def _own_loads(node: ast.AST) -> list:
 
 
 def _is_check(func: ast.AST) -> bool:
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return name.startswith("assert")
+    """``self.assertTrue(...)``, ``np.testing.assert_allclose(...)``, ``chex.assert_shape(...)``:
+    the assertion methods and functions of unittest, NumPy's testing module and chex."""
+    return isinstance(func, ast.Attribute) and func.attr.startswith("assert")
 
 
 def free_reads(m, f: FunctionInfo) -> list:
