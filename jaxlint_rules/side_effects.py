@@ -6,8 +6,8 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
-from jaxlint.rule import Finding, Rule, unparse
-from jaxlint.model.facts import callables, containers, repetition, tracers
+from jaxlint.rule import Finding, Line, Rule, unparse
+from jaxlint.model.facts import callables, closures, containers, repetition, tracers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
 
@@ -241,4 +241,72 @@ class PrintInTracedCode(Rule):
                                          "which prints the values on every call", facts=[fact])
 
 
-RULES = [SideEffectInTracedCode, PrintInTracedCode]
+_WHERE = {"module": "module-level", "function": "enclosing function's"}
+
+
+class StaleClosure(Rule):
+    code = "JAX603"
+    needs = ("compiled-once", "rebound-after-call", "new-value")
+    short = "A compiled function reads a global that code rebinds after its first call: it keeps the first value."
+    name = "stale-closure"
+    summary = ("Finds a module-level or enclosing function's variable read inside a compiled function "
+               "(`jax.jit`/`jax.pmap`, decorated or wrapped once, with the functions its trace runs) that code "
+               "rebinds after a call of the compiled function and before another: a learning rate "
+               "`lr = schedule(step)` rebound in the loop that calls the jitted step, which reads `lr` as a global.")
+    rationale = ("JAX reads a free variable once, while it traces the function, and bakes its value into the "
+                 "compiled program as a constant; later calls with arguments of the same shapes reuse that program "
+                 "and never look at the variable again. Rebinding it changes nothing the compiled function computes: "
+                 "a silent wrong result (a learning-rate schedule that never moves). Pass the value as an argument: "
+                 "traced (an array or a Python number), or static (`static_argnames`) if it must stay a Python "
+                 "value.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        lr = 0.1
+
+        @jax.jit
+        def step(w, g):
+            return w - lr * g
+
+        def train(w, grads):
+            global lr
+            for i, g in enumerate(grads):
+                lr = 0.1 / (1 + i)
+                w = step(w, g)
+            return w
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(w, g, lr):
+            return w - lr * g
+
+        def train(w, grads):
+            for i, g in enumerate(grads):
+                lr = 0.1 / (1 + i)
+                w = step(w, g, lr)
+            return w
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for f in model.functions:
+            if f.jit_entry is None:
+                continue
+            for stale in closures.stale_reads(model, f):
+                facts = self.proof(model, stale.read, *stale.facts)
+                if facts is None:
+                    continue
+                name, rebind = stale.read.id, stale.rebinding.node.lineno
+                where = _WHERE.get(stale.owner.kind, "outer")
+                inner = "" if stale.body is f else f" (traced as part of `{f.name}`)"
+                yield self.finding(stale.read, [
+                    f"`{name}` is the {where} variable read at trace time by the compiled `{f.name}`{inner}, and ",
+                    Line(rebind), f" rebinds it after a call of `{f.name}`: the compiled program keeps the value of "
+                    f"the first trace; pass `{name}` as an argument (traced, or static if it must stay a Python value)",
+                ], facts=facts)
+
+
+RULES = [SideEffectInTracedCode, PrintInTracedCode, StaleClosure]

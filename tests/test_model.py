@@ -4596,3 +4596,148 @@ def test_donation_used_is_proven_by_an_output_computed_from_the_donated_paramete
     update, norm = sorted(m.jit_wraps, key=lambda w: w.node.lineno)
     assert donation.donation_used(m, update, "params", "p").proven
     assert donation.donation_used(m, norm, "params", "p").unknown
+# --------------------------------------------------------------------------- stale closures (facts/closures.py)
+
+
+def _stale(src: str, fname: str) -> list:
+    """(name, read line, rebinding line, [(fact, status)]) for the stale reads of ``fname``'s trace."""
+    from jaxlint.model.facts import closures
+
+    _, m = build(src)
+    return [(s.read.id, s.read.lineno, s.rebinding.node.lineno, [(f.name, f.status) for f in s.facts])
+            for s in closures.stale_reads(m, func(m, fname))]
+
+
+def test_traced_bodies_and_free_reads_of_a_compiled_function():
+    from jaxlint.model.facts import closures
+
+    _, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    scale, bias, table = 2.0, 1.0, None
+
+    def helper(x):
+        local = 3.0
+        return x * scale + local
+
+    @jax.jit
+    def f(xs, n):
+        def body(c, x):
+            return c + bias * x, None
+        jax.debug.callback(lambda v: print(table, v), xs)
+        return jax.lax.scan(body, helper(xs[0]), xs)[0] + jnp.sum(xs) * n
+    """)
+    f = func(m, "f")
+    assert [g.name for g in closures.traced_bodies(m, f)] == ["f", "helper", "body"]
+    # parameters, locals, imports, functions and the host callback's reads are not free reads of the trace
+    assert sorted((g.name, n.id) for g, n, _ in closures.free_reads(m, f)) == [("body", "bias"), ("helper", "scale")]
+
+
+def test_the_facts_of_a_stale_read_in_a_loop_and_in_straight_line_code():
+    assert _stale("""
+    import jax
+
+    lr = 0.1
+
+    @jax.jit
+    def step(w):
+        return w * lr
+
+    def train(w, n):
+        global lr
+        for i in range(n):
+            w = step(w)
+            lr = 0.1 / (i + 1)
+        for _ in range(n):
+            w = step(w)
+            lr = fetch()
+        return w
+    """, "step") == [("lr", 8, 14, [("compiled-once", "proven"), ("rebound-after-call", "proven"),
+                                    ("new-value", "proven")])]
+    assert _stale("""
+    import jax
+
+    k = 1.0
+
+    @jax.jit
+    def g(x):
+        return x * k
+
+    g(1.0)
+    k = fetch()
+    g(2.0)
+    """, "g") == [("k", 8, 11, [("compiled-once", "proven"), ("rebound-after-call", "proven"),
+                                ("new-value", "unknown")])]
+
+
+def test_a_function_defined_in_the_loop_is_not_compiled_once_and_rebinding_before_the_calls_is_no_case():
+    assert _stale("""
+    import jax
+
+    def run(xs):
+        for x in xs:
+            d = len(x)
+
+            @jax.jit
+            def g(v):
+                return v * d
+
+            d = d + 1
+            g(x)
+    """, "g") == [("d", 10, 6, [("compiled-once", "disproven"), ("rebound-after-call", "proven"),
+                                 ("new-value", "proven")])]
+    assert _stale("""
+    import jax
+
+    c = 1.0
+    c = 2.0
+
+    @jax.jit
+    def g(v):
+        return v * c
+
+    def run(xs):
+        for x in xs:
+            g(x)
+    """, "g") == []
+
+
+def test_names_bound_to_functions_are_not_rebindings():
+    from jaxlint.model.facts import closures
+
+    _, m = build("""
+    import jax
+
+    act = jax.nn.relu
+    act = lambda x: x
+
+    def norm(x):
+        return x
+
+    def norm(x):
+        return x * 2
+    """)
+    assert closures.rebinding_sites(m, m.module_scope, "act") is None
+    assert closures.rebinding_sites(m, m.module_scope, "norm") is None
+
+
+def test_traced_bodies_include_pallas_kernels_and_shard_map_bodies_applied_in_the_trace():
+    from jaxlint.model.facts import closures
+
+    _, m = build("""
+    import jax
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def shard_body(x):
+        return x + 1
+
+    @jax.jit
+    def f(x):
+        y = pl.pallas_call(kernel, out_shape=x)(x)
+        return jax.shard_map(shard_body, mesh=None, in_specs=None, out_specs=None)(y)
+    """)
+    assert sorted(g.name for g in closures.traced_bodies(m, func(m, "f"))) == ["f", "kernel", "shard_body"]

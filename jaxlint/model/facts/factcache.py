@@ -56,6 +56,7 @@ _ONCE = (
     "static_fields",  # pytrees
     "summarizing",  # callables, summary
     "timings",  # timing
+    "trace_children",  # closures: the functions each function's trace runs directly
     "tree_map_sites",  # values
     "work_memo",  # work
 )

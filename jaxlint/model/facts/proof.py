@@ -48,6 +48,12 @@ FACTS = {
              "functions), so each JAX operation is compiled for every new input shape",
     "donation-used": "the compiled function has an output the donated buffer can be reused for (computed from the "
                      "donated argument): only then does JAX delete the donated array",
+    "compiled-once": "the compiled function is made once and its calls reuse the first trace (not a new "
+                     "function or callable wrapped anew each time, which JAX traces again)",
+    "rebound-after-call": "code rebinds the variable after a call of the compiled function and calls it again "
+                          "(in the same loop, or later in the same scope)",
+    "new-value": "the rebinding gives the variable a value other than the one traced (a loop's item, a value "
+                 "computed from the step or from itself)",
 }
 
 
