@@ -1781,6 +1781,11 @@ def test_jax205_near_misses_of_host_data_passed_to_compiled_functions():
     def train(params, steps, data, loader):
         xs = np.ones((10, 8))
         on_device = jax.device_put(np.ones(8))
+        embedded = []                                  # a display filled later, with device arrays
+        for q in data:
+            embedded.append(make(params, SHAPE))
+        for i in range(steps):
+            params, _ = train_step(params, embedded)
         for i in range(steps):
             params, _ = train_step(params, on_device)  # a device array
             params = plain(params, xs)  # not compiled

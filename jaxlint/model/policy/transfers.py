@@ -149,7 +149,11 @@ def _host_data(m, ev) -> bool:
     v = ev.value
     for _ in range(L.CONST_CHAIN):
         if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
-            return True
+            # what a display holds is known only as written: not empty, no JAX value in it, and not
+            # filled later (``embeddings = []`` then ``embeddings.append(jitted(...))`` holds device arrays)
+            if isinstance(v, (ast.List, ast.Tuple)) and not v.elts:
+                return False
+            return not V.holds_jax(m, v, ev.scope) and not _filled_later(m, ev)
         if not isinstance(v, ast.Call):
             return False
         if isinstance(v.func, ast.Attribute) and _numpy_generator(m, v.func.value, ev.scope):
@@ -185,6 +189,21 @@ def _varies_in_loop(m, expr: ast.AST, loop: Loop) -> bool:
             ev = m.binding(n.id, m.scope_at(expr), _pos(n))
             if ev is not None and loopfacts.rebound_each_iteration(m, n.id, ev, loop):
                 return True
+    return False
+
+
+def _filled_later(m, ev) -> bool:
+    """Whether a method call on the name bound by ``ev`` follows the binding in its scope
+    (``xs.append(...)``, ``xs.extend(...)``): the container's contents are then not the display's."""
+    if not isinstance(ev.node, ast.Name):
+        return True
+    name = ev.node.id
+    start = _pos(ev.node)
+    for c in [c for attr in ("append", "extend", "insert") for c in m.calls_by_name.get(attr, ())]:
+        f = c.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name \
+                and _pos(c) > start and m.scope_at(c) is ev.scope:
+            return True
     return False
 
 
