@@ -8,7 +8,8 @@ from typing import Iterator
 
 from jaxlint.model import ModuleModel
 from jaxlint.model.facts import callables, growth, ragged
-from jaxlint.model.policy import roles
+from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 
@@ -42,7 +43,8 @@ class ShapeChurn(Rule):
     opt_in_cases = ("A sweep in fixed-size batches whose last batch is shorter (`f(x[i:i + bs])` for `i in "
                     "range(0, n, bs)`): one more compile per program, bounded, as the shorter shape is cached. An "
                     "array grown by a join in a loop of a function that may run under its caller's `jit` (eager "
-                    "unknown: there the loop is unrolled and its shapes are static).")
+                    "unknown: there the loop is unrolled and its shapes are static), or in a loop whose iteration "
+                    "runs a whole program (a scan, an epoch) or that runs a few times in all.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -81,12 +83,21 @@ class ShapeChurn(Rule):
                      f"loop on line {g.loop.node.lineno}, and by nothing else in the loop: it grows",
                      "outside traced code, each JAX operation is compiled for its input shapes: a new shape is a "
                      "new compile"]
+            rec = looprecord.record(model, g.loop)
+            program = rec.program
+            if program is not None:
+                opt_in = (f"one compile per iteration next to a whole program per iteration "
+                          f"(`{unparse(program.func, 30)}` on line {program.lineno})")
+            elif loopfacts.few_iterations(model, model.context(g.stmt)):
+                opt_in = "the loop runs a few times in all (known trip counts): a few compiles"
+            else:
+                opt_in = None
             yield self.finding(g.call, [
                 f"`{g.name}` grows by `{join}` in every iteration of the loop on ", Line(g.loop.node.lineno),
                 ": each iteration gives it a new shape, so this join (and every eager operation on it) is compiled "
                 "again, and the copies grow with its length; collect the pieces in a Python list and join them once "
                 "after the loop, or write into a preallocated buffer with `.at[i].set`"], evidence=facts,
-                facts=[growth.eager(model, g)])
+                opt_in=opt_in, facts=[growth.eager(model, g)])
 
     def _jitted(self, model: ModuleModel) -> Iterator[Finding]:
         for call in model.loop_calls:

@@ -1636,7 +1636,7 @@ def test_jax304_an_array_grown_by_an_eager_join_every_iteration():
         return ids
 
     history = jnp.zeros(0)
-    for epoch in range(100):                                # module-level code: a script
+    for epoch in range(int(input())):                       # module-level code: a script
         history = jnp.append(history, epoch)  # expect: JAX304
     """)
 
@@ -1673,6 +1673,9 @@ def test_jax304_joins_that_do_not_grow_across_iterations_are_not_reported():
             buf = jnp.concatenate([buf, x])
         for i in range(3):
             x = jnp.concatenate([x, x])               # a few literal iterations
+        for i in range(n):
+            x = jnp.concatenate([x, x[:1]])           # one compile next to a whole program per iteration
+            x = jax.lax.scan(lambda c, _: (c * 2, None), x, None, length=1000)[0]
         for i in range(n):
             if i % every == 0:
                 x = jnp.concatenate([x, x[:1]])       # once per period, not per iteration
