@@ -21,6 +21,7 @@ json``).
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Iterable, Optional
 
 # How a convention's words match a name (the name lower-cased; ``parts`` are its words between
@@ -32,6 +33,7 @@ AFFIX = "affix"  # the name is a word, starts with ``word_`` or ends with ``_wor
 SUBSTRING = "substring"  # a word occurs anywhere: ``run_example``, ``my_benchmark``
 SUFFIX = "suffix"  # the name ends with a word (no underscore needed): ``param_ref``, ``refs``
 PREFIX = "prefix"  # the name starts with a word (no underscore needed): ``checkpoint``, ``verify_grads``
+PATH = "path"  # a file's path: ``dir/**`` a folder anywhere above it, ``dir/*`` its folder, else a pattern of its name
 
 
 class Convention:
@@ -56,6 +58,10 @@ class Convention:
         if not name:
             return False
         low = name.lower()
+        if self.how == PATH:
+            parts = low.replace("\\", "/").split("/")
+            return any(w[:-3] in parts[:-1] if w.endswith("/**") else
+                       fnmatchcase("/".join(parts[-(w.count("/") + 1):]), w) for w in words)
         if self.how == SUBSTRING:
             return any(w in low for w in words)
         bare = low.lstrip("_")
@@ -198,6 +204,20 @@ CONVENTIONS = (
         "Python value, not a tracer (JAX30x)",
         "dtypes are passed as Python objects; nothing in a signature without annotations says so",
         "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
+)
+
+CONVENTIONS += (
+    Convention(
+        "test-files", ("tests/**", "test/*", "test_*.py", "*_test.py", "tests.py", "conftest.py"), PATH,
+        "test code: a module whose path matches (a file under a ``tests/`` folder or directly in a ``test/`` one, ``test_*.py``, "
+        "``*_test.py``, ``tests.py``, ``conftest.py``) is test code, where syncs, asserts and key reuse are "
+        "checks, and its findings are opt-in (JAX201, JAX202, JAX502, ...). A notebook is never a test module "
+        "(test runners do not collect notebooks).",
+        "pytest and unittest find tests by these file and folder names; nothing in a test module's code says "
+        "it runs under a test runner",
+        "emptied: +24 default findings on dev, none on review2 or review3, +3 on fresh set A and +7 on fresh set "
+        "B, every one in a test file (maxtext tests/, neuralgcm *_test.py, QDax tests/); a notebook under tests/ "
+        "is no longer test code, which adds 2 findings on fresh set A; measured 2026-12-05"),
 )
 
 BY_KEY = {c.key: c for c in CONVENTIONS}

@@ -34,7 +34,28 @@ def test_every_convention_says_what_it_decides_and_why():
     for c in CONVENTIONS:
         assert c.words and c.decides and c.rationale and c.measured, c.key
         assert c.how in (conventions.EXACT, conventions.LAST_PART, conventions.FIRST_PART, conventions.AFFIX,
-                         conventions.SUBSTRING, conventions.SUFFIX, conventions.PREFIX)
+                         conventions.SUBSTRING, conventions.SUFFIX, conventions.PREFIX, conventions.PATH)
+
+
+def test_test_files_match_the_paths_test_runners_collect_and_a_project_can_change_them():
+    c = conventions.Conventions()
+    for path in ("pkg/tests/helpers.py", "test_model.py", "pkg/model_test.py", "tests.py", "conftest.py",
+                 "pkg/test/a.py"):
+        assert c.matches("test-files", path), path
+    for path in ("pkg/testing/a.py", "pkg/latest.py", "contest.py", "pkg/model.py"):
+        assert not c.matches("test-files", path), path
+    mine = conventions.Conventions({"test-files": ["checks/**"]})
+    assert mine.matches("test-files", "pkg/checks/a.py") and not mine.matches("test-files", "pkg/tests/a.py")
+
+
+def test_a_notebook_under_tests_is_not_test_code():
+    import ast
+
+    from jaxlint.model import build_model
+
+    tree = ast.parse("import jax\n")
+    assert build_model(tree, path="pkg/tests/test_a.py").is_test_module
+    assert not build_model(tree, path="pkg/tests/demo.ipynb").is_test_module
 
 
 def test_configure_replaces_and_resets():

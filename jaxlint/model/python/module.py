@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 from typing import Optional
 
 from ... import names as N
@@ -18,10 +17,6 @@ from .records import Binding, ClassInfo, Context, FunctionInfo, Loop, Scope, run
 from .syntax import _end, _pos
 
 _BUILTINS = frozenset(dir(builtins))
-# Test modules by the conventions of pytest and unittest: test_*.py, *_test.py, tests.py,
-# conftest.py, or a file under a tests/ folder (or directly in a test/ folder). A pattern, compiled
-# (and cached by ``re``) when first used: an editor's flake8 run rarely asks, and compiling costs 0.1 ms.
-_TEST_FILE = r"(?:^|/)(?:tests/.*|test/[^/]*|test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$"
 
 
 class ModuleModel:
@@ -63,9 +58,13 @@ class ModuleModel:
 
     @property
     def is_test_module(self) -> bool:
-        """Whether the module is test code by its path (``test_*.py``, ``*_test.py``, a file under
-        ``tests/``); False when the path is unknown."""
-        return self.path is not None and re.search(_TEST_FILE, self.path.replace("\\", "/")) is not None
+        """Whether the module is test code by its path: the convention ``test-files`` (the file
+        names test runners collect, handed in with the model's conventions); False when the path is
+        unknown, and for a notebook (test runners do not collect notebooks)."""
+        conventions = getattr(self, "conventions", None)
+        if self.path is None or conventions is None or not self.importable:
+            return False
+        return conventions.matches("test-files", self.path)
 
     @property
     def importable(self) -> bool:
