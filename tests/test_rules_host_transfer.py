@@ -3006,3 +3006,36 @@ def test_jax204_the_work_handed_straight_to_code_it_cannot_see_may_wait():
         print(f"post in {time.time() - t1:.3f}s")  # expect: JAX204
         return metric, out
     """)
+
+
+# --------------------------------------------------------------------------- JAX204: flax's pmap helpers (issue 39)
+
+
+def test_jax204_unreplicate_before_the_clock_read_does_not_wait():
+    assert_marked("""
+    import time
+    import jax
+    from flax import jax_utils
+
+    p_step = jax.pmap(lambda s: s * 2)
+
+    def run(state, n):
+        for i in range(n):
+            t0 = time.perf_counter()
+            state = p_step(state)
+            host_state = jax_utils.unreplicate(state)
+            print("step", i, time.perf_counter() - t0)  # expect: JAX204
+        return host_state
+    """)
+
+
+def test_unreplicate_copies_nothing_to_the_host():
+    """Under jax and flax: unreplicate indexes the device axis and returns a device array (a
+    dispatched operation, like any eager index), where np.asarray copies to a host array. (The
+    CPU backend does not guard device-to-host copies, so the transfer guard cannot show it here.)"""
+    jax = pytest.importorskip("jax")
+    jax_utils = pytest.importorskip("flax.jax_utils")
+
+    x = jax.pmap(lambda v: v * 2)(jax.numpy.ones((jax.local_device_count(), 3)))
+    y = jax_utils.unreplicate(x)
+    assert isinstance(y, jax.Array) and y.shape == (3,)
