@@ -401,8 +401,10 @@ def test_the_evidence_names_the_loop_in_the_other_module(tmp_path, capsys):
     assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "pkg/helpers.py")]) == 1
     (row,) = json.loads(capsys.readouterr().out)
     assert row["code"] == "JAX102" and "(`q7` is called in a loop in `main.py:4`)" in row["message"]
-    assert row["evidence"] == [f"`q7` is called in a loop in another module of the project "
+    # the proof obligation first (facts with three values), its evidence the loop in the other module
+    assert row["evidence"] == [f"repeats (proven): `q7` is called in a loop in another module of the project "
                                f"({tmp_path / 'pkg' / 'main.py'}:4)"]
+    assert [(f["fact"], f["status"]) for f in row["facts"]] == [("repeats", "proven")]
 
 
 EVALS = textwrap.dedent("""
