@@ -3,7 +3,8 @@
 JAX1xx recompilation.py   retracing and recompiling
 JAX2xx host_transfer.py   device-to-host syncs
 JAX3xx shapes.py          data-dependent shapes, Python control flow on tracers, unrolled loops
-JAX4xx mutation.py        in-place updates of immutable arrays, the removed jax.ops index API
+JAX4xx mutation.py        in-place updates of immutable arrays
+       removed_api.py     names JAX has removed (the jax.ops index API, jax.tree_map, ...)
 JAX5xx rng.py             host RNGs frozen by tracing, reused PRNG keys
 JAX6xx side_effects.py    Python side effects and print inside traced code
 JAX7xx eager.py           work run op by op outside jit every step or every element
@@ -12,9 +13,9 @@ JAX8xx memory.py          memory and device set-up: settings that come too late
 
 from __future__ import annotations
 
-from . import eager, host_transfer, memory, mutation, recompilation, rng, shapes, side_effects
+from . import eager, host_transfer, memory, mutation, recompilation, removed_api, rng, shapes, side_effects
 
-ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *rng.RULES, *side_effects.RULES,
+ALL_RULES = sorted([*recompilation.RULES, *host_transfer.RULES, *shapes.RULES, *mutation.RULES, *removed_api.RULES, *rng.RULES, *side_effects.RULES,
                     *eager.RULES, *memory.RULES],
                    key=lambda r: r.code)
 RULES_BY_CODE = {r.code: r for r in ALL_RULES}

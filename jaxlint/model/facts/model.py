@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ... import conventions
+from ... import conventions, jaxversion
 from ..python.builder import walk_module
 from ..python.module import ModuleModel, module_import_sources
 from ..python.records import Scope
@@ -37,6 +37,7 @@ class JaxModel(ModuleModel):
         self.jit_wraps: list[JitWrap] = []
         self.facts = FactCache()  # the facts' memo tables
         self.conventions = conventions.active()  # the naming conventions in force, set by build_model()
+        self.jax_version = jaxversion.active()  # the oldest JAX the project supports (a tuple), or None
         self._staging: Optional[Staging] = None
         self._arrays: Optional[ArrayKinds] = None
         self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops

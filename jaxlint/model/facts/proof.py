@@ -44,6 +44,9 @@ FACTS = {
     "repeats": "the function around the code runs again and again",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
+    "removed": "the reference is to a name JAX has removed (jaxlint's table, from JAX's changelog), resolved "
+               "through the module's imports, and no compatibility check (`hasattr`, a JAX version test, "
+               "`try`/`except ImportError` or `AttributeError`) guards it",
 }
 
 
