@@ -119,8 +119,10 @@ TABLE = {e.name: e for e in (
             deprecated=True),
     Removed("jax.experimental.pjit.pjit", (0, 8, 0), "`jax.jit`", deprecated=True),
 )}
-# The last part of every name: a module that spells none of them has no reference to look at.
-WORDS = frozenset(part for name in TABLE for part in name.split(".")[1:])
+# The last part of every name: a reference spells it (an attribute chain reaches the removed name; an
+# import names it, or its module, as ``from jax.experimental.maps import xmap`` does), so a module
+# that spells none of them has no reference to look at.
+WORDS = frozenset(name.rsplit(".", 1)[1] for name in TABLE)
 
 
 class Reference:
