@@ -18,6 +18,7 @@ from ..python.builder import walk_module
 from ..python.module import ModuleModel, module_import_sources
 from ..python.records import Scope
 from . import loops as loopfacts
+from . import removedapi
 from .arrays import ArrayKinds
 from .factcache import FactCache
 from .jaxrecords import JitWrap, StepLoop, TracedFunction
@@ -101,7 +102,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
         model.conventions = conventions_in_force
     model.path = path
     model.project = project
-    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES)
+    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES, removedapi.WORDS)
     loopfacts.refine_bounds(model)
     _TraceAnalysis(model).run()
     return model

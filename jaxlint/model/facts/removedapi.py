@@ -123,6 +123,9 @@ TABLE = {e.name: e for e in (
 # import names it, or its module, as ``from jax.experimental.maps import xmap`` does), so a module
 # that spells none of them has no reference to look at.
 WORDS = frozenset(name.rsplit(".", 1)[1] for name in TABLE)
+# Every dotted tail of every name (``tree_map``, ``jax.tree_map``, ``tree_util.tree_multimap``, ...):
+# an attribute chain reaches a name only if the attributes after its base, up to some point, are one.
+_TAILS = frozenset(".".join(parts[i:]) for parts in (name.split(".") for name in TABLE) for i in range(1, len(parts)))
 
 
 class Reference:
@@ -189,38 +192,21 @@ def _import_source(model, name: str, scope) -> Optional[str]:
 
 
 class _Walk:
-    """One pass over the module: the candidate references with the guard around each."""
+    """The candidate references the model's walk listed (attributes named like a table entry, import
+    statements), each with the guard around it, found from its position."""
 
     def __init__(self, model):
         self.model = model
         self.refs: list = []
         self.imported_modules: set = set()  # entries a module import names: their uses are that import's
         self.assigned: dict = {}  # entry name -> line where the module assigns it (its own shim)
+        self._guards: dict = {}  # id(Try/If/IfExp) -> its guard sentence or None
 
     def run(self) -> list:
-        stack = [(self.model.tree, None)]
-        while stack:
-            node, guard = stack.pop()
-            t = type(node)
-            if t in (ast.Import, ast.ImportFrom):
-                self._import(node, guard)
-                continue
-            if t is ast.Attribute:
-                if self._attribute(node, guard):
-                    continue
-            elif t in (ast.Try, getattr(ast, "TryStar", ast.Try)):
-                inner = self._try_guard(node) or guard
-                stack.extend((c, guard) for c in [*node.handlers, *node.orelse, *node.finalbody])
-                stack.extend((c, inner) for c in node.body)
-                continue
-            elif t in (ast.If, ast.IfExp):
-                inner = self._if_guard(node) or guard
-                stack.append((node.test, guard))
-                body = node.body if t is ast.If else [node.body]
-                orelse = node.orelse if t is ast.If else [node.orelse]
-                stack.extend((c, inner) for c in [*body, *orelse])
-                continue
-            stack.extend((c, guard) for c in ast.iter_child_nodes(node))
+        for node in self.model.import_nodes:
+            self._import(node)
+        for node in self.model.watched_attrs:
+            self._attribute(node)
         out = []
         for ref in self.refs:
             if ref.kind == "use" and any(ref.entry.name == m or ref.entry.name.startswith(m + ".")
@@ -233,31 +219,77 @@ class _Walk:
         out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
         return out
 
+    # -- the guard around a node, from its position
+
+    def guard_at(self, node) -> Optional[str]:
+        """The sentence of the innermost shim around ``node`` (a ``try`` catching ImportError or
+        AttributeError, an ``if`` or conditional expression testing ``hasattr`` or the JAX version,
+        ``if TYPE_CHECKING:``), or None. Descends the statements whose span holds the node."""
+        span = _span(node)
+        guard, body, stmt = None, self.model.tree.body, None
+        while body:
+            stmt = next((st for st in body if _holds(st, span)), None)
+            if stmt is None:
+                return guard
+            inner = None
+            if isinstance(stmt, _TRY):
+                if any(_holds(st, span) for st in stmt.body):
+                    guard = guard or self._cached(stmt, self._try_guard)
+                    inner = stmt.body
+                else:
+                    lists = [h.body for h in stmt.handlers] + [stmt.orelse, stmt.finalbody]
+                    inner = next((lst for lst in lists if any(_holds(st, span) for st in lst)), None)
+            elif isinstance(stmt, ast.If) and not _holds(stmt.test, span):
+                guard = guard or self._cached(stmt, self._if_guard)
+                inner = stmt.body if any(_holds(st, span) for st in stmt.body) else stmt.orelse
+            else:
+                lists = [getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")]
+                lists += [c.body for c in getattr(stmt, "cases", ())]
+                inner = next((lst for lst in lists if isinstance(lst, list) and lst
+                              and isinstance(lst[0], ast.stmt) and any(_holds(st, span) for st in lst)), None)
+            if inner is None:
+                break
+            body = inner
+        if guard is None and stmt is not None:  # x = jax.tree_map if hasattr(jax, "tree_map") else ...
+            heads = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, (ast.stmt, ast.excepthandler))]
+            for head in heads:
+                for n in ast.walk(head):
+                    if (isinstance(n, ast.IfExp) and not _holds(n.test, span) and _holds(n, span)
+                            and self._cached(n, self._if_guard)):
+                        return self._cached(n, self._if_guard)
+        return guard
+
+    def _cached(self, node, compute) -> Optional[str]:
+        key = id(node)
+        if key not in self._guards:
+            self._guards[key] = compute(node)
+        return self._guards[key]
+
     # -- references
 
-    def _import(self, node, guard) -> None:
+    def _import(self, node) -> None:
         if isinstance(node, ast.ImportFrom):
             if node.level or not node.module:
                 return
             whole = entry_for(node.module)
             if whole is not None:  # from jax.experimental.maps import xmap: the module import fails
                 self.imported_modules.add(whole.name)
-                self._add(node, whole, "import", guard, statement=node)
+                self._add(node, whole, "import", node, statement=node)
                 return
             for alias in node.names:
                 entry = entry_for(f"{node.module}.{alias.name}") if alias.name != "*" else None
                 if entry is not None:
                     if entry.module:
                         self.imported_modules.add(entry.name)
-                    self._add(alias if hasattr(alias, "lineno") else node, entry, "import", guard, statement=node)
+                    self._add(alias if hasattr(alias, "lineno") else node, entry, "import", node, statement=node)
             return
         for alias in node.names:
             entry = entry_for(alias.name)
             if entry is not None:
                 self.imported_modules.add(entry.name)
-                self._add(alias if hasattr(alias, "lineno") else node, entry, "import", guard, statement=node)
+                self._add(alias if hasattr(alias, "lineno") else node, entry, "import", node, statement=node)
 
-    def _attribute(self, node: ast.Attribute, guard) -> bool:
+    def _attribute(self, node: ast.Attribute) -> bool:
         """Whether ``node`` (an attribute chain) is a reference to an entry; recorded if so."""
         parts, base = [], node
         while isinstance(base, ast.Attribute):
@@ -265,13 +297,16 @@ class _Walk:
             base = base.value
         if not isinstance(base, ast.Name) or WORDS.isdisjoint(parts):
             return False
+        parts.reverse()  # from the base outwards: jax.tree_util.tree_map -> tree_util, tree_map
+        if not any(".".join(parts[:i]) in _TAILS for i in range(1, len(parts) + 1)):
+            return False  # jax.tree_util.tree_map: no name of the table ends in tree_util(.tree_map)
         scope = self.model.scope_at(node)
         if self.model.resolve(base, scope) is None:
             return False  # not an import where it is read (a local or a parameter named alike)
         source = _import_source(self.model, base.id, scope)
         if source is None or entry_for(source) is not None:
             return False  # the import itself is reported (from jax import tree_map)
-        name = ".".join([source, *reversed(parts)])
+        name = ".".join([source, *parts])
         entry = entry_for(name)
         if entry is None:
             return False
@@ -281,10 +316,11 @@ class _Walk:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and chain is node:
             self.assigned.setdefault(entry.name, node.lineno)
             return True
-        self._add(node, entry, "use", guard, chain=chain, base=base, base_name=source)
+        self._add(node, entry, "use", node, chain=chain, base=base, base_name=source)
         return True
 
-    def _add(self, node, entry: Removed, kind: str, guard, **more) -> None:
+    def _add(self, node, entry: Removed, kind: str, where, **more) -> None:
+        guard = self.guard_at(where)
         if guard is not None:
             fact = proof.disproven("removed", guard)
         else:
@@ -342,16 +378,22 @@ class _Walk:
         return None
 
 
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
+def _span(node) -> tuple:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _holds(outer, span: tuple) -> bool:
+    """Whether ``outer``'s source span holds the span ``span`` (of a node inside it)."""
+    return (outer.lineno, outer.col_offset) <= span[0] and span[1] <= (outer.end_lineno, outer.end_col_offset)
+
+
 def references(model) -> list:
     """Every reference to a name of :data:`TABLE` in the module, in source order, each with its
-    **removed** fact (disproven where a guard shows the code knows)."""
-    if WORDS.isdisjoint(model.attr_names) and not any(
-            not WORDS.isdisjoint(src.replace(".", " ").split())
-            for s in model.scopes for src in _sources(s)):
+    **removed** fact (disproven where a guard shows the code knows). Reads only what the model's
+    walk listed: the attributes named like an entry's last part and the import statements."""
+    if not model.watched_attrs and not model.import_nodes:
         return []
     return _Walk(model).run()
-
-
-def _sources(scope):
-    for module, attr, _level in scope.import_src.values():
-        yield f"{module or ''} {attr or ''}"
