@@ -116,10 +116,10 @@ def _own_sources() -> list:
 
 
 def settings_key(codes: Sequence[str], noqa: bool = True) -> str:
-    from . import conventions  # a project's [tool.jaxlint.conventions] changes what is found
+    from . import conventions, jaxversion  # a project's conventions and jax-version change what is found
 
     blob = json.dumps([FORMAT, __version__, sys.version_info[:2], sorted(codes), noqa, _own_sources(),
-                       conventions.active().changed()])
+                       conventions.active().changed(), jaxversion.active()])
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
 
 

@@ -31,6 +31,16 @@ def _codes(value: str) -> list:
     return codes
 
 
+def _jax_version(value: str) -> tuple:
+    """``--jax-version 0.4.30``: a JAX release (else a usage error)."""
+    from . import jaxversion
+
+    try:
+        return jaxversion.parse(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxlint", description="Find code that wastes accelerator time in JAX programs.")
     p.add_argument("--version", action="version", version=f"jaxlint {__version__}")
@@ -55,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                         "as a JAX000 finding, which fails the run; by default it is named on stderr and the exit "
                         "code is unaffected (fail-on-oversize = true in [tool.jaxlint])")
     c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    c.add_argument("--jax-version", type=_jax_version, metavar="VERSION",
+                   help="the oldest JAX the project supports, such as 0.4.30 (jax-version in [tool.jaxlint]): "
+                        "fixes rewrite only to names that version has")
     c.add_argument("--stdin-display-name", metavar="PATH", default="stdin",
                    help="with PATH `-` (source read from stdin, as editors send it): the path to report and to "
                         "find [tool.jaxlint] and the project's other modules from (default: stdin)")
@@ -79,12 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _init_worker(codes: Sequence[str], words: Optional[dict] = None) -> None:
+def _init_worker(codes: Sequence[str], words: Optional[dict] = None, jax_version: Optional[tuple] = None) -> None:
     global _worker_rules
-    from . import conventions
+    from . import conventions, jaxversion
     from .registry import RULES_BY_CODE
 
     conventions.configure(words)
+    jaxversion.configure(jax_version)
     _worker_rules = [RULES_BY_CODE[c]() for c in codes]
 
 
@@ -105,11 +119,12 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
     # them from its tree (ProjectResolver.offer). Results come back in the order of ``files``.
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     out: list = [None] * len(files)
-    from . import conventions
+    from . import conventions, jaxversion
 
     words = conventions.active().changed()
+    oldest = jaxversion.active()
     if jobs == 1 or len(files) < 8:
-        _init_worker(codes, words)
+        _init_worker(codes, words, oldest)
         for i in order:
             out[i] = _check_one(files[i])
         return out
@@ -122,7 +137,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], jobs: int) -> list:
 
         registry._catalog()
     chunk = max(1, min(4, len(files) // (jobs * 8)))  # small chunks, for the same reason
-    with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes), words)) as pool:
+    with mp.Pool(jobs, initializer=_init_worker, initargs=(list(codes), words, oldest)) as pool:
         for i, res in zip(order, pool.imap(_check_one, [files[i] for i in order], chunksize=chunk)):
             out[i] = res
     return out
@@ -242,9 +257,10 @@ def cmd_check(args) -> int:
     except ConfigError as e:
         print(f"jaxlint: config error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    from . import conventions
+    from . import conventions, jaxversion
 
     conventions.configure(cfg.conventions)  # [tool.jaxlint.conventions], for this run and its workers
+    jaxversion.configure(args.jax_version if args.jax_version is not None else cfg.jax_version)
     # a missing path is said and makes the exit 2, after the others are checked and reported
     missing = [] if stdin else [p for p in args.paths if not os.path.exists(p)]
     for p in missing:
@@ -266,7 +282,7 @@ def cmd_check(args) -> int:
     if stdin:
         from .engine import check_source
 
-        _init_worker(codes, conventions.active().changed())
+        _init_worker(codes, conventions.active().changed(), jaxversion.active())
         files = [args.stdin_display_name]
         results = [check_source(sys.stdin.buffer.read(), args.stdin_display_name, _worker_rules)]
     else:

@@ -55,7 +55,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env"
                    "build", "dist", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                    ".jaxlint_cache", "node_modules", "site-packages")
 KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-        "pedantic", "fail-on-oversize", "trace", "conventions"}
+        "pedantic", "fail-on-oversize", "trace", "conventions", "jax-version"}
 # [tool.jaxlint.trace]: the compile budgets and CI gates of `jaxlint trace`
 TRACE_KEYS = {"budget", "budget-memory", "donation-threshold", "fail-on-recompile", "max-compiles",
               "max-transfers-per-line"}
@@ -92,7 +92,8 @@ class Config:
     def __init__(self, select: Optional[list] = None, ignore: Optional[list] = None,
                  per_file_ignores: Optional[dict] = None, exclude: Optional[list] = None, pedantic: bool = False,
                  root: str = ".", source: Optional[str] = None, trace: Optional[TraceConfig] = None,
-                 conventions: Optional[dict] = None, fail_on_oversize: bool = False):
+                 conventions: Optional[dict] = None, fail_on_oversize: bool = False,
+                 jax_version: Optional[tuple] = None):
         self.select = select if select is not None else ["JAX"]
         self.ignore = ignore if ignore is not None else []
         self.per_file_ignores = per_file_ignores if per_file_ignores is not None else {}  # glob -> [code prefixes]
@@ -104,6 +105,8 @@ class Config:
         self.conventions = conventions if conventions is not None else {}  # key -> words in force
         # A file over the size limit is a JAX000 finding (exit 1) instead of a notice on stderr
         self.fail_on_oversize = fail_on_oversize
+        # The oldest JAX the project supports (jaxlint/jaxversion.py), a version tuple, or None
+        self.jax_version = jax_version
 
     def ignored_for(self, path: str) -> list:
         rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
@@ -239,6 +242,13 @@ def load_config(start: str = ".", pyproject: Optional[str] = None) -> Config:
             setattr(cfg, key.replace("-", "_"), section[key])
     if "trace" in section:
         cfg.trace = _trace(section["trace"], source)
+    if "jax-version" in section:
+        from . import jaxversion
+
+        try:
+            cfg.jax_version = jaxversion.parse(section["jax-version"])
+        except ValueError as e:
+            raise ConfigError(f"{source}: [tool.jaxlint] {e}") from None
     if "conventions" in section:
         from . import conventions
 

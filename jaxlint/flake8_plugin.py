@@ -32,6 +32,7 @@ class JaxlintChecker:
     pedantic = False
     _configs: dict = {}  # folder of a checked file -> its Config, or the config error's message
     _configured = None  # the Config whose conventions are in force
+    jax_version = None  # --jaxlint-jax-version (a version tuple): wins over the config's jax-version
 
     @classmethod
     def add_options(cls, parser) -> None:
@@ -39,9 +40,15 @@ class JaxlintChecker:
                           help="jaxlint: also report findings that are right but rarely worth changing "
                                "(a sync in test code, a jit rebuilt in a function that runs once)")
 
+        parser.add_option("--jaxlint-jax-version", parse_from_config=True, default=None, type=_jax_version,
+                          metavar="VERSION",
+                          help="jaxlint: the oldest JAX the project supports, such as 0.4.30 (jax-version in "
+                               "[tool.jaxlint]): fixes and their advice name only what that version has")
+
     @classmethod
     def parse_options(cls, options) -> None:
         cls.pedantic = bool(getattr(options, "jaxlint_pedantic", False))
+        cls.jax_version = getattr(options, "jaxlint_jax_version", None)
 
     def __init__(self, tree: ast.Module, filename: str = "", lines: Sequence[str] = ()) -> None:
         self.tree = tree
@@ -109,9 +116,10 @@ class JaxlintChecker:
         from .registry import is_selected
 
         if JaxlintChecker._configured is not cfg:  # the conventions in force: once per config, not per file
-            from . import conventions
+            from . import conventions, jaxversion
 
             conventions.configure(cfg.conventions)
+            jaxversion.configure(self.jax_version if self.jax_version is not None else cfg.jax_version)
             JaxlintChecker._configured = cfg
         pedantic = self.pedantic or cfg.pedantic
         rules = [r for r in self.rules() if is_selected(r.code, cfg.select, cfg.ignore)]
@@ -123,6 +131,20 @@ class JaxlintChecker:
             if path is not None and not cfg.keeps(path, f):
                 continue
             yield f.line, f.col, f"{f.code} {f.message}", type(self)
+
+
+def _jax_version(value):
+    """``--jaxlint-jax-version 0.4.30``: a JAX release; anything else is a usage error (flake8 exits 2)."""
+    if value is None or isinstance(value, tuple):
+        return value
+    import argparse
+
+    from .jaxversion import parse
+
+    try:
+        return parse(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _excluded(cfg, path: str) -> bool:

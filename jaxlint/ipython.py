@@ -112,6 +112,9 @@ class _Linter:
             try:
                 cfg = load_config(os.getcwd())
                 self._rules = select_rules(ALL_RULES, cfg.select, cfg.ignore)
+                from . import jaxversion
+
+                jaxversion.configure(cfg.jax_version)
             except ConfigError as e:
                 print(f"jaxlint: config error ({e}); checking with every rule", file=sys.stderr)
                 self._rules = select_rules(ALL_RULES, ["JAX"])

@@ -1,4 +1,5 @@
-"""JAX4xx: in-place mutation of immutable JAX arrays and the removed index-update API."""
+"""JAX4xx: in-place mutation of immutable JAX arrays (the removed-API rules, JAX402 and JAX404, are in
+removed_api.py)."""
 
 from __future__ import annotations
 
@@ -211,146 +212,6 @@ class InplaceItemAssignment(Rule):
                 f"`{x} = {_at(target)}.set(...)`")
 
 
-# --------------------------------------------------------------------------- JAX402
-
-_REMOVED = {
-    "jax.ops.index_update": "set",
-    "jax.ops.index_add": "add",
-    "jax.ops.index_mul": "multiply",
-    "jax.ops.index_min": "min",
-    "jax.ops.index_max": "max",
-}
-_INDEX = "jax.ops.index"
-_REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
-_OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops import ...`` may name
-
-
-
-
-
-def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
-    """How a reference to a removed ``jax.ops`` name fails on current JAX: the attribute lookup, or,
-    for a name imported from ``jax.ops``, the import itself."""
-    if isinstance(ref, ast.Name) and model.binding(ref.id, scope, (ref.lineno, ref.col_offset)) is None:
-        return f"on current JAX `from jax.ops import {qn.rsplit('.', 1)[1]}` raises ImportError"
-    return "on current JAX looking it up raises AttributeError"
-
-
-class RemovedIndexUpdateApi(Rule):
-    code = "JAX402"
-    fails_at_runtime = True  # removed in JAX 0.3: AttributeError (from jax.ops import: ImportError)
-    short = "A call of the removed jax.ops.index_update family."
-    name = "removed-index-update-api"
-    fixable = True
-    summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
-               "of `jax.ops.index[...]`.")
-    rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3: on any current JAX "
-                 "they raise AttributeError (ImportError for `from jax.ops import ...`). The `.at` property "
-                 "replaces them: `jax.ops.index_update(x, jax.ops.index[i], v)` is `x.at[i].set(v)`, "
-                 "`index_add` is `.at[i].add`, `index_mul` `.at[i].multiply`, `index_min`/`index_max` "
-                 "`.at[i].min`/`.max`.")
-    bad = """
-        import jax
-        import jax.numpy as jnp
-
-        @jax.jit
-        def reset_first(x):
-            return jax.ops.index_update(x, jax.ops.index[0], 0.0)
-    """
-    good = """
-        import jax
-        import jax.numpy as jnp
-
-        @jax.jit
-        def reset_first(x):
-            return x.at[0].set(0.0)
-    """
-
-    def check(self, model: ModuleModel) -> Iterator[Finding]:
-        covered: set = set()
-        for call in model.calls_named(_REMOVED_NAMES):
-            scope = model.scope_at(call)
-            qn = model.resolve(call.func, scope)
-            method = _REMOVED.get(qn or "")
-            if method is None:
-                continue
-            args = call.args
-            covered.update(id(a) for a in args)
-            covered.update(id(kw.value) for kw in call.keywords)
-            if len(args) >= 3 and not any(isinstance(a, ast.Starred) for a in args[:3]):
-                idx = args[1]
-                if isinstance(idx, ast.Subscript) and model.resolve(idx.value, scope) == _INDEX:
-                    idx = idx.slice
-                at = ast.Subscript(value=ast.Attribute(value=args[0], attr="at", ctx=ast.Load()), slice=idx,
-                                   ctx=ast.Load())
-                fix = f"`{unparse(at, 50)}.{method}({unparse(args[2], 20)})`"
-                auto = self._fix(call, method, idx)
-            else:
-                fix = f"`x.at[idx].{method}(v)`"
-                auto = None
-            fails = _fails(model, call.func, qn, scope)
-            yield self.finding(call, f"`{qn}` was removed in JAX 0.3: {fails}; use {fix}", auto)
-        if "ops" not in model.attr_names and not any(
-                qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
-            return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
-        for sub, scope in self._subscripts(model):
-            if id(sub) in covered:
-                continue
-            value = sub.value
-            if (value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", "")) != "index":
-                continue
-            if model.resolve(sub.value, scope) == _INDEX:
-                covered.add(id(sub))
-                at = _at(ast.Subscript(value=ast.Name("x"), slice=sub.slice))
-                fails = _fails(model, sub.value, _INDEX, scope)
-                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3: {fails}; index through `.at` "
-                                        f"instead: `{at}.set(v)`")
-
-    @staticmethod
-    @_never_raises
-    def _fix(call: ast.Call, method: str, index: ast.AST) -> Optional[Fix]:
-        """``F(x, idx, v)`` -> ``x.at[idx].method(v)``; ``index`` is ``idx``, or what
-        ``jax.ops.index[...]`` wraps when ``idx`` is that helper."""
-        if len(call.args) != 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-            return None
-        x, idx, v = call.args
-        from jaxlint.edits import Edit, Fix, end_of, start_of
-
-        if not (start_of(x) < start_of(idx) <= start_of(index) and end_of(index) <= end_of(idx) < start_of(v)):
-            return None
-        wrap = not isinstance(x, _PRIMARY)
-        return Fix((
-            Edit(start_of(call), start_of(x), ("(",) if wrap else ()),
-            Edit(end_of(x), start_of(index), (").at[" if wrap else ".at[",)),
-            Edit(end_of(index), start_of(v), (f"].{method}(",)),
-            Edit(end_of(v), end_of(call), (")",)),
-        ))
-
-    def after_fixes(self, text: str) -> str:
-        """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
-        the only thing left that fails on current JAX: drop the removed names nothing uses any more
-        from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
-        from jaxlint.edits import drop_unused_from_imports
-
-        return drop_unused_from_imports(text, "jax.ops", _OPS_IMPORTS)
-
-    @staticmethod
-    def _subscripts(model: ModuleModel):
-        """Subscript reads the model records: in function bodies, plus top-level call arguments and
-        module-level assigned values (the model keeps no list of module-level subscripts)."""
-        for f in model.functions:
-            for sub in f.subscripts:
-                yield sub, f.scope
-        for call in model.calls:
-            for a in list(call.args) + [kw.value for kw in call.keywords]:
-                if isinstance(a, ast.Subscript):
-                    yield a, model.scope_at(call)
-        for evs in model.module_scope.events.values():
-            for ev in evs:
-                if ev.kind == "assign" and isinstance(ev.value, ast.Subscript):
-                    yield ev.value, model.module_scope
-
-
 # --------------------------------------------------------------------------- JAX403
 
 _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply"}
@@ -415,4 +276,4 @@ class DiscardedFunctionalUpdate(Rule):
         return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
 
 
-RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]
+RULES = [InplaceItemAssignment, DiscardedFunctionalUpdate]

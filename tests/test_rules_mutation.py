@@ -13,11 +13,8 @@ import textwrap
 import pytest
 
 import jaxlint_rules
-from jaxlint_rules.mutation import (
-    DiscardedFunctionalUpdate,
-    InplaceItemAssignment,
-    RemovedIndexUpdateApi,
-)
+from jaxlint_rules.mutation import DiscardedFunctionalUpdate, InplaceItemAssignment
+from jaxlint_rules.removed_api import RemovedIndexUpdateApi
 from ruletools import assert_marked, findings, messages, opt_in_findings
 
 RULES = [InplaceItemAssignment, RemovedIndexUpdateApi, DiscardedFunctionalUpdate]

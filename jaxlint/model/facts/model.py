@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ... import conventions
+from ... import conventions, jaxversion
 from ..python.builder import walk_module
 from ..python.module import ModuleModel, module_import_sources
 from ..python.records import Scope
 from . import loops as loopfacts
+from . import removedapi
 from .arrays import ArrayKinds
 from .factcache import FactCache
 from .jaxrecords import JitWrap, StepLoop, TracedFunction
@@ -37,6 +38,7 @@ class JaxModel(ModuleModel):
         self.jit_wraps: list[JitWrap] = []
         self.facts = FactCache()  # the facts' memo tables
         self.conventions = conventions.active()  # the naming conventions in force, set by build_model()
+        self.jax_version = jaxversion.active()  # the oldest JAX the project supports (a tuple), or None
         self._staging: Optional[Staging] = None
         self._arrays: Optional[ArrayKinds] = None
         self._bounded_iters: Optional[set] = None  # ids of the iterables of bounded loops
@@ -100,7 +102,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
         model.conventions = conventions_in_force
     model.path = path
     model.project = project
-    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES)
+    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES, removedapi.WORDS)
     loopfacts.refine_bounds(model)
     _TraceAnalysis(model).run()
     return model

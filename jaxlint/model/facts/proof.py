@@ -54,6 +54,9 @@ FACTS = {
                           "(in the same loop, or later in the same scope)",
     "new-value": "the rebinding gives the variable a value other than the one traced (a loop's item, a value "
                  "computed from the step or from itself)",
+    "removed": "the reference is to a name JAX has removed (jaxlint's table, from JAX's changelog), resolved "
+               "through the module's imports, and no compatibility check (`hasattr`, a JAX version test, "
+               "`try`/`except ImportError` or `AttributeError`) guards it",
 }
 
 

@@ -13,14 +13,16 @@ from .syntax import _end, _names_in, _pos
 
 
 def walk_module(model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
-                loop_type: type = Loop, watched: frozenset = frozenset()) -> ModuleModel:
+                loop_type: type = Loop, watched: frozenset = frozenset(),
+                watched_attrs: frozenset = frozenset()) -> ModuleModel:
     """Fill ``model``'s records in one walk of its tree. ``shallow`` skips function bodies (for
     summaries of imported modules). ``function_type`` and ``loop_type``: the record classes to make
     (the facts layer's subclasses of :class:`FunctionInfo` and :class:`Loop`, which carry what it
     infers; this layer knows only the base classes). ``watched``: last names of callees whose calls
-    (and the calls of a call's result) the walk also lists in ``model.watched_calls``, in its order."""
+    (and the calls of a call's result) the walk also lists in ``model.watched_calls``, in its order;
+    ``watched_attrs``: attribute names whose attribute nodes it lists in ``model.watched_attrs``."""
     model.work = Work(model.tree.body[-1].end_lineno if model.tree.body else 0)
-    _Builder(model, shallow, function_type, loop_type, watched).run(model.tree)
+    _Builder(model, shallow, function_type, loop_type, watched, watched_attrs).run(model.tree)
     return model
 
 
@@ -28,9 +30,11 @@ class _Builder:
     """The single walk: scopes, bindings, loops, guards, calls."""
 
     def __init__(self, model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
-                 loop_type: type = Loop, watched: frozenset = frozenset()):
+                 loop_type: type = Loop, watched: frozenset = frozenset(),
+                 watched_attrs: frozenset = frozenset()):
         self.m = model
         self.watched = watched
+        self.watched_attrs = watched_attrs
         self.function_type = function_type
         self.loop_type = loop_type
         self.shallow = shallow  # module and class level only: enough to summarize what a module exports
@@ -106,6 +110,7 @@ class _Builder:
     # -- imports
 
     def v_Import(self, node: ast.Import) -> None:
+        self.m.import_nodes.append(node)
         for alias in node.names:
             if alias.asname:
                 self.scope.imports[alias.asname] = N.canonical(alias.name)
@@ -117,6 +122,7 @@ class _Builder:
             self.m.import_roots.add(alias.name.split(".")[0])
 
     def v_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.m.import_nodes.append(node)
         mod = "." * node.level + (node.module or "")
         if node.level == 0:
             self.m.import_roots.add(mod.split(".")[0])
@@ -441,6 +447,8 @@ class _Builder:
             m.loop_calls.append(node)
         if t is _ATTRIBUTE:  # v_Attribute, inlined
             m.attr_names.add(last)
+            if last in self.watched_attrs:
+                m.watched_attrs.append(func)
             value = func.value
             if type(value) not in _LEAVES:
                 self.visit(value)
@@ -483,6 +491,8 @@ class _Builder:
 
     def v_Attribute(self, node: ast.Attribute) -> None:
         self.m.attr_names.add(node.attr)
+        if node.attr in self.watched_attrs:
+            self.m.watched_attrs.append(node)
         value = node.value
         if type(value) not in _LEAVES:
             self.visit(value)

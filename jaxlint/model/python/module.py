@@ -46,6 +46,8 @@ class ModuleModel:
         self.stmt_of: dict[int, ast.stmt] = {}  # id(Assign/AugAssign target, Expr value) -> the statement
         self.import_roots: set[str] = set()  # the top-level packages of absolute imports, in any scope
         self.watched_calls: list[ast.Call] = []  # calls the walk was asked to list (builder.walk_module)
+        self.watched_attrs: list[ast.Attribute] = []  # attributes the walk was asked to list, by name
+        self.import_nodes: list[ast.stmt] = []  # every import statement, in any scope
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}

@@ -1,0 +1,399 @@
+"""Names JAX has removed (a table, as data) and the **removed** fact: a reference in the module is to
+one of them, proven through the module's imports, and no compatibility check guards it.
+
+Where each reference fails, and so where it is reported (one place per use):
+
+* an import statement that names a removed name or module (``from jax import tree_map``,
+  ``import jax.experimental.host_callback as hcb``, ``from jax.experimental import maps``) fails
+  itself (ImportError): reported there, and the names it binds are not reported again at their uses;
+* an attribute chain (``jax.tree_map``, ``tree_util.tree_multimap`` after ``from jax import
+  tree_util``) fails at the lookup (AttributeError): reported at each use.
+
+Disproven (no finding) where the code shows that it knows: the reference is in the body of a
+``try`` whose handlers catch ImportError, AttributeError (or a base of them, or everything), in
+either branch of an ``if``/conditional expression that tests ``hasattr``/``getattr`` on a JAX
+object or JAX's version (``jax.__version__``, ``jax.__version_info__``, ``jaxlib.__version__``,
+``importlib.metadata.version("jax")``, or a name bound to one of them), under ``if TYPE_CHECKING:``,
+or the module assigns the name itself (``jax.tree_map = jax.tree.map``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import proof
+
+
+class Removed:
+    """One entry: ``name`` (qualified, as JAX spelled it), ``removed`` (the JAX release that removed
+    it, a version tuple; for an opt-in entry the release that deprecated it), ``replacement`` (what
+    to write instead, for the message), ``fix`` (the qualified name a reference may be rewritten to
+    mechanically, or None), ``since`` (the first JAX release that has ``fix``), ``portable`` (a
+    replacement that exists in every JAX version, for projects older than ``since``), ``module``
+    (the name is a module: importing it fails) and ``deprecated`` (still present in current JAX:
+    reported only on request)."""
+
+    __slots__ = ("name", "removed", "replacement", "fix", "since", "portable", "module", "deprecated")
+
+    def __init__(self, name: str, removed: tuple, replacement: str, fix: Optional[str] = None,
+                 since: tuple = (0, 0, 0), portable: Optional[str] = None, module: bool = False,
+                 deprecated: bool = False):
+        self.name = name
+        self.removed = removed
+        self.replacement = replacement
+        self.fix = fix
+        self.since = since
+        self.portable = portable
+        self.module = module
+        self.deprecated = deprecated
+
+    def __repr__(self) -> str:
+        return f"Removed({self.name!r}, {self.removed!r})"
+
+
+_TREE = (0, 4, 25)  # jax.tree (map, flatten, leaves, structure, transpose, unflatten, ...) is new in 0.4.25
+
+
+def _tree(old: str, new: str) -> Removed:
+    return Removed(f"jax.{old}", (0, 6, 0), f"`jax.tree.{new}`", f"jax.tree.{new}", _TREE,
+                   f"jax.tree_util.{old}")
+
+
+# Every version below was read from JAX's CHANGELOG.md (jax-ml/jax at cec06d1, August 2026) and
+# checked against JAX's source at the release tags (the name present at the tag before, absent or
+# raising at the tag given); "0.10.2" is the pinned jax of bench/corpus.py, where each is absent.
+#
+# - jax.tree_map, tree_flatten, tree_leaves, tree_structure, tree_transpose, tree_unflatten,
+#   treedef_is_leaf: removed in 0.6.0 (changelog 0.6.0, "From `jax`: `jax.treedef_is_leaf`,
+#   `jax.tree_flatten`, `jax.tree_map`, ..."; jax/__init__.py at jax-v0.5.3 maps each to a function in
+#   ``_deprecations``, at jax-v0.6.0 to None). Their jax.tree replacements exist from 0.4.25
+#   (jax/tree.py first at jax-v0.4.25) with the same parameters (jax/_src/tree.py there); the
+#   jax.tree_util functions they aliased exist in every version (JAX's own deprecation message says
+#   so). jax.tree_reduce and jax.tree_all were never top-level names (no tag's jax/__init__.py has
+#   them): not in the table.
+# - jax.tree_multimap and jax.tree_util.tree_multimap: removed in 0.3.16 (changelog 0.3.16 for
+#   tree_util; jax/__init__.py at jax-v0.3.15 still has ``tree_multimap``, at jax-v0.3.16 not);
+#   jax.tree_util.tree_map takes several trees since 0.3.5 (changelog 0.3.5, "tree_multimap is
+#   deprecated. Use tree_map instead").
+# - jax.experimental.maps (and xmap in it): removed in 0.4.31 (changelog 0.4.31, "xmap has been
+#   deleted"; jax/experimental/maps.py at jax-v0.4.30, not at jax-v0.4.31).
+# - jax.xla_computation: removed in 0.4.34 (changelog 0.4.34; ``_deprecations`` entry None at jax-v0.4.34).
+# - jax.sharding.use_mesh: removed in 0.7.1 (changelog 0.7.1, "Removed `jax.sharding.use_mesh` in
+#   favor of `jax.set_mesh`"; in jax/sharding.py at jax-v0.7.0, not at jax-v0.7.1).
+# - jax.experimental.host_callback: removed in 0.8.0 (changelog 0.8.0; the module at jax-v0.7.2, not
+#   at jax-v0.8.0; its functions raise NotImplementedError since 0.4.35, changelog 0.7.1).
+# - jax.experimental.compilation_cache.compilation_cache.initialize_cache and is_initialized: removed
+#   in 0.8.0 (changelog 0.8.0; ``_deprecations`` entries None at jax-v0.8.0).
+# - jax.device_put_replicated, jax.device_put_sharded: removed in 0.10.0 (changelog 0.10.0,
+#   "removed from the public API and now raise an `AttributeError`"; entries None at jax-v0.10.0).
+# - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
+#   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
+TABLE = {e.name: e for e in (
+    _tree("tree_map", "map"),
+    _tree("tree_flatten", "flatten"),
+    _tree("tree_leaves", "leaves"),
+    _tree("tree_structure", "structure"),
+    _tree("tree_transpose", "transpose"),
+    _tree("tree_unflatten", "unflatten"),
+    Removed("jax.treedef_is_leaf", (0, 6, 0), "`jax.tree_util.treedef_is_leaf`", "jax.tree_util.treedef_is_leaf",
+            (0, 1, 58)),
+    Removed("jax.tree_multimap", (0, 3, 16), "`jax.tree.map`", "jax.tree.map", _TREE, "jax.tree_util.tree_map"),
+    Removed("jax.tree_util.tree_multimap", (0, 3, 16), "`jax.tree_util.tree_map`", "jax.tree_util.tree_map",
+            (0, 3, 5)),
+    Removed("jax.experimental.maps", (0, 4, 31), "`jax.shard_map` (or `jax.vmap` with `spmd_axis_name`) for "
+            "`xmap`, `jax.sharding.Mesh` for `maps.Mesh`", module=True),
+    Removed("jax.xla_computation", (0, 4, 34), "the AOT API: `jax.jit(f).lower(*args).compiler_ir('hlo')`"),
+    Removed("jax.sharding.use_mesh", (0, 7, 1), "`jax.set_mesh` (a context manager too)"),
+    Removed("jax.experimental.host_callback", (0, 8, 0), "`jax.pure_callback`, `jax.debug.callback` or "
+            "`jax.experimental.io_callback`", module=True),
+    Removed("jax.experimental.compilation_cache.compilation_cache.initialize_cache", (0, 8, 0),
+            "`jax.config.update('jax_compilation_cache_dir', path)`"),
+    Removed("jax.experimental.compilation_cache.compilation_cache.is_initialized", (0, 8, 0),
+            "`jax.config.jax_compilation_cache_dir` (the cache is set up when it is set)"),
+    Removed("jax.device_put_replicated", (0, 10, 0), "`jax.device_put` with a sharding (docs.jax.dev, "
+            "migrate_pmap.html#drop-in-replacements)"),
+    Removed("jax.device_put_sharded", (0, 10, 0), "`jax.device_put` with a sharding (docs.jax.dev, "
+            "migrate_pmap.html#drop-in-replacements)"),
+    Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
+            deprecated=True),
+    Removed("jax.experimental.pjit.pjit", (0, 8, 0), "`jax.jit`", deprecated=True),
+)}
+# The last part of every name: a reference spells it (an attribute chain reaches the removed name; an
+# import names it, or its module, as ``from jax.experimental.maps import xmap`` does), so a module
+# that spells none of them has no reference to look at.
+WORDS = frozenset(name.rsplit(".", 1)[1] for name in TABLE)
+# Every dotted tail of every name (``tree_map``, ``jax.tree_map``, ``tree_util.tree_multimap``, ...):
+# an attribute chain reaches a name only if the attributes after its base, up to some point, are one.
+_TAILS = frozenset(".".join(parts[i:]) for parts in (name.split(".") for name in TABLE) for i in range(1, len(parts)))
+
+
+class Reference:
+    """A reference to a table entry: ``node`` (where it is reported: the import alias, or the
+    attribute chain of the use), ``entry``, ``kind`` ("import" or "use"), ``fact`` (the removed
+    fact, proven or disproven), and for a use ``chain`` (the attribute whose name is the entry's),
+    ``base`` (the name the chain starts from) and ``base_name`` (what that name imports)."""
+
+    __slots__ = ("node", "entry", "kind", "fact", "chain", "base", "base_name", "statement")
+
+    def __init__(self, node, entry: Removed, kind: str, fact: proof.Fact, chain=None, base=None,
+                 base_name: str = "", statement=None):
+        self.node = node
+        self.entry = entry
+        self.kind = kind
+        self.fact = fact
+        self.chain = chain
+        self.base = base
+        self.base_name = base_name
+        self.statement = statement
+
+
+def entry_for(name: str) -> Optional[Removed]:
+    """The entry ``name`` is, or is under (``jax.experimental.maps.xmap``): the first missing part."""
+    parts = name.split(".")
+    for i in range(2, len(parts) + 1):
+        hit = TABLE.get(".".join(parts[:i]))
+        if hit is not None:
+            return hit
+    return None
+
+
+_CATCHES = frozenset("builtins." + n for n in (
+    "ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"))
+_VERSIONS = frozenset({"jax.__version__", "jax.__version_info__", "jax.version.__version__", "jax.version._version",
+                       "jax.version.__version_info__", "jaxlib.__version__", "jaxlib.version.__version__",
+                       "jax.lib.__version__", "jax.lib.version"})
+_METADATA = frozenset({"importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution"})
+_CHECKS = frozenset({"builtins.hasattr", "builtins.getattr"})
+
+
+def _import_source(model, name: str, scope) -> Optional[str]:
+    """What the plain name ``name`` imports where it is read, spelled as the import statement
+    spells it (``from jax import tree_util as tu`` -> ``jax.tree_util``), or None when it is not an
+    import there (a local variable, a parameter, a relative import)."""
+    s, first = scope, True
+    while s is not None:
+        if s.kind == "class" and not first:
+            s = s.parent
+            continue
+        first = False
+        if name in s.globals:
+            s = model.module_scope
+            continue
+        if name in s.import_src:
+            module, attr, level = s.import_src[name]
+            if level or not module:
+                return None
+            return module if attr is None else f"{module}.{attr}"
+        if name in s.events:
+            return None
+        s = s.parent
+    return None
+
+
+class _Walk:
+    """The candidate references the model's walk listed (attributes named like a table entry, import
+    statements), each with the guard around it, found from its position."""
+
+    def __init__(self, model):
+        self.model = model
+        self.refs: list = []
+        self.imported_modules: set = set()  # entries a module import names: their uses are that import's
+        self.assigned: dict = {}  # entry name -> line where the module assigns it (its own shim)
+        self._guards: dict = {}  # id(Try/If/IfExp) -> its guard sentence or None
+
+    def run(self) -> list:
+        for node in self.model.import_nodes:
+            self._import(node)
+        for node in self.model.watched_attrs:
+            self._attribute(node)
+        out = []
+        for ref in self.refs:
+            if ref.kind == "use" and any(ref.entry.name == m or ref.entry.name.startswith(m + ".")
+                                         for m in self.imported_modules):
+                continue  # ``import jax.experimental.maps`` is reported; ``jax.experimental.maps.xmap`` is its use
+            line = self.assigned.get(ref.entry.name)
+            if line is not None and ref.fact.proven:
+                ref.fact = proof.disproven("removed", f"the module assigns `{ref.entry.name}` itself on line {line}")
+            out.append(ref)
+        out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
+        return out
+
+    # -- the guard around a node, from its position
+
+    def guard_at(self, node) -> Optional[str]:
+        """The sentence of the innermost shim around ``node`` (a ``try`` catching ImportError or
+        AttributeError, an ``if`` or conditional expression testing ``hasattr`` or the JAX version,
+        ``if TYPE_CHECKING:``), or None. Descends the statements whose span holds the node."""
+        span = _span(node)
+        guard, body, stmt = None, self.model.tree.body, None
+        while body:
+            stmt = next((st for st in body if _holds(st, span)), None)
+            if stmt is None:
+                return guard
+            inner = None
+            if isinstance(stmt, _TRY):
+                if any(_holds(st, span) for st in stmt.body):
+                    guard = guard or self._cached(stmt, self._try_guard)
+                    inner = stmt.body
+                else:
+                    lists = [h.body for h in stmt.handlers] + [stmt.orelse, stmt.finalbody]
+                    inner = next((lst for lst in lists if any(_holds(st, span) for st in lst)), None)
+            elif isinstance(stmt, ast.If) and not _holds(stmt.test, span):
+                guard = guard or self._cached(stmt, self._if_guard)
+                inner = stmt.body if any(_holds(st, span) for st in stmt.body) else stmt.orelse
+            else:
+                lists = [getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")]
+                lists += [c.body for c in getattr(stmt, "cases", ())]
+                inner = next((lst for lst in lists if isinstance(lst, list) and lst
+                              and isinstance(lst[0], ast.stmt) and any(_holds(st, span) for st in lst)), None)
+            if inner is None:
+                break
+            body = inner
+        if guard is None and stmt is not None:  # x = jax.tree_map if hasattr(jax, "tree_map") else ...
+            heads = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, (ast.stmt, ast.excepthandler))]
+            for head in heads:
+                for n in ast.walk(head):
+                    if (isinstance(n, ast.IfExp) and not _holds(n.test, span) and _holds(n, span)
+                            and self._cached(n, self._if_guard)):
+                        return self._cached(n, self._if_guard)
+        return guard
+
+    def _cached(self, node, compute) -> Optional[str]:
+        key = id(node)
+        if key not in self._guards:
+            self._guards[key] = compute(node)
+        return self._guards[key]
+
+    # -- references
+
+    def _import(self, node) -> None:
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            whole = entry_for(node.module)
+            if whole is not None:  # from jax.experimental.maps import xmap: the module import fails
+                self.imported_modules.add(whole.name)
+                self._add(node, whole, "import", node, statement=node)
+                return
+            for alias in node.names:
+                entry = entry_for(f"{node.module}.{alias.name}") if alias.name != "*" else None
+                if entry is not None:
+                    if entry.module:
+                        self.imported_modules.add(entry.name)
+                    self._add(alias if hasattr(alias, "lineno") else node, entry, "import", node, statement=node)
+            return
+        for alias in node.names:
+            entry = entry_for(alias.name)
+            if entry is not None:
+                self.imported_modules.add(entry.name)
+                self._add(alias if hasattr(alias, "lineno") else node, entry, "import", node, statement=node)
+
+    def _attribute(self, node: ast.Attribute) -> bool:
+        """Whether ``node`` (an attribute chain) is a reference to an entry; recorded if so."""
+        parts, base = [], node
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or WORDS.isdisjoint(parts):
+            return False
+        parts.reverse()  # from the base outwards: jax.tree_util.tree_map -> tree_util, tree_map
+        if not any(".".join(parts[:i]) in _TAILS for i in range(1, len(parts) + 1)):
+            return False  # jax.tree_util.tree_map: no name of the table ends in tree_util(.tree_map)
+        scope = self.model.scope_at(node)
+        if self.model.resolve(base, scope) is None:
+            return False  # not an import where it is read (a local or a parameter named alike)
+        source = _import_source(self.model, base.id, scope)
+        if source is None or entry_for(source) is not None:
+            return False  # the import itself is reported (from jax import tree_map)
+        name = ".".join([source, *parts])
+        entry = entry_for(name)
+        if entry is None:
+            return False
+        chain = node
+        for _ in range(name.count(".") - entry.name.count(".")):
+            chain = chain.value  # the attribute that names the entry: jax.tree_map of jax.tree_map.__doc__
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and chain is node:
+            self.assigned.setdefault(entry.name, node.lineno)
+            return True
+        self._add(node, entry, "use", node, chain=chain, base=base, base_name=source)
+        return True
+
+    def _add(self, node, entry: Removed, kind: str, where, **more) -> None:
+        guard = self.guard_at(where)
+        if guard is not None:
+            fact = proof.disproven("removed", guard)
+        else:
+            what = "deprecated" if entry.deprecated else "removed"
+            fact = proof.proven("removed", f"`{entry.name}` is JAX's (through the module's imports), {what} in "
+                                           f"JAX {'.'.join(map(str, entry.removed))}, and no compatibility check "
+                                           "guards the reference")
+        self.refs.append(Reference(node, entry, kind, fact, **more))
+
+    # -- guards
+
+    def _try_guard(self, node) -> Optional[str]:
+        for h in node.handlers:
+            if h.type is None:
+                return f"the `try` on line {node.lineno} catches every exception: the code expects it may fail"
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            scope = self.model.scope_at(h)
+            for t in types:
+                qn = self.model.resolve(t, scope)
+                if qn in _CATCHES:
+                    return (f"the `try` on line {node.lineno} catches {qn[len('builtins.'):]}: "
+                            "a compatibility shim for JAX versions")
+        return None
+
+    def _if_guard(self, node) -> Optional[str]:
+        test = node.test
+        scope = self.model.scope_at(node)
+        if self.model.resolve(test, scope) == "typing.TYPE_CHECKING":
+            return f"under `if TYPE_CHECKING:` (line {node.lineno}): never runs"
+        why = self._checks(test, scope, depth=0)
+        if why is not None:
+            return f"the test on line {node.lineno} checks {why}: a compatibility shim for JAX versions"
+        return None
+
+    def _checks(self, expr, scope, depth: int) -> Optional[str]:
+        """What version or attribute check ``expr`` makes, if any (``hasattr(jax, ...)``,
+        ``jax.__version__``, a name bound to one of them)."""
+        model = self.model
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Call):
+                qn = model.resolve(n.func, scope)
+                if qn in _CHECKS and n.args and (model.resolve(n.args[0], scope) or "").split(".")[0] in ("jax", "jaxlib"):
+                    return f"`{qn[len('builtins.'):]}` on `{model.resolve(n.args[0], scope)}`"
+                if qn in _METADATA:
+                    return "the installed JAX version"
+            elif isinstance(n, (ast.Attribute, ast.Name)):
+                qn = model.resolve(n, scope)
+                if qn in _VERSIONS:
+                    return f"`{qn}`"
+                if qn is None and isinstance(n, ast.Name) and depth == 0:
+                    for ev in model.module_scope.events.get(n.id, ()):  # JAX_VERSION = parse(jax.__version__)
+                        value = getattr(ev, "value", None)
+                        if value is not None and self._checks(value, model.module_scope, 1) is not None:
+                            return f"`{n.id}` (the JAX version)"
+        return None
+
+
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
+def _span(node) -> tuple:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _holds(outer, span: tuple) -> bool:
+    """Whether ``outer``'s source span holds the span ``span`` (of a node inside it)."""
+    return (outer.lineno, outer.col_offset) <= span[0] and span[1] <= (outer.end_lineno, outer.end_col_offset)
+
+
+def references(model) -> list:
+    """Every reference to a name of :data:`TABLE` in the module, in source order, each with its
+    **removed** fact (disproven where a guard shows the code knows). Reads only what the model's
+    walk listed: the attributes named like an entry's last part and the import statements."""
+    if not model.watched_attrs and not model.import_nodes:
+        return []
+    return _Walk(model).run()

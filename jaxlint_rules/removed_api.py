@@ -1,0 +1,260 @@
+"""JAX4xx: names JAX has removed: the jax.ops index-update API (JAX402) and the others of a table
+(JAX404: jax.tree_map, jax.experimental.host_callback, ...)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator, Optional
+
+if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
+    from jaxlint.edits import Fix
+from jaxlint.model import ModuleModel
+from jaxlint.model.facts import removedapi
+from jaxlint.rule import Finding, Rule, unparse
+
+from .mutation import _PRIMARY, _at, _never_raises
+
+
+# --------------------------------------------------------------------------- JAX402
+
+_REMOVED = {
+    "jax.ops.index_update": "set",
+    "jax.ops.index_add": "add",
+    "jax.ops.index_mul": "multiply",
+    "jax.ops.index_min": "min",
+    "jax.ops.index_max": "max",
+}
+_INDEX = "jax.ops.index"
+_REMOVED_NAMES = {q.rsplit(".", 1)[1] for q in _REMOVED}
+_OPS_IMPORTS = frozenset(_REMOVED_NAMES | {"index"})  # what ``from jax.ops import ...`` may name
+
+
+
+
+
+def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
+    """How a reference to a removed ``jax.ops`` name fails on current JAX: the attribute lookup, or,
+    for a name imported from ``jax.ops``, the import itself."""
+    if isinstance(ref, ast.Name) and model.binding(ref.id, scope, (ref.lineno, ref.col_offset)) is None:
+        return f"on current JAX `from jax.ops import {qn.rsplit('.', 1)[1]}` raises ImportError"
+    return "on current JAX looking it up raises AttributeError"
+
+
+class RemovedIndexUpdateApi(Rule):
+    code = "JAX402"
+    fails_at_runtime = True  # removed in JAX 0.3: AttributeError (from jax.ops import: ImportError)
+    short = "A call of the removed jax.ops.index_update family."
+    name = "removed-index-update-api"
+    fixable = True
+    summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
+               "of `jax.ops.index[...]`.")
+    rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3: on any current JAX "
+                 "they raise AttributeError (ImportError for `from jax.ops import ...`). The `.at` property "
+                 "replaces them: `jax.ops.index_update(x, jax.ops.index[i], v)` is `x.at[i].set(v)`, "
+                 "`index_add` is `.at[i].add`, `index_mul` `.at[i].multiply`, `index_min`/`index_max` "
+                 "`.at[i].min`/`.max`.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def reset_first(x):
+            return jax.ops.index_update(x, jax.ops.index[0], 0.0)
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def reset_first(x):
+            return x.at[0].set(0.0)
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        covered: set = set()
+        for call in model.calls_named(_REMOVED_NAMES):
+            scope = model.scope_at(call)
+            qn = model.resolve(call.func, scope)
+            method = _REMOVED.get(qn or "")
+            if method is None:
+                continue
+            args = call.args
+            covered.update(id(a) for a in args)
+            covered.update(id(kw.value) for kw in call.keywords)
+            if len(args) >= 3 and not any(isinstance(a, ast.Starred) for a in args[:3]):
+                idx = args[1]
+                if isinstance(idx, ast.Subscript) and model.resolve(idx.value, scope) == _INDEX:
+                    idx = idx.slice
+                at = ast.Subscript(value=ast.Attribute(value=args[0], attr="at", ctx=ast.Load()), slice=idx,
+                                   ctx=ast.Load())
+                fix = f"`{unparse(at, 50)}.{method}({unparse(args[2], 20)})`"
+                auto = self._fix(call, method, idx)
+            else:
+                fix = f"`x.at[idx].{method}(v)`"
+                auto = None
+            fails = _fails(model, call.func, qn, scope)
+            yield self.finding(call, f"`{qn}` was removed in JAX 0.3: {fails}; use {fix}", auto)
+        if "ops" not in model.attr_names and not any(
+                qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
+            return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
+        for sub, scope in self._subscripts(model):
+            if id(sub) in covered:
+                continue
+            value = sub.value
+            if (value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", "")) != "index":
+                continue
+            if model.resolve(sub.value, scope) == _INDEX:
+                covered.add(id(sub))
+                at = _at(ast.Subscript(value=ast.Name("x"), slice=sub.slice))
+                fails = _fails(model, sub.value, _INDEX, scope)
+                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3: {fails}; index through `.at` "
+                                        f"instead: `{at}.set(v)`")
+
+    @staticmethod
+    @_never_raises
+    def _fix(call: ast.Call, method: str, index: ast.AST) -> Optional[Fix]:
+        """``F(x, idx, v)`` -> ``x.at[idx].method(v)``; ``index`` is ``idx``, or what
+        ``jax.ops.index[...]`` wraps when ``idx`` is that helper."""
+        if len(call.args) != 3 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        x, idx, v = call.args
+        from jaxlint.edits import Edit, Fix, end_of, start_of
+
+        if not (start_of(x) < start_of(idx) <= start_of(index) and end_of(index) <= end_of(idx) < start_of(v)):
+            return None
+        wrap = not isinstance(x, _PRIMARY)
+        return Fix((
+            Edit(start_of(call), start_of(x), ("(",) if wrap else ()),
+            Edit(end_of(x), start_of(index), (").at[" if wrap else ".at[",)),
+            Edit(end_of(index), start_of(v), (f"].{method}(",)),
+            Edit(end_of(v), end_of(call), (")",)),
+        ))
+
+    def after_fixes(self, text: str) -> str:
+        """Once the calls are rewritten, a module-level ``from jax.ops import index_update, ...`` is
+        the only thing left that fails on current JAX: drop the removed names nothing uses any more
+        from it (the whole line when nothing else is left; a one-line import keeps its other names)."""
+        from jaxlint.edits import drop_unused_from_imports
+
+        return drop_unused_from_imports(text, "jax.ops", _OPS_IMPORTS)
+
+    @staticmethod
+    def _subscripts(model: ModuleModel):
+        """Subscript reads the model records: in function bodies, plus top-level call arguments and
+        module-level assigned values (the model keeps no list of module-level subscripts)."""
+        for f in model.functions:
+            for sub in f.subscripts:
+                yield sub, f.scope
+        for call in model.calls:
+            for a in list(call.args) + [kw.value for kw in call.keywords]:
+                if isinstance(a, ast.Subscript):
+                    yield a, model.scope_at(call)
+        for evs in model.module_scope.events.values():
+            for ev in evs:
+                if ev.kind == "assign" and isinstance(ev.value, ast.Subscript):
+                    yield ev.value, model.module_scope
+
+
+# --------------------------------------------------------------------------- JAX404
+
+
+def _version(v: tuple) -> str:
+    return ".".join(map(str, v))
+
+
+class RemovedApi(Rule):
+    code = "JAX404"
+    needs = ("removed",)
+    fails_at_runtime = True  # AttributeError at the lookup, ImportError at the import
+    short = "A reference to a name JAX has removed (jax.tree_map, jax.experimental.host_callback, ...)."
+    name = "removed-api"
+    fixable = True
+    summary = ("Finds references, resolved through the module's imports, to names JAX has removed: the "
+               "top-level `jax.tree_*` aliases (0.6.0), `tree_multimap` (0.3.16), `jax.experimental.maps` "
+               "and `xmap` (0.4.31), `jax.xla_computation` (0.4.34), `jax.sharding.use_mesh` (0.7.1), "
+               "`jax.experimental.host_callback` and the compilation cache's `initialize_cache` (0.8.0), "
+               "`jax.device_put_replicated`/`device_put_sharded` (0.10.0). An import of a removed name is "
+               "reported at the import, an attribute lookup at each use. Code that checks first (`hasattr`, "
+               "a JAX version test, `try`/`except ImportError` or `AttributeError`) is not a finding. The "
+               "jax.ops index-update API is JAX402's.")
+    rationale = ("The program fails on current JAX: AttributeError where the name is looked up, ImportError "
+                 "where it is imported. Each has a replacement (`jax.tree.map` for `jax.tree_map`, "
+                 "`jax.jit(f).lower(...)` for `jax.xla_computation`, `jax.set_mesh` for `use_mesh`, "
+                 "`jax.pure_callback`/`jax.debug.callback` for host_callback); the renames are fixed "
+                 "automatically, to a replacement the oldest JAX the project supports has "
+                 "(`jax-version` in [tool.jaxlint]: `jax.tree.map` needs JAX 0.4.25).")
+    opt_in_cases = ("Names JAX has deprecated but still has (`jax.experimental.shard_map.shard_map`, "
+                    "`jax.experimental.pjit.pjit`, deprecated in 0.8.0): the code still runs, with a warning.")
+    bad = """
+        import jax
+        import jax.numpy as jnp
+
+        def scale(params, factor):
+            return jax.tree_map(lambda p: p * factor, params)
+    """
+    good = """
+        import jax
+        import jax.numpy as jnp
+
+        def scale(params, factor):
+            return jax.tree.map(lambda p: p * factor, params)
+
+        # a shim that knows: not a finding
+        tree_map = jax.tree_map if not hasattr(jax, "tree") else jax.tree.map
+    """
+
+    def check(self, model: ModuleModel) -> Iterator[Finding]:
+        for ref in removedapi.references(model):
+            facts = self.proof(model, ref.node, ref.fact)
+            if facts is None:
+                continue
+            entry = ref.entry
+            if entry.deprecated:
+                message = (f"`{entry.name}` is deprecated since JAX {_version(entry.removed)} (still present, it "
+                           f"warns); use {entry.replacement}")
+                yield self.finding(ref.node, message, facts=facts,
+                                   opt_in="deprecated, not removed: the code still runs on current JAX")
+                continue
+            fix, note = self._fix(model, ref)
+            message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
+                       f"{self._fails(ref)}; use {entry.replacement}{note}")
+            yield self.finding(ref.node, message, fix, facts=facts)
+
+    @staticmethod
+    def _fails(ref) -> str:
+        if ref.kind == "use":
+            return "looking it up raises AttributeError"
+        stmt = ref.statement
+        if isinstance(stmt, ast.Import) or ref.entry.module:
+            return "importing it raises ImportError"
+        alias = ref.node if isinstance(ref.node, ast.alias) else None
+        what = f"from {stmt.module} import {alias.name}" if alias is not None else "the import"
+        return f"`{what}` raises ImportError"
+
+    @staticmethod
+    def _fix(model: ModuleModel, ref) -> tuple:
+        """(the fix or None, a note for the message): ``jax.tree_map`` -> ``jax.tree.map`` at a use,
+        the base name kept as the user spelled it, when the entry's rewrite is mechanical and the
+        replacement exists in the oldest JAX the project supports."""
+        entry = ref.entry
+        if entry.fix is None or ref.kind != "use":
+            return None, ""
+        oldest = getattr(model, "jax_version", None)
+        if oldest is not None and tuple(oldest) < entry.since:
+            other = f"; `{entry.portable}` works on every version" if entry.portable else ""
+            return None, (f" (no automatic fix: `{entry.fix}` is new in JAX {_version(entry.since)} and the "
+                          f"project supports JAX {_version(oldest)} (jax-version){other})")
+        return RemovedApi._edit(ref), ""
+
+    @staticmethod
+    @_never_raises
+    def _edit(ref) -> Optional[Fix]:
+        entry, base = ref.entry, ref.base_name
+        if not (entry.name.startswith(base + ".") and entry.fix.startswith(base + ".")):
+            return None  # the user's import does not reach the replacement (from jax import tree_util)
+        from jaxlint.edits import Edit, Fix, end_of
+
+        return Fix((Edit(end_of(ref.base), end_of(ref.chain), (entry.fix[len(base):],)),))
+
+
+RULES = [RemovedIndexUpdateApi, RemovedApi]

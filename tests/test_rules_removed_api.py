@@ -1,0 +1,539 @@
+"""Tests of JAX404 (removed-api): names JAX has removed, resolved through the module's imports.
+
+Positive cases mark every line where a finding is expected with ``# expect: CODE`` and compare the
+findings of *all* rules with those marks (another rule firing fails the case too). The runtime test
+at the end keeps the table honest against the installed jax.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import jaxlint_rules
+from jaxlint import jaxversion
+from jaxlint.cli import main
+from jaxlint.model import build_model
+from jaxlint.model.facts import proof, removedapi
+from jaxlint_rules.removed_api import RemovedApi
+from ruletools import assert_marked, findings, messages, opt_in_findings
+
+
+@pytest.fixture(autouse=True)
+def _no_jax_version():
+    """Each test starts with no jax-version in force (the CLI sets it for the process)."""
+    jaxversion.configure(None)
+    yield
+    jaxversion.configure(None)
+
+
+def assert_clean(src: str) -> None:
+    assert findings(src) == [], findings(src)
+
+
+def test_rule_is_registered_and_declares_its_proof():
+    rule = jaxlint_rules.RULES_BY_CODE["JAX404"]
+    assert rule is RemovedApi and rule.name == "removed-api"
+    assert rule.needs == ("removed",) and "removed" in proof.FACTS
+    assert rule.fixable and rule.fails_at_runtime
+
+
+# --------------------------------------------------------------------------- positives
+
+
+def test_uses_of_removed_top_level_names():
+    assert_marked("""
+        import jax
+        import jax as J
+
+        def f(params, grads, tree):
+            a = jax.tree_map(lambda p, g: p - g, params, grads)  # expect: JAX404
+            leaves, treedef = J.tree_flatten(params)  # expect: JAX404
+            b = jax.tree_unflatten(treedef, leaves)  # expect: JAX404
+            c = jax.tree_leaves(params)  # expect: JAX404
+            d = jax.tree_structure(params)  # expect: JAX404
+            e = jax.tree_transpose(d, d, tree)  # expect: JAX404
+            g = jax.treedef_is_leaf(d)  # expect: JAX404
+            h = jax.tree_multimap(lambda p: p, params)  # expect: JAX404
+            return a, b, c, e, g, h
+    """)
+
+
+def test_the_other_removed_names():
+    assert_marked("""
+        import jax
+        import jax.sharding
+
+        def f(x, mesh):
+            hlo = jax.xla_computation(lambda v: v + 1)(x)  # expect: JAX404
+            r = jax.device_put_replicated(x, jax.devices())  # expect: JAX404
+            s = jax.device_put_sharded([x], jax.devices())  # expect: JAX404
+            with jax.sharding.use_mesh(mesh):  # expect: JAX404
+                pass
+            jax.experimental.compilation_cache.compilation_cache.initialize_cache("/tmp/c")  # expect: JAX404
+            return hlo, r, s
+    """)
+
+
+def test_imports_are_reported_at_the_import_once_and_not_again_at_each_use():
+    src = """
+        from jax import tree_map  # expect: JAX404
+        from jax.tree_util import tree_multimap as tmm  # expect: JAX404
+        import jax.experimental.host_callback as hcb  # expect: JAX404
+        from jax.experimental import maps  # expect: JAX404
+        from jax.experimental.maps import xmap, Mesh  # expect: JAX404
+
+        def f(x):
+            hcb.id_print(x)
+            y = tmm(lambda a: a, tree_map(lambda a: a, x))
+            return xmap(f, in_axes=["i"], out_axes=["i"])(y), maps.Mesh, Mesh
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert "`from jax import tree_map` raises ImportError" in msgs[0]
+    assert "importing it raises ImportError" in msgs[2]
+
+
+def test_a_module_imported_whole_is_reported_at_the_import_and_its_uses_are_that_import():
+    assert_marked("""
+        import jax
+        import jax.experimental.maps  # expect: JAX404
+
+        def f(x):
+            return jax.experimental.maps.xmap(f)(x)
+    """)
+
+
+def test_tree_util_imported_then_tree_multimap_is_a_finding_tree_map_is_not():
+    assert_marked("""
+        from jax import tree_util
+        from jax import tree_util as tu
+
+        def f(x):
+            a = tree_util.tree_map(lambda v: v, x)
+            b = tree_util.tree_multimap(lambda v: v, x)  # expect: JAX404
+            return tu.tree_multimap(lambda v: v, a, b)  # expect: JAX404
+    """)
+
+
+def test_an_attribute_of_a_removed_name_is_one_finding():
+    src = """
+        import jax
+
+        DOC = jax.tree_map.__doc__  # expect: JAX404
+    """
+    assert_marked(src)
+
+
+def test_deprecated_names_are_opt_in():
+    src = """
+        import jax
+        from jax.experimental.shard_map import shard_map  # expect: JAX404 (opt-in)
+        from jax.experimental import pjit
+
+        def f(g, mesh):
+            a = pjit.pjit(g)  # expect: JAX404 (opt-in)
+            return a, jax.experimental.pjit.pjit(g)  # expect: JAX404 (opt-in)
+    """
+    assert_marked(src)
+    reasons = {reason for _, _, reason in opt_in_findings(src, "JAX404")}
+    assert reasons == {"deprecated, not removed: the code still runs on current JAX"}
+
+
+def test_the_finding_carries_the_proven_fact():
+    from jaxlint.engine import check_source
+
+    res = check_source(b"import jax\ny = jax.tree_map(abs, [1])\n", "t.py", [RemovedApi()])
+    (f,) = res.findings
+    assert f.facts[0][:2] == ("removed", "proven")
+    assert "removed in JAX 0.6.0" in f.facts[0][2]
+
+
+# --------------------------------------------------------------------------- near misses
+
+
+@pytest.mark.parametrize("src", [
+    # the user's own function named like the removed one
+    """
+    import jax
+
+    def tree_map(f, x):
+        return jax.tree.map(f, x)
+
+    y = tree_map(abs, [1])
+    """,
+    # an attribute of another object
+    """
+    import jax
+
+    def f(obj, x):
+        return obj.tree_map(abs, x), obj.jax.tree_map(abs, x), obj.experimental.host_callback
+    """,
+    # a parameter named jax
+    """
+    import jax
+
+    def f(jax, x):
+        return jax.tree_map(abs, x)
+    """,
+    # the replacements themselves
+    """
+    import jax
+    from jax import tree_util
+
+    def f(x, mesh):
+        with jax.set_mesh(mesh):
+            return jax.tree.map(abs, x), jax.tree.leaves(x), tree_util.tree_map(abs, x), jax.shard_map
+    """,
+    # a module that is not JAX's
+    """
+    import jax
+    import mylib.tree_util as tree_util
+
+    y = tree_util.tree_multimap(abs, [1]), jax.numpy.zeros(2)
+    """,
+    # a string, a comment: no reference
+    """
+    import jax
+
+    NAME = "jax.tree_map"  # jax.tree_map was removed
+    f = getattr(jax, "tree_map", None)
+    """,
+])
+def test_near_misses(src):
+    assert_clean(src)
+
+
+@pytest.mark.parametrize("src", [
+    """
+    import jax
+
+    if hasattr(jax, "tree_map"):
+        tree_map = jax.tree_map
+    else:
+        tree_map = jax.tree.map
+    """,
+    """
+    import jax
+
+    tree_map = jax.tree_map if hasattr(jax, "tree_map") else jax.tree.map
+    """,
+    """
+    try:
+        from jax import tree_map
+    except ImportError:
+        from jax.tree_util import tree_map
+
+    y = tree_map(abs, [1])
+    """,
+    """
+    import jax
+
+    try:
+        hlo = jax.xla_computation(abs)(1.0)
+    except (AttributeError, TypeError):
+        hlo = jax.jit(abs).lower(1.0).compiler_ir("hlo")
+    """,
+    """
+    try:
+        import jax.experimental.host_callback as hcb
+    except Exception:
+        hcb = None
+    """,
+    """
+    import jax
+
+    if jax.__version_info__ < (0, 4, 25):
+        tm = jax.tree_map
+    """,
+    """
+    import jax
+    from packaging import version
+
+    JAX_VERSION = version.parse(jax.__version__)
+
+    def f(x):
+        if JAX_VERSION < version.parse("0.4.31"):
+            from jax.experimental.maps import xmap
+            return xmap(abs)(x)
+        return jax.shard_map(abs)(x)
+    """,
+    """
+    from typing import TYPE_CHECKING
+
+    if TYPE_CHECKING:
+        from jax.experimental.maps import Mesh
+    """,
+    """
+    import jax
+
+    if not hasattr(jax, "tree_map"):
+        jax.tree_map = jax.tree.map  # the module restores the alias itself
+
+    y = jax.tree_map(abs, [1])
+    """,
+])
+def test_compatibility_shims_are_not_findings(src):
+    assert_clean(src)
+
+
+def test_a_shim_is_the_quiet_reason_explain_finding_gives(tmp_path, capsys):
+    p = tmp_path / "t.py"
+    p.write_text("import jax\nif hasattr(jax, 'tree_map'):\n    tm = jax.tree_map\n")
+    main(["check", "--no-cache", "--explain-finding", f"{p}:3", str(p)])
+    out = capsys.readouterr().out
+    assert "JAX404" in out and "removed (disproven)" in out and "hasattr" in out
+
+
+def test_the_jax_ops_names_stay_jax402():
+    src = """
+        import jax
+        from jax.ops import index_update  # JAX402 reports the call, not the import
+
+        def f(x):
+            return index_update(x, 0, 1.0), jax.ops.index_add(x, 0, 1.0)  # expect: JAX402, JAX402
+    """
+    assert_marked(src)
+
+
+# --------------------------------------------------------------------------- the model's fact
+
+
+def test_the_removed_fact_proven_and_disproven():
+    tree = ast.parse(textwrap.dedent("""
+        import jax
+        a = jax.tree_map(abs, [1])
+        if hasattr(jax, "tree_leaves"):
+            b = jax.tree_leaves([1])
+        c = obj.tree_map
+    """))
+    refs = removedapi.references(build_model(tree))
+    assert [(r.node.lineno, r.entry.name, r.kind, r.fact.status) for r in refs] == [
+        (3, "jax.tree_map", "use", "proven"), (5, "jax.tree_leaves", "use", "disproven")]
+    assert "hasattr" in refs[1].fact.why and "line 4" in refs[1].fact.why
+
+
+def test_a_module_that_names_no_removed_word_is_not_walked():
+    model = build_model(ast.parse("import jax\ny = jax.tree.map(abs, [1])\n"))
+    assert removedapi.references(model) == []
+
+
+def test_entry_for_finds_the_first_missing_part():
+    assert removedapi.entry_for("jax.experimental.maps.xmap").name == "jax.experimental.maps"
+    assert removedapi.entry_for("jax.tree_map.__doc__").name == "jax.tree_map"
+    assert removedapi.entry_for("jax.tree.map") is None
+    assert removedapi.entry_for("jax.ops.index_update") is None  # JAX402's
+
+
+# --------------------------------------------------------------------------- fixes
+
+FIX_SRC = textwrap.dedent("""\
+    import jax
+    import jax as J
+    from jax import tree_util as tu
+
+    def f(x, d):
+        a = jax.tree_map(abs, x)
+        b = J.tree_leaves(x)
+        c = tu.tree_multimap(abs, x)
+        e = jax.tree_util.tree_multimap(abs, x)
+        g = jax.treedef_is_leaf(d)
+        h = jax.tree_multimap(abs, x)
+        return jax.device_put_replicated(x, jax.devices()), a, b, c, e, g, h
+""")
+
+
+def _fixed(tmp_path, capsys, src: str, *flags: str) -> tuple:
+    p = tmp_path / "t.py"
+    p.write_text(src)
+    code = main(["check", "--no-cache", "--select", "JAX404", "--fix", *flags, str(p)])
+    out = capsys.readouterr().out
+    return p.read_text(), out, code
+
+
+def test_fix_rewrites_the_mechanical_renames(tmp_path, capsys):
+    text, out, code = _fixed(tmp_path, capsys, FIX_SRC)
+    assert text == FIX_SRC.replace("jax.tree_map(", "jax.tree.map(").replace("J.tree_leaves", "J.tree.leaves") \
+        .replace("tu.tree_multimap", "tu.tree_map").replace("jax.tree_util.tree_multimap", "jax.tree_util.tree_map") \
+        .replace("jax.treedef_is_leaf", "jax.tree_util.treedef_is_leaf").replace("jax.tree_multimap", "jax.tree.map")
+    assert code == 1 and "device_put_replicated" in out  # no one-to-one replacement: reported, not fixed
+    text2, _, _ = _fixed(tmp_path, capsys, text)
+    assert text2 == text  # idempotent
+
+
+def test_no_fix_for_an_import(tmp_path, capsys):
+    src = "from jax import tree_map\n\ny = tree_map(abs, [1])\n"
+    text, out, _ = _fixed(tmp_path, capsys, src)
+    assert text == src and "JAX404" in out
+
+
+def test_jax_version_older_than_the_replacement_keeps_the_finding_without_a_fix(tmp_path, capsys):
+    text, out, _ = _fixed(tmp_path, capsys, FIX_SRC, "--jax-version", "0.4.20")
+    # jax.tree.* (0.4.25) is not written; the tree_util renames (every version) still are
+    assert "jax.tree_map(abs, x)" in text and "J.tree_leaves(x)" in text and "jax.tree_multimap" in text
+    assert "tu.tree_map(abs, x)" in text and "jax.tree_util.treedef_is_leaf(d)" in text
+    assert ("no automatic fix: `jax.tree.map` is new in JAX 0.4.25 and the project supports JAX 0.4.20 "
+            "(jax-version); `jax.tree_util.tree_map` works on every version") in out
+
+
+def test_jax_version_new_enough_fixes(tmp_path, capsys):
+    text, _, _ = _fixed(tmp_path, capsys, FIX_SRC, "--jax-version", "0.4.25")
+    assert "jax.tree.map(abs, x)" in text and "J.tree.leaves(x)" in text
+
+
+def test_jax_version_from_pyproject_and_the_cli_wins(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\njax-version = "0.4.20"\n')
+    p = tmp_path / "t.py"
+    p.write_text("import jax\ny = jax.tree_map(abs, [1])\n")
+    main(["check", "--no-cache", "--select", "JAX404", str(p)])
+    assert "supports JAX 0.4.20" in capsys.readouterr().out
+    main(["check", "--no-cache", "--select", "JAX404", "--jax-version", "0.5", str(p)])
+    out = capsys.readouterr().out
+    assert "[*]" in out and "supports JAX" not in out
+
+
+@pytest.mark.parametrize("value", ['"0.4.x"', "0.4", '"v0.4.30"', '"0.4.30rc1"', '""', '"1.2.3.4"', "true"])
+def test_a_malformed_jax_version_in_pyproject_is_a_usage_error(tmp_path, capsys, value):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.jaxlint]\njax-version = {value}\n")
+    (tmp_path / "t.py").write_text("import jax\n")
+    assert main(["check", "--no-cache", str(tmp_path)]) == 2
+    assert "jax-version" in capsys.readouterr().err
+
+
+def test_a_malformed_jax_version_on_the_command_line_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "t.py").write_text("import jax\n")
+    assert main(["check", "--jax-version", "latest", str(tmp_path)]) == 2
+    assert "jax-version" in capsys.readouterr().err
+
+
+def test_the_result_cache_keys_on_the_jax_version(tmp_path, capsys):
+    p = tmp_path / "t.py"
+    p.write_text("import jax\ny = jax.tree_map(abs, [1])\n")
+    cache = str(tmp_path / "cache")
+    main(["check", "--cache-dir", cache, "--select", "JAX404", str(p)])
+    assert "[*]" in capsys.readouterr().out
+    main(["check", "--cache-dir", cache, "--select", "JAX404", "--jax-version", "0.4.1", str(p)])
+    assert "supports JAX 0.4.1" in capsys.readouterr().out
+
+
+def test_parse_versions():
+    assert jaxversion.parse("0.4.30") == (0, 4, 30) and jaxversion.parse("0.5") == (0, 5, 0)
+    assert jaxversion.parse(" 1 ") == (1, 0, 0) and jaxversion.text((0, 4, 30)) == "0.4.30"
+    for bad in ("0.4.30rc1", "v0.4", "0.04", "", "0..4", 0.4, None):
+        with pytest.raises(ValueError):
+            jaxversion.parse(bad)
+
+
+# --------------------------------------------------------------------------- flake8
+
+
+def _flake8(tmp_path, *args, select="JAX404"):
+    return subprocess.run([sys.executable, "-m", "flake8", "--select", select, *args, "t.py"],
+                          capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_flake8_plugin_reports_and_reads_the_jax_version(tmp_path):
+    (tmp_path / "t.py").write_text("import jax\ny = jax.tree_map(abs, [1])\n")
+    proc = _flake8(tmp_path)
+    assert proc.returncode == 1 and "t.py:2:5: JAX404 `jax.tree_map` was removed in JAX 0.6.0" in proc.stdout
+    assert "supports JAX" not in proc.stdout
+    proc = _flake8(tmp_path, "--jaxlint-jax-version", "0.4.20")
+    assert "supports JAX 0.4.20" in proc.stdout
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\njax-version = "0.4.21"\n')
+    assert "supports JAX 0.4.21" in _flake8(tmp_path).stdout
+    proc = _flake8(tmp_path, "--jaxlint-jax-version", "0.4.x")
+    assert proc.returncode == 2 and "jax-version" in proc.stderr
+
+
+def test_flake8_with_a_malformed_jax_version_in_pyproject_says_so(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxlint]\njax-version = "0.4.x"\n')
+    (tmp_path / "t.py").write_text("import jax\ny = jax.tree_map(abs, [1])\n")
+    proc = _flake8(tmp_path, select="JAX")
+    assert "JAX000 jaxlint config error" in proc.stdout and "jax-version" in proc.stdout
+
+
+# --------------------------------------------------------------------------- the table against jax
+
+
+def _version(text: str) -> tuple:
+    parts = []
+    for p in text.split(".")[:3]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def _exists(qualname: str) -> bool:
+    """Whether ``qualname`` can be imported or looked up under the installed jax (a deprecation
+    warning is fine: the name is there)."""
+    import warnings
+
+    parts = qualname.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for attr in parts[i:]:
+                    obj = getattr(obj, attr)
+        except (AttributeError, NotImplementedError):
+            return False
+        return True
+    return False
+
+
+def test_the_table_against_the_installed_jax():
+    """Every entry JAX removed at or before the installed version is missing; every mechanical
+    replacement that version has is there; a deprecated entry is still there."""
+    jax = pytest.importorskip("jax")
+    installed = _version(jax.__version__)
+    checked = 0
+    for entry in removedapi.TABLE.values():
+        if entry.deprecated:
+            assert _exists(entry.name), entry.name
+            continue
+        if entry.removed <= installed:
+            assert not _exists(entry.name), f"{entry.name} is still in jax {jax.__version__}"
+            checked += 1
+        if entry.fix is not None and entry.since <= installed:
+            assert _exists(entry.fix), entry.fix
+        if entry.portable is not None:
+            assert _exists(entry.portable), entry.portable
+    assert checked >= 1  # jax.tree_util.tree_multimap (0.3.16) is gone from every jax the tests run
+
+
+def test_the_table_entries_are_complete():
+    for name, entry in removedapi.TABLE.items():
+        assert name == entry.name and name.startswith("jax.")
+        assert entry.replacement and len(entry.removed) == 3
+        assert (entry.fix is None) or (entry.since and not entry.deprecated)
+
+
+def _run(src: str) -> dict:
+    ns: dict = {}
+    exec(compile(textwrap.dedent(src), "<rule example>", "exec"), ns)
+    return ns
+
+
+def test_runtime_the_example_fails_and_its_fix_runs():
+    jax = pytest.importorskip("jax")
+    if _version(jax.__version__) < (0, 6, 0):
+        pytest.skip("jax.tree_map is only removed from JAX 0.6.0 on")
+    params = {"w": jax.numpy.ones(2)}
+    with pytest.raises(AttributeError):
+        _run(RemovedApi.bad)["scale"](params, 2.0)
+    with pytest.raises(ImportError):
+        exec("from jax import tree_map", {})
+    out = _run(RemovedApi.good)["scale"](params, 2.0)
+    assert out["w"].tolist() == [2.0, 2.0]
