@@ -1650,3 +1650,51 @@ def test_jax502_in_a_helper_only_tests_use_is_test_code():
     """
     assert_marked(src)
     assert [why for _, _, why in opt_in_findings(src)] == ["test inputs from one key"]
+
+
+def test_jax502_a_draw_in_a_branch_every_call_skips_by_its_default_is_not_reported():
+    """A module-level key drawn only under ``if random_color:``, whose default is False and which no
+    call passes, never draws (issue 39, fresh set A: judged FALSE); the branch the default takes does."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(3)
+
+    def show_mask(mask, *, random_color=False):
+        if random_color:
+            rgb = jax.random.uniform(key, (3,))
+        else:
+            rgb = jnp.ones(3)
+        return mask * rgb.sum()
+
+    def show_noise(mask, noisy=True):
+        if noisy:
+            return mask + jax.random.normal(key, mask.shape)  # expect: JAX502
+        return mask
+
+    def show_masks(masks):
+        for m in masks:
+            show_mask(m)
+            show_noise(m)
+    """)
+
+
+def test_jax502_a_branch_a_call_turns_on_is_still_reported():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(3)
+
+    def show_mask(mask, *, random_color=False):
+        if random_color:
+            rgb = jax.random.uniform(key, (3,))  # expect: JAX502
+        else:
+            rgb = jnp.ones(3)
+        return mask * rgb.sum()
+
+    def show_masks(masks):
+        for m in masks:
+            show_mask(m, random_color=True)
+    """)

@@ -86,7 +86,7 @@ def _fixed_key_draw(m, call: ast.Call) -> Optional["FixedKeyDraw"]:
           and f.params and arg.value.id == f.params[0]):
         made = _instance_key(m, f, arg.attr)
         where = "instance"
-    if made is None:
+    if made is None or skipped_by_default(m, f, call):
         return None
     how = runs_again(m, f)
     if how is None:
@@ -297,3 +297,55 @@ def folded_per_call(m, maker: ast.Call) -> bool:
 
 
 # -- dataflow facts
+
+
+def skipped_by_default(m, f, node: ast.AST) -> bool:
+    """Whether ``node`` is in a branch of ``if P:`` / ``if not P:`` on a parameter ``P`` of ``f`` with
+    a literal default that skips the branch, and every call of ``f`` this module shows leaves ``P``
+    at that default (``def show_mask(mask, ax, random_color=False)``, called as ``show_mask(m, ax)``):
+    the branch never runs. A function with no call in the module, or one called with ``*args`` or
+    ``**kwargs``, is not known to skip it."""
+    ctx = m.context(node)
+    if ctx is None or not ctx.branches or isinstance(f.node, ast.Lambda):
+        return False
+    defaults = _literal_defaults(f.node.args)
+    if not defaults:
+        return False
+    ifs = {id(n): n for n in walk(f.node) if isinstance(n, ast.If)}
+    for if_id, branch in ctx.branches:
+        n = ifs.get(if_id)
+        if n is None:
+            continue
+        test, negate = n.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        if not isinstance(test, ast.Name) or test.id not in defaults:
+            continue
+        position, default = defaults[test.id]
+        if (branch == 0) == (bool(default) != negate):
+            continue  # the default takes this branch
+        calls = [c for c, _ in frequency.callers(m, f) if isinstance(c, ast.Call)]
+        if calls and all(_leaves_default(c, test.id, position) for c in calls):
+            return True
+    return False
+
+
+def _literal_defaults(args: ast.arguments) -> dict:
+    """Parameter name -> (position or None for keyword-only, default value) for literal defaults."""
+    out = {}
+    positional = [*args.posonlyargs, *args.args]
+    for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        if isinstance(d, ast.Constant):
+            out[a.arg] = (positional.index(a), d.value)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if isinstance(d, ast.Constant):
+            out[a.arg] = (None, d.value)
+    return out
+
+
+def _leaves_default(call: ast.Call, name: str, position) -> bool:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    if position is not None and len(call.args) > position:
+        return False
+    return all(k.arg != name for k in call.keywords)
