@@ -537,3 +537,37 @@ def test_runtime_the_example_fails_and_its_fix_runs():
         exec("from jax import tree_map", {})
     out = _run(RemovedApi.good)["scale"](params, 2.0)
     assert out["w"].tolist() == [2.0, 2.0]
+
+
+def test_device_array_and_the_config_submodule_also_in_annotations():
+    """Issue 39's fresh sets: `jnp.DeviceArray` in a flax module's field annotations and `from
+    jax.config import config` fail on current JAX; an annotation is evaluated where it stands
+    (a def's, a class field's) unless annotations are postponed."""
+    assert_marked("""
+    from jax.config import config  # expect: JAX404
+    import jax
+    import jax.numpy as jnp
+
+    config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+
+    class SSM:
+        Lambda: jnp.DeviceArray  # expect: JAX404
+
+    def step(x: jnp.DeviceArray) -> jnp.ndarray:  # expect: JAX404
+        local: jnp.DeviceArray  # a local's bare annotation is never evaluated
+        return x
+    """)
+
+
+def test_postponed_annotations_are_not_evaluated():
+    assert findings("""
+    from __future__ import annotations
+    import jax.numpy as jnp
+
+    class SSM:
+        Lambda: jnp.DeviceArray
+
+    def step(x: jnp.DeviceArray) -> jnp.DeviceArray:
+        return x
+    """, "JAX404") == []

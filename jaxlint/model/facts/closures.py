@@ -150,7 +150,11 @@ def free_reads(m, f: FunctionInfo) -> list:
     out: list = []
     for g in bodies:
         seen: set = set()
-        for n in _own_loads(g.node):
+        memo = m.facts.own_loads
+        loads = memo.get(id(g.node))
+        if loads is None:  # a callee's body is read once, however many compiled functions trace it
+            loads = memo[id(g.node)] = _own_loads(g.node)
+        for n in loads:
             if n.id in seen or not m.work.spend():
                 continue
             seen.add(n.id)

@@ -18,6 +18,7 @@ _TABLES = (
     "key_names_memo",  # keys
     "key_params_memo",  # keys
     "kinds",  # values
+    "own_loads",  # closures
     "loop_assigned",  # periodicity
     "param_args_memo",  # callables
     "per_compilation_memo",  # repetition

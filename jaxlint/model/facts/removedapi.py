@@ -87,6 +87,14 @@ def _tree(old: str, new: str) -> Removed:
 #   in 0.8.0 (changelog 0.8.0; ``_deprecations`` entries None at jax-v0.8.0).
 # - jax.device_put_replicated, jax.device_put_sharded: removed in 0.10.0 (changelog 0.10.0,
 #   "removed from the public API and now raise an `AttributeError`"; entries None at jax-v0.10.0).
+# - jax.numpy.DeviceArray: removed in 0.4.14 (changelog 0.4.14, "The following APIs have been removed
+#   after previous deprecation: ... `jax.numpy.DeviceArray`: use jax.Array"; in jax/numpy/__init__.py at
+#   jax-v0.4.13, not at jax-v0.4.14).
+# - jax.config.config (``from jax.config import config``): the submodule's ``config`` became a deprecation at
+#   0.4.24 and is gone at 0.4.25 (jax/config.py at jax-v0.4.25 only warns on import; changelog 0.4.25,
+#   "the jax.config.config object" removed); the submodule itself is gone at 0.4.29 (changelog 0.4.29,
+#   "The deprecated `jax.config` submodule has been removed"; jax/config.py absent at jax-v0.4.29). Only the
+#   name inside is in the table: ``jax.config`` after ``import jax`` is the configuration object, valid.
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -115,6 +123,8 @@ TABLE = {e.name: e for e in (
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.device_put_sharded", (0, 10, 0), "`jax.device_put` with a sharding (docs.jax.dev, "
             "migrate_pmap.html#drop-in-replacements)"),
+    Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.config.config", (0, 4, 25), "`from jax import config` (the configuration object is `jax.config`)"),
     Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
             deprecated=True),
     Removed("jax.experimental.pjit.pjit", (0, 8, 0), "`jax.jit`", deprecated=True),

@@ -96,6 +96,8 @@ def implicit_uploads(m) -> list:
         if not named:
             continue
         scope = m.scope_at(call)
+        if not any(_host_binding(m, a, scope) for a in named):
+            continue  # the cheap question first: no argument is bound to host data
         wrap = callables.callable_info(m, call.func, scope)
         if wrap is None or wrap.kind not in ("jit", "pmap"):
             continue
@@ -127,6 +129,11 @@ def implicit_uploads(m) -> list:
                 out.append((call, kw.value, loop, ev, wrap))
     m.facts.implicit_uploads = out
     return out
+
+
+def _host_binding(m, x: ast.Name, scope) -> bool:
+    ev = m.binding(x.id, scope, _pos(x))
+    return ev is not None and ev.plain_assign and ev.value is not None and _host_data(m, ev)
 
 
 def _invariant_host_data(m, x: ast.Name, scope, loop: Loop):

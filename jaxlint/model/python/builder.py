@@ -35,6 +35,10 @@ class _Builder:
         self.m = model
         self.watched = watched
         self.watched_attrs = watched_attrs
+        # annotations are evaluated where they stand (a def's, a class field's) unless postponed
+        self.watch_annotations = bool(watched_attrs) and not any(
+            isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(a.name == "annotations" for a in st.names)
+            for st in model.tree.body[:8])
         self.function_type = function_type
         self.loop_type = loop_type
         self.shallow = shallow  # module and class level only: enough to summarize what a module exports
@@ -192,6 +196,10 @@ class _Builder:
         self.visit_all(node.decorator_list)
         self.visit_all(node.args.defaults)
         self.visit_all(node.args.kw_defaults)
+        if self.watch_annotations:
+            a = node.args
+            self._annotations([x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                               if x is not None] + [node.returns])
         fi = self._function(node, node.name)
         self.bind(node.name, "def", None, None, node, _pos(node))
         self.scope.defs[node.name] = fi
@@ -268,7 +276,16 @@ class _Builder:
             self.visit(t)
             self._store(t, "del")
 
+    def _annotations(self, exprs: list) -> None:
+        """List the watched attributes of annotations (only they: the walk does not read types)."""
+        for e in exprs:
+            if e is not None:
+                self.m.watched_attrs.extend(n for n in ast.walk(e)
+                                            if type(n) is _ATTRIBUTE and n.attr in self.watched_attrs)
+
     def v_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if self.watch_annotations and (self.func is None or node.value is not None):
+            self._annotations([node.annotation])  # a local's bare annotation is never evaluated
         if node.value is not None:
             self.visit(node.value)
             self.visit(node.target)
