@@ -181,24 +181,13 @@ def _import_source(model, name: str, scope) -> Optional[str]:
     """What the plain name ``name`` imports where it is read, spelled as the import statement
     spells it (``from jax import tree_util as tu`` -> ``jax.tree_util``), or None when it is not an
     import there (a local variable, a parameter, a relative import)."""
-    s, first = scope, True
-    while s is not None:
-        if s.kind == "class" and not first:
-            s = s.parent
-            continue
-        first = False
-        if name in s.globals:
-            s = model.module_scope
-            continue
-        if name in s.import_src:
-            module, attr, level = s.import_src[name]
-            if level or not module:
-                return None
-            return module if attr is None else f"{module}.{attr}"
-        if name in s.events:
-            return None
-        s = s.parent
-    return None
+    s = model.binding_scope(name, scope, "import_src")
+    if s is None or name not in s.import_src:
+        return None  # a local variable, a parameter, or nothing
+    module, attr, level = s.import_src[name]
+    if level or not module:
+        return None
+    return module if attr is None else f"{module}.{attr}"
 
 
 class _Walk:

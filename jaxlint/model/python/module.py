@@ -149,6 +149,24 @@ class ModuleModel:
         if not isinstance(expr, ast.Name):
             return None
         name = expr.id
+        s = self.binding_scope(name, scope, "imports")
+        if s is None:
+            return "builtins." + name if name in _BUILTINS else None
+        if name in s.imports:
+            return s.imports[name] or None
+        evs = s.events[name]
+        # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
+        if all(ev.plain_assign and isinstance(ev.value, (ast.Name, ast.Attribute)) for ev in evs):
+            targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
+            if len(targets) == 1:
+                return targets.pop()
+        return None
+
+    def binding_scope(self, name: str, scope: Scope, imports: str = "imports") -> Optional[Scope]:
+        """The scope whose binding of ``name`` a read in ``scope`` sees, by Python's rules (class
+        bodies are not seen from the functions in them; ``global`` goes to the module): the first
+        whose ``imports`` table (``"imports"`` or ``"import_src"``) or bindings hold it; None when
+        none does (a builtin, or unbound)."""
         s: Optional[Scope] = scope
         first = True
         while s is not None:
@@ -156,24 +174,12 @@ class ModuleModel:
                 s = s.parent
                 continue
             first = False
-            if name in s.globals:
+            if name in s.globals and s is not self.module_scope:
                 s = self.module_scope
                 continue
-            if name in s.imports:
-                imp = s.imports[name]
-                return imp or None
-            evs = s.events.get(name)
-            if evs:
-                # ``jit = jax.jit`` style aliases: every binding is the same resolvable name.
-                if all(ev.plain_assign and isinstance(ev.value, (ast.Name, ast.Attribute))
-                       for ev in evs):
-                    targets = {self._resolve(ev.value, ev.scope, depth + 1) for ev in evs}
-                    if len(targets) == 1:
-                        return targets.pop()
-                return None
+            if name in getattr(s, imports) or s.events.get(name):
+                return s
             s = s.parent
-        if name in _BUILTINS:
-            return "builtins." + name
         return None
 
     def scope_at(self, node: ast.AST) -> Scope:
