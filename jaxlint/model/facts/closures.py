@@ -277,6 +277,8 @@ def stale_reads(m, f: FunctionInfo) -> list:
     calls = compiled_calls(m, f)
     if not calls:
         return []
+    if not _rebound_near(m, calls):
+        return []  # no name is bound twice, in a loop, or through global/nonlocal where it is called
     bodies = traced_bodies(m, f)
     inside = {id(g.scope) for g in bodies}
     out: list = []
@@ -300,6 +302,21 @@ def stale_reads(m, f: FunctionInfo) -> list:
         if best is not None:
             out.append(best[1])
     return out
+
+
+def _rebound_near(m, calls: list) -> bool:
+    """Whether some name may be rebound after a call of the compiled function, where a stale read
+    needs it (:func:`_facts`: in the scope of a call): a name bound there twice or in a loop, or a
+    ``global``/``nonlocal`` declaration in the module. A cheap test before the trace's reads are listed."""
+    if m.decls:
+        return True
+    for call, _ in calls:
+        ctx = m.ctx.get(id(call))
+        if ctx is None:
+            return True
+        if any(len(evs) > 1 or evs[0].loops for evs in ctx.scope.events.values() if evs):
+            return True
+    return False
 
 
 def _facts(m, f, read: ast.Name, b: Binding, call: ast.Call, wrap: JitWrap, calls: list) -> Optional[list]:

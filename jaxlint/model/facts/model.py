@@ -102,7 +102,7 @@ def build_model(tree: ast.Module, path: Optional[str] = None, project=None, shal
         model.conventions = conventions_in_force
     model.path = path
     model.project = project
-    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES, removedapi.WORDS)
+    walk_module(model, shallow, TracedFunction, StepLoop, API_LAST_NAMES, removedapi.WORDS, removedapi.TYPE_WORDS)
     loopfacts.refine_bounds(model)
     _TraceAnalysis(model).run()
     return model

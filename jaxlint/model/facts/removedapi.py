@@ -133,6 +133,8 @@ TABLE = {e.name: e for e in (
 # import names it, or its module, as ``from jax.experimental.maps import xmap`` does), so a module
 # that spells none of them has no reference to look at.
 WORDS = frozenset(name.rsplit(".", 1)[1] for name in TABLE)
+# The names of types among them (``DeviceArray``): only these are looked for in annotations as well.
+TYPE_WORDS = frozenset(w for w in WORDS if w[:1].isupper())
 # Every dotted tail of every name (``tree_map``, ``jax.tree_map``, ``tree_util.tree_multimap``, ...):
 # an attribute chain reaches a name only if the attributes after its base, up to some point, are one.
 _TAILS = frozenset(".".join(parts[i:]) for parts in (name.split(".") for name in TABLE) for i in range(1, len(parts)))

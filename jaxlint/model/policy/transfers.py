@@ -96,10 +96,8 @@ def implicit_uploads(m) -> list:
         if not named:
             continue
         scope = m.scope_at(call)
-        if not any(_host_binding(m, a, scope) for a in named):
-            continue  # the cheap question first: no argument is bound to host data
-        wrap = callables.callable_info(m, call.func, scope)
-        if wrap is None or wrap.kind not in ("jit", "pmap"):
+        wrap = callables.callable_info(m, call.func, scope)  # memoized per callee: the cheap question first
+        if wrap is None or wrap.kind not in ("jit", "pmap") or not any(_host_binding(m, a, scope) for a in named):
             continue
         loop = None
         _, shift, static_pos, static_names = wrap.static_layout(call)

@@ -9,20 +9,22 @@ from ... import names as N
 from .limits import Work
 from .module import ModuleModel
 from .records import STARRED, Binding, ClassInfo, Context, FuncNode, FunctionInfo, Loop, Scope
-from .syntax import _end, _names_in, _pos
+from .syntax import _end, _names_in, _pos, annotation_attributes
 
 
 def walk_module(model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
                 loop_type: type = Loop, watched: frozenset = frozenset(),
-                watched_attrs: frozenset = frozenset()) -> ModuleModel:
+                watched_attrs: frozenset = frozenset(), annotation_attrs: frozenset = frozenset()) -> ModuleModel:
     """Fill ``model``'s records in one walk of its tree. ``shallow`` skips function bodies (for
     summaries of imported modules). ``function_type`` and ``loop_type``: the record classes to make
     (the facts layer's subclasses of :class:`FunctionInfo` and :class:`Loop`, which carry what it
     infers; this layer knows only the base classes). ``watched``: last names of callees whose calls
     (and the calls of a call's result) the walk also lists in ``model.watched_calls``, in its order;
-    ``watched_attrs``: attribute names whose attribute nodes it lists in ``model.watched_attrs``."""
+    ``watched_attrs``: attribute names whose attribute nodes it lists in ``model.watched_attrs``;
+    ``annotation_attrs``: those of them also looked for in annotations that are evaluated (a def's,
+    a class field's, unless ``from __future__ import annotations`` postpones them)."""
     model.work = Work(model.tree.body[-1].end_lineno if model.tree.body else 0)
-    _Builder(model, shallow, function_type, loop_type, watched, watched_attrs).run(model.tree)
+    _Builder(model, shallow, function_type, loop_type, watched, watched_attrs, annotation_attrs).run(model.tree)
     return model
 
 
@@ -31,12 +33,13 @@ class _Builder:
 
     def __init__(self, model: ModuleModel, shallow: bool = False, function_type: type = FunctionInfo,
                  loop_type: type = Loop, watched: frozenset = frozenset(),
-                 watched_attrs: frozenset = frozenset()):
+                 watched_attrs: frozenset = frozenset(), annotation_attrs: frozenset = frozenset()):
         self.m = model
         self.watched = watched
         self.watched_attrs = watched_attrs
         # annotations are evaluated where they stand (a def's, a class field's) unless postponed
-        self.watch_annotations = bool(watched_attrs) and not any(
+        self.annotation_attrs = annotation_attrs
+        self.watch_annotations = bool(annotation_attrs) and not any(
             isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(a.name == "annotations" for a in st.names)
             for st in model.tree.body[:8])
         self.function_type = function_type
@@ -278,10 +281,7 @@ class _Builder:
 
     def _annotations(self, exprs: list) -> None:
         """List the watched attributes of annotations (only they: the walk does not read types)."""
-        for e in exprs:
-            if e is not None:
-                self.m.watched_attrs.extend(n for n in ast.walk(e)
-                                            if type(n) is _ATTRIBUTE and n.attr in self.watched_attrs)
+        self.m.watched_attrs.extend(annotation_attributes(exprs, self.annotation_attrs))
 
     def v_AnnAssign(self, node: ast.AnnAssign) -> None:
         if self.watch_annotations and (self.func is None or node.value is not None):

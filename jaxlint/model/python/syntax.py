@@ -148,3 +148,27 @@ def unparse(node: ast.AST, limit: int = 40) -> str:
         return "..."
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def annotation_attributes(exprs: list, names: frozenset) -> list:
+    """The ``ast.Attribute`` nodes named one of ``names`` in annotation expressions. An annotation
+    is a name, an attribute chain, a subscript, a tuple or list, or a ``|`` union: walked by hand,
+    through these only (a string annotation is not evaluated, and nothing else is a type)."""
+    out: list = []
+    stack = [e for e in exprs if e is not None]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.Attribute:
+            if n.attr in names:
+                out.append(n)
+            stack.append(n.value)
+        elif t is ast.Subscript:
+            stack.append(n.value)
+            stack.append(n.slice)
+        elif t is ast.Tuple or t is ast.List:
+            stack.extend(n.elts)
+        elif t is ast.BinOp:
+            stack.append(n.left)
+            stack.append(n.right)
+    return out
