@@ -15,6 +15,7 @@ from ... import names as N
 from . import callables, proof
 from . import values as V
 from .jaxrecords import JitWrap
+from ..python.syntax import unparse
 
 
 class UseAfterDonation:
@@ -85,7 +86,8 @@ def donation_used(m, wrap: JitWrap, name: str, param: Optional[str]) -> "proof.F
     keeps them)."""
     funcs = [wrap.func] if wrap.func is not None else (
         callables.local_functions(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else [])
-    spelled = unparse_name(wrap)
+    spelled = wrap.func.name if wrap.func is not None else (
+        unparse(wrap.target, 40) if wrap.target is not None else wrap.spelling)
     if len(funcs) != 1 or param is None:
         return proof.unknown("donation-used", f"`{spelled}` is not a function of this module: whether one of its "
                                               f"outputs can take the buffer of `{name}` (same shape and dtype) is "
@@ -111,15 +113,6 @@ def donation_used(m, wrap: JitWrap, name: str, param: Optional[str]) -> "proof.F
             return proof.proven("donation-used", f"`{f.name}` returns a value computed from `{param}`")
     return proof.unknown("donation-used", f"no output of `{f.name}` is computed from `{param}`: JAX keeps a donated "
                                           "array no output can reuse (\"Some donated buffers were not usable\")")
-
-
-def unparse_name(wrap: JitWrap) -> str:
-    if wrap.func is not None:
-        return wrap.func.name
-    try:
-        return ast.unparse(wrap.target)[:40] if wrap.target is not None else wrap.spelling
-    except Exception:  # pragma: no cover - unparse of a parsed tree does not fail
-        return wrap.spelling
 
 
 def _own_statements(node: ast.AST) -> Iterator[ast.stmt]:

@@ -375,20 +375,26 @@ class Staging:
             return isinstance(value, (ast.Name, ast.Subscript, ast.Attribute)) and self._input(value, ev.scope, d + 1)
         return False
 
-    def _caller_args(self, g: FunctionInfo, name: str) -> list:
-        """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
-        parameter ``name``."""
+    def staged_calls(self, g: FunctionInfo) -> list:
+        """``(call, caller)`` for each call of ``g`` made in a staged function."""
         m = self.m
         out = []
         for cause in g.trace_causes:
             caller = cause.caller
             if cause.kind != "caller" or caller is None or not self.staged(caller):
                 continue
-            for call in caller.calls:
-                if g in callables.local_functions(m, call.func, caller.scope):
-                    arg = callables.passed_argument(g, call, name)
-                    if arg is not None:
-                        out.append((arg, caller.scope))
+            out.extend((call, caller) for call in caller.calls
+                       if g in callables.local_functions(m, call.func, caller.scope))
+        return out
+
+    def _caller_args(self, g: FunctionInfo, name: str) -> list:
+        """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
+        parameter ``name``."""
+        out = []
+        for call, caller in self.staged_calls(g):
+            arg = callables.passed_argument(g, call, name)
+            if arg is not None:
+                out.append((arg, caller.scope))
         return out
 
     def _python_evidence(self, ev, name: str) -> bool:

@@ -88,7 +88,7 @@ def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) ->
             return disproven("traced-path", f"`{name}` is {what} whenever `{f.name}` is traced, so the `if` on "
                                             f"line {node_if.lineno} skips it")
     if f is not None and f.traced_by_callers_only and depth < L.KIND_CHAIN:
-        facts = [traced_path(st, caller, call, depth + 1) for call, caller in _staged_calls(st, f)]
+        facts = [traced_path(st, caller, call, depth + 1) for call, caller in st.staged_calls(f)]
         if facts and not any(x.proven for x in facts):
             gap = next((x for x in facts if x.unknown), None)
             if gap is not None:
@@ -145,18 +145,6 @@ def abstract_values(st, f: FunctionInfo) -> Fact:
                                         "are concrete, and a print shows them on every call")
 
 
-def _staged_calls(st, g: FunctionInfo) -> list:
-    """``(call, caller)`` for each call of ``g`` made in a staged function."""
-    m = st.m
-    out = []
-    for cause in g.trace_causes:
-        caller = cause.caller
-        if cause.kind != "caller" or caller is None or not st.staged(caller):
-            continue
-        out.extend((call, caller) for call in caller.calls
-                   if g in callables.local_functions(m, call.func, caller.scope))
-    return out
-
 def _none_when_traced(st, g: FunctionInfo, name: str, depth: int):
     """Whether parameter ``name`` of ``g`` is None when ``g`` is traced: True (always), False
     (never), "unknown" (it is a Python value there, None in some entries or not known), or None
@@ -168,7 +156,7 @@ def _none_when_traced(st, g: FunctionInfo, name: str, depth: int):
         return None
     outcomes = set()
     m = st.m
-    for call, caller in _staged_calls(st, g):
+    for call, caller in st.staged_calls(g):
         if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
             return "unknown"
         given = callables.passed_argument(g, call, name)
