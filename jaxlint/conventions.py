@@ -160,6 +160,15 @@ CONVENTIONS = (
         "emptied: +1 default finding (dev, worked half: an assert in a `check_*` notebook helper); "
         "measured 2026-12-02 by bench/conventions.py"),
     Convention(
+        "check-calls", ("assert",), PREFIX,
+        "stale closures: a call of a method or module function whose name starts with this inside a compiled "
+        "function (``self.assertTrue(...)``, ``np.testing.assert_allclose(...)``, ``chex.assert_shape(...)``) "
+        "is a check made while tracing, not a value the compiled program keeps (JAX603)",
+        "unittest's, NumPy's testing and chex's assertions are known by these names; a check reads a global "
+        "at trace time by design",
+        "emptied: no default finding changes on dev, review2, review3 or the fresh sets; +1 on the pinned jax "
+        "(jax/_src/test_util.py, a check inside a compiled test helper); measured 2026-12-05"),
+    Convention(
         "host-consumer-methods", ("step", "decode", "decode_batch", "batch_decode", "apply_action", "send",
                                   "sendall"), EXACT,
         "transfers: a device value handed to a method of this name on an object the module cannot type is "

@@ -103,7 +103,7 @@ def traced_bodies(m, f: FunctionInfo) -> list:
     return out
 
 
-def _own_loads(node: ast.AST) -> list:
+def _own_loads(node: ast.AST, conventions) -> list:
     """The ``ast.Name`` loads in a function's own code: its body (a lambda's expression), not
     nested functions' or classes' bodies (their decorators and defaults, run here, included), nor
     checks (an ``assert``, a unittest ``assert*`` call): a check made while tracing, by design
@@ -120,7 +120,8 @@ def _own_loads(node: ast.AST) -> list:
             if type(n.ctx) is ast.Load:
                 out.append(n)
             continue
-        if t is ast.Assert or (t is ast.Call and _is_check(n.func)):
+        if t is ast.Assert or (t is ast.Call and isinstance(n.func, ast.Attribute)
+                               and conventions.matches("check-calls", n.func.attr)):
             continue
         if isinstance(n, _NESTED):
             if not isinstance(n, ast.ClassDef):
@@ -132,12 +133,6 @@ def _own_loads(node: ast.AST) -> list:
         stack.extend(child_nodes(n))
     out.sort(key=_pos)
     return out
-
-
-def _is_check(func: ast.AST) -> bool:
-    """``self.assertTrue(...)``, ``np.testing.assert_allclose(...)``, ``chex.assert_shape(...)``:
-    the assertion methods and functions of unittest, NumPy's testing module and chex."""
-    return isinstance(func, ast.Attribute) and func.attr.startswith("assert")
 
 
 def free_reads(m, f: FunctionInfo) -> list:
@@ -153,7 +148,7 @@ def free_reads(m, f: FunctionInfo) -> list:
         memo = m.facts.own_loads
         loads = memo.get(id(g.node))
         if loads is None:  # a callee's body is read once, however many compiled functions trace it
-            loads = memo[id(g.node)] = _own_loads(g.node)
+            loads = memo[id(g.node)] = _own_loads(g.node, m.conventions)
         for n in loads:
             if n.id in seen or not m.work.spend():
                 continue
