@@ -693,7 +693,7 @@ def test_conventions_change_the_cache_key(tmp_path, capsys, _default_conventions
 
 
 @pytest.mark.parametrize("body, message", [
-    ('step-method = ["x"]', "unknown [tool.jaxlint.conventions] key 'step-method' (valid: benchmark-names, check-functions"),
+    ('step-method = ["x"]', "unknown [tool.jaxlint.conventions] key 'step-method' (valid: benchmark-names, check-calls, check-functions"),
     ('step-methods = "step"', "must be a list of non-empty strings"),
     ('extend-step-methods = [""]', "must be a list of non-empty strings"),
     ('step-methods = [1]', "must be a list of non-empty strings"),
