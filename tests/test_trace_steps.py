@@ -155,6 +155,35 @@ def test_a_compile_or_an_upload_keeps_the_window_open_to_the_end_of_the_dispatch
     assert win.end == call2.t_r and win.end - win.start >= 0.035
 
 
+def test_past_the_first_calls_the_watcher_sees_one_call_per_gap_and_the_idle_time_is_scaled():
+    """Waking the watcher for every call of a fast loop costs the dispatching thread a GIL hand-off
+    each step (about 10% of a 2 ms TPU step); past WATCH_ALL calls it is given one call per
+    WATCH_GAP, and the loop's idle time is scaled from the watched steps to all of them."""
+    inst, w = _watcher()
+    n = steps.WATCH_ALL + 200
+    first = last = None
+    try:
+        for _ in range(n):
+            call, leaf = _dispatch(w)
+            leaf.event.set()  # the device is done at once: the host's 2 ms below are all idle
+            first = first or call
+            last = call
+            time.sleep(0.002)
+        assert w.flush(10)
+    finally:
+        w.stop()
+    c = inst.collectors[0]
+    lp = next(iter(c.steps.loops.values()))
+    assert lp.steps + lp.unwatched == n
+    assert steps.WATCH_ALL <= lp.steps < n - 100, (lp.steps, lp.unwatched)  # most later calls not handed over
+    row = S.section(c, {"step": ("step", __file__, 1)})["loops"][0]
+    assert row["steps"] == n and row["watched_steps"] == lp.steps
+    assert row["idle_share"] >= 0.8, row  # the host's sleep fills nearly every step; scaled, not cut to the watched
+    text = "\n".join(S.text_lines({"step_loops": S.section(c, {"step": ("step", __file__, 1)})}, lambda f, ln: f"{f}:{ln}"))
+    assert f"after {lp.steps} of the {n} steps" in text and "an estimate" in text
+    assert inst.errors == []
+
+
 def test_attribute_gives_each_sample_the_idle_time_since_the_last_across_windows():
     samples = [(1.0, "a"), (1.5, "b"), (1.6, "b"), (3.0, "late")]
     lines, owed, last = S.attribute(samples, 0.5, 2.0, 0.125, None)

@@ -26,6 +26,11 @@ A **step loop** is the calls of one jitted function from one call site, at least
 compile) to its last call's result being ready, and its idle share is the idle time inside that
 span. At :data:`HOST_BOUND_SHARE` or more it is **host-bound** (XProf's "highly input-bound").
 
+Past a function's first :data:`.steps.WATCH_ALL` calls the watcher is given at most one call per
+:data:`.steps.WATCH_GAP` (waking it costs the dispatching thread a GIL hand-off, about 10% of a
+2 ms TPU step when every call woke it): a loop's idle time is then measured after its watched steps
+and scaled to all of them, and the report says so (``watched_steps``).
+
 Not seen: device work that is not a jitted call (eager operations' device time counts as host
 time, as their dispatch is), and work of other processes on the device.
 """
@@ -57,12 +62,13 @@ class Window:
 class Loop:
     """Calls of one jitted function (``key``) from one call site (``site``: (file, line))."""
 
-    __slots__ = ("key", "site", "steps", "first_return", "last_ready", "last_return", "unmeasured",
+    __slots__ = ("key", "site", "steps", "unwatched", "first_return", "last_ready", "last_return", "unmeasured",
                  "compiled_steps", "overflow_idle", "overflow_lines")
 
     def __init__(self, key: Any, site: tuple):
         self.key, self.site = key, site
-        self.steps = 0
+        self.steps = 0  # calls the watcher saw (the idle window after each is measured)
+        self.unwatched = 0  # calls it was not given (steps.WATCH_GAP): counted, their windows not measured
         self.first_return: Optional[float] = None
         self.last_ready: Optional[float] = None
         self.last_return: Optional[float] = None
@@ -136,23 +142,28 @@ def section(collector, records_by_key: dict) -> dict:
     rows = []
     rows_by_call = getattr(collector, "call_rows", {})
     for lp in log.loops.values():
-        if lp.steps < MIN_STEPS or lp.first_return is None:
+        steps = lp.steps + lp.unwatched
+        if steps < MIN_STEPS or lp.first_return is None:
             continue
         key = rows_by_call.get(lp.key, lp.key)
         named = records_by_key.get(key)
         if named is None:
             continue
-        end = lp.last_ready if lp.last_ready is not None else lp.last_return
+        end = max(lp.last_ready or 0.0, lp.last_return or 0.0) or None
         span = max(0.0, (end or 0.0) - lp.first_return)
         idle, lines = _idle_in(log.windows, lp.first_return, end)
         idle += lp.overflow_idle
         for k, s in lp.overflow_lines.items():
             lines[k] = lines.get(k, 0.0) + s
+        if lp.unwatched and lp.steps:  # windows measured after the watched steps only: scaled to all
+            scale = steps / lp.steps
+            idle = min(span, idle * scale)
+            lines = {k: s * scale for k, s in lines.items()}
         share = idle / span if span > 0 else 0.0
         qualname, file, line = named
         rows.append({
             "function": qualname, "file": file, "line": line, "call_file": lp.site[0], "call_line": lp.site[1],
-            "steps": lp.steps, "seconds": round(span, 6), "idle_seconds": round(idle, 6),
+            "steps": steps, "watched_steps": lp.steps, "seconds": round(span, 6), "idle_seconds": round(idle, 6),
             "idle_share": round(share, 4), "host_bound": share >= HOST_BOUND_SHARE,
             "compiled_steps": lp.compiled_steps, "unmeasured_steps": lp.unmeasured,
             "lines": _lines(lines, idle),
@@ -266,6 +277,9 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
             if top is not None and top["fix"]:
                 out.append(f"      fix for {where(top['file'], top['line'])}: {top['fix']}")
             out.append(f"      fix: {r['fix']}")
+        if r.get("watched_steps", r["steps"]) < r["steps"]:
+            out.append(f"      idle windows measured after {r['watched_steps']} of the {r['steps']} steps (every step "
+                       "at first, then one per 10 ms) and scaled to all of them: an estimate")
         if r["unmeasured_steps"]:
             out.append(f"      {r['unmeasured_steps']} step(s) whose result was donated before its ready time could "
                        "be read: the idle time before the next step is not counted")

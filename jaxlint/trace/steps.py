@@ -33,6 +33,8 @@ from . import steploops as S
 SAMPLE_SECONDS = 0.005  # one sample of the host's stack per this much idle time (carried across windows)
 SWITCH_INTERVAL = 0.0002
 PEAK_CALLS = 64  # calls of each function after which the device's peak is read
+WATCH_ALL = 64  # the first calls of each function: every one is handed to the watcher
+WATCH_GAP = 0.01  # after them, a call is handed over only this long after the last one handed over
 _LEAVES_LOOKED_AT = 8  # from each end of a call's outputs, for the smallest array to wait on
 _PERF = time.perf_counter  # bound before jaxlint wraps the clocks
 _STOP = object()
@@ -67,6 +69,8 @@ class Watcher:
         self._last: Optional[Call] = None
         self._pending: dict = {}  # function key -> deque of its calls not known to be done
         self._observed: dict = {}  # function key -> calls whose device peak was read
+        self._handed: dict = {}  # function key -> its calls handed to the watcher thread
+        self._handed_at = float("-inf")  # when the last call was handed over (its return)
         self._memory: Optional[bool] = None  # whether the device reports memory statistics
         self._device = None
         self._saved_interval: Optional[float] = None  # the program's switch interval
@@ -138,6 +142,7 @@ class Watcher:
         for log, _ in call.logs:
             log.calls += 1
         self._pending[call.key].append(call)
+        n = self._handed.get(call.key, 0)
         n = self._observed.get(call.key, 0)
         if n < PEAK_CALLS:
             self._observed[call.key] = n + 1
@@ -152,8 +157,27 @@ class Watcher:
         if prev is not None:
             prev.next = call
         self._last = call
+        # Waking the watcher costs the dispatching thread a GIL hand-off. Past a function's first
+        # calls, a call is handed over at most once per WATCH_GAP (a compile or an upload always):
+        # the idle window after each call handed over is measured, and a loop's idle time is
+        # scaled from its watched steps to all of them (steploops.section says so in the report).
+        if n >= WATCH_ALL and not call.compiled and not uploaded and call.t_r - self._handed_at < WATCH_GAP:
+            self._unwatched(call)
+            return
+        self._handed[call.key] = n + 1
+        self._handed_at = call.t_r
         self._start()
         self._q.put(call)
+
+    def _unwatched(self, call: Call) -> None:
+        """A call the watcher does not see: counted in its loop by the dispatching thread (its own
+        counter, so that the two threads never update one field)."""
+        call.done = True
+        for log, site in call.logs:
+            lp = log.loop(call.key, site)
+            lp.unwatched += 1
+            if call.t_r > (lp.last_return or 0.0):
+                lp.last_return = call.t_r
 
     def _drop(self, call: Call) -> None:
         leaf, call.leaf = call.leaf, None
@@ -274,10 +298,12 @@ class Watcher:
         lines[key] = lines.get(key, 0.0) + self._owed
         self._owed = 0.0
 
-    def _window(self, last: Optional[Call], call: Call, samples: list) -> None:
-        """The idle window between ``last``'s result and ``call``'s arrival on the device."""
+    def _window(self, last: Optional[Call], item: Call, samples: list) -> None:
+        """The idle window between ``last``'s result and the arrival on the device of the call
+        dispatched next (``item``, the next call handed over, or one the watcher was not given)."""
         if last is None:
             return
+        call = last.next or item
         # a compile, or a copy of the call's host arguments, keeps the device waiting too
         end = call.t_r if call.compiled or call.uploaded else call.t_d
         start = last.ready

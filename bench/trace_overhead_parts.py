@@ -1,0 +1,80 @@
+"""Where `jaxlint trace`'s loop overhead goes: bench/mlp_train.py run plain and under `jaxlint trace
+--no-static` with one part of the instrumentation switched off at a time (issue 38).
+
+    python bench/trace_overhead_parts.py [--runs 3] [--steps 2000] [--variants full,nowatch,...]
+
+Variants (each patches jaxlint in the traced process before the run starts; nothing here changes
+jaxlint itself):
+    full        jaxlint trace as shipped
+    nowatch     no device watcher (no ready times, in-flight depth, idle windows or samples)
+    keepswitch  the watcher never lowers Python's switch interval
+    nosample    the watcher takes no stack samples of the idle host
+    noeager     no eager-dispatch hooks
+    noupload    jitted calls' arguments are not scanned for host data
+Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "mlp_train.py")
+VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noeager", "noupload")
+
+
+def _child(variant: str, rest: list) -> int:
+    from jaxlint.trace import eager, hooks, steps
+
+    if variant == "nowatch":
+        steps.Watcher.before = lambda self, key, caller: None
+    elif variant == "keepswitch":
+        steps.SWITCH_INTERVAL = None
+    elif variant == "nosample":
+        steps.SAMPLE_SECONDS = 1e9
+    elif variant == "noeager":
+        eager.install = lambda inst, patch: []
+    elif variant == "noupload":
+        hooks.host_bytes = lambda value, python_data=True: None
+    from jaxlint.cli import main as cli_main
+
+    return cli_main(["trace", "--no-static", *rest])
+
+
+def _loop_seconds(cmd: list) -> float:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["loop_seconds"]
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        sys.exit(_child(sys.argv[2], sys.argv[3:]))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--script", default=SCRIPT, help="a program that prints {'loop_seconds': ...} last")
+    args = ap.parse_args()
+    script = args.script
+    cmds = {"python": [sys.executable, script, str(args.steps)]}
+    for v in args.variants.split(","):
+        cmds[v] = [sys.executable, os.path.abspath(__file__), "--child", v, script, str(args.steps)]
+    got: dict = {k: [] for k in cmds}
+    for _ in range(args.runs):  # interleaved, so drift in machine load hits every way alike
+        for k, cmd in cmds.items():
+            got[k].append(_loop_seconds(cmd))
+            print(f"  {k}: {got[k][-1]:.3f} s", flush=True)
+    base = statistics.median(got["python"])
+    print(f"training loop, {args.steps} jitted steps, median of {args.runs} runs")
+    for k, runs in got.items():
+        loop = statistics.median(runs)
+        print(f"  {k:<12} loop {loop:.3f} s ({loop / base:.3f}x)  runs {' '.join(f'{r:.3f}' for r in runs)}")
+
+
+if __name__ == "__main__":
+    main()
