@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
     from jaxlint.edits import Fix
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import removedapi
+from jaxlint.model.facts import jaxrange, proof, removedapi
 from jaxlint.rule import Finding, Rule, unparse
 
 from .mutation import _PRIMARY, _at, _never_raises
@@ -215,10 +215,14 @@ class RemovedApi(Rule):
                 yield self.finding(ref.node, message, facts=facts,
                                    opt_in="deprecated, not removed: the code still runs on current JAX")
                 continue
+            # The project's declared JAX range (its packaging files): where every version it allows is
+            # older than the removal, the code runs today and fails once the pin is lifted: opt-in.
+            reach = jaxrange.reaches(jaxrange.of_model(model), entry.removed, model.jax_version)
             fix, note = self._fix(model, ref)
             message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
                        f"{self._fails(ref)}; use {entry.replacement}{note}")
-            yield self.finding(ref.node, message, fix, facts=facts)
+            yield self.finding(ref.node, message, fix, facts=facts, opt_in=reach.why if reach.disproven else None,
+                               evidence=(proof.sentence(reach),))
 
     @staticmethod
     def _fails(ref) -> str:
@@ -239,11 +243,15 @@ class RemovedApi(Rule):
         entry = ref.entry
         if entry.fix is None or ref.kind != "use":
             return None, ""
-        oldest = getattr(model, "jax_version", None)
+        oldest, source = getattr(model, "jax_version", None), "jax-version"
+        if oldest is None:  # the configured jax-version wins; else the oldest the packaging files allow
+            found = jaxrange.of_model(model)
+            if found.range is not None and found.range.oldest() is not None:
+                oldest, source = found.range.oldest(), found.where
         if oldest is not None and tuple(oldest) < entry.since:
             other = f"; `{entry.portable}` works on every version" if entry.portable else ""
             return None, (f" (no automatic fix: `{entry.fix}` is new in JAX {_version(entry.since)} and the "
-                          f"project supports JAX {_version(oldest)} (jax-version){other})")
+                          f"project supports JAX {_version(oldest)} ({source}){other})")
         return RemovedApi._edit(ref), ""
 
     @staticmethod
