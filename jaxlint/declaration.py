@@ -146,10 +146,9 @@ def still_holds(dep, finder: Finder, hash_of) -> bool:
 def read(root: str, candidates) -> Declaration:
     decl = Declaration(root)
     label = os.path.basename(root.rstrip(os.sep)) or root
-    for path in candidates:
-        rel = os.path.relpath(path, root)
+    decl.files = [os.path.relpath(path, root) for path in candidates]
+    for path, rel in zip(candidates, decl.files):
         shown = f"{label}/{rel}" if label != root else path
-        decl.files.append(rel)
         data = _bytes(decl, path)
         if data is None:
             decl.problems.append((shown, "not readable"))
@@ -328,9 +327,25 @@ def _setup_py(decl: Declaration, text: str, shown: str) -> None:
                 if isinstance(lst, str):
                     lst = lst.splitlines()
                 if not isinstance(lst, (list, tuple)) or not all(isinstance(x, str) for x in lst):
+                    if _reads_requirement_files(kw.value, assigned, decl.files):
+                        break  # read_requirements("requirements.txt"): that file is read anyway
                     raise _Unreadable(f"{kw.arg} is computed, not a literal list")
                 for line in lst:
                     _pep508(decl, line, shown)
+
+
+def _reads_requirement_files(value, assigned: dict, files: list) -> bool:
+    """Whether a computed ``install_requires`` names only requirement files the declaration reads
+    itself: every ``.txt`` string in it (``_parse_requirements("requirements/requirements.txt")``)
+    is the path of one of them, or the name of exactly one, and there is at least one."""
+    if isinstance(value, ast.Name) and value.id in assigned:
+        value = assigned[value.id]
+    names = [n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.endswith(".txt")]
+    if not names:
+        return False
+    posix = [f.replace(os.sep, "/") for f in files]
+    return all(n.lstrip("./") in posix or sum(f.rsplit("/", 1)[-1] == n for f in posix) == 1 for n in names)
 
 
 def _requirements(decl: Declaration, text: str, shown: str, path: str, seen: set) -> None:
