@@ -207,7 +207,8 @@ def spec(text: str, style: str = "pep440") -> Range:
     alternatives = re.split(r"\|\|" if style == "poetry" else r"\|", text) if style != "pep440" else [text]
     out = Range()
     for alt in alternatives:
-        clauses = [c for c in re.split(r",", alt)] if style != "poetry" else re.split(r",|\s+(?=[<>=!~^])", alt)
+        alt = alt.strip()
+        clauses = alt.split(",") if style != "poetry" else re.split(r"\s*,\s*|\s+(?=[<>=!~^])", alt)
         got = Range.every()
         for c in clauses:
             if not c.strip():
