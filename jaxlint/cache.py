@@ -10,7 +10,9 @@ A file's cached findings are reused only when all of these still hold:
   version, and the selected rules (one cache file per combination, so switching back
   and forth stays warm);
 * every cross-module lookup the check made resolves to the same file, and every module
-  it read (transitively) still has the same content hash.
+  it read (transitively) still has the same content hash;
+* where the check read the project's declared JAX version (JAX404, jaxlint/declaration.py), the
+  same packaging files are found from the file's folder, with the same content hashes.
 
 The cache is one JSON file per settings combination under ``.jaxlint_cache/`` at the project
 root (outside any project, in the user's cache folder: :func:`default_folder`), written atomically (a temporary file, then ``os.replace``). A missing, corrupted,
@@ -29,13 +31,16 @@ import time
 from typing import Optional, Sequence
 
 from . import __version__
+from .declaration import Finder
+from .declaration import still_holds as declaration_holds
 from .project import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 
 # 2: findings also keep a notebook finding's cell and cell_line; 3: and opt_in; 4: stats; 5: evidence;
-# 6: not_analyzed (a file over the size limit is no longer a JAX000 finding); 7: each finding's facts
-FORMAT = 7
+# 6: not_analyzed (a file over the size limit is no longer a JAX000 finding); 7: each finding's facts;
+# 8: a dependency on the project's declared JAX version ("d")
+FORMAT = 8
 DIRNAME = ".jaxlint_cache"
 SETTLED_S = 2  # a file modified less than this before a run gets no stat record from that run
 
@@ -135,6 +140,7 @@ class ResultCache:
         self._hashes: dict = {}  # path -> content hash (None: unreadable), memo for this run
         self._located: dict = {}
         self._listing = FileListing()  # isfile, from one directory read per folder for this run
+        self._declarations = Finder()  # the packaging files found from each folder, for this run
         self.hits = 0
         self._load()
 
@@ -178,6 +184,9 @@ class ResultCache:
         for dep in deps:
             if dep[0] == "f":
                 if self._hash_of(dep[1]) != dep[2]:
+                    return False
+            elif dep[0] == "d":  # the JAX version a project declares (jaxlint/declaration.py)
+                if not declaration_holds(dep, self._declarations, self._hash_of):
                     return False
             elif dep[0] == "q":
                 key = (dep[1], dep[2], dep[3])

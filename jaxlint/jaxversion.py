@@ -1,10 +1,13 @@
 """The oldest JAX a project supports: ``jax-version = "0.4.30"`` in ``[tool.jaxlint]``,
 ``jaxlint check --jax-version``, or flake8's ``--jaxlint-jax-version``.
 
-It changes no finding: JAX404 (removed-api) reports a name JAX has removed whatever the project
-supports, since the code fails on current JAX. It decides the fixes: a rewrite is offered only to a
-replacement that exists in the oldest JAX the project supports (``jax.tree.map`` needs JAX 0.4.25).
-Unset, the project is taken to run on current JAX and every mechanical fix is offered.
+It decides the fixes: a rewrite is offered only to a replacement that exists in the oldest JAX the
+project supports (``jax.tree.map`` needs JAX 0.4.25). Unset, the oldest version the project's
+packaging files allow decides instead (jaxlint/declaration.py, facts/jaxrange.py), and without one
+every mechanical fix is offered. It changes a finding in one case: JAX404 (removed-api) makes a
+reference opt-in where the packaging files allow only versions older than the removal, and a
+``jax-version`` at or after the removal is the user's word that the project runs there: a default
+finding again. One before the removal says nothing of the newest version: the packaging files decide.
 
 Set once per run (like the conventions, jaxlint/conventions.py) by each front end: the model reads
 :func:`active` (``JaxModel.jax_version``). It imports nothing of jaxlint.

@@ -24,6 +24,7 @@ import re
 from collections import OrderedDict
 from typing import Optional
 
+from .declaration import Finder
 from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
@@ -45,6 +46,7 @@ class ProjectResolver:
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> its .py files and their bytes
+        self._declarations = Finder()  # packaging files declaring the JAX version, per folder
         self.depth = 0
 
     def clear(self) -> None:
@@ -58,6 +60,7 @@ class ProjectResolver:
         self._loop_callers.clear()
         self._loop_indexes.clear()
         self._project_listing.clear()
+        self._declarations = Finder()
 
     # ----------------------------------------------------------- dependencies
 
@@ -100,6 +103,15 @@ class ProjectResolver:
                 if len(self._abs) > 100_000:
                     self._abs.clear()
                 self._abs[path] = found
+        return found
+
+    def declaration(self, path: str):
+        """The packaging files that declare the JAX version for the file ``path``
+        (:class:`~jaxlint.declaration.Declaration`), or None; read once per folder and run, and
+        recorded for the result cache (``("d", ...)``: the files found, their content hashes)."""
+        found, dep = self._declarations.declaration(os.path.dirname(self._abspath(path)))
+        if self._recorders:
+            self._note((dep,))
         return found
 
     # ----------------------------------------------------------- models

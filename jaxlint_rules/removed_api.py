@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain check never needs it
     from jaxlint.edits import Fix
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import removedapi
+from jaxlint.model.facts import jaxrange, proof, removedapi
 from jaxlint.rule import Finding, Rule, unparse
 
 from .mutation import _PRIMARY, _at, _never_raises
@@ -176,15 +176,24 @@ class RemovedApi(Rule):
                "`jax.device_put_replicated`/`device_put_sharded` (0.10.0). An import of a removed name is "
                "reported at the import, an attribute lookup at each use. Code that checks first (`hasattr`, "
                "a JAX version test, `try`/`except ImportError` or `AttributeError`) is not a finding. The "
-               "jax.ops index-update API is JAX402's.")
+               "project's declared JAX range is read from its packaging files (the nearest folder above the "
+               "file with pyproject.toml, setup.cfg, setup.py, requirements*.txt or environment.yml; never "
+               "run): a default finding needs a declared version at or after the removal, or no readable "
+               "declaration (current JAX is assumed then). The jax.ops index-update API is JAX402's.")
     rationale = ("The program fails on current JAX: AttributeError where the name is looked up, ImportError "
                  "where it is imported. Each has a replacement (`jax.tree.map` for `jax.tree_map`, "
                  "`jax.jit(f).lower(...)` for `jax.xla_computation`, `jax.set_mesh` for `use_mesh`, "
                  "`jax.pure_callback`/`jax.debug.callback` for host_callback); the renames are fixed "
                  "automatically, to a replacement the oldest JAX the project supports has "
-                 "(`jax-version` in [tool.jaxlint]: `jax.tree.map` needs JAX 0.4.25).")
+                 "(`jax-version` in [tool.jaxlint], else the oldest version the packaging files allow: "
+                 "`jax.tree.map` needs JAX 0.4.25).")
     opt_in_cases = ("Names JAX has deprecated but still has (`jax.experimental.shard_map.shard_map`, "
-                    "`jax.experimental.pjit.pjit`, deprecated in 0.8.0): the code still runs, with a warning.")
+                    "`jax.experimental.pjit.pjit`, deprecated in 0.8.0): the code still runs, with a warning. "
+                    "Names removed in a release the project's packaging files do not allow (`jax = \"^0.4.8\"` "
+                    "under poetry is >=0.4.8,<0.5.0: `jax.tree_map`, removed in 0.6.0, still works there): "
+                    "right today, and the evidence names the file and the pin, but it fails once the pin is "
+                    "lifted. A `jax-version` at or after the removal (the user's own word) makes it a default "
+                    "finding again; one before it says nothing of the newest version, and the pin decides.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -215,10 +224,14 @@ class RemovedApi(Rule):
                 yield self.finding(ref.node, message, facts=facts,
                                    opt_in="deprecated, not removed: the code still runs on current JAX")
                 continue
+            # The project's declared JAX range (its packaging files): where every version it allows is
+            # older than the removal, the code runs today and fails once the pin is lifted: opt-in.
+            reach = jaxrange.reaches(jaxrange.of_model(model), entry.removed, model.jax_version)
             fix, note = self._fix(model, ref)
             message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
                        f"{self._fails(ref)}; use {entry.replacement}{note}")
-            yield self.finding(ref.node, message, fix, facts=facts)
+            yield self.finding(ref.node, message, fix, facts=facts, opt_in=reach.why if reach.disproven else None,
+                               evidence=(proof.sentence(reach),))
 
     @staticmethod
     def _fails(ref) -> str:
@@ -239,11 +252,15 @@ class RemovedApi(Rule):
         entry = ref.entry
         if entry.fix is None or ref.kind != "use":
             return None, ""
-        oldest = getattr(model, "jax_version", None)
+        oldest, source = getattr(model, "jax_version", None), "jax-version"
+        if oldest is None:  # the configured jax-version wins; else the oldest the packaging files allow
+            found = jaxrange.of_model(model)
+            if found.range is not None and found.range.oldest() is not None:
+                oldest, source = found.range.oldest(), found.where
         if oldest is not None and tuple(oldest) < entry.since:
             other = f"; `{entry.portable}` works on every version" if entry.portable else ""
             return None, (f" (no automatic fix: `{entry.fix}` is new in JAX {_version(entry.since)} and the "
-                          f"project supports JAX {_version(oldest)} (jax-version){other})")
+                          f"project supports JAX {_version(oldest)} ({source}){other})")
         return RemovedApi._edit(ref), ""
 
     @staticmethod

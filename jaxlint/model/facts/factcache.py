@@ -34,6 +34,7 @@ _ONCE = (
     "applied_memo",  # repetition
     "array_fields",  # pytrees
     "clock_calls",  # policy/looprecord: lines of the calls spelled like a clock
+    "declared_jax",  # jaxrange: the JAX versions the project's packaging files declare
     "element_read_ids",  # elementwise
     "element_reads",  # elementwise
     "fixed_key_memo",  # keydraws
