@@ -5,8 +5,9 @@ next to (or in the package of) the importing file, that file's model is built on
 and the rules learn what they would know had the function been defined locally: that calling
 ``train_step`` runs compiled code, its static arguments, that it returns JAX arrays.
 
-Only files of the project are read (the importing file's folder, and the folder above its top
-package); installed libraries are not analysed. A module of the project that ``jaxlint check``
+Only files of the project are read (the importing file's folder, the folder above its top
+package, and a ``src/`` folder above it for a src-layout package); installed libraries are not
+analysed. A module of the project that ``jaxlint check``
 is checking anyway and that is large is summarized from the tree the check parsed
 (:meth:`ProjectResolver.offer`). Models are cached per process (LRU), and
 dependency models resolve their own imports only a few levels deep, so a chain of imports
@@ -511,9 +512,29 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
     while True:
         parent = os.path.dirname(folder)
         if parent == folder:
-            return None
+            break
         if os.path.basename(folder) == parts[0] and parent not in (here, top):
             return _module_file(parent, parts, isfile)
+        folder = parent
+    return _src_layout(here, parts, isfile)
+
+
+def _src_layout(here: str, parts: list, isfile) -> Optional[str]:
+    """The project's own package in a src layout: ``from rejax.evaluate import evaluate`` in
+    ``examples/`` of a project whose package is ``src/rejax/`` (installed from the project, so the
+    import runs that file). The nearest folder above ``here`` (``here`` included) whose ``src/``
+    holds the module's first part as a package folder or module file."""
+    folder = here
+    while True:
+        src = _join(folder, "src")
+        found = _module_file(src, parts, isfile)
+        if found is None and len(parts) > 1 and isfile(_join(src, parts[0], "__init__.py")):
+            return None  # the package is there, without this module: nothing further up
+        if found is not None:
+            return found
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
         folder = parent
 
 

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Line, Rule, unparse
-from jaxlint.model.facts import callables, closures, containers, repetition, tracers
+from jaxlint.model.facts import callables, closures, containers, repetition, staleattrs, tracers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
 
@@ -306,6 +306,18 @@ class StaleClosure(Rule):
                     f"`{name}` is the {where} variable read at trace time by the compiled `{f.name}`{inner}, and ",
                     Line(rebind), f" rebinds it after a call of `{f.name}`: the compiled program keeps the value of "
                     f"the first trace; pass `{name}` as an argument (traced, or static if it must stay a Python value)",
+                ], facts=facts)
+            for stale in staleattrs.stale_attribute_reads(model, f):
+                facts = self.proof(model, stale.read, *stale.facts)
+                if facts is None:
+                    continue
+                attr = f"self.{stale.attr}"
+                yield self.finding(stale.read, [
+                    f"`{attr}` is read at trace time by `{f.name}`, compiled once per instance as "
+                    f"`self.{stale.wrapper}` in `__init__`, and `{stale.method.name}` rebinds it on ",
+                    Line(stale.rebinding.lineno), f" before calling `self.{stale.wrapper}`: the compiled program "
+                    f"keeps the value of the first trace; pass `{attr}` to `self.{stale.wrapper}` as an argument "
+                    "(traced, or static if it must stay a Python value)",
                 ], facts=facts)
 
 

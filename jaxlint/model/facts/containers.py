@@ -9,7 +9,7 @@ import ast
 from typing import Optional
 
 from ..python.records import FunctionInfo
-from ..python.syntax import _pos
+from ..python.syntax import _pos, child_nodes, walk
 
 _CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
 _CONTAINER_TYPES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
@@ -43,3 +43,66 @@ def outliving_container(m, f: FunctionInfo, name: ast.Name, scope) -> Optional[s
     if g is not None and g.traced and f.traced_by_callers_only:
         return None  # a helper filling its traced caller's local: all within one trace
     return "function"
+
+
+def element_maker(m, name: ast.Name, scope) -> Optional[str]:
+    """The qualified name of the callable that made every element of the list ``name`` reads
+    (``"queue.Queue"`` for ``qs = []`` then only ``qs.append(queue.Queue(maxsize=1))``, or
+    ``qs = [queue.Queue() for _ in range(n)]``); None when it is not proven. Proven only for a
+    name bound once in its scope to a list display or comprehension whose elements are all calls
+    of one resolved callable, and whose every other use in that scope (nested functions included)
+    appends such a call, reads an element (``qs[i]``), iterates it or takes its ``len``: a store
+    into it, any other method, or the list handed to any other call (which may put anything in
+    it) leaves it unknown."""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or not ev.plain_assign or len(ev.scope.events.get(name.id, ())) != 1:
+        return None
+    memo = m.facts.element_makers
+    key = id(ev.node)
+    if key not in memo:
+        memo[key] = _element_maker(m, name.id, ev)
+    return memo[key]
+
+
+def _element_maker(m, name: str, ev) -> Optional[str]:
+    value = ev.value
+    if isinstance(value, ast.List):
+        elements = list(value.elts)
+    elif isinstance(value, ast.ListComp):
+        elements = [value.elt]
+    else:
+        return None
+    parents: dict = {}
+    uses: list = []
+    for node in walk(ev.scope.node):
+        for child in child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, ast.Name) and node.id == name:
+            uses.append(node)
+    for use in uses:
+        parent = parents.get(id(use))
+        if isinstance(use.ctx, ast.Store):
+            if use is not ev.node:
+                return None
+            continue
+        if isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load):
+            continue  # qs[i]
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is use:
+            continue  # for q in qs
+        if isinstance(parent, ast.Call) and parent.args == [use] and not parent.keywords and \
+                m.resolve(parent.func, m.scope_at(parent)) == "builtins.len":
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr == "append":
+            call = parents.get(id(parent))
+            if isinstance(call, ast.Call) and call.func is parent and len(call.args) == 1 and not call.keywords:
+                elements.append(call.args[0])
+                continue
+        return None
+    if not elements:
+        return None
+    made = set()
+    for e in elements:
+        if not isinstance(e, ast.Call):
+            return None
+        made.add(m.resolve(e.func, m.scope_at(e)))
+    return made.pop() if len(made) == 1 and None not in made else None

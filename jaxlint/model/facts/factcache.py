@@ -10,6 +10,7 @@ _TABLES = (
     "array_results",  # values
     "callables",  # callables
     "callers_memo",  # frequency
+    "element_makers",  # containers
     "escaping_memo",  # frequency
     "events",  # values
     "factory_call_memo",  # callables

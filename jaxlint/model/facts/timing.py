@@ -18,7 +18,9 @@ A region needs waiting when it dispatches JAX work: a call of a compiled or tran
 or a JAX array operation. It waits when, after its last such call, it blocks
 (``block_until_ready``), fetches a JAX value to the host (``float``, ``np.asarray``, ``.item()``,
 ``jax.device_get``) or prints or logs one, or calls a function of this module whose body does one
-of these. Calls we cannot see into (``model.fit()``, an imported helper) are neither work nor waits.
+of these. Calls we cannot see into (``model.fit()``, an imported helper) are neither work nor waits;
+handed a JAX value, they may wait. ``q.put(y)`` on a thread queue (also an element of a list
+made of them only) keeps the value and waits for nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, fetches, libraryobjects
+from . import callables, containers, fetches, libraryobjects
 from ..python import limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -358,18 +360,27 @@ def _dispatches_only(m, stmts: list, depth: int) -> bool:
     return compiled
 
 
-# Standard-library queues: ``put`` keeps the object, reading nothing of it.
+# Thread queues and deques of the standard library: ``put``/``append`` keeps a reference to the object in
+# this process, reading nothing of it. Not ``multiprocessing``'s queues: they pickle what they are
+# given (in a feeder thread, or at once for ``SimpleQueue``), and pickling a JAX array fetches it
+# to the host.
 _QUEUE_TYPES = frozenset({"queue.Queue", "queue.SimpleQueue", "queue.LifoQueue", "queue.PriorityQueue",
-                          "multiprocessing.Queue", "collections.deque"})
+                          "collections.deque"})
 _STORING_METHODS = frozenset({"put", "put_nowait", "append", "appendleft"})
 
 
 def _stores_only(m, c: ast.Call, scope) -> bool:
-    """``q.put(x)``/``d.append(x)`` on a name bound to a standard-library queue or deque."""
+    """``q.put(x)``/``d.append(x)`` on a name bound to a standard-library thread queue or deque,
+    or on an element of a list of them (``qs[i].put(x)``, :func:`containers.element_maker`)."""
     f = c.func
-    if not (isinstance(f, ast.Attribute) and f.attr in _STORING_METHODS and isinstance(f.value, ast.Name)):
+    if not (isinstance(f, ast.Attribute) and f.attr in _STORING_METHODS):
         return False
-    ev = m.binding(f.value.id, scope, (f.value.lineno, f.value.col_offset))
+    receiver = f.value
+    if isinstance(receiver, ast.Subscript) and isinstance(receiver.value, ast.Name):
+        return containers.element_maker(m, receiver.value, scope) in _QUEUE_TYPES
+    if not isinstance(receiver, ast.Name):
+        return False
+    ev = m.binding(receiver.id, scope, (receiver.lineno, receiver.col_offset))
     if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
         return False
     return m.resolve(ev.value.func, ev.scope) in _QUEUE_TYPES
