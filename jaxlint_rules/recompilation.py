@@ -8,8 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint import names as N
-from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
+from jaxlint.model.facts import callables, frequency, proof, repetition
 from jaxlint.model.policy import evidence, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -73,23 +72,6 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     return what
 
 
-def rewrap_in_loop(model: ModuleModel, wrap: JitWrap):
-    """``(what, loop)`` for a ``jax.jit``/``jax.pmap`` wrapper rebuilt on every iteration of a
-    loop of steps around the same function object and called there (no recompile, but the cost
-    of a new wrapper each iteration: ``repetition.rewrapped_callable``); None otherwise."""
-    ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or _benchmark(model, ctx) is not None:
-        return None
-    hot = many_trips(ctx.loops)
-    if hot is None or periodicity.periodic_guard_test(model, ctx, ctx.loops[-1]) is not None:
-        return None  # not every iteration: ``if step % 10 == 0:`` around it
-    what = repetition.rewrapped_callable(model, wrap, ctx.loops)
-    if what is None or not repetition.calls_wrapper(model, ctx.loops[-1].all_calls(), wrap.node,
-                                                    repetition.bound_name(model, wrap)):
-        return None
-    return what, hot
-
-
 def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
     """Why the innermost loop around a node measures time (its loop record's ``benchmark``), as
     the reason a compile per iteration there is reported only with ``--pedantic``: compiling per
@@ -98,13 +80,6 @@ def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
     if role is None or role.kind != roles.BENCHMARK:
         return None
     return f"{role.evidence[0]}: compiling per configuration may be what it measures"
-
-
-# Right, but on real code rarely worth changing: of 6 such findings on the review sets (issue 27),
-# an independent reviewer judged none worth acting on (5 harmless next to the step, 1 under a
-# periodic guard). Reported with --pedantic.
-_REWRAP_OPT_IN = ("no recompile: a new wrapper and a cache lookup, tens of microseconds each time, which matter "
-                  "only next to a step about that small")
 
 
 def _callables_made_in(f) -> Optional[frozenset]:
@@ -136,10 +111,6 @@ def _may_filter_jit(model: ModuleModel) -> bool:
         return True
     return any((module or "").split(".", 1)[0] in ("equinox", "haliax")
                for module, _, _ in model.module_scope.import_src.values())
-
-
-def _rewrap_cost(model: ModuleModel, wrap: JitWrap) -> str:
-    return N.REWRAP_COST[callables.wrapper_qualname(model, wrap)]
 
 
 class JitInLoop(Rule):
@@ -201,10 +172,7 @@ class JitInLoop(Rule):
         for wrap in model.jit_wraps:
             what = jit_in_loop(model, wrap)
             if what is None:
-                rewrap = rewrap_in_loop(model, wrap)
-                if rewrap is not None:
-                    yield self._rewrap(model, wrap, *rewrap)
-                continue
+                continue  # the same function rewrapped: JAX104's (no recompile)
             loops = wrap.ctx.loops
             varying: set = set()
             for loop in loops:
@@ -276,20 +244,6 @@ class JitInLoop(Rule):
                        "(at module level, in `__init__`, or before the loop) and reuse it"]
             yield self.finding(wrap.node, message, opt_in=opt_in)
 
-    def _rewrap(self, model: ModuleModel, wrap: JitWrap, what: str, loop) -> Finding:
-        cost = _rewrap_cost(model, wrap)
-        facts = [f"the wrapper is built inside the loop on line {loop.node.lineno} around {what}, the same "
-                 "function each iteration: the cache hits, nothing recompiles",
-                 "the same iteration calls it, and the loop runs steps (not a few literal items)",
-                 f"building a `{wrap.spelling}` wrapper and looking its cache up costs {cost} for one made once "
-                 "(measured on CPU, jax 0.10.2)"]
-        return self.finding(wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
-                                         Line(loop.node.lineno), ": it does not recompile (the function is the same), "
-                                         f"but building the wrapper and looking its cache up costs {cost} for a "
-                                         "wrapper made once (measured on CPU); create it once, before the loop"],
-                            opt_in=_REWRAP_OPT_IN, evidence=facts)
-
-
 class JitPerCall(Rule):
     code = "JAX102"
     needs = ("repeats",)
@@ -348,18 +302,12 @@ class JitPerCall(Rule):
                                              "per set of arguments")
                 continue
             once = frequency.once_by_name(outer, model.conventions)  # opt-in, not silence: a name decides it
-            if jit_in_loop(model, wrap) is not None or rewrap_in_loop(model, wrap) is not None:
+            if jit_in_loop(model, wrap) is not None:
                 continue  # JAX101's case
-            rewrap = None
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
-            else:
+            else:  # the same function rewrapped per call (no recompile) is JAX104's
                 what = describe(repetition.rebuilt_callable(model, wrap, outer))
-                if what is None and wrap.kind == "pmap" and not model.in_traced_code(wrap.node):
-                    # per call, only for pmap: a jit of the same function per call is as cheap (tens
-                    # of microseconds), and asking how often every such function runs costs more
-                    # than the opt-in finding is worth
-                    what = rewrap = repetition.rewrapped_callable(model, wrap, outer)
             if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
             name = repetition.bound_name(model, wrap)
@@ -415,18 +363,6 @@ class JitPerCall(Rule):
             else:
                 repeats = proof.proven("repeats", "; ".join(facts))
                 facts = []
-            if rewrap is not None:
-                if opt_in is not None or looped is not None or not per_step(rep):
-                    continue  # no recompile: only worth saying where the function runs at every step
-                cost = _rewrap_cost(model, wrap)
-                message = [f"`{wrap.spelling}` of {what} is rebuilt on every call of `{outer.name}`",
-                           *((" (", *why_repeated(rep), ")") if rep is not None else ()),
-                           ": it does not recompile (the function is the same), but building the wrapper and "
-                           f"looking its cache up costs {cost} for a wrapper made once (measured on CPU); create it "
-                           "once (at module level or in `__init__`) and reuse it"]
-                facts = [*facts, f"the wrapped function is the same object every call: the cache hits; building "
-                         f"a `{wrap.spelling}` wrapper costs {cost} for one made once (measured on CPU, jax 0.10.2)"]
-                opt_in = _REWRAP_OPT_IN
             yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts, facts=[repeats])
 
 
