@@ -17,10 +17,10 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, periodicity, repetition
+from . import callables, periodicity, repetition, work
 from .proof import Fact, proven, unknown
 from ..python.records import Context, Loop
-from ..python.syntax import unparse
+from ..python.syntax import statement_walk, unparse
 
 
 def same_callee(m, wrap, inside) -> Optional[tuple]:
@@ -60,15 +60,23 @@ def rewrap_cost(m, wrap) -> str:
 
 
 def compiled_beside(m, ctx: Context, loop: Loop, guard: ast.AST, made: ast.AST) -> Optional[ast.Call]:
-    """A call of compiled code other than the wrapper ``made`` that the same ``if`` (``guard``, a
-    test in ``ctx.guards``) runs in the same iteration of ``loop``: the step the rebuilt wrapper
-    sits beside, so that the wrapper is rebuilt every time that step runs, however often the
-    ``if`` lets it. None when the guarded code runs no other compiled call."""
-    for call in loop.all_calls():
-        if call is made or call.func is made:
+    """The step the rebuilt wrapper ``made`` sits beside under a periodic ``if`` (``guard``, a test
+    in ``ctx.guards``): a call of compiled code, other than the wrapper, that the same ``if`` runs
+    in the same iteration of ``loop`` and whose result rebinds state the loop threads from one
+    iteration to the next (``q_state = update(q_state, batch)`` under ``if step % every == 0``).
+    Then the wrapper is rebuilt at every step of that state, however often the ``if`` lets it.
+    None when the guarded code only computes values the loop does not carry (a periodic energy
+    or loss to log)."""
+    carried = work.carried_state(m, loop)
+    if not carried:
+        return None
+    for stmt in statement_walk(loop.node):
+        call = getattr(stmt, "value", None)
+        if not isinstance(stmt, ast.Assign) or not isinstance(call, ast.Call) or call is made or call.func is made:
             continue
+        targets = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         c = m.context(call)
-        if c is None or not any(test is guard for test, _ in c.guards):
+        if not targets & carried or c is None or not any(test is guard for test, _ in c.guards):
             continue
         if callables.callable_info(m, call.func, c.scope) is not None:
             return call
