@@ -124,8 +124,7 @@ class JitInLoop(Rule):
                "a dict it is reported when the function around the loop is known to run again and again; a "
                "wrapper around a different function each iteration (a method of an environment made in the "
                "loop) is not reported. A wrapper rebuilt every step around the same function (`jax.jit(jax.random.split)(key)`, "
-               "a module-level function) is reported with `--pedantic`, with a message that says it does not "
-               "recompile: it pays for a new wrapper and a cache lookup each step.")
+               "a module-level function) does not recompile: JAX104 reports it.")
     rationale = ("JAX caches compiled programs per function object. A new lambda, partial or nested function "
                  "each iteration is a new key, so every iteration traces and compiles from scratch: seconds of "
                  "compile time per step instead of microseconds of dispatch. A method looked up on an instance "
@@ -133,10 +132,8 @@ class JitInLoop(Rule):
                  "object at every lookup, so `jax.jit` of it misses too; `jax.pmap` and equinox's `filter_jit` "
                  "find it equal to the last one and reuse the program. Re-wrapping the same function object hits "
                  "the cache (a module-level function, `mod.func`, `Cls.func`, a staticmethod, a function stored "
-                 "on an object such as `state.apply_fn`) but still builds a wrapper and looks its cache up at "
-                 "every step: measured on CPU under jax 0.10.2, 50-85 us per call against 5-6 us for a `jax.jit` "
-                 "made once, 36-82 us against 10-17 us for `jax.pmap`; in a loop of steps it is reported with "
-                 "`--pedantic`, with a message that says it does not recompile. The message says what repeats: "
+                 "on an object such as `state.apply_fn`) and does not recompile (JAX104 reports "
+                 "its slower dispatch). The message says what repeats: "
                  "every iteration of the loop, or every call of the function around a loop over a few items.")
     bad = """
         import jax
@@ -165,8 +162,7 @@ class JitInLoop(Rule):
     opt_in_cases = ("A wrapper rebuilt in a loop over a few items (literal options, the entries of a dict) "
                     "inside a function with no evidence that it runs more than once, or reused in a loop inside "
                     "each item of a function not known to run at every step: a few compiles per call, which "
-                    "matter only if the function is called again and again. A wrapper rebuilt every step around "
-                    "the same function (no recompile): tens of microseconds per step.")
+                    "matter only if the function is called again and again.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
@@ -261,9 +257,8 @@ class JitPerCall(Rule):
                  "(module level, `__init__`, a returned factory, or a cached helper) and reuse the result. "
                  "Functions that run once (set-up code, `train()`, `main`, tests) compile once and are not "
                  "reported. A wrapper rebuilt around the same function object (a module-level or library "
-                 "function, or for `jax.pmap` a bound method, equal each time) does not recompile, but costs "
-                 "tens of microseconds per call (measured on CPU under jax 0.10.2); a `jax.pmap` so rebuilt is "
-                 "reported with `--pedantic`, saying so, only in functions known to run at every step.")
+                 "function, or for `jax.pmap` a bound method, equal each time) does not recompile: JAX104 "
+                 "reports it.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -289,8 +284,7 @@ class JitPerCall(Rule):
                     "loop (repeats unknown); or one "
                     "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
                     "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
-                    "of a sweep). A `jax.pmap` rebuilt on every call of a per-step function around the same "
-                    "function object (no recompile): tens of microseconds per call.")
+                    "of a sweep).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
