@@ -255,3 +255,52 @@ def test_a_rebuilt_wrapper_does_not_recompile_but_dispatches_slower():
     slow = best(lambda y: jax.jit(f)(y))
     assert compiles[0] == start_compiles  # no recompile: the trace and compile caches hit
     assert slow > 1.3 * fast, (slow, fast)  # measured 2.5-3x on CPU (bench/jit_wrapper_cost.py)
+
+
+# --------------------------------------------------------------------------- the model's facts
+
+
+def test_model_same_callee_and_the_step_beside_a_periodic_if():
+    import ast
+    import textwrap
+
+    from jaxlint.model import build_model
+    from jaxlint.model.facts import rewrapping
+    from jaxlint.model.policy import looprecord
+
+    src = textwrap.dedent("""
+        import jax
+
+        def update(s, k):
+            return s + k
+
+        class Holder:
+            def __init__(self, fn):
+                self.fn = fn
+
+            def run(self, s, key, n, every):
+                logs = []
+                for i in range(n):
+                    if i % every == 0:
+                        s = jax.jit(update)(s, key)
+                        logs.append(jax.jit(self.fn)(s))
+                        logs.append(jax.pmap(self.run)(s))
+                return s
+    """)
+    tree = ast.parse(src)
+    m = build_model(tree, src, "t.py")
+    wraps = {ast.unparse(w.target): w for w in m.jit_wraps}
+    loops = wraps["update"].ctx.loops
+    what, fact = rewrapping.same_callee(m, wraps["update"], loops)
+    assert what == "the function `update`" and fact.proven
+    assert rewrapping.same_callee(m, wraps["self.fn"], loops)[1].unknown  # read from an object
+    assert rewrapping.same_callee(m, wraps["self.run"], loops)[1].proven  # pmap: an equal bound method
+    ctx, loop = wraps["update"].ctx, loops[-1]
+    guard = ctx.guards[-1][0]
+    # the guarded `s = jax.jit(update)(s, key)` is the carried step; for the wrapper of `self.fn`
+    # (a value appended to a host list) it is the step beside it
+    assert rewrapping.compiled_beside(m, ctx, loop, guard, wraps["update"].node) is None
+    beside = rewrapping.compiled_beside(m, ctx, loop, guard, wraps["self.fn"].node)
+    assert beside is not None and beside.func is wraps["update"].node
+    steps = rewrapping.loop_steps(m, ctx, loop, wraps["self.fn"].node, looprecord.record(m, loop))
+    assert steps.proven and "runs it with the compiled" in steps.why
