@@ -48,15 +48,19 @@ JIT_WRAPPERS = {
 IDENTITY_KEYED_WRAPPERS = frozenset({"jax.jit", "flax.nnx.jit"})
 
 # Wrappers that, rebuilt around the same function object every time, do not trace or compile
-# again but pay for building the wrapper and looking its cache up on every call. Measured on CPU
-# under jax 0.10.2 (200 calls each, after a first call): a rebuilt ``jax.jit(f)(x)`` 50-85 us
-# against 5-6 us for a wrapper made once; a rebuilt ``jax.pmap(f)(x)`` 36-82 us against 10-17 us
-# (a bound method or a module function, sharded inputs or not). A first measurement of 0.77 ms for
-# pmap did not reproduce (an independent reviewer measured about 4x). The ratio depends on the
-# call, so messages give the measured range, not a factor.
+# again, but each new wrapper is built and called for the first time, off jit's C++ dispatch fast
+# path: what a call costs more than a call of a wrapper made once (JAX104). Measured by
+# bench/jit_wrapper_cost.py on CPU under jax 0.10.2 (5 x 200 calls, medians, each call waited for):
+# ``jax.jit`` of a module function over 10/100/300 leaves 47/88/123 us more (static_argnums:
+# 54/92/190, donate_argnums: 50/65/103); with in_shardings and out_shardings 86/363/1060 us more;
+# ``jax.random.split`` 75 us; ``jax.pmap`` 31/43 us (10/100 leaves). No compile in 1005 rebuilt
+# calls of any of them. (A bound method rebuilt in ``jax.jit`` retraces and compiles every call:
+# JAX101/JAX102; ``jax.pmap`` finds it equal and does not.) The ratio depends on the call, so
+# messages give the measured range, not a factor.
 REWRAP_COST = {
-    "jax.jit": "50-85 us per call against 5-6 us",
-    "jax.pmap": "36-82 us per call against 10-17 us",
+    "jax.jit": "about 0.05-0.2 ms",
+    "jax.jit sharded": "about 0.1-1 ms (10 to 300 leaves)",
+    "jax.pmap": "about 0.03-0.07 ms",
 }
 
 # A per-step parameter update, which outside a compiled step runs op by op (JAX701):

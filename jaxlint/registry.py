@@ -24,7 +24,7 @@ from typing import Iterable, Optional, Sequence
 # The codes of ``ALL_RULES`` and of its rules that offer safe fixes, spelled out so that a run
 # served from the result cache (and the ``--select`` check) needs no rule module; a test
 # (tests/test_architecture.py) keeps them equal to what the rule classes declare.
-RULE_CODES = ("JAX101", "JAX102", "JAX103", "JAX201", "JAX202", "JAX203", "JAX204", "JAX205", "JAX206", "JAX301", "JAX302",
+RULE_CODES = ("JAX101", "JAX102", "JAX103", "JAX104", "JAX201", "JAX202", "JAX203", "JAX204", "JAX205", "JAX206", "JAX301", "JAX302",
               "JAX303", "JAX304", "JAX305", "JAX401", "JAX402", "JAX403", "JAX404", "JAX501", "JAX502", "JAX503",
               "JAX601", "JAX602", "JAX603", "JAX701", "JAX702", "JAX801", "JAX802", "JAX803", "JAX804")
 FIXABLE_RULE_CODES = frozenset({"JAX401", "JAX402", "JAX403", "JAX404"})

@@ -8,8 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint import names as N
-from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
+from jaxlint.model.facts import callables, frequency, proof, repetition
 from jaxlint.model.policy import evidence, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -73,23 +72,6 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     return what
 
 
-def rewrap_in_loop(model: ModuleModel, wrap: JitWrap):
-    """``(what, loop)`` for a ``jax.jit``/``jax.pmap`` wrapper rebuilt on every iteration of a
-    loop of steps around the same function object and called there (no recompile, but the cost
-    of a new wrapper each iteration: ``repetition.rewrapped_callable``); None otherwise."""
-    ctx = wrap.ctx
-    if not ctx.loops or model.in_traced_code(wrap.node) or wrap.inline or _benchmark(model, ctx) is not None:
-        return None
-    hot = many_trips(ctx.loops)
-    if hot is None or periodicity.periodic_guard_test(model, ctx, ctx.loops[-1]) is not None:
-        return None  # not every iteration: ``if step % 10 == 0:`` around it
-    what = repetition.rewrapped_callable(model, wrap, ctx.loops)
-    if what is None or not repetition.calls_wrapper(model, ctx.loops[-1].all_calls(), wrap.node,
-                                                    repetition.bound_name(model, wrap)):
-        return None
-    return what, hot
-
-
 def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
     """Why the innermost loop around a node measures time (its loop record's ``benchmark``), as
     the reason a compile per iteration there is reported only with ``--pedantic``: compiling per
@@ -98,13 +80,6 @@ def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
     if role is None or role.kind != roles.BENCHMARK:
         return None
     return f"{role.evidence[0]}: compiling per configuration may be what it measures"
-
-
-# Right, but on real code rarely worth changing: of 6 such findings on the review sets (issue 27),
-# an independent reviewer judged none worth acting on (5 harmless next to the step, 1 under a
-# periodic guard). Reported with --pedantic.
-_REWRAP_OPT_IN = ("no recompile: a new wrapper and a cache lookup, tens of microseconds each time, which matter "
-                  "only next to a step about that small")
 
 
 def _callables_made_in(f) -> Optional[frozenset]:
@@ -138,10 +113,6 @@ def _may_filter_jit(model: ModuleModel) -> bool:
                for module, _, _ in model.module_scope.import_src.values())
 
 
-def _rewrap_cost(model: ModuleModel, wrap: JitWrap) -> str:
-    return N.REWRAP_COST[callables.wrapper_qualname(model, wrap)]
-
-
 class JitInLoop(Rule):
     code = "JAX101"
     short = "A jit or pmap wrapper built in a loop around a new callable, so every iteration recompiles."
@@ -153,8 +124,7 @@ class JitInLoop(Rule):
                "a dict it is reported when the function around the loop is known to run again and again; a "
                "wrapper around a different function each iteration (a method of an environment made in the "
                "loop) is not reported. A wrapper rebuilt every step around the same function (`jax.jit(jax.random.split)(key)`, "
-               "a module-level function) is reported with `--pedantic`, with a message that says it does not "
-               "recompile: it pays for a new wrapper and a cache lookup each step.")
+               "a module-level function) does not recompile: JAX104 reports it.")
     rationale = ("JAX caches compiled programs per function object. A new lambda, partial or nested function "
                  "each iteration is a new key, so every iteration traces and compiles from scratch: seconds of "
                  "compile time per step instead of microseconds of dispatch. A method looked up on an instance "
@@ -162,10 +132,8 @@ class JitInLoop(Rule):
                  "object at every lookup, so `jax.jit` of it misses too; `jax.pmap` and equinox's `filter_jit` "
                  "find it equal to the last one and reuse the program. Re-wrapping the same function object hits "
                  "the cache (a module-level function, `mod.func`, `Cls.func`, a staticmethod, a function stored "
-                 "on an object such as `state.apply_fn`) but still builds a wrapper and looks its cache up at "
-                 "every step: measured on CPU under jax 0.10.2, 50-85 us per call against 5-6 us for a `jax.jit` "
-                 "made once, 36-82 us against 10-17 us for `jax.pmap`; in a loop of steps it is reported with "
-                 "`--pedantic`, with a message that says it does not recompile. The message says what repeats: "
+                 "on an object such as `state.apply_fn`) and does not recompile (JAX104 reports "
+                 "its slower dispatch). The message says what repeats: "
                  "every iteration of the loop, or every call of the function around a loop over a few items.")
     bad = """
         import jax
@@ -194,17 +162,13 @@ class JitInLoop(Rule):
     opt_in_cases = ("A wrapper rebuilt in a loop over a few items (literal options, the entries of a dict) "
                     "inside a function with no evidence that it runs more than once, or reused in a loop inside "
                     "each item of a function not known to run at every step: a few compiles per call, which "
-                    "matter only if the function is called again and again. A wrapper rebuilt every step around "
-                    "the same function (no recompile): tens of microseconds per step.")
+                    "matter only if the function is called again and again.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
             what = jit_in_loop(model, wrap)
             if what is None:
-                rewrap = rewrap_in_loop(model, wrap)
-                if rewrap is not None:
-                    yield self._rewrap(model, wrap, *rewrap)
-                continue
+                continue  # the same function rewrapped: JAX104's (no recompile)
             loops = wrap.ctx.loops
             varying: set = set()
             for loop in loops:
@@ -276,20 +240,6 @@ class JitInLoop(Rule):
                        "(at module level, in `__init__`, or before the loop) and reuse it"]
             yield self.finding(wrap.node, message, opt_in=opt_in)
 
-    def _rewrap(self, model: ModuleModel, wrap: JitWrap, what: str, loop) -> Finding:
-        cost = _rewrap_cost(model, wrap)
-        facts = [f"the wrapper is built inside the loop on line {loop.node.lineno} around {what}, the same "
-                 "function each iteration: the cache hits, nothing recompiles",
-                 "the same iteration calls it, and the loop runs steps (not a few literal items)",
-                 f"building a `{wrap.spelling}` wrapper and looking its cache up costs {cost} for one made once "
-                 "(measured on CPU, jax 0.10.2)"]
-        return self.finding(wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
-                                         Line(loop.node.lineno), ": it does not recompile (the function is the same), "
-                                         f"but building the wrapper and looking its cache up costs {cost} for a "
-                                         "wrapper made once (measured on CPU); create it once, before the loop"],
-                            opt_in=_REWRAP_OPT_IN, evidence=facts)
-
-
 class JitPerCall(Rule):
     code = "JAX102"
     needs = ("repeats",)
@@ -307,9 +257,8 @@ class JitPerCall(Rule):
                  "(module level, `__init__`, a returned factory, or a cached helper) and reuse the result. "
                  "Functions that run once (set-up code, `train()`, `main`, tests) compile once and are not "
                  "reported. A wrapper rebuilt around the same function object (a module-level or library "
-                 "function, or for `jax.pmap` a bound method, equal each time) does not recompile, but costs "
-                 "tens of microseconds per call (measured on CPU under jax 0.10.2); a `jax.pmap` so rebuilt is "
-                 "reported with `--pedantic`, saying so, only in functions known to run at every step.")
+                 "function, or for `jax.pmap` a bound method, equal each time) does not recompile: JAX104 "
+                 "reports it.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -335,8 +284,7 @@ class JitPerCall(Rule):
                     "loop (repeats unknown); or one "
                     "compile per call next to a whole loop of work: the function also runs a loop of its own, or "
                     "reuses the wrapper in its loop and is not known to run at every step (a per-trial function "
-                    "of a sweep). A `jax.pmap` rebuilt on every call of a per-step function around the same "
-                    "function object (no recompile): tens of microseconds per call.")
+                    "of a sweep).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         for wrap in model.jit_wraps:
@@ -348,18 +296,12 @@ class JitPerCall(Rule):
                                              "per set of arguments")
                 continue
             once = frequency.once_by_name(outer, model.conventions)  # opt-in, not silence: a name decides it
-            if jit_in_loop(model, wrap) is not None or rewrap_in_loop(model, wrap) is not None:
+            if jit_in_loop(model, wrap) is not None:
                 continue  # JAX101's case
-            rewrap = None
             if wrap.decorator:
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
-            else:
+            else:  # the same function rewrapped per call (no recompile) is JAX104's
                 what = describe(repetition.rebuilt_callable(model, wrap, outer))
-                if what is None and wrap.kind == "pmap" and not model.in_traced_code(wrap.node):
-                    # per call, only for pmap: a jit of the same function per call is as cheap (tens
-                    # of microseconds), and asking how often every such function runs costs more
-                    # than the opt-in finding is worth
-                    what = rewrap = repetition.rewrapped_callable(model, wrap, outer)
             if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
             name = repetition.bound_name(model, wrap)
@@ -415,18 +357,6 @@ class JitPerCall(Rule):
             else:
                 repeats = proof.proven("repeats", "; ".join(facts))
                 facts = []
-            if rewrap is not None:
-                if opt_in is not None or looped is not None or not per_step(rep):
-                    continue  # no recompile: only worth saying where the function runs at every step
-                cost = _rewrap_cost(model, wrap)
-                message = [f"`{wrap.spelling}` of {what} is rebuilt on every call of `{outer.name}`",
-                           *((" (", *why_repeated(rep), ")") if rep is not None else ()),
-                           ": it does not recompile (the function is the same), but building the wrapper and "
-                           f"looking its cache up costs {cost} for a wrapper made once (measured on CPU); create it "
-                           "once (at module level or in `__init__`) and reuse it"]
-                facts = [*facts, f"the wrapped function is the same object every call: the cache hits; building "
-                         f"a `{wrap.spelling}` wrapper costs {cost} for one made once (measured on CPU, jax 0.10.2)"]
-                opt_in = _REWRAP_OPT_IN
             yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts, facts=[repeats])
 
 

@@ -42,6 +42,8 @@ FACTS = {
                        "primitive), not concrete numbers",
     "new-wrapper": "a new jit wrapper (a new cache entry) is made each time the code runs",
     "repeats": "the function around the code runs again and again",
+    "same-callee": "a wrapper rebuilt each time wraps the same function object (for `jax.pmap`, an equal bound "
+                   "method), so JAX's trace and compile caches hit: no recompile, only a new wrapper",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
     "eager": "the code runs op by op outside any trace (module-level code, or a loop that calls compiled "
