@@ -180,7 +180,8 @@ def test_past_the_first_calls_the_watcher_sees_one_call_per_gap_and_the_idle_tim
     assert row["steps"] == n and row["watched_steps"] == lp.steps
     assert row["idle_share"] >= 0.8, row  # the host's sleep fills nearly every step; scaled, not cut to the watched
     text = "\n".join(S.text_lines({"step_loops": S.section(c, {"step": ("step", __file__, 1)})}, lambda f, ln: f"{f}:{ln}"))
-    assert f"after {lp.steps} of the {n} steps" in text and "an estimate" in text
+    assert f"after {lp.steps} of {n} steps" in text and "an estimate" in text
+    assert all(len(line) <= 80 for line in text.splitlines() if "an estimate" in line or "steps (all at" in line)
     assert inst.errors == []
 
 

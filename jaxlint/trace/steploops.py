@@ -278,8 +278,8 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
                 out.append(f"      fix for {where(top['file'], top['line'])}: {top['fix']}")
             out.append(f"      fix: {r['fix']}")
         if r.get("watched_steps", r["steps"]) < r["steps"]:
-            out.append(f"      idle windows measured after {r['watched_steps']} of the {r['steps']} steps (every step "
-                       "at first, then one per 10 ms) and scaled to all of them: an estimate")
+            out.append(f"      idle measured after {r['watched_steps']} of {r['steps']} steps (all at first, then")
+            out.append("      one per 10 ms), scaled to all of them: an estimate")
         if r["unmeasured_steps"]:
             out.append(f"      {r['unmeasured_steps']} step(s) whose result was donated before its ready time could "
                        "be read: the idle time before the next step is not counted")

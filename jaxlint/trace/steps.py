@@ -261,7 +261,9 @@ class Watcher:
         samples: list = []
         unconfirmed: list = []  # calls passed over (still computing when the next was dispatched)
         while True:
-            if last is not None and last.ready is not None:  # the device is idle: sample while waiting
+            # the device is idle from last's result until the next call (which ends the window, and
+            # the sampling: a call the watcher is not given would otherwise leave it sampling on)
+            if last is not None and last.ready is not None and last.next is None:
                 since = samples[-1][0] if samples else max(last.ready, last.t_r)
                 due = SAMPLE_SECONDS - self._owed - (_PERF() - since)  # the schedule runs across windows
                 try:
