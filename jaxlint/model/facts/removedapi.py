@@ -95,6 +95,9 @@ def _tree(old: str, new: str) -> Removed:
 #   "the jax.config.config object" removed); the submodule itself is gone at 0.4.29 (changelog 0.4.29,
 #   "The deprecated `jax.config` submodule has been removed"; jax/config.py absent at jax-v0.4.29). Only the
 #   name inside is in the table: ``jax.config`` after ``import jax`` is the configuration object, valid.
+# - jax.random.KeyArray: deprecated in 0.4.16 (JEP 9263: `jax.Array` is the annotation for keys), removed in
+#   0.4.24 (changelog 0.4.24; downstream fixes cite it: jax-md PR 299, scib-metrics "JAX 0.4.24 removed
+#   random.KeyArray"); absent in 0.10.2. Found on fresh set C (an annotation raising at import).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -124,6 +127,7 @@ TABLE = {e.name: e for e in (
     Removed("jax.device_put_sharded", (0, 10, 0), "`jax.device_put` with a sharding (docs.jax.dev, "
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.random.KeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.config.config", (0, 4, 25), "`from jax import config` (the configuration object is `jax.config`)"),
     Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
             deprecated=True),
