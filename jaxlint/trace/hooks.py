@@ -152,8 +152,15 @@ class Instrumentation(TraceHooks, HostHooks):
         """Remember (weakly) what the last jitted call returned, for the clock hooks to ask
         whether it is still being computed; return its arrays."""
         try:
-            arrays = [leaf for leaf in jax.tree_util.tree_leaves(out) if isinstance(leaf, jax.Array)]
-            self._last_outputs = [weakref.ref(a) for a in arrays]
+            leaves = jax.tree_util.tree_leaves(out)
+            # one type test per distinct type, not per leaf (a step returns hundreds of arrays)
+            kinds = set(map(type, leaves))
+            if all(issubclass(k, jax.Array) for k in kinds):
+                arrays = leaves
+            else:
+                arrays = [leaf for leaf in leaves if isinstance(leaf, jax.Array)]
+            # all outputs of one call are ready together: the first and the last one tell
+            self._last_outputs = [weakref.ref(a) for a in (arrays[:1] + arrays[-1:] if len(arrays) > 1 else arrays)]
             return arrays
         except Exception:  # never break the program for a count
             self._last_outputs = []

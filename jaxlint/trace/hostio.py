@@ -256,10 +256,14 @@ def host_bytes(value: Any, python_data: bool = True) -> Optional[int]:
     import numpy
 
     total, host = 0, False
-    for leaf in jax.tree_util.tree_leaves(value):
-        if isinstance(leaf, (numpy.ndarray, numpy.generic)):
-            total += leaf.nbytes
-            host = True
+    leaves = jax.tree_util.tree_leaves(value)
+    host_kinds = (numpy.ndarray, numpy.generic)
+    # one type test per distinct type, not per leaf (a step's arguments hold hundreds of arrays)
+    if any(issubclass(k, host_kinds) for k in set(map(type, leaves))):
+        for leaf in leaves:
+            if isinstance(leaf, host_kinds):
+                total += leaf.nbytes
+                host = True
     if not host and python_data and isinstance(value, (list, tuple)) and value and all(
             isinstance(v, (int, float, bool, complex)) for v in jax.tree_util.tree_leaves(value)):
         return numpy.asarray(value).nbytes
