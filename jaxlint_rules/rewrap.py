@@ -74,8 +74,8 @@ class JitRebuiltPerStep(Rule):
             return params
     """
     opt_in_cases = ("A `jax.jit` without `in_shardings`/`out_shardings`, or a `jax.pmap`, rebuilt (0.03-0.2 ms "
-                    "a call, hidden behind most steps; with shardings 0.1-1 ms). Where it is not proven that the code runs at every step (a loop over items that carries no "
-                    "JAX state, a function with no evidence that it runs at every step), where the wrapped "
+                    "a call, hidden behind most steps; with shardings 0.1-1 ms). Where it is not proven that "
+                    "the code runs at every step (a loop over items that carries no JAX state, a function with no evidence that it runs at every step), where the wrapped "
                     "function is read from an object's attribute (the same function only while nothing "
                     "stores another), in test code, in a loop that measures time, or where one iteration runs "
                     "a whole program (a rollout, an epoch), next to which the wrapper costs nothing that "
@@ -179,7 +179,8 @@ class JitRebuiltPerStep(Rule):
                    f"dispatch path, {cost} more per call than a wrapper made once (measured on CPU); create it "
                    "once (at module level or in `__init__`) and reuse it"]
         opt_in = _TEST_CODE if model.in_test_code(wrap.node) else None
-        if opt_in is None and proof.first_unknown([steps, callee]) is None and not rewrapping.heavy_wrapper(model, wrap):
+        if (opt_in is None and proof.first_unknown([steps, callee]) is None
+                and not rewrapping.heavy_wrapper(model, wrap)):
             opt_in = _LIGHT.format(spelling=wrap.spelling, cost=cost)
         return self.finding(wrap.node, message, opt_in=opt_in, facts=[steps, callee])
 
