@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keys, repetition
+from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keys, repetition
 from jaxlint.model.policy import roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -234,6 +234,51 @@ class KeyReuse(Rule):
             if (draw.call.lineno, draw.call.col_offset) in reported:
                 continue
             yield self._fixed_finding(model, draw)
+        for handoff in keyhandoffs.key_handoffs(model):
+            if (handoff.call.lineno, handoff.call.col_offset) not in reported:
+                yield from self._handoff_finding(model, handoff)
+
+    def _handoff_finding(self, model: ModuleModel, h) -> Iterator[Finding]:
+        """A key the loop never replaces, handed to a callee that draws from it (proven by the
+        callee's body in this module) or may (a callee outside it: opt-in)."""
+        k, callee, line = h.arg.id, f"`{unparse(h.call.func, 30)}`", h.call.lineno
+        proven = h.draw is not None and h.draw.proven
+        for loop in h.ctx.loops:
+            role = roles.loop_role(model, loop, h.ctx).kind
+            if h.event.scope is h.ctx.scope and loopfacts.rebound_each_iteration(model, k, h.event, loop):
+                continue
+            # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
+            if role != roles.PER_STEP and (proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
+                continue
+            draw, opt_in = h.draw, None
+            facts = [f"{callee} on line {line} gets `{k}`, which no statement of the loop on line "
+                     f"{loop.node.lineno} rebinds (not split with the new key carried, not folded with the step)",
+                     f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if role == roles.PER_STEP
+                     else f"the loop on line {loop.node.lineno} is timed, and its iterations carry state"]
+            if draw is not None and draw.proven:
+                via = " -> ".join(f"`{g.name}`" for g in draw.chain)
+                does = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
+                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`") + f" on line {draw.call.lineno})"
+                facts.append(f"{via} draws from the key or a key split from it: `{unparse(draw.call.func, 30)}` "
+                             f"on line {draw.call.lineno}")
+            else:
+                where = (f"{callee} is not a function of this module" if draw is None else
+                         f"{callee} hands the key to `{unparse(draw.call.func, 30)}` on line {draw.call.lineno}, "
+                         "not a function of this module")
+                does = f"{callee} may draw from it"
+                opt_in = "whether the callee draws from the key is unknown"
+                facts.append(f"unknown: {where}, so whether it draws from `{k}` is not proven")
+            what = "every iteration draws the same random numbers"
+            if model.in_test_code(h.call):
+                if loopfacts.iterations_alike(model, loop):
+                    what += _SAME_CASE
+                else:
+                    opt_in = opt_in or _TEST_LOOP_VARIES
+            yield self.finding(h.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
+                                        f" and {does}, so {what}; split it in the loop "
+                                        f"(`{k}, sub = jax.random.split({k})`) and pass `sub`"),
+                               opt_in=opt_in, evidence=facts)
+            return
 
     def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
         k = unparse(draw.key)
