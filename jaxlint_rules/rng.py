@@ -185,7 +185,10 @@ class KeyReuse(Rule):
                "caller's own lambdas and defs, to functions of the module that draw from that parameter "
                "(`init_layer(key, shape)` twice gives two identical layers; one that only splits it counts "
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
-               "move), or to a distribution's `sample(seed=key)`.")
+               "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
+               "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
+               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch); to a function outside "
+               "the module it is opt-in.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -199,7 +202,11 @@ class KeyReuse(Rule):
                  "when it keeps them side by side (`for name in (\"w1\", \"w2\"): params[name] = normal(key, s)`); "
                  "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
                  "is not reported.")
-    opt_in_cases = ("In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
+    opt_in_cases = ("A key never replaced in a loop and handed to a function outside the module (a library's "
+                    "`update_fn`, another module's sampler), or to one of the module's that hands it on to such a "
+                    "function (`model.apply(..., rngs={\"dropout\": rng})`): whether it draws from the key is "
+                    "unknown. "
+                    "In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
                     "a loop, and a key not advanced in a loop whose iterations differ anyway (the loop variable or "
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
                     "correlation rarely changes what it checks. A key never advanced in a test loop whose "
