@@ -265,14 +265,14 @@ class KeyReuse(Rule):
             if draw is not None and draw.proven:
                 via = " -> ".join(f"`{g.name}`" for g in draw.chain)
                 does = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
-                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`") + f" on line {draw.call.lineno})"
+                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`", " on ", Line(draw.call.lineno), ")")
                 facts.append(f"{via} draws from the key or a key split from it: `{unparse(draw.call.func, 30)}` "
                              f"on line {draw.call.lineno}")
             else:
                 where = (f"{callee} is not a function of this module" if draw is None else
                          f"{callee} hands the key to `{unparse(draw.call.func, 30)}` on line {draw.call.lineno}, "
                          "not a function of this module")
-                does = f"{callee} may draw from it"
+                does = (f"{callee} may draw from it",)
                 opt_in = "whether the callee draws from the key is unknown"
                 facts.append(f"unknown: {where}, so whether it draws from `{k}` is not proven")
             what = "every iteration draws the same random numbers"
@@ -282,8 +282,8 @@ class KeyReuse(Rule):
                 else:
                     opt_in = opt_in or _TEST_LOOP_VARIES
             yield self.finding(h.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
-                                        f" and {does}, so {what}; split it in the loop "
-                                        f"(`{k}, sub = jax.random.split({k})`) and pass `sub`"),
+                                        " and ") + does + (f", so {what}; split it in the loop "
+                                        f"(`{k}, sub = jax.random.split({k})`) and pass `sub`",),
                                opt_in=opt_in, evidence=facts)
             return
 
