@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keys, repetition
+from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keys, repetition
 from jaxlint.model.policy import roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -185,7 +185,10 @@ class KeyReuse(Rule):
                "caller's own lambdas and defs, to functions of the module that draw from that parameter "
                "(`init_layer(key, shape)` twice gives two identical layers; one that only splits it counts "
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
-               "move), or to a distribution's `sample(seed=key)`.")
+               "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
+               "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
+               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch); to a function outside "
+               "the module it is opt-in.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -199,7 +202,11 @@ class KeyReuse(Rule):
                  "when it keeps them side by side (`for name in (\"w1\", \"w2\"): params[name] = normal(key, s)`); "
                  "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
                  "is not reported.")
-    opt_in_cases = ("In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
+    opt_in_cases = ("A key never replaced in a loop and handed to a function outside the module (a library's "
+                    "`update_fn`, another module's sampler), or to one of the module's that hands it on to such a "
+                    "function (`model.apply(..., rngs={\"dropout\": rng})`): whether it draws from the key is "
+                    "unknown. "
+                    "In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
                     "a loop, and a key not advanced in a loop whose iterations differ anyway (the loop variable or "
                     "state from the previous iteration is used). A test's inputs only need to exist; their "
                     "correlation rarely changes what it checks. A key never advanced in a test loop whose "
@@ -234,6 +241,51 @@ class KeyReuse(Rule):
             if (draw.call.lineno, draw.call.col_offset) in reported:
                 continue
             yield self._fixed_finding(model, draw)
+        for handoff in keyhandoffs.key_handoffs(model):
+            if (handoff.call.lineno, handoff.call.col_offset) not in reported:
+                yield from self._handoff_finding(model, handoff)
+
+    def _handoff_finding(self, model: ModuleModel, h) -> Iterator[Finding]:
+        """A key the loop never replaces, handed to a callee that draws from it (proven by the
+        callee's body in this module) or may (a callee outside it: opt-in)."""
+        k, callee, line = h.arg.id, f"`{unparse(h.call.func, 30)}`", h.call.lineno
+        proven = h.draw is not None and h.draw.proven
+        for loop in h.ctx.loops:
+            role = roles.loop_role(model, loop, h.ctx).kind
+            if h.event.scope is h.ctx.scope and loopfacts.rebound_each_iteration(model, k, h.event, loop):
+                continue
+            # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
+            if role != roles.PER_STEP and (proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
+                continue
+            draw, opt_in = h.draw, None
+            facts = [f"{callee} on line {line} gets `{k}`, which no statement of the loop on line "
+                     f"{loop.node.lineno} rebinds (not split with the new key carried, not folded with the step)",
+                     f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if role == roles.PER_STEP
+                     else f"the loop on line {loop.node.lineno} is timed, and its iterations carry state"]
+            if draw is not None and draw.proven:
+                via = " -> ".join(f"`{g.name}`" for g in draw.chain)
+                does = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
+                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`", " on ", Line(draw.call.lineno), ")")
+                facts.append(f"{via} draws from the key or a key split from it: `{unparse(draw.call.func, 30)}` "
+                             f"on line {draw.call.lineno}")
+            else:
+                where = (f"{callee} is not a function of this module" if draw is None else
+                         f"{callee} hands the key to `{unparse(draw.call.func, 30)}` on line {draw.call.lineno}, "
+                         "not a function of this module")
+                does = (f"{callee} may draw from it",)
+                opt_in = "whether the callee draws from the key is unknown"
+                facts.append(f"unknown: {where}, so whether it draws from `{k}` is not proven")
+            what = "every iteration draws the same random numbers"
+            if model.in_test_code(h.call):
+                if loopfacts.iterations_alike(model, loop):
+                    what += _SAME_CASE
+                else:
+                    opt_in = opt_in or _TEST_LOOP_VARIES
+            yield self.finding(h.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
+                                        " and ") + does + (f", so {what}; split it in the loop "
+                                        f"(`{k}, sub = jax.random.split({k})`) and pass `sub`",),
+                               opt_in=opt_in, evidence=facts)
+            return
 
     def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
         k = unparse(draw.key)

@@ -22,6 +22,7 @@ _TABLES = (
     "own_loads",  # closures
     "loop_assigned",  # periodicity
     "param_args_memo",  # callables
+    "parameter_draw_memo",  # keyhandoffs
     "per_compilation_memo",  # repetition
     "repeats_memo",  # frequency
     "returns",  # values
@@ -45,6 +46,7 @@ _ONCE = (
     "implicit_uploads",  # policy/transfers
     "ifs_by_id",  # work
     "key_func_calls_memo",  # keys
+    "key_handoffs_memo",  # keyhandoffs
     "loop_bodies",  # deviceloops
     "loop_callbacks",  # callbacks
     "loop_records",  # policy/looprecord

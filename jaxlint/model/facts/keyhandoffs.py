@@ -1,0 +1,368 @@
+"""Keys handed unchanged to a callee on every iteration of a loop: ``train_epoch(state, rng, ...)``
+per epoch with ``rng`` never advanced, ``negative_sampling(graph, n, key=key)`` per epoch.
+
+JAX's random functions are pure in the key, so a callee that draws from a key it receives (after
+any number of splits, in a loop of its own or through further calls) draws the same numbers every
+time it gets the same key. Three facts make the finding:
+
+* the key is the same object in every iteration: the argument is a name the loop never rebinds
+  (a key split in the loop with the new key carried, or ``fold_in(key, i)``, is a new binding);
+* the loop repeats (its role, asked by the rule);
+* the callee draws from it (:func:`parameter_draw`): proven when the callee is a function of this
+  module whose body passes the parameter, or a key derived from it by ``split``/``fold_in``, to a
+  ``jax.random`` sampler or a distribution's ``sample(seed=...)``, directly or through more
+  functions of the module; unknown when the key (or a key derived from it) reaches a function
+  that is not the module's (a library's ``update_fn``, ``model.apply(rngs=...)``). A callee that
+  ignores the key, or only derives keys and returns them, does not draw (no finding).
+
+For a callee that is not a function of this module, the argument must be proven a key
+(:func:`proven_key`: made by ``jax.random.key``/``PRNGKey``/``split``/``fold_in``, stacked or
+indexed) and drawing stays unknown.
+
+Functions of the model (``m``), not a mixin: JAX502 (jaxlint_rules/rng.py) asks them.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Optional
+
+from . import callables, keys
+from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
+from ..python.syntax import _pos, call_arg, walk
+
+MAX_DEPTH = 3  # calls followed from the callee to the draw
+_KEY_VALUES = DERIVERS | {"key_data", "wrap_key_data", "clone", "PRNGKey", "key"}
+# Array functions that keep a key (or a list of keys) a key: ``keys = jnp.stack(keys)``.
+_KEEPERS = frozenset({"jax.numpy.stack", "jax.numpy.array", "jax.numpy.asarray", "jax.numpy.concatenate",
+                      "jax.device_put", "jax.device_put_replicated", "numpy.stack", "numpy.array"})
+_BUILTINS = frozenset(dir(builtins))
+
+
+class Draw:
+    """How a callee uses a key parameter: ``proven`` True when it draws (``call`` is the draw,
+    ``chain`` the functions of the module from the callee to it), False when the key reaches
+    ``call``, a function outside the module, whose drawing is unknown."""
+
+    __slots__ = ("proven", "call", "fn", "chain")
+
+    def __init__(self, proven, call, fn, chain):
+        self.proven = proven
+        self.call = call
+        self.fn = fn
+        self.chain = chain
+
+
+class Handoff:
+    """A key argument of a call in a loop: ``arg`` (a name), the binding it reads (``event``),
+    the call's context, the callee's functions of the module (``callees``; empty when it is not
+    one of them) and the :class:`Draw` (None for a callee outside the module)."""
+
+    __slots__ = ("call", "arg", "event", "ctx", "callee", "draw")
+
+    def __init__(self, call, arg, event, ctx, callee, draw):
+        self.call = call
+        self.arg = arg
+        self.event = event
+        self.ctx = ctx
+        self.callee = callee
+        self.draw = draw
+
+
+def key_handoffs(m) -> list:
+    """:class:`Handoff` records for every call in a loop that passes a plain name where a callee
+    of the module draws from it (:func:`parameter_draw`), or a proven key (:func:`proven_key`) to
+    a callee outside the module. Calls that are ``jax.random`` functions, or whose key use the
+    key flow already records (:func:`~jaxlint.model.keys.key_uses`), are left out."""
+    memo = m.facts.key_handoffs_memo
+    if memo is not None:
+        return memo
+    out: list = []
+    if keys.may_call_jax_random(m):
+        for calls in m.calls_by_name.values():
+            for call in calls:
+                if not m.work.spend():
+                    break
+                out.extend(_handoffs(m, call))
+    out.sort(key=lambda h: _pos(h.call))
+    m.facts.key_handoffs_memo = out
+    return out
+
+
+def _handoffs(m, call: ast.Call) -> list:
+    ctx = m.context(call)
+    if ctx is None or not ctx.loops:
+        return []
+    named = [(i, None, a) for i, a in enumerate(call.args) if isinstance(a, ast.Name)]
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        named = [t for t in named if all(not isinstance(a, ast.Starred) for a in call.args[:t[0]])]
+    named += [(None, kw.arg, kw.value) for kw in call.keywords if kw.arg and isinstance(kw.value, ast.Name)]
+    if not named:
+        return []
+    scope = ctx.scope
+    if keys.random_function(m, call, scope) is not None or keys.key_uses(m, call):
+        return []
+    if isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
+        return []
+    callees = [g for g in callables.local_functions(m, call.func, scope) if g.node is not None]
+    out = []
+    for index, kw, arg in named:
+        ev = m.binding(arg.id, scope, _pos(arg))
+        if ev is None or ev.kind in ("def", "other", "for"):
+            continue
+        if any(lp.kind == "comprehension" and arg.id in lp.target_names() for lp in ctx.loops):
+            continue
+        if callees:
+            draw = None
+            for g in callees:
+                param = _parameter(g, call, index, kw)
+                found = parameter_draw(m, g, param, 0) if param else None
+                if found is not None and (draw is None or (found.proven and not draw.proven)):
+                    draw = found
+            if draw is None or _switched_off(m, callees[0], draw, call):
+                continue
+            if not draw.proven and not proven_key(m, arg, scope, 0):
+                continue  # reaches a library call: only a proven key is worth asking about
+            out.append(Handoff(call, arg, ev, ctx, callees[0], draw))
+        elif _outside(m, call, scope) and proven_key(m, arg, scope, 0):
+            out.append(Handoff(call, arg, ev, ctx, None, None))
+    return out
+
+
+def _parameter(g, call: ast.Call, index: Optional[int], kw: Optional[str]) -> Optional[str]:
+    """The parameter of ``g`` that argument ``index`` (or keyword ``kw``) of ``call`` binds."""
+    if isinstance(g.node, ast.Lambda) and g.node.args.vararg is not None:
+        return None
+    if kw is not None:
+        return kw if kw in g.params or kw in g.kwonly else None
+    params = g.params
+    if g.cls is not None and params and isinstance(call.func, ast.Attribute) and not _static(g):
+        params = params[1:]  # ``self.step(key)``: the key binds the second parameter
+    return params[index] if index < len(params) else None
+
+
+def _static(g) -> bool:
+    return any(d.rsplit(".", 1)[-1] == "staticmethod" for d in g.decorators)
+
+
+def _outside(m, call: ast.Call, scope) -> bool:
+    """Whether the callee is a function that is neither the module's nor JAX's, NumPy's or a
+    builtin (which do not draw unless they are ``jax.random``'s): a library's, or another
+    module's."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _BUILTINS and m.binding(func.id, scope, _pos(func)) is None:
+        return False
+    qn = m.resolve(func, scope)
+    if qn and qn.split(".", 1)[0] in ("jax", "numpy", "builtins", "math", "functools", "operator"):
+        return False
+    if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert", "add", "update",
+                                                         "format", "setdefault", "put", "get"):
+        return False  # a container's method: the key is stored, not drawn from here
+    return True
+
+
+def proven_key(m, expr: ast.AST, scope, depth: int) -> bool:
+    """Whether ``expr`` is a PRNG key (or an array or list of keys) by its data flow: made by a
+    ``jax.random`` key constructor or deriver, or an item, a stack or an array of such keys."""
+    if depth > 5 or not m.work.spend():
+        return False
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is None or ev.kind != "assign":
+            return False
+        if ev.path is not None and not _key_call(m, ev.value, ev.scope):
+            return False  # one element of an unpacked tuple: only a split's elements are keys
+        return proven_key(m, ev.value, ev.scope, depth + 1)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return bool(expr.elts) and all(proven_key(m, e, scope, depth + 1) for e in expr.elts)
+    if not isinstance(expr, ast.Call):
+        return False
+    if _key_call(m, expr, scope):
+        return True
+    if m.resolve(expr.func, scope) in _KEEPERS and expr.args:
+        return proven_key(m, expr.args[0], scope, depth + 1)
+    return False
+
+
+def _key_call(m, expr: Optional[ast.AST], scope) -> bool:
+    return isinstance(expr, ast.Call) and keys.random_function(m, expr, scope) in _KEY_VALUES
+
+
+# -- the callee's side
+
+
+def parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
+    """Whether ``f`` draws from its parameter ``param`` (:class:`Draw`; None when it ignores it
+    or only derives keys from it that it returns). Keys derived from it with ``split``/``fold_in``
+    (in a loop or not, carried or not) are followed; a nested function of ``f`` that reads them
+    counts as ``f``'s code. Memoized per function and parameter."""
+    memo = m.facts.parameter_draw_memo
+    k = (id(f), param)
+    if k in memo:
+        return memo[k]
+    memo[k] = None  # recursion guard
+    found = _parameter_draw(m, f, param, depth) if depth <= MAX_DEPTH else None
+    memo[k] = found
+    return found
+
+
+def _parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
+    if param not in f.params and param not in f.kwonly:
+        return None
+    nodes = _code(f.node, param)
+    derived = _derived(m, f, nodes, param)
+    if derived is None:
+        return None
+    unknown = None
+    for call in (n for n in nodes if isinstance(n, ast.Call)):
+        if not m.work.spend():
+            break
+        scope = m.scope_at(call)
+        fn = keys.random_function(m, call, scope)
+        if fn in SAMPLERS:
+            if _reads(call_arg(call, 0, "key"), derived):
+                return Draw(True, call, fn, [f])
+            continue
+        if fn is not None:
+            continue  # split/fold_in (followed by _derived), key_data, ...
+        if isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
+            if any(kw.arg == "seed" and _reads(kw.value, derived) for kw in call.keywords):
+                return Draw(True, call, call.func.attr, [f])
+            continue
+        args = [(i, None, a) for i, a in enumerate(call.args)] + [(None, kw.arg, kw.value) for kw in call.keywords]
+        passed = [(i, kw) for i, kw, a in args if _carries(a, derived)]
+        if not passed:
+            continue
+        callees = [g for g in callables.local_functions(m, call.func, scope) if g is not f]
+        if not callees:
+            if unknown is None and _outside(m, call, scope):
+                unknown = Draw(False, call, None, [f])
+            continue
+        for g in callees:
+            for i, kw in passed:
+                p = _parameter(g, call, i, kw) if (kw is not None or i is not None) else None
+                sub = parameter_draw(m, g, p, depth + 1) if p else None
+                if sub is None:
+                    continue
+                found = Draw(sub.proven, sub.call, sub.fn, [f] + sub.chain)
+                if found.proven:
+                    return found
+                unknown = unknown or found
+    return unknown
+
+
+def _code(node: ast.AST, param: str) -> list:
+    """The nodes of a function's body, nested functions included unless they rebind ``param``
+    as a parameter of their own."""
+    out: list = []
+    stack = list(node.body) if isinstance(node.body, list) else [node.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = n.args
+            if any(x.arg == param for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)):
+                continue
+            stack.extend(n.body if isinstance(n.body, list) else [n.body])
+            continue
+        if isinstance(n, ast.ClassDef):
+            continue
+        out.append(n)
+        stack.extend(ast.iter_child_nodes(n))
+    out.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    return out
+
+
+def _derived(m, f, nodes: list, param: str) -> Optional[set]:
+    """The names holding ``param`` or keys derived from it (``key, sub = split(key)``; ``ks =
+    split(key, n)``; ``k = ks[0]``); None when ``param`` is rebound to anything else (it is then
+    not only the argument)."""
+    assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    names = {param}
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            targets = {t.id for tt in (a.targets if isinstance(a, ast.Assign) else [a.target])
+                       for t in walk(tt) if isinstance(t, ast.Name)}
+            if targets and not targets <= names and _derives(m, a.value, names, f.scope):
+                names |= targets
+                changed = True
+    for n in nodes:
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            tgts = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, ast.Name) and t.id == param for tt in tgts for t in walk(tt)):
+                value = getattr(n, "value", None)
+                if isinstance(n, (ast.AugAssign, ast.For, ast.AsyncFor)) or not _derives(m, value, names, f.scope):
+                    return None
+    return names
+
+
+def _derives(m, value: Optional[ast.AST], names: set, scope) -> bool:
+    if _reads(value, names):
+        return True
+    if isinstance(value, ast.Call) and keys.random_function(m, value, scope) in DERIVERS:
+        return _reads(call_arg(value, 0, "key"), names)
+    return False
+
+
+def _reads(expr: Optional[ast.AST], names: set) -> bool:
+    """``expr`` is one of ``names`` or an item of one."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return isinstance(expr, ast.Name) and expr.id in names
+
+
+def _carries(expr: ast.AST, names: set) -> bool:
+    """An argument that hands a derived key on: the key itself, an item of it, or an element or
+    value of a literal tuple, list or dict (``rngs={"dropout": rng}``)."""
+    if _reads(expr, names):
+        return True
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return any(_reads(e, names) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return any(v is not None and _reads(v, names) for v in expr.values)
+    return False
+
+
+def _switched_off(m, g, draw: Draw, call: ast.Call) -> bool:
+    """Whether the call passes a literal that skips the branch of ``g`` the draw is in (``if not
+    deterministic: ... normal(key, ...)`` called with ``deterministic=True``), when the draw is
+    in ``g`` itself."""
+    if draw.chain[0] is not g or len(draw.chain) != 1:
+        return False
+    ctx = m.context(draw.call)
+    if ctx is None or not ctx.branches:
+        return False
+    ifs = {id(n): n for n in walk(g.node) if isinstance(n, ast.If)}
+    for if_id, branch in ctx.branches:
+        n = ifs.get(if_id)
+        if n is None:
+            continue
+        test, negate = n.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        if not isinstance(test, ast.Name):
+            continue
+        value = _literal_argument(g, call, test.id)
+        if value is None:
+            continue
+        if (branch == 0) != (bool(value.value) != negate):
+            return True
+    return False
+
+
+def _literal_argument(g, call: ast.Call, name: str) -> Optional[ast.Constant]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value if isinstance(kw.value, ast.Constant) else None
+    params = g.params
+    if g.cls is not None and params and isinstance(call.func, ast.Attribute) and not _static(g):
+        params = params[1:]
+    if name in params:
+        i = params.index(name)
+        if i < len(call.args) and isinstance(call.args[i], ast.Constant):
+            return call.args[i]
+    return None

@@ -1,0 +1,247 @@
+"""JAX502: a key the loop never replaces, handed to a callee that draws from it (facts/keyhandoffs.py).
+
+Cases from fresh sets catalogued blind: annotated-s4's ``train_epoch(state, train_rng, ...)`` per epoch
+(the callee splits the key in its own loop and hands the subkeys on), indaba's
+``negative_sampling(graph, n, key=key)`` per epoch (a keyword argument), QDax's ``update_fn(repertoire,
+emitter_state, keys)`` and bonsai's ``jit_sampler(logits, key=key)`` (callees outside the module: opt-in).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from jaxlint.model import build_model
+from jaxlint.model.facts import keyhandoffs
+from ruletools import default_findings, expected, findings, opt_in_findings
+
+
+def test_keyword_key_into_a_module_function_that_draws_every_epoch():
+    src = """
+    import jax
+
+    def negative_sampling(graph, num, key):
+        return jax.random.randint(key, (num,), 0, graph.n)
+
+    def train(graph, epochs):
+        key = jax.random.PRNGKey(42)
+        for epoch in range(epochs):
+            neg = negative_sampling(graph, num=10, key=key)  # expect: JAX502
+            graph = graph.update(neg)
+        return graph
+    """
+    assert default_findings(src, "JAX502") == expected(src)
+    [f] = [f for f in _check(src) if f.code == "JAX502"]
+    assert "negative_sampling" in f.message and "jax.random.randint` on line 5" in f.message
+    assert any("line 5" in e and "randint" in e for e in f.evidence)  # names the draw
+
+
+def test_callee_splits_in_its_own_loop_and_draws_through_a_nested_call():
+    src = """
+    import jax
+
+    def train_step(state, rng, batch):
+        noise = jax.random.bernoulli(rng, 0.9, batch.shape)
+        return state + (batch * noise).sum()
+
+    def train_epoch(state, rng, loader):
+        for batch in loader:
+            rng, drop_rng = jax.random.split(rng)
+            state = train_step(state, drop_rng, batch)
+        return state
+
+    def example_train(state, loader, epochs, seed):
+        key = jax.random.PRNGKey(seed)
+        key, rng, train_rng = jax.random.split(key, num=3)
+        for epoch in range(epochs):
+            state = train_epoch(state, train_rng, loader)  # expect: JAX502
+        return state
+
+    def advanced(state, loader, epochs, train_rng):
+        for epoch in range(epochs):
+            train_rng, sub = jax.random.split(train_rng)
+            state = train_epoch(state, sub, loader)
+        return state
+
+    def folded(state, loader, epochs, train_rng):
+        for epoch in range(epochs):
+            state = train_epoch(state, jax.random.fold_in(train_rng, epoch), loader)
+        return state
+    """
+    assert findings(src, "JAX502") == expected(src)
+    assert default_findings(src, "JAX502") == expected(src)
+
+
+def test_callee_whose_draw_reaches_a_library_is_opt_in():
+    # annotated-s4: the subkeys go to ``model.apply(rngs={"dropout": rng})``: flax may or may not draw
+    src = """
+    import jax
+
+    def train_step(state, rng, batch, model):
+        def loss_fn(params):
+            return model.apply({"params": params}, batch, rngs={"dropout": rng}).mean()
+        return jax.grad(loss_fn)(state)
+
+    def train_epoch(state, rng, model, loader):
+        for batch in prefetch(loader):  # `loader` reaches a library call too, but is no key
+            rng, drop_rng = jax.random.split(rng)
+            state = train_step(state, drop_rng, batch, model)
+        return state
+
+    def example_train(state, model, loader, epochs):
+        key, train_rng = jax.random.split(jax.random.PRNGKey(0))
+        for epoch in range(epochs):
+            state = train_epoch(state, train_rng, model, loader)
+        return state
+    """
+    assert default_findings(src, "JAX502") == []
+    [(line, code, why)] = opt_in_findings(src, "JAX502")
+    assert line == 18 and "unknown" in why
+    [f] = [f for f in _check(src) if f.code == "JAX502"]
+    assert any("model.apply" in e and "unknown" in e for e in f.evidence)
+
+
+def test_library_callee_with_a_proven_key_is_opt_in():
+    src = """
+    import jax
+    import jax.numpy as jnp
+    from qdax.core import map_elites
+
+    key = jax.random.key(0)
+    key, *keys = jax.random.split(key, num=5)
+    keys = jnp.stack(keys)
+    update_fn = map_elites.get_update_fn()
+    for i in range(100):
+        repertoire, emitter_state, metrics = update_fn(repertoire, emitter_state, keys)
+        params = other_fn(params, config)
+    """
+    assert default_findings(src, "JAX502") == []
+    assert [line for line, _, _ in opt_in_findings(src, "JAX502")] == [11]  # not `params`, not a key
+
+
+def test_near_misses_are_not_reported():
+    assert findings("""
+    import jax
+
+    def next_key(key):
+        return jax.random.split(key)[0]
+
+    def ignores(state, key):
+        return state + 1
+
+    def dropout(x, key, deterministic):
+        if not deterministic:
+            x = x * jax.random.bernoulli(key, 0.9, x.shape)
+        return x
+
+    def draws(x, key):
+        return x + jax.random.normal(key, x.shape)
+
+    def loop(x, steps, seed):
+        key = jax.random.PRNGKey(seed)
+        for i in range(steps):
+            k = next_key(key=key)                      # only splits and returns the new key
+            x = ignores(x, key=key)                    # ignores it
+            x = dropout(x, key=key, deterministic=True)  # the draw is switched off
+        for i in range(steps):
+            key, sub = jax.random.split(key)
+            x = draws(x, sub)                      # a new key each iteration
+        for name in ("a", "b"):
+            print(key)
+        return x, k
+
+    def folded(x, steps, key):
+        for i in range(steps):
+            x = draws(x, jax.random.fold_in(key, i))
+        return x
+
+    def carried(x, steps, key):
+        for i in range(steps):
+            key = jax.random.fold_in(key, i)
+            x = draws(x, key)                      # rebound in the loop
+        return x
+    """, "JAX502") == []
+
+
+def test_findings_do_not_change_when_identifiers_are_renamed():
+    src = """
+    import jax
+
+    def {f}(x, {k}):
+        return x + jax.random.normal({k}, x.shape)
+
+    def loop(x, steps):
+        {r} = jax.random.PRNGKey(0)
+        for i in range(steps):
+            x = {f}(x, {r})
+        return x
+    """
+    a = findings(src.format(f="draws", k="key", r="rng"), "JAX502")
+    b = findings(src.format(f="zz", k="q", r="w"), "JAX502")
+    assert a == b == [(10, "JAX502")]
+
+
+# -- model facts
+
+
+def _model(src):
+    tree = ast.parse(textwrap.dedent(src))
+    return tree, build_model(tree)
+
+
+def test_parameter_draw_follows_splits_loops_and_nested_calls():
+    tree, m = _model("""
+    import jax
+
+    def inner(k):
+        return jax.random.uniform(k)
+
+    def outer(key, n):
+        for _ in range(n):
+            key, sub = jax.random.split(key)
+            y = inner(sub)
+        return y
+
+    def returns_only(key):
+        a, b = jax.random.split(key)
+        return a
+
+    def to_library(key, model):
+        return model.apply({}, rngs={"dropout": key})
+
+    def rebound(key):
+        key = make()
+        return jax.random.normal(key)
+    """)
+    fs = {f.name: f for f in m.functions}
+    d = keyhandoffs.parameter_draw(m, fs["outer"], "key", 0)
+    assert d.proven and d.fn == "uniform" and [f.name for f in d.chain] == ["outer", "inner"]
+    assert keyhandoffs.parameter_draw(m, fs["outer"], "n", 0) is None
+    assert keyhandoffs.parameter_draw(m, fs["returns_only"], "key", 0) is None
+    d = keyhandoffs.parameter_draw(m, fs["to_library"], "key", 0)
+    assert d is not None and not d.proven and ast.unparse(d.call.func) == "model.apply"
+    assert keyhandoffs.parameter_draw(m, fs["rebound"], "key", 0) is None
+
+
+def test_proven_key_follows_makers_splits_stacks_and_items():
+    tree, m = _model("""
+    import jax
+    import jax.numpy as jnp
+    key = jax.random.key(0)
+    key, *keys = jax.random.split(key, 3)
+    stacked = jnp.stack(keys)
+    data = jax.random.key_data(stacked)
+    first = stacked[0]
+    a, b = something()
+    arr = jnp.stack([a, b])
+    use(key, keys, stacked, data, first, a, arr)
+    """)
+    call = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "use"][0]
+    scope = m.scope_at(call)
+    assert [keyhandoffs.proven_key(m, a, scope, 0) for a in call.args] == [True, True, True, True, True, False, False]
+
+
+def _check(src):
+    import jaxlint_rules
+    from jaxlint.engine import check_source
+    return check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES]).findings
