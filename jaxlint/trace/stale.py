@@ -47,7 +47,7 @@ def _token(obj: Any) -> tuple:
     if _small(obj):
         return (0, obj)
     try:
-        return (1, weakref.ref(obj))
+        return (1, weakref.ref(obj), type(obj))
     except TypeError:
         return (2, id(obj), type(obj))
 
@@ -74,9 +74,6 @@ def shown(token: tuple) -> str:
     if token[0] == 0:
         text = repr(token[1])
         return text if len(text) <= 40 else text[:39] + "…"
-    if token[0] == 1:
-        obj = token[1]()
-        return f"a `{type(obj).__name__}`" if obj is not None else "an object since freed"
     return f"a `{token[2].__name__}`"
 
 
