@@ -85,13 +85,17 @@ class Slot:
     """One name a traced function read: where it lives, the values its traces saw, and which code
     objects read it (the report matches a finding's line against them)."""
 
-    __slots__ = ("name", "kind", "where", "key", "seen", "readers", "off")
+    __slots__ = ("name", "kind", "where", "key", "seen", "readers", "off", "held", "ref")
 
     def __init__(self, name: str, kind: str, where: Any, key: Any):
         self.name, self.kind, self.where, self.key = name, kind, where, key
         self.seen: list = []
         self.readers: set = set()
         self.off = False  # seen with more than MAX_SEEN values: not checked any more
+        # the fast path of a check: the small scalar last found equal to a traced one (kept), or the
+        # weak reference to the traced object last found there
+        self.held: Any = _MISSING
+        self.ref: Optional[weakref.ref] = None
 
     def current(self) -> Any:
         if self.kind == GLOBAL:
@@ -111,10 +115,17 @@ class Slot:
     def saw(self, obj: Any) -> None:
         for t in self.seen:
             if _same(t, obj):
+                self._fast(t, obj)
                 return
-        self.seen.append(_token(obj))
+        t = _token(obj)
+        self.seen.append(t)
+        self._fast(t, obj)
         if len(self.seen) > MAX_SEEN:
-            self.off, self.seen = True, []
+            self.off, self.seen, self.held, self.ref = True, [], _MISSING, None
+
+    def _fast(self, token: tuple, obj: Any) -> None:
+        self.held = obj if token[0] == 0 else _MISSING
+        self.ref = token[1] if token[0] == 1 else None
 
 
 class Watch:
@@ -129,11 +140,17 @@ class Watch:
     def check(self, stale: Callable, *args) -> None:
         """After a call: ``stale(*args, slot, now)`` for each name holding a value no trace saw."""
         for slot in self.slots:
+            now = slot.where.get(slot.key, _MISSING) if slot.kind is GLOBAL else slot.current()
+            if now is slot.held:
+                continue
+            ref = slot.ref
+            if ref is not None and ref() is now:
+                continue
             if slot.off:
                 continue
-            now = slot.current()
             for t in slot.seen:
                 if _same(t, now):
+                    slot._fast(t, now)  # an equal scalar, or another traced object: the next check is fast
                     break
             else:
                 if now is not _MISSING and slot.seen:
@@ -240,7 +257,7 @@ def _note(w: Watch, kind: str, where: Any, key: Any, name: str, obj: Any, reader
     elif kind != GLOBAL and slot.where() is not where():
         # another function object of this code (a closure made again) or another instance: its
         # cells or attributes are checked from now on, against what its own traces saw
-        slot.where, slot.seen, slot.off = where, [], False
+        slot.where, slot.seen, slot.off, slot.held, slot.ref = where, [], False, _MISSING, None
     slot.readers.add(reader)
     if not slot.off:
         slot.saw(obj)
