@@ -89,17 +89,21 @@ def test_a_global_rebound_to_an_equal_value_is_not_stale(tmp_path):
         import jax.numpy as jnp
 
         lr = 0.1
+        axes = (0,)
 
         @jax.jit
         def step(w):
-            return w - lr
+            return w - lr * w.sum(axes)
 
         w = jnp.ones(2)
         for i in range(6):
             lr = float("0.1")  # a new float object, equal to the traced one
+            axes = tuple([0])  # a new tuple, equal to the traced one
             w = step(w)
     """)
-    assert row(c, "step").stale == {}
+    rec = row(c, "step")
+    assert {s.name for s in rec.watch.slots} == {"lr", "axes"}
+    assert rec.stale == {}
 
 
 def test_a_retrace_reads_the_new_value_so_its_call_is_not_stale(tmp_path):

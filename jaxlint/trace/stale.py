@@ -34,10 +34,12 @@ _MISSING = object()
 GLOBAL, CELL, ATTR = "global", "closure", "attribute"
 
 
-def _small(obj: Any) -> bool:
+def _small(obj: Any, depth: int = 0) -> bool:
     t = type(obj)
     if t in _SCALARS:
         return t not in (str, bytes) or len(obj) <= MAX_TEXT
+    if t is tuple:  # a shape, a tuple of settings: compared by value, as JAX's constants are
+        return len(obj) <= 16 and depth < 2 and all(_small(x, depth + 1) for x in obj)
     np = sys.modules.get("numpy")
     return np is not None and isinstance(obj, np.generic) and t.__module__ == "numpy"
 
