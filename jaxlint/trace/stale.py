@@ -18,6 +18,7 @@ Nothing here imports jax.
 from __future__ import annotations
 
 import dis
+import functools
 import sys
 import types
 import weakref
@@ -169,7 +170,7 @@ def _function(fun: Any) -> tuple:
             owner, fun = fun.__self__, fun.__func__
         elif type(fun) is types.FunctionType:
             return fun, owner
-        elif hasattr(fun, "func") and hasattr(fun, "args") and hasattr(fun, "keywords"):  # a partial
+        elif isinstance(fun, functools.partial):
             fun = fun.func
         elif getattr(fun, "__wrapped__", None) is not None and fun.__wrapped__ is not fun:
             fun = fun.__wrapped__
