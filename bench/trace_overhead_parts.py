@@ -11,6 +11,8 @@ jaxlint itself):
     nosample    the watcher takes no stack samples of the idle host
     noeager     no eager-dispatch hooks
     noupload    jitted calls' arguments are not scanned for host data
+    nostale     no JAX603 watch (what traces read from globals, closures and self is not recorded,
+                so no call checks it)
 Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
 """
 
@@ -23,11 +25,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "mlp_train.py")
-VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noeager", "noupload")
+VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noeager", "noupload", "nostale")
 
 
 def _child(variant: str, rest: list) -> int:
-    from jaxlint.trace import eager, hooks, steps
+    from jaxlint.trace import eager, hooks, stale, steps
 
     if variant == "nowatch":
         steps.Watcher.before = lambda self, key, caller: None
@@ -39,6 +41,8 @@ def _child(variant: str, rest: list) -> int:
         eager.install = lambda inst, patch: []
     elif variant == "noupload":
         hooks.host_bytes = lambda value, python_data=True: None
+    elif variant == "nostale":
+        stale.watch = lambda watches, key, fun, user_file: None
     from jaxlint.cli import main as cli_main
 
     return cli_main(["trace", "--no-static", *rest])

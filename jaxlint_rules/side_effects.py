@@ -247,6 +247,7 @@ _WHERE = {"module": "module-level", "function": "enclosing function's"}
 class StaleClosure(Rule):
     code = "JAX603"
     needs = ("compiled-once", "rebound-after-call", "new-value")
+    confirmed_by = "stale"
     short = "A compiled function reads a global that code rebinds after its first call: it keeps the first value."
     name = "stale-closure"
     summary = ("Finds a module-level or enclosing function's variable read inside a compiled function "

@@ -305,3 +305,15 @@ def test_readme_counts_the_rules_it_has():
 
     assert f"({len(ALL_RULES)} rules)" in README
     assert len([row for row in README.splitlines() if row.startswith("| JAX")]) == len(ALL_RULES) + 1  # + JAX000
+
+
+def test_the_readme_lists_every_finding_a_traced_run_can_confirm():
+    from jaxlint.registry import _catalog
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    start = readme.index("A run can confirm these static findings")
+    paragraph = readme[start:readme.index("not observable", start)]
+    listed = set(re.findall(r"\bJAX\d{3}\b", paragraph))
+    assert listed == set(_catalog()["CONFIRMED_BY"])

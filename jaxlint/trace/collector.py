@@ -13,6 +13,7 @@ import weakref
 from collections import Counter, namedtuple
 from typing import Any, Optional
 
+from . import stale
 from .cost import Clock, Cost, spend
 from .memory import Memory
 from .steploops import StepLog
@@ -163,6 +164,8 @@ class Record:
         self.last_reason = FIRST_CALL  # why the latest trace missed the cache, as text
         self.last_keys: tuple = ()  # its miss_reasons keys (none for a first call or an unknown reason)
         self.cost = Cost()  # seconds per miss, reason and call site (cost.py)
+        self.watch = None  # stale.Watch: the names its traces read (JAX603's evidence)
+        self.stale: dict = {}  # name -> [calls from the cache after it was rebound, traced value, last value]
         self._history: list = []  # recent signatures of every trace, for traces of unknown objects
         self._identities: list = []  # [[weakref or None, recent signatures of that object]]
 
@@ -307,6 +310,18 @@ class Collector:
             return
         else:  # a library's jitted function not traced yet: its row is known at its first trace
             self.pending_calls[key] += 1
+
+    def stale_call(self, key: Any, slot, now: Any) -> None:
+        """A call of ``key``'s jitted wrapper ran from the cache while ``slot``'s name held a value
+        none of its traces read (:mod:`.stale`)."""
+        rec = self.records.get(key)
+        if rec is None:
+            return
+        entry = rec.stale.get(slot.name)
+        if entry is None:
+            entry = rec.stale[slot.name] = [0, "", "", 0]
+        entry[0] += 1
+        entry[1], entry[2], entry[3] = stale.shown(slot.seen[-1]), stale.shown_now(now), len(slot.seen)
 
     def calls_belong_to(self, call_key: Any, rec: "Record") -> None:
         """The calls of the wrapper ``call_key`` (a library's jitted function, :class:`CallKey`)

@@ -107,7 +107,18 @@ class Counted(Forwarding):
                     memory.after_call(state, out)
                 except Exception as e:  # never break the program for a figure
                     INSTRUMENTATION._error(e)
+            w = INSTRUMENTATION.stale_watches.get(key)
+            if w is not None:  # JAX603: did this call run a program traced with an older value?
+                try:
+                    w.check(_stale_call, collectors, key)
+                except Exception as e:
+                    INSTRUMENTATION._error(e)
         return out
+
+
+def _stale_call(collectors, key, slot, now) -> None:
+    for c in collectors:
+        c.stale_call(key, slot, now)
 
 
 def _watch_donation(collectors, counted: Counted, args: tuple, kwargs: dict) -> list:
@@ -142,6 +153,7 @@ class Instrumentation(TraceHooks, HostHooks):
         self.jaxpr_owner: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.by_source: dict = {}  # (file, firstlineno) -> code, for jaxprs derived by grad/vmap
         self.by_name: dict = {}  # name -> set of codes, for compiles outside a jit call (AOT)
+        self.stale_watches: dict = {}  # code -> stale.Watch: what its traces read (JAX603)
         self._jax_dirs: tuple = ()
         self._last_outputs: list = []  # weak references to the arrays the last jitted call returned
         self.compile_events = 0  # traces and compiles so far: a call during which it changed compiled
@@ -233,6 +245,7 @@ class Instrumentation(TraceHooks, HostHooks):
 
     def _install(self) -> None:
         self.partial = []
+        self.stale_watches = {}
         self._token = object()
         import os
 

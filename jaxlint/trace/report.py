@@ -10,7 +10,7 @@ from collections import namedtuple
 from typing import Iterable, Optional
 
 from ..registry import confirmed_by
-from . import advice, cost, eager, loopbody, memory, memory_report, steploops
+from . import advice, cost, eager, loopbody, memory, memory_report, stale, steploops
 from .collector import RECREATED, Collector
 
 Transfer = namedtuple("Transfer", "file line kind count")
@@ -55,6 +55,7 @@ def _function(rec, names_only: bool = False, mem: Optional[memory.Memory] = None
         "trace_seconds": round(rec.trace_seconds, 6), "lower_seconds": round(rec.lower_seconds, 6),
         "compile_seconds": round(rec.compile_seconds, 6), "via": rec.via,
         "miss_reasons": _reasons(rec),
+        "stale_reads": stale.rows(rec),
         "matched_by_name": rec.by_name or names_only,
         **advice.describe(rec),
         **cost.function_keys(rec),
@@ -254,6 +255,8 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
                         "not observed: no host callback made on this line ran")
         elif kind == "setup":
             confirmed, evidence = memory_report.confirm_setup(collector.memory, file, line, _real, _where)
+        elif kind == "stale":
+            confirmed, evidence = stale.evidence(recs, fd.message, file, line, _real, _code_span)
         elif kind == "donation":
             evidence = "not observed: no read of a deleted (donated) array failed on this line"
         elif kind in ("trace_time", "unroll"):
@@ -323,7 +326,7 @@ def _reason_lines(f: dict) -> list:
             secs[k] = secs.get(k, 0.0) + r["seconds"]
     if secs:
         gs = [dict(g, seconds=secs.get((g["reason"], g["argument"]), 0.0)) for g in gs]
-    out = advice.lines(gs)
+    out = advice.lines(gs) + stale.text_lines(f)
     fix = f["fix"] if "fix" in f else advice.fix(gs)
     if fix:
         out.append(f"fix: {fix}")

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import jax
 
-from . import eager
+from . import eager, stale
 from .adapters import base
 from .adapters import select as select_era
 from .attribution import EntryPoint, FirstUserCall, code_of, describe, entry_point, library_name
@@ -149,6 +149,17 @@ class TraceHooks:
 
                     facts = jaxpr_facts(jaxpr, self.era.consts_of(result), c.user_files)
                 rec.jaxpr = facts
+        if fun is not None:
+            self._watch_reads(code, fun)
+
+    def _watch_reads(self, code, fun) -> None:
+        """What the trace of the user's ``fun`` just read from globals, closures and ``self``
+        (JAX603's runtime evidence, :mod:`.stale`)."""
+        collectors = self.collectors
+        stale.watch(self.stale_watches, code, fun, lambda f: any(c.user_files(f) for c in collectors))
+        w = self.stale_watches.get(code)
+        for c in collectors:
+            c.record(code, describe).watch = w
 
     # -- compiles --------------------------------------------------------------
     def _hook_compiles(self) -> None:
@@ -215,6 +226,7 @@ class TraceHooks:
             rec.traced_from[site] += 1
             # the trace's own seconds are not measured apart from the lowering and compile in it
             c.spent(rec, start, 0.0, site, trace=True)
+        self._watch_reads(code, fun)
 
     def _owner(self, jaxpr) -> Any:
         if jaxpr is None:
