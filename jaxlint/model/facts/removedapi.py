@@ -98,6 +98,11 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.random.KeyArray: deprecated in 0.4.16 (JEP 9263: `jax.Array` is the annotation for keys), removed in
 #   0.4.24 (changelog 0.4.24; downstream fixes cite it: jax-md PR 299, scib-metrics "JAX 0.4.24 removed
 #   random.KeyArray"); absent in 0.10.2. Found on fresh set C (an annotation raising at import).
+# - jax.lib.xla_bridge.get_backend, get_compile_options: deprecated in 0.4.32 and 0.7.0 (changelog), removed
+#   in 0.8.0 (jax commit 66760f71ad, 2025-09-22, between the 0.7.2 and 0.8.0 releases: "Remove deprecated
+#   symbols from ... jax.lib.xla_bridge"; changelog 0.8.0, "The deprecated functions in jax.lib.xla_bridge
+#   ... were removed"). The module itself went in 0.9.0 (commit 82f02eb976); only the functions are in the
+#   table, so a reference through the module is one finding. Found on fresh set C (dqn_zoo's `main`).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -128,6 +133,9 @@ TABLE = {e.name: e for e in (
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.random.KeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.lib.xla_bridge.get_backend", (0, 8, 0), "`jax.extend.backend.get_backend()` "
+            "(`jax.default_backend()` for its `.platform`)"),
+    Removed("jax.lib.xla_bridge.get_compile_options", (0, 8, 0), "`jax.extend.backend.get_compile_options`"),
     Removed("jax.config.config", (0, 4, 25), "`from jax import config` (the configuration object is `jax.config`)"),
     Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
             deprecated=True),
