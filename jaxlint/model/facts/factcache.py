@@ -25,6 +25,7 @@ _TABLES = (
     "parameter_draw_memo",  # keyhandoffs
     "per_compilation_memo",  # repetition
     "repeats_memo",  # frequency
+    "repeats_local_memo",  # frequency (without the project's other modules)
     "returns",  # values
     "self_stores_memo",  # keydraws
     "tuple_key_params_memo",  # keys

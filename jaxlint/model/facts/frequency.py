@@ -140,7 +140,7 @@ def callers(m, f: FunctionInfo) -> list:
     memo[id(f)] = out
     return out
 
-def repeats(m, f: FunctionInfo, depth: int = 0) -> Optional[Repetition]:
+def repeats(m, f: FunctionInfo, depth: int = 0, project: bool = True) -> Optional[Repetition]:
     """Evidence that ``f`` runs again and again, or None. In order: a per-step method name
     (``step``, ``update``, ``act``, ``__call__``, ``sample``, ``insert``, ``*_step``); a call
     of it in a loop of this module (a loop over a few literal options or over the parts of one
@@ -149,16 +149,18 @@ def repeats(m, f: FunctionInfo, depth: int = 0) -> Optional[Repetition]:
     its user); a call from a function that itself repeats; or, for functions not named like
     set-up code, a parameter that hands it the training step (``step``, ``global_step``).
     Without evidence the answer is None: a function whose callers live in other modules is
-    not known to repeat."""
-    memo = m.facts.repeats_memo
+    not known to repeat. ``project=False`` leaves out the project's other modules (their call
+    graphs are the costly part), for a caller whose finding is opt-in whatever they show; its
+    answers have their own memo, so neither kind of question changes the other's answers."""
+    memo = m.facts.repeats_memo if project else m.facts.repeats_local_memo
     if id(f) in memo:
         return memo[id(f)]
     memo[id(f)] = None  # a cycle of calls is no evidence
-    result = _repeats(m, f, depth)
+    result = _repeats(m, f, depth, project)
     memo[id(f)] = result
     return result
 
-def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
+def _repeats(m, f: FunctionInfo, depth: int, project: bool = True) -> Optional[Repetition]:
     sites = callers(m, f)
     for call, _ in sites:
         ctx = m.context(call)
@@ -171,14 +173,14 @@ def _repeats(m, f: FunctionInfo, depth: int) -> Optional[Repetition]:
         for call, g in sites:
             if g is None or g is f or isinstance(g.node, ast.Lambda) or not m.work.spend():
                 continue
-            inner = repeats(m, g, depth + 1)
+            inner = repeats(m, g, depth + 1, project)
             if inner is not None:
                 return Repetition("caller", f, call=call, via=g, inner=inner)
     if sites and depth < L.REPETITION_CHAIN and all(
             not m.context(call).loops and (g is None or (g is not f and _runs_once(m, g, depth + 1)))
             for call, g in sites):
         return None  # the call graph shows every call, each made once: the name says nothing more
-    elsewhere = _project_loop_caller(m, f)  # other modules, before any name
+    elsewhere = _project_loop_caller(m, f) if project else None  # other modules, before any name
     if elsewhere is not None:
         return elsewhere
     if step_name(f.name, m.conventions):

@@ -159,12 +159,12 @@ class Frequency:
         return f"Frequency({self.kind!r})"
 
 
-def frequency(model, f: FunctionInfo) -> Frequency:
+def frequency(model, f: FunctionInfo, project: bool = True) -> Frequency:
     """How often ``f`` runs: the module's call graph first (a call in a loop, a caller that
     repeats, every call made once), then what the language says (constructors, cached builders),
     then, where the module shows no call, the naming conventions (step methods and parameters
     repeat; set-up and entry-point names run once)."""
-    rep = F.repeats(model, f)
+    rep = F.repeats(model, f, project=project)  # project=False: not the project's other modules
     if rep is not None:
         return Frequency(PER_STEP_CALLS if F.per_step(rep) else REPEATS, rep, E.repetition(rep, model.conventions))
     if F.runs_once_by_facts(model, f):
