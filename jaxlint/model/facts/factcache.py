@@ -23,6 +23,7 @@ _TABLES = (
     "loop_assigned",  # periodicity
     "param_args_memo",  # callables
     "parameter_draw_memo",  # keyhandoffs
+    "body_nodes_memo",  # keyhandoffs (a function's body walked once)
     "per_compilation_memo",  # repetition
     "repeats_memo",  # frequency
     "repeats_local_memo",  # frequency (without the project's other modules)

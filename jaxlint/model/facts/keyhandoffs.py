@@ -212,7 +212,7 @@ def parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
 def _parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
     if param not in f.params and param not in f.kwonly:
         return None
-    nodes = _code(f.node, param)
+    nodes = _code(m, f.node, param)
     derived = _derived(m, f, nodes, param)
     if derived is None:
         return None
@@ -254,24 +254,34 @@ def _parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
     return unknown
 
 
-def _code(node: ast.AST, param: str) -> list:
+def _code(m, node: ast.AST, param: str) -> list:
     """The nodes of a function's body, nested functions included unless they rebind ``param``
-    as a parameter of their own."""
+    as a parameter of their own (the body is walked once per function: :func:`_body`)."""
+    return [n for n, shadowing in _body(m, node) if param not in shadowing]
+
+
+def _body(m, node: ast.AST) -> list:
+    """``[(node, parameter names of the nested functions around it)]`` for a function's body in
+    source order, nested functions' bodies included, classes left out; memoized per function."""
+    memo = m.facts.body_nodes_memo
+    found = memo.get(id(node))
+    if found is not None:
+        return found
     out: list = []
-    stack = list(node.body) if isinstance(node.body, list) else [node.body]
+    stack = [(n, frozenset()) for n in (node.body if isinstance(node.body, list) else [node.body])]
     while stack:
-        n = stack.pop()
+        n, shadowing = stack.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = n.args
-            if any(x.arg == param for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)):
-                continue
-            stack.extend(n.body if isinstance(n.body, list) else [n.body])
+            inner = shadowing | {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+            stack.extend((b, inner) for b in (n.body if isinstance(n.body, list) else [n.body]))
             continue
         if isinstance(n, ast.ClassDef):
             continue
-        out.append(n)
-        stack.extend(ast.iter_child_nodes(n))
-    out.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        out.append((n, shadowing))
+        stack.extend((c, shadowing) for c in ast.iter_child_nodes(n))
+    out.sort(key=lambda t: (getattr(t[0], "lineno", 0), getattr(t[0], "col_offset", 0)))
+    memo[id(node)] = out
     return out
 
 
