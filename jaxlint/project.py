@@ -524,18 +524,32 @@ def _src_layout(here: str, parts: list, isfile) -> Optional[str]:
     ``examples/`` of a project whose package is ``src/rejax/`` (installed from the project, so the
     import runs that file). The nearest folder above ``here`` (``here`` included) whose ``src/``
     holds the module's first part as a package folder or module file."""
-    folder = here
-    while True:
-        src = _join(folder, "src")
+    for src in _src_folders(here):
         found = _module_file(src, parts, isfile)
         if found is None and len(parts) > 1 and isfile(_join(src, parts[0], "__init__.py")):
             return None  # the package is there, without this module: nothing further up
         if found is not None:
             return found
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return None
+
+
+_SRC_FOLDERS: dict = {}  # folder -> the ``src`` folders at or above it, nearest first (this process's)
+
+
+def _src_folders(here: str) -> tuple:
+    """The ``src`` folders of ``here`` and the folders above it, nearest first. Most imports are of
+    other packages and reach this search; asking each folder once per process (not once per
+    import) keeps the result cache's check of a warm run cheap."""
+    found = _SRC_FOLDERS.get(here)
+    if found is None:
+        parent = os.path.dirname(here)
+        above = _src_folders(parent) if parent != here else ()
+        src = _join(here, "src")
+        found = ((src,) + above) if os.path.isdir(src) else above
+        if len(_SRC_FOLDERS) > 50_000:
+            _SRC_FOLDERS.clear()
+        _SRC_FOLDERS[here] = found
+    return found
 
 
 def _project_root(path: str) -> str:
