@@ -154,7 +154,10 @@ class JitRebuiltPerStep(Rule):
         if cached(outer):
             self.quiet(model, wrap.node, f"per-step (disproven): `{outer.name}` is a cached builder")
             return None
-        freq = roles.frequency(model, outer)
+        # a wrapper without shardings is opt-in wherever it runs: the project's other modules
+        # (costly to read) are asked only where they can make the finding a default one
+        heavy = rewrapping.heavy_wrapper(model, wrap)
+        freq = roles.frequency(model, outer, project=heavy)
         if freq.kind == roles.ONCE:
             self.quiet(model, wrap.node, "per-step (disproven): " + "; ".join(freq.evidence))
             return None
@@ -179,8 +182,7 @@ class JitRebuiltPerStep(Rule):
                    f"dispatch path, {cost} more per call than a wrapper made once (measured on CPU); create it "
                    "once (at module level or in `__init__`) and reuse it"]
         opt_in = _TEST_CODE if model.in_test_code(wrap.node) else None
-        if (opt_in is None and proof.first_unknown([steps, callee]) is None
-                and not rewrapping.heavy_wrapper(model, wrap)):
+        if opt_in is None and proof.first_unknown([steps, callee]) is None and not heavy:
             opt_in = _LIGHT.format(spelling=wrap.spelling, cost=cost)
         return self.finding(wrap.node, message, opt_in=opt_in, facts=[steps, callee])
 
