@@ -305,13 +305,32 @@ def skipped_by_default(m, f, node: ast.AST) -> bool:
     at that default (``def show_mask(mask, ax, random_color=False)``, called as ``show_mask(m, ax)``):
     the branch never runs. A function with no call in the module, or one called with ``*args`` or
     ``**kwargs``, is not known to skip it."""
-    ctx = m.context(node)
-    if ctx is None or not ctx.branches or isinstance(f.node, ast.Lambda):
+    if isinstance(f.node, ast.Lambda):
         return False
     defaults = _literal_defaults(f.node.args)
     if not defaults:
         return False
-    ifs = {id(n): n for n in walk(f.node) if isinstance(n, ast.If)}
+    for name, branch, negate in name_branches(m, f.node, node):
+        if name not in defaults:
+            continue
+        position, default = defaults[name]
+        if (branch == 0) == (bool(default) != negate):
+            continue  # the default takes this branch
+        calls = [c for c, _ in frequency.callers(m, f) if isinstance(c, ast.Call)]
+        if calls and all(_leaves_default(c, name, position) for c in calls):
+            return True
+    return False
+
+
+def name_branches(m, fn: ast.AST, node: ast.AST) -> list:
+    """``[(name, branch, negated)]`` for each ``if P:`` / ``if not P:`` of the function ``fn``
+    (its node) around ``node`` whose test is a bare name: the branch ``node`` is in (0: the body,
+    1: ``else``) and whether the test is negated."""
+    ctx = m.context(node)
+    if ctx is None or not ctx.branches:
+        return []
+    ifs = {id(n): n for n in walk(fn) if isinstance(n, ast.If)}
+    out = []
     for if_id, branch in ctx.branches:
         n = ifs.get(if_id)
         if n is None:
@@ -319,15 +338,9 @@ def skipped_by_default(m, f, node: ast.AST) -> bool:
         test, negate = n.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negate = test.operand, True
-        if not isinstance(test, ast.Name) or test.id not in defaults:
-            continue
-        position, default = defaults[test.id]
-        if (branch == 0) == (bool(default) != negate):
-            continue  # the default takes this branch
-        calls = [c for c, _ in frequency.callers(m, f) if isinstance(c, ast.Call)]
-        if calls and all(_leaves_default(c, test.id, position) for c in calls):
-            return True
-    return False
+        if isinstance(test, ast.Name):
+            out.append((test.id, branch, negate))
+    return out
 
 
 def _literal_defaults(args: ast.arguments) -> dict:

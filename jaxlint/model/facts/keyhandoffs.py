@@ -28,7 +28,7 @@ import ast
 import builtins
 from typing import Optional
 
-from . import callables, keys
+from . import callables, keydraws, keys
 from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
 from ..python.syntax import _pos, call_arg, walk
 
@@ -343,20 +343,8 @@ def _switched_off(m, g, draw: Draw, call: ast.Call) -> bool:
     in ``g`` itself."""
     if draw.chain[0] is not g or len(draw.chain) != 1:
         return False
-    ctx = m.context(draw.call)
-    if ctx is None or not ctx.branches:
-        return False
-    ifs = {id(n): n for n in walk(g.node) if isinstance(n, ast.If)}
-    for if_id, branch in ctx.branches:
-        n = ifs.get(if_id)
-        if n is None:
-            continue
-        test, negate = n.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negate = test.operand, True
-        if not isinstance(test, ast.Name):
-            continue
-        value = _literal_argument(g, call, test.id)
+    for name, branch, negate in keydraws.name_branches(m, g.node, draw.call):
+        value = _literal_argument(g, call, name)
         if value is None:
             continue
         if (branch == 0) != (bool(value.value) != negate):
