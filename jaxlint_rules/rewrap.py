@@ -47,30 +47,37 @@ class JitRebuiltPerStep(Rule):
     bad = """
         import jax
         import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec
 
         def train_step(params, batch):
             return params - 0.1 * jnp.mean(batch)
 
-        def train(params, batches, key):
-            for step in range(10_000):
-                key, sub = jax.jit(jax.random.split)(key)
-                params = jax.jit(train_step)(params, batches[step % 8])
+        def update_params(params, batch, global_step, mesh):
+            replicated = NamedSharding(mesh, PartitionSpec())
+            step = jax.jit(train_step, in_shardings=(replicated, replicated), donate_argnums=0)
+            return step(params, batch)
+
+        def train(params, batches, mesh):
+            for i in range(10_000):
+                params = update_params(params, batches[i % 8], i, mesh)
             return params
     """
     good = """
         import jax
         import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec
 
-        @jax.jit
         def train_step(params, batch):
             return params - 0.1 * jnp.mean(batch)
 
-        split = jax.jit(jax.random.split)
+        def make_step(mesh):
+            replicated = NamedSharding(mesh, PartitionSpec())
+            return jax.jit(train_step, in_shardings=(replicated, replicated), donate_argnums=0)
 
-        def train(params, batches, key):
-            for step in range(10_000):
-                key, sub = split(key)
-                params = train_step(params, batches[step % 8])
+        def train(params, batches, mesh):
+            step = make_step(mesh)
+            for i in range(10_000):
+                params = step(params, batches[i % 8])
             return params
     """
     opt_in_cases = ("A `jax.jit` without `in_shardings`/`out_shardings`, or a `jax.pmap`, rebuilt (0.03-0.2 ms "
