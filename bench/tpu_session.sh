@@ -2,7 +2,7 @@
 # Everything issue 38 measures on a TPU machine, in one command (bench/trace_*.py; see
 # docs/trace-on-tpu.md). Run from the repository root on the device machine:
 #     bash bench/tpu_session.sh STAGE ...
-# stages: facts donation hostbound overhead inproc children:NODEIDS_FILE tests[:FILES]
+# stages: facts callcost parts donation hostbound overhead inproc children:NODEIDS_FILE tests[:FILES]
 # Results go to $OUT (default ./tpu-out): session.log, and all.tgz re-packed after each stage, so
 # a call stopped at its time limit still returns what the finished stages wrote.
 set -u
@@ -41,6 +41,12 @@ PY
     hostbound)
       timeout 240 python3 bench/trace_hostbound.py --runs ${HOSTBOUND_RUNS:-2} --json "$R/hostbound.json" 2>&1 | tee -a "$LOG"
       timeout 120 env JAX_PLATFORMS=cpu python3 bench/trace_hostbound.py --json "$R/hostbound_cpu.json" 2>&1 | tee -a "$LOG" ;;
+    callcost)  # per-call cost of each part of the hooks, on the chip and on its host's CPU
+      timeout 150 python3 bench/trace_call_cost.py --json "$R/callcost.json" 2>&1 | tee -a "$LOG"
+      timeout 120 env JAX_PLATFORMS=cpu python3 bench/trace_call_cost.py --json "$R/callcost_cpu.json" 2>&1 | tee -a "$LOG" ;;
+    parts)  # the loop overhead with one part of the instrumentation off at a time
+      timeout 240 python3 bench/trace_overhead_parts.py --runs ${PARTS_RUNS:-2} --steps 2000 \
+        --variants ${PARTS:-full,nowatch,noeager,noupload} 2>&1 | tee -a "$LOG" ;;
     overhead)
       timeout 200 python3 bench/trace_overhead.py --runs ${OVERHEAD_RUNS:-3} --steps 4000 2>&1 | tee -a "$LOG"
       timeout 120 env JAX_PLATFORMS=cpu python3 bench/trace_overhead.py --runs 3 --steps 2000 2>&1 | tee -a "$LOG" ;;
