@@ -62,6 +62,8 @@ def workload():
 VARIANTS = {
     "traced": [],
     "no watcher": [(steps.Watcher, "before", lambda self, key, caller: None)],
+    "watcher, no thread": [(steps.Watcher, "_start", lambda self: None)],  # its calls queue up unread
+    "switch kept": [(steps, "SWITCH_INTERVAL", None)],
     "no upload scan": [(hooks, "host_bytes", lambda value, python_data=True: None)],
     "no stale watch": [(stale, "watch", lambda watches, key, fun, user_file: None)],
 }
@@ -106,11 +108,11 @@ def main() -> None:
     result = {"backend": jax.default_backend(), "jax": jax.__version__,
               "plain": {"jit call": plain_jit, "eager index": plain_eager}}
     print(f"backend {result['backend']} (jax {result['jax']}); us per call, min of {REPS} blocks of {N}")
-    print(f"  {'plain':<16} jit call {plain_jit:7.1f}   eager index {plain_eager:7.1f}")
+    print(f"  {'plain':<20} jit call {plain_jit:7.1f}   eager index {plain_eager:7.1f}")
     for name, patches in VARIANTS.items():
         j, e = traced(patches)
         result[name] = {"jit call": j, "eager index": e}
-        print(f"  {name:<16} jit call {j:7.1f} (+{j - plain_jit:5.1f})   eager index {e:7.1f} (+{e - plain_eager:5.1f})")
+        print(f"  {name:<20} jit call {j:7.1f} (+{j - plain_jit:5.1f})   eager index {e:7.1f} (+{e - plain_eager:5.1f})")
     ops = single_operations()
     result["single operations"] = ops
     for k, v in ops.items():

@@ -329,3 +329,29 @@ def test_memory_gate_uses_the_devices_figure_when_it_is_larger():
     messages, results = [], []
     budget._evaluate_memory([f], [("step", 1 << 30, "--budget-memory step=1GiB")], messages, results)
     assert messages == [] and results[0]["passed"]
+
+
+def test_the_output_waited_on_is_the_smallest_by_its_position_in_the_functions_first_call():
+    inst, w = _watcher()
+
+    def arrays(*sizes):
+        out = []
+        for s in sizes:
+            a = FakeArray()
+            a.size = s
+            out.append(a)
+        return out
+
+    first = arrays(1000, 1, 500)
+    assert w._smallest("step", first) is first[1]
+    # the same structure again: the same position, without reading the sizes
+    later = arrays(1000, 1, 500)
+    later[1].size = 10**6  # a size the position does not read
+    assert w._smallest("step", later) is later[1]
+    # another number of outputs: the sizes are read again
+    other = arrays(7, 3)
+    assert w._smallest("step", other) is other[1]
+    # another function keeps its own position
+    e = arrays(2, 9, 9)
+    assert w._smallest("eval", e) is e[0]
+    assert w._smallest("step", []) is None

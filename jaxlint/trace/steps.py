@@ -70,6 +70,7 @@ class Watcher:
         self._pending: dict = {}  # function key -> deque of its calls not known to be done
         self._observed: dict = {}  # function key -> calls whose device peak was read
         self._handed: dict = {}  # function key -> its calls handed to the watcher thread
+        self._pick: dict = {}  # function key -> (number of outputs, position of the one waited on)
         self._handed_at = float("-inf")  # when the last call was handed over (its return)
         self._memory: Optional[bool] = None  # whether the device reports memory statistics
         self._device = None
@@ -129,7 +130,7 @@ class Watcher:
         call.t_r = _PERF()
         call.compiled = self.inst.compile_events != call.events
         call.uploaded = uploaded
-        leaf = _smallest(leaves)
+        leaf = self._smallest(call.key, leaves)
         if leaf is None:  # nothing on the device to wait for: the call is done when it returns
             call.ready = call.t_r
         else:
@@ -168,6 +169,18 @@ class Watcher:
         self._handed_at = call.t_r
         self._start()
         self._q.put(call)
+
+    def _smallest(self, key: Any, leaves: list) -> Any:
+        """:func:`_smallest` of a call's outputs, by the position it had in this function's first
+        call with as many outputs (a function returns the same structure call after call; the
+        position saves reading the sizes of every output again at each call)."""
+        got = self._pick.get(key)
+        if got is not None and got[0] == len(leaves):
+            return leaves[got[1]] if leaves else None
+        leaf = _smallest(leaves)
+        if leaf is not None:
+            self._pick[key] = (len(leaves), next(i for i, a in enumerate(leaves) if a is leaf))
+        return leaf
 
     def _unwatched(self, call: Call) -> None:
         """A call the watcher does not see: counted in its loop by the dispatching thread (its own
@@ -252,6 +265,7 @@ class Watcher:
         self._last = None
         self._pending.clear()
         self._observed.clear()
+        self._pick.clear()
         self._q = queue.SimpleQueue()
         self._owed, self._last_key, self._last_window = 0.0, None, None
 
