@@ -23,7 +23,8 @@ from jaxlint.trace.auditing import Audit
 N, REPS = 500, 40
 
 
-def per_call(f, n=N, reps=REPS) -> float:
+def per_call(f, n=N, reps=None) -> float:
+    reps = reps or REPS
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
@@ -61,7 +62,7 @@ def workload():
 
 VARIANTS = {
     "traced": [],
-    "no watcher": [(steps.Watcher, "before", lambda self, key, caller: None)],
+    "no watcher": [(steps.Watcher, "before", lambda self, *a, **k: None)],
     "watcher, no thread": [(steps.Watcher, "_start", lambda self: None)],  # its calls queue up unread
     "switch kept": [(steps, "SWITCH_INTERVAL", None)],
     "no upload scan": [(hooks, "host_bytes", lambda value, python_data=True: None)],
@@ -103,7 +104,10 @@ def single_operations() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--reps", type=int, default=40, help="blocks of 500 calls (the minimum is taken)")
     args = ap.parse_args()
+    global REPS
+    REPS = args.reps
     plain_jit, plain_eager = workload()
     result = {"backend": jax.default_backend(), "jax": jax.__version__,
               "plain": {"jit call": plain_jit, "eager index": plain_eager}}

@@ -22,7 +22,7 @@ def main() -> None:
     ap.add_argument("--no-watcher", action="store_true")
     args = ap.parse_args()
     if args.no_watcher:
-        steps.Watcher.before = lambda self, key, caller: None
+        steps.Watcher.before = lambda self, *a, **k: None
     with Audit(user_roots=[sys.path[0] or "."]):
         @jax.jit
         def step(p, x):

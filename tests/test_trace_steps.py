@@ -355,3 +355,57 @@ def test_the_output_waited_on_is_the_smallest_by_its_position_in_the_functions_f
     e = arrays(2, 9, 9)
     assert w._smallest("eval", e) is e[0]
     assert w._smallest("step", []) is None
+
+
+class CountingArray(FakeArray):
+    """A FakeArray that counts how often its readiness is read."""
+
+    reads = 0
+
+    def is_ready(self):
+        CountingArray.reads += 1
+        return super().is_ready()
+
+
+def test_calls_not_handed_to_the_watcher_read_no_readiness_unless_they_compile_or_upload():
+    """is_ready() of an array still being computed costs tens of microseconds on a TPU: the calls
+    the watcher is not given (past WATCH_ALL, inside WATCH_GAP) must not read any."""
+    inst, w = _watcher()
+    frame = sys._getframe()
+    try:
+        for _ in range(steps.WATCH_ALL):
+            call, leaf = _dispatch(w)
+            leaf.event.set()
+        assert w.flush(10)
+        CountingArray.reads = 0
+        quiet = []
+        for _ in range(20):  # a burst well inside WATCH_GAP: the first may be handed over, the rest not
+            call = w.before("step", frame)
+            leaf = CountingArray()
+            w.after(call, [leaf])
+            quiet.append((call, leaf))
+        light = [c for c, _ in quiet if c.light]
+        assert len(light) >= 18, len(light)
+        reads_light = CountingArray.reads
+        assert reads_light <= 4, reads_light  # only the call(s) handed over read readiness
+        # a call that compiles inside the gap is still handed over, and its readiness read
+        call = w.before("step", frame)
+        assert call.light
+        inst.compile_events += 1
+        compiled = CountingArray()
+        w.after(call, [compiled])
+        assert w._handed_at == call.t_r  # handed over
+        assert CountingArray.reads > reads_light
+        # a call given host data is never a light one
+        assert not w.before("step", frame, uploaded=True).light
+        for _, leaf in quiet:
+            leaf.event.set()
+        compiled.event.set()
+        assert w.flush(10)
+    finally:
+        w.stop()
+    c = inst.collectors[0]
+    assert c.steps.calls == steps.WATCH_ALL + 21
+    assert c.steps.ready_checked < c.steps.calls
+    assert sum(lp.unwatched for lp in c.steps.loops.values()) >= 18
+    assert inst.errors == []
