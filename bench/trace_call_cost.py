@@ -92,6 +92,22 @@ def single_operations() -> dict:
         "tree_leaves(7 outputs)": per_call(lambda: jax.tree_util.tree_leaves(out)),
         "sys._getframe(1)": per_call(lambda: sys._getframe(1)),
     }
+    # is_ready() of an output still being computed (the watcher's reads at each dispatch)
+    heavy = jax.jit(lambda m: [m := jnp.tanh(m @ m) for _ in range(4)][-1])
+    m = jnp.ones((2048, 2048))
+    jax.block_until_ready(heavy(m))
+    times, pending = [], 0
+    for _ in range(20):
+        y = heavy(m)
+        for _ in range(50):
+            t = time.perf_counter()
+            ready = y.is_ready()
+            times.append(time.perf_counter() - t)
+            pending += not ready
+        y.block_until_ready()
+    times.sort()
+    got["is_ready() in flight (median)"] = times[len(times) // 2] * 1e6
+    got["  reads that found it computing"] = f"{pending} of {len(times)}"
     d = jax.local_devices()[0]
     try:
         d.memory_stats()
