@@ -78,7 +78,7 @@ class Counted(Forwarding):
                     c.uploaded(caller, "jit argument", nbytes)
             watched = _watch_donation(collectors, self, args, kwargs) if type(key) is types.CodeType else ()
             try:
-                call = INSTRUMENTATION.watcher.before(key, caller, nbytes is not None)
+                call = INSTRUMENTATION.watcher.before(key, caller)
             except Exception as e:  # never break the program for a figure
                 INSTRUMENTATION._error(e)
         prev = eager.inside()

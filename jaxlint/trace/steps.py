@@ -42,7 +42,7 @@ _STOP = object()
 
 class Call:
     __slots__ = ("key", "logs", "code", "thread", "t_d", "t_r", "events", "compiled", "leaf", "ready", "prev",
-                 "prev_ready", "next", "done", "uploaded", "light")
+                 "prev_ready", "next", "done", "uploaded")
 
     def __init__(self, key: Any, logs: list, code: Any, thread: int, t_d: float, events: int):
         self.key, self.logs, self.code, self.thread, self.t_d, self.events = key, logs, code, thread, t_d, events
@@ -55,7 +55,6 @@ class Call:
         self.prev_ready: Optional[bool] = None  # whether the previous call's result was ready at this dispatch
         self.next: Optional["Call"] = None  # the call dispatched after it
         self.done = False  # the watcher has finished with it
-        self.light = False  # not handed to the watcher: its readiness is never read (Watcher.before)
 
 
 class Watcher:
@@ -87,23 +86,12 @@ class Watcher:
         self._last_window_tail: Any = None
 
     # -- the dispatching thread ---------------------------------------------------------
-    def before(self, key: Any, caller, uploaded: bool = False) -> Optional[Call]:
-        """``uploaded``: the call is given host data (known before it runs)."""
+    def before(self, key: Any, caller) -> Optional[Call]:
         if os.getpid() != self._pid:  # a forked child: no watcher there
             return None
         collectors = self.inst.collectors
         logs = [(c.steps, c.user_files.site(caller)) for c in collectors]
         call = Call(key, logs, caller.f_code, threading.get_ident(), 0.0, self.inst.compile_events)
-        if (not uploaded and self._observed.get(key, 0) >= WATCH_ALL
-                and _PERF() - self._handed_at < WATCH_GAP):
-            # A call the watcher will not be handed (unless it compiles): none of the readiness
-            # reads below, which cost tens of microseconds each on a TPU (is_ready() of an
-            # array still being computed), against a few on CPU (bench/trace_call_cost.py).
-            # The in-flight depth is read at the calls the watcher sees (all of a function's
-            # first WATCH_ALL calls, then one per WATCH_GAP).
-            call.light = True
-            call.t_d = _PERF()
-            return call
         prev = self._last
         if prev is not None and not prev.done:
             call.prev = prev
@@ -142,15 +130,6 @@ class Watcher:
         call.t_r = _PERF()
         call.compiled = self.inst.compile_events != call.events
         call.uploaded = uploaded
-        if call.light and not call.compiled:
-            for log, _ in call.logs:
-                log.calls += 1
-            prev = self._last
-            if prev is not None:
-                prev.next = call
-            self._last = call
-            self._unwatched(call)
-            return
         leaf = self._smallest(call.key, leaves)
         if leaf is None:  # nothing on the device to wait for: the call is done when it returns
             call.ready = call.t_r
@@ -163,7 +142,6 @@ class Watcher:
                     log.sync_dispatch += 1
         for log, _ in call.logs:
             log.calls += 1
-            log.ready_checked += 1
         self._pending[call.key].append(call)
         n = self._handed.get(call.key, 0)
         n = self._observed.get(call.key, 0)
