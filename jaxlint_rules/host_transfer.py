@@ -29,6 +29,9 @@ _FIX = {
     "if": ("to pick a branch", "test it every N steps, or branch on device with `jnp.where`/`lax.cond`"),
     "while": ("to decide whether to go on",
               "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
+    "slice": ("so the host waits for each value before it can dispatch the slice",
+              "take the bounds from host integers (`range(0, n, size)`), or slice on device with "
+              "`jax.lax.dynamic_slice`"),
     "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
 }
 
@@ -53,7 +56,9 @@ class HostTransferInLoop(Rule):
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`/`if not x:`/`while x > tol:`, `x.item()`, "
                "`x.tolist()`, `np.asarray(x)` and other NumPy functions that copy `x` (`np.exp(x)`, `np.isnan(x)`; "
                "`np.sum(x)` calls `x.sum()`, so `np.sum(x).item()` is the sync), `jax.device_get(x)`, "
-               "`jax.tree.map(lambda v: v.item(), x)`, print/f-string/logging of `x`, and calls of this module's "
+               "`jax.tree.map(lambda v: v.item(), x)`, `multihost_utils.assert_equal(x)`/`process_allgather(x)`, "
+               "`x` as a slice bound (`idxes[start:start + n]`, read as a Python integer), "
+               "print/f-string/logging of `x`, and calls of this module's "
                "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
                "(results of jitted steps, also through methods of the module's own classes), that run every "
                "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
@@ -148,6 +153,13 @@ class HostTransferInLoop(Rule):
             role = _step_role(model, model.context(node))
             if role is not None and V.formats_jax(model, node.right, scope):
                 finding = self._report(model, node, role, "`%`-formatting a JAX value", "format")
+                if finding is not None:
+                    yield finding
+        for sub, bound in fetches.slice_bound_reads(model):
+            role = _step_role(model, model.context(sub), self, sub)
+            if role is not None:
+                finding = self._report(model, sub, role, f"the slice bound `{unparse(bound, 30)}` of "
+                                       f"`{unparse(sub, 40)}`, a JAX value read as a Python integer,", "slice")
                 if finding is not None:
                     yield finding
         for node in model.ifs:
