@@ -36,11 +36,11 @@ _FIX = {
 }
 
 
-def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None):
-    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`), else None;
-    with ``rule`` and ``node``, a loop role that is not a step is recorded as why the rule stayed
-    quiet there (``Rule.quiet``)."""
-    role = roles.sync_role(model, ctx)
+def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None, gate=None):
+    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`; ``gate``: the
+    ``if`` whose test it is), else None; with ``rule`` and ``node``, a loop role that is not a step is
+    recorded as why the rule stayed quiet there (``Rule.quiet``)."""
+    role = roles.sync_role(model, ctx, gate=gate)
     if role.kind == roles.PER_STEP:
         return role
     if rule is not None and role.kind != roles.NO_STEPS:
@@ -60,8 +60,11 @@ class HostTransferInLoop(Rule):
                "`x` as a slice bound (`idxes[start:start + n]`, read as a Python integer), "
                "print/f-string/logging of `x`, and calls of this module's "
                "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
-               "(results of jitted steps, also through methods of the module's own classes), that run every "
-               "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
+               "(results of jitted steps, also through methods of the module's own classes and jitted fields "
+               "of a record copy: `buffer.replace(can_sample=jax.jit(buffer.can_sample))`), that run every "
+               "iteration of a step loop: a loop whose iteration is one step of JAX work, or, for an `if` that "
+               "gates the step a periodic `if step % train_every == 0` schedules, before every such step. "
+               "Not reported: syncs "
                "under a periodic guard (`if step % N == 0`, `if should_log(step, every)`, a threshold the "
                "branch moves on), syncs once per iteration of a loop whose iteration runs a whole program "
                "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, syncs in loops known to run at most "
@@ -170,7 +173,7 @@ class HostTransferInLoop(Rule):
             value = fetches.bool_sync(model, test, ctx.scope)
             if value is None:
                 continue
-            role = _step_role(model, ctx, self, test)
+            role = _step_role(model, ctx, self, test, gate=node if isinstance(node, ast.If) else None)
             if role is not None:
                 kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
@@ -210,6 +213,11 @@ class HostTransferInLoop(Rule):
         facts = role.evidence + [
             "it reads this iteration's values, and nothing shows the host needs them every iteration (no host "
             "consumer, pacing or hand-off)"] + evidence.logger(model, node)
+        if role.schedule is not None:  # a test that gates each step a periodic ``if`` schedules
+            return self.finding(node, [f"{what} syncs with the device before every step that the `if "
+                                       f"{unparse(role.schedule, 40)}` on ", Line(role.schedule.lineno),
+                                       " runs in the loop on ", Line(loop.node.lineno), f", {why}; {fix}"],
+                                opt_in=opt_in, evidence=facts)
         return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
                                    Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in, evidence=facts)
 

@@ -210,3 +210,199 @@ def test_jax201_slice_bound_message_names_the_bound_and_fix():
     from ruletools import messages
     (msg,) = messages(src, "JAX201")
     assert "slice bound `s`" in msg and "dynamic_slice" in msg
+
+
+# --------------------------------------------------------------------------- model: fields of record copies
+
+_BUFFER = """
+    import dataclasses
+    import jax
+    import jax.numpy as jnp
+    import flashbax as fbx
+
+    def can_sample(state):
+        return state.count > 8
+
+    buffer = fbx.make_flat_buffer(max_length=100, min_length=8, sample_batch_size=8)
+"""
+
+
+def _attr_call(tree, spelled: str) -> ast.Call:
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == spelled
+             and n.lineno > 12]
+    assert len(found) == 1, spelled
+    return found[0]
+
+
+def test_model_a_field_given_a_jit_by_keyword_copy_is_compiled():
+    from jaxlint.model.facts import callables
+    for copy in ("buffer.replace(add=jax.jit(buffer.add), can_sample=jax.jit(buffer.can_sample))",
+                 "buffer._replace(can_sample=jax.jit(can_sample))",
+                 "dataclasses.replace(buffer, can_sample=jax.jit(can_sample))"):
+        tree, m = _model(_BUFFER + f"""
+    buffer = {copy}
+    buffer = buffer.replace(init=jax.jit(buffer.init))
+
+    def run(state):
+        if buffer.can_sample(state):
+            return 1
+    """)
+        call = _attr_call(tree, "buffer.can_sample")
+        assert callables.callable_info(m, call.func, m.scope_at(call)) is not None, copy
+
+
+def test_model_a_field_the_copies_did_not_give_is_not_compiled():
+    from jaxlint.model.facts import callables
+    for copy in ("buffer.replace(add=jax.jit(buffer.add))",       # another field given
+                 "buffer.replace(can_sample=can_sample)",         # given, but not compiled
+                 "buffer.replace(**fields)",                       # unknown fields
+                 "fbx.make_flat_buffer(max_length=10)"):           # no copy at all
+        tree, m = _model(_BUFFER + f"""
+    fields = {{}}
+    buffer = {copy}
+
+    def run(state):
+        if buffer.can_sample(state):
+            return 1
+    """)
+        call = _attr_call(tree, "buffer.can_sample")
+        assert callables.callable_info(m, call.func, m.scope_at(call)) is None, copy
+
+
+def test_model_a_string_replace_is_no_record_copy():
+    from jaxlint.model.facts import callables
+    tree, m = _model("""
+    import jax
+    text = "a-b"
+    text = text.replace("-", "_")
+
+    def run():
+        return text.upper()
+    """)
+    call = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "text.upper"][0]
+    assert callables.callable_info(m, call.func, m.scope_at(call)) is None
+
+
+# --------------------------------------------------------------------------- model: a test gating scheduled steps
+
+_DQN = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def update(q_state, buffer_state, key):
+        return q_state + buffer_state.sum(), q_state.sum()
+
+    @jax.jit
+    def add(buffer_state, x):
+        return buffer_state.at[0].set(x)
+
+    @jax.jit
+    def can_sample(buffer_state):
+        return buffer_state.sum() > 8
+
+    @jax.jit
+    def act(q_state, obs):
+        return jnp.argmax(q_state * obs)
+"""
+
+
+def _gate_role(src: str, spelled: str = "can_sample(buffer_state)"):
+    from jaxlint.model.policy import roles
+    tree, m = _model(src)
+    gate = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == spelled][0]
+    return roles.sync_role(m, m.context(gate.test), gate=gate), roles.sync_role(m, m.context(gate.test))
+
+
+def test_model_a_test_that_gates_the_scheduled_step_runs_before_every_step():
+    gated, plain = _gate_role(_DQN + """
+    def train(q_state, buffer_state, obs, key, steps, train_every):
+        for step in range(steps):
+            actions = act(q_state, obs)
+            buffer_state = add(buffer_state, actions)
+            if step % train_every == 0:
+                if can_sample(buffer_state):
+                    q_state, loss = update(q_state, buffer_state, key)
+        return q_state
+    """)
+    assert plain.kind == "periodic"
+    assert gated.kind == "per-step" and gated.schedule is not None
+    assert any("schedules the steps themselves" in e and "`update`" in e for e in gated.evidence)
+
+
+def test_model_a_gate_of_extra_work_under_a_periodic_guard_stays_periodic():
+    # the state is also updated at every iteration outside the guard: the guard runs extra work now
+    # and then (a reset, an evaluation), and its gate runs only then
+    gated, _ = _gate_role(_DQN + """
+    def train(q_state, buffer_state, obs, key, steps, every):
+        for step in range(steps):
+            q_state, loss = update(q_state, buffer_state, key)
+            if step % every == 0:
+                if can_sample(buffer_state):
+                    q_state, loss = update(q_state, buffer_state, key)
+        return q_state
+    """)
+    assert gated.kind == "periodic"
+
+
+def test_model_a_gate_of_no_carried_state_stays_periodic():
+    gated, _ = _gate_role(_DQN + """
+    def train(q_state, buffer_state, obs, key, steps, every):
+        for step in range(steps):
+            q_state, loss = update(q_state, buffer_state, key)
+            if step % every == 0:
+                if can_sample(buffer_state):
+                    report = act(q_state, obs)
+        return q_state
+    """)
+    assert gated.kind == "periodic"
+
+
+# --------------------------------------------------------------------------- JAX201 on both
+
+
+def test_jax201_gate_of_a_jitted_field_of_a_replaced_buffer():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import flashbax as fbx
+
+    @jax.jit
+    def update(q_state, batch):
+        return q_state + batch.sum(), q_state.sum()
+
+    @jax.jit
+    def act(q_state, obs):
+        return jnp.argmax(q_state * obs)
+
+    def train(q_state, obs, steps, train_every, key):
+        buffer = fbx.make_flat_buffer(max_length=1000, min_length=64, sample_batch_size=64)
+        buffer = buffer.replace(add=jax.jit(buffer.add, donate_argnums=0), can_sample=jax.jit(buffer.can_sample),
+                                sample=jax.jit(buffer.sample))
+        buffer_state = buffer.init(obs)
+        for step in range(steps):
+            actions = act(q_state, obs)
+            buffer_state = buffer.add(buffer_state, actions)
+            if step % train_every == 0:
+                if buffer.can_sample(buffer_state):  # expect: JAX201
+                    key, sub = jax.random.split(key)
+                    batch = buffer.sample(buffer_state, sub)
+                    q_state, loss = update(q_state, batch)
+                print(f"loss {loss}")
+        return q_state
+    """)
+
+
+def test_jax201_gate_message_names_the_schedule():
+    src = _DQN + """
+    def train(q_state, buffer_state, obs, key, steps, train_every):
+        for step in range(steps):
+            buffer_state = add(buffer_state, act(q_state, obs))
+            if step % train_every == 0:
+                if can_sample(buffer_state):
+                    q_state, loss = update(q_state, buffer_state, key)
+        return q_state
+    """
+    from ruletools import messages
+    (msg,) = messages(src, "JAX201")
+    assert "before every step that the `if step % train_every == 0`" in msg
