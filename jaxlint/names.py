@@ -325,6 +325,11 @@ ENTRY_RUNNERS = {"absl.app.run": 0}
 HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}
 FORMAT_BUILTINS = {"builtins.str", "builtins.repr", "builtins.format", "builtins.print"}
 
+# Multi-host utilities that copy every leaf of their first argument to host memory: both end in
+# ``np.asarray`` of each leaf (jax 0.10.2, ``jax/experimental/multihost_utils.py``:
+# ``process_allgather`` returns NumPy arrays; ``assert_equal`` gathers the tree from every process
+# and compares the copies with ``np.equal`` on the host).
+HOST_GATHERS = {"jax.experimental.multihost_utils.process_allgather", "jax.experimental.multihost_utils.assert_equal"}
 # Real NumPy entry points that copy a device array to host memory.
 NUMPY_FETCH = {"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"}
 # NumPy functions that read metadata only: they never copy an array's data.

@@ -29,15 +29,18 @@ _FIX = {
     "if": ("to pick a branch", "test it every N steps, or branch on device with `jnp.where`/`lax.cond`"),
     "while": ("to decide whether to go on",
               "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
+    "slice": ("so the host waits for each value before it can dispatch the slice",
+              "take the bounds from host integers (`range(0, n, size)`), or slice on device with "
+              "`jax.lax.dynamic_slice`"),
     "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
 }
 
 
-def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None):
-    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`), else None;
-    with ``rule`` and ``node``, a loop role that is not a step is recorded as why the rule stayed
-    quiet there (``Rule.quiet``)."""
-    role = roles.sync_role(model, ctx)
+def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None, gate=None):
+    """The loop role around a sync when it runs at every step (:func:`roles.sync_role`; ``gate``: the
+    ``if`` whose test it is), else None; with ``rule`` and ``node``, a loop role that is not a step is
+    recorded as why the rule stayed quiet there (``Rule.quiet``)."""
+    role = roles.sync_role(model, ctx, gate=gate)
     if role.kind == roles.PER_STEP:
         return role
     if rule is not None and role.kind != roles.NO_STEPS:
@@ -53,10 +56,15 @@ class HostTransferInLoop(Rule):
     summary = ("Finds `float(x)`, `int(x)`, `bool(x)`, `if x:`/`if not x:`/`while x > tol:`, `x.item()`, "
                "`x.tolist()`, `np.asarray(x)` and other NumPy functions that copy `x` (`np.exp(x)`, `np.isnan(x)`; "
                "`np.sum(x)` calls `x.sum()`, so `np.sum(x).item()` is the sync), `jax.device_get(x)`, "
-               "`jax.tree.map(lambda v: v.item(), x)`, print/f-string/logging of `x`, and calls of this module's "
+               "`jax.tree.map(lambda v: v.item(), x)`, `multihost_utils.assert_equal(x)`/`process_allgather(x)`, "
+               "`x` as a slice bound (`idxes[start:start + n]`, read as a Python integer), "
+               "print/f-string/logging of `x`, and calls of this module's "
                "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
-               "(results of jitted steps, also through methods of the module's own classes), that run every "
-               "iteration of a step loop: a loop whose iteration is one step of JAX work. Not reported: syncs "
+               "(results of jitted steps, also through methods of the module's own classes and jitted fields "
+               "of a record copy: `buffer.replace(can_sample=jax.jit(buffer.can_sample))`), that run every "
+               "iteration of a step loop: a loop whose iteration is one step of JAX work, or, for an `if` that "
+               "gates the step a periodic `if step % train_every == 0` schedules, before every such step. "
+               "Not reported: syncs "
                "under a periodic guard (`if step % N == 0`, `if should_log(step, every)`, a threshold the "
                "branch moves on), syncs once per iteration of a loop whose iteration runs a whole program "
                "(a jitted `lax.scan` epoch or rollout) or one point of a sweep, syncs in loops known to run at most "
@@ -150,6 +158,13 @@ class HostTransferInLoop(Rule):
                 finding = self._report(model, node, role, "`%`-formatting a JAX value", "format")
                 if finding is not None:
                     yield finding
+        for sub, bound in fetches.slice_bound_reads(model):
+            role = _step_role(model, model.context(sub), self, sub)
+            if role is not None:
+                finding = self._report(model, sub, role, f"the slice bound `{unparse(bound, 30)}` of "
+                                       f"`{unparse(sub, 40)}`, a JAX value read as a Python integer,", "slice")
+                if finding is not None:
+                    yield finding
         for node in model.ifs:
             test = node.test
             ctx = model.context(test) if isinstance(node, ast.While) else model.context(node)
@@ -158,7 +173,7 @@ class HostTransferInLoop(Rule):
             value = fetches.bool_sync(model, test, ctx.scope)
             if value is None:
                 continue
-            role = _step_role(model, ctx, self, test)
+            role = _step_role(model, ctx, self, test, gate=node if isinstance(node, ast.If) else None)
             if role is not None:
                 kind = {ast.If: "if", ast.While: "while", ast.IfExp: "if", ast.Assert: "assert"}[type(node)]
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
@@ -198,6 +213,11 @@ class HostTransferInLoop(Rule):
         facts = role.evidence + [
             "it reads this iteration's values, and nothing shows the host needs them every iteration (no host "
             "consumer, pacing or hand-off)"] + evidence.logger(model, node)
+        if role.schedule is not None:  # a test that gates each step a periodic ``if`` schedules
+            return self.finding(node, [f"{what} syncs with the device before every step that the `if "
+                                       f"{unparse(role.schedule, 40)}` on ", Line(role.schedule.lineno),
+                                       " runs in the loop on ", Line(loop.node.lineno), f", {why}; {fix}"],
+                                opt_in=opt_in, evidence=facts)
         return self.finding(node, [f"{what} syncs with the device in every iteration of the loop on ",
                                    Line(loop.node.lineno), f", {why}; {fix}"], opt_in=opt_in, evidence=facts)
 

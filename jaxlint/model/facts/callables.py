@@ -13,6 +13,7 @@ from ... import names as N
 from ..python import limits as L
 from ..python.records import ClassInfo, Context, FunctionInfo, Scope
 from .jaxrecords import JitWrap
+from .replaced import replaced_field
 from ..python.syntax import _pos
 
 
@@ -88,7 +89,11 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         other = m._imported(func.value.id, scope)
         if other is not None and other[1] is None:
             return other[0].exported_callable(func.attr)
+        replaced = replaced_field(m, func.value, func.attr, scope)
+        if replaced is not None:
+            return _callable(m, replaced[0], replaced[1], depth + 1)
     return None
+
 
 
 def param_arguments(m, ev) -> Optional[list]:

@@ -60,6 +60,7 @@ _ONCE = (
     "quiet",  # rule.Rule.quiet: a list only when a run asks why a line has no finding
     "rebinding_calls",  # donation
     "setup_flow",  # setuporder
+    "slice_bounds",  # fetches: slices with a JAX value as a bound
     "static_fields",  # pytrees
     "summarizing",  # callables, summary
     "timings",  # timing

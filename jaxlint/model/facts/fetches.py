@@ -22,7 +22,7 @@ from ..python.syntax import last_name, unparse
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
 FETCH_OR_FORMAT_NAMES = frozenset(
-    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | {N.DEVICE_GET}}
+    {q.rsplit(".", 1)[1] for q in N.HOST_BUILTINS | N.NUMPY_FETCH | N.FORMAT_BUILTINS | N.HOST_GATHERS | {N.DEVICE_GET}}
     | {"item", "tolist", "format"} | N.LOG_METHODS
     | {q.rsplit(".", 1)[1] for q in N.HOST_LOGGER_FUNCTIONS} | frozenset().union(*N.HOST_LOGGER_METHODS.values()))
 
@@ -120,6 +120,10 @@ def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
         if args and V.device_or_copy(m, args[0], scope):
             return args[0]
         return None
+    if qn in N.HOST_GATHERS:
+        # ``multihost_utils.assert_equal(metrics)``: every leaf gathered from each process and
+        # compared on the host (``N.HOST_GATHERS``)
+        return args[0] if args and V.holds_jax(m, args[0], scope) else None
     if qn is not None and qn in N.TREE_MAPS:
         return _tree_map_fetch(m, call, scope)
     if qn is not None and qn.startswith("numpy."):
@@ -257,3 +261,31 @@ def bound_logger(m, receiver: ast.AST) -> bool:
         return False
     qn = m.resolve(ev.value.func, ev.scope)
     return qn is not None and qn.startswith(("logging.", "absl.logging."))
+
+
+def slice_bound_reads(m) -> list:
+    """``(subscript, bound)`` for each slice outside traced code whose start, stop or step is a JAX
+    value (``idxes[start:start + n]`` with ``start`` taken from ``jnp.arange(...)``): a slice bound
+    must be a Python integer, so Python calls the value's ``__index__``, which copies it to the host
+    and waits for it (a TPU v5e run under ``jax.transfer_guard_device_to_host("disallow")`` reports a
+    device-to-host transfer of the scalar for each such slice of a device array). Functions' bodies
+    only (their subscripts are collected as the model is built); memoized per module."""
+    memo = m.facts.slice_bounds
+    if memo is not None:
+        return memo
+    out: list = []
+    for f in m.functions:
+        if f.traced or not f.loops:
+            continue
+        for sub in f.subscripts:
+            parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+            for part in parts:
+                if not isinstance(part, ast.Slice):
+                    continue
+                bound = next((b for b in (part.lower, part.upper, part.step)
+                              if b is not None and V.is_jax(m, b, f.scope)), None)
+                if bound is not None:
+                    out.append((sub, bound))
+                    break
+    m.facts.slice_bounds = out
+    return out

@@ -432,3 +432,41 @@ def returns_timing(m, f: FunctionInfo) -> bool:
                   and any(timed(a, names) for a in sub.args)):
                 names.add(sub.func.value.id)
     return any(timed(r, names) for r in f.returns)
+
+
+def gated_step(m, loop: Loop, guard: ast.AST, gate: ast.AST) -> Optional[ast.Call]:
+    """A compiled call in the body of ``gate`` (an ``if`` in ``loop``, under the ``if`` statement
+    ``guard``) that rebinds state the loop carries (:func:`carried_state`), when every compiled
+    call that rebinds that state in the loop lies under ``guard``: the guard then schedules the loop's
+    steps (``if global_step % train_frequency == 0:`` around ``q_state = update(q_state, ...)``),
+    and ``gate``'s test runs before every one of them (``if buffer.can_sample(state):``). None when
+    the state is also updated outside the guard (the guard runs extra work now and then)."""
+    carried = carried_state(m, loop)
+    if not carried or not isinstance(gate, ast.If):
+        return None
+    updates: dict = {}  # carried name -> the assignments from compiled calls that rebind it in the loop
+    for stmt in getattr(loop.node, "body", []):
+        for sub in walk(stmt):
+            if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
+                if callables.callable_info(m, sub.value.func, m.scope_at(sub.value)) is None:
+                    continue
+                for t in sub.targets:
+                    for n in walk(t):
+                        if isinstance(n, ast.Name) and n.id in carried:
+                            updates.setdefault(n.id, []).append(sub)
+    found = None
+    for stmt in gate.body:
+        for sub in walk(stmt):
+            if not (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)):
+                continue
+            if callables.callable_info(m, sub.value.func, m.scope_at(sub.value)) is None:
+                continue
+            names = {n.id for t in sub.targets for n in walk(t) if isinstance(n, ast.Name)} & carried
+            if names and all(_inside(guard, a) for n in names for a in updates.get(n, ())):
+                found = sub.value  # the last one: a step comes after what prepares it (a key split)
+    return found
+
+
+def _inside(outer: ast.AST, node: ast.AST) -> bool:
+    end = (getattr(outer, "end_lineno", outer.lineno), getattr(outer, "end_col_offset", 0))
+    return _pos(outer) <= _pos(node) <= end

@@ -12,15 +12,16 @@ A component of the model, used through explicit imports (not a mixin of ``Module
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
-from ..facts import callables, hostneeds, periodicity
+from ..facts import callables, hostneeds, periodicity, work
 from . import evidence as E
 from ..facts import frequency as F
 from . import looprecord
 from ..facts import loops as loopfacts
 from ..python.records import Context, FunctionInfo, Loop
-from ..python.syntax import unparse
+from ..python.syntax import unparse, walk
 
 # What one iteration of the loop around a sync is.
 PER_STEP = "per-step"  # one step of JAX work: a sync here stalls every step
@@ -40,11 +41,12 @@ class LoopRole:
     above), ``loop`` (the loop it is about, or None) and ``evidence`` (why, in sentences: made on
     first read, as most roles decide a sync that is then not reported)."""
 
-    __slots__ = ("kind", "loop", "_why", "_evidence")
+    __slots__ = ("kind", "loop", "_why", "_evidence", "schedule")
 
-    def __init__(self, kind: str, loop: Optional[Loop], why):
+    def __init__(self, kind: str, loop: Optional[Loop], why, schedule=None):
         self.kind = kind
         self.loop = loop
+        self.schedule = schedule  # the periodic test that schedules the steps a per-step gate runs before
         self._why = why  # a list of sentences, or a function of no arguments that makes it
         self._evidence: Optional[list] = None
 
@@ -58,11 +60,14 @@ class LoopRole:
         return f"LoopRole({self.kind!r}, line {getattr(getattr(self.loop, 'node', None), 'lineno', '-')})"
 
 
-def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
+def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> LoopRole:
     """The role of the step loop a host-side node runs in (a fetch, a format, a test on a device
     value): :data:`PER_STEP` when it runs at every step of the innermost loop of JAX work around
     it; otherwise why not. ``syncs``: a fixed-cost sync (not a copy whose cost grows with its
-    size), which a loop of a few iterations in all makes negligible."""
+    size), which a loop of a few iterations in all makes negligible. ``gate``: the ``if`` whose
+    test is the node; a periodic guard around it that schedules the very step it gates
+    (:func:`~jaxlint.model.facts.work.gated_step`) does not make it periodic: it runs before
+    every step."""
     if ctx is None or not ctx.loops:
         return LoopRole(NO_STEPS, None, ["not in a loop"])
     f = ctx.scope.func
@@ -73,7 +78,8 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
         return LoopRole(NO_STEPS, None, ["no loop around it runs JAX work"])
     line = loop.node.lineno
     guard = periodicity.periodic_guard_test(model, ctx, loop)
-    if guard is not None:
+    step = _gated_step(model, loop, guard, gate) if guard is not None and gate is not None else None
+    if guard is not None and step is None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
                                                  f"now and then in the loop on line {line}"])
     rec = looprecord.record(model, loop)
@@ -87,7 +93,19 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True) -> LoopRole:
         return LoopRole(CONVERSION, loop, [f"the loop on line {line} only converts the elements it walks"])
     if syncs and loopfacts.few_iterations(model, ctx):
         return LoopRole(FEW, loop, ["the loops around it run a few known times in all (at most 100)"])
+    if step is not None:
+        return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop)[:2] + [
+            f"the `if {unparse(guard, 40)}` on line {guard.lineno} schedules the steps themselves: it holds "
+            f"every compiled update of the state `{unparse(step.func, 40)}` (line {step.lineno}) rebinds, and "
+            "this test gates that step, so it runs before every step"], schedule=guard)
     return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
+
+
+def _gated_step(model, loop: Loop, guard, gate):
+    """The step ``gate`` (an ``if``) gates when the ``if`` statement of the periodic test ``guard``
+    schedules the loop's steps (:func:`work.gated_step`), else None."""
+    guard_if = next((n for n in walk(loop.node) if isinstance(n, ast.If) and n.test is guard), None)
+    return work.gated_step(model, loop, guard_if, gate) if guard_if is not None else None
 
 
 def _per_step_evidence(model, loop: Loop) -> list:

@@ -347,7 +347,7 @@ def _synced_values(m, c: ast.Call) -> list:
     func = c.func
     qn = m.resolve(func, m.scope_at(c))
     args = [a for a in c.args if not isinstance(a, ast.Starred)]
-    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn == N.DEVICE_GET:
+    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn in N.HOST_GATHERS or qn == N.DEVICE_GET:
         return args[:1]
     if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
         return [func.value]
