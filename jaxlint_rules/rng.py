@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keys, repetition
+from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keyrows, keys, repetition
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -177,7 +177,9 @@ class KeyReuse(Rule):
                "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
                "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch); to a function outside "
-               "the module it is opt-in.")
+               "the module it is opt-in; and a key every row of a `jax.vmap` shares (closed over by the mapped "
+               "function, or given with `in_axes` None) that the mapped function draws from: every row gets the "
+               "same noise.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -233,6 +235,11 @@ class KeyReuse(Rule):
         for handoff in keyhandoffs.key_handoffs(model):
             if (handoff.call.lineno, handoff.call.col_offset) not in reported:
                 yield from self._handoff_finding(model, handoff)
+        for row in keyrows.row_key_draws(model):
+            if (row.call.lineno, row.call.col_offset) not in reported:
+                message, facts = keymessages.row_key(row)
+                yield self.finding(row.call, message, opt_in=_TEST_INPUTS if model.in_test_code(row.call) else None,
+                                   evidence=facts)
 
     def _handoff_finding(self, model: ModuleModel, h) -> Iterator[Finding]:
         """A key the loop never replaces, handed to a callee that draws from it (proven by the

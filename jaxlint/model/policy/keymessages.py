@@ -185,3 +185,18 @@ def constant_key_per_step(call, f, why: str) -> str:
             f"step ({why}), makes the same key on every call, so every step "
             "draws the same random numbers; make the key once, pass it in and split it per "
             "step, or derive one with `jax.random.fold_in(key, step)`")
+
+
+def row_key(d) -> tuple:
+    """A draw in a vmapped function from a key every row shares (``d`` a keyrows.RowKeyDraw)."""
+    k, src, vmap = d.key, d.source, d.vmap
+    name = f"`{d.func.name}`" if d.func.name != "<lambda>" else "the mapped lambda"
+    why = (f"{name} closes over it, so vmap broadcasts it" if d.how == "closed" else
+           f"its `in_axes` entry is None, so vmap broadcasts it")
+    split = f" (`{k}` is split from `{src}` inside the function: the same subkeys on every row)" if k != src else ""
+    facts = [f"`{unparse(d.call.func, 30)}` on line {d.call.lineno} draws from `{k}`{split}",
+             f"`{src}` is not mapped by the `{unparse(vmap.func, 30)}` on line {vmap.lineno}: {why}",
+             "the draw's result is read"]
+    return ((f"PRNG key `{src}` is the same for every row of the `{unparse(vmap.func, 30)}` on ", Line(vmap.lineno),
+             f" ({why}), so every row draws the same random numbers; split it into one key per row "
+             f"(`jax.random.split({src}, n)`) and map over those keys"), facts)
