@@ -127,9 +127,15 @@ def handoff(h, loop, stepping: bool, tail: str) -> tuple:
              f"{loop.node.lineno} rebinds (not split with the new key carried, not folded with the step)",
              f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping
              else f"the loop on line {loop.node.lineno} is timed, and its iterations carry state"]
-    if draw is not None and draw.proven:
+    if draw is not None and draw.remote is not None:
+        path, at, spelling, chain = draw.remote
+        where = f"`{spelling}` on line {at} of `{os.path.basename(path)}`"
+        does: tuple = (f"{callee} draws from it ({where})",)
+        facts.append(f"{callee} runs " + " -> ".join(f"`{g}`" for g in chain) + " of another module of the "
+                     f"project, which draws from the key or a key split from it: {where}")
+    elif draw is not None and draw.proven:
         via = " -> ".join(f"`{g.name}`" for g in draw.chain)
-        does: tuple = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
+        does = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`", " on ", Line(draw.call.lineno), ")")
         facts.append(f"{via} draws from the key or a key split from it: `{unparse(draw.call.func, 30)}` "
                      f"on line {draw.call.lineno}")
@@ -192,7 +198,7 @@ def row_key(d) -> tuple:
     k, src, vmap = d.key, d.source, d.vmap
     name = f"`{d.func.name}`" if d.func.name != "<lambda>" else "the mapped lambda"
     why = (f"{name} closes over it, so vmap broadcasts it" if d.how == "closed" else
-           f"its `in_axes` entry is None, so vmap broadcasts it")
+           "its `in_axes` entry is None, so vmap broadcasts it")
     split = f" (`{k}` is split from `{src}` inside the function: the same subkeys on every row)" if k != src else ""
     facts = [f"`{unparse(d.call.func, 30)}` on line {d.call.lineno} draws from `{k}`{split}",
              f"`{src}` is not mapped by the `{unparse(vmap.func, 30)}` on line {vmap.lineno}: {why}",
