@@ -176,10 +176,11 @@ class KeyReuse(Rule):
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
                "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
-               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch); to a function outside "
-               "the module it is opt-in; and a key every row of a `jax.vmap` shares (closed over by the mapped "
-               "function, or given with `in_axes` None) that the mapped function draws from: every row gets the "
-               "same noise.")
+               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch), or to a function, "
+               "or an instance of a class, of another module of the project whose code draws from it "
+               "(`jax.jit(Sampler(...))(logits, key=key)` per token); to a library's function it is opt-in; "
+               "and a key every row of a `jax.vmap` shares (closed over by the mapped function, or given with "
+               "`in_axes` None) that the mapped function draws from: every row gets the same noise.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -194,7 +195,7 @@ class KeyReuse(Rule):
                  "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
                  "is not reported.")
     opt_in_cases = ("A key never replaced in a loop and handed to a function outside the module (a library's "
-                    "`update_fn`, another module's sampler), or to one of the module's that hands it on to such a "
+                    "`update_fn`, a module the import does not lead to in the project), or to one of the module's that hands it on to such a "
                     "function (`model.apply(..., rngs={\"dropout\": rng})`): whether it draws from the key is "
                     "unknown. "
                     "In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "

@@ -3,7 +3,8 @@
 Cases from fresh sets catalogued blind: annotated-s4's ``train_epoch(state, train_rng, ...)`` per epoch
 (the callee splits the key in its own loop and hands the subkeys on), indaba's
 ``negative_sampling(graph, n, key=key)`` per epoch (a keyword argument), QDax's ``update_fn(repertoire,
-emitter_state, keys)`` and bonsai's ``jit_sampler(logits, key=key)`` (callees outside the module: opt-in).
+emitter_state, keys)`` (a callee outside the project: opt-in), and bonsai's ``jit_sampler(logits,
+key=key)`` (``jax.jit(Sampler(...))``, a class of another module of the project that draws: default).
 """
 
 from __future__ import annotations
