@@ -43,7 +43,7 @@ class ProjectResolver:
         self._listing = FileListing()  # os.path.isfile for locating imports, one directory read per folder
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
-        self._programs: dict = {}  # (path, name) -> (runs a program, what deciding it consulted)
+        self._programs: dict = {}  # (path, question...) -> (answer of a full model, what deciding it consulted)
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> its .py files and their bytes
@@ -242,20 +242,36 @@ class ProjectResolver:
         device loop, a Python loop of compiled steps, a library solve): asked only where a loop
         of the checking module calls it, so the file is read and fully modelled then, once per
         process. What that consults is recorded for the result cache."""
+        from .model.facts.work import function_runs_program
+
+        return self._full_answer(path, (name,), lambda model: function_runs_program(model, name), False)
+
+    def key_draw(self, path: str, name: str, cls: Optional[str], index: Optional[int], kw: Optional[str]):
+        """Where the function ``name`` (a method of the top-level class ``cls``) of the project file
+        ``path`` draws from the key its argument ``index`` (or keyword ``kw``) binds:
+        ``(fn, line, spelling, chain)`` (:func:`~jaxlint.model.keyhandoffs.remote_draw`), or None
+        when it does not or it is unknown; read and fully modelled once per process, as
+        :meth:`runs_program`."""
+        from .model.facts.keyhandoffs import remote_draw
+
+        return self._full_answer(path, ("key", name, cls, index, kw),
+                                 lambda model: remote_draw(model, name, cls, index, kw), None)
+
+    def _full_answer(self, path: str, key: tuple, ask, default):
+        """``ask`` of a full model of the project file ``path``, memoized per process by ``key``."""
         path = self._abspath(path)
         memo = self._programs
-        key = (path, name)
+        key = (path, *key)
         if key in memo:
             if self._recorders:
                 self._note(memo[key][1])
             return memo[key][0]
-        memo[key] = (False, frozenset())  # a cycle of lookups sees "no" meanwhile
-        found = False
+        memo[key] = (default, frozenset())  # a cycle of lookups sees the default meanwhile
+        found = default
         self.depth += 1
         with self.recording() as deps:
             try:
                 from .model import build_model
-                from .model.facts.work import function_runs_program
 
                 with open(path, "rb") as fh:
                     data = fh.read()
@@ -263,11 +279,11 @@ class ProjectResolver:
                 tree = ast.parse(decode_source(data), filename=path)
                 model = build_model(tree, path=path, project=self)
                 try:
-                    found = function_runs_program(model, name)
+                    found = ask(model)
                 finally:
                     model.dispose()
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
-                found = False
+                found = default
             finally:
                 self.depth -= 1
         memo[key] = (found, frozenset(deps))

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import ast
-import os
 from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keys, repetition
-from jaxlint.model.policy import roles
+from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keyrows, keys, repetition
+from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
-from jaxlint.rule import Finding, Line, Rule, unparse
+from jaxlint.rule import Finding, Rule, unparse
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -152,13 +151,6 @@ def _frozen_for(f: FunctionInfo) -> str:
     return "every use of the traced computation gets the same number"
 
 
-def _spelled(use: KeyUse) -> str:
-    """How a key use reads in a message: the call, and for a local helper the draw it forwards to."""
-    if use.via is not None:
-        return f"`{use.spelling}` (which calls `jax.random.{use.fn}`)"
-    return f"`{use.spelling}`"
-
-
 def _may_vary(expr: Optional[ast.AST]) -> bool:
     """Whether fold_in's data can differ between iterations: anything but a literal may."""
     return expr is None or not isinstance(expr, ast.Constant)
@@ -168,10 +160,7 @@ def _draws(fn: str) -> bool:
     return is_draw(fn)
 
 
-# Why a finding in test code is opt-in (Finding.opt_in), in a few words.
-_TEST_INPUTS = "test inputs from one key"
-_TEST_LOOP_VARIES = "test loop varies otherwise"
-_SAME_CASE = ", and the test checks the same case over and over"
+_TEST_INPUTS, _TEST_LOOP_VARIES, _SAME_CASE = keymessages.TEST_INPUTS, keymessages.TEST_LOOP_VARIES, keymessages.SAME_CASE
 
 
 class KeyReuse(Rule):
@@ -187,8 +176,11 @@ class KeyReuse(Rule):
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
                "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
-               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch); to a function outside "
-               "the module it is opt-in.")
+               "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch), or to a function, "
+               "or an instance of a class, of another module of the project whose code draws from it "
+               "(`jax.jit(Sampler(...))(logits, key=key)` per token); to a library's function it is opt-in; "
+               "and a key every row of a `jax.vmap` shares (closed over by the mapped function, or given with "
+               "`in_axes` None) that the mapped function draws from: every row gets the same noise.")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -203,7 +195,7 @@ class KeyReuse(Rule):
                  "a loop over configurations that uses one key's draw within each iteration (comparable inputs) "
                  "is not reported.")
     opt_in_cases = ("A key never replaced in a loop and handed to a function outside the module (a library's "
-                    "`update_fn`, another module's sampler), or to one of the module's that hands it on to such a "
+                    "`update_fn`, a module the import does not lead to in the project), or to one of the module's that hands it on to such a "
                     "function (`model.apply(..., rngs={\"dropout\": rng})`): whether it draws from the key is "
                     "unknown. "
                     "In test code (test modules, `test*` functions, `Test*` classes): two draws from one key outside "
@@ -244,11 +236,16 @@ class KeyReuse(Rule):
         for handoff in keyhandoffs.key_handoffs(model):
             if (handoff.call.lineno, handoff.call.col_offset) not in reported:
                 yield from self._handoff_finding(model, handoff)
+        for row in keyrows.row_key_draws(model):
+            if (row.call.lineno, row.call.col_offset) not in reported:
+                message, facts = keymessages.row_key(row)
+                yield self.finding(row.call, message, opt_in=_TEST_INPUTS if model.in_test_code(row.call) else None,
+                                   evidence=facts)
 
     def _handoff_finding(self, model: ModuleModel, h) -> Iterator[Finding]:
         """A key the loop never replaces, handed to a callee that draws from it (proven by the
         callee's body in this module) or may (a callee outside it: opt-in)."""
-        k, callee, line = h.arg.id, f"`{unparse(h.call.func, 30)}`", h.call.lineno
+        k = h.arg.id
         proven = h.draw is not None and h.draw.proven
         for loop in h.ctx.loops:
             role = roles.loop_role(model, loop, h.ctx).kind
@@ -257,68 +254,21 @@ class KeyReuse(Rule):
             # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
             if role != roles.PER_STEP and (proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
                 continue
-            draw, opt_in = h.draw, None
-            facts = [f"{callee} on line {line} gets `{k}`, which no statement of the loop on line "
-                     f"{loop.node.lineno} rebinds (not split with the new key carried, not folded with the step)",
-                     f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if role == roles.PER_STEP
-                     else f"the loop on line {loop.node.lineno} is timed, and its iterations carry state"]
-            if draw is not None and draw.proven:
-                via = " -> ".join(f"`{g.name}`" for g in draw.chain)
-                does = (f"{callee} draws from it (`jax.random.{draw.fn}`" if draw.fn in keys.SAMPLERS else
-                        f"{callee} draws from it (`{unparse(draw.call.func, 30)}`", " on ", Line(draw.call.lineno), ")")
-                facts.append(f"{via} draws from the key or a key split from it: `{unparse(draw.call.func, 30)}` "
-                             f"on line {draw.call.lineno}")
-            else:
-                where = (f"{callee} is not a function of this module" if draw is None else
-                         f"{callee} hands the key to `{unparse(draw.call.func, 30)}` on line {draw.call.lineno}, "
-                         "not a function of this module")
-                does = (f"{callee} may draw from it",)
-                opt_in = "whether the callee draws from the key is unknown"
-                facts.append(f"unknown: {where}, so whether it draws from `{k}` is not proven")
-            what = "every iteration draws the same random numbers"
+            opt_in = None if proven else "whether the callee draws from the key is unknown"
+            tail = ""
             if model.in_test_code(h.call):
                 if loopfacts.iterations_alike(model, loop):
-                    what += _SAME_CASE
+                    tail = _SAME_CASE
                 else:
                     opt_in = opt_in or _TEST_LOOP_VARIES
-            yield self.finding(h.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
-                                        " and ") + does + (f", so {what}; split it in the loop "
-                                        f"(`{k}, sub = jax.random.split({k})`) and pass `sub`",),
-                               opt_in=opt_in, evidence=facts)
+            message, facts = keymessages.handoff(h, loop, role == roles.PER_STEP, tail)
+            yield self.finding(h.call, message, opt_in=opt_in, evidence=facts)
             return
 
     def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
-        k = unparse(draw.key)
-        where = ("at module level" if draw.where == "module" else
-                 f"in `{_method_name(model, draw.made)}`")
-        how = draw.how
-        name = f"`{draw.func.name}`"
-        if how[0] == "sites":
-            every_line = sorted({c.lineno for c in how[1]})
-            lines = every_line[:3]
-            count = "twice" if len(how[1]) == 2 else f"{len(how[1])} times"
-            runs: tuple = (f"{name} is called {count}, on ",)
-            for i, n in enumerate(lines):
-                runs += ((", " if i else ""), Line(n))
-            if len(every_line) > len(lines):
-                runs += (f" and {len(every_line) - len(lines)} more",)
-        elif how[0] == "loop":
-            runs = (f"{name} is called in the loop on ", Line(how[2].node.lineno))
-        else:
-            runs = (f"{name} runs again and again ({_why_repeats(how[1])})",)
-        what = "every call draws the same random numbers"
-        if draw.fn == SPLIT:
-            what += " (`split` returns the same subkeys each time)"
-        elif draw.fn == FOLD_IN:
-            what += " (`fold_in` with the same data returns the same key each time)"
-        fix = ("pass a key in and split it for each call" if draw.where == "module" else
-               f"split it on each call and store one half back (`{k}, sub = jax.random.split({k})`)")
-        facts = [f"`{k}` is made once {where} (line {draw.made.lineno}) and no code replaces it",
-                 f"`{draw.func.name}` draws from it and runs more than once"]
-        return self.finding(draw.call, (f"PRNG key `{k}` is made once ", where, " (", Line(draw.made.lineno),
-                                        ") and never replaced, and ") + runs +
-                            (f", so {what}; {fix}",),
-                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None, evidence=facts)
+        message, facts = keymessages.fixed_key(draw, _method_name(model, draw.made))
+        return self.finding(draw.call, message, opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None,
+                            evidence=facts)
 
     def _check_groups(self, model: ModuleModel) -> Iterator[Finding]:
         groups = keys.key_use_groups(model)
@@ -345,21 +295,11 @@ class KeyReuse(Rule):
                     if not self._repeats(model, prev, use):
                         continue
                     bound = use.event.pos[0] if use.event is not None and use.event.pos else None
-                    facts = [f"`{prev.spelling}` on line {prev.call.lineno} and `{use.spelling}` on line "
-                             f"{use.call.lineno} read the same binding of `{use.name}`"
-                             + (f" (line {bound})" if bound else "") + ", and no split rebinds it between them "
-                             "on every path",
-                             "the two uses are not exclusive branches, different derivations (`fold_in` with "
-                             "different data) or index draws meant to pair two arrays"]
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
-                    seeded = keydraws.fixed_data(model, prev, use)
-                    if seeded is not None:
-                        # issue 37: a literal seed is how the bug is most often written; the two draws
-                        # are identical or correlated whatever the seed, so it is a default finding
-                        facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
-                                     "with no loop in between: the two draws are correlated, and the same numbers "
-                                     "on every run")
-                    yield self.finding(use.call, self._message(prev, use), opt_in=opt_in, evidence=facts)
+                    # issue 37: a literal seed is how the bug is most often written; the two draws
+                    # are identical or correlated whatever the seed, so it is a default finding
+                    message, facts = keymessages.pair(prev, use, bound, keydraws.fixed_data(model, prev, use))
+                    yield self.finding(use.call, message, opt_in=opt_in, evidence=facts)
                     break
 
     @staticmethod
@@ -373,54 +313,16 @@ class KeyReuse(Rule):
             return False
         return not (keys.result_dead(model, prev.call) or keys.result_dead(model, use.call))
 
-    @staticmethod
-    def _message(prev: KeyUse, use: KeyUse) -> tuple:
-        k = use.name
-        head = (f"PRNG key `{k}` was already used by {_spelled(prev)} on ", Line(prev.call.lineno), "; ")
-        if _draws(prev.fn) and _draws(use.fn):
-            what = ("both draws get the same random bits, so their results are identical or correlated; "
-                    f"split the key (`k1, k2 = jax.random.split({k})`) and draw from each subkey once")
-        elif prev.fn == FOLD_IN and use.fn == FOLD_IN:
-            what = ("`fold_in` with the same data returns the same key again, so draws from the two keys repeat; "
-                    "fold in different data")
-        elif prev.fn == SPLIT and use.fn == SPLIT:
-            what = ("splitting it again returns the same subkeys as there (the first keys of `split(key, n)` are "
-                    "the same for every n), so draws from them repeat; "
-                    f"split `{k}` once into all the keys needed, or split a subkey")
-        elif not _draws(prev.fn) and not _draws(use.fn):
-            what = ("`fold_in(key, i)` is the same key as `split(key, n)[i]` for i < n, so draws from them "
-                    "repeat; fold in a subkey instead, or data no smaller than the split's count")
-        elif _draws(use.fn):
-            what = ("this draw uses the random bits the derived keys were made from, so it is correlated with "
-                    "them; draw from one of the derived keys instead (split one more if needed)")
-        else:
-            what = ("the keys derived here are made from the same random bits as that draw, so they are "
-                    f"correlated with it; split `{k}` first and draw from a subkey")
-        return head + (what,)
-
     def _loop_finding(self, model: ModuleModel, use: KeyUse, loop: Loop) -> Finding:
-        k = use.name
-        what = "every iteration draws the same random numbers"
-        if use.fn == SPLIT:
-            what += " (`split` returns the same subkeys each time)"
-        elif use.fn == FOLD_IN:
-            what += " (`fold_in` with the same data returns the same key each time)"
-        opt_in = None
+        tail, opt_in = "", None
         if model.in_test_code(use.call):
             if loopfacts.iterations_alike(model, loop):
-                what += _SAME_CASE
+                tail = _SAME_CASE
             else:
                 opt_in = _TEST_LOOP_VARIES
         stepping = roles.loop_role(model, loop, use.ctx).kind == roles.PER_STEP
-        facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
-                 f"{loop.node.lineno} rebinds",
-                 (f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping else
-                  f"the loop on line {loop.node.lineno} keeps each iteration's draw beside the others")
-                 + ", and the key is not folded with data that changes per iteration"]
-        return self.finding(use.call, (f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
-                                       f", so {what}; split it in the loop (`{k}, sub = jax.random.split({k})`) and "
-                                       f"use `sub`, or derive a key per step (`jax.random.fold_in({k}, step)`)"),
-                            opt_in=opt_in, evidence=facts)
+        message, facts = keymessages.loop_reuse(use, loop, stepping, tail)
+        return self.finding(use.call, message, opt_in=opt_in, evidence=facts)
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
         for loop in use.ctx.loops:
@@ -467,26 +369,6 @@ def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
 def _method_name(model: ModuleModel, stmt: ast.AST) -> str:
     f = model.function_at(stmt)
     return f.name if f is not None else "the class"
-
-
-def _why_repeats(rep) -> str:
-    """The evidence that a function repeats, in a few words."""
-    while rep is not None and rep.kind == "caller":
-        if rep.inner is None or rep.inner.kind == "caller":
-            return f"called from `{rep.via.name}`, which repeats"
-        inner = _why_repeats(rep.inner)
-        return f"called from `{rep.via.name}`, {inner}"
-    if rep is None:
-        return "it repeats"
-    if rep.kind == "step_name":
-        return "a per-step method"
-    if rep.kind == "loop":
-        return f"called in the loop on line {rep.loop.node.lineno}"
-    if rep.kind == "elsewhere":
-        return f"called in a loop in `{os.path.basename(rep.name)}`"
-    if rep.kind == "step_param":
-        return f"it takes the training step `{rep.name}`"
-    return "it repeats"
 
 
 _MAKER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in KEY_MAKERS)
@@ -559,12 +441,7 @@ class ConstantKeyInLoop(Rule):
                     tail = _SAME_CASE
                 else:
                     opt_in = _TEST_LOOP_VARIES
-            yield self.finding(call, (f"`{unparse(call, 30)}` with a constant seed inside the loop on ",
-                                      Line(loop.node.lineno), " makes the same key every iteration, so every "
-                                      f"iteration draws the same random numbers{tail}; create the key once before "
-                                      "the loop and split it per iteration, or derive one with "
-                                      "`jax.random.fold_in(key, step)`"), opt_in=opt_in)
-
+            yield self.finding(call, keymessages.constant_key_in_loop(call, loop, tail), opt_in=opt_in)
 
     def _per_step_helper(self, model: ModuleModel, call: ast.Call, ctx) -> Optional[Finding]:
         """A constant-seed key made in a function that runs at every step of a loop (called in a
@@ -587,11 +464,8 @@ class ConstantKeyInLoop(Rule):
             freq = roles.frequency(model, f)
             if freq.kind != roles.PER_STEP_CALLS:
                 return None
-            why, evidence = _why_repeats(freq.rep), freq.evidence
-        return self.finding(call, (f"`{unparse(call, 30)}` with a constant seed in `{f.name}`, which runs at every "
-                                   f"step ({why}), makes the same key on every call, so every step "
-                                   "draws the same random numbers; make the key once, pass it in and split it per "
-                                   "step, or derive one with `jax.random.fold_in(key, step)`"),
+            why, evidence = keymessages.why_repeats(freq.rep), freq.evidence
+        return self.finding(call, keymessages.constant_key_per_step(call, f, why),
                             opt_in=_TEST_INPUTS if model.in_test_code(call) else None,
                             evidence=evidence)
 

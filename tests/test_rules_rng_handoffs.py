@@ -3,7 +3,8 @@
 Cases from fresh sets catalogued blind: annotated-s4's ``train_epoch(state, train_rng, ...)`` per epoch
 (the callee splits the key in its own loop and hands the subkeys on), indaba's
 ``negative_sampling(graph, n, key=key)`` per epoch (a keyword argument), QDax's ``update_fn(repertoire,
-emitter_state, keys)`` and bonsai's ``jit_sampler(logits, key=key)`` (callees outside the module: opt-in).
+emitter_state, keys)`` (a callee outside the project: opt-in), and bonsai's ``jit_sampler(logits,
+key=key)`` (``jax.jit(Sampler(...))``, a class of another module of the project that draws: default).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import textwrap
 
 from jaxlint.model import build_model
 from jaxlint.model.facts import keyhandoffs
-from ruletools import default_findings, expected, findings, opt_in_findings
+from ruletools import default_findings, expected, findings, make_project, opt_in_findings, path_default_codes
 
 
 def test_keyword_key_into_a_module_function_that_draws_every_epoch():
@@ -179,6 +180,59 @@ def test_findings_do_not_change_when_identifiers_are_renamed():
     a = findings(src.format(f="draws", k="key", r="rng"), "JAX502")
     b = findings(src.format(f="zz", k="q", r="w"), "JAX502")
     assert a == b == [(10, "JAX502")]
+
+
+SAMPLERS = """
+import jax
+
+class Sampler:
+    def __init__(self, temperature):
+        self.temperature = temperature
+
+    def __call__(self, logits, *, key):
+        return jax.random.categorical(key, logits / self.temperature)
+
+class Greedy:
+    def __call__(self, logits, *, key):
+        return logits.argmax(-1)
+
+def top1(logits, key):
+    k1, k2 = jax.random.split(key)
+    return jax.random.categorical(k2, logits)
+"""
+
+DECODE = """
+import jax
+from pkg{src} import {names}
+
+def decode(model, tokens, steps):
+    key = jax.random.key(0)
+    sampler = jax.jit({make})
+    for i in range(steps):
+        logits = model(tokens)
+        tokens = {call}
+    return tokens
+"""
+
+
+def test_key_handed_to_a_sampler_of_another_module_of_the_project(tmp_path):
+    # bonsai's qwen3 run_model.py: ``jit_sampler = jax.jit(Sampler(...))`` called with the same key per token
+    for src, names, make, call in [(".samplers", "Sampler", "Sampler(1.0)", "sampler(logits, key=key)"),
+                                   ("", "Sampler", "Sampler(1.0)", "sampler(logits, key=key)"),  # re-exported
+                                   (".samplers", "top1", "top1", "sampler(logits, key)")]:
+        make_project(tmp_path, {"pkg/__init__.py": "from .samplers import Sampler\n", "pkg/samplers.py": SAMPLERS,
+                                "run.py": DECODE.format(src=src, names=names, make=make, call=call)})
+        assert path_default_codes(tmp_path / "run.py") == [(10, "JAX502")], (src, names)
+
+
+def test_an_imported_callee_that_ignores_the_key_is_not_proven(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/samplers.py": SAMPLERS,
+                            "run.py": DECODE.format(src=".samplers", names="Greedy", make="Greedy()",
+                                                    call="sampler(logits, key=key)")})
+    assert path_default_codes(tmp_path / "run.py") == []  # Greedy.__call__ never draws: not even opt-in default
+    make_project(tmp_path, {"run.py": DECODE.format(src=".missing", names="Sampler", make="Sampler(1.0)",
+                                                    call="sampler(logits, key=key)")})
+    assert path_default_codes(tmp_path / "run.py") == []  # the module is not in the project: unknown, opt-in
 
 
 # -- model facts

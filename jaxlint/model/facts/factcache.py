@@ -49,6 +49,7 @@ _ONCE = (
     "ifs_by_id",  # work
     "key_func_calls_memo",  # keys
     "key_handoffs_memo",  # keyhandoffs
+    "row_key_draws_memo",  # keyrows
     "loop_bodies",  # deviceloops
     "loop_callbacks",  # callbacks
     "loop_records",  # policy/looprecord

@@ -30,7 +30,8 @@ from typing import Optional
 
 from . import callables, keydraws, keys
 from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
-from ..python.syntax import _pos, call_arg, walk
+from ...names import JIT_WRAPPERS
+from ..python.syntax import _pos, call_arg, unparse, walk
 
 MAX_DEPTH = 3  # calls followed from the callee to the draw
 _KEY_VALUES = DERIVERS | {"key_data", "wrap_key_data", "clone", "PRNGKey", "key"}
@@ -45,13 +46,15 @@ class Draw:
     ``chain`` the functions of the module from the callee to it), False when the key reaches
     ``call``, a function outside the module, whose drawing is unknown."""
 
-    __slots__ = ("proven", "call", "fn", "chain")
+    __slots__ = ("proven", "call", "fn", "chain", "remote")
 
-    def __init__(self, proven, call, fn, chain):
+    def __init__(self, proven, call, fn, chain, remote=None):
         self.proven = proven
         self.call = call
         self.fn = fn
         self.chain = chain
+        # a draw in another module of the project: ``(path, line, spelling, chain names)``; ``call`` is None
+        self.remote = remote
 
 
 class Handoff:
@@ -126,8 +129,64 @@ def _handoffs(m, call: ast.Call) -> list:
                 continue  # reaches a library call: only a proven key is worth asking about
             out.append(Handoff(call, arg, ev, ctx, callees[0], draw))
         elif _outside(m, call, scope) and proven_key(m, arg, scope, 0):
-            out.append(Handoff(call, arg, ev, ctx, None, None))
+            out.append(Handoff(call, arg, ev, ctx, None, imported_draw(m, call, scope, index, kw)))
     return out
+
+
+def imported_draw(m, call: ast.Call, scope, index: Optional[int], kw: Optional[str]) -> Optional[Draw]:
+    """A proven :class:`Draw` when the callee is a function of another module of the project that
+    draws from the key the argument binds: an imported function, an instance of an imported class
+    (its ``__call__``), either one jitted (``jit_sampler = jax.jit(Sampler(...))``); None otherwise."""
+    target = _imported_callee(m, call.func, scope, 0)
+    if target is None:
+        return None
+    summary, name, cls = target
+    found = summary.key_draw(name, cls, index, kw)
+    if found is None:
+        return None
+    fn, line, spelling, chain = found
+    return Draw(True, None, fn, [], remote=(summary.path, line, spelling, chain))
+
+
+def _imported_callee(m, func: ast.AST, scope, depth: int) -> Optional[tuple]:
+    """``(summary, name, cls)``: what calling ``func`` runs in another module of the project."""
+    if depth > 3 or not m.work.spend():
+        return None
+    found = callables.imported_function(m, func, scope)
+    if found is not None:
+        return found[0], found[1], None
+    if isinstance(func, ast.Name):
+        ev = m.binding(func.id, scope, _pos(func))
+        if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+            return None
+        value, scope = ev.value, ev.scope
+    elif isinstance(func, ast.Call):
+        value = func
+    else:
+        return None
+    if m.resolve(value.func, scope) in JIT_WRAPPERS:
+        return _imported_callee(m, value.args[0], scope, depth + 1) if value.args else None
+    made = callables.imported_function(m, value.func, scope)  # ``Sampler(...)``: an instance
+    return (made[0], "__call__", made[1]) if made is not None else None
+
+
+def remote_draw(m, name: str, cls: Optional[str], index: Optional[int], kw: Optional[str]) -> Optional[tuple]:
+    """For another module's question (:meth:`~jaxlint.project.ProjectResolver.key_draw`): where this
+    module's function ``name`` (a method of the top-level class ``cls``) draws from the parameter
+    argument ``index`` (or keyword ``kw``) binds, as ``(fn, line, spelling, chain names)``."""
+    for g in m.functions:
+        if g.name != name or g.node is None or (g.cls.node.name if g.cls is not None else None) != cls:
+            continue
+        if (cls is None and g.parent is not None) or (cls is not None and g.cls.node not in m.tree.body):
+            continue
+        params = g.params[1:] if cls is not None and not _static(g) and g.params else g.params
+        param = (kw if kw in params or kw in g.kwonly else None) if kw is not None else (
+            params[index] if index is not None and index < len(params) else None)
+        draw = parameter_draw(m, g, param, 0) if param else None
+        if draw is not None and draw.proven and draw.call is not None:
+            chain = tuple(f"{cls}.{f.name}" if f is g and cls else f.name for f in draw.chain)
+            return draw.fn, draw.call.lineno, unparse(draw.call.func, 30), chain
+    return None
 
 
 def _parameter(g, call: ast.Call, index: Optional[int], kw: Optional[str]) -> Optional[str]:

@@ -96,6 +96,18 @@ class ModuleSummary:
         other = self.project.imported(self.path, *src)
         return other if other is not None and other[1] is not None else None
 
+    def key_draw(self, name: str, cls: Optional[str], index: Optional[int], kw: Optional[str]) -> Optional[tuple]:
+        """Where the module's function ``name`` (a method of its class ``cls``) draws from the key
+        argument ``index`` (or keyword ``kw``) binds, here or where this module re-exports it from
+        (:meth:`ProjectResolver.key_draw`); None when it does not or it is unknown."""
+        if self.project is None or self.path is None or not self.imports_jax and (cls or name) not in self.reexports:
+            return None
+        other = self._reexported(cls or name)
+        if other is not None:
+            return (other[0].key_draw(name, other[1], index, kw) if cls else
+                    other[0].key_draw(other[1], None, index, kw))
+        return self.project.key_draw(self.path, name, cls, index, kw)
+
     def runs_program(self, name: str) -> bool:
         """Whether calling the module's top-level ``name`` runs a whole program (a loop of steps),
         here or where this module re-exports it from (:meth:`ProjectResolver.runs_program`)."""
