@@ -305,7 +305,8 @@ class JitPerCall(Rule):
             if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
             name = repetition.bound_name(model, wrap)
-            uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name)]
+            # a call of it, or a lax loop or branch outside jit that traces it (each call, a new trace)
+            uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name, bodies=True)]
             if not uses:
                 continue
             if name is not None and frequency.escapes(model, outer, name):

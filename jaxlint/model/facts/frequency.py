@@ -106,14 +106,17 @@ def cached(f: FunctionInfo) -> bool:
     return any(d in N.CACHE_DECORATORS for d in f.decorators)
 
 
-def escaping_names(f: FunctionInfo) -> frozenset:
+def escaping_names(f: FunctionInfo, m=None) -> frozenset:
     """The names that leave ``f``: read (not called) in what it returns, or assigned whole to an
     attribute or an item (``self.step = step``, ``fns[k] = step``), in its body or nested code.
-    Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
+    A function a lax loop of the return traces (``return lax.scan(body, ...)``) is run there, not
+    returned. Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
     out = set()
     for r in f.returns:
         nodes = list(walk(r))
         called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        if m is not None:
+            called |= {id(b) for n in nodes if isinstance(n, ast.Call) for b in deviceloops.traced_bodies(m, n)}
         out.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in called)
     for stmt in statement_walk(f.node):  # every statement of it, nested ones too
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and \
@@ -199,7 +202,7 @@ def escapes(m, f: FunctionInfo, name: str) -> bool:
     memo = m.facts.escaping_memo
     found = memo.get(id(f))
     if found is None:
-        found = memo[id(f)] = escaping_names(f)
+        found = memo[id(f)] = escaping_names(f, m)
     return name in found
 
 def runs_once(m, f: FunctionInfo) -> bool:

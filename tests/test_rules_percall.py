@@ -1,0 +1,156 @@
+"""JAX102 jit-per-call: a wrapper built per call around a fresh callable that the function hands to a
+lax loop (not calls), and the evidence that such a function runs again and again when the loop that
+calls it is in a base class of another module of the project."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from jaxlint.model import build_model
+from jaxlint.model.facts import deviceloops
+from ruletools import default_findings, findings, line_of, make_project, opt_in_findings, path_codes, path_default_codes
+
+# --------------------------------------------------------------------------- the model: what a lax call traces
+
+
+def _bodies(src: str) -> list:
+    model = build_model(ast.parse(src))
+    call = next(c for c in model.calls if "loop" in ast.unparse(c.func) or "scan" in ast.unparse(c.func)
+                or "cond" in ast.unparse(c.func))
+    return [ast.unparse(b) for b in deviceloops.traced_bodies(model, call)]
+
+
+def test_traced_bodies_are_the_function_arguments_of_lax_control_flow():
+    assert _bodies("import jax\njax.lax.fori_loop(0, n, jax.jit(body), x)\n") == ["jax.jit(body)"]
+    assert _bodies("from jax import lax\nlax.scan(f, c, xs)\n") == ["f"]
+    assert _bodies("from jax import lax\nlax.while_loop(c, body_fun=b, init_val=x)\n") == ["c", "b"]
+    assert _bodies("from jax import lax\nlax.cond(p, f, g, x)\n") == ["f", "g"]
+
+
+def test_traced_bodies_of_other_calls_and_of_a_user_function_named_like_a_loop_are_empty():
+    assert _bodies("def fori_loop(a, b, c, d): pass\nfori_loop(0, n, body, x)\n") == []
+    assert _bodies("import numpy as np\nnp.fori_loop = None\nnp.fori_loop(0, n, body, x)\n") == []
+
+
+# --------------------------------------------------------------------------- JAX102: a wrapper handed to a lax loop
+
+SAMPLE = """
+    import jax
+
+    def sample(params, x, n):
+        def loop(i, x):
+            return x + params * i
+        return jax.lax.fori_loop(0, n, jax.jit(loop), x)  # HERE
+
+    def sample_all(params, batches, n):
+        out = []
+        for x in batches:
+            out.append(sample(params, x, n))
+        return out
+"""
+
+
+def test_jax102_a_fresh_closure_jitted_as_a_lax_loop_body_per_call_is_reported():
+    assert default_findings(SAMPLE, "JAX102") == [(line_of(SAMPLE, "# HERE"), "JAX102")]
+
+
+def test_jax102_the_finding_does_not_change_when_identifiers_are_renamed():
+    renamed = SAMPLE.replace("sample", "q1").replace("def loop(", "def zz(").replace("(loop)", "(zz)").replace("params", "w")
+    assert "loop" not in renamed.replace("fori_loop", "")
+    assert default_findings(renamed, "JAX102") == [(line_of(renamed, "# HERE"), "JAX102")]
+
+
+def test_jax102_a_lax_loop_body_bound_to_a_name_first_is_reported():
+    src = """
+        import jax
+
+        def sample(params, x, n):
+            def loop(i, x):
+                return x + params * i
+            body = jax.jit(loop)  # HERE
+            return jax.lax.scan(body, x, None, length=n)
+
+        def sample_all(params, batches, n):
+            for x in batches:
+                yield sample(params, x, n)
+    """
+    # the scan in the return runs `body`; it does not return it (not a factory's product)
+    assert default_findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
+
+
+LAX_NEAR_MISSES = {
+    # the body is a module-level function: the same object every call, jit's cache hits
+    "module_level_body": """
+        import jax
+
+        def loop(i, x):
+            return x + i
+
+        def sample(x, n):
+            return jax.lax.fori_loop(0, n, jax.jit(loop), x)
+
+        def sample_all(batches, n):
+            return [sample(x, n) for x in batches]
+    """,
+    # the function is jitted itself: the fori_loop is traced once per compile of `sample`
+    "inside_jit": """
+        import jax
+
+        @jax.jit
+        def sample(params, x):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, 8, jax.jit(loop), x)
+
+        def sample_all(params, batches):
+            return [sample(params, x) for x in batches]
+    """,
+    # the wrapper is handed to a call that is not a lax control-flow primitive: not known to run it
+    "not_a_lax_call": """
+        import jax
+
+        def register(table, params):
+            def loop(i, x):
+                return x + params * i
+            table.append(jax.jit(loop))
+
+        def build(tables, params):
+            for t in tables:
+                register(t, params)
+    """,
+    # the wrapper is the loop's initial value, not its body
+    "not_the_body": """
+        import jax
+
+        def sample(params, x, n, body):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, n, body, (x, jax.jit(loop)))
+
+        def sample_all(params, batches, n, body):
+            return [sample(params, x, n, body) for x in batches]
+    """,
+}
+
+
+@pytest.mark.parametrize("src", LAX_NEAR_MISSES.values(), ids=LAX_NEAR_MISSES.keys())
+def test_jax102_near_misses_of_a_lax_loop_body_are_not_reported(src):
+    assert findings(src, "JAX102") == []
+
+
+def test_jax102_a_lax_loop_body_without_evidence_of_repetition_is_opt_in():
+    src = """
+        import jax
+
+        def draw(params, x, n):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, n, jax.jit(loop), x)  # HERE
+    """
+    assert default_findings(src, "JAX102") == []
+    # its whole body is the compiled loop: the shape of a per-batch helper, but no caller is seen
+    ((line, code, why),) = opt_in_findings(src, "JAX102")
+    assert (line, code) == (line_of(src, "# HERE"), "JAX102")
+    assert why.startswith("repeats unknown: `draw` does little but this compiled call")
