@@ -325,6 +325,39 @@ class ProjectResolver:
         self._note(deps)
         return found
 
+    def inherited_loop_caller(self, path: str, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
+        """``(file, line, ranged)`` of a ``self.name(...)`` call in a loop of a method of the
+        top-level class ``cls`` of the project file ``path`` (a base class of the asking method's
+        class) that the subclass does not override (``overridden``: its own method names); None
+        when there is none. The base class's loop runs the subclass's ``name`` at every
+        iteration. The file read is recorded for the result cache."""
+        path = self._abspath(path)
+        key = (path, cls, name, overridden)
+        memo = self._loop_callers
+        if key in memo:
+            found, deps = memo[key]
+            self._note(deps)
+            return found
+        deps: set = set()
+        found = None
+        index = self._loop_indexes.get(path, False)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            deps.add(("f", path, content_hash(data)))
+            if index is False:
+                from .model.python.callgraph import LoopCalls
+
+                index = self._loop_indexes[path] = LoopCalls.of(path, decode_source(data))
+        except (OSError, SyntaxError, ValueError, UnicodeError, LookupError):
+            index = None
+        hit = index.inherited(cls, name, overridden) if index is not None else None
+        if hit is not None:
+            found = (path, *hit)
+        memo[key] = (found, frozenset(deps))
+        self._note(deps)
+        return found
+
     def _project_texts(self, root: str) -> list:
         """``(path, bytes)`` of the project's ``.py`` files, read once per process and root (at
         most MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""

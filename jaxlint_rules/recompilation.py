@@ -45,6 +45,8 @@ def why_repeated(rep: Repetition) -> list:
         return [f"{name} is called from `{rep.via.name}`, and ", *why_repeated(rep.inner)]  # type: ignore[union-attr,arg-type]
     if rep.kind == "elsewhere":
         return [f"{name} is called in a loop in `{os.path.basename(rep.name)}`"]
+    if rep.kind == "inherited":
+        return [f"{name} is called in a loop of a base class in `{os.path.basename(rep.name)}`"]
     if rep.kind == "step_param":
         return [f"{name} takes the training step `{rep.name}`, so it runs at steps of a loop"]
     return [f"{name} does little but this compiled call, so whatever calls it per batch compiles per batch"]

@@ -154,3 +154,100 @@ def test_jax102_a_lax_loop_body_without_evidence_of_repetition_is_opt_in():
     ((line, code, why),) = opt_in_findings(src, "JAX102")
     assert (line, code) == (line_of(src, "# HERE"), "JAX102")
     assert why.startswith("repeats unknown: `draw` does little but this compiled call")
+
+
+# --------------------------------------------------------------------------- JAX102: the loop is in a base class
+
+BASE = """
+    class BaseWorkload:
+        def evaluate(self, params, batches, n):
+            total = 0.0
+            for _ in range(n):
+                total += self.eval_batch(params, next(batches))
+            return total
+"""
+
+SUB = """
+    import jax
+    from {imp}
+
+    class Workload({base}):
+        def eval_batch(self, params, batch):
+            @jax.jit
+            def jitted(params, batch):
+                return (params * batch).sum()
+            return jitted(params, batch)  # the wrapper made at `def jitted` (line 8) is new at every call
+"""
+
+
+@pytest.mark.parametrize("imp, base", [("pkg.base import BaseWorkload", "BaseWorkload"),
+                                       ("pkg import base", "base.BaseWorkload"),
+                                       (".base import BaseWorkload", "BaseWorkload")])
+def test_jax102_a_method_a_base_class_of_another_module_calls_in_a_loop_repeats(tmp_path, imp, base):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE,
+                            "pkg/sub.py": SUB.format(imp=imp, base=base)})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == [(8, "JAX102")]
+
+
+def test_jax102_inherited_loop_in_a_namespace_package_without_init_files(tmp_path):
+    make_project(tmp_path, {"proj/pkg/base.py": BASE,
+                            "proj/pkg/impl/sub.py": SUB.format(imp="pkg.base import BaseWorkload",
+                                                               base="BaseWorkload")})
+    assert path_default_codes(tmp_path / "proj/pkg/impl/sub.py") == [(8, "JAX102")]
+
+
+def test_jax102_the_evidence_names_the_base_class_loop(tmp_path, capsys):
+    import json
+
+    from jaxlint.cli import main
+
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE,
+                            "pkg/sub.py": SUB.format(imp="pkg.base import BaseWorkload", base="BaseWorkload")})
+    assert main(["check", "--no-cache", "--format", "json", "--select", "JAX102", str(tmp_path / "pkg/sub.py")]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert "(`eval_batch` is called in a loop of a base class in `base.py:6`)" in row["message"]
+    assert [(f["fact"], f["status"]) for f in row["facts"]] == [("repeats", "proven")]
+
+
+INHERITED_NEAR_MISSES = {
+    # the subclass overrides the looping method: the base class's loop never runs for it
+    "loop_overridden": ("pkg.base import BaseWorkload", "BaseWorkload",
+                        "\n        def evaluate(self, params, batches, n):\n            return 0.0\n"),
+    # the base class is not the one whose method loops
+    "other_base": ("pkg.base import Other", "Other", ""),
+}
+
+BASE_WITH_OTHER = BASE + """
+    class Other:
+        def evaluate(self, params, batches, n):
+            return self.eval_batch(params, next(batches))
+"""
+
+
+@pytest.mark.parametrize("imp, base, extra", INHERITED_NEAR_MISSES.values(), ids=INHERITED_NEAR_MISSES.keys())
+def test_jax102_near_misses_of_an_inherited_loop_are_opt_in(tmp_path, imp, base, extra):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE_WITH_OTHER,
+                            "pkg/sub.py": SUB.format(imp=imp, base=base) + extra})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == []
+    assert path_codes(tmp_path / "pkg/sub.py") == [(8, "JAX102")]  # opt-in: repeats unknown
+
+
+def test_jax102_an_inherited_loop_over_a_few_literal_items_is_not_evidence(tmp_path):
+    base = BASE.replace("for _ in range(n):", "for _ in (0, 1):")
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": base,
+                            "pkg/sub.py": SUB.format(imp="pkg.base import BaseWorkload", base="BaseWorkload")})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == []
+
+
+def test_loop_calls_records_self_calls_by_class_and_method():
+    from jaxlint.model.python.callgraph import LoopCalls
+
+    index = LoopCalls.of("b.py", "class A:\n    def run(self, xs):\n        for x in xs:\n            self.f(x)\n"
+                                 "        self.g()\n    class Inner:\n        def h(self, xs):\n"
+                                 "            while True:\n                self.f(1)\n"
+                                 "def free(self, xs):\n    for x in xs:\n        self.f(x)\n")
+    assert index.inherited("A", "f", frozenset()) == (4, False)
+    assert index.inherited("A", "f", frozenset({"run"})) is None  # the subclass has its own `run`
+    assert index.inherited("A", "g", frozenset()) is None  # not in a loop
+    assert index.inherited("Inner", "f", frozenset()) is None  # a nested class is not looked at
+    assert len(index.self_calls["f"]) == 1  # `free` is not a method

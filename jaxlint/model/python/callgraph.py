@@ -29,13 +29,14 @@ class LoopCalls:
     loop), each with its line and whether the innermost loop runs steps (``while``, ``range``,
     ``count``, ``enumerate(range(...))``). Built once per file and process, asked for many names."""
 
-    __slots__ = ("path", "imports", "made", "calls")
+    __slots__ = ("path", "imports", "made", "calls", "self_calls")
 
     def __init__(self, path: str):
         self.path = path
         self.imports: list = []  # (module, level, imported name or None for ``import m as a``, local name)
         self.made: list = []  # (callee spelling, ("name", v) or ("self", attr))
         self.calls: dict = {}  # last name of the callee -> [(spelling, line, ranged)]
+        self.self_calls: dict = {}  # method name -> [(top-level class, its method the call is in, line, ranged)]
 
     @classmethod
     def of(cls, path: str, text: str) -> Optional["LoopCalls"]:
@@ -44,9 +45,9 @@ class LoopCalls:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         out = cls(path)
-        todo = [(tree, None)]
+        todo: list = [(tree, None, None)]  # (node, innermost loop, (class, method) of a top-level class)
         while todo:
-            node, loop = todo.pop()
+            node, loop, where = todo.pop()
             if isinstance(node, ast.ImportFrom):
                 out.imports.extend((node.module, node.level, a.name, a.asname or a.name) for a in node.names
                                    if a.name != "*")
@@ -66,10 +67,16 @@ class LoopCalls:
                     ranged = isinstance(loop, ast.While) or (
                         isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
                     out.calls.setdefault(spelled[-1], []).append((spelled, node.lineno, ranged))
+                    if where is not None and spelled[:2] == ("attr", "self"):
+                        out.self_calls.setdefault(spelled[-1], []).append((*where, node.lineno, ranged))
             inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 inner = None  # a function defined in a loop runs when called, not per iteration
-            todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+            if isinstance(node, ast.ClassDef):
+                where = (node.name, None) if node in tree.body else None
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and where is not None and where[1] is None:
+                where = (where[0], node.name)  # a method of the top-level class (nested code stays in it)
+            todo.extend((child, inner, where) for child in ast.iter_child_nodes(node))
         for calls in out.calls.values():
             calls.sort(key=lambda c: c[1])
         return out
@@ -106,6 +113,17 @@ class LoopCalls:
                 ("selfattr", a, name) for kind, a in instances if kind == "self"}
         for spelled, line, ranged in calls:
             if spelled in wanted:
+                return line, ranged
+        return None
+
+
+    def inherited(self, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
+        """``(line, ranged)`` of the first ``self.name(...)`` call inside a loop of a method of this
+        file's top-level class ``cls`` that the subclass asking does not override (``overridden``,
+        the subclass's own method names): on an instance of the subclass, that call runs the
+        subclass's ``name`` at every iteration (the base class's loop, the subclass's step)."""
+        for owner, method, line, ranged in self.self_calls.get(name, ()):
+            if owner == cls and method is not None and method not in overridden:
                 return line, ranged
         return None
 
