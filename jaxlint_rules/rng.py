@@ -482,10 +482,8 @@ def _why_repeats(rep) -> str:
         return "a per-step method"
     if rep.kind == "loop":
         return f"called in the loop on line {rep.loop.node.lineno}"
-    if rep.kind == "elsewhere":
-        return f"called in a loop in `{os.path.basename(rep.name)}`"
-    if rep.kind == "inherited":
-        return f"called in a loop of a base class in `{os.path.basename(rep.name)}`"
+    if rep.kind in ("elsewhere", "inherited"):
+        return f"called in a loop {'of a base class ' if rep.kind == 'inherited' else ''}in `{os.path.basename(rep.name)}`"
     if rep.kind == "step_param":
         return f"it takes the training step `{rep.name}`"
     return "it repeats"
