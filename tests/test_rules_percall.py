@@ -251,3 +251,79 @@ def test_loop_calls_records_self_calls_by_class_and_method():
     assert index.inherited("A", "g", frozenset()) is None  # not in a loop
     assert index.inherited("Inner", "f", frozenset()) is None  # a nested class is not looked at
     assert len(index.self_calls["f"]) == 1  # `free` is not a method
+
+
+# --------------------------------------------------------------------------- JAX102: called on an instance of a subclass
+
+FIT = """
+    import jax
+
+    class Model:
+        def fit(self, params, data, n):
+            @jax.jit
+            def step(params):
+                return params - 0.1 * (params * data).sum()
+            for _ in range(n):
+                params = step(params)
+            return params
+"""
+
+MIDDLE = """
+    from pkg.base import Model
+
+    class Middle(Model):
+        pass
+"""
+
+LEAF = """
+    from pkg.middle import Middle
+
+    class Leaf(Middle):
+        {body}
+"""
+
+DEMO = """
+    from pkg.leaf import Leaf
+
+    def sweep(params, data, n, repeats):
+        for i in range(repeats):
+            model = Leaf()
+            params = model.fit(params, data, n)
+        return params
+"""
+
+
+def test_jax102_a_method_called_in_a_loop_on_an_instance_of_a_subclass_two_levels_down_repeats(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT, "pkg/middle.py": MIDDLE,
+                            "pkg/leaf.py": LEAF.format(body="pass"), "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == [(7, "JAX102")]
+
+
+def test_jax102_a_subclass_that_overrides_the_method_is_not_evidence(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT, "pkg/middle.py": MIDDLE,
+                            "pkg/leaf.py": LEAF.format(body="def fit(self, params, data, n):\n            return params"),
+                            "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == []
+    assert (7, "JAX102") in path_codes(tmp_path / "pkg/base.py")  # opt-in: repeats unknown
+
+
+def test_jax102_a_class_of_the_same_name_that_is_not_a_subclass_is_not_evidence(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT,
+                            "pkg/middle.py": "class Model:\n    pass\n\nclass Middle(Model):\n    pass\n",
+                            "pkg/leaf.py": LEAF.format(body="pass"), "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == []
+
+
+def test_loop_calls_finds_the_subclasses_of_an_imported_class(tmp_path):
+    from jaxlint.model.python.callgraph import LoopCalls
+    from jaxlint.project import ProjectResolver
+
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": "class A:\n    pass\n"})
+    src = ("from pkg.base import A\nfrom pkg import base as b\nimport pkg.base as pb\n"
+           "class B(A):\n    def f(self): pass\nclass C(b.A):\n    pass\nclass D(pb.A):\n    pass\n"
+           "class E(B):\n    pass\nclass F(Other):\n    pass\n")
+    path = str(tmp_path / "pkg/user.py")
+    index = LoopCalls.of(path, src)
+    got = index.subclasses_of(str(tmp_path / "pkg/base.py"), "A", ProjectResolver())
+    assert sorted(got) == [("B", frozenset({"f"})), ("C", frozenset()), ("D", frozenset())]
+    assert index.subclasses_of(path, "B", ProjectResolver()) == [("E", frozenset())]  # a base of the same file
