@@ -249,8 +249,11 @@ class JitPerCall(Rule):
     confirmed_by = "compiles"
     name = "jit-per-call"
     summary = ("Finds jit wrappers built inside a function around a callable made there (a closure, lambda, "
-               "partial or bound method) and called there, in a function with evidence that it runs again "
-               "and again: called in a loop of its module, a per-step method (`step`, `update`, `act`, "
+               "partial or bound method) and called there, or handed to a `lax` loop or branch outside jit "
+               "(`lax.fori_loop(0, n, jax.jit(body), x)`, which traces it at every call), in a function with "
+               "evidence that it runs again and again: called in a loop of its module or of another module of "
+               "the project (on an instance of its class or of a subclass that does not override it, or as "
+               "`self.method(...)` in a loop of a base class), a per-step method (`step`, `update`, `act`, "
                "`__call__`, `sample`, `insert`), a closure a factory returns, called from such a function, "
                "given the training step, or a small helper whose result is the compiled call.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
