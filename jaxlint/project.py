@@ -290,27 +290,27 @@ class ProjectResolver:
         self._note(deps)
         return found
 
-    def loop_caller(self, path: str, name: str, cls: Optional[str] = None) -> Optional[tuple]:
+    def loop_caller(self, path: str, name: str, cls: Optional[str] = None, root: Optional[str] = None,
+                    subclass: bool = False) -> Optional[tuple]:
         """``(file, line, ranged)`` of a call, in another module of the project, of the top-level function
-        ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not
-        over a literal collection), through ``from mod import name [as alias]`` or ``import mod
-        [as m]`` / ``m.name(...)``; None when the project shows none. The project is the folder
-        above the file's top package (or the file's folder, for a script). Asked where the module's own
-        calls of ``name`` do not decide how often it runs, before any naming convention; the files
-        that mention the name are
-        recorded for the result cache (a module added later that calls it is seen once the
+        ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not over a
+        literal collection), through ``from mod import name [as alias]`` or ``import mod [as m]`` /
+        ``m.name(...)``; None when the project shows none. The project is the folder above the file's
+        top package (or the file's folder, for a script). Asked where the module's own calls of
+        ``name`` do not decide how often it runs, before any naming convention; the files that mention
+        the name are recorded for the result cache (a module added later that calls it is seen once the
         checked file or one of those changes). With ``cls``, ``name`` is a method of the file's
         top-level class ``cls``, called on an instance the other module makes in reach of the loop
-        (``evaler = eval_manager.EvalManager(...)`` then ``evaler.run_one_eval(...)``, or stored on
-        ``self``)."""
+        (``ev = mod.EvalManager(...)`` then ``ev.run_one_eval(...)``, or stored on ``self``), or on
+        one of a subclass not overriding it (``subclass``: for one, in the base's project ``root``)."""
         path = self._abspath(path)
-        key = (path, name, cls)
+        key = (path, name, cls, root)
         memo = self._loop_callers
         if key in memo:
             found, deps = memo[key]
             self._note(deps)
             return found
-        root = _project_root(path)
+        root = root or _project_root(path)  # a subclass is looked up in its base class's project
         deps: set = set()
         found = None
         # a file that imports the function (or its module) spells the module's name
@@ -322,21 +322,57 @@ class ProjectResolver:
             if other == path or not all(n in data for n in needles):
                 continue
             deps.add(("f", other, content_hash(data)))
-            if other not in self._loop_indexes:
-                from .model.python.callgraph import LoopCalls  # loaded with the first cross-module caller search
-
-                try:
-                    text = decode_source(data)
-                except (SyntaxError, UnicodeError, LookupError):
-                    text = None
-                self._loop_indexes[other] = LoopCalls.of(other, text) if text is not None else None
-            index = self._loop_indexes[other]
-            if index is None:
-                continue
-            hit = index.find(path, name, self, cls)
+            index = self.index(other, data)
+            hit = index.find(path, name, self, cls) if index is not None else None
             if hit is not None:
                 found = (other, *hit)
                 break
+        if found is None and cls is not None and not subclass:  # on an instance of a subclass not overriding it
+            from .model.python.callgraph import subclasses
+
+            for sub_path, sub_cls in subclasses(self, path, cls, name, root,
+                                                lambda o, d: deps.add(("f", o, content_hash(d)))):
+                found = self.loop_caller(sub_path, name, sub_cls, root, subclass=True)
+                deps |= memo[(sub_path, name, sub_cls, root)][1]
+                if found is not None:
+                    break
+        memo[key] = (found, frozenset(deps))
+        self._note(deps)
+        return found
+
+    def index(self, path: str, data: bytes):
+        """A project file's :class:`~jaxlint.model.python.callgraph.LoopCalls`, once (None: it does not parse)."""
+        if path not in self._loop_indexes:
+            from .model.python.callgraph import LoopCalls  # loaded with the first cross-module caller search
+
+            try:
+                text = decode_source(data)
+            except (SyntaxError, UnicodeError, LookupError):
+                text = None
+            self._loop_indexes[path] = LoopCalls.of(path, text) if text is not None else None
+        return self._loop_indexes[path]
+
+    def inherited_loop_caller(self, path: str, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
+        """``(file, line, ranged)`` of a ``self.name(...)`` call in a loop of a method, not in
+        ``overridden``, of the top-level class ``cls`` of the file ``path``: a base class's loop runs
+        its subclass's ``name`` at every iteration. None when there is none."""
+        path = self._abspath(path)
+        key = ("inherited", path, cls, name, overridden)
+        memo = self._loop_callers
+        if key in memo:
+            found, deps = memo[key]
+            self._note(deps)
+            return found
+        deps: set = set()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            deps.add(("f", path, content_hash(data)))
+            index = self.index(path, data)
+        except OSError:
+            index = None
+        hit = index.inherited(cls, name, overridden) if index is not None else None
+        found = (path, *hit) if hit is not None else None
         memo[key] = (found, frozenset(deps))
         self._note(deps)
         return found

@@ -45,6 +45,8 @@ def why_repeated(rep: Repetition) -> list:
         return [f"{name} is called from `{rep.via.name}`, and ", *why_repeated(rep.inner)]  # type: ignore[union-attr,arg-type]
     if rep.kind == "elsewhere":
         return [f"{name} is called in a loop in `{os.path.basename(rep.name)}`"]
+    if rep.kind == "inherited":
+        return [f"{name} is called in a loop of a base class in `{os.path.basename(rep.name)}`"]
     if rep.kind == "step_param":
         return [f"{name} takes the training step `{rep.name}`, so it runs at steps of a loop"]
     return [f"{name} does little but this compiled call, so whatever calls it per batch compiles per batch"]
@@ -247,8 +249,11 @@ class JitPerCall(Rule):
     confirmed_by = "compiles"
     name = "jit-per-call"
     summary = ("Finds jit wrappers built inside a function around a callable made there (a closure, lambda, "
-               "partial or bound method) and called there, in a function with evidence that it runs again "
-               "and again: called in a loop of its module, a per-step method (`step`, `update`, `act`, "
+               "partial or bound method) and called there, or handed to a `lax` loop or branch outside jit "
+               "(`lax.fori_loop(0, n, jax.jit(body), x)`, which traces it at every call), in a function with "
+               "evidence that it runs again and again: called in a loop of its module or of another module of "
+               "the project (on an instance of its class or of a subclass that does not override it, or as "
+               "`self.method(...)` in a loop of a base class), a per-step method (`step`, `update`, `act`, "
                "`__call__`, `sample`, `insert`), a closure a factory returns, called from such a function, "
                "given the training step, or a small helper whose result is the compiled call.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
@@ -305,7 +310,8 @@ class JitPerCall(Rule):
             if what is None or repetition.wraps_callable_param(model, wrap, outer):
                 continue
             name = repetition.bound_name(model, wrap)
-            uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name)]
+            # a call of it, or a lax loop or branch outside jit that traces it (each call, a new trace)
+            uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name, bodies=True)]
             if not uses:
                 continue
             if name is not None and frequency.escapes(model, outer, name):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ... import names as N
 from . import callables
 from ..python.records import BOUNDED_TRIPS, FunctionInfo
 from ..python.syntax import call_arg
@@ -78,3 +79,23 @@ def functions_given(m, where_by_callee: dict, skip=None) -> dict:
             for g in callables.local_functions(m, arg, scope):
                 out.setdefault(id(g), call)
     return out
+
+
+def traced_bodies(m, call: ast.Call) -> list:
+    """The function arguments a lax control-flow call traces (``lax.fori_loop(0, n, body, x)``'s
+    ``body``, ``lax.scan``'s ``f``, ``lax.cond``'s branches, ``lax.switch``'s list): outside
+    jit, each such call traces what it is given and compiles the result, so a function handed to
+    it runs (at trace time) on every call, as if called. Empty for any other call."""
+    short = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+    if short not in _BODY_SHORT_NAMES:
+        return []
+    slots = N.LAX_BODIES.get(m.resolve(call.func, m.scope_at(call)) or "")
+    out: list = []
+    for idx, kw in slots or ():
+        arg = call_arg(call, idx, kw)
+        if arg is not None:
+            out.extend(arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg])
+    return out
+
+
+_BODY_SHORT_NAMES = frozenset(q.rsplit(".", 1)[1] for q in N.LAX_BODIES)

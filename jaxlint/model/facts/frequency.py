@@ -87,6 +87,46 @@ def _project_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
                       inner=Repetition("ranged", f) if ranged else None)
 
 
+def _inherited_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
+    """``Repetition("inherited")`` when ``f`` is a method of a top-level class whose base class,
+    imported from another module of the project, calls ``self.<f's name>(...)`` inside a loop of
+    a method the class does not override (a workload's evaluation loop in the base class, the
+    per-batch ``_eval_model`` in the subclass): Python's method lookup runs ``f`` there."""
+    if f.parent is not None or f.cls is None or m.project is None or m.path is None \
+            or isinstance(f.node, ast.Lambda) or not any(stmt is f.cls.node for stmt in m.tree.body):
+        return None
+    overridden = frozenset(f.cls.methods)
+    for base in f.cls.node.bases:
+        where = _base_class_file(m, base)
+        if where is None:
+            continue
+        found = m.project.inherited_loop_caller(where[0], where[1], f.name, overridden)
+        if found is not None:
+            other, line, ranged = found
+            return Repetition("inherited", f, name=f"{other}:{line}", loop=None, call=None,
+                              inner=Repetition("ranged", f) if ranged else None)
+    return None
+
+
+def _base_class_file(m, base: ast.AST) -> Optional[tuple]:
+    """``(file, class name)`` of a base class imported from another module of the project:
+    ``Base`` with ``from pkg.mod import Base``, or ``mod.Base`` with ``from pkg import mod`` /
+    ``import pkg.mod as mod``; None otherwise."""
+    src = m.module_scope.import_src
+    if isinstance(base, ast.Name) and base.id in src:
+        module, imported, level = src[base.id]
+        if imported is None:
+            return None
+        path = m.project.locate(m.path, module, level)
+        return (path, imported) if path is not None and path != m.path else None
+    if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id in src:
+        module, imported, level = src[base.value.id]
+        full = module if imported is None else (f"{module}.{imported}" if module else imported)
+        path = m.project.locate(m.path, full, level)
+        return (path, base.attr) if path is not None and path != m.path else None
+    return None
+
+
 def per_step(rep: Optional[Repetition]) -> bool:
     """Whether the evidence says the function runs at the steps of a loop (a per-step name, the
     training step as a parameter, a call in a ``range``/``while`` loop, or a call from such a
@@ -94,7 +134,7 @@ def per_step(rep: Optional[Repetition]) -> bool:
     while rep is not None:
         if rep.kind in ("step_name", "step_param"):
             return True
-        if rep.kind == "elsewhere":
+        if rep.kind in ("elsewhere", "inherited"):
             return rep.inner is not None  # called in a loop over steps in another module
         if rep.kind == "loop":
             return rep.loop is not None and rep.loop.ranged
@@ -106,14 +146,17 @@ def cached(f: FunctionInfo) -> bool:
     return any(d in N.CACHE_DECORATORS for d in f.decorators)
 
 
-def escaping_names(f: FunctionInfo) -> frozenset:
+def escaping_names(f: FunctionInfo, m=None) -> frozenset:
     """The names that leave ``f``: read (not called) in what it returns, or assigned whole to an
     attribute or an item (``self.step = step``, ``fns[k] = step``), in its body or nested code.
-    Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
+    A function a lax loop of the return traces (``return lax.scan(body, ...)``) is run there, not
+    returned. Found in one walk of ``f``, for all the functions nested in it (see ``escapes``)."""
     out = set()
     for r in f.returns:
         nodes = list(walk(r))
         called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        if m is not None:
+            called |= {id(b) for n in nodes if isinstance(n, ast.Call) for b in deviceloops.traced_bodies(m, n)}
         out.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in called)
     for stmt in statement_walk(f.node):  # every statement of it, nested ones too
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and \
@@ -180,7 +223,7 @@ def _repeats(m, f: FunctionInfo, depth: int, project: bool = True) -> Optional[R
             not m.context(call).loops and (g is None or (g is not f and _runs_once(m, g, depth + 1)))
             for call, g in sites):
         return None  # the call graph shows every call, each made once: the name says nothing more
-    elsewhere = _project_loop_caller(m, f) if project else None  # other modules, before any name
+    elsewhere = (_project_loop_caller(m, f) or _inherited_loop_caller(m, f)) if project else None  # other modules
     if elsewhere is not None:
         return elsewhere
     if step_name(f.name, m.conventions):
@@ -199,7 +242,7 @@ def escapes(m, f: FunctionInfo, name: str) -> bool:
     memo = m.facts.escaping_memo
     found = memo.get(id(f))
     if found is None:
-        found = memo[id(f)] = escaping_names(f)
+        found = memo[id(f)] = escaping_names(f, m)
     return name in found
 
 def runs_once(m, f: FunctionInfo) -> bool:

@@ -172,7 +172,8 @@ class Repetition:
     per-step method name such as ``step``, ``update`` or ``__call__``), "caller" (called from
     ``via``, a function that itself repeats for the reason ``inner``), "factory" (a closure that
     its enclosing function ``via`` returns or stores: whoever gets it calls it again and again),
-    "helper" (a helper whose whole work is one compiled call on its arguments, the kind of
+    "elsewhere" / "inherited" (called in a loop of another module of the project, ``name`` its
+    ``file:line``; "inherited": as ``self.f(...)`` in a base class's method), "helper" (a helper whose whole work is one compiled call on its arguments, the kind of
     function that is called once per batch) or "step_param" (it takes the training step number,
     parameter ``name``: it is called at a step of a loop)."""
 

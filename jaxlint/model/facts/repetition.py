@@ -12,7 +12,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables
+from . import callables, deviceloops
 from ..python import rebinding
 from ..python import limits as L
 from . import values as V
@@ -241,16 +241,17 @@ def created_inside(m, node: ast.AST, inside) -> bool:
     return any(loop in ctx.loops for loop in inside)
 
 
-def calls_wrapper(m, calls, made: ast.AST, name: Optional[str]) -> bool:
-    """Whether one of ``calls`` calls the wrapper ``made`` directly or through the name bound to it."""
+def calls_wrapper(m, calls, made: ast.AST, name: Optional[str], bodies: bool = False) -> bool:
+    """Whether one of ``calls`` calls the wrapper ``made`` directly or through the name bound to it;
+    with ``bodies``, also hands it to a lax control-flow call that traces it (``deviceloops.traced_bodies``)."""
     for call in calls:
-        func = call.func
-        if func is made:
-            return True
-        if name is not None and isinstance(func, ast.Name) and func.id == name:
-            ev = m.binding(name, m.scope_at(call), (call.lineno, call.col_offset))
-            if ev is not None and (ev.node is made or ev.value is made):
+        for func in (call.func, *(deviceloops.traced_bodies(m, call) if bodies else ())):
+            if func is made:
                 return True
+            if name is not None and isinstance(func, ast.Name) and func.id == name:
+                ev = m.binding(name, m.scope_at(call), (call.lineno, call.col_offset))
+                if ev is not None and (ev.node is made or ev.value is made):
+                    return True
     return False
 
 

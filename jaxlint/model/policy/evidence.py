@@ -33,6 +33,9 @@ def repetition(rep, cur) -> list:
             out.append(f"{name} is called in the loop on line {rep.loop.node.lineno}")
         elif kind == "elsewhere":
             out.append(f"{name} is called in a loop in another module of the project ({rep.name})")
+        elif kind == "inherited":
+            out.append(f"{name} is called as `self.{rep.func.name}(...)` in a loop of a base class, in another "
+                       f"module of the project ({rep.name}), which the class does not override")
         elif kind == "factory":
             out.append(f"{name} is made and handed out by `{rep.via.name}`: its users call it again and again")
         elif kind == "helper":

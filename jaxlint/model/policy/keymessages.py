@@ -47,8 +47,9 @@ def why_repeats(rep) -> str:
         return "a per-step method"
     if rep.kind == "loop":
         return f"called in the loop on line {rep.loop.node.lineno}"
-    if rep.kind == "elsewhere":
-        return f"called in a loop in `{os.path.basename(rep.name)}`"
+    if rep.kind in ("elsewhere", "inherited"):
+        base = "of a base class " if rep.kind == "inherited" else ""
+        return f"called in a loop {base}in `{os.path.basename(rep.name)}`"
     if rep.kind == "step_param":
         return f"it takes the training step `{rep.name}`"
     return "it repeats"

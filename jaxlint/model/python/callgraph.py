@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import limits as L
 from .records import _is_steplike
 
 
@@ -29,13 +30,15 @@ class LoopCalls:
     loop), each with its line and whether the innermost loop runs steps (``while``, ``range``,
     ``count``, ``enumerate(range(...))``). Built once per file and process, asked for many names."""
 
-    __slots__ = ("path", "imports", "made", "calls")
+    __slots__ = ("path", "imports", "made", "calls", "self_calls", "classes")
 
     def __init__(self, path: str):
         self.path = path
         self.imports: list = []  # (module, level, imported name or None for ``import m as a``, local name)
         self.made: list = []  # (callee spelling, ("name", v) or ("self", attr))
         self.calls: dict = {}  # last name of the callee -> [(spelling, line, ranged)]
+        self.self_calls: dict = {}  # method name -> [(top-level class, its method the call is in, line, ranged)]
+        self.classes: dict = {}  # top-level class -> (spellings of its bases, names of its methods)
 
     @classmethod
     def of(cls, path: str, text: str) -> Optional["LoopCalls"]:
@@ -44,9 +47,9 @@ class LoopCalls:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         out = cls(path)
-        todo = [(tree, None)]
+        todo: list = [(tree, None, None)]  # (node, innermost loop, (class, method) of a top-level class)
         while todo:
-            node, loop = todo.pop()
+            node, loop, where = todo.pop()
             if isinstance(node, ast.ImportFrom):
                 out.imports.extend((node.module, node.level, a.name, a.asname or a.name) for a in node.names
                                    if a.name != "*")
@@ -66,10 +69,19 @@ class LoopCalls:
                     ranged = isinstance(loop, ast.While) or (
                         isinstance(loop, (ast.For, ast.AsyncFor)) and _is_steplike(loop.iter))
                     out.calls.setdefault(spelled[-1], []).append((spelled, node.lineno, ranged))
+                    if where is not None and spelled[:2] == ("attr", "self"):
+                        out.self_calls.setdefault(spelled[-1], []).append((*where, node.lineno, ranged))
             inner = node if isinstance(node, _LOOPS) and not _literal_loop(node) else loop
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 inner = None  # a function defined in a loop runs when called, not per iteration
-            todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+            if isinstance(node, ast.ClassDef):
+                where = (node.name, None) if node in tree.body else None
+                if where is not None:
+                    out.classes[node.name] = ([b for b in map(_spelling, node.bases) if b is not None], frozenset(
+                        s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and where is not None and where[1] is None:
+                where = (where[0], node.name)  # a method of the top-level class (nested code stays in it)
+            todo.extend((child, inner, where) for child in ast.iter_child_nodes(node))
         for calls in out.calls.values():
             calls.sort(key=lambda c: c[1])
         return out
@@ -110,6 +122,34 @@ class LoopCalls:
         return None
 
 
+    def subclasses_of(self, target: str, cls: str, resolver) -> list:
+        """``(name, method names)`` of this file's top-level classes with the class ``cls`` of the
+        project file ``target`` among their bases (``class B(A)`` with ``from mod import A``,
+        ``class B(mod.A)`` with ``import pkg.mod as mod``, or ``A`` defined in this file)."""
+        direct: set = {cls} if target == self.path else set()
+        modules: set = set()
+        for module, level, imported, local in self.imports:
+            if imported is None:
+                if resolver.locate(self.path, module, 0) == target:
+                    modules.add(local)
+            elif imported == cls and resolver.locate(self.path, module, level) == target:
+                direct.add(local)
+            elif resolver.locate(self.path, f"{module}.{imported}" if module else imported, level) == target:
+                modules.add(local)
+        wanted = {("name", d) for d in direct} | {("attr", v, cls) for v in modules}
+        return [(name, methods) for name, (bases, methods) in self.classes.items() if wanted.intersection(bases)]
+
+    def inherited(self, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
+        """``(line, ranged)`` of the first ``self.name(...)`` call inside a loop of a method of this
+        file's top-level class ``cls`` that the subclass asking does not override (``overridden``,
+        the subclass's own method names): on an instance of the subclass, that call runs the
+        subclass's ``name`` at every iteration (the base class's loop, the subclass's step)."""
+        for owner, method, line, ranged in self.self_calls.get(name, ()):
+            if owner == cls and method is not None and method not in overridden:
+                return line, ranged
+        return None
+
+
 def _spelling(func: ast.AST) -> Optional[tuple]:
     """How a callee is spelled, when it is one a file of the project can be matched on:
     ``("name", f)``, ``("attr", v, f)`` for ``v.f``, ``("selfattr", a, f)`` for ``self.a.f``."""
@@ -122,3 +162,46 @@ def _spelling(func: ast.AST) -> Optional[tuple]:
         if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
             return ("selfattr", recv.attr, func.attr)
     return None
+
+
+def subclasses(resolver, path: str, cls: str, name: str, root: str, note) -> list:
+    """``(file, class)`` of the project's classes that inherit ``name`` from the top-level class
+    ``cls`` of the file ``path``, through up to L.SUBCLASS_DEPTH levels of subclassing, none of
+    them overriding ``name`` (an instance of any of them runs ``cls``'s method). ``note(file, bytes)``
+    is told each file that defines one (for the result cache's record). The tree of subclasses is
+    found once per base class and process, whatever the method asked."""
+    key = ("subclasses", path, cls, root)  # kept with the per-file indexes, forgotten with them
+    tree = resolver._loop_indexes.get(key)
+    if tree is None:
+        tree = resolver._loop_indexes[key] = _subclass_tree(resolver, path, cls, root)
+    out: list = []
+    cut: set = set()  # the nodes that override ``name``, and those below them
+    for other, data, sub, methods, parent in tree:
+        note(other, data)
+        if parent in cut or name in methods:
+            cut.add((other, sub))
+        else:
+            out.append((other, sub))
+    return out
+
+
+def _subclass_tree(resolver, path: str, cls: str, root: str) -> list:
+    """``(file, bytes, class, its method names, (file, class) of its base)`` for each subclass of
+    ``cls``, breadth first (a base before its subclasses)."""
+    tree: list = []
+    seen = {(path, cls)}
+    level = [(path, cls)]
+    for _ in range(L.SUBCLASS_DEPTH):
+        below = []
+        for where, base in level:
+            for other, data in resolver._project_texts(root):
+                if base.encode() not in data or b"class " not in data:
+                    continue
+                index = resolver.index(other, data)
+                for sub, methods in index.subclasses_of(where, base, resolver) if index is not None else ():
+                    if (other, sub) not in seen:
+                        seen.add((other, sub))
+                        tree.append((other, data, sub, methods, (where, base)))
+                        below.append((other, sub))
+        level = below
+    return tree

@@ -60,3 +60,8 @@ class Work:
         self.spent += 1
         self.left -= 1
         return self.left >= 0
+
+# Levels of subclassing followed from a method of a base class to the instances the project makes
+# of its subclasses (``SSM.fit_em`` run on a ``PoissonHMM``, through ``HMM``): the dynamax models
+# of the review sets are two levels down.
+SUBCLASS_DEPTH = 3

@@ -1,0 +1,329 @@
+"""JAX102 jit-per-call: a wrapper built per call around a fresh callable that the function hands to a
+lax loop (not calls), and the evidence that such a function runs again and again when the loop that
+calls it is in a base class of another module of the project."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from jaxlint.model import build_model
+from jaxlint.model.facts import deviceloops
+from ruletools import default_findings, findings, line_of, make_project, opt_in_findings, path_codes, path_default_codes
+
+# --------------------------------------------------------------------------- the model: what a lax call traces
+
+
+def _bodies(src: str) -> list:
+    model = build_model(ast.parse(src))
+    call = next(c for c in model.calls if "loop" in ast.unparse(c.func) or "scan" in ast.unparse(c.func)
+                or "cond" in ast.unparse(c.func))
+    return [ast.unparse(b) for b in deviceloops.traced_bodies(model, call)]
+
+
+def test_traced_bodies_are_the_function_arguments_of_lax_control_flow():
+    assert _bodies("import jax\njax.lax.fori_loop(0, n, jax.jit(body), x)\n") == ["jax.jit(body)"]
+    assert _bodies("from jax import lax\nlax.scan(f, c, xs)\n") == ["f"]
+    assert _bodies("from jax import lax\nlax.while_loop(c, body_fun=b, init_val=x)\n") == ["c", "b"]
+    assert _bodies("from jax import lax\nlax.cond(p, f, g, x)\n") == ["f", "g"]
+
+
+def test_traced_bodies_of_other_calls_and_of_a_user_function_named_like_a_loop_are_empty():
+    assert _bodies("def fori_loop(a, b, c, d): pass\nfori_loop(0, n, body, x)\n") == []
+    assert _bodies("import numpy as np\nnp.fori_loop = None\nnp.fori_loop(0, n, body, x)\n") == []
+
+
+# --------------------------------------------------------------------------- JAX102: a wrapper handed to a lax loop
+
+SAMPLE = """
+    import jax
+
+    def sample(params, x, n):
+        def loop(i, x):
+            return x + params * i
+        return jax.lax.fori_loop(0, n, jax.jit(loop), x)  # HERE
+
+    def sample_all(params, batches, n):
+        out = []
+        for x in batches:
+            out.append(sample(params, x, n))
+        return out
+"""
+
+
+def test_jax102_a_fresh_closure_jitted_as_a_lax_loop_body_per_call_is_reported():
+    assert default_findings(SAMPLE, "JAX102") == [(line_of(SAMPLE, "# HERE"), "JAX102")]
+
+
+def test_jax102_the_finding_does_not_change_when_identifiers_are_renamed():
+    renamed = SAMPLE.replace("sample", "q1").replace("def loop(", "def zz(").replace("(loop)", "(zz)").replace("params", "w")
+    assert "loop" not in renamed.replace("fori_loop", "")
+    assert default_findings(renamed, "JAX102") == [(line_of(renamed, "# HERE"), "JAX102")]
+
+
+def test_jax102_a_lax_loop_body_bound_to_a_name_first_is_reported():
+    src = """
+        import jax
+
+        def sample(params, x, n):
+            def loop(i, x):
+                return x + params * i
+            body = jax.jit(loop)  # HERE
+            return jax.lax.scan(body, x, None, length=n)
+
+        def sample_all(params, batches, n):
+            for x in batches:
+                yield sample(params, x, n)
+    """
+    # the scan in the return runs `body`; it does not return it (not a factory's product)
+    assert default_findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
+
+
+LAX_NEAR_MISSES = {
+    # the body is a module-level function: the same object every call, jit's cache hits
+    "module_level_body": """
+        import jax
+
+        def loop(i, x):
+            return x + i
+
+        def sample(x, n):
+            return jax.lax.fori_loop(0, n, jax.jit(loop), x)
+
+        def sample_all(batches, n):
+            return [sample(x, n) for x in batches]
+    """,
+    # the function is jitted itself: the fori_loop is traced once per compile of `sample`
+    "inside_jit": """
+        import jax
+
+        @jax.jit
+        def sample(params, x):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, 8, jax.jit(loop), x)
+
+        def sample_all(params, batches):
+            return [sample(params, x) for x in batches]
+    """,
+    # the wrapper is handed to a call that is not a lax control-flow primitive: not known to run it
+    "not_a_lax_call": """
+        import jax
+
+        def register(table, params):
+            def loop(i, x):
+                return x + params * i
+            table.append(jax.jit(loop))
+
+        def build(tables, params):
+            for t in tables:
+                register(t, params)
+    """,
+    # the wrapper is the loop's initial value, not its body
+    "not_the_body": """
+        import jax
+
+        def sample(params, x, n, body):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, n, body, (x, jax.jit(loop)))
+
+        def sample_all(params, batches, n, body):
+            return [sample(params, x, n, body) for x in batches]
+    """,
+}
+
+
+@pytest.mark.parametrize("src", LAX_NEAR_MISSES.values(), ids=LAX_NEAR_MISSES.keys())
+def test_jax102_near_misses_of_a_lax_loop_body_are_not_reported(src):
+    assert findings(src, "JAX102") == []
+
+
+def test_jax102_a_lax_loop_body_without_evidence_of_repetition_is_opt_in():
+    src = """
+        import jax
+
+        def draw(params, x, n):
+            def loop(i, x):
+                return x + params * i
+            return jax.lax.fori_loop(0, n, jax.jit(loop), x)  # HERE
+    """
+    assert default_findings(src, "JAX102") == []
+    # its whole body is the compiled loop: the shape of a per-batch helper, but no caller is seen
+    ((line, code, why),) = opt_in_findings(src, "JAX102")
+    assert (line, code) == (line_of(src, "# HERE"), "JAX102")
+    assert why.startswith("repeats unknown: `draw` does little but this compiled call")
+
+
+# --------------------------------------------------------------------------- JAX102: the loop is in a base class
+
+BASE = """
+    class BaseWorkload:
+        def evaluate(self, params, batches, n):
+            total = 0.0
+            for _ in range(n):
+                total += self.eval_batch(params, next(batches))
+            return total
+"""
+
+SUB = """
+    import jax
+    from {imp}
+
+    class Workload({base}):
+        def eval_batch(self, params, batch):
+            @jax.jit
+            def jitted(params, batch):
+                return (params * batch).sum()
+            return jitted(params, batch)  # the wrapper made at `def jitted` (line 8) is new at every call
+"""
+
+
+@pytest.mark.parametrize("imp, base", [("pkg.base import BaseWorkload", "BaseWorkload"),
+                                       ("pkg import base", "base.BaseWorkload"),
+                                       (".base import BaseWorkload", "BaseWorkload")])
+def test_jax102_a_method_a_base_class_of_another_module_calls_in_a_loop_repeats(tmp_path, imp, base):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE,
+                            "pkg/sub.py": SUB.format(imp=imp, base=base)})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == [(8, "JAX102")]
+
+
+def test_jax102_inherited_loop_in_a_namespace_package_without_init_files(tmp_path):
+    make_project(tmp_path, {"proj/pkg/base.py": BASE,
+                            "proj/pkg/impl/sub.py": SUB.format(imp="pkg.base import BaseWorkload",
+                                                               base="BaseWorkload")})
+    assert path_default_codes(tmp_path / "proj/pkg/impl/sub.py") == [(8, "JAX102")]
+
+
+def test_jax102_the_evidence_names_the_base_class_loop(tmp_path, capsys):
+    import json
+
+    from jaxlint.cli import main
+
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE,
+                            "pkg/sub.py": SUB.format(imp="pkg.base import BaseWorkload", base="BaseWorkload")})
+    assert main(["check", "--no-cache", "--format", "json", "--select", "JAX102", str(tmp_path / "pkg/sub.py")]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert "(`eval_batch` is called in a loop of a base class in `base.py:6`)" in row["message"]
+    assert [(f["fact"], f["status"]) for f in row["facts"]] == [("repeats", "proven")]
+
+
+INHERITED_NEAR_MISSES = {
+    # the subclass overrides the looping method: the base class's loop never runs for it
+    "loop_overridden": ("pkg.base import BaseWorkload", "BaseWorkload",
+                        "\n        def evaluate(self, params, batches, n):\n            return 0.0\n"),
+    # the base class is not the one whose method loops
+    "other_base": ("pkg.base import Other", "Other", ""),
+}
+
+BASE_WITH_OTHER = BASE + """
+    class Other:
+        def evaluate(self, params, batches, n):
+            return self.eval_batch(params, next(batches))
+"""
+
+
+@pytest.mark.parametrize("imp, base, extra", INHERITED_NEAR_MISSES.values(), ids=INHERITED_NEAR_MISSES.keys())
+def test_jax102_near_misses_of_an_inherited_loop_are_opt_in(tmp_path, imp, base, extra):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE_WITH_OTHER,
+                            "pkg/sub.py": SUB.format(imp=imp, base=base) + extra})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == []
+    assert path_codes(tmp_path / "pkg/sub.py") == [(8, "JAX102")]  # opt-in: repeats unknown
+
+
+def test_jax102_an_inherited_loop_over_a_few_literal_items_is_not_evidence(tmp_path):
+    base = BASE.replace("for _ in range(n):", "for _ in (0, 1):")
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": base,
+                            "pkg/sub.py": SUB.format(imp="pkg.base import BaseWorkload", base="BaseWorkload")})
+    assert path_default_codes(tmp_path / "pkg/sub.py") == []
+
+
+def test_loop_calls_records_self_calls_by_class_and_method():
+    from jaxlint.model.python.callgraph import LoopCalls
+
+    index = LoopCalls.of("b.py", "class A:\n    def run(self, xs):\n        for x in xs:\n            self.f(x)\n"
+                                 "        self.g()\n    class Inner:\n        def h(self, xs):\n"
+                                 "            while True:\n                self.f(1)\n"
+                                 "def free(self, xs):\n    for x in xs:\n        self.f(x)\n")
+    assert index.inherited("A", "f", frozenset()) == (4, False)
+    assert index.inherited("A", "f", frozenset({"run"})) is None  # the subclass has its own `run`
+    assert index.inherited("A", "g", frozenset()) is None  # not in a loop
+    assert index.inherited("Inner", "f", frozenset()) is None  # a nested class is not looked at
+    assert len(index.self_calls["f"]) == 1  # `free` is not a method
+
+
+# --------------------------------------------------------------------------- JAX102: called on an instance of a subclass
+
+FIT = """
+    import jax
+
+    class Model:
+        def fit(self, params, data, n):
+            @jax.jit
+            def step(params):
+                return params - 0.1 * (params * data).sum()
+            for _ in range(n):
+                params = step(params)
+            return params
+"""
+
+MIDDLE = """
+    from pkg.base import Model
+
+    class Middle(Model):
+        pass
+"""
+
+LEAF = """
+    from pkg.middle import Middle
+
+    class Leaf(Middle):
+        {body}
+"""
+
+DEMO = """
+    from pkg.leaf import Leaf
+
+    def sweep(params, data, n, repeats):
+        for i in range(repeats):
+            model = Leaf()
+            params = model.fit(params, data, n)
+        return params
+"""
+
+
+def test_jax102_a_method_called_in_a_loop_on_an_instance_of_a_subclass_two_levels_down_repeats(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT, "pkg/middle.py": MIDDLE,
+                            "pkg/leaf.py": LEAF.format(body="pass"), "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == [(7, "JAX102")]
+
+
+def test_jax102_a_subclass_that_overrides_the_method_is_not_evidence(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT, "pkg/middle.py": MIDDLE,
+                            "pkg/leaf.py": LEAF.format(body="def fit(self, params, data, n):\n            return params"),
+                            "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == []
+    assert (7, "JAX102") in path_codes(tmp_path / "pkg/base.py")  # opt-in: repeats unknown
+
+
+def test_jax102_a_class_of_the_same_name_that_is_not_a_subclass_is_not_evidence(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": FIT,
+                            "pkg/middle.py": "class Model:\n    pass\n\nclass Middle(Model):\n    pass\n",
+                            "pkg/leaf.py": LEAF.format(body="pass"), "demo.py": DEMO})
+    assert path_default_codes(tmp_path / "pkg/base.py") == []
+
+
+def test_loop_calls_finds_the_subclasses_of_an_imported_class(tmp_path):
+    from jaxlint.model.python.callgraph import LoopCalls
+    from jaxlint.project import ProjectResolver
+
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": "class A:\n    pass\n"})
+    src = ("from pkg.base import A\nfrom pkg import base as b\nimport pkg.base as pb\n"
+           "class B(A):\n    def f(self): pass\nclass C(b.A):\n    pass\nclass D(pb.A):\n    pass\n"
+           "class E(B):\n    pass\nclass F(Other):\n    pass\n")
+    path = str(tmp_path / "pkg/user.py")
+    index = LoopCalls.of(path, src)
+    got = index.subclasses_of(str(tmp_path / "pkg/base.py"), "A", ProjectResolver())
+    assert sorted(got) == [("B", frozenset({"f"})), ("C", frozenset()), ("D", frozenset())]
+    assert index.subclasses_of(path, "B", ProjectResolver()) == [("E", frozenset())]  # a base of the same file
