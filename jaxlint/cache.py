@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 from . import __version__
 from .declaration import Finder
 from .declaration import still_holds as declaration_holds
-from .project import FileListing, locate_from
+from .locate import FileListing, locate_from
 from .rule import Finding
 from .source import FileResult, content_hash
 

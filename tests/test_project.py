@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from jaxlint.project import FileListing, ProjectResolver, _may_export_compiled
+from jaxlint.locate import FileListing
+from jaxlint.project import ProjectResolver, _may_export_compiled
 from ruletools import make_project as make
 from ruletools import path_codes as codes
 from ruletools import path_default_codes
