@@ -571,3 +571,64 @@ def test_postponed_annotations_are_not_evaluated():
     def step(x: jnp.DeviceArray) -> jnp.DeviceArray:
         return x
     """, "JAX404") == []
+
+
+# -- a removed name inside a removed module (jax.lib.xla_bridge: its functions went first) --------
+
+
+def test_entry_for_picks_the_entry_removed_first_among_those_a_name_is_under():
+    assert removedapi.entry_for("jax.lib.xla_bridge.get_backend").name == "jax.lib.xla_bridge.get_backend"
+    assert removedapi.entry_for("jax.lib.xla_bridge.get_backend").removed == (0, 8, 0)
+    assert removedapi.entry_for("jax.lib.xla_bridge").removed == (0, 9, 0)
+    assert removedapi.entry_for("jax.lib.xla_bridge.register_backend_factory").name == "jax.lib.xla_bridge"
+    assert removedapi.entry_for("jax.experimental.maps.xmap").name == "jax.experimental.maps"
+    assert removedapi.entry_for("jax.lib") is None
+
+
+def test_a_function_of_a_removed_module_is_one_finding_at_its_reference_with_the_earlier_release():
+    src = """
+        import jax
+
+        def platform():
+            return jax.lib.xla_bridge.get_backend().platform  # expect: JAX404
+
+        def register(factory):
+            jax.lib.xla_bridge.register_backend_factory("gpu", factory)  # expect: JAX404
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert "`jax.lib.xla_bridge.get_backend` was removed in JAX 0.8.0" in msgs[0]
+    assert "`jax.lib.xla_bridge` was removed in JAX 0.9.0" in msgs[1]
+
+
+def test_the_removed_module_imported_is_reported_and_a_use_of_a_function_gone_earlier_too():
+    src = """
+        from jax.lib import xla_bridge  # expect: JAX404
+        from jax.lib.xla_bridge import get_compile_options  # expect: JAX404
+
+        def platform():
+            return xla_bridge.get_backend().platform  # expect: JAX404
+
+        def devices():
+            return xla_bridge.local_devices()
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert "`jax.lib.xla_bridge` was removed in JAX 0.9.0: on current JAX importing it raises ImportError" in msgs[0]
+    assert "`jax.lib.xla_bridge.get_compile_options` was removed in JAX 0.8.0" in msgs[1]
+    assert "`jax.lib.xla_bridge.get_backend` was removed in JAX 0.8.0" in msgs[2]
+
+
+def test_a_local_named_like_the_removed_module_is_not_a_reference():
+    assert_clean("""
+        import jax
+
+        def f(xla_bridge):
+            return xla_bridge.get_backend()
+
+        class Config:
+            xla_bridge = None
+
+        def g(cfg: Config):
+            return cfg.xla_bridge
+    """)

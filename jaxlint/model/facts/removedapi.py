@@ -101,8 +101,9 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.lib.xla_bridge.get_backend, get_compile_options: deprecated in 0.4.32 and 0.7.0 (changelog), removed
 #   in 0.8.0 (jax commit 66760f71ad, 2025-09-22, between the 0.7.2 and 0.8.0 releases: "Remove deprecated
 #   symbols from ... jax.lib.xla_bridge"; changelog 0.8.0, "The deprecated functions in jax.lib.xla_bridge
-#   ... were removed"). The module itself went in 0.9.0 (commit 82f02eb976); only the functions are in the
-#   table, so a reference through the module is one finding. Found on fresh set C (dqn_zoo's `main`).
+#   ... were removed"). The module itself went in 0.9.0 (commit 82f02eb976; `from jax.lib import xla_bridge`
+#   raises ImportError on 0.10.2, probed). A reference to a function through the module names both entries:
+#   it is reported once, as the function's (removed first). Found on fresh set C (dqn_zoo's `main`).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -136,6 +137,8 @@ TABLE = {e.name: e for e in (
     Removed("jax.lib.xla_bridge.get_backend", (0, 8, 0), "`jax.extend.backend.get_backend()` "
             "(`jax.default_backend()` for its `.platform`)"),
     Removed("jax.lib.xla_bridge.get_compile_options", (0, 8, 0), "`jax.extend.backend.get_compile_options`"),
+    Removed("jax.lib.xla_bridge", (0, 9, 0), "`jax.extend.backend` (`get_backend`, `backends`, ...) or "
+            "`jax.default_backend()`", module=True),
     Removed("jax.config.config", (0, 4, 25), "`from jax import config` (the configuration object is `jax.config`)"),
     Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
             deprecated=True),
@@ -173,13 +176,16 @@ class Reference:
 
 
 def entry_for(name: str) -> Optional[Removed]:
-    """The entry ``name`` is, or is under (``jax.experimental.maps.xmap``): the first missing part."""
+    """The entry ``name`` is, or is under (``jax.experimental.maps.xmap``). Where it is under
+    several (``jax.lib.xla_bridge.get_backend``: the function went in 0.8.0, its module in 0.9.0),
+    the one removed first, the release from which the name fails; the outer one on a tie."""
     parts = name.split(".")
+    best = None
     for i in range(2, len(parts) + 1):
         hit = TABLE.get(".".join(parts[:i]))
-        if hit is not None:
-            return hit
-    return None
+        if hit is not None and (best is None or hit.removed < best.removed):
+            best = hit
+    return best
 
 
 _CATCHES = frozenset("builtins." + n for n in (
@@ -221,8 +227,20 @@ class _Walk:
         for node in self.model.watched_attrs:
             self._attribute(node)
         out = []
+        # an attribute chain inside another reported one (``jax.lib.xla_bridge`` of
+        # ``jax.lib.xla_bridge.get_backend``): the outer reference is the one reported
+        inner = set()
         for ref in self.refs:
-            if ref.kind == "use" and any(ref.entry.name == m or ref.entry.name.startswith(m + ".")
+            if ref.kind == "use":
+                n = ref.node.value
+                while isinstance(n, ast.Attribute):
+                    inner.add(id(n))
+                    n = n.value
+        for ref in self.refs:
+            if ref.kind == "use" and id(ref.node) in inner:
+                continue
+            if ref.kind == "use" and any((ref.entry.name == m or ref.entry.name.startswith(m + "."))
+                                         and not ref.entry.removed < TABLE[m].removed
                                          for m in self.imported_modules):
                 continue  # ``import jax.experimental.maps`` is reported; ``jax.experimental.maps.xmap`` is its use
             line = self.assigned.get(ref.entry.name)
@@ -285,7 +303,9 @@ class _Walk:
             if node.level or not node.module:
                 return
             whole = entry_for(node.module)
-            if whole is not None:  # from jax.experimental.maps import xmap: the module import fails
+            names = [entry_for(f"{node.module}.{a.name}") if a.name != "*" else None for a in node.names]
+            if whole is not None and not any(e is not None and e.removed < whole.removed for e in names):
+                # from jax.experimental.maps import xmap: the module import fails
                 self.imported_modules.add(whole.name)
                 self._add(node, whole, "import", node, statement=node)
                 return
@@ -317,12 +337,12 @@ class _Walk:
         if self.model.resolve(base, scope) is None:
             return False  # not an import where it is read (a local or a parameter named alike)
         source = _import_source(self.model, base.id, scope)
-        if source is None or entry_for(source) is not None:
-            return False  # the import itself is reported (from jax import tree_map)
+        if source is None:
+            return False
         name = ".".join([source, *parts])
         entry = entry_for(name)
-        if entry is None:
-            return False
+        if entry is None or entry is entry_for(source):
+            return False  # the import itself is reported (from jax import tree_map)
         chain = node
         for _ in range(name.count(".") - entry.name.count(".")):
             chain = chain.value  # the attribute that names the entry: jax.tree_map of jax.tree_map.__doc__
