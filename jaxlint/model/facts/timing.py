@@ -313,6 +313,8 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "work"
     if qn in _DISPATCHING_HELPERS:
         return "work"  # ``unreplicate(state)`` indexes the device axis, asynchronously: it waits for nothing
+    if qn in N.TREE_MAPS and c.args and isinstance(c.args[0], ast.Lambda) and _indexes_only(m, c.args[0], depth):
+        return None  # ``jax.tree.map(lambda x: x[0], metrics)``: an index of every leaf, dispatched, no wait
     if qn in N.LIBRARY_STORING_FUNCTIONS or (isinstance(f, (ast.Name, ast.Attribute))
                                              and namedtuples.constructs_record(m, c, scope)):
         return None  # ``Posterior(ll, probs)`` of a ``NamedTuple`` class: stores the values, reads nothing
@@ -372,29 +374,36 @@ def _dispatches_only(m, stmts: list, depth: int) -> bool:
 
 
 def _ends_in_work(m, func: ast.AST, depth: int) -> bool:
-    """A helper (a def, not a generator) that dispatches JAX work and, after its last work, runs
-    only code proven not to wait: host builtins and host modules, record constructors
-    (``Posterior(ll, probs)``: :mod:`.namedtuples`), thread-queue puts; no test on a device value,
-    no call jaxlint cannot see into (even one handed no JAX value: it may read state that holds
-    one). ``def smoother(...): ...; _, posts = lax.scan(step, carry, xs); return Posterior(...)``
-    returns while the scan runs."""
+    """A helper (a def, not a generator) that dispatches JAX work and, from its first work on,
+    runs only more JAX work and code proven not to wait: host builtins and host modules, record
+    constructors (``Posterior(ll, probs)``: :mod:`.namedtuples`), thread-queue puts; no test on a
+    device value, no call jaxlint cannot see into (even one handed no JAX value: it may read state
+    that holds one). ``def smoother(...): ...; _, posts = lax.scan(step, carry, xs); return
+    Posterior(...)`` returns while the scan runs. What runs before its first work may wait: it
+    waits for nothing the helper dispatches."""
     if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
             isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in walk(func)):
         return False
     stmts = func.body
-    last = _unwaited(m, stmts, depth)
-    if last is None:
+    calls = [(c, _device_role(m, c, depth)) for c in _calls_in(stmts)]
+    works = [c for c, role in calls if role == "work"]
+    if not works:
         return False
+    first = min(_end(c) for c in works)
     loops = [lp for st in stmts for lp in walk(st) if isinstance(lp, (ast.For, ast.AsyncFor, ast.While))
-             and _inside(last, lp)]
-    for c in _calls_in(stmts):
-        if not (_end(c) > _end(last) or any(_inside(c, lp) for lp in loops)) or _inside(c, last):
-            continue
-        if _device_role(m, c, depth) == "work":
+             and any(_inside(c, lp) for c in works)]
+
+    def after(node: ast.AST) -> bool:
+        return _end(node) > first or any(_inside(node, lp) for lp in loops)
+
+    if any(after(t) for t in _tests_on_device(m, stmts)):
+        return False
+    for c, role in calls:
+        if role == "work" or not after(c):
             continue
         scope = m.scope_at(c)
         qn = m.resolve(c.func, scope)
-        if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
+        if role is None and qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
             continue
         if _stores_only(m, c, scope) or namedtuples.constructs_record(m, c, scope):
             continue
@@ -505,7 +514,27 @@ def _takes_jax(m, c: ast.Call, scope, depth: int = 0) -> bool:
     if isinstance(c.func, ast.Attribute):
         args.append(c.func.value)
     return any(V.is_jax(m, a, scope) or (isinstance(a, ast.Call) and _device_role(m, a, depth + 1) == "work")
-               for a in args)
+               or _bound_to_work(m, a, scope, depth) for a in args)
+
+
+def _indexes_only(m, fn: ast.Lambda, depth: int) -> bool:
+    """A lambda whose body calls nothing but JAX work (``lambda x: x[0]``, ``lambda x: x * 2``):
+    on a device array, it dispatches and waits for nothing (a fetch would be a call). Mapped over
+    a tree it is neither a wait nor work worth naming (the timed work is what made the tree)."""
+    return all(_device_role(m, c, depth + 1) == "work" for c in _calls_in([ast.Expr(fn.body)]))
+
+
+def _bound_to_work(m, a: ast.AST, scope, depth: int) -> bool:
+    """``metrics`` (or ``metrics["loss"]``, ``out.probs``) bound to the result of a call that
+    dispatches JAX work that the value facts cannot type (a library's pmap, a helper): a device
+    value, for what it is handed to."""
+    while isinstance(a, (ast.Subscript, ast.Attribute)):
+        a = a.value
+    if not isinstance(a, ast.Name) or depth >= L.PROGRAM_HORIZON:
+        return False
+    ev = m.binding(a.id, scope, (a.lineno, a.col_offset))
+    return (ev is not None and ev.kind == "assign" and isinstance(ev.value, ast.Call)
+            and _device_role(m, ev.value, depth + 1) == "work")
 
 
 def _waits_last(m, stmts: list, depth: int) -> bool:
