@@ -94,3 +94,21 @@ def _in_table(m, f: ast.Attribute, scope: Scope, table: dict) -> bool:
         if (qn == prefix or (prefix.endswith(".") and qn.startswith(prefix))) and f.attr in methods:
             return True
     return False
+
+
+def imported_dispatching_method(m, c: ast.Call, scope) -> bool:
+    """``obj.method(...)`` where every binding of ``obj`` is ``Cls(...)`` of one top-level class
+    of another module of the project, whose own ``method`` ends in unwaited JAX work
+    (:func:`~jaxlint.model.facts.timing.dispatching_methods_of`, asked of that module's summary):
+    ``sac.train(batch)`` after ``sac = ConservativeSAC(...)`` of ``from .cql import ConservativeSAC``."""
+    f = c.func
+    if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name) or m.project is None:
+        return False
+    values = every_value(m, f.value, scope)
+    if not values or not all(isinstance(v, ast.Call) for v, _ in values):
+        return False
+    found = {callables.imported_function(m, v.func, s) for v, s in values}
+    if len(found) != 1 or None in found:
+        return False
+    summary, cls = next(iter(found))
+    return summary.dispatching_method(cls, f.attr)

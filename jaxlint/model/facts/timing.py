@@ -333,7 +333,7 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
             return "maybe" if _takes_jax(m, c, scope, depth) else None
-        if _imported_dispatching_method(m, c, scope):
+        if libraryobjects.imported_dispatching_method(m, c, scope):
             return "work"  # ``sac.train(batch)`` of a class of another module whose ``train`` only dispatches
     if _stores_only(m, c, scope):
         return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
@@ -409,23 +409,6 @@ def _ends_in_work(m, func: ast.AST, depth: int) -> bool:
             continue
         return False
     return True
-
-
-def _imported_dispatching_method(m, c: ast.Call, scope) -> bool:
-    """``obj.method(...)`` where every binding of ``obj`` is ``Cls(...)`` of one top-level class
-    of another module of the project, whose own ``method`` ends in unwaited JAX work
-    (:func:`dispatching_methods_of`, asked of that module's summary)."""
-    f = c.func
-    if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name) or m.project is None:
-        return False
-    values = libraryobjects.every_value(m, f.value, scope)
-    if not values or not all(isinstance(v, ast.Call) for v, _ in values):
-        return False
-    found = {callables.imported_function(m, v.func, s) for v, s in values}
-    if len(found) != 1 or None in found:
-        return False
-    summary, cls = next(iter(found))
-    return summary.dispatching_method(cls, f.attr)
 
 
 def dispatching_methods_of(m) -> dict:
