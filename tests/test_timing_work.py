@@ -97,6 +97,10 @@ def test_jax204_a_helper_ending_in_a_scan_and_a_record_is_unwaited_work():
     ("    probs: float\n", "    probs: float\n    def __init__(self, *a):\n        check(a)\n"),
     # the caller waits
     ("    _ = smoother(probs, lls)", "    _ = smoother(probs, lls).probs.block_until_ready()"),
+    # the work runs on one path only: in a branch, or after an early return
+    ("    _, posts = lax.scan(step, probs, lls)\n    return Posterior(",
+     "    if n > 1:\n        _, posts = lax.scan(step, probs, lls)\n        return Posterior("),
+    ("    _, posts = lax.scan(", "    if n == 0:\n        return probs\n    _, posts = lax.scan("),
 ])
 def test_jax204_a_helper_that_may_wait_after_its_work_is_not_unwaited(change):
     assert findings(SMOOTHER.replace(*change), "JAX204") == []

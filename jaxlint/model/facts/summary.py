@@ -116,7 +116,7 @@ class ModuleSummary:
         class from. Read from a full model of the file when first asked."""
         if self._methods is None:
             self._methods = {}
-            if self.project is not None and self.path is not None and self.digest is not None:
+            if self.imports_jax and self.project is not None and self.path is not None and self.digest is not None:
                 self._methods = self.project.dispatching_methods(self.path, self.digest)
         if method in self._methods.get(cls, ()):
             return True

@@ -293,7 +293,17 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
     """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
     array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
     handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
-    or None (neither: host code on host values)."""
+    or None (neither: host code on host values). Memoized per call and depth."""
+    memo = m.facts.timing_roles
+    key = (id(c), depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = "maybe"  # a cycle of helpers sees "may wait" meanwhile
+    memo[key] = role = _role(m, c, depth)
+    return role
+
+
+def _role(m, c: ast.Call, depth: int) -> Optional[str]:
     if not m.work.spend():
         return "maybe"
     scope = m.scope_at(c)
@@ -379,15 +389,19 @@ def _ends_in_work(m, func: ast.AST, depth: int) -> bool:
     constructors (``Posterior(ll, probs)``: :mod:`.namedtuples`), thread-queue puts; no test on a
     device value, no call jaxlint cannot see into (even one handed no JAX value: it may read state
     that holds one). ``def smoother(...): ...; _, posts = lax.scan(step, carry, xs); return
-    Posterior(...)`` returns while the scan runs. What runs before its first work may wait: it
+    Posterior(...)`` returns while the scan runs. Some of the work runs on every path (in a simple
+    statement of the body, no ``return`` before it). What runs before its first work may wait: it
     waits for nothing the helper dispatches."""
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
-            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in walk(func)):
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     stmts = func.body
     calls = [(c, _device_role(m, c, depth)) for c in _calls_in(stmts)]
     works = [c for c, role in calls if role == "work"]
-    if not works:
+    if not works or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in walk(func)):
+        return False
+    # work that runs on every path: in a simple statement of the body, with no return before it
+    sure = [c for c in works if any(not isinstance(st, _COMPOUND) and _inside(c, st) for st in stmts)]
+    if not sure or any(_end(r) < _end(sure[0]) for r in callables.returned_nodes(func)):
         return False
     first = min(_end(c) for c in works)
     loops = [lp for st in stmts for lp in walk(st) if isinstance(lp, (ast.For, ast.AsyncFor, ast.While))
