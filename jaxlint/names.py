@@ -74,8 +74,31 @@ OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax
 # their state. Timing one measures its dispatch (JAX204). evosax strategies' ``ask``/``tell``/
 # ``init``/``initialize`` (functions of (key, state, params) built on jax.numpy); an optax
 # GradientTransformation's ``init``/``update``.
+# gymnax's ``RolloutWrapper`` (``gymnax.experimental``): ``single_rollout``/``batch_rollout``/
+# ``population_rollout`` are methods decorated ``partial(jax.jit, static_argnames=("self",))``
+# (gymnax 1.0.1, gymnax/experimental/rollout.py): a call dispatches one compiled rollout.
 LIBRARY_DISPATCH_METHODS = {"evosax.": frozenset({"ask", "tell", "init", "initialize"}),
-                            "optax.": frozenset({"init", "update"})}
+                            "optax.": frozenset({"init", "update"}),
+                            "gymnax.experimental.RolloutWrapper": frozenset({
+                                "single_rollout", "batch_rollout", "population_rollout"}),
+                            "gymnax.experimental.rollout.RolloutWrapper": frozenset({
+                                "single_rollout", "batch_rollout", "population_rollout"})}
+# Methods of objects made by these library calls that return a compiled function: calling what
+# they return dispatches a compiled program. QDax's ``DistributedMAPElites.get_distributed_init_fn``
+# and ``get_distributed_update_fn`` return ``jax.pmap(...)`` of the init and update loops (qdax
+# 0.5.0, qdax/core/distributed_map_elites.py).
+LIBRARY_COMPILED_FACTORY_METHODS = {
+    "qdax.core.distributed_map_elites.DistributedMAPElites": frozenset({
+        "get_distributed_init_fn", "get_distributed_update_fn"}),
+}
+# Context managers of libraries that time their block with the wall clock and wait for nothing on
+# exit: mlxu's ``Timer`` (``__enter__`` reads ``time.time()``, ``__exit__`` subtracts it; mlxu 0.2.0,
+# mlxu/utils.py), exported as ``mlxu.Timer``.
+LIBRARY_TIMER_CONTEXTS = frozenset({"mlxu.Timer", "mlxu.utils.Timer"})
+# Library functions that only rearrange the containers they are handed, reading none of the values:
+# mlxu's ``prefix_metrics(metrics, prefix)`` returns ``{f"{prefix}/{key}": value for ...}`` (mlxu 0.2.0,
+# mlxu/logging.py). Handed device values, they wait for nothing.
+LIBRARY_STORING_FUNCTIONS = frozenset({"mlxu.prefix_metrics", "mlxu.logging.prefix_metrics"})
 
 # Library classes whose own training loop calls a method of the user's subclass at every step:
 # class (as the library exports it) -> the methods it calls. stable-baselines3's ``learn`` (and

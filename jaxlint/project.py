@@ -142,11 +142,13 @@ class ProjectResolver:
                 if _may_export_compiled(text, path):
                     tree = ast.parse(text, filename=path)
                     model = self._summary(tree, path, candidates)
+                    model.digest = digest
                 else:
                     # judged on demand: most such modules are never asked what a function returns
                     model = ModuleSummary.empty(path, self, imports_jax="jax" in text, pending=candidates,
                                                 digest=digest,
-                                                factories_pending=_FACTORY_RETURN.search(text) is not None)
+                                                factories_pending=_FACTORY_RETURN.search(text) is not None,
+                                                records_pending="NamedTuple" in text)
             except OSError:
                 deps.add(("f", path, None))
             except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
@@ -189,6 +191,7 @@ class ProjectResolver:
         self.depth += 1
         try:
             model = self._summary(tree, path, array_candidates(text))
+            model.digest = digest
         except RecursionError:
             model = None
         finally:
@@ -212,10 +215,26 @@ class ProjectResolver:
 
         return self._on_demand(path, digest, factories_of, {})
 
-    def _on_demand(self, path: str, digest: str, ask, default):
-        """``ask`` of a shallow model of the project file ``path``, read again for a question its
-        summary left open: the file must still have the content ``digest`` (else ``default``). What
-        that consults is added to what the file's summary depends on, for the result cache."""
+    def records(self, path: str, digest: str) -> frozenset:
+        """The record classes (``NamedTuple``) of the project file ``path``, for a summary that left
+        them to be read on demand (:meth:`_on_demand`)."""
+        from .model.facts.namedtuples import record_classes_of
+
+        return self._on_demand(path, digest, record_classes_of, frozenset())
+
+    def dispatching_methods(self, path: str, digest: str) -> dict:
+        """``{class: methods}`` of the project file ``path`` whose methods end in unwaited JAX work
+        (:func:`~jaxlint.model.facts.timing.dispatching_methods_of`), from a full model of the file
+        (method bodies are needed), built only when a timed region calls such a method."""
+        from .model.facts.timing import dispatching_methods_of
+
+        return self._on_demand(path, digest, dispatching_methods_of, {}, shallow=False)
+
+    def _on_demand(self, path: str, digest: str, ask, default, shallow: bool = True):
+        """``ask`` of a shallow model of the project file ``path`` (a full one with ``shallow``
+        false), read again for a question its summary left open: the file must still have the
+        content ``digest`` (else ``default``). What that consults is added to what the file's
+        summary depends on, for the result cache."""
         found = default
         with self.recording() as deps:
             try:
@@ -225,7 +244,7 @@ class ProjectResolver:
                     data = fh.read()
                 if content_hash(data) == digest:
                     tree = ast.parse(decode_source(data), filename=path)
-                    model = build_model(tree, path=path, project=self, shallow=True)
+                    model = build_model(tree, path=path, project=self, shallow=shallow)
                     try:
                         found = ask(model)
                     finally:

@@ -223,6 +223,19 @@ def returned_values(node: ast.AST) -> list:
     return out
 
 
+def returned_nodes(node: ast.AST) -> list:
+    """Every ``return`` statement of a def (not those of nested defs or classes)."""
+    out: list = []
+    stack = list(getattr(node, "body", ()))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Return):
+            out.append(n)
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(x for field in _BLOCK_FIELDS for x in getattr(n, field, None) or ())
+    return out
+
+
 def imported_result(m, func: ast.AST, scope: Scope) -> bool:
     """Whether calling ``func`` calls a function of another module of the project that
     certainly returns one JAX array (:meth:`~jaxlint.model.ModuleSummary.returns_array`):

@@ -30,6 +30,7 @@ _TABLES = (
     "returns",  # values
     "self_stores_memo",  # keydraws
     "tuple_key_params_memo",  # keys
+    "timing_roles",  # timing: a call's device role per (call, depth)
     "wraps_by_call",  # callables, tracing
 )
 # Answers computed once per module on first use (None until then), with the module that computes each.

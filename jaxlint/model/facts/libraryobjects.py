@@ -44,14 +44,71 @@ def library_maker(m, expr: ast.AST, scope: Scope) -> Optional[str]:
 def dispatch_only_method(m, call: ast.Call, scope: Scope) -> bool:
     """``strategy.tell(x, fitness, state)`` on an object a library call made, where that library's
     method only dispatches JAX work and returns device values (``names.LIBRARY_DISPATCH_METHODS``):
-    it does not wait for the device."""
+    it does not wait for the device. Also a name every binding of which is such a bound method
+    (``rollout = manager.batch_rollout`` in both branches of an ``if``, then ``rollout(key, None)``)."""
     f = call.func
-    if not isinstance(f, ast.Attribute):
+    if isinstance(f, ast.Name):
+        values = every_value(m, f, scope)
+        return bool(values) and all(isinstance(v, ast.Attribute) and _in_table(
+            m, v, s, N.LIBRARY_DISPATCH_METHODS) for v, s in values)
+    return isinstance(f, ast.Attribute) and _in_table(m, f, scope, N.LIBRARY_DISPATCH_METHODS)
+
+
+def compiled_factory_result(m, call: ast.Call, scope: Scope) -> bool:
+    """Whether ``call`` calls a compiled function that a library object's method returned
+    (``names.LIBRARY_COMPILED_FACTORY_METHODS``): ``update_fn(repertoire, state, keys)`` after
+    ``update_fn = map_elites.get_distributed_update_fn(...)`` with ``map_elites =
+    DistributedMAPElites(...)`` (a ``jax.pmap``), at every binding of the name; or the factory's
+    result called directly."""
+    f = call.func
+    if isinstance(f, ast.Call):
+        values = [(f, scope)]
+    elif isinstance(f, ast.Name):
+        values = every_value(m, f, scope)
+    else:
         return False
+    return bool(values) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and _in_table(
+        m, v.func, s, N.LIBRARY_COMPILED_FACTORY_METHODS) for v, s in values)
+
+
+def every_value(m, name: ast.Name, scope: Scope) -> list:
+    """``(value, scope)`` of every binding of ``name`` in the scope of the binding that reaches
+    it, when all are plain assignments (``x = value``); empty otherwise (a parameter, a loop
+    target, an unpacking, an import, an unbound name)."""
+    ev = m.binding(name.id, scope, (name.lineno, name.col_offset))
+    if ev is None:
+        return []
+    events = ev.scope.events.get(name.id, ())
+    if not events or not all(e.plain_assign for e in events):
+        return []
+    return [(e.value, e.scope) for e in events]
+
+
+def _in_table(m, f: ast.Attribute, scope: Scope, table: dict) -> bool:
+    """``obj.method`` where a library call made ``obj`` and the table lists ``method`` for that
+    call (a key ending in "." is a package prefix)."""
     qn = library_maker(m, f.value, scope)
     if qn is None:
         return False
-    for prefix, methods in N.LIBRARY_DISPATCH_METHODS.items():
+    for prefix, methods in table.items():
         if (qn == prefix or (prefix.endswith(".") and qn.startswith(prefix))) and f.attr in methods:
             return True
     return False
+
+
+def imported_dispatching_method(m, c: ast.Call, scope) -> bool:
+    """``obj.method(...)`` where every binding of ``obj`` is ``Cls(...)`` of one top-level class
+    of another module of the project, whose own ``method`` ends in unwaited JAX work
+    (:func:`~jaxlint.model.facts.timing.dispatching_methods_of`, asked of that module's summary):
+    ``sac.train(batch)`` after ``sac = ConservativeSAC(...)`` of ``from .cql import ConservativeSAC``."""
+    f = c.func
+    if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name) or m.project is None:
+        return False
+    values = every_value(m, f.value, scope)
+    if not values or not all(isinstance(v, ast.Call) for v, _ in values):
+        return False
+    found = {callables.imported_function(m, v.func, s) for v, s in values}
+    if len(found) != 1 or None in found:
+        return False
+    summary, cls = next(iter(found))
+    return summary.dispatching_method(cls, f.attr)

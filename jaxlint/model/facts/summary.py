@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from . import callables, returnkinds
+from . import callables, namedtuples, returnkinds
 from .callables import _TRANSFORMED
 from .jaxrecords import JitWrap
 
@@ -20,7 +20,8 @@ class ModuleSummary:
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
     __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
-                 "maybe_programs", "factories", "_factory_pending")
+                 "maybe_programs", "factories", "_factory_pending", "records", "_records_pending", "digest",
+                 "_methods")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -34,6 +35,10 @@ class ModuleSummary:
         # top-level functions that return a compiled callable (``def make_step(lr): return jax.jit(...)``)
         self.factories: dict[str, JitWrap] = factories_of(model)
         self._factory_pending = None
+        self.records: frozenset = namedtuples.record_classes_of(model)  # NamedTuple classes
+        self._records_pending = None
+        self.digest: Optional[str] = None  # the file's content hash, set by the resolver
+        self._methods: Optional[dict] = None  # the classes' methods that end in unwaited JAX work
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
@@ -43,7 +48,8 @@ class ModuleSummary:
 
     @classmethod
     def empty(cls, path: str, project, imports_jax: bool, pending: frozenset = frozenset(),
-              digest: Optional[str] = None, factories_pending: bool = False) -> "ModuleSummary":
+              digest: Optional[str] = None, factories_pending: bool = False,
+              records_pending: bool = False) -> "ModuleSummary":
         """A module that exports nothing compiled (and whose imports do not matter). ``pending``:
         top-level functions that may return a JAX array, judged when first asked about
         (:meth:`~jaxlint.project.ProjectResolver.array_results`) from the file of content ``digest``."""
@@ -54,6 +60,10 @@ class ModuleSummary:
         # first asked about, from the file of content ``digest``
         self._factory_pending = digest if factories_pending and project is not None and path is not None else None
         self.maybe_programs = None  # not parsed: read on demand
+        # a module that mentions ``NamedTuple``: its record classes are read when first asked about
+        self.records = frozenset()
+        self._records_pending = digest if records_pending and project is not None and path is not None else None
+        self.digest, self._methods = digest, None
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
         else:
@@ -87,6 +97,31 @@ class ModuleSummary:
             return self.factories[name]
         other = self._reexported(name)
         return other[0].factory_callable(other[1]) if other is not None else None
+
+    def record_class(self, name: str) -> bool:
+        """Whether the module's top-level ``name`` is a record class (a ``NamedTuple``: see
+        :mod:`~jaxlint.model.facts.namedtuples`), here or where this module re-exports it from."""
+        if self._records_pending is not None:
+            digest, self._records_pending = self._records_pending, None
+            self.records = self.project.records(self.path, digest)
+        if name in self.records:
+            return True
+        other = self._reexported(name)
+        return other is not None and other[0].record_class(other[1])
+
+    def dispatching_method(self, cls: str, method: str) -> bool:
+        """Whether ``method`` of the module's top-level class ``cls`` (defined in that class)
+        dispatches JAX work and returns without waiting for it (``def train(self, batch): ...
+        = self._train_step(...); return metrics``), here or where this module re-exports the
+        class from. Read from a full model of the file when first asked."""
+        if self._methods is None:
+            self._methods = {}
+            if self.imports_jax and self.project is not None and self.path is not None and self.digest is not None:
+                self._methods = self.project.dispatching_methods(self.path, self.digest)
+        if method in self._methods.get(cls, ()):
+            return True
+        other = self._reexported(cls)
+        return other is not None and other[0].dispatching_method(other[1], method)
 
     def _reexported(self, name: str) -> Optional[tuple]:
         """``(summary, name)`` of the module and name this module re-exports ``name`` from."""

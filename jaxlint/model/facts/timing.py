@@ -29,7 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, containers, fetches, libraryobjects
+from . import callables, containers, fetches, libraryobjects, namedtuples
 from ..python import limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -39,6 +39,7 @@ from .work import called_functions
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
 _CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
+_LIBRARY_TIMER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in N.LIBRARY_TIMER_CONTEXTS)
 # Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
 ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
@@ -86,8 +87,10 @@ def unwaited_timings(m) -> list:
     out: list = []
     m.facts.timings = out
     clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
-    contexts = clocks  # a timer context of this module reads a clock in this module
-    if clocks:  # one walk for both, and only in modules that read a clock or use a timer
+    # a timer context of this module reads a clock in this module; a library's is called by name
+    contexts = clocks or any(m.resolve(c.func, m.scope_at(c)) in N.LIBRARY_TIMER_CONTEXTS
+                             for name in _LIBRARY_TIMER_NAMES for c in m.calls_by_name.get(name, ()))
+    if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
         for node in statement_walk(m.tree):
             if clocks:
                 for block, loop_body in _blocks_of(node):
@@ -200,8 +203,10 @@ def timer_context(m, ctx: ast.Call) -> bool:
     and ``__exit__`` read one; a ``@contextmanager`` function that reads one around its
     ``yield``), and its exit waits for nothing. A context manager of another module or a
     library cannot be read: its exit may wait, so it is not taken as a timer, whatever its
-    name."""
+    name, unless the library's own code is known (``names.LIBRARY_TIMER_CONTEXTS``)."""
     scope = m.scope_at(ctx)
+    if m.resolve(ctx.func, scope) in N.LIBRARY_TIMER_CONTEXTS:
+        return True  # a library's timer whose exit only reads the clock (``mlxu.Timer()``)
     cls = callables._class_named(m, ctx.func, scope)
     if cls is not None:
         enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
@@ -242,11 +247,11 @@ def work_result_name(m, call: ast.Call) -> Optional[str]:
 # -- work and waits
 
 
-def _unwaited(m, stmts: list) -> Optional[ast.Call]:
+def _unwaited(m, stmts: list, depth: int = 0) -> Optional[ast.Call]:
     """The last call in ``stmts`` that dispatches JAX work, when nothing after it waits or may
     wait (:func:`_device_role`), and no loop around it in the region waits in each iteration
     (then at most the last iterations go unmeasured)."""
-    last_work, waits = _work_and_waits(m, stmts, 0)
+    last_work, waits = _work_and_waits(m, stmts, depth)
     if last_work is None:
         return None
     if any(_end(w) >= _end(last_work) for w in waits):
@@ -288,7 +293,17 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
     """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
     array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
     handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
-    or None (neither: host code on host values)."""
+    or None (neither: host code on host values). Memoized per call and depth."""
+    memo = m.facts.timing_roles
+    key = (id(c), depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = "maybe"  # a cycle of helpers sees "may wait" meanwhile
+    memo[key] = role = _role(m, c, depth)
+    return role
+
+
+def _role(m, c: ast.Call, depth: int) -> Optional[str]:
     if not m.work.spend():
         return "maybe"
     scope = m.scope_at(c)
@@ -308,6 +323,11 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "work"
     if qn in _DISPATCHING_HELPERS:
         return "work"  # ``unreplicate(state)`` indexes the device axis, asynchronously: it waits for nothing
+    if qn in N.TREE_MAPS and c.args and isinstance(c.args[0], ast.Lambda) and _indexes_only(m, c.args[0], depth):
+        return None  # ``jax.tree.map(lambda x: x[0], metrics)``: an index of every leaf, dispatched, no wait
+    if qn in N.LIBRARY_STORING_FUNCTIONS or (isinstance(f, (ast.Name, ast.Attribute))
+                                             and namedtuples.constructs_record(m, c, scope)):
+        return None  # ``Posterior(ll, probs)`` of a ``NamedTuple`` class: stores the values, reads nothing
     if depth < L.PROGRAM_HORIZON:
         # A Python function of this module counts as a wait when it waits after its own last
         # JAX work (it "itself blocks"). It never counts as unwaited work: what it calls after
@@ -318,13 +338,16 @@ def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
                 return "work"
             if _waits_last(m, g.node.body, depth + 1):
                 return "wait"
-        if len(callees) == 1 and _dispatches_only(m, callees[0][0].node.body, depth + 1):
+        if len(callees) == 1 and (_dispatches_only(m, callees[0][0].node.body, depth + 1)
+                                  or _ends_in_work(m, callees[0][0].node, depth + 1)):
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
             return "maybe" if _takes_jax(m, c, scope, depth) else None
+        if libraryobjects.imported_dispatching_method(m, c, scope):
+            return "work"  # ``sac.train(batch)`` of a class of another module whose ``train`` only dispatches
     if _stores_only(m, c, scope):
         return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
-    if libraryobjects.dispatch_only_method(m, c, scope):
+    if libraryobjects.dispatch_only_method(m, c, scope) or libraryobjects.compiled_factory_result(m, c, scope):
         return "work"  # ``strategy.tell(x, fitness, state)`` of an evosax strategy: jax.numpy work
     if qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
         return None
@@ -358,6 +381,65 @@ def _dispatches_only(m, stmts: list, depth: int) -> bool:
         if qn is None or not qn.startswith(_DISPATCH_PREFIXES):
             return False
     return compiled
+
+
+def _ends_in_work(m, func: ast.AST, depth: int) -> bool:
+    """A helper (a def, not a generator) that dispatches JAX work and, from its first work on,
+    runs only more JAX work and code proven not to wait: host builtins and host modules, record
+    constructors (``Posterior(ll, probs)``: :mod:`.namedtuples`), thread-queue puts; no test on a
+    device value, no call jaxlint cannot see into (even one handed no JAX value: it may read state
+    that holds one). ``def smoother(...): ...; _, posts = lax.scan(step, carry, xs); return
+    Posterior(...)`` returns while the scan runs. Some of the work runs on every path (in a simple
+    statement of the body, no ``return`` before it). What runs before its first work may wait: it
+    waits for nothing the helper dispatches."""
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    stmts = func.body
+    calls = [(c, _device_role(m, c, depth)) for c in _calls_in(stmts)]
+    works = [c for c, role in calls if role == "work"]
+    if not works or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in walk(func)):
+        return False
+    # work that runs on every path: in a simple statement of the body, with no return before it
+    sure = [c for c in works if any(not isinstance(st, _COMPOUND) and _inside(c, st) for st in stmts)]
+    if not sure or any(_end(r) < _end(sure[0]) for r in callables.returned_nodes(func)):
+        return False
+    first = min(_end(c) for c in works)
+    loops = [lp for st in stmts for lp in walk(st) if isinstance(lp, (ast.For, ast.AsyncFor, ast.While))
+             and any(_inside(c, lp) for c in works)]
+
+    def after(node: ast.AST) -> bool:
+        return _end(node) > first or any(_inside(node, lp) for lp in loops)
+
+    if any(after(t) for t in _tests_on_device(m, stmts)):
+        return False
+    for c, role in calls:
+        if role == "work" or not after(c):
+            continue
+        scope = m.scope_at(c)
+        qn = m.resolve(c.func, scope)
+        if role is None and qn is not None and (qn.startswith("builtins.") or qn.split(".", 1)[0] in _HOST_MODULES):
+            continue
+        if _stores_only(m, c, scope) or namedtuples.constructs_record(m, c, scope):
+            continue
+        return False
+    return True
+
+
+def dispatching_methods_of(m) -> dict:
+    """``{class: methods}``: the methods of this module's top-level classes, defined in the class
+    itself, that run compiled code when called (a jitted method) or end in unwaited JAX work
+    (:func:`_ends_in_work`), for other modules' timed regions (the summary asks on demand)."""
+    out: dict = {}
+    for stmt in m.tree.body:
+        cls = m.classes.get(id(stmt)) if isinstance(stmt, ast.ClassDef) else None
+        if cls is None:
+            continue
+        names = frozenset(name for name, meth in cls.methods.items()
+                          if (meth.jit_entry is not None and meth.jit_entry.decorator)
+                          or _ends_in_work(m, meth.node, 1))
+        if names:
+            out[stmt.name] = names
+    return out
 
 
 # Thread queues and deques of the standard library: ``put``/``append`` keeps a reference to the object in
@@ -429,7 +511,27 @@ def _takes_jax(m, c: ast.Call, scope, depth: int = 0) -> bool:
     if isinstance(c.func, ast.Attribute):
         args.append(c.func.value)
     return any(V.is_jax(m, a, scope) or (isinstance(a, ast.Call) and _device_role(m, a, depth + 1) == "work")
-               for a in args)
+               or _bound_to_work(m, a, scope, depth) for a in args)
+
+
+def _indexes_only(m, fn: ast.Lambda, depth: int) -> bool:
+    """A lambda whose body calls nothing but JAX work (``lambda x: x[0]``, ``lambda x: x * 2``):
+    on a device array, it dispatches and waits for nothing (a fetch would be a call). Mapped over
+    a tree it is neither a wait nor work worth naming (the timed work is what made the tree)."""
+    return all(_device_role(m, c, depth + 1) == "work" for c in _calls_in([ast.Expr(fn.body)]))
+
+
+def _bound_to_work(m, a: ast.AST, scope, depth: int) -> bool:
+    """``metrics`` (or ``metrics["loss"]``, ``out.probs``) bound to the result of a call that
+    dispatches JAX work that the value facts cannot type (a library's pmap, a helper): a device
+    value, for what it is handed to."""
+    while isinstance(a, (ast.Subscript, ast.Attribute)):
+        a = a.value
+    if not isinstance(a, ast.Name) or depth >= L.PROGRAM_HORIZON:
+        return False
+    ev = m.binding(a.id, scope, (a.lineno, a.col_offset))
+    return (ev is not None and ev.kind == "assign" and isinstance(ev.value, ast.Call)
+            and _device_role(m, ev.value, depth + 1) == "work")
 
 
 def _waits_last(m, stmts: list, depth: int) -> bool:
