@@ -632,3 +632,20 @@ def test_a_local_named_like_the_removed_module_is_not_a_reference():
         def g(cfg: Config):
             return cfg.xla_bridge
     """)
+
+
+def test_the_example_libraries_under_their_old_experimental_names():
+    src = """
+        from jax.experimental import stax  # expect: JAX404
+        from jax.experimental.optimizers import adam  # expect: JAX404
+        import jax.experimental.loops  # expect: JAX404
+        from jax.example_libraries import optimizers
+
+        def init(key):
+            return stax.serial(stax.Dense(4))[0](key, (1, 3)), adam(0.1), optimizers.sgd(0.1)
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert "`jax.experimental.stax` was removed in JAX 0.3.16" in msgs[0]
+    assert "`jax.example_libraries.stax`" in msgs[0]
+    assert "`jax.experimental.optimizers` was removed in JAX 0.3.16" in msgs[1]

@@ -95,6 +95,11 @@ def _tree(old: str, new: str) -> Removed:
 #   "the jax.config.config object" removed); the submodule itself is gone at 0.4.29 (changelog 0.4.29,
 #   "The deprecated `jax.config` submodule has been removed"; jax/config.py absent at jax-v0.4.29). Only the
 #   name inside is in the table: ``jax.config`` after ``import jax`` is the configuration object, valid.
+# - jax.experimental.stax, jax.experimental.optimizers: moved to jax.example_libraries in 0.2.25 (changelog
+#   0.2.25, "Moved jax.experimental.stax to jax.example_libraries.stax"), the old modules removed in 0.3.16
+#   (changelog 0.3.16: "Removed jax.experimental.stax; it has long been a deprecated alias"; the same for
+#   optimizers); jax.experimental.loops removed in 0.3.16 (same release notes, #10278). Found on fresh
+#   set D's first look (a tutorial's notebooks).
 # - jax.random.KeyArray: deprecated in 0.4.16 (JEP 9263: `jax.Array` is the annotation for keys), removed in
 #   0.4.24 (changelog 0.4.24; downstream fixes cite it: jax-md PR 299, scib-metrics "JAX 0.4.24 removed
 #   random.KeyArray"); absent in 0.10.2. Found on fresh set C (an annotation raising at import).
@@ -118,6 +123,12 @@ TABLE = {e.name: e for e in (
     Removed("jax.tree_multimap", (0, 3, 16), "`jax.tree.map`", "jax.tree.map", _TREE, "jax.tree_util.tree_map"),
     Removed("jax.tree_util.tree_multimap", (0, 3, 16), "`jax.tree_util.tree_map`", "jax.tree_util.tree_map",
             (0, 3, 5)),
+    Removed("jax.experimental.stax", (0, 3, 16), "`jax.example_libraries.stax` (JAX 0.2.25 and later), or "
+            "flax/equinox", module=True),
+    Removed("jax.experimental.optimizers", (0, 3, 16), "`jax.example_libraries.optimizers` (JAX 0.2.25 and "
+            "later), or optax", module=True),
+    Removed("jax.experimental.loops", (0, 3, 16), "`jax.lax.fori_loop`, `jax.lax.scan` or `jax.lax.while_loop`",
+            module=True),
     Removed("jax.experimental.maps", (0, 4, 31), "`jax.shard_map` (or `jax.vmap` with `spmd_axis_name`) for "
             "`xmap`, `jax.sharding.Mesh` for `maps.Mesh`", module=True),
     Removed("jax.xla_computation", (0, 4, 34), "the AOT API: `jax.jit(f).lower(*args).compiler_ir('hlo')`"),
