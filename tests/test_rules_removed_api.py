@@ -649,3 +649,30 @@ def test_the_example_libraries_under_their_old_experimental_names():
     assert "`jax.experimental.stax` was removed in JAX 0.3.16" in msgs[0]
     assert "`jax.example_libraries.stax`" in msgs[0]
     assert "`jax.experimental.optimizers` was removed in JAX 0.3.16" in msgs[1]
+
+
+def test_the_old_name_as_the_fallback_of_an_import_that_failed_is_a_shim():
+    src = """
+        import jax
+
+        try:
+            from jax.example_libraries import optimizers
+        except ModuleNotFoundError:
+            from jax.experimental import optimizers
+
+        try:
+            tree_map = jax.tree.map
+        except AttributeError:
+            tree_map = jax.tree_map
+    """
+    assert_clean(src)
+    assert opt_in_findings(src) == []
+
+
+def test_a_handler_that_does_not_catch_an_import_failure_is_no_shim():
+    assert_marked("""
+        try:
+            x = 1
+        except KeyError:
+            from jax.experimental import optimizers  # expect: JAX404
+    """)

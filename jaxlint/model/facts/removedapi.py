@@ -279,6 +279,9 @@ class _Walk:
                     guard = guard or self._cached(stmt, self._try_guard)
                     inner = stmt.body
                 else:
+                    handler = next((h for h in stmt.handlers if any(_holds(st, span) for st in h.body)), None)
+                    if handler is not None:  # try: new API / except ImportError: the old one, for old JAX
+                        guard = guard or self._cached(handler, self._handler_guard)
                     lists = [h.body for h in stmt.handlers] + [stmt.orelse, stmt.finalbody]
                     inner = next((lst for lst in lists if any(_holds(st, span) for st in lst)), None)
             elif isinstance(stmt, ast.If) and not _holds(stmt.test, span):
@@ -387,6 +390,20 @@ class _Walk:
                 if qn in _CATCHES:
                     return (f"the `try` on line {node.lineno} catches {qn[len('builtins.'):]}: "
                             "a compatibility shim for JAX versions")
+        return None
+
+    def _handler_guard(self, handler) -> Optional[str]:
+        """An ``except`` catching ImportError or AttributeError (or everything): its body runs only
+        when the ``try`` body failed, a fallback for the JAX versions that lack what it tried."""
+        if handler.type is None:
+            return f"the bare `except` on line {handler.lineno} runs only when the `try` above fails: a fallback"
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        scope = self.model.scope_at(handler)
+        for t in types:
+            qn = self.model.resolve(t, scope)
+            if qn in _CATCHES:
+                return (f"the `except {qn[len('builtins.'):]}` on line {handler.lineno} runs only when the `try` "
+                        "above fails: a fallback for older JAX versions")
         return None
 
     def _if_guard(self, node) -> Optional[str]:
