@@ -406,3 +406,50 @@ def test_jax201_gate_message_names_the_schedule():
     from ruletools import messages
     (msg,) = messages(src, "JAX201")
     assert "before every step that the `if step % train_every == 0`" in msg
+
+
+# --------------------------------------------------------------------------- the truth of a returned container
+
+_METRICS = """
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    class Trainer:
+        @functools.partial(jax.pmap, axis_name="d")
+        def one_step(self, state, batch):
+            loss = jnp.mean((state - batch) ** 2)
+            metrics = {"loss": loss}
+            metrics = {**metrics, "max": jnp.max(state)}
+            return state - 0.1 * batch, metrics
+
+        @functools.partial(jax.pmap, axis_name="d")
+        def one_loss(self, state, batch):
+            return state - 0.1 * batch, jnp.mean((state - batch) ** 2)
+
+        def train(self, state, batches):
+            kept = []
+            for batch in batches:
+                state, metrics = self.one_step(state, batch)
+                if metrics:
+                    kept.append(metrics)
+                state, loss = self.one_loss(state, batch)
+                if loss:  # expect: JAX201
+                    kept.append(loss)
+            return state, kept
+"""
+
+
+def test_model_a_container_a_compiled_function_returns_is_a_container_not_a_device_value():
+    tree, m = _model(_METRICS)
+    tests = [n.test for n in ast.walk(tree) if isinstance(n, ast.If)]
+    by_name = {t.id: t for t in tests if isinstance(t, ast.Name)}
+    scope = m.scope_at(by_name["metrics"])
+    assert fetches.container_result(m, by_name["metrics"], scope)
+    assert fetches.bool_sync(m, by_name["metrics"], scope) is None
+    assert not fetches.container_result(m, by_name["loss"], scope)
+    assert fetches.bool_sync(m, by_name["loss"], scope) is by_name["loss"]
+
+
+def test_the_if_on_a_returned_dict_is_no_sync_the_if_on_a_returned_array_is():
+    assert_marked(_METRICS)

@@ -17,7 +17,7 @@ from ... import names as N
 from . import callables, libraryobjects
 from ..python import limits as L
 from . import values as V
-from ..python.syntax import last_name, unparse
+from ..python.syntax import _pos, last_name, unparse
 
 # Every spelling host_fetch or formats_jax can accept ends in one of these (aliases such as
 # ``from numpy import asarray as A`` are rarer than the cost of resolving every call is high).
@@ -220,7 +220,57 @@ def bool_sync(m, test: ast.AST, scope) -> Optional[ast.AST]:
             test = test.values[0]
         else:
             break
+    if isinstance(test, ast.Name) and container_result(m, test, scope):
+        return None
     return test if V.device_or_copy(m, test, scope) else None
+
+
+_DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp, ast.SetComp)
+
+
+def container_result(m, name: ast.Name, scope) -> bool:
+    """Whether ``name`` holds a Python container a function of this module built and returned:
+    bound (``state, metrics = step(state, batch)``) to element ``i`` of a call of a function whose
+    every ``return`` gives a dict/list/tuple/set display there, or a local name the function binds
+    only to one (``metrics = {**metrics, "loss": loss}; return state, metrics``). Jitted or not, the
+    result is that container of arrays: its truth is its length, read on the host with no device
+    value (``if metrics:``)."""
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or ev.kind != "assign" or not isinstance(ev.value, ast.Call):
+        return False
+    path = list(ev.path or ())
+    if len(path) > 1:
+        return False
+    funcs = callables.local_functions(m, ev.value.func, ev.scope)
+    if not funcs:
+        return False
+    for f in funcs:
+        if not f.returns:
+            return False
+        for r in f.returns:
+            element = r
+            if path:
+                if not isinstance(r, ast.Tuple) or path[0] >= len(r.elts) or any(
+                        isinstance(e, ast.Starred) for e in r.elts):
+                    return False
+                element = r.elts[path[0]]
+            if not _display_in(m, element, f):
+                return False
+    return True
+
+
+def _display_in(m, e: ast.AST, f) -> bool:
+    """``e`` is a container display, or a name whose binding reaching ``e`` in ``f`` (the only
+    one: none later in a loop that holds it) assigns one."""
+    if isinstance(e, _DISPLAYS):
+        return True
+    if not isinstance(e, ast.Name):
+        return False
+    found = m._lookup(e.id, f.scope, _pos(e))
+    if found is None:
+        return False
+    ev, later = found
+    return not later and ev.scope is f.scope and ev.plain_assign and isinstance(ev.value, _DISPLAYS)
 
 
 
