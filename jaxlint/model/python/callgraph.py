@@ -6,6 +6,7 @@ function of one module called again and again from another?). Python semantics o
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from . import limits as L
@@ -194,8 +195,11 @@ def _subclass_tree(resolver, path: str, cls: str, root: str) -> list:
     for _ in range(L.SUBCLASS_DEPTH):
         below = []
         for where, base in level:
+            # a file that subclasses ``base`` has a class statement naming it among its bases
+            # (``class B(A)``, ``class B(mod.A, Mixin)``): only those files are parsed
+            spelled = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(base.encode()) + rb"\b")
             for other, data in resolver._project_texts(root):
-                if base.encode() not in data or b"class " not in data:
+                if base.encode() not in data or not spelled.search(data):
                     continue
                 index = resolver.index(other, data)
                 for sub, methods in index.subclasses_of(where, base, resolver) if index is not None else ():
