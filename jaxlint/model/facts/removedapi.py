@@ -379,31 +379,37 @@ class _Walk:
 
     # -- guards
 
-    def _try_guard(self, node) -> Optional[str]:
-        for h in node.handlers:
-            if h.type is None:
-                return f"the `try` on line {node.lineno} catches every exception: the code expects it may fail"
-            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-            scope = self.model.scope_at(h)
-            for t in types:
-                qn = self.model.resolve(t, scope)
-                if qn in _CATCHES:
-                    return (f"the `try` on line {node.lineno} catches {qn[len('builtins.'):]}: "
-                            "a compatibility shim for JAX versions")
-        return None
-
-    def _handler_guard(self, handler) -> Optional[str]:
-        """An ``except`` catching ImportError or AttributeError (or everything): its body runs only
-        when the ``try`` body failed, a fallback for the JAX versions that lack what it tried."""
+    def _caught(self, handler) -> Optional[str]:
+        """What an ``except`` clause catches that a missing JAX name raises: None (bare: everything),
+        ``"ImportError"``, ``"AttributeError"``, ...; ``""`` when it catches none of these."""
         if handler.type is None:
-            return f"the bare `except` on line {handler.lineno} runs only when the `try` above fails: a fallback"
+            return None
         types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
         scope = self.model.scope_at(handler)
         for t in types:
             qn = self.model.resolve(t, scope)
             if qn in _CATCHES:
-                return (f"the `except {qn[len('builtins.'):]}` on line {handler.lineno} runs only when the `try` "
-                        "above fails: a fallback for older JAX versions")
+                return qn[len("builtins."):]
+        return ""
+
+    def _try_guard(self, node) -> Optional[str]:
+        for h in node.handlers:
+            caught = self._caught(h)
+            if caught is None:
+                return f"the `try` on line {node.lineno} catches every exception: the code expects it may fail"
+            if caught:
+                return f"the `try` on line {node.lineno} catches {caught}: a compatibility shim for JAX versions"
+        return None
+
+    def _handler_guard(self, handler) -> Optional[str]:
+        """An ``except`` catching ImportError or AttributeError (or everything): its body runs only
+        when the ``try`` body failed, a fallback for the JAX versions that lack what it tried."""
+        caught = self._caught(handler)
+        if caught is None:
+            return f"the bare `except` on line {handler.lineno} runs only when the `try` above fails: a fallback"
+        if caught:
+            return (f"the `except {caught}` on line {handler.lineno} runs only when the `try` above fails: "
+                    "a fallback for older JAX versions")
         return None
 
     def _if_guard(self, node) -> Optional[str]:
