@@ -4184,6 +4184,44 @@ def test_eager_updates_and_the_optimizers_they_come_from():
     assert eagerwork.optimizer_maker(m, loads(tree, "tx")[0], func(m, "f").scope) == ("optax.chain", "optax")
 
 
+def test_eager_gradients_and_the_transforms_they_come_from():
+    tree, m = build("""
+        import functools
+        import jax
+
+        def loss(w, x):
+            return (w * x) ** 2
+
+        def f(w, x, given):
+            a = jax.grad(loss)(w, x)
+            g = jax.value_and_grad(loss)
+            b = g(w, x)
+            p = functools.partial(jax.grad(loss), x=x)
+            c = p(w)
+            j = jax.jit(jax.grad(loss))
+            d = j(w, x)
+            e = jax.grad(jax.jit(loss))(w, x)
+            h = given(w, x)
+
+        @jax.jit
+        def traced(w, x):
+            return jax.grad(loss)(w, x)
+    """)
+    out = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call):
+            grad = eagerwork.eager_gradient(m, c)
+            if grad is not None:  # one call a line at most runs a gradient
+                assert c.lineno not in out
+                out[c.lineno] = (ast.unparse(grad.transform), grad.fact.status)
+    assert out[9] == ("jax.grad(loss)", "proven")
+    assert out[11] == ("jax.value_and_grad(loss)", "proven")
+    assert out[13] == ("jax.grad(loss)", "proven")  # through partial
+    assert out[16] == ("jax.grad(jax.jit(loss))", "disproven")  # the gradient of a compiled function
+    # not: a jitted gradient (15), a parameter no call passes a gradient (17), traced code (21)
+    assert sorted(out) == [9, 11, 13, 16]
+
+
 def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
     tree, m = build("""
         import jax

@@ -3,8 +3,10 @@
 ``updates, opt_state = tx.update(grads, opt_state, params)`` and ``optax.apply_updates(params,
 updates)`` (or a hand-written ``jax.tree.map(lambda p, g: p - lr * g, params, grads)``) called
 from Python, not from inside a jitted step, dispatch one small computation per leaf and per
-optimizer stage: a few hundred dispatches a step for a small network. Functions of the model
-(``m``), asked by JAX701.
+optimizer stage: a few hundred dispatches a step for a small network. A gradient transform's
+product called so (``jax.grad(f)(x)``, or ``g(x)`` after ``g = jax.value_and_grad(f)``) does
+more: it traces ``f`` again at every call and runs the forward and backward passes op by op
+(:func:`eager_gradient`). Functions of the model (``m``), asked by JAX701.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from . import callables, libraryobjects
 from . import values as V
 from .proof import Fact, disproven, proven
 from ..python.records import Scope
-from ..python.syntax import last_name
+from ..python.syntax import _pos, last_name
 
 
 _SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
@@ -127,3 +129,70 @@ def _assigned_names(m, call: ast.Call) -> set:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return out
+
+
+class EagerGradient:
+    """A call of a gradient transform's product outside compiled code: ``call`` (the call that
+    runs it), ``transform`` (the ``jax.grad(...)`` call that made it), ``what`` (how a message
+    names it) and ``fact`` (the "eager-gradient" fact, with its evidence)."""
+
+    __slots__ = ("call", "transform", "what", "fact")
+
+    def __init__(self, call: ast.Call, transform: ast.Call, what: str, fact: Fact):
+        self.call = call
+        self.transform = transform
+        self.what = what
+        self.fact = fact
+
+
+def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
+    """The gradient ``call`` computes outside any jitted or transformed function, when calling
+    ``call.func`` runs the product of ``jax.grad``/``jax.value_and_grad``
+    (``names.EAGER_GRADIENT_TRANSFORMS``): ``jax.grad(f)(x)``, or a name bound to one (also
+    through ``functools.partial``, or a parameter every call in this module passes one). None
+    otherwise: a name bound to ``jax.jit(jax.grad(f))`` runs a compiled program. The fact is
+    disproven when the differentiated function is itself compiled (``jax.grad(jax.jit(f))``:
+    its forward and backward passes run as compiled programs)."""
+    if not isinstance(call.func, (ast.Call, ast.Name)) or m.in_traced_code(call):
+        return None
+    found = _gradient_transform(m, call.func, m.scope_at(call), 0)
+    if found is None:
+        return None
+    transform, tscope = found
+    spelled, target = ast.unparse(transform.func), transform.args[0]
+    what = f"`{spelled}(...)`" if call.func is transform else f"`{ast.unparse(call.func)}`, made by `{spelled}(...)`,"
+    wrap = callables.callable_info(m, target, tscope)
+    if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+        fact = disproven("eager-gradient", f"`{ast.unparse(target)}` is compiled (`{wrap.spelling}`): the passes "
+                                           "run as compiled programs")
+    else:
+        fact = proven("eager-gradient", f"{what} differentiates `{ast.unparse(target)}` outside any jitted or "
+                                        "transformed function: each call traces it again and runs its forward and "
+                                        "backward passes op by op")
+    return EagerGradient(call, transform, what, fact)
+
+
+def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
+    """``(the jax.grad(...) call, its scope)`` whose product calling ``func`` runs, else None."""
+    if depth > 4:
+        return None
+    if isinstance(func, ast.Call):
+        qn = m.resolve(func.func, scope)
+        if qn in N.EAGER_GRADIENT_TRANSFORMS and func.args:
+            return func, scope
+        if qn == N.PARTIAL and func.args:
+            return _gradient_transform(m, func.args[0], scope, depth + 1)
+        return None
+    if not isinstance(func, ast.Name):
+        return None
+    ev = m.binding(func.id, scope, _pos(func))
+    if ev is None:
+        return None
+    if ev.plain_assign:
+        return _gradient_transform(m, ev.value, ev.scope, depth + 1)
+    if ev.kind == "param":
+        args = callables.param_arguments(m, ev)  # every call in this module passes a gradient
+        found = [_gradient_transform(m, a, s, depth + 1) for a, s in args or ()]
+        if found and all(f is not None for f in found):
+            return found[0]
+    return None
