@@ -23,7 +23,7 @@ def _compiled(model: ModuleModel, call: ast.Call) -> bool:
 
 class EagerUpdateInLoop(Rule):
     code = "JAX701"
-    needs = ("eager-update", "eager-gradient", "per-step")
+    needs = ("eager-update", "eager-gradient", "per-step", "eager")
     short = "An optimizer or parameter update, or its gradient, run eagerly, outside jit, every step of a loop."
     confirmed_by = "eager"
     name = "eager-update-in-loop"
@@ -33,7 +33,8 @@ class EagerUpdateInLoop(Rule):
                "`jax.tree.map` of an arithmetic update rule over two or more JAX trees (`lambda p, g: p - lr * "
                "g`). Also the gradient of such a step computed outside jit in a loop of steps (`range`, `while`, "
                "or state threaded through the iterations): `jax.grad(f)(x)`, `jax.value_and_grad(f)(params, "
-               "...)`, or `g(x)` after `g = jax.grad(f)`, whether or not the loop calls compiled code. Not "
+               "...)`, or `g(x)` after `g = jax.grad(f)`, whether or not the loop calls compiled code, in "
+               "module-level code or in a function the module calls only from there. Not "
                "reported: updates or gradients inside jitted or transformed code, a name bound to "
                "`jax.jit(jax.grad(f))`, the gradient of a compiled function, loops of a few known iterations "
                "(at most 100), under a periodic guard, or on an optimizer this module cannot see made.")
@@ -85,7 +86,8 @@ class EagerUpdateInLoop(Rule):
             return params
     """
     opt_in_cases = ("Eager updates in test code, which runs a fixed, small number of steps; an eager gradient "
-                    "in a loop over items that threads no JAX state the model can see (steps, or one item each).")
+                    "in a loop over items that threads no JAX state the model can see (steps, or one item each), or in a "
+                    "function no code of the module calls (another module may call it under jit).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         yield from self._gradients(model)
@@ -137,7 +139,8 @@ class EagerUpdateInLoop(Rule):
             if role.kind != roles.PER_STEP:
                 self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
                 continue
-            facts = self.proof(model, call, grad.fact, lambda: _steps(model, role.loop))
+            facts = self.proof(model, call, grad.fact, lambda: _steps(model, role.loop),
+                               lambda: eagerwork.outside_trace(model, call))
             if facts is not None:
                 by_loop.setdefault(id(role.loop), []).append((grad, role, facts))
         for found in by_loop.values():

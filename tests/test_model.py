@@ -4222,6 +4222,41 @@ def test_eager_gradients_and_the_transforms_they_come_from():
     assert sorted(out) == [9, 11, 13, 16]
 
 
+def test_eager_gradients_run_outside_trace_by_the_callers_the_module_shows():
+    tree, m = build("""
+        import jax
+
+        def loss(w):
+            return w ** 2
+
+        def called(w):
+            return jax.grad(loss)(w)
+
+        def library(w):
+            return jax.grad(loss)(w)
+
+        def inner(w):
+            return jax.grad(loss)(w)
+
+        def outer(w):
+            return inner(w)
+
+        def main():
+            return called(1.0)
+
+        top = jax.grad(loss)(2.0)
+        if __name__ == "__main__":
+            main()
+    """)
+    status = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call) and eagerwork.eager_gradient(m, c) is not None:
+            status[c.lineno] = eagerwork.outside_trace(m, c).status
+    # `called`: from main(), from module level; `library`: no caller; `inner`: its caller `outer`
+    # has none; `top`: module level
+    assert status == {8: "proven", 11: "unknown", 14: "unknown", 22: "proven"}
+
+
 def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
     tree, m = build("""
         import jax

@@ -26,6 +26,8 @@ def test_jax701_gradient_function_made_once_and_called_every_step():
         for i in range(n_steps):
             w = w - 0.01 * dloss(w, x)  # expect: JAX701
         return w
+
+    print(fit(jnp.ones(3), jnp.ones((3, 3))))
     """
     assert_marked(src)
     (msg,) = messages(src, "JAX701")
@@ -41,6 +43,12 @@ def test_jax701_value_and_grad_applied_in_the_loop_of_a_while():
             err, g = jax.value_and_grad(loss)(w, x)  # expect: JAX701
             w = w - 0.1 * g
         return w
+
+    def main():
+        fit(jnp.ones(3), jnp.ones((3, 3)), 1e-3)
+
+    if __name__ == "__main__":
+        main()
     """)
 
 
@@ -70,6 +78,8 @@ def test_jax701_gradient_passed_by_every_caller_and_a_loop_that_also_calls_compi
 
     def main(w, x):
         return descend(w, x, grad(loss), 1000)
+
+    main(jnp.ones(3), jnp.ones((3, 3)))
     """)
 
 
@@ -90,6 +100,32 @@ def test_jax701_a_whole_eager_step_is_one_finding_on_its_gradient():
     assert_marked(src)
     (msg,) = messages(src, "JAX701")
     assert msg.startswith("`jax.grad(...)` computes a gradient") and "traces `lambda p:" in msg
+
+
+def test_jax701_eager_gradient_in_a_function_no_code_of_the_module_calls_is_opt_in():
+    # a library function (uvadlc's accumulate_gradients_loop, scenic's PGD attack): its callers in
+    # other modules run it under jit or pmap, where the loop is unrolled into one trace
+    src = _HEAD + """
+    def accumulate(w, batches, n):
+        g = jax.value_and_grad(loss)
+        total = 0.0
+        for i in range(n):
+            value, grads = g(w, batches[i])  # expect: JAX701 (opt-in)
+            total = total + grads
+        return total
+
+    def attack(w, x, steps):
+        for _ in range(steps):
+            w = w + 0.1 * jnp.sign(grad(loss)(w, x))  # expect: JAX701 (opt-in)
+        return w
+
+    def run(w, x):  # called by no code of this module either
+        return attack(w, x, 1000)
+    """
+    assert_marked(src)
+    reasons = [r for _, _, r in opt_in_findings(src, "JAX701")]
+    assert reasons[0].startswith("eager unknown: whether `accumulate` runs under a trace")
+    assert reasons[1].startswith("eager unknown: whether `attack` runs under a trace")
 
 
 def test_jax701_eager_gradient_in_test_code_or_over_items_is_opt_in():
@@ -181,6 +217,8 @@ def test_jax701_eager_gradient_does_not_depend_on_the_names():
         for i in range(n_steps):
             w = w - 0.01 * dloss(w, x)
         return w
+
+    print(fit(jnp.ones(3), jnp.ones((3, 3))))
     """
     renamed = src.replace("dloss", "q").replace("loss", "objective").replace("fit", "run").replace(
         "n_steps", "k")

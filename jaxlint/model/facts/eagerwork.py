@@ -17,7 +17,7 @@ from typing import Optional
 from ... import names as N
 from . import callables, libraryobjects
 from . import values as V
-from .proof import Fact, disproven, proven
+from .proof import Fact, disproven, proven, unknown
 from ..python.records import Scope
 from ..python.syntax import _pos, last_name
 
@@ -166,9 +166,9 @@ def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
         fact = disproven("eager-gradient", f"`{ast.unparse(target)}` is compiled (`{wrap.spelling}`): the passes "
                                            "run as compiled programs")
     else:
-        fact = proven("eager-gradient", f"{what} differentiates `{ast.unparse(target)}` outside any jitted or "
-                                        "transformed function: each call traces it again and runs its forward and "
-                                        "backward passes op by op")
+        fact = proven("eager-gradient", f"{what} differentiates `{ast.unparse(target)}` in no jitted or transformed "
+                                        "function of this module: outside a trace, each call traces it again and "
+                                        "runs its forward and backward passes op by op")
     return EagerGradient(call, transform, what, fact)
 
 
@@ -196,3 +196,37 @@ def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
         if found and all(f is not None for f in found):
             return found[0]
     return None
+
+
+def outside_trace(m, node: ast.AST) -> Fact:
+    """The "eager" fact of ``node`` (not in traced code of this module): *proven* for module-level
+    code (a script, a notebook) and for a function every call of which in this module is made
+    from code so proven (``def descend(...)`` called from a notebook cell or from ``main()``
+    called under ``if __name__ == "__main__"``); *unknown* for a function this module never calls
+    (a library function: another module may call it under ``jit``, where its loop is unrolled
+    into one trace)."""
+    f = m.function_at(node)
+    if f is None:
+        return proven("eager", "it is module-level code, run op by op")
+    why = _eager_callers(m, f, 0)
+    if why is not None:
+        return proven("eager", why)
+    return unknown("eager", f"whether `{f.name}` runs under a trace of a caller this module does not show (a `jit` "
+                            "elsewhere, where its loop is unrolled into one trace) is not known")
+
+
+def _eager_callers(m, f, depth: int) -> Optional[str]:
+    """Why every call of ``f`` in this module runs outside any trace, or None when one does not,
+    none is seen, or the callers are too deep to follow."""
+    if depth > 3 or f.traced or isinstance(f.node, ast.Lambda):
+        return None
+    calls = [c for c in m.calls_by_name.get(f.name, ())
+             if any(g is f for g in callables.local_functions(m, c.func, m.scope_at(c)))]
+    if not calls:
+        return None
+    for c in calls:
+        g = m.function_at(c)
+        if m.in_traced_code(c) or (g is not None and _eager_callers(m, g, depth + 1) is None):
+            return None
+    lines = ", ".join(str(c.lineno) for c in calls[:3])
+    return f"every call of `{f.name}` in this module (line {lines}) is made outside any trace, from module-level code"
