@@ -4257,6 +4257,25 @@ def test_eager_gradients_run_outside_trace_by_the_callers_the_module_shows():
     assert status == {8: "proven", 11: "unknown", 14: "unknown", 22: "proven"}
 
 
+def test_a_binding_over_an_import_of_the_same_name():
+    # a notebook: an exercise cell imports the answer, a later cell rebinds the name
+    tree, m = build("""
+        from lib import df, g
+        df(1.0)
+        df = make()
+        df(2.0)
+        g = make()
+        from lib import g
+        g(3.0)
+    """)
+    calls = {c.lineno: c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+             and c.func.id in ("df", "g")}
+    at = {line: m.binding_over_import(c.func.id, m.module_scope, (c.lineno, c.col_offset)) for line, c in calls.items()}
+    assert m.binding(calls[5].func.id, m.module_scope, (5, 0)) is None  # what binding answers for an imported name
+    assert at[3] is None and at[8] is None  # before the assignment; imported again after it
+    assert at[5] is not None and ast.unparse(at[5].value) == "make()"
+
+
 def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
     tree, m = build("""
         import jax

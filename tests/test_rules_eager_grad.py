@@ -65,6 +65,24 @@ def test_jax701_partial_of_a_gradient_at_module_level_one_finding_per_loop():
     assert_marked(src)
 
 
+def test_jax701_a_name_imported_then_bound_to_a_gradient_in_a_later_cell():
+    # dl-workshop's notebook: `from dl_workshop.answers import df` (a hand-written derivative),
+    # then a later cell's `df = grad(f)`; only the loop after the rebinding runs a gradient
+    assert_marked(_HEAD + """
+    from lib import df
+    w = 10.0
+    for i in range(1000):
+        w = w - df(w) * 0.01
+    df = grad(loss)
+    w = jnp.ones(3)
+    for i in range(1000):
+        w = w - df(w, jnp.ones((3, 3))) * 0.01  # expect: JAX701
+    from lib import df
+    for i in range(1000):
+        w = w - df(w) * 0.01
+    """)
+
+
 def test_jax701_gradient_passed_by_every_caller_and_a_loop_that_also_calls_compiled_code():
     assert_marked(_HEAD + """
     evaluate = jax.jit(loss)

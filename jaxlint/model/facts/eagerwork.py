@@ -185,7 +185,7 @@ def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
         return None
     if not isinstance(func, ast.Name):
         return None
-    ev = m.binding(func.id, scope, _pos(func))
+    ev = m.binding(func.id, scope, _pos(func)) or m.binding_over_import(func.id, scope, _pos(func))
     if ev is None:
         return None
     if ev.plain_assign:
@@ -229,4 +229,5 @@ def _eager_callers(m, f, depth: int) -> Optional[str]:
         if m.in_traced_code(c) or (g is not None and _eager_callers(m, g, depth + 1) is None):
             return None
     lines = ", ".join(str(c.lineno) for c in calls[:3])
-    return f"every call of `{f.name}` in this module (line {lines}) is made outside any trace, from module-level code"
+    return (f"every call of `{f.name}` in this module (line {lines}) is made outside any trace: from module-level "
+            "code, or from functions called only from there")
