@@ -45,8 +45,8 @@ class EagerUpdateInLoop(Rule):
                  "optimizer state from it); `jaxlint trace` counts the eager dispatches per line. An eager "
                  "gradient costs more: `jax.grad` keeps no compiled cache, so each call traces the function "
                  "again before running its forward and backward passes op by op (bench/eager_grad_cost.py, "
-                 "CPU, jax 0.10.2: about 2.5-5 ms a call for a scalar polynomial or a small MLP, against "
-                 "0.01-0.07 ms jitted, 70-350 times more). Jit the whole step, gradient and update, and call "
+                 "CPU, jax 0.10.2: about 2.3-5 ms a call for a scalar polynomial or a small MLP, against "
+                 "0.01-0.07 ms jitted, 65-270 times more). Jit the whole step, gradient and update, and call "
                  "that in the loop.")
     bad = """
         import jax
