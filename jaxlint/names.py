@@ -68,6 +68,10 @@ REWRAP_COST = {
 # (an optax GradientTransformation's ``update(grads, state, params)``; flax NNX's
 # ``Optimizer.update(model, grads)``, which applies it in place). (prefix or name, family)
 EAGER_UPDATE_FUNCTIONS = frozenset({"optax.apply_updates"})
+# Gradient transforms whose product, called outside jit, traces the function again at every call
+# (their wrapper keeps no compiled cache) and runs its forward and backward passes op by op: a
+# gradient step called so in a loop of steps (JAX701). Measured by bench/eager_grad_cost.py.
+EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
 # Methods of objects made by these library calls (prefix or name) that only dispatch JAX work and
 # return device values, reading nothing on the host: the libraries' pure, jittable functions of

@@ -7,7 +7,8 @@ from typing import Iterator
 
 from jaxlint.model import ModuleModel
 from jaxlint.model.facts import callables, eagerwork, elementwise
-from jaxlint.model.policy import roles
+from jaxlint.model.facts.proof import disproven, proven, unknown
+from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
 _TEST_CODE = "in test code, which runs a fixed, small number of steps"
@@ -22,21 +23,31 @@ def _compiled(model: ModuleModel, call: ast.Call) -> bool:
 
 class EagerUpdateInLoop(Rule):
     code = "JAX701"
-    needs = ("eager-update",)
-    short = "An optimizer or parameter update run eagerly, outside jit, every step of a training loop."
+    needs = ("eager-update", "eager-gradient", "per-step", "eager")
+    short = "An optimizer or parameter update, or its gradient, run eagerly, outside jit, every step of a loop."
     confirmed_by = "eager"
     name = "eager-update-in-loop"
     summary = ("Finds the per-step parameter update run outside any compiled function in a step loop that "
                "calls compiled code: an optax optimizer's `update(...)` (the optimizer made by `optax.adam(...)`, "
                "`optax.chain(...)`, ...), `optax.apply_updates(...)`, flax NNX's `Optimizer.update(...)`, or a "
                "`jax.tree.map` of an arithmetic update rule over two or more JAX trees (`lambda p, g: p - lr * "
-               "g`). Not reported: updates inside jitted or transformed code, in loops of a few known "
-               "iterations, under a periodic guard, or on an optimizer this module cannot see made.")
+               "g`). Also the gradient of such a step computed outside jit in a loop of steps (`range`, `while`, "
+               "or state threaded through the iterations): `jax.grad(f)(x)`, `jax.value_and_grad(f)(params, "
+               "...)`, or `g(x)` after `g = jax.grad(f)`, whether or not the loop calls compiled code, in "
+               "module-level code or in a function the module calls only from there. Not "
+               "reported: updates or gradients inside jitted or transformed code, a name bound to "
+               "`jax.jit(jax.grad(f))`, the gradient of a compiled function, loops of a few known iterations "
+               "(at most 100), under a periodic guard, or on an optimizer this module cannot see made.")
     rationale = ("Outside `jit`, every leaf of every tree and every stage of the optimizer is its own device "
                  "dispatch: a few hundred small launches per step for a small network (measured on a small "
                  "MLP on CPU: about 3 ms per eager optax step against 0.13 ms with the update inside the jitted "
                  "step). Move the update into the jitted step function (return the new parameters and "
-                 "optimizer state from it); `jaxlint trace` counts the eager dispatches per line.")
+                 "optimizer state from it); `jaxlint trace` counts the eager dispatches per line. An eager "
+                 "gradient costs more: `jax.grad` keeps no compiled cache, so each call traces the function "
+                 "again before running its forward and backward passes op by op (bench/eager_grad_cost.py, "
+                 "CPU, jax 0.10.2: about 2.3-5 ms a call for a scalar polynomial or a small MLP, against "
+                 "0.01-0.07 ms jitted, 65-270 times more). Jit the whole step, gradient and update, and call "
+                 "that in the loop.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -74,9 +85,12 @@ class EagerUpdateInLoop(Rule):
                 params, opt_state = train_step(params, opt_state, batch)
             return params
     """
-    opt_in_cases = ("Eager updates in test code, which runs a fixed, small number of steps.")
+    opt_in_cases = ("Eager updates in test code, which runs a fixed, small number of steps; an eager gradient "
+                    "in a loop over items that threads no JAX state the model can see (steps, or one item each), or in a "
+                    "function no code of the module calls (another module may call it under jit).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
+        yield from self._gradients(model)
         by_loop: dict = {}  # one finding per loop: its first eager update, naming the others
         for call in model.loop_calls:
             upd = eagerwork.eager_update(model, call)
@@ -113,6 +127,43 @@ class EagerUpdateInLoop(Rule):
                                       "` on ", Line(compiled.lineno), ") and return the new parameters and state"],
                                opt_in=_TEST_CODE if model.in_test_code(call) else None, evidence=facts,
                                facts=[fact])
+
+
+    def _gradients(self, model: ModuleModel) -> Iterator[Finding]:
+        by_loop: dict = {}  # one finding per loop: its first eager gradient
+        for call in model.loop_calls:
+            grad = eagerwork.eager_gradient(model, call)
+            if grad is None:
+                continue
+            role = roles.sync_role(model, model.context(call))
+            if role.kind != roles.PER_STEP:
+                self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
+                continue
+            facts = self.proof(model, call, grad.fact, lambda: _steps(model, role.loop),
+                               lambda: eagerwork.outside_trace(model, call))
+            if facts is not None:
+                by_loop.setdefault(id(role.loop), []).append((grad, role, facts))
+        for found in by_loop.values():
+            grad, role, facts = min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
+            call, loop = grad.call, role.loop
+            target = unparse(grad.transform.args[0], 30)
+            spelled = f"`{unparse(grad.transform.func, 30)}(...)`"
+            what = [spelled] if call.func is grad.transform else [
+                f"`{unparse(call.func, 30)}` (", spelled, " on ", Line(grad.transform.lineno), ")"]
+            yield self.finding(call, [*what, " computes a gradient outside jit in every iteration of the loop "
+                                      "on ", Line(loop.node.lineno), f": each call traces `{target}` again and runs "
+                                      "its forward and backward passes op by op; jit the step (the gradient and the "
+                                      "update) and call that in the loop"],
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                               evidence=role.evidence[1:], facts=facts)
+
+
+def _steps(model: ModuleModel, loop):
+    """The "per-step" fact of an eager gradient's loop: the loop runs steps (``while``,
+    ``range``/``count``, or JAX state threaded through it), not one item each."""
+    steps = looprecord.record(model, loop).steps
+    make = proven if steps.proven else unknown if steps.unknown else disproven
+    return make("per-step", steps.why)
 
 
 class ElementwiseLoopOverArray(Rule):

@@ -4184,6 +4184,98 @@ def test_eager_updates_and_the_optimizers_they_come_from():
     assert eagerwork.optimizer_maker(m, loads(tree, "tx")[0], func(m, "f").scope) == ("optax.chain", "optax")
 
 
+def test_eager_gradients_and_the_transforms_they_come_from():
+    tree, m = build("""
+        import functools
+        import jax
+
+        def loss(w, x):
+            return (w * x) ** 2
+
+        def f(w, x, given):
+            a = jax.grad(loss)(w, x)
+            g = jax.value_and_grad(loss)
+            b = g(w, x)
+            p = functools.partial(jax.grad(loss), x=x)
+            c = p(w)
+            j = jax.jit(jax.grad(loss))
+            d = j(w, x)
+            e = jax.grad(jax.jit(loss))(w, x)
+            h = given(w, x)
+
+        @jax.jit
+        def traced(w, x):
+            return jax.grad(loss)(w, x)
+    """)
+    out = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call):
+            grad = eagerwork.eager_gradient(m, c)
+            if grad is not None:  # one call a line at most runs a gradient
+                assert c.lineno not in out
+                out[c.lineno] = (ast.unparse(grad.transform), grad.fact.status)
+    assert out[9] == ("jax.grad(loss)", "proven")
+    assert out[11] == ("jax.value_and_grad(loss)", "proven")
+    assert out[13] == ("jax.grad(loss)", "proven")  # through partial
+    assert out[16] == ("jax.grad(jax.jit(loss))", "disproven")  # the gradient of a compiled function
+    # not: a jitted gradient (15), a parameter no call passes a gradient (17), traced code (21)
+    assert sorted(out) == [9, 11, 13, 16]
+
+
+def test_eager_gradients_run_outside_trace_by_the_callers_the_module_shows():
+    tree, m = build("""
+        import jax
+
+        def loss(w):
+            return w ** 2
+
+        def called(w):
+            return jax.grad(loss)(w)
+
+        def library(w):
+            return jax.grad(loss)(w)
+
+        def inner(w):
+            return jax.grad(loss)(w)
+
+        def outer(w):
+            return inner(w)
+
+        def main():
+            return called(1.0)
+
+        top = jax.grad(loss)(2.0)
+        if __name__ == "__main__":
+            main()
+    """)
+    status = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call) and eagerwork.eager_gradient(m, c) is not None:
+            status[c.lineno] = eagerwork.outside_trace(m, c).status
+    # `called`: from main(), from module level; `library`: no caller; `inner`: its caller `outer`
+    # has none; `top`: module level
+    assert status == {8: "proven", 11: "unknown", 14: "unknown", 22: "proven"}
+
+
+def test_a_binding_over_an_import_of_the_same_name():
+    # a notebook: an exercise cell imports the answer, a later cell rebinds the name
+    tree, m = build("""
+        from lib import df, g
+        df(1.0)
+        df = make()
+        df(2.0)
+        g = make()
+        from lib import g
+        g(3.0)
+    """)
+    calls = {c.lineno: c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+             and c.func.id in ("df", "g")}
+    at = {line: m.binding_over_import(c.func.id, m.module_scope, (c.lineno, c.col_offset)) for line, c in calls.items()}
+    assert m.binding(calls[5].func.id, m.module_scope, (5, 0)) is None  # what binding answers for an imported name
+    assert at[3] is None and at[8] is None  # before the assignment; imported again after it
+    assert at[5] is not None and ast.unparse(at[5].value) == "make()"
+
+
 def test_loop_callbacks_follow_calls_from_the_body_and_see_inner_loops():
     tree, m = build("""
         import jax

@@ -49,7 +49,7 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
             return _wrap_for_call(m, func)
         return _factory_result(m, func, scope, depth)
     if isinstance(func, ast.Name):
-        ev = m.binding(func.id, scope, _pos(func))
+        ev = m.binding(func.id, scope, _pos(func)) or m.binding_over_import(func.id, scope, _pos(func))
         if ev is None:
             other = m._imported(func.id, scope)
             if other is not None and other[1] is not None:

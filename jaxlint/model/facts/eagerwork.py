@@ -3,8 +3,10 @@
 ``updates, opt_state = tx.update(grads, opt_state, params)`` and ``optax.apply_updates(params,
 updates)`` (or a hand-written ``jax.tree.map(lambda p, g: p - lr * g, params, grads)``) called
 from Python, not from inside a jitted step, dispatch one small computation per leaf and per
-optimizer stage: a few hundred dispatches a step for a small network. Functions of the model
-(``m``), asked by JAX701.
+optimizer stage: a few hundred dispatches a step for a small network. A gradient transform's
+product called so (``jax.grad(f)(x)``, or ``g(x)`` after ``g = jax.value_and_grad(f)``) does
+more: it traces ``f`` again at every call and runs the forward and backward passes op by op
+(:func:`eager_gradient`). Functions of the model (``m``), asked by JAX701.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import Optional
 from ... import names as N
 from . import callables, libraryobjects
 from . import values as V
-from .proof import Fact, disproven, proven
+from .proof import Fact, disproven, proven, unknown
 from ..python.records import Scope
-from ..python.syntax import last_name
+from ..python.syntax import _pos, last_name
 
 
 _SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
@@ -127,3 +129,105 @@ def _assigned_names(m, call: ast.Call) -> set:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return out
+
+
+class EagerGradient:
+    """A call of a gradient transform's product outside compiled code: ``call`` (the call that
+    runs it), ``transform`` (the ``jax.grad(...)`` call that made it), ``what`` (how a message
+    names it) and ``fact`` (the "eager-gradient" fact, with its evidence)."""
+
+    __slots__ = ("call", "transform", "what", "fact")
+
+    def __init__(self, call: ast.Call, transform: ast.Call, what: str, fact: Fact):
+        self.call = call
+        self.transform = transform
+        self.what = what
+        self.fact = fact
+
+
+def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
+    """The gradient ``call`` computes outside any jitted or transformed function, when calling
+    ``call.func`` runs the product of ``jax.grad``/``jax.value_and_grad``
+    (``names.EAGER_GRADIENT_TRANSFORMS``): ``jax.grad(f)(x)``, or a name bound to one (also
+    through ``functools.partial``, or a parameter every call in this module passes one). None
+    otherwise: a name bound to ``jax.jit(jax.grad(f))`` runs a compiled program. The fact is
+    disproven when the differentiated function is itself compiled (``jax.grad(jax.jit(f))``:
+    its forward and backward passes run as compiled programs)."""
+    if not isinstance(call.func, (ast.Call, ast.Name)) or m.in_traced_code(call):
+        return None
+    found = _gradient_transform(m, call.func, m.scope_at(call), 0)
+    if found is None:
+        return None
+    transform, tscope = found
+    spelled, target = ast.unparse(transform.func), transform.args[0]
+    what = f"`{spelled}(...)`" if call.func is transform else f"`{ast.unparse(call.func)}`, made by `{spelled}(...)`,"
+    wrap = callables.callable_info(m, target, tscope)
+    if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+        fact = disproven("eager-gradient", f"`{ast.unparse(target)}` is compiled (`{wrap.spelling}`): the passes "
+                                           "run as compiled programs")
+    else:
+        fact = proven("eager-gradient", f"{what} differentiates `{ast.unparse(target)}` in no jitted or transformed "
+                                        "function of this module: outside a trace, each call traces it again and "
+                                        "runs its forward and backward passes op by op")
+    return EagerGradient(call, transform, what, fact)
+
+
+def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
+    """``(the jax.grad(...) call, its scope)`` whose product calling ``func`` runs, else None."""
+    if depth > 4:
+        return None
+    if isinstance(func, ast.Call):
+        qn = m.resolve(func.func, scope)
+        if qn in N.EAGER_GRADIENT_TRANSFORMS and func.args:
+            return func, scope
+        if qn == N.PARTIAL and func.args:
+            return _gradient_transform(m, func.args[0], scope, depth + 1)
+        return None
+    if not isinstance(func, ast.Name):
+        return None
+    ev = m.binding(func.id, scope, _pos(func)) or m.binding_over_import(func.id, scope, _pos(func))
+    if ev is None:
+        return None
+    if ev.plain_assign:
+        return _gradient_transform(m, ev.value, ev.scope, depth + 1)
+    if ev.kind == "param":
+        args = callables.param_arguments(m, ev)  # every call in this module passes a gradient
+        found = [_gradient_transform(m, a, s, depth + 1) for a, s in args or ()]
+        if found and all(f is not None for f in found):
+            return found[0]
+    return None
+
+
+def outside_trace(m, node: ast.AST) -> Fact:
+    """The "eager" fact of ``node`` (not in traced code of this module): *proven* for module-level
+    code (a script, a notebook) and for a function every call of which in this module is made
+    from code so proven (``def descend(...)`` called from a notebook cell or from ``main()``
+    called under ``if __name__ == "__main__"``); *unknown* for a function this module never calls
+    (a library function: another module may call it under ``jit``, where its loop is unrolled
+    into one trace)."""
+    f = m.function_at(node)
+    if f is None:
+        return proven("eager", "it is module-level code, run op by op")
+    why = _eager_callers(m, f, 0)
+    if why is not None:
+        return proven("eager", why)
+    return unknown("eager", f"whether `{f.name}` runs under a trace of a caller this module does not show (a `jit` "
+                            "elsewhere, where its loop is unrolled into one trace) is not known")
+
+
+def _eager_callers(m, f, depth: int) -> Optional[str]:
+    """Why every call of ``f`` in this module runs outside any trace, or None when one does not,
+    none is seen, or the callers are too deep to follow."""
+    if depth > 3 or f.traced or isinstance(f.node, ast.Lambda):
+        return None
+    calls = [c for c in m.calls_by_name.get(f.name, ())
+             if any(g is f for g in callables.local_functions(m, c.func, m.scope_at(c)))]
+    if not calls:
+        return None
+    for c in calls:
+        g = m.function_at(c)
+        if m.in_traced_code(c) or (g is not None and _eager_callers(m, g, depth + 1) is None):
+            return None
+    lines = ", ".join(str(c.lineno) for c in calls[:3])
+    return (f"every call of `{f.name}` in this module (line {lines}) is made outside any trace: from module-level "
+            "code, or from functions called only from there")

@@ -46,6 +46,9 @@ FACTS = {
                    "method), so JAX's trace and compile caches hit: no recompile, only a new wrapper",
     "unblocked": "nothing between the dispatched work and the clock read waits for the device",
     "eager-update": "the work is an update of carried state, run op by op outside jit",
+    "eager-gradient": "the call runs a gradient transform's product (`jax.grad`, `jax.value_and_grad`) in no "
+                      "jitted or transformed function of the module, on a function that is not compiled itself: "
+                      "run outside a trace, each call traces it again and runs its passes op by op",
     "eager": "the code runs op by op outside any trace (module-level code, or a loop that calls compiled "
              "functions), so each JAX operation is compiled for every new input shape",
     "donation-used": "the compiled function has an output the donated buffer can be reused for (computed from the "

@@ -303,6 +303,27 @@ class ModuleModel:
         found = self._lookup(name, scope, pos)
         return found[0] if found is not None else None
 
+    def binding_over_import(self, name: str, scope: Scope, pos: tuple) -> Optional[Binding]:
+        """The binding of ``name`` that reaches ``pos`` in ``scope`` itself where the name is also
+        imported there (:meth:`binding` answers None for an imported name): the last binding
+        before ``pos``, when every import of the name in the scope comes before it (``from lib
+        import df``, then a later notebook cell's ``df = grad(f)``). None otherwise."""
+        if name not in scope.imports:
+            return None
+        before = [e for e in scope.events.get(name, ()) if e.pos < pos]
+        if not before:
+            return None
+        last = max(before, key=lambda e: e.pos)
+        for node in self.import_nodes:
+            at = (node.lineno, node.col_offset)
+            if at < last.pos or self.scope_at(node) is not scope or not any(
+                    (a.asname or a.name.split(".")[0]) == name for a in node.names):
+                continue
+            ctx = self.ctx.get(id(node))
+            if at < pos or (ctx is not None and ctx.loops):
+                return None  # imported again before the read, or in a loop (that may run it before the read)
+        return last
+
     def _lookup(self, name: str, scope: Scope, pos: tuple):
         """The binding of ``name`` that reaches ``pos`` in ``scope``, with the bindings after it in
         the same scope: ``(event, later)``; None when the name is an import or unbound. In the

@@ -1,0 +1,243 @@
+"""Tests of JAX701's eager gradients: a gradient transform's product (``jax.grad``,
+``jax.value_and_grad``) called outside jit at every step of a loop, which traces the function
+again and runs its passes op by op at every call. Positive cases mark every expected finding with
+``# expect: CODE`` and compare with the findings of all rules."""
+
+from __future__ import annotations
+
+from ruletools import assert_marked, default_findings, findings, messages, opt_in_findings
+
+_HEAD = """
+    import functools
+    import jax
+    import jax.numpy as jnp
+    from jax import grad
+
+    def loss(w, x):
+        return jnp.mean((x @ w) ** 2)
+"""
+
+
+def test_jax701_gradient_function_made_once_and_called_every_step():
+    # dl-workshop's model_optimization_loop: dloss = grad(loss), then 3000 eager steps
+    src = _HEAD + """
+    def fit(w, x, n_steps=3000):
+        dloss = grad(loss)
+        for i in range(n_steps):
+            w = w - 0.01 * dloss(w, x)  # expect: JAX701
+        return w
+
+    print(fit(jnp.ones(3), jnp.ones((3, 3))))
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX701")
+    assert msg.startswith("`dloss` (`grad(...)` on line 11)") and "traces `loss` again" in msg
+    assert "loop on line 12" in msg
+
+
+def test_jax701_value_and_grad_applied_in_the_loop_of_a_while():
+    assert_marked(_HEAD + """
+    def fit(w, x, tol):
+        err = 1.0
+        while err > tol:  # expect: JAX201
+            err, g = jax.value_and_grad(loss)(w, x)  # expect: JAX701
+            w = w - 0.1 * g
+        return w
+
+    def main():
+        fit(jnp.ones(3), jnp.ones((3, 3)), 1e-3)
+
+    if __name__ == "__main__":
+        main()
+    """)
+
+
+def test_jax701_partial_of_a_gradient_at_module_level_one_finding_per_loop():
+    # a notebook's gradient descent: the gradient conditioned on the data with partial, 300 steps
+    src = _HEAD + """
+    dloss = grad(loss)
+    dloss = functools.partial(dloss, x=jnp.ones((3, 3)))
+    w = jnp.ones(3)
+    for i in range(300):
+        w -= dloss(w) * 0.01  # expect: JAX701
+        w -= dloss(w) * 0.01
+    """
+    assert_marked(src)
+
+
+def test_jax701_a_name_imported_then_bound_to_a_gradient_in_a_later_cell():
+    # dl-workshop's notebook: `from dl_workshop.answers import df` (a hand-written derivative),
+    # then a later cell's `df = grad(f)`; only the loop after the rebinding runs a gradient
+    assert_marked(_HEAD + """
+    from lib import df
+    w = 10.0
+    for i in range(1000):
+        w = w - df(w) * 0.01
+    df = grad(loss)
+    w = jnp.ones(3)
+    for i in range(1000):
+        w = w - df(w, jnp.ones((3, 3))) * 0.01  # expect: JAX701
+    from lib import df
+    for i in range(1000):
+        w = w - df(w) * 0.01
+    """)
+
+
+def test_jax701_gradient_passed_by_every_caller_and_a_loop_that_also_calls_compiled_code():
+    assert_marked(_HEAD + """
+    evaluate = jax.jit(loss)
+
+    def descend(w, x, dfun, steps):
+        losses = []
+        for i in range(steps):
+            w = w - 0.01 * dfun(w, x)  # expect: JAX701
+            losses.append(evaluate(w, x))
+        return w, losses
+
+    def main(w, x):
+        return descend(w, x, grad(loss), 1000)
+
+    main(jnp.ones(3), jnp.ones((3, 3)))
+    """)
+
+
+def test_jax701_a_whole_eager_step_is_one_finding_on_its_gradient():
+    # no compiled call in the loop: the optimizer update is not reported on its own (the advice
+    # is to jit the whole step), the gradient is; opt-in here, as the model cannot show that the loop
+    # over batches threads JAX state (`tx` is a parameter: what its `update` returns is not known)
+    src = _HEAD + """
+    import optax
+
+    def eager_everything(params, batches, tx, opt_state):
+        for batch in batches:
+            grads = jax.grad(lambda p: jnp.mean(p["w"] * batch))(params)  # expect: JAX701 (opt-in)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+        return params
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX701")
+    assert msg.startswith("`jax.grad(...)` computes a gradient") and "traces `lambda p:" in msg
+
+
+def test_jax701_eager_gradient_in_a_function_no_code_of_the_module_calls_is_opt_in():
+    # a library function (uvadlc's accumulate_gradients_loop, scenic's PGD attack): its callers in
+    # other modules run it under jit or pmap, where the loop is unrolled into one trace
+    src = _HEAD + """
+    def accumulate(w, batches, n):
+        g = jax.value_and_grad(loss)
+        total = 0.0
+        for i in range(n):
+            value, grads = g(w, batches[i])  # expect: JAX701 (opt-in)
+            total = total + grads
+        return total
+
+    def attack(w, x, steps):
+        for _ in range(steps):
+            w = w + 0.1 * jnp.sign(grad(loss)(w, x))  # expect: JAX701 (opt-in)
+        return w
+
+    def run(w, x):  # called by no code of this module either
+        return attack(w, x, 1000)
+    """
+    assert_marked(src)
+    reasons = [r for _, _, r in opt_in_findings(src, "JAX701")]
+    assert reasons[0].startswith("eager unknown: whether `accumulate` runs under a trace")
+    assert reasons[1].startswith("eager unknown: whether `attack` runs under a trace")
+
+
+def test_jax701_eager_gradient_in_test_code_or_over_items_is_opt_in():
+    src = _HEAD + """
+    def test_descends(x):
+        w = jnp.ones(3)
+        for i in range(1000):
+            w = w - 0.01 * grad(loss)(w, x)  # expect: JAX701 (opt-in)
+
+    def gradients(ws, x):
+        return [grad(loss)(w, x) for w in ws]  # expect: JAX701 (opt-in)
+
+    def norms(ws, x):
+        out = []
+        for w in ws:
+            out.append(jnp.linalg.norm(grad(loss)(w, x)))  # expect: JAX701 (opt-in)
+        return out
+    """
+    assert_marked(src)
+    reasons = [r for _, _, r in opt_in_findings(src, "JAX701")]
+    assert "test code" in reasons[0] and all(r.startswith("per-step unknown") for r in reasons[1:])
+
+
+def test_jax701_compiled_gradients_are_not_reported():
+    src = _HEAD + """
+    dloss_jit = jax.jit(grad(loss))
+    loss_jit = jax.jit(loss)
+
+    @jax.jit
+    def step(w, x):
+        return w - 0.01 * grad(loss)(w, x)
+
+    def fit(w, x, n):
+        g = grad(loss)
+        g = jax.jit(g)
+        for i in range(n):
+            w = step(w, x)
+            w = w - 0.01 * dloss_jit(w, x)
+            w = w - 0.01 * g(w, x)
+            w = w - 0.01 * grad(loss_jit)(w, x)
+        return w
+
+    def scan_fit(w, x):
+        def body(w, _):
+            return w - 0.01 * grad(loss)(w, x), None
+        return jax.lax.scan(body, w, None, length=1000)[0]
+
+    def inner(w, x, n):
+        for i in range(n):
+            w = w - 0.01 * grad(loss)(w, x)
+        return w
+
+    outer = jax.jit(inner, static_argnums=2)
+    """
+    assert findings(src, "JAX701") == []
+
+
+def test_jax701_near_misses_few_steps_periodic_and_a_gradient_of_unknown_origin():
+    src = _HEAD + """
+    def few(w, x):
+        for i in range(100):
+            w = w - 0.01 * grad(loss)(w, x)
+        return w
+
+    def checked(w, x, step, n):
+        for i in range(n):
+            w = step(w, x)
+            if i % 100 == 0:
+                print(jnp.linalg.norm(grad(loss)(w, x)))
+        return w
+
+    def given(w, x, dfun, n):
+        for i in range(n):
+            w = w - 0.01 * dfun(w, x)
+        return w
+
+    def hessian_free(w, x, n):
+        for i in range(n):
+            w = w - 0.01 * jax.jacfwd(loss)(w, x)
+        return w
+    """
+    assert findings(src, "JAX701") == []
+
+
+def test_jax701_eager_gradient_does_not_depend_on_the_names():
+    src = _HEAD + """
+    def fit(w, x, n_steps=3000):
+        dloss = grad(loss)
+        for i in range(n_steps):
+            w = w - 0.01 * dloss(w, x)
+        return w
+
+    print(fit(jnp.ones(3), jnp.ones((3, 3))))
+    """
+    renamed = src.replace("dloss", "q").replace("loss", "objective").replace("fit", "run").replace(
+        "n_steps", "k")
+    assert default_findings(src, "JAX701") == default_findings(renamed, "JAX701") == [(13, "JAX701")]
