@@ -60,7 +60,7 @@ def test_jax201_value_and_grad_result_in_loop():
     def fit(w, data, lr=1e-2):
         losses = []
         for x, y in data:
-            loss, grad = jax.value_and_grad(loss_fn)(w, x, y)
+            loss, grad = jax.value_and_grad(loss_fn)(w, x, y)  # expect: JAX701 (opt-in)
             w = w - lr * grad
             losses.append(loss.item())  # expect: JAX201
             print(grad.tolist())  # expect: JAX201

@@ -721,7 +721,7 @@ def test_jax602_under_autodiff_outside_jit_prints_values_on_every_call():
 
     def main(p, xs):
         for x in xs:
-            p = p - 0.1 * jax.grad(loss)(p, x)
+            p = p - 0.1 * jax.grad(loss)(p, x)  # expect: JAX701 (opt-in)
         return p, jax.vmap(per_row)(xs)
     """)
 
