@@ -2684,6 +2684,8 @@ def churn_of(body: str, callee: str = "f", arg: int = 0):
     ("for e in range(n):\n    r = 0.5 * (1 - e / n)\n    for b in bs:\n        f(r)", "counter", "e", 3),
     ("for x in xs:\n    f(x.shape[0])", "item", "x", 3),
     ("for step in range(n):\n    f(f'{step}')", "counter", "step", 3),
+    ("for step in range(n):\n    f(tasks[step])", "counter", "step", 3),
+    ("for step in range(n):\n    f(step % (step + 1))", "counter", "step", 3),
 ])
 def test_churn(body, kind, name, line):
     churn = churn_of(body)
@@ -2699,6 +2701,8 @@ def test_churn(body, kind, name, line):
     "for i in range(3):\n    f(i)",
     "for i in range(NUM):\n    f(i)",
     "for step in range(n):\n    f(step % 2)",
+    "for step in range(n):\n    f(step % len(tasks))",
+    "for step in range(n):\n    f(tasks[xs[step % xs.shape[0]]])",
     "for step in range(n):\n    f(step > 10)",
     "for step in range(n):\n    f(not step)",
     "for step in range(n):\n    f('a' if step % 3 else 'b')",

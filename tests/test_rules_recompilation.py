@@ -1188,6 +1188,20 @@ JAX103_NO_CHURN = {
                 x = forward(x, train="dropout" if step % 2 else "none")
             return x
     """,
+    "an_entry_picked_by_the_counter_modulo_a_loop_invariant_size": """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnames=("task",))
+        def step_fn(x, task):
+            return x
+
+        def run(x, n, tasks, order):
+            for step in range(n):
+                task = tasks[order[step % len(order)]]
+                x = step_fn(x, task)
+            return x
+    """,
 }
 
 

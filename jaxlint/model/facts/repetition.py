@@ -412,7 +412,7 @@ def churn(m, expr: ast.AST, loops: tuple, scope: Scope) -> Optional[Churn]:
     literal options (``range`` of a small constant included), or a value computed from those
     by arithmetic, numeric builtins (``int``, ``len``, ``min``...), attributes or indexing.
     Values that take a few values only are not churn: comparisons and ``not``, ``x % k`` for a
-    constant ``k``, a choice between constants (``"a" if c else "b"``), an index into a literal
+    ``k`` that is the same in every iteration, a choice between constants (``"a" if c else "b"``), an index into a literal
     table. Values from calls of other functions (``task_of(step)``, ``next(it)``) are not known
     to change, nor are names computed in the loop from loop-invariant values."""
     return _churn(m, expr, loops, scope, 0, set())
@@ -430,8 +430,11 @@ def _churn(m, e: ast.AST, loops: tuple, scope: Scope, depth: int, seen: set) -> 
             return _first_churn(m, e.values, loops, scope, depth, seen)
         return None  # True or False
     if isinstance(e, ast.BinOp):
-        if isinstance(e.op, ast.Mod) and V.const_int(m, e.right, scope) is not None:
-            return None  # one of k values
+        if isinstance(e.op, ast.Mod) and (V.const_int(m, e.right, scope) is not None
+                                          or _churn(m, e.right, loops, scope, depth + 1, seen) is None):
+            # one of k values, k a constant or the same in every iteration (``step % len(tasks)``):
+            # each value comes back every k iterations, so a new value each time is not shown
+            return None
         return _first_churn(m, [e.left, e.right], loops, scope, depth, seen)
     if isinstance(e, ast.UnaryOp):
         return _churn(m, e.operand, loops, scope, depth + 1, seen)
