@@ -252,7 +252,9 @@ class KeyReuse(Rule):
             if h.event.scope is h.ctx.scope and loopfacts.rebound_each_iteration(model, k, h.event, loop):
                 continue
             # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
-            if role != roles.PER_STEP and (proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
+            kept = proven and role != roles.BENCHMARK and keys.kept_per_iteration(model, h.call, loop)
+            if role != roles.PER_STEP and not kept and (
+                    proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
                 continue
             opt_in = None if proven else "whether the callee draws from the key is unknown"
             tail = ""

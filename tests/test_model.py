@@ -3198,6 +3198,10 @@ def test_kept_per_iteration():
             outs[name] = fns[name](x)
         for name in ("a", "b"):
             params["fixed"] = jax.random.gamma(key, 1.0, (2,))
+        for name in shapes:
+            outs = outs.copy({name: jax.random.cauchy(key, (2,))})
+        for name in shapes:
+            outs = outs.copy({"same": jax.random.logistic(key, (2,))})
         return [jax.random.laplace(key, s) for s in shapes], params, ws, outs
     """)
     calls = {keys.random_function(m, c): c for c in ast.walk(tree) if isinstance(c, ast.Call) and keys.random_function(m, c)}
@@ -3207,6 +3211,8 @@ def test_kept_per_iteration():
     assert keys.kept_per_iteration(m, calls["laplace"], loop_of(calls["laplace"]))
     assert not keys.kept_per_iteration(m, calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
     assert not keys.kept_per_iteration(m, calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
+    assert keys.kept_per_iteration(m, calls["cauchy"], loop_of(calls["cauchy"]))  # a dict entry keyed by the item
+    assert not keys.kept_per_iteration(m, calls["logistic"], loop_of(calls["logistic"]))  # one constant key
 
 
 def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():

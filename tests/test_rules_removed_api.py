@@ -81,6 +81,37 @@ def test_the_other_removed_names():
     """)
 
 
+def test_the_sharding_classes_removed_in_0_7_0():
+    # fresh set E: serl's examples and searchless_chess build a PositionalSharding at module level and name it in
+    # annotations, so importing them fails on current JAX
+    src = """
+        import jax
+        from jax.sharding import GSPMDSharding  # expect: JAX404
+
+        sharding = jax.sharding.PositionalSharding(jax.devices())  # expect: JAX404
+
+        def put(x, s: jax.sharding.PositionalSharding):  # expect: JAX404
+            return jax.device_put(x, s.replicate())
+
+        def named(x, mesh):
+            return jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x")))
+    """
+    assert_marked(src)
+    assert all("removed in JAX 0.7.0" in m and "NamedSharding" in m for m in messages(src, "JAX404"))
+
+
+def test_the_sharding_classes_are_opt_in_where_the_project_pins_a_jax_that_has_them(tmp_path, capsys):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["jax==0.6.2"]\n')
+    (tmp_path / "train.py").write_text("import jax\n\nsharding = jax.sharding.PositionalSharding(jax.devices())\n")
+    assert main(["check", "--no-cache", "--select", "JAX404", str(tmp_path / "train.py")]) == 0
+    capsys.readouterr()
+    assert main(["check", "--no-cache", "--pedantic", "--format", "json", "--select", "JAX404",
+                 str(tmp_path / "train.py")]) == 1
+    [f] = json.loads(capsys.readouterr().out)
+    assert "pyproject.toml requires jax ==0.6.2: the removal in 0.7.0 does not reach it" in f["opt_in"]
+
+
 def test_imports_are_reported_at_the_import_once_and_not_again_at_each_use():
     src = """
         from jax import tree_map  # expect: JAX404

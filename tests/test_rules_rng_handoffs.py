@@ -299,3 +299,76 @@ def _check(src):
     import jaxlint_rules
     from jaxlint.engine import check_source
     return check_source(textwrap.dedent(src), "t.py", [r() for r in jaxlint_rules.ALL_RULES]).findings
+
+
+AUGMENT = """
+import jax
+
+def random_crop(img, rng, padding):
+    shift = jax.random.randint(rng, (2,), 0, 2 * padding + 1)
+    return jax.lax.dynamic_slice(img, (shift[0], shift[1]), (8, 8))
+
+def batched_random_crop(img, rng, padding):
+    rngs = jax.random.split(rng, img.shape[0])
+    return jax.vmap(lambda i, r: random_crop(i, r, padding))(img, rngs)
+
+def identity(img, rng, padding):
+    return img
+"""
+
+
+def test_a_parameter_key_handed_to_a_drawing_function_of_another_module_is_proven_by_its_draw(tmp_path):
+    # serl's DrQ (fresh set E): ``data_augmentation_fn(self, rng, observations)`` crops every camera with one
+    # key, through ``batched_random_crop`` of another module that draws from it: every view gets the same crop
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/augment.py": AUGMENT, "pkg/agent.py": """
+        import jax
+        from pkg.augment import batched_random_crop, identity
+
+        class Agent:
+            def augment(self, rng, observations):
+                for pixel_key in self.config["image_keys"]:
+                    observations = observations.copy(
+                        add_or_replace={pixel_key: batched_random_crop(observations[pixel_key], rng, padding=4)})
+                return observations
+
+            def augment_in_place(self, rng, observations):
+                for pixel_key in self.config["image_keys"]:
+                    observations[pixel_key] = batched_random_crop(observations[pixel_key], rng, 4)
+                return observations
+
+        @jax.jit
+        def step_fn(state, batch):
+            return state + batch.mean()
+
+        def train(state, batches, rng):
+            for batch in batches:
+                batch = batched_random_crop(batch, rng, 4)
+                state = step_fn(state, batch)
+            return state
+        """})
+    assert path_default_codes(tmp_path / "pkg/agent.py") == [(9, "JAX502"), (14, "JAX502"), (23, "JAX502")]
+
+
+def test_near_misses_of_a_key_handed_to_another_module(tmp_path):
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/augment.py": AUGMENT, "pkg/agent.py": """
+        import jax
+        from pkg.augment import batched_random_crop, identity
+
+        def ignores_the_key(rng, observations, names):
+            for name in names:
+                observations[name] = identity(observations[name], rng, 4)  # no draw: not a reuse
+            return observations
+
+        def split_per_view(rng, observations, names):
+            for name in names:
+                rng, sub = jax.random.split(rng)
+                observations[name] = batched_random_crop(observations[name], sub, 4)
+            return observations
+
+        def used_within_the_iteration(rng, observations, names, score):
+            total = 0.0
+            for name in names:
+                total += score(batched_random_crop(observations[name], rng, 4))  # not kept side by side
+            return total
+        """})
+    assert path_default_codes(tmp_path / "pkg/agent.py") == []

@@ -15,9 +15,10 @@ time it gets the same key. Three facts make the finding:
   that is not the module's (a library's ``update_fn``, ``model.apply(rngs=...)``). A callee that
   ignores the key, or only derives keys and returns them, does not draw (no finding).
 
-For a callee that is not a function of this module, the argument must be proven a key
-(:func:`proven_key`: made by ``jax.random.key``/``PRNGKey``/``split``/``fold_in``, stacked or
-indexed) and drawing stays unknown.
+For a callee of another module of the project, the same: its draw from the parameter is read
+from that module (:func:`imported_draw`), and proves the argument a key. For any other callee (a
+library's), the argument must be proven a key (:func:`proven_key`: made by
+``jax.random.key``/``PRNGKey``/``split``/``fold_in``, stacked or indexed) and drawing stays unknown.
 
 Functions of the model (``m``), not a mixin: JAX502 (jaxlint_rules/rng.py) asks them.
 """
@@ -128,8 +129,12 @@ def _handoffs(m, call: ast.Call) -> list:
             if not draw.proven and not proven_key(m, arg, scope, 0):
                 continue  # reaches a library call: only a proven key is worth asking about
             out.append(Handoff(call, arg, ev, ctx, callees[0], draw))
-        elif _outside(m, call, scope) and proven_key(m, arg, scope, 0):
-            out.append(Handoff(call, arg, ev, ctx, None, imported_draw(m, call, scope, index, kw)))
+        elif _outside(m, call, scope):
+            # a callee of another module of the project that draws from the parameter proves the
+            # argument a key, as a callee of this module does; any other callee needs a proven key
+            draw = imported_draw(m, call, scope, index, kw)
+            if draw is not None or proven_key(m, arg, scope, 0):
+                out.append(Handoff(call, arg, ev, ctx, None, draw))
     return out
 
 

@@ -479,28 +479,28 @@ def advances_key(m, use: KeyUse) -> bool:
 def kept_per_iteration(m, call: ast.Call, loop) -> bool:
     """Whether each iteration of ``loop`` keeps what ``call`` returns beside the others: the
     call (under arithmetic, ``.astype``/``.reshape``-style methods) is the value stored into an
-    item named by the loop variable (``params[name] = normal(key, s) * 0.02``), appended
-    (``ws.append(normal(key, s))``), or the element of the comprehension ``loop`` is. Then the
-    iterations' results live side by side, and a key that does not change makes them equal:
-    several layers with the same weights, even in a loop over a few literal names."""
-    node = loop.node
-    targets = loop.target_names()
+    item named by the loop variable (``params[name] = normal(key, s) * 0.02``, a dict entry
+    ``{name: crop(x, key)}``), appended (``ws.append(normal(key, s))``), or the element of the
+    comprehension ``loop`` is. Then the results live side by side, and a key that does not change
+    makes them equal (several layers with the same weights, even over a few literal names)."""
+    node, targets = loop.node, loop.target_names()
     if isinstance(node, _COMPREHENSIONS):
-        elts = [node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        return any(_carries(e, call) for e in elts)
+        return any(_carries(e, call) for e in ([node.value] if isinstance(node, ast.DictComp) else [node.elt]))
     ctx = m.context(call)
     if ctx is None or ctx.scope.kind == "class":
         return False
     stmt = _key_names(m, ctx.scope).statement(call)
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _carries(stmt.value, call):
         ts = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return any(isinstance(t, ast.Subscript) and any(
-            isinstance(n, ast.Name) and n.id in targets for n in walk(t.slice)) for t in ts)
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        f = stmt.value.func
-        if isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "add"):
-            return any(_carries(a, call) for a in stmt.value.args)
-    return False
+        if any(isinstance(t, ast.Subscript) and any(
+                isinstance(n, ast.Name) and n.id in targets for n in walk(t.slice)) for t in ts):
+            return True
+    f = stmt.value.func if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+    if isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "add"):
+        return any(_carries(a, call) for a in stmt.value.args)
+    return stmt is not None and any(isinstance(d, ast.Dict) and any(
+        isinstance(k, ast.Name) and k.id in targets and _carries(v, call) for k, v in zip(d.keys, d.values))
+        for d in walk(stmt))
 
 
 def distinct_derivations(m, a: KeyUse, b: KeyUse) -> bool:

@@ -109,6 +109,10 @@ def _tree(old: str, new: str) -> Removed:
 #   ... were removed"). The module itself went in 0.9.0 (commit 82f02eb976; `from jax.lib import xla_bridge`
 #   raises ImportError on 0.10.2, probed). A reference to a function through the module names both entries:
 #   it is reported once, as the function's (removed first). Found on fresh set C (dqn_zoo's `main`).
+# - jax.sharding.PositionalSharding, jax.sharding.GSPMDSharding: deprecated in 0.6.0, removed in 0.7.0 (read
+#   from the release wheels: jax/sharding.py of 0.6.2 maps each to a deprecation warning, of 0.7.0 to None,
+#   "was deprecated in JAX v0.6.0 and removed in JAX v0.7.0"). Found on fresh set E's first look (serl's
+#   examples and searchless_chess, at module level and in annotations: the import fails).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -133,6 +137,9 @@ TABLE = {e.name: e for e in (
             "`xmap`, `jax.sharding.Mesh` for `maps.Mesh`", module=True),
     Removed("jax.xla_computation", (0, 4, 34), "the AOT API: `jax.jit(f).lower(*args).compiler_ir('hlo')`"),
     Removed("jax.sharding.use_mesh", (0, 7, 1), "`jax.set_mesh` (a context manager too)"),
+    Removed("jax.sharding.PositionalSharding", (0, 7, 0), "`jax.sharding.NamedSharding` over a "
+            "`jax.sharding.Mesh` (`NamedSharding(Mesh(devices, ('x',)), PartitionSpec('x'))`)"),
+    Removed("jax.sharding.GSPMDSharding", (0, 7, 0), "`jax.sharding.NamedSharding`"),
     Removed("jax.experimental.host_callback", (0, 8, 0), "`jax.pure_callback`, `jax.debug.callback` or "
             "`jax.experimental.io_callback`", module=True),
     Removed("jax.experimental.compilation_cache.compilation_cache.initialize_cache", (0, 8, 0),
