@@ -175,7 +175,9 @@ class RemovedApi(Rule):
                "and `xmap` (0.4.31), `jax.xla_computation` (0.4.34), `jax.sharding.use_mesh` (0.7.1), "
                "`jax.experimental.host_callback` and the compilation cache's `initialize_cache` (0.8.0), "
                "`jax.device_put_replicated`/`device_put_sharded` (0.10.0), `jax.lib.xla_bridge` (its functions "
-               "0.8.0, the module 0.9.0). An import of a removed name is "
+               "0.8.0, the module 0.9.0), `jax.sharding.PositionalSharding`/`GSPMDSharding` (0.7.0); and "
+               "configuration options JAX has removed, set with `jax.config.update` (`jax_array` 0.4.14, "
+               "`jax_spmd_mode` 0.6.1, `jax_cpu_enable_gloo_collectives` 0.8.0, ...). An import of a removed name is "
                "reported at the import, an attribute lookup at each use. Code that checks first (`hasattr`, "
                "a JAX version test, `try`/`except ImportError` or `AttributeError`, and the old name as that "
                "`except`'s fallback) is not a finding. The "
@@ -183,8 +185,8 @@ class RemovedApi(Rule):
                "file with pyproject.toml, setup.cfg, setup.py, requirements*.txt or environment.yml; never "
                "run): a default finding needs a declared version at or after the removal, or no readable "
                "declaration (current JAX is assumed then). The jax.ops index-update API is JAX402's.")
-    rationale = ("The program fails on current JAX: AttributeError where the name is looked up, ImportError "
-                 "where it is imported. Each has a replacement (`jax.tree.map` for `jax.tree_map`, "
+    rationale = ("The program fails on current JAX: AttributeError where the name is looked up or the option "
+                 "set, ImportError where it is imported. Each has a replacement (`jax.tree.map` for `jax.tree_map`, "
                  "`jax.jit(f).lower(...)` for `jax.xla_computation`, `jax.set_mesh` for `use_mesh`, "
                  "`jax.pure_callback`/`jax.debug.callback` for host_callback); the renames are fixed "
                  "automatically, to a replacement the oldest JAX the project supports has "
@@ -231,8 +233,12 @@ class RemovedApi(Rule):
             # older than the removal, the code runs today and fails once the pin is lifted: opt-in.
             reach = jaxrange.reaches(jaxrange.of_model(model), entry.removed, model.jax_version)
             fix, note = self._fix(model, ref)
-            message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
-                       f"{self._fails(ref)}; use {entry.replacement}{note}")
+            if ref.kind == "option":
+                message = (f"the config option `{entry.name}` was removed in JAX {_version(entry.removed)}: on "
+                           f"current JAX {self._fails(ref)}; {entry.replacement}")
+            else:
+                message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
+                           f"{self._fails(ref)}; use {entry.replacement}{note}")
             yield self.finding(ref.node, message, fix, facts=facts, opt_in=reach.why if reach.disproven else None,
                                evidence=(proof.sentence(reach),))
 
@@ -240,6 +246,8 @@ class RemovedApi(Rule):
     def _fails(ref) -> str:
         if ref.kind == "use":
             return "looking it up raises AttributeError"
+        if ref.kind == "option":
+            return "setting it raises AttributeError (an unrecognized config option)"
         stmt = ref.statement
         if isinstance(stmt, ast.Import) or ref.entry.module:
             return "importing it raises ImportError"

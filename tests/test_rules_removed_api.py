@@ -707,3 +707,55 @@ def test_a_handler_that_does_not_catch_an_import_failure_is_no_shim():
         except KeyError:
             from jax.experimental import optimizers  # expect: JAX404
     """)
+
+
+# --------------------------------------------------------------------------- removed configuration options
+
+
+def test_removed_config_options_set_through_jax_config_update():
+    # fresh set E: llama-2-jax's start-up sets jax_spmd_mode (removed in 0.6.1) in every entry point
+    src = """
+        import jax
+        from jax import config
+        import jax as J
+
+        jax.config.update("jax_spmd_mode", "allow_all")  # expect: JAX404
+        config.update("jax_array", True)  # expect: JAX404
+        J.config.update("jax_cpu_enable_gloo_collectives", True)  # expect: JAX404
+
+        def setup():
+            jax.config.update("jax_dynamic_shapes", True)  # expect: JAX404
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert msgs[0].startswith("the config option `jax_spmd_mode` was removed in JAX 0.6.1: on current JAX setting "
+                              "it raises AttributeError")
+    assert "jax_cpu_collectives_implementation" in msgs[2]
+
+
+@pytest.mark.parametrize("src", [
+    # options current JAX still has
+    'import jax\njax.config.update("jax_enable_x64", True)\njax.config.update("jax_platform_name", "cpu")\n',
+    # another object's update, a name that only reads like an option, an option read from a variable
+    'import jax\nd = {}\nd.update("jax_array")\nopts = {"jax_array": 1}\n',
+    'import jax\nname = "jax_array"\njax.config.update(name, True)\n',
+    # a guard that knows
+    'import jax\ntry:\n    jax.config.update("jax_array", True)\nexcept AttributeError:\n    pass\n',
+    # a local object named config
+    'import jax\n\ndef f(config):\n    config.update("jax_array", True)\n',
+])
+def test_removed_config_option_near_misses(src):
+    assert findings(src) == [] and opt_in_findings(src, "JAX404") == []
+
+
+def test_removed_config_options_against_the_installed_jax():
+    jax = pytest.importorskip("jax")
+    installed = _version(jax.__version__)
+    checked = 0
+    for name, entry in removedapi.OPTIONS.items():
+        assert name.startswith("jax_") and len(entry.removed) == 3 and entry.replacement
+        if entry.removed <= installed:
+            with pytest.raises(AttributeError, match="Unrecognized config option"):
+                jax.config.update(name, True)
+            checked += 1
+    assert checked >= 1  # jax_array (0.4.14) is gone from every jax the tests run

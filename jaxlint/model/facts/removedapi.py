@@ -162,6 +162,30 @@ TABLE = {e.name: e for e in (
             deprecated=True),
     Removed("jax.experimental.pjit.pjit", (0, 8, 0), "`jax.jit`", deprecated=True),
 )}
+# Configuration options JAX has removed: ``jax.config.update("jax_array", True)`` raises AttributeError
+# ("Unrecognized config option") from the release given. Each release is the first whose wheel (sdist
+# for the oldest) no longer spells the option's name quoted anywhere in the jax package, the release
+# before it still defining it (``name='jax_...'``); every one raises on 0.10.2 (probed). Read from the
+# release wheels of PyPI on 2026-12-06. Found on fresh set E's first look (llama-2-jax's start-up sets
+# jax_spmd_mode in every entry point).
+OPTIONS = {e.name: e for e in (
+    Removed("jax_array", (0, 4, 14), "`jax.Array` is always on since then: drop the call"),
+    Removed("jax_jit_pjit_api_merge", (0, 4, 14), "`jit` and `pjit` are one since then: drop the call"),
+    Removed("jax_coordination_service", (0, 4, 16), "the coordination service is always used: drop the call"),
+    Removed("jax_parallel_functions_output_gda", (0, 4, 26), "`pjit` and `pmap` return `jax.Array`: drop the call"),
+    Removed("jax_host_callback_inline", (0, 4, 35), "drop the call, and use `jax.pure_callback` or "
+            "`jax.debug.callback` instead of `host_callback`"),
+    Removed("jax_host_callback_outfeed", (0, 4, 35), "drop the call, and use `jax.pure_callback` or "
+            "`jax.debug.callback` instead of `host_callback`"),
+    Removed("jax_enable_memories", (0, 5, 1), "memory kinds are always enabled: drop the call"),
+    Removed("jax_eager_pmap", (0, 6, 0), "drop the call"),
+    Removed("jax_spmd_mode", (0, 6, 1), "multi-process computations run without it: drop the call"),
+    Removed("jax_cpu_enable_gloo_collectives", (0, 8, 0), "use "
+            "`jax.config.update('jax_cpu_collectives_implementation', 'gloo')`"),
+    Removed("jax_dynamic_shapes", (0, 8, 2), "drop the call, and keep shapes static (pad to a few bucket sizes)"),
+)}
+_CONFIG_CALLS = frozenset({"jax.config.update", "jax.config.config.update", "jax._src.config.config.update"})
+
 # The last part of every name: a reference spells it (an attribute chain reaches the removed name; an
 # import names it, or its module, as ``from jax.experimental.maps import xmap`` does), so a module
 # that spells none of them has no reference to look at.
@@ -244,6 +268,8 @@ class _Walk:
             self._import(node)
         for node in self.model.watched_attrs:
             self._attribute(node)
+        for call in self.model.calls_by_name.get("update", ()):
+            self._option(call)
         out = []
         # an attribute chain inside another reported one (``jax.lib.xla_bridge`` of
         # ``jax.lib.xla_bridge.get_backend``): the outer reference is the one reported
@@ -373,6 +399,14 @@ class _Walk:
         self._add(node, entry, "use", node, chain=chain, base=base, base_name=source)
         return True
 
+    def _option(self, call: ast.Call) -> None:
+        """``jax.config.update("jax_array", True)``: a removed configuration option."""
+        arg = call.args[0] if call.args else None
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value in OPTIONS):
+            return
+        if self.model.resolve(call.func, self.model.scope_at(call)) in _CONFIG_CALLS:
+            self._add(arg, OPTIONS[arg.value], "option", call, statement=call)
+
     def _add(self, node, entry: Removed, kind: str, where, **more) -> None:
         guard = self.guard_at(where)
         if guard is not None:
@@ -468,6 +502,6 @@ def references(model) -> list:
     """Every reference to a name of :data:`TABLE` in the module, in source order, each with its
     **removed** fact (disproven where a guard shows the code knows). Reads only what the model's
     walk listed: the attributes named like an entry's last part and the import statements."""
-    if not model.watched_attrs and not model.import_nodes:
+    if not model.watched_attrs and not model.import_nodes and "update" not in model.calls_by_name:
         return []
     return _Walk(model).run()
