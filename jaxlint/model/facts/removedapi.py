@@ -113,6 +113,8 @@ def _tree(old: str, new: str) -> Removed:
 #   from the release wheels: jax/sharding.py of 0.6.2 maps each to a deprecation warning, of 0.7.0 to None,
 #   "was deprecated in JAX v0.6.0 and removed in JAX v0.7.0"). Found on fresh set E's first look (serl's
 #   examples and searchless_chess, at module level and in annotations: the import fails).
+# - jax.spmd_mode (the context manager of the jax_spmd_mode option): exported by jax/__init__.py of 0.6.0, not
+#   of 0.6.1 (the wheels), with the option. Found on the dev set by the reviewer of fresh set E's findings.
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -140,6 +142,8 @@ TABLE = {e.name: e for e in (
     Removed("jax.sharding.PositionalSharding", (0, 7, 0), "`jax.sharding.NamedSharding` over a "
             "`jax.sharding.Mesh` (`NamedSharding(Mesh(devices, ('x',)), PartitionSpec('x'))`)"),
     Removed("jax.sharding.GSPMDSharding", (0, 7, 0), "`jax.sharding.NamedSharding`"),
+    Removed("jax.spmd_mode", (0, 6, 1), "the `with` block's body without `jax.spmd_mode(...)` (multi-process "
+            "computations run without it)"),
     Removed("jax.experimental.host_callback", (0, 8, 0), "`jax.pure_callback`, `jax.debug.callback` or "
             "`jax.experimental.io_callback`", module=True),
     Removed("jax.experimental.compilation_cache.compilation_cache.initialize_cache", (0, 8, 0),
