@@ -34,6 +34,7 @@ MAX_DEPTH = 2  # how many import hops a query may follow
 OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
 MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
 _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
+_PROJECT_KINDS = (".py", ".ipynb", "pyproject.toml", "setup.cfg")  # files that may refer to a project's function
 
 
 class ProjectResolver:
@@ -47,7 +48,7 @@ class ProjectResolver:
         self._programs: dict = {}  # (path, question...) -> (answer of a full model, what deciding it consulted)
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
-        self._project_listing: dict = {}  # project root -> its .py files and their bytes
+        self._project_listing: dict = {}  # project root -> (its files, its .py files), with their bytes
         self._declarations = Finder()  # packaging files declaring the JAX version, per folder
         self.depth = 0
 
@@ -397,9 +398,10 @@ class ProjectResolver:
         self._note(deps)
         return found
 
-    def _project_texts(self, root: str) -> list:
-        """``(path, bytes)`` of the project's ``.py`` files, read once per process and root (at
-        most MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""
+    def _project_texts(self, root: str, every_kind: bool = False) -> list:
+        """``(path, bytes)`` of the project's ``.py`` files (with ``every_kind``, also its notebooks
+        and its ``pyproject.toml``/``setup.cfg``, which may name an entry point), read once per
+        process and root (at most MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""
         files = self._project_listing.get(root)
         if files is None:
             files = []
@@ -407,15 +409,35 @@ class ProjectResolver:
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
                                  and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg")))
                 for n in sorted(names):
-                    if n.endswith(".py") and len(files) < MAX_PROJECT_FILES:
+                    if n.endswith(_PROJECT_KINDS) and len(files) < MAX_PROJECT_FILES:
                         full = os.path.abspath(os.path.join(folder, n))
                         try:
                             with open(full, "rb") as fh:
                                 files.append((full, fh.read()))
                         except OSError:
                             continue
-            self._project_listing[root] = files
-        return files
+            self._project_listing[root] = (files, [f for f in files if f[0].endswith(".py")])
+            files = self._project_listing[root]
+        return files[0] if every_kind else files[1]
+
+    def mentioned_elsewhere(self, path: str, name: str) -> Optional[bool]:
+        """Whether a file of the repository around ``path`` other than it spells ``name`` as a word
+        (code, comments, a notebook, an entry point); None when ``path`` is in no repository (no
+        ``.git``/``.hg`` above it), so that what else may refer to it is not known.
+        :mod:`.model.python.unreferenced` asks it of a function its module never refers to. The
+        files that spell it are recorded for the result cache, as :meth:`loop_caller` does (a file
+        added later that refers to it is seen once the checked file or one of those changes)."""
+        path = self._abspath(path)
+        root = _repository_root(path)
+        if root is None:
+            return None
+        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
+        needle = name.encode()
+        for other, data in self._project_texts(root, every_kind=True):
+            if other != path and needle in data and word.search(data):
+                self._note([("f", other, content_hash(data))])
+                return True
+        return False
 
     def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
         """What an import binds: ``(model, None)`` for a module of the project, ``(model, name)``
@@ -453,6 +475,22 @@ _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
 # (``ProjectResolver.factories``); a nested def decorated and returned by name is not seen from
 # another module (summaries skip function bodies).
 _FACTORY_RETURN = re.compile(r"\n[ \t]+return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(")
+
+
+_VCS = (".git", ".hg")
+
+
+def _repository_root(path: str) -> Optional[str]:
+    """The repository around ``path``: the nearest folder above it with ``.git`` or ``.hg``; None
+    when there is none (then what else refers to a function is not known)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if any(os.path.exists(os.path.join(folder, v)) for v in _VCS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def _may_export_compiled(text: str, path: str) -> bool:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain 
     from jaxlint.edits import Fix
 from jaxlint.model import ModuleModel
 from jaxlint.model.facts import jaxrange, proof, removedapi
+from jaxlint.model.python.unreferenced import enclosing, unreferenced
 from jaxlint.rule import Finding, Rule, unparse
 
 from .mutation import _PRIMARY, _at, _never_raises
@@ -198,7 +199,10 @@ class RemovedApi(Rule):
                     "under poetry is >=0.4.8,<0.5.0: `jax.tree_map`, removed in 0.6.0, still works there): "
                     "right today, and the evidence names the file and the pin, but it fails once the pin is "
                     "lifted. A `jax-version` at or after the removal (the user's own word) makes it a default "
-                    "finding again; one before it says nothing of the newest version, and the pin decides.")
+                    "finding again; one before it says nothing of the newest version, and the pin decides. "
+                    "A reference inside a top-level function that nothing in the repository refers to (no call "
+                    "or use in its module outside such functions, no other file spelling its name: dead or "
+                    "vendored code, or an API only the package's users call): whether its line runs is unknown.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -232,6 +236,7 @@ class RemovedApi(Rule):
             # The project's declared JAX range (its packaging files): where every version it allows is
             # older than the removal, the code runs today and fails once the pin is lifted: opt-in.
             reach = jaxrange.reaches(jaxrange.of_model(model), entry.removed, model.jax_version)
+            unused = self._unreferenced(model, ref.node)
             fix, note = self._fix(model, ref)
             if ref.kind == "option":
                 message = (f"the config option `{entry.name}` was removed in JAX {_version(entry.removed)}: on "
@@ -239,8 +244,16 @@ class RemovedApi(Rule):
             else:
                 message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
                            f"{self._fails(ref)}; use {entry.replacement}{note}")
-            yield self.finding(ref.node, message, fix, facts=facts, opt_in=reach.why if reach.disproven else None,
-                               evidence=(proof.sentence(reach),))
+            opt_in = reach.why if reach.disproven else (f"whether it runs is unknown: {unused}" if unused else None)
+            yield self.finding(ref.node, message, fix, facts=facts, opt_in=opt_in,
+                               evidence=(proof.sentence(reach),) + ((f"runs (unknown): {unused}",) if unused else ()))
+
+    @staticmethod
+    def _unreferenced(model: ModuleModel, node) -> Optional[str]:
+        """Why the top-level function around ``node`` may never run (nothing in the project refers
+        to it), or None: a removed name fails only where its line runs."""
+        f = enclosing(model, node)
+        return unreferenced(model, f) if f is not None else None
 
     @staticmethod
     def _fails(ref) -> str:

@@ -1,0 +1,130 @@
+"""Top-level functions nothing in the project refers to: whether their code runs is not shown.
+
+A finding about code that never runs is false (``POLICY.md``: "the code is dead"), and a finding
+needs proof that its facts hold. A module-level ``def`` that no code refers to (no call, no use as
+a value, no string naming it) in its own module, outside functions that are themselves in this
+state, and whose name no other file of the project spells, may be dead code, vendored code the
+project never reaches, or an API a user of the package calls: unknown. Rules that report code
+because it runs (a removed JAX name fails only when its line runs) ask :func:`unreferenced` and
+make such a finding opt-in, naming the unknown.
+
+What keeps a function referenced (conservative: a mention is enough):
+
+* a ``Name`` or attribute with its name, or a string equal to it (``getattr(mod, "f")``,
+  ``__all__``), anywhere in its module outside the function itself and the module's other
+  unreferenced functions;
+* its name spelled anywhere in another file of the project (``.py`` and ``.ipynb`` files, and the
+  packaging files that name entry points), comments included: asked of the project resolver;
+* a decorator (a registry, a framework's hook, ``@app.command``), a function test runners collect
+  (:func:`.records.runs_as_test`), a dunder (Python calls a module's ``__getattr__``); and a module
+  in no repository (no ``.git``/``.hg`` above it) is not searched: nothing is known there.
+
+Methods are never unreferenced here: a framework calls them by protocol (``setup``, ``__call__``).
+Functions of the model (``m``) only; the project resolver answers for other files.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .records import runs_as_test
+
+def unreferenced(m, f) -> Optional[str]:
+    """Why the top-level function ``f`` is referenced by nothing in the project (a sentence for a
+    finding's evidence), or None when it is referenced, not known not to be (a module in no
+    repository), or not a candidate (a method, a nested function, a decorated one)."""
+    state = getattr(m, "_unreferenced_state", None)
+    if state is None:
+        state = m._unreferenced_state = _State(m)
+    if f is None or state.candidates.get(f.name) is not f:
+        return None
+    if state.alive(f.name, frozenset()) is not False:
+        return None
+    return (f"nothing in the project refers to `{f.name}` (no call or use in its module outside functions in "
+            "the same state, and no other file of the repository spells the name)")
+
+
+class _State:
+    """The module's candidates and where their names occur, found once; liveness asked lazily
+    (other files of the repository are read only for the functions a rule asks about)."""
+
+    def __init__(self, m):
+        self.m = m
+        ok = getattr(m, "project", None) is not None and getattr(m, "path", None) is not None
+        self.candidates = {f.name: f for f in _candidates(m)} if ok else {}
+        self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
+        self.memo: dict = {}
+        if self.candidates:
+            for top in m.tree.body:
+                holder = m.func_of_node.get(id(top)) if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    else None
+                for node in ast.walk(top):
+                    name = _mentioned(node)
+                    if name in self.candidates and node is not self.candidates[name].node:
+                        self.owners.setdefault(name, []).append(holder)
+
+    def alive(self, name: str, asking: frozenset) -> Optional[bool]:
+        """True: code that may run refers to ``name``; False: nothing does; None: not known."""
+        if name in self.memo:
+            return self.memo[name]
+        f = self.candidates.get(name)
+        if f is None:
+            return True  # not a candidate: a method, a decorated or nested function
+        if name in asking:
+            return False  # functions that only refer to each other
+        found: Optional[bool] = False
+        for holder in self.owners.get(name, ()):
+            if holder is None:
+                found = True  # module-level code refers to it
+                break
+            if holder is f:
+                continue  # it calls itself
+            sub = self.alive(holder.name, asking | {name})
+            if sub:
+                found = True
+                break
+            if sub is None:
+                found = None
+        if found is False:
+            elsewhere = self.m.project.mentioned_elsewhere(self.m.path, name)
+            found = None if elsewhere is None else bool(elsewhere)
+        if not asking or found is not False:
+            self.memo[name] = found  # a False inside a cycle is the cycle's, not yet final
+        return found
+
+
+def enclosing(m, node: ast.AST):
+    """The top-level function (a ``def`` of the module's body) whose lines hold ``node``, or None."""
+    line = getattr(node, "lineno", None)
+    if line is None:
+        return None
+    for top in m.tree.body:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and top.lineno <= line <= top.end_lineno:
+            return m.func_of_node.get(id(top))
+    return None
+
+
+def _candidates(m) -> list:
+    out = []
+    for f in m.functions:
+        if f.parent is not None or f.cls is not None or not isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if f.node.decorator_list or runs_as_test(f) or f.name.startswith("__"):
+            continue
+        out.append(f)
+    return out
+
+
+def _mentioned(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+        return node.value
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name).split(".")[-1]
+    return None

@@ -1,0 +1,132 @@
+"""The unreferenced-function fact (jaxlint/model/python/unreferenced.py) and JAX404's use of it: a
+removed JAX name fails only where its line runs, and a top-level function nothing in the repository
+refers to is not shown to run (fresh sets E and F: vendored helpers and unused losses)."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from jaxlint.cli import main
+from jaxlint.model import build_model
+from jaxlint.model.python.unreferenced import enclosing, unreferenced
+from jaxlint.project import ProjectResolver
+from ruletools import make_project
+
+LIB = """
+import jax
+
+def used(tree):
+    return jax.tree_map(abs, tree)
+
+def helper(tree):
+    return jax.tree_map(abs, tree)
+
+def only_from_dead(tree):
+    return helper(tree)
+
+def ping(n):
+    return pong(n - 1) if n else jax.tree_map(abs, n)
+
+def pong(n):
+    return ping(n)
+
+def by_string(tree):
+    return jax.tree_map(abs, tree)
+
+@register
+def decorated(tree):
+    return jax.tree_map(abs, tree)
+
+def main():
+    return jax.tree_map(abs, [1])
+
+if __name__ == "__main__":
+    main()
+
+def test_tree():
+    return jax.tree_map(abs, [1])
+
+REGISTRY = {"by_string": None}
+
+def mentioned_in_a_notebook(tree):
+    return jax.tree_map(abs, tree)
+
+class Thing:
+    def method(self, tree):
+        return jax.tree_map(abs, tree)
+"""
+
+USER = """
+from pkg.lib import used
+
+print(used([1]))
+"""
+
+
+def _model(root, rel):
+    path = root / rel
+    m = build_model(ast.parse(path.read_text()))
+    m.path, m.project = str(path), ProjectResolver()
+    return m
+
+
+def _states(m) -> dict:
+    return {f.name: unreferenced(m, f) is not None for f in m.functions if f.parent is None}
+
+
+def _project(tmp_path, git=True):
+    files = {"pkg/__init__.py": "", "pkg/lib.py": LIB, "run.py": USER,
+             "demo.ipynb": json.dumps({"cells": [{"cell_type": "code", "source": "mentioned_in_a_notebook([1])"}],
+                                       "nbformat": 4, "nbformat_minor": 5, "metadata": {}})}
+    make_project(tmp_path, files)
+    if git:
+        (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+def test_which_top_level_functions_nothing_refers_to(tmp_path):
+    m = _model(_project(tmp_path), "pkg/lib.py")
+    assert _states(m) == {
+        "used": False,  # another file of the repository calls it
+        "helper": True,  # only a function nothing calls calls it
+        "only_from_dead": True,
+        "ping": True, "pong": True,  # only each other
+        "by_string": False,  # a string names it
+        "decorated": False,  # a decorator may register it
+        "main": False,  # the module's own code calls it
+        "test_tree": False,  # test runners collect it
+        "mentioned_in_a_notebook": False,
+        "method": False,  # methods are called by protocol: never candidates
+    }
+    f = next(f for f in m.functions if f.name == "helper")
+    assert "nothing in the project refers to `helper`" in unreferenced(m, f)
+
+
+def test_outside_a_repository_nothing_is_known(tmp_path):
+    m = _model(_project(tmp_path, git=False), "pkg/lib.py")
+    assert not any(_states(m).values())
+
+
+def test_enclosing_is_the_top_level_def_around_a_node(tmp_path):
+    m = _model(_project(tmp_path), "pkg/lib.py")
+    calls = [n for n in ast.walk(m.tree) if isinstance(n, ast.Attribute) and n.attr == "tree_map"]
+    assert [enclosing(m, c).name if enclosing(m, c) else None for c in calls][:2] == ["used", "helper"]
+    method_call = calls[-1]
+    assert enclosing(m, method_call) is None  # inside a class, not a top-level def
+
+
+def test_jax404_in_a_function_nothing_refers_to_is_opt_in_and_says_why(tmp_path, capsys):
+    root = _project(tmp_path)
+    main(["check", "--no-cache", "--select", "JAX404", "--pedantic", "--format", "json", str(root / "pkg/lib.py")])
+    found = {f["line"]: f for f in json.loads(capsys.readouterr().out)}
+    src = LIB.split("\n")  # the line of the tree_map in ``def fn``'s body
+    line_of = lambda fn: next(i + 2 for i, t in enumerate(src) if t.startswith(f"def {fn}("))
+    assert found[line_of("used")].get("opt_in") is None
+    assert found[line_of("helper")]["opt_in"].startswith("whether it runs is unknown: nothing in the project")
+    assert any(e.startswith("runs (unknown): ") for e in found[line_of("helper")]["evidence"])
+    assert found[line_of("main")].get("opt_in") is None and found[line_of("decorated")].get("opt_in") is None
+    # outside a repository the same code keeps every finding
+    (root / ".git").rmdir()
+    main(["check", "--no-cache", "--select", "JAX404", "--format", "json", str(root / "pkg/lib.py")])
+    assert len(json.loads(capsys.readouterr().out)) == len(found)
