@@ -49,6 +49,7 @@ class ProjectResolver:
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> (its files, its .py files), with their bytes
+        self._file_bytes: dict = {}  # path -> bytes of a project file a key question read
         self._declarations = Finder()  # packaging files declaring the JAX version, per folder
         self.depth = 0
 
@@ -63,6 +64,7 @@ class ProjectResolver:
         self._loop_callers.clear()
         self._loop_indexes.clear()
         self._project_listing.clear()
+        self._file_bytes.clear()
         self._declarations = Finder()
 
     # ----------------------------------------------------------- dependencies
@@ -275,8 +277,25 @@ class ProjectResolver:
         :meth:`runs_program`."""
         from .model.facts.keyhandoffs import remote_draw
 
+        # a module that draws spells `random` (jax.random, however imported) or `sample` (a
+        # distribution's sample(seed=...)); one that spells neither is not modelled
+        data = self._bytes(path)
+        if data is not None and b"random" not in data and b"sample" not in data:
+            self._note([("f", self._abspath(path), content_hash(data))])
+            return None
         return self._full_answer(path, ("key", name, cls, index, kw),
                                  lambda model: remote_draw(model, name, cls, index, kw), None)
+
+    def _bytes(self, path: str) -> Optional[bytes]:
+        """A project file's bytes, read once per process (None: unreadable)."""
+        path = self._abspath(path)
+        if path not in self._file_bytes:
+            try:
+                with open(path, "rb") as fh:
+                    self._file_bytes[path] = fh.read()
+            except OSError:
+                self._file_bytes[path] = None
+        return self._file_bytes[path]
 
     def _full_answer(self, path: str, key: tuple, ask, default):
         """``ask`` of a full model of the project file ``path``, memoized per process by ``key``."""

@@ -246,11 +246,15 @@ class KeyReuse(Rule):
         """A key the loop never replaces, handed to a callee that draws from it (proven by the
         callee's body in this module) or may (a callee outside it: opt-in)."""
         k = h.arg.id
-        proven = h.draw is not None and h.draw.proven
         for loop in h.ctx.loops:
             role = roles.loop_role(model, loop, h.ctx).kind
             if h.event.scope is h.ctx.scope and loopfacts.rebound_each_iteration(model, k, h.event, loop):
                 continue
+            if role not in (roles.PER_STEP, roles.BENCHMARK) and not keys.kept_per_iteration(model, h.call, loop):
+                continue  # (before the callee's draw is read: that may read another module)
+            proven = h.draw is not None and h.draw.proven
+            if not h.key_proven and not proven:
+                return  # neither the argument's data flow nor the callee shows a key
             # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
             kept = proven and role != roles.BENCHMARK and keys.kept_per_iteration(model, h.call, loop)
             if role != roles.PER_STEP and not kept and (

@@ -63,15 +63,23 @@ class Handoff:
     the call's context, the callee's functions of the module (``callees``; empty when it is not
     one of them) and the :class:`Draw` (None for a callee outside the module)."""
 
-    __slots__ = ("call", "arg", "event", "ctx", "callee", "draw")
+    __slots__ = ("call", "arg", "event", "ctx", "callee", "_draw", "_ask", "key_proven")
 
-    def __init__(self, call, arg, event, ctx, callee, draw):
+    def __init__(self, call, arg, event, ctx, callee, draw, ask=None, key_proven=True):
         self.call = call
         self.arg = arg
         self.event = event
         self.ctx = ctx
         self.callee = callee
-        self.draw = draw
+        self._draw = draw
+        self._ask = ask  # for a callee of another module: reads that module when first asked
+        self.key_proven = key_proven  # False: only the callee's draw would prove the argument a key
+
+    @property
+    def draw(self) -> Optional[Draw]:
+        if self._ask is not None:
+            self._draw, self._ask = self._ask(), None
+        return self._draw
 
 
 def key_handoffs(m) -> list:
@@ -131,10 +139,10 @@ def _handoffs(m, call: ast.Call) -> list:
             out.append(Handoff(call, arg, ev, ctx, callees[0], draw))
         elif _outside(m, call, scope):
             # a callee of another module of the project that draws from the parameter proves the
-            # argument a key, as a callee of this module does; any other callee needs a proven key
-            draw = imported_draw(m, call, scope, index, kw)
-            if draw is not None or proven_key(m, arg, scope, 0):
-                out.append(Handoff(call, arg, ev, ctx, None, draw))
+            # argument a key, as a callee of this module does; any other callee needs a proven key.
+            # That module is read only when the rule asks (after the cheaper facts of the loop).
+            out.append(Handoff(call, arg, ev, ctx, None, None, key_proven=proven_key(m, arg, scope, 0),
+                               ask=lambda c=call, s=scope, i=index, k=kw: imported_draw(m, c, s, i, k)))
     return out
 
 
