@@ -381,7 +381,9 @@ class UnrolledLoopInTracedCode(Rule):
 
     opt_in_cases = ("A Python loop of unknown length in traced code that calls a jitted function without feeding "
                     "it its own result (a sweep over a few settings, each traced on purpose): the unroll costs "
-                    "as much as the loop is long, which the code does not show.")
+                    "as much as the loop is long, which the code does not show. A loop in code traced only by a "
+                    "transform such as `jax.vmap` with no jit shown around it: called outside jit, the "
+                    "transform runs op by op, and no program holds the copies.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         staging = model.staging
@@ -392,6 +394,11 @@ class UnrolledLoopInTracedCode(Rule):
                 found = self._unrolled(model, loop, f)
                 if found is not None:
                     msg, opt_in = found
+                    if opt_in is None and not staging.compiled(f):
+                        # traced by a transform alone (jax.vmap called outside jit runs op by op): no
+                        # program holds the copies unless a jit the code does not show encloses it
+                        opt_in = (f"whether a compiled program holds the loop is unknown: `{f.name}` is traced "
+                                  f"{staging.how_staged(f).removeprefix('when ')}, and no jit around it is shown")
                     yield self.finding(loop.node, msg, opt_in=opt_in)
 
     def _unrolled(self, model: ModuleModel, loop: Loop, f: FunctionInfo) -> Optional[tuple]:

@@ -1360,6 +1360,65 @@ def test_jax305_loop_of_unknown_length_reported_by_default_only_when_it_carries_
     assert UnrolledLoopInTracedCode.opt_in_cases
 
 
+_JAX305_UNDER_VMAP = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def update(p, g):
+        return p - 0.1 * g
+
+    def train(p, x, steps):
+        for _ in range(steps):
+            p = update(p, x)
+        return p
+
+    def train_staged(p, x, steps):
+        for _ in range(steps):
+            p = update(p, x)
+        return p
+
+    def run(ps, x, steps):
+        eager = jax.vmap(lambda p: train(p, x, steps))(ps)
+        compiled = jax.jit(jax.vmap(lambda p: train_staged(p, x, 100)))(ps)
+        return eager, compiled
+"""
+
+
+def test_jax305_under_a_transform_alone_is_opt_in_under_jit_default():
+    # fresh set F (fourier-feature-networks): a training loop run under a bare jax.vmap, no jit around it,
+    # dispatches the compiled step once per iteration; nothing is unrolled into one program
+    got = check_source(textwrap.dedent(_JAX305_UNDER_VMAP), "t.py", [UnrolledLoopInTracedCode()]).findings
+    by_line = {f.line: f for f in got}
+    loops = [i + 1 for i, t in enumerate(textwrap.dedent(_JAX305_UNDER_VMAP).split("\n")) if "for _ in range(steps)" in t]
+    eager, staged = by_line[loops[0]], by_line[loops[1]]
+    assert eager.opt_in.startswith("whether a compiled program holds the loop is unknown: `train` is traced ")
+    assert "jax.vmap" in eager.opt_in
+    assert staged.opt_in is None
+
+
+def test_staging_compiled_is_proven_under_jit_and_lax_unknown_under_a_transform_alone():
+    import ast as _ast
+
+    from jaxlint.model import build_model
+
+    m = build_model(_ast.parse(textwrap.dedent(_JAX305_UNDER_VMAP + '''
+    def body(i, c):
+        return c + i
+
+    def scanned(c):
+        return jax.lax.fori_loop(0, 3, body, c)
+
+    def plain(x):
+        return x + 1
+    ''')))
+    fn = {f.name: f for f in m.functions}
+    st = m.staging
+    assert st.compiled(fn["update"]) is True and st.compiled(fn["body"]) is True
+    assert st.compiled(fn["train"]) is None  # only jax.vmap called outside jit: not shown
+    assert st.compiled(fn["plain"]) is False  # not traced at all
+
+
 def test_jax305_messages_state_the_unrolled_copies():
     src = """
     import jax

@@ -76,6 +76,27 @@ class Staging:
         self._memo[key] = result
         return result
 
+    def compiled(self, f: Optional[FunctionInfo], depth: int = 0) -> Optional[bool]:
+        """Whether ``f`` is traced into a program XLA compiles: True under a jit/pmap wrapper or as
+        a lax primitive's body (directly or through its callers); None when it is traced only by
+        a transform (``jax.vmap(f)(x)`` called outside jit runs op by op, each primitive compiled
+        alone; whether a jit encloses the transform's call is not recorded); False when not staged."""
+        if f is None or not self.staged(f) or depth > 8:
+            return False if f is None or not self.staged(f) else None
+        found: Optional[bool] = False
+        for cause in f.trace_causes:
+            if cause.kind in ("jit", "lax"):
+                return True
+            if cause.kind == "caller" and cause.caller is not f:
+                sub = self.compiled(cause.caller, depth + 1)
+                if sub:
+                    return True
+                if sub is None:
+                    found = None
+            elif cause.kind == "transform":
+                found = None
+        return found
+
     def how_staged(self, f: Optional[FunctionInfo], depth: int = 0) -> str:
         """How staged ``f`` comes to see abstract tracers, for messages: "under jax.jit", "under
         jax.vmap", "in a jax.lax.fori_loop body", "when called from `step` under jax.jit"."""
