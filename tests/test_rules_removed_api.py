@@ -81,6 +81,17 @@ def test_the_other_removed_names():
     """)
 
 
+def test_the_jax_api_module_removed_in_0_2_21():
+    assert_marked("""
+        from jax.api import jit, grad  # expect: JAX404
+        import jax
+
+        f = jit(grad(lambda x: x ** 2))
+        g = jax.jit(lambda x: x)
+    """)
+    assert "removed in JAX 0.2.21" in messages("from jax.api import jit\n", "JAX404")[0]
+
+
 def test_the_sharding_classes_removed_in_0_7_0():
     # fresh set E: serl's examples and searchless_chess build a PositionalSharding at module level and name it in
     # annotations, so importing them fails on current JAX

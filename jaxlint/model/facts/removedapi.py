@@ -115,6 +115,9 @@ def _tree(old: str, new: str) -> Removed:
 #   examples and searchless_chess, at module level and in annotations: the import fails).
 # - jax.spmd_mode (the context manager of the jax_spmd_mode option): exported by jax/__init__.py of 0.6.0, not
 #   of 0.6.1 (the wheels), with the option. Found on the dev set by the reviewer of fresh set E's findings.
+# - jax.api (the module; its names moved to jax._src.api and are exported by jax itself): jax/api.py is in the
+#   0.2.20 sdist, not in 0.2.21's; `import jax.api` raises ModuleNotFoundError on 0.10.2 (probed). Found by the
+#   reviewer of fresh set F's findings (fourier-feature-networks' kernel_spreading notebook).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -129,6 +132,7 @@ TABLE = {e.name: e for e in (
     Removed("jax.tree_multimap", (0, 3, 16), "`jax.tree.map`", "jax.tree.map", _TREE, "jax.tree_util.tree_map"),
     Removed("jax.tree_util.tree_multimap", (0, 3, 16), "`jax.tree_util.tree_map`", "jax.tree_util.tree_map",
             (0, 3, 5)),
+    Removed("jax.api", (0, 2, 21), "`jax` itself (`from jax import jit, grad, vmap`)", module=True),
     Removed("jax.experimental.stax", (0, 3, 16), "`jax.example_libraries.stax` (JAX 0.2.25 and later), or "
             "flax/equinox", module=True),
     Removed("jax.experimental.optimizers", (0, 3, 16), "`jax.example_libraries.optimizers` (JAX 0.2.25 and "
