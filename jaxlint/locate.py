@@ -89,9 +89,41 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
         if parent == folder:
             break
         if os.path.basename(folder) == parts[0] and parent not in (here, top):
-            return _module_file(parent, parts, isfile)
+            found = _module_file(parent, parts, isfile)
+            if found is not None:
+                return found
+            break  # a repository folder named like its package (``octo/octo/``): the layouts below
         folder = parent
-    return _src_layout(here, parts, isfile)
+    return _src_layout(here, parts, isfile) or _flat_layout(here, parts, isfile)
+
+
+def _flat_layout(here: str, parts: list, isfile) -> Optional[str]:
+    """The project's own package beside the script's folder: ``from octo.utils import Timer`` in
+    ``scripts/train.py`` of a project whose package is ``octo/`` at its root (installed from the
+    project, ``pip install -e .``, so the import runs that file). The root is the nearest folder
+    above ``here`` with ``pyproject.toml``, ``setup.py`` or ``setup.cfg``; the module is looked up
+    there only when the first part is a package folder of it."""
+    root = _packaging_root(here)
+    if root is None or root == here or not isfile(_join(root, parts[0], "__init__.py")):
+        return None
+    return _module_file(root, parts, isfile)
+
+
+_PACKAGING_ROOTS: dict = {}  # folder -> the nearest folder at or above it with packaging metadata (this process's)
+
+
+def _packaging_root(here: str) -> Optional[str]:
+    if here in _PACKAGING_ROOTS:
+        return _PACKAGING_ROOTS[here]
+    if any(os.path.isfile(_join(here, n)) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
+        found: Optional[str] = here
+    else:
+        parent = os.path.dirname(here)
+        found = _packaging_root(parent) if parent != here else None
+    if len(_PACKAGING_ROOTS) > 50_000:
+        _PACKAGING_ROOTS.clear()
+    _PACKAGING_ROOTS[here] = found
+    return found
 
 
 def _src_layout(here: str, parts: list, isfile) -> Optional[str]:

@@ -286,6 +286,19 @@ class ProjectResolver:
         return self._full_answer(path, ("key", name, cls, index, kw),
                                  lambda model: remote_draw(model, name, cls, index, kw), None)
 
+    def timer_method(self, path: str, cls: str, method: str) -> bool:
+        """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a
+        timer's context manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`); read
+        and fully modelled once per process, as :meth:`runs_program`."""
+        from .model.facts.timerclasses import timer_method_named
+
+        data = self._bytes(path)
+        if data is not None and b"contextmanager" not in data:
+            self._note([("f", self._abspath(path), content_hash(data))])
+            return False
+        return self._full_answer(path, ("timer", cls, method), lambda model: timer_method_named(model, cls, method),
+                                 False)
+
     def _bytes(self, path: str) -> Optional[bytes]:
         """A project file's bytes, read once per process (None: unreadable)."""
         path = self._abspath(path)

@@ -1,0 +1,105 @@
+"""Timer objects: a project's own timer class whose instance (or one of its methods) is a context
+manager that reads the clock when the block starts and when it ends, and waits for nothing.
+
+``timer = Timer()`` then ``with timer("train"): state, info = train_step(state, batch)`` (octo,
+fresh set F), or ``with timer.context("train"):`` (serl, fresh set E): the block's JAX work is
+dispatched asynchronously, so the figure is the dispatch. The class is read from its definition,
+in this module or another module of the project (through the project resolver, fully modelled
+once per process): its ``__call__`` (for ``timer(...)``) or the named method is a
+``@contextmanager`` generator that reads a clock before its ``yield`` and after it, directly or
+through a method of the same class (``self.tick(key)`` / ``self.tock(key)``), and runs nothing
+after the ``yield`` that waits or may wait for the device. A class of a library, or one that
+cannot be read, is not a timer here (its exit may wait).
+
+Functions of the model (``m``); :func:`.timing.timer_context` asks :func:`instance_timer`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import callables
+from ..python.syntax import _pos, walk
+
+_CONTEXTMANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+
+
+def instance_timer(m, ctx: ast.Call) -> bool:
+    """Whether ``with ctx:`` is a timer object of the project (see the module's docstring):
+    ``timer(...)`` calls the instance's ``__call__``, ``timer.name(...)`` its method ``name``."""
+    func = ctx.func
+    if isinstance(func, ast.Name):
+        instance, method = func, "__call__"
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        instance, method = func.value, func.attr
+    else:
+        return False
+    scope = m.scope_at(ctx)
+    ev = m.binding(instance.id, scope, _pos(instance))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    made = ev.value.func
+    cls = callables._class_named(m, made, ev.scope)
+    if cls is not None:
+        return timer_method(m, cls, method)
+    other = callables.imported_function(m, made, ev.scope)
+    if other is None or m.project is None:
+        return False
+    summary, name = other
+    return bool(m.project.timer_method(summary.path, name, method))
+
+
+def may_hold_timers(m) -> bool:
+    """Whether the module may use a timer object of another module of the project: it has a
+    project resolver and imports a name from a module of the project (a timer class of this
+    module reads a clock here, which the caller looks for first)."""
+    if m.project is None or m.path is None:
+        return False
+    scope = m.module_scope
+    return any(src[1] is not None and (m._imported(name, scope) or (None, None))[1] is not None
+               for name, src in scope.import_src.items())
+
+
+def timer_method_named(m, cls_name: str, method: str) -> bool:
+    """:func:`timer_method` of the top-level class ``cls_name`` of the module (False: none)."""
+    for cls in m.classes.values():
+        if cls.node.name == cls_name and cls.node in m.tree.body:
+            return timer_method(m, cls, method)
+    return False
+
+
+def timer_method(m, cls, method: str) -> bool:
+    """Whether calling ``method`` of the class ``cls`` gives a context manager that reads a clock
+    on entry and on exit and waits for nothing at exit."""
+    from .timing import _calls_in, _device_role, is_clock  # (timing asks this module)
+
+    f = cls.methods.get(method)
+    if f is None or not any(d in _CONTEXTMANAGERS for d in f.decorators):
+        return False
+    yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    if len(yields) != 1:
+        return False
+    at = (yields[0].lineno, yields[0].col_offset)
+    calls = list(_calls_in(f.node.body))
+    before = [c for c in calls if (c.lineno, c.col_offset) < at]
+    after = [c for c in calls if (c.lineno, c.col_offset) > at]
+
+    def expand(found: list) -> list:  # a method of the same class called on self, one level down
+        out = list(found)
+        for c in found:
+            g = _own_method(cls, c)
+            if g is not None and g is not f:
+                out += list(_calls_in(g.node.body))
+        return out
+
+    before, after = expand(before), expand(after)
+    return (any(is_clock(m, c) for c in before) and any(is_clock(m, c) for c in after)
+            and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after))
+
+
+def _own_method(cls, call: ast.Call) -> Optional[object]:
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return cls.methods.get(func.attr)
+    return None
