@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 from . import __version__
 from .declaration import Finder
 from .declaration import still_holds as declaration_holds
-from .locate import FileListing, locate_from
+from .locate import FileListing, locate_from, nearest_with
 from .rule import Finding
 from .source import FileResult, content_hash
 
@@ -52,15 +52,7 @@ def find_project_root(start: str) -> Optional[str]:
     """The nearest folder at or above ``start`` holding a pyproject.toml, setup.cfg or .git; None
     when there is none up to the file system's root."""
     path = os.path.abspath(start)
-    if not os.path.isdir(path):
-        path = os.path.dirname(path)
-    while True:
-        if any(os.path.exists(os.path.join(path, m)) for m in ROOT_MARKERS):
-            return path
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    return nearest_with(path if os.path.isdir(path) else os.path.dirname(path), ROOT_MARKERS)
 
 
 def project_root(start: str) -> str:

@@ -159,6 +159,19 @@ def _src_folders(here: str) -> tuple:
     return found
 
 
+def nearest_with(start: str, markers: tuple) -> Optional[str]:
+    """The nearest folder at or above the folder ``start`` holding one of ``markers`` (files or
+    folders: ``pyproject.toml``, ``.git``); None when there is none up to the file system's root."""
+    path = start
+    while True:
+        if any(os.path.exists(os.path.join(path, m)) for m in markers):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
 def _project_root(path: str) -> str:
     """The folder above the top package of ``path`` (its folder when it is in no package)."""
     folder = os.path.dirname(path)

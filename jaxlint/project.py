@@ -26,7 +26,7 @@ from collections import OrderedDict
 from typing import Optional
 
 from .declaration import Finder
-from .locate import FileListing, _project_root, locate_from
+from .locate import FileListing, _project_root, locate_from, nearest_with
 from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
@@ -290,14 +290,16 @@ class ProjectResolver:
         """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a
         timer's context manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`); read
         and fully modelled once per process, as :meth:`runs_program`."""
+        from .model.facts import timing
         from .model.facts.timerclasses import timer_method_named
 
         data = self._bytes(path)
         if data is not None and b"contextmanager" not in data:
             self._note([("f", self._abspath(path), content_hash(data))])
             return False
-        return self._full_answer(path, ("timer", cls, method), lambda model: timer_method_named(model, cls, method),
-                                 False)
+        ops = (timing.is_clock, timing._calls_in, timing._device_role)
+        return self._full_answer(path, ("timer", cls, method),
+                                 lambda model: timer_method_named(model, cls, method, ops), False)
 
     def _bytes(self, path: str) -> Optional[bytes]:
         """A project file's bytes, read once per process (None: unreadable)."""
@@ -515,14 +517,7 @@ _VCS = (".git", ".hg")
 def _repository_root(path: str) -> Optional[str]:
     """The repository around ``path``: the nearest folder above it with ``.git`` or ``.hg``; None
     when there is none (then what else refers to a function is not known)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    while True:
-        if any(os.path.exists(os.path.join(folder, v)) for v in _VCS):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return nearest_with(os.path.dirname(os.path.abspath(path)), _VCS)
 
 
 def _may_export_compiled(text: str, path: str) -> bool:

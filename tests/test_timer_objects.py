@@ -11,7 +11,7 @@ import textwrap
 
 from jaxlint.locate import locate_from
 from jaxlint.model import build_model
-from jaxlint.model.facts import timerclasses
+from jaxlint.model.facts import timerclasses, timing
 from ruletools import make_project, path_default_codes
 
 TIMERS = """
@@ -95,11 +95,12 @@ def main(state, data, steps):
 def test_timer_methods_of_a_class():
     m = build_model(ast.parse(textwrap.dedent(TIMERS)))
     classes = {c.node.name: c for c in m.classes.values()}
-    assert timerclasses.timer_method(m, classes["Timer"], "__call__")  # through self.tick / self.tock
-    assert timerclasses.timer_method(m, classes["Timer"], "context")  # the clock read in the method itself
-    assert not timerclasses.timer_method(m, classes["WaitingTimer"], "__call__")  # its exit waits
-    assert not timerclasses.timer_method(m, classes["Counter"], "__call__")  # reads no clock
-    assert not timerclasses.timer_method(m, classes["Timer"], "tick")  # not a context manager
+    ops = (timing.is_clock, timing._calls_in, timing._device_role)
+    assert timerclasses.timer_method(m, classes["Timer"], "__call__", ops)  # through self.tick / self.tock
+    assert timerclasses.timer_method(m, classes["Timer"], "context", ops)  # the clock read in the method itself
+    assert not timerclasses.timer_method(m, classes["WaitingTimer"], "__call__", ops)  # its exit waits
+    assert not timerclasses.timer_method(m, classes["Counter"], "__call__", ops)  # reads no clock
+    assert not timerclasses.timer_method(m, classes["Timer"], "tick", ops)  # not a context manager
 
 
 def test_timer_objects_of_another_module_in_a_flat_layout(tmp_path):

@@ -11,7 +11,9 @@ through a method of the same class (``self.tick(key)`` / ``self.tock(key)``), an
 after the ``yield`` that waits or may wait for the device. A class of a library, or one that
 cannot be read, is not a timer here (its exit may wait).
 
-Functions of the model (``m``); :func:`.timing.timer_context` asks :func:`instance_timer`.
+Functions of the model (``m``); :func:`.timing.timer_context` asks :func:`instance_timer`, handing
+it ``ops``: timing's own readings of a call (``(is_clock, calls_in, device_role)``), so that this
+module does not import the one that asks it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..python.syntax import _pos, walk
 _CONTEXTMANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
 
 
-def instance_timer(m, ctx: ast.Call) -> bool:
+def instance_timer(m, ctx: ast.Call, ops: tuple) -> bool:
     """Whether ``with ctx:`` is a timer object of the project (see the module's docstring):
     ``timer(...)`` calls the instance's ``__call__``, ``timer.name(...)`` its method ``name``."""
     func = ctx.func
@@ -42,7 +44,7 @@ def instance_timer(m, ctx: ast.Call) -> bool:
     made = ev.value.func
     cls = callables._class_named(m, made, ev.scope)
     if cls is not None:
-        return timer_method(m, cls, method)
+        return timer_method(m, cls, method, ops)
     other = callables.imported_function(m, made, ev.scope)
     if other is None or m.project is None:
         return False
@@ -61,18 +63,18 @@ def may_hold_timers(m) -> bool:
                for name, src in scope.import_src.items())
 
 
-def timer_method_named(m, cls_name: str, method: str) -> bool:
+def timer_method_named(m, cls_name: str, method: str, ops: tuple) -> bool:
     """:func:`timer_method` of the top-level class ``cls_name`` of the module (False: none)."""
     for cls in m.classes.values():
         if cls.node.name == cls_name and cls.node in m.tree.body:
-            return timer_method(m, cls, method)
+            return timer_method(m, cls, method, ops)
     return False
 
 
-def timer_method(m, cls, method: str) -> bool:
+def timer_method(m, cls, method: str, ops: tuple) -> bool:
     """Whether calling ``method`` of the class ``cls`` gives a context manager that reads a clock
     on entry and on exit and waits for nothing at exit."""
-    from .timing import _calls_in, _device_role, is_clock  # (timing asks this module)
+    is_clock, _calls_in, _device_role = ops
 
     f = cls.methods.get(method)
     if f is None or not any(d in _CONTEXTMANAGERS for d in f.decorators):

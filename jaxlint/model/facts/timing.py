@@ -87,9 +87,9 @@ def unwaited_timings(m) -> list:
     out: list = []
     m.facts.timings = out
     clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
-    # a timer context reads a clock in this module, is a library's called by name, or is a project timer object
-    contexts = clocks or timerclasses.may_hold_timers(m) or any(m.resolve(c.func, m.scope_at(c)) in
-                                                                N.LIBRARY_TIMER_CONTEXTS for name in _LIBRARY_TIMER_NAMES for c in m.calls_by_name.get(name, ()))
+    contexts = clocks or timerclasses.may_hold_timers(m) or any(  # a project's timer object, a library's timer
+        m.resolve(c.func, m.scope_at(c)) in N.LIBRARY_TIMER_CONTEXTS for name in _LIBRARY_TIMER_NAMES
+        for c in m.calls_by_name.get(name, ()))
     if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
         for node in statement_walk(m.tree):
             if clocks:
@@ -225,7 +225,7 @@ def timer_context(m, ctx: ast.Call) -> bool:
         after = [c for c in _calls_in(body) if (c.lineno, c.col_offset) > (yields[0].lineno, yields[0].col_offset)]
         if not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after):
             return True
-    return timerclasses.instance_timer(m, ctx)  # a timer object: ``timer("train")``, ``timer.context("train")``
+    return timerclasses.instance_timer(m, ctx, (is_clock, _calls_in, _device_role))  # ``timer("train")``
 
 
 def work_result_name(m, call: ast.Call) -> Optional[str]:
