@@ -101,6 +101,8 @@ def test_timer_methods_of_a_class():
     assert not timerclasses.timer_method(m, classes["WaitingTimer"], "__call__", ops)  # its exit waits
     assert not timerclasses.timer_method(m, classes["Counter"], "__call__", ops)  # reads no clock
     assert not timerclasses.timer_method(m, classes["Timer"], "tick", ops)  # not a context manager
+    loop = build_model(ast.parse(textwrap.dedent(LOOP.format(src="proj.utils"))))
+    assert [n.lineno for n in loop.with_nodes] == [i + 1 for i, t in enumerate(LOOP.split("\n")) if "with " in t]
 
 
 def test_timer_objects_of_another_module_in_a_flat_layout(tmp_path):

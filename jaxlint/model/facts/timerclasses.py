@@ -52,41 +52,6 @@ def instance_timer(m, ctx: ast.Call, ops: tuple) -> bool:
     return bool(m.project.timer_method(summary.path, name, method))
 
 
-def may_hold_timers(m) -> bool:
-    """Whether the module may use a timer object of another module of the project: it binds a
-    name to a call of a name it imports from a module of the project whose text defines that
-    class and a context manager (a cheap test of the file's bytes), and calls that name or a
-    method of it. A timer class of this module reads a clock here, which the caller looks for first."""
-    if m.project is None or m.path is None:
-        return False
-    made = set()
-    for name, (module, attr, level) in m.module_scope.import_src.items():
-        if attr is None or name not in m.calls_by_name:
-            continue
-        path = m.project.locate(m.path, module, level)
-        data = m.project._bytes(path) if path is not None else None
-        if data is not None and _class_with_context_manager(data, attr):
-            made.add(name)
-    if not made:
-        return False
-    bound = {var for scope in [m.module_scope] + [f.scope for f in m.functions] for var, evs in scope.events.items()
-             for ev in evs if ev.plain_assign and isinstance(ev.value, ast.Call)
-             and isinstance(ev.value.func, ast.Name) and ev.value.func.id in made}
-    return any(var in m.calls_by_name for var in bound) or any(
-        isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name) and c.func.value.id in bound
-        for calls in m.calls_by_name.values() for c in calls)
-
-
-def _class_with_context_manager(data: bytes, name: str) -> bool:
-    """Whether the text of ``class name`` (up to the next top-level class) holds a
-    ``contextmanager`` decorator: a cheap test before the module is modelled."""
-    start = data.find(b"\nclass " + name.encode())
-    if start < 0:
-        return False
-    end = data.find(b"\nclass ", start + 1)
-    return b"contextmanager" in data[start:end if end >= 0 else len(data)]
-
-
 def timer_method_named(m, cls_name: str, method: str, ops: tuple) -> bool:
     """:func:`timer_method` of the top-level class ``cls_name`` of the module (False: none)."""
     for cls in m.classes.values():

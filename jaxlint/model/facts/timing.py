@@ -39,7 +39,6 @@ from .work import called_functions
 TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
 _CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
-_LIBRARY_TIMER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in N.LIBRARY_TIMER_CONTEXTS)
 # Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
 ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
@@ -87,16 +86,11 @@ def unwaited_timings(m) -> list:
     out: list = []
     m.facts.timings = out
     clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
-    contexts = clocks or timerclasses.may_hold_timers(m) or any(  # a project's timer object, a library's timer
-        m.resolve(c.func, m.scope_at(c)) in N.LIBRARY_TIMER_CONTEXTS for name in _LIBRARY_TIMER_NAMES
-        for c in m.calls_by_name.get(name, ()))
-    if clocks or contexts:  # one walk for both, and only in modules that read a clock or use a timer
+    if clocks:  # one walk for the clock pairs; a timer object or a library's timer is a with statement
         for node in statement_walk(m.tree):
-            if clocks:
-                for block, loop_body in _blocks_of(node):
-                    out.extend(_clock_pairs(m, block, loop_body))
-            if contexts and isinstance(node, (ast.With, ast.AsyncWith)):
-                out.extend(_context_region(m, node))
+            out.extend(r for block, loop_body in _blocks_of(node) for r in _clock_pairs(m, block, loop_body))
+    for node in m.with_nodes:
+        out.extend(_context_region(m, node))
     for name in ("timeit", "repeat", "Timer"):
         for call in m.calls_by_name.get(name, ()):
             region = _timeit_region(m, call)

@@ -305,6 +305,7 @@ class _Builder:
         self.bind_target(node.target, node.value, _end(node))
 
     def v_With(self, node) -> None:
+        self.m.with_nodes.append(node)
         for item in node.items:
             self.visit(item.context_expr)
             if item.optional_vars is not None:
