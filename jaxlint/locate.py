@@ -113,17 +113,11 @@ _PACKAGING_ROOTS: dict = {}  # folder -> the nearest folder at or above it with 
 
 
 def _packaging_root(here: str) -> Optional[str]:
-    if here in _PACKAGING_ROOTS:
-        return _PACKAGING_ROOTS[here]
-    if any(os.path.isfile(_join(here, n)) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
-        found: Optional[str] = here
-    else:
-        parent = os.path.dirname(here)
-        found = _packaging_root(parent) if parent != here else None
-    if len(_PACKAGING_ROOTS) > 50_000:
-        _PACKAGING_ROOTS.clear()
-    _PACKAGING_ROOTS[here] = found
-    return found
+    if here not in _PACKAGING_ROOTS:
+        if len(_PACKAGING_ROOTS) > 50_000:
+            _PACKAGING_ROOTS.clear()
+        _PACKAGING_ROOTS[here] = nearest_with(here, ("pyproject.toml", "setup.py", "setup.cfg"))
+    return _PACKAGING_ROOTS[here]
 
 
 def _src_layout(here: str, parts: list, isfile) -> Optional[str]:

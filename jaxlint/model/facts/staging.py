@@ -81,8 +81,10 @@ class Staging:
         a lax primitive's body (directly or through its callers); None when it is traced only by
         a transform (``jax.vmap(f)(x)`` called outside jit runs op by op, each primitive compiled
         alone; whether a jit encloses the transform's call is not recorded); False when not staged."""
-        if f is None or not self.staged(f) or depth > 8:
-            return False if f is None or not self.staged(f) else None
+        if f is None or not self.staged(f):
+            return False
+        if depth > 8:
+            return None
         found: Optional[bool] = False
         for cause in f.trace_causes:
             if cause.kind in ("jit", "lax"):
