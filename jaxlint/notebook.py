@@ -12,7 +12,8 @@ Python is blanked out, one line for one line, so line numbers never move:
 * ``%time STMT`` and ``%timeit [options] STMT`` keep ``STMT``: it is Python that runs;
 * a cell magic whose body is Python that runs in the notebook (``%%time``, ``%%timeit``,
   ``%%capture``, ``%%prun``, ``%%jaxlint_trace``) blanks only its ``%%`` line; any other cell magic
-  (``%%bash``, ``%%writefile``, ``%%html``, ...) blanks the whole cell;
+  (``%%bash``, ``%%writefile``, ``%%html``, ...) blanks the whole cell; comment lines before the
+  ``%%`` line (Colab's ``#@title`` form lines) do not stop it being the cell's magic, as in Colab;
 * a cell indented as a whole is dedented, as IPython does.
 
 Cells are numbered from 1 among ALL cells (markdown and raw ones too), so "cell 3" is the
@@ -134,6 +135,7 @@ def cell_lines(source: str) -> list:
     if first is None:
         return list(zip(lines, deltas))
     _dedent(lines, deltas, first)
+    first = _cell_magic_after_comments(lines, first)
     if lines[first].startswith("%%"):
         name = re.match(r"%%(\S*)", lines[first]).group(1)
         if name not in PYTHON_CELL_MAGICS:
@@ -146,6 +148,19 @@ def cell_lines(source: str) -> list:
         first = body
     _blank_escapes(lines, deltas, first)
     return list(zip(lines, deltas))
+
+
+def _cell_magic_after_comments(lines: list, first: int) -> int:
+    """Colab runs a cell magic that follows comment lines (its form annotations, ``#@title``)
+    as the cell's magic; IPython alone would not. The ``%%`` line's index when only comments
+    and blank lines come before it, else ``first``."""
+    for i in range(first, len(lines)):
+        stripped = lines[i].strip()
+        if stripped.startswith("%%"):
+            return i if lines[i].startswith("%%") else first
+        if stripped and not stripped.startswith("#"):
+            return first
+    return first
 
 
 def _first_code_line(lines: list, start: int) -> Optional[int]:

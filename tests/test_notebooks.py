@@ -223,6 +223,22 @@ def test_cell_magics(magic, checked):
         assert got == ["", "", "", ""]
 
 
+@pytest.mark.parametrize("magic,checked", [("%%bash", False), ("%%time", True)])
+def test_a_cell_magic_after_colab_form_lines_is_the_cells_magic(magic, checked):
+    got = [t for t, _ in cell_lines(f"#@title setup\n# get code\n{magic}\nfor i in (1, 2):\n  x = 1\n")]
+    if checked:
+        assert got == ["#@title setup", "# get code", "", "for i in (1, 2):", "  x = 1"]
+    else:
+        assert got == ["", "", "", "", ""]
+
+
+def test_a_magic_after_code_is_not_the_cells_magic():
+    # only comments may come before it: after a statement, `%%bash` is not a cell magic (a line
+    # magic escape, blanked to `pass`-like emptiness, and the rest stays Python)
+    got = [t for t, _ in cell_lines("x = 1\n%%bash\ny = 2\n")]
+    assert got[0] == "x = 1" and got[2] == "y = 2"
+
+
 def test_top_level_await_is_valid_in_a_cell(tmp_path, capsys):
     nb = notebook(IMPORTS + "    import asyncio\n", "await asyncio.sleep(0)\n", LOOP)
     code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
