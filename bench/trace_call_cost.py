@@ -65,6 +65,7 @@ VARIANTS = {
     "no watcher": [(steps.Watcher, "before", lambda self, *a, **k: None)],
     "watcher, no thread": [(steps.Watcher, "_start", lambda self: None)],  # its calls queue up unread
     "switch kept": [(steps, "SWITCH_INTERVAL", None)],
+    "no quick path": [(steps, "QUICK", False)],
     "no upload scan": [(hooks, "host_bytes", lambda value, python_data=True: None)],
     "no stale watch": [(stale, "watch", lambda watches, key, fun, user_file: None)],
 }

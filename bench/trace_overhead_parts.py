@@ -9,6 +9,7 @@ jaxlint itself):
     nowatch     no device watcher (no ready times, in-flight depth, idle windows or samples)
     keepswitch  the watcher never lowers Python's switch interval
     nosample    the watcher takes no stack samples of the idle host
+    noquick     every call takes the watcher's full path (steps.QUICK off)
     noeager     no eager-dispatch hooks
     noupload    jitted calls' arguments are not scanned for host data
     nostale     no JAX603 watch (what traces read from globals, closures and self is not recorded,
@@ -25,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "mlp_train.py")
-VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noeager", "noupload", "nostale")
+VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noquick", "noeager", "noupload", "nostale")
 
 
 def _child(variant: str, rest: list) -> int:
@@ -37,6 +38,8 @@ def _child(variant: str, rest: list) -> int:
         steps.SWITCH_INTERVAL = None
     elif variant == "nosample":
         steps.SAMPLE_SECONDS = 1e9
+    elif variant == "noquick":
+        steps.QUICK = False
     elif variant == "noeager":
         eager.install = lambda inst, patch: []
     elif variant == "noupload":

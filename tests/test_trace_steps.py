@@ -185,6 +185,54 @@ def test_past_the_first_calls_the_watcher_sees_one_call_per_gap_and_the_idle_tim
     assert inst.errors == []
 
 
+def test_calls_between_two_handed_over_are_counted_on_the_quick_path_and_hold_nothing():
+    """Past WATCH_ALL calls, a call within WATCH_GAP of the last one handed over, and not the one
+    right after it (whose dispatch ends that call's idle window), is only counted: no readiness
+    read, no output held. One that compiles takes the full path: its wait is part of the loop."""
+    inst, w = _watcher()
+    try:
+        for _ in range(steps.WATCH_ALL):
+            _, leaf = _dispatch(w)
+            leaf.event.set()
+        assert w.flush(10)
+        time.sleep(steps.WATCH_GAP)
+        handed, leaf = _dispatch(w)  # the gap since the last handed over has passed: handed over
+        leaf.event.set()
+        after_handed, leaf = _dispatch(w)  # ends the handed call's window: full path, not handed
+        leaf.event.set()
+        quick, quick_leaf = _dispatch(w)
+        compiling = w.before("step", sys._getframe())  # decided before the call: quick
+        inst.compile_events += 1  # the call compiled
+        leaf = FakeArray()
+        leaf.event.set()
+        w.after(compiling, [leaf])
+        last = w._last
+        assert w.flush(10)
+    finally:
+        w.stop()
+    assert isinstance(handed, steps.Call) and handed.handed
+    assert isinstance(after_handed, steps.Call) and not after_handed.handed and after_handed.done
+    assert isinstance(quick, steps.Quick) and id(quick_leaf) not in w.held
+    assert isinstance(compiling, steps.Quick)  # what after() got; it was watched all the same
+    assert last is not after_handed and last.handed and last.compiled
+    loops = inst.collectors[0].steps.loops.values()  # one per calling line here
+    assert sum(lp.steps for lp in loops) == steps.WATCH_ALL + 2  # the handed and the compiling
+    assert sum(lp.unwatched for lp in loops) == 2  # the one after the handed, the quick one
+    assert inst.errors == []
+
+
+def test_the_quick_path_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(steps, "QUICK", False)
+    inst, w = _watcher()
+    try:
+        for _ in range(steps.WATCH_ALL + 3):
+            call, leaf = _dispatch(w)
+            leaf.event.set()
+            assert isinstance(call, steps.Call)
+    finally:
+        w.stop()
+
+
 def test_attribute_gives_each_sample_the_idle_time_since_the_last_across_windows():
     samples = [(1.0, "a"), (1.5, "b"), (1.6, "b"), (3.0, "late")]
     lines, owed, last = S.attribute(samples, 0.5, 2.0, 0.125, None)

@@ -93,6 +93,7 @@ class StepLog:
         self.peak_end: Optional[int] = None  # the device's peak_bytes_in_use when the run (or block) ended
         self.device_memory: Optional[bool] = None  # whether the device reports memory statistics
         self.sync_dispatch = 0  # calls whose result was ready when the call returned
+        self.sync_checked = 0  # calls whose readiness was read when the call returned (not the quick ones)
         self.notes: list = []
 
     def loop(self, key: Any, site: tuple) -> Loop:
@@ -172,7 +173,8 @@ def section(collector, records_by_key: dict) -> dict:
     for r in rows:
         r["fix"] = loop_fix(r)
     return {"loops": rows, "calls": log.calls, "host_bound_share": HOST_BOUND_SHARE, "min_steps": MIN_STEPS,
-            "sync_dispatch_calls": log.sync_dispatch, "unmeasured_windows": log.unmeasured_windows,
+            "sync_dispatch_calls": log.sync_dispatch, "sync_checked_calls": log.sync_checked,
+            "unmeasured_windows": log.unmeasured_windows,
             "notes": list(log.notes)}
 
 

@@ -35,6 +35,11 @@ SWITCH_INTERVAL = 0.0002
 PEAK_CALLS = 64  # calls of each function after which the device's peak is read
 WATCH_ALL = 64  # the first calls of each function: every one is handed to the watcher
 WATCH_GAP = 0.01  # after them, a call is handed over only this long after the last one handed over
+# Past a function's first WATCH_ALL calls, a call dispatched within WATCH_GAP of the last one handed
+# over, and not right after it, is counted and nothing more (``Quick``): the watcher would not be
+# given it, no idle window ends at it, and reading readiness or the stack for it costs the
+# dispatching thread more than anything it could tell (bench/trace_overhead_parts.py ``noquick``).
+QUICK = True
 _LEAVES_LOOKED_AT = 8  # from each end of a call's outputs, for the smallest array to wait on
 _PERF = time.perf_counter  # bound before jaxlint wraps the clocks
 _STOP = object()
@@ -54,9 +59,19 @@ if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
     os.register_at_fork(after_in_child=_forked)
 
 
+class Quick:
+    """A call on the quick path (see ``QUICK``): what its return needs to count it, or to take the
+    full path after all (it compiled, was given host data, or came later than the gap)."""
+
+    __slots__ = ("key", "caller", "events", "t_d")
+
+    def __init__(self, key: Any, caller, events: int, t_d: float):
+        self.key, self.caller, self.events, self.t_d = key, caller, events, t_d
+
+
 class Call:
     __slots__ = ("key", "logs", "code", "thread", "t_d", "t_r", "events", "compiled", "leaf", "ready", "prev",
-                 "prev_ready", "next", "done", "uploaded")
+                 "prev_ready", "next", "done", "uploaded", "handed")
 
     def __init__(self, key: Any, logs: list, code: Any, thread: int, t_d: float, events: int):
         self.key, self.logs, self.code, self.thread, self.t_d, self.events = key, logs, code, thread, t_d, events
@@ -69,6 +84,7 @@ class Call:
         self.prev_ready: Optional[bool] = None  # whether the previous call's result was ready at this dispatch
         self.next: Optional["Call"] = None  # the call dispatched after it
         self.done = False  # the watcher has finished with it
+        self.handed = False  # given to the watcher thread
 
 
 class Watcher:
@@ -101,12 +117,23 @@ class Watcher:
         self._last_window_tail: Any = None
 
     # -- the dispatching thread ---------------------------------------------------------
-    def before(self, key: Any, caller) -> Optional[Call]:
+    def before(self, key: Any, caller) -> Any:
+        """What :meth:`after` is given back: a ``Call``, a ``Quick`` one, or None (no watcher)."""
         if _FORKS[0] != self._fork:  # a forked child: no watcher there
             return None
+        if QUICK and self._observed.get(key, 0) >= WATCH_ALL:
+            last = self._last
+            now = _PERF()
+            if last is not None and last.done and not last.handed and now - self._handed_at < WATCH_GAP:
+                return Quick(key, caller, self.inst.compile_events, now)
+        return self._begin(key, caller, self.inst.compile_events, None)
+
+    def _begin(self, key: Any, caller, events: int, t_d: Optional[float]) -> Call:
+        """A call on the full path; ``t_d`` is its dispatch time when it was taken late (a ``Quick``
+        one that must be watched after all), else now, once the rest is done."""
         collectors = self.inst.collectors
         logs = [(c.steps, c.user_files.site(caller)) for c in collectors]
-        call = Call(key, logs, caller.f_code, threading.get_ident(), 0.0, self.inst.compile_events)
+        call = Call(key, logs, caller.f_code, threading.get_ident(), 0.0, events)
         prev = self._last
         if prev is not None and not prev.done:
             call.prev = prev
@@ -136,13 +163,25 @@ class Watcher:
             sys.setswitchinterval(want)
             self._interval = want
             self._interval_read = sys.getswitchinterval()  # as Python stores it (rounded)
-        call.t_d = _PERF()
+        call.t_d = _PERF() if t_d is None else t_d
         return call
 
-    def after(self, call: Call, leaves: list, uploaded: bool = False) -> None:
+    def after(self, call: Any, leaves: list, uploaded: bool = False) -> None:
         """``uploaded``: the call was given host data (NumPy arrays), copied to the device inside
         the dispatch, so the device waited for the whole dispatch, as for a compile."""
-        call.t_r = _PERF()
+        t_r = _PERF()
+        if type(call) is Quick:
+            if self.inst.compile_events == call.events and not uploaded and t_r - self._handed_at < WATCH_GAP:
+                for c in self.inst.collectors:
+                    log = c.steps
+                    log.calls += 1
+                    lp = log.loop(call.key, c.user_files.site(call.caller))
+                    lp.unwatched += 1
+                    if t_r > (lp.last_return or 0.0):
+                        lp.last_return = t_r
+                return
+            call = self._begin(call.key, call.caller, call.events, call.t_d)
+        call.t_r = t_r
         call.compiled = self.inst.compile_events != call.events
         call.uploaded = uploaded
         leaf = self._smallest(call.key, leaves)
@@ -151,14 +190,15 @@ class Watcher:
         else:
             call.leaf = leaf
             self.held.add(id(leaf))
-            if _ready(leaf):  # computed before the call returned: a synchronous dispatch, or a tiny one
+            ready = _ready(leaf)
+            if ready:  # computed before the call returned: a synchronous dispatch, or a tiny one
                 call.ready = call.t_r
-                for log, _ in call.logs:
-                    log.sync_dispatch += 1
+            for log, _ in call.logs:
+                log.sync_checked += 1
+                log.sync_dispatch += ready
         for log, _ in call.logs:
             log.calls += 1
         self._pending[call.key].append(call)
-        n = self._handed.get(call.key, 0)
         n = self._observed.get(call.key, 0)
         if n < PEAK_CALLS:
             self._observed[call.key] = n + 1
@@ -182,6 +222,7 @@ class Watcher:
             return
         self._handed[call.key] = n + 1
         self._handed_at = call.t_r
+        call.handed = True
         self._start()
         self._q.put(call)
 
