@@ -470,7 +470,8 @@ class ProjectResolver:
         for other, data in self._project_texts(root, every_kind=True):
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
-                return True
+                if not _only_imported(other, data, name):
+                    return True
         return False
 
     def imported(self, from_path: str, module: Optional[str], name: Optional[str], level: int):
@@ -568,3 +569,29 @@ def array_candidates(text: str) -> frozenset:
         if i >= 0 and marks[i][1]:
             out.add(marks[i][1])
     return frozenset(out)
+
+
+def _only_imported(path: str, data: bytes, name: str) -> bool:
+    """Whether a module (not a package's ``__init__.py``, whose imports are its API) spells
+    ``name`` only to import it (``from utils import all_gather``) and never uses it: an unused
+    import is no reference. Anything else, a notebook or a file that does not parse included,
+    counts as a use."""
+    if not path.endswith(".py") or os.path.basename(path) == "__init__.py":
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    imported = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == name or alias.asname == name:
+                    if alias.asname not in (None, name):
+                        return False  # used under another name: not followed
+                    imported = True
+        elif name in (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "value", None)) \
+                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name):
+            return False  # a Name, an attribute, a string, or a definition of its own
+    return imported
+

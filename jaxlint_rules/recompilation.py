@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint.model.facts import callables, frequency, proof, repetition
+from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
 from jaxlint.model.policy import evidence, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -188,11 +188,20 @@ class JitInLoop(Rule):
                          "the same iteration calls it, and the loop runs steps (not a few literal items)"]
                 if captured:
                     facts.append(f"it closes over {_names(captured)}, which change every iteration")
+                opt_in = _benchmark(model, wrap.ctx)
+                guard = periodicity.periodic_guard_test(model, wrap.ctx, hot)
+                if guard is not None and opt_in is None:
+                    # an evaluation every N steps, a teacher refreshed per section: one compile per period
+                    opt_in = (f"built only when the periodic `if` on line {guard.lineno} runs, so it compiles once "
+                              "per period, not every iteration")
+                when = (["is rebuilt whenever the periodic `if` on ", Line(guard.lineno), " in the loop on ",
+                         Line(hot.node.lineno), " runs, so each of those iterations traces and compiles it again; "]
+                        if guard is not None else
+                        ["is rebuilt on every iteration of the loop on ", Line(hot.node.lineno),
+                         ", so every iteration traces and compiles it again; "])
                 yield self.finding(
-                    wrap.node, [f"`{wrap.spelling}` of {what} is rebuilt on every iteration of the loop on ",
-                                Line(hot.node.lineno), f", so every iteration traces and compiles it again; {fix}"
-                                "create the jitted function once, before the loop"], evidence=facts,
-                    opt_in=_benchmark(model, wrap.ctx))
+                    wrap.node, [f"`{wrap.spelling}` of {what} ", *when, f"{fix}create the jitted function once, "
+                                "before the loop"], evidence=facts, opt_in=opt_in)
                 continue
             items = loopfacts.literal_numbers_loop(model, loops[-1], wrap.ctx.scope)
             bound = repetition.captured_per_iteration(model, target, loops[-1].target_names(), wrap.ctx.scope) \

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keyrows, keys, repetition
+from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keyrows, keys, repetition, singleiteration
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -252,6 +252,8 @@ class KeyReuse(Rule):
                 continue
             if role not in (roles.PER_STEP, roles.BENCHMARK) and not keys.kept_per_iteration(model, h.call, loop):
                 continue  # (before the callee's draw is read: that may read another module)
+            if singleiteration.single_iteration_guard(model, h.ctx, loop) is not None:
+                continue  # ``if n == 1:`` around it: one iteration hands the key over
             proven = h.draw is not None and h.draw.proven
             if not h.key_proven and not proven:
                 return  # neither the argument's data flow nor the callee shows a key
@@ -338,6 +340,8 @@ class KeyReuse(Rule):
                 continue
             if use.fn == FOLD_IN and _may_vary(use.data):
                 continue  # fold_in(key, step): a different key each iteration
+            if singleiteration.single_iteration_guard(model, use.ctx, loop) is not None:
+                continue  # ``if n == 1:`` around it: one iteration uses the key
             return loop
         return None
 
@@ -441,6 +445,11 @@ class ConstantKeyInLoop(Rule):
                     yield found
                 continue
             loop = loops[-1]
+            if keydraws.folded_per_call(model, call, loopfacts.varying_names(loop)):
+                self.quiet(model, call, "same key each iteration (disproven): every use folds in a value the loop "
+                                        "changes (`jax.random.fold_in(key, it)`), so each iteration draws from its "
+                                        "own key")
+                continue
             tail, opt_in = "", None
             if model.in_test_code(call):
                 if loopfacts.iterations_alike(model, loop):

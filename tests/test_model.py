@@ -1068,6 +1068,33 @@ def test_periodic_helpers_decided_by_body_or_presumed(name, periodic):
     assert periodicity.periodic_guard(m, ctx, ctx.loops[0]) is periodic
 
 
+_OUTER_SWITCH = """
+import jax
+
+def sample(x, sizes, total):
+    for n in sizes:
+        for t in range(n):
+            x = step(x)
+            if n <= 8 or t % (n // 8) == 0 or t == total - 1:
+                outer_element_switch()
+            if n <= 8 or t > 3:
+                outer_switch_beside_threshold()
+            if t <= 8 or t % (n // 8) == 0:
+                own_counter_is_no_switch()
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("outer_element_switch", True),            # n is the same in every iteration of the t loop
+    ("outer_switch_beside_threshold", False),  # t > 3 holds every step after the third
+    ("own_counter_is_no_switch", False),       # t <= 8 is this loop's own counter
+])
+def test_an_outer_loops_element_is_a_run_switch_of_the_inner_loop(name, periodic):
+    tree, m = build(_OUTER_SWITCH)
+    ctx = m.context(call_to(tree, name))
+    assert periodicity.periodic_guard(m, ctx, ctx.loops[-1]) is periodic
+
+
 def test_periodic_helper_does_not_depend_on_its_name():
     renamed = _HELPERS
     for old, new in (("log_now", "q17"), ("schedule", "z3"), ("due", "k9"), ("past_warmup", "w2")):
@@ -1627,6 +1654,30 @@ def test_is_jax_follows_rebinding_by_position():
                 key=lambda c: c.lineno)
     # ``c`` is still the jnp.sum result here; it becomes a Python float only on the next line.
     assert V.is_jax(m, first.args[0], m.scope_at(first))
+
+
+def test_a_binding_in_one_arm_of_an_if_does_not_reach_the_other_arm():
+    tree, m = build("""
+    import jax
+    import numpy as np
+
+    def f(x, use_jax):
+        y = np.square(x)
+        if use_jax:
+            y = jax.nn.relu(y)
+            in_body(y)
+        else:
+            in_else(y)
+        after(y)
+        z = np.abs(x)
+        if use_jax:
+            z = jax.nn.relu(x)
+        elif x.any():
+            in_elif(z)
+    """)
+    got = {name: V.is_jax(m, call_to(tree, name).args[0]) for name in ("in_body", "in_else", "after", "in_elif")}
+    # after the if, either binding may reach: the one in the arm counts, as before
+    assert got == {"in_body": True, "in_else": False, "after": True, "in_elif": False}
 
 
 def test_is_jax_on_expressions():

@@ -52,15 +52,25 @@ REGISTRY = {"by_string": None}
 def mentioned_in_a_notebook(tree):
     return jax.tree_map(abs, tree)
 
+def imported_never_used(tree):
+    return jax.tree_map(abs, tree)
+
+def imported_and_used(tree):
+    return jax.tree_map(abs, tree)
+
+def imported_by_the_package(tree):
+    return jax.tree_map(abs, tree)
+
 class Thing:
     def method(self, tree):
         return jax.tree_map(abs, tree)
 """
 
 USER = """
-from pkg.lib import used
+from pkg.lib import used, imported_never_used
+from pkg.lib import imported_and_used as iau
 
-print(used([1]))
+print(used([1]), iau([2]))
 """
 
 
@@ -76,7 +86,7 @@ def _states(m) -> dict:
 
 
 def _project(tmp_path, git=True):
-    files = {"pkg/__init__.py": "", "pkg/lib.py": LIB, "run.py": USER,
+    files = {"pkg/__init__.py": "from .lib import imported_by_the_package\n", "pkg/lib.py": LIB, "run.py": USER,
              "demo.ipynb": json.dumps({"cells": [{"cell_type": "code", "source": "mentioned_in_a_notebook([1])"}],
                                        "nbformat": 4, "nbformat_minor": 5, "metadata": {}})}
     make_project(tmp_path, files)
@@ -97,6 +107,9 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
         "main": False,  # the module's own code calls it
         "test_tree": False,  # test runners collect it
         "mentioned_in_a_notebook": False,
+        "imported_never_used": True,  # run.py imports it and never uses it: no reference
+        "imported_and_used": False,  # imported under another name, and used
+        "imported_by_the_package": False,  # a package's __init__ imports it: its API
         "method": False,  # methods are called by protocol: never candidates
     }
     f = next(f for f in m.functions if f.name == "helper")

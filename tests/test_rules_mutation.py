@@ -55,6 +55,31 @@ def test_jax401_assign_aug_and_del_on_jnp_arrays():
     """)
 
 
+def test_jax401_numpy_branch_of_a_function_written_for_both_libraries():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def pairwise(x, use_jax=True):
+        _np = jnp if use_jax else np
+        d = _np.square(x).sum(-1)
+        if use_jax:
+            d = jax.nn.relu(d)
+        else:
+            d[d < 0] = 0  # the NumPy arm: `d` is the NumPy result bound before the if
+        return d
+
+    def always_jax(x, flag):
+        d = jnp.square(x).sum(-1)
+        if flag:
+            d = jax.nn.relu(d)
+        else:
+            d[d < 0] = 0  # expect: JAX401
+        return d
+    """)
+
+
 def test_jax401_arrays_derived_from_arrays():
     assert_marked("""
     import jax

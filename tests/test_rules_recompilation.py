@@ -1065,6 +1065,26 @@ def test_jax101_in_a_loop_over_options_without_evidence_is_opt_in_and_in_a_test_
     assert findings(test, "JAX101") == []
 
 
+def test_jax101_under_a_periodic_guard_is_opt_in_and_says_when_it_compiles():
+    src = """
+        import jax
+
+        def train(state, batches, max_steps, sections):
+            for i, b in enumerate(batches):
+                state = step(state, b)
+                if i % (max_steps // sections) == 0:
+                    teacher = jax.jit(lambda x: x)(state)  # PERIODIC
+                other = jax.jit(lambda x: x + 1)(state)  # EVERY
+            return state, teacher, other
+    """
+    assert default_findings(src) == [(line_of(src, "# EVERY"), "JAX101")]
+    got = opt_in_findings(src, "JAX101")
+    assert [(line, why) for line, _, why in got] == [
+        (line_of(src, "# PERIODIC"), f"built only when the periodic `if` on line {line_of(src, 'if i %')} runs, "
+                                     "so it compiles once per period, not every iteration")]
+    assert sorted("whenever the periodic `if`" in m for m in messages(src, "JAX101")) == [False, True]
+
+
 def test_jax101_quiet_when_each_iteration_compiles_a_different_function():
     src = """
         import jax

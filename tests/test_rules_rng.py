@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from jaxlint_rules.rng import ConstantKeyInLoop, GlobalRngInTracedCode, KeyReuse
-from ruletools import assert_marked, default_findings, expected, findings, messages, opt_in_findings
+from ruletools import assert_marked, default_findings, expected, findings, messages, opt_in_findings, line_of
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]
 
@@ -263,6 +263,39 @@ def test_jax502_closure_key_used_twice_and_fold_in_with_the_same_data():
 
 
 # --------------------------------------------------------------------------- JAX502 negatives
+
+
+def test_jax502_a_key_used_in_one_iteration_only_is_not_reused():
+    src = """
+    import jax
+
+    def dropout(x, key, rate):
+        return x * jax.random.bernoulli(key, 1 - rate, x.shape) / (1 - rate)
+
+    def block(x, params, key, rate=0.15):
+        y = x
+        for n in [0, 1]:
+            if n == 1:
+                y = dropout(y, key, rate)
+            y = conv(y, params[n])
+        return y
+
+    def both(x, params, key, rate=0.15):
+        y = x
+        for n in [0, 1]:
+            y = dropout(y, key, rate)  # BOTH
+            y = conv(y, params[n])
+        return y
+
+    def first_step(x, key, steps):
+        for i in range(steps):
+            if i == 0:
+                x = x + jax.random.normal(key, x.shape)
+            x = step(x)
+        return x
+    """
+    # `block` hands the key over in the second iteration only; `both` draws the same dropout mask twice
+    assert findings(src, "JAX502") == [(line_of(src, "# BOTH"), "JAX502")]
 
 
 def test_jax502_split_and_rebind_is_not_reported():
@@ -544,6 +577,32 @@ def test_jax503_seed_from_the_loop_variable_is_not_reported():
             members.append(jax.random.normal(jax.random.key(SEED + j), shape))
         return members
     """) == []
+
+
+def test_jax503_constant_key_folded_with_the_iteration_is_not_reported():
+    src = """
+    import jax
+
+    def fid(n, shape, run):
+        out = []
+        for it in range(n):
+            key = jax.random.PRNGKey(42)
+            key = jax.random.fold_in(key, it)
+            key = jax.random.fold_in(key, jax.process_index())
+            out.append(run(jax.random.normal(key, shape)))
+        for it in range(n):
+            key = jax.random.PRNGKey(42)  # SAME
+            key = jax.random.fold_in(key, jax.process_index())
+            out.append(run(jax.random.normal(key, shape)))
+        for it in range(n):
+            key = jax.random.PRNGKey(42)  # PARTLY
+            a = jax.random.normal(jax.random.fold_in(key, it), shape)
+            out.append(run(a, jax.random.normal(key, shape)))
+        return out
+    """
+    # the first folds in the loop's counter before any draw; the second folds in a per-process
+    # constant, the same in every iteration; the third also draws from the constant key itself
+    assert findings(src, "JAX503") == [(line_of(src, "# SAME"), "JAX503"), (line_of(src, "# PARTLY"), "JAX503")]
 
 
 def test_jax503_key_made_once_before_the_loop_is_not_reported():

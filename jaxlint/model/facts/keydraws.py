@@ -269,10 +269,12 @@ def _seeded(m, value: Optional[ast.AST], scope: Scope, depth: int) -> Optional[a
     return _seeded(m, call_arg(value, 0, "key"), scope, depth + 1)
 
 
-def folded_per_call(m, maker: ast.Call) -> bool:
+def folded_per_call(m, maker: ast.Call, varying: Optional[set] = None) -> bool:
     """Whether every ``jax.random`` use of the key a constructor call makes, in its function, is
     ``fold_in(key, data)`` with data that is not a constant (``fold_in(key(0), state.step)``, the
-    recommended fix): the key drawn from then differs from call to call."""
+    recommended fix): the key drawn from then differs from call to call. With ``varying`` (the
+    names a loop around the constructor gives a new value each iteration), the data must read one
+    of them (``fold_in(key(42), it)``): the key then differs from iteration to iteration."""
     ctx = m.context(maker)
     if ctx is None:
         return False
@@ -292,6 +294,8 @@ def folded_per_call(m, maker: ast.Call) -> bool:
         data = call_arg(call, 1, "data")
         if keys.random_function(m, call, scope) != FOLD_IN or data is None or isinstance(data, ast.Constant) \
                 or V.const_int(m, data, scope) is not None:
+            return False
+        if varying is not None and not any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(data)):
             return False
     return uses > 0
 

@@ -236,13 +236,16 @@ def _run_switch(m, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
     if loop is None:
         return False
     assigned = _assigned_in(m, loop)
+    # an element of a loop around this one is the same in every iteration of this one
+    # (``for n in sizes: for t in range(n): if n <= 8 or t % (n // 8) == 0:``)
+    own = loop.target_names()
     for n in walk(expr):
         if isinstance(n, ast.Call):
             if m.resolve(n.func, scope) not in _PER_PROCESS:
                 return False
         elif isinstance(n, (ast.Name, ast.Attribute)):
             s = _spelled(n)
-            if s is not None and (s in names.counters or s in names.elements or s in assigned):
+            if s is not None and (s in names.counters or (s in names.elements and s in own) or s in assigned):
                 return False
         elif isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
             return False

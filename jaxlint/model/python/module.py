@@ -57,6 +57,7 @@ class ModuleModel:
         self._test_refs_memo: dict = {}
         self._imported_memo: dict = {}  # (id(scope), name) -> what the project resolver found
         self._loads_memo: Optional[dict] = None
+        self._if_memo: Optional[dict] = None  # id(If) -> the If, for the arms a binding is in
         self.work = Work()  # the inference work budget, sized by build_model() once the walk has counted nodes
 
     @property
@@ -346,10 +347,40 @@ class ModuleModel:
                 if own:
                     for i, cand in enumerate(evs):
                         if cand.pos > pos:
-                            return (evs[i - 1] if i else evs[-1]), evs[i:]
+                            return (self._reaching(evs, i, pos) if i else evs[-1]), evs[i:]
+                    return self._reaching(evs, len(evs), pos), ()
                 return evs[-1], ()
             s, own = s.parent, False
         return None
+
+    def _reaching(self, evs: list, i: int, pos: tuple):
+        """The last of ``evs[:i]`` (bindings before ``pos``) not in the other arm of an ``if`` whose
+        arm holds ``pos``: ``if c: x = f(x) else: x[m] = 0`` reads the ``x`` bound before the ``if``.
+        ``evs[i - 1]`` when every one of them is."""
+        for j in range(i - 1, -1, -1):
+            if not self._other_arm(evs[j], pos):
+                return evs[j]
+        return evs[i - 1]
+
+    def _other_arm(self, ev, pos: tuple) -> bool:
+        """Whether ``pos`` lies in the other arm of an ``if`` one arm of which holds binding ``ev``."""
+        node = ev.node
+        ctx = self.ctx.get(id(node))
+        if ctx is None:
+            stmt = self.stmt_of.get(id(node))  # an assignment's target: its statement's context
+            ctx = self.ctx.get(id(stmt)) if stmt is not None else None
+        if ctx is None or not ctx.branches:
+            return False
+        table = self._if_memo
+        if table is None:
+            table = self._if_memo = {id(n): n for n in self.ifs if isinstance(n, ast.If)}
+        for if_id, side in ctx.branches:
+            node = table.get(if_id)
+            other = (node.orelse if side == 0 else node.body) if node is not None else None
+            if other and (other[0].lineno, other[0].col_offset) <= pos <= (other[-1].end_lineno,
+                                                                           other[-1].end_col_offset):
+                return True
+        return False
 
     def _class_of(self, scope: Scope) -> Optional[ClassInfo]:
         s: Optional[Scope] = scope
