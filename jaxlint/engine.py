@@ -56,7 +56,8 @@ def _gc_paused():
 
 
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
-              path: Optional[str] = None, text: Optional[str] = None, digest: Optional[str] = None) -> list[Finding]:
+              path: Optional[str] = None, text: Optional[str] = None, digest: Optional[str] = None,
+              timed: Sequence = ()) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
     ``path``, names imported from the project's other modules are resolved there. With its
@@ -65,13 +66,15 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
     too (the content hash of the file: ``jaxlint check``), a large module is summarized for the
     project's other modules from ``tree`` (:meth:`~jaxlint.project.ProjectResolver.offer`); not
     under flake8, which checks one file per editor save, and the files of a run in an order that
-    imports rarely follow."""
+    imports rarely follow. ``timed``: a notebook's lines that ``%time``/``%timeit`` time
+    (``notebook.Module.timed``), for the timing facts."""
     with _gc_paused():
-        return _run_rules(tree, rules, result, path, text, digest)
+        return _run_rules(tree, rules, result, path, text, digest, timed)
 
 
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
-               path: Optional[str], text: Optional[str] = None, digest: Optional[str] = None) -> list[Finding]:
+               path: Optional[str], text: Optional[str] = None, digest: Optional[str] = None,
+               timed: Sequence = ()) -> list[Finding]:
     project = PROJECT if path else None
     if project is not None and text is not None and digest is not None:
         project.offer(path, tree, text, digest)
@@ -85,6 +88,7 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
         model = build_model(tree, path=path, project=project)
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
+    model.timed_magics = list(timed)
     out: list[Finding] = []
     if result is not None and result.quiet is not None:
         model.facts.quiet = result.quiet  # "why not": the rules record where they looked and stayed quiet
@@ -155,9 +159,9 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
 
 
 def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],
-          project_path: Optional[str], digest: Optional[str] = None) -> list[Finding]:
+          project_path: Optional[str], digest: Optional[str] = None, timed: Sequence = ()) -> list[Finding]:
     """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
-    findings = run_rules(tree, rules, result, project_path, text, digest)
+    findings = run_rules(tree, rules, result, project_path, text, digest, timed)
     if noqa and findings and "noqa" in text.lower():
         from .noqa import NoqaMap  # here: flake8 reads # noqa itself, and the plugin never loads this
 
@@ -207,7 +211,7 @@ def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
         tree, error = parse_source(mod.text, path, FLAGS)
         if error is not None:
             return [mod.locate(e).with_path(path) for e in errors]
-    findings = _lint(tree, mod.text, rules, noqa, result, project_path)
+    findings = _lint(tree, mod.text, rules, noqa, result, project_path, timed=mod.timed)
     if result is not None and result.quiet:
         result.quiet[:] = [mod.locate(q).with_path(path) for q in result.quiet]
     out = [mod.locate(f).with_path(path) for f in errors + findings]

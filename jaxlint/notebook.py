@@ -291,6 +291,7 @@ class Module:
     text_lines: list = field(default_factory=list)
     lines: list = field(default_factory=list)
     spans: list = field(default_factory=list)  # (cell number, first module line, number of lines)
+    timed: list = field(default_factory=list)  # (magic, first, last module line) that %time/%timeit time
     cite: Callable = cite_in_cell  # (cell, line in the cell) -> the words for a cited line
 
     @property
@@ -340,7 +341,28 @@ def join(cells: Iterable) -> Module:
             mod.text_lines.append(text)
             mod.lines.append((number, k, delta))
         mod.spans.append((number, start, len(converted)))
+        mod.timed.extend((magic, start + first - 1, start + last - 1) for magic, first, last in timed_lines(source))
     return mod
+
+
+def timed_lines(source: str) -> list:
+    """``(magic, first, last)``: the lines of a cell (1-based) whose statements a timing magic
+    (``"%timeit"``, ``"%%time"``, ...) runs and times, ``%time``/``%timeit`` on a line of its own at the top level (that line) or
+    ``%%time``/``%%timeit`` (the cell's body after the magic's line)."""
+    lines = _NEWLINE.split(source)
+    if lines and lines[-1] == "":
+        lines.pop()
+    first = _first_code_line(lines, 0)
+    if first is None:
+        return []
+    first = _cell_magic_after_comments(lines, first)
+    head = lines[first].strip()
+    if head.startswith("%%"):
+        name = re.match(r"%%(\S*)", head).group(1)
+        body = _first_code_line(lines, first + 1)
+        return [("%%" + name, body + 1, len(lines))] if name in ("time", "timeit") and body is not None else []
+    return [(line.split(None, 1)[0], i + 1, i + 1) for i, line in enumerate(lines)
+            if line.startswith(("%time ", "%timeit "))]
 
 
 def parse(text: str, path: str):

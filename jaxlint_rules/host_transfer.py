@@ -356,7 +356,7 @@ class TimingWithoutBlock(Rule):
         for region in timing.unwaited_timings(model):
             work = region.work
             value = timing.work_result_name(model, work)
-            if region.kind == "timeit":
+            if region.kind in ("timeit", "magic"):
                 wait = f"`jax.block_until_ready({unparse(work, 40)})` in the timed code"
             elif value:
                 wait = f"`jax.block_until_ready({value})`"
@@ -366,6 +366,8 @@ class TimingWithoutBlock(Rule):
                 what = f"`{unparse(region.node, 40)}` reads the clock"
             elif region.kind == "timeit":
                 what = f"`{unparse(region.node.func, 30)}` times"
+            elif region.kind == "magic":
+                what = f"`{region.magic}` times this {'cell' if region.magic.startswith('%%') else 'line'}"
             else:
                 what = f"the `{unparse(region.node.func, 30)}` block ends"
             ctx = model.context(region.node)

@@ -168,8 +168,8 @@ def test_notebook_findings_carry_their_cell_in_sarif_and_github():
     results = doc["runs"][0]["results"]
     assert results and all("region" not in r["locations"][0]["physicalLocation"] for r in results)
     assert {(r["ruleId"], r["properties"]["cell"], r["properties"]["cellLine"]) for r in results} == {
-        ("JAX101", 8, 3), ("JAX201", 8, 6)}
-    assert results[0]["message"]["text"].startswith("cell 8, line ")
+        ("JAX204", 6, 8), ("JAX101", 8, 3), ("JAX201", 8, 6)}
+    assert results[0]["message"]["text"].startswith("cell 6, line ")
     schema = pytest.importorskip("pydantic_sarif.model").StaticAnalysisResultsFormatSarifVersion210JsonSchema
     schema.model_validate(doc)
     lines = check("--format", "github", nb).stdout.splitlines()

@@ -14,7 +14,7 @@ import pytest
 
 import jaxlint.cli as cli
 from ruletools import without_closing_line
-from jaxlint.notebook import cell_lines, join, read_cells, NotebookError
+from jaxlint.notebook import cell_lines, join, read_cells, timed_lines, NotebookError
 from jaxlint.trace.userfiles import UserFiles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -239,6 +239,47 @@ def test_a_magic_after_code_is_not_the_cells_magic():
     assert got[0] == "x = 1" and got[2] == "y = 2"
 
 
+def test_timed_lines_of_timing_magics():
+    assert timed_lines("x = 1\n%timeit f(x)[0]\n  %time g()\n%prun h()\n") == [("%timeit", 2, 2)]
+    assert timed_lines("#@title t\n%%timeit -n 3 setup()\ny = f(x)\nz = g(y)\n") == [("%%timeit", 3, 4)]
+    assert timed_lines("%%time\n\ny = f(x)\n") == [("%%time", 3, 3)]
+    assert timed_lines("%%bash\nls\n") == [] and timed_lines("%%capture\ny = f(x)\n") == []
+
+
+STEP = """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(x):
+        return jnp.tanh(x @ x.T)
+
+    x = jnp.ones((512, 512))
+    a = np.ones(3)
+"""
+
+
+@pytest.mark.parametrize("cell, reported", [
+    ("%timeit step(x)\n", True),
+    ("%time y = step(x)\n", True),
+    ("%%timeit\ny = step(x)\n", True),
+    ("#@title timing\n%%timeit -n 10 z = x + 1\nstep(x)[0]\n", True),
+    ("%timeit step(x).block_until_ready()\n", False),
+    ("%timeit jax.block_until_ready(step(x))\n", False),
+    ("%%time\ny = step(x)\nprint(float(y.sum()))\n", False),  # the fetch waits
+    ("%timeit np.sum(a)\n", False),  # no JAX work
+    ("y = step(x)\n", False),  # not timed
+])
+def test_a_timing_magic_around_compiled_work_that_nothing_waits_for(tmp_path, capsys, cell, reported):
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", notebook(STEP, cell)))
+    got = [(f["code"], f["cell"]) for f in found if f["code"] == "JAX204"]
+    assert got == ([("JAX204", 2)] if reported else [])
+    if reported:
+        magic = cell.lstrip("#@title timing\n").split()[0]
+        assert found[0]["message"].startswith(f"`{magic}` times this {'cell' if magic.startswith('%%') else 'line'}")
+
+
 def test_top_level_await_is_valid_in_a_cell(tmp_path, capsys):
     nb = notebook(IMPORTS + "    import asyncio\n", "await asyncio.sleep(0)\n", LOOP)
     code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
@@ -264,9 +305,11 @@ def test_fixture_text_output(capsys, monkeypatch):
     code, out, err = check(capsys, os.path.join("fixtures", "notebooks", "training_bad.ipynb"))
     assert code == 1 and err == ""
     lines = out.splitlines()
-    assert len(lines) == 2
-    assert lines[0].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 3:col 15: JAX101 `jax.jit` ")
-    assert lines[1].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 6:col 17: JAX201 `float(loss)` ")
+    assert len(lines) == 3
+    # `%time loss_fn(w, x, y)` times the dispatch only (the good notebook blocks in the timed line)
+    assert lines[0].startswith("fixtures/notebooks/training_bad.ipynb:cell 6:line 8:col 7: JAX204 `%time` ")
+    assert lines[1].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 3:col 15: JAX101 `jax.jit` ")
+    assert lines[2].startswith("fixtures/notebooks/training_bad.ipynb:cell 8:line 6:col 17: JAX201 `float(loss)` ")
 
 
 def test_fixture_json_output(capsys, monkeypatch):
@@ -274,6 +317,8 @@ def test_fixture_json_output(capsys, monkeypatch):
     code, found = rows(capsys, os.path.join("fixtures", "notebooks", "training_bad.ipynb"))
     assert code == 1
     assert [{k: f[k] for k in ("path", "line", "col", "code", "name", "cell", "cell_line")} for f in found] == [
+        {"path": "fixtures/notebooks/training_bad.ipynb", "line": 17, "col": 7, "code": "JAX204",
+         "name": "timing-without-block", "cell": 6, "cell_line": 8},
         {"path": "fixtures/notebooks/training_bad.ipynb", "line": 20, "col": 15, "code": "JAX101",
          "name": "jit-in-loop", "cell": 8, "cell_line": 3},
         {"path": "fixtures/notebooks/training_bad.ipynb", "line": 23, "col": 17, "code": "JAX201",

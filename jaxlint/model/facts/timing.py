@@ -10,6 +10,8 @@ that do not wait:
   the region is the statements between the two reads;
 * **timeit**: ``timeit.timeit(lambda: f(x), number=n)`` (also ``timeit.repeat``, ``timeit.Timer``):
   the region is the lambda's body, or the body of a function of this module passed by name;
+* **timing magics**: a notebook's ``%timeit STMT``/``%time STMT`` line, or the body of a
+  ``%%timeit``/``%%time`` cell (``notebook.timed_lines``): the region is those statements;
 * **timer contexts**: ``with Timer(...):``, a context manager of this module that reads a clock
   and whose exit waits for nothing (a context manager of another module cannot be read: its exit
   may wait); the region is the ``with`` body.
@@ -55,17 +57,16 @@ if hasattr(ast, "TryStar"):
 class TimedRegion:
     """A measurement that reads the clock while JAX work it timed may still run.
 
-    ``kind``: "clock" | "timeit" | "context". ``node``: where the measurement ends (the second
-    clock read, the ``timeit`` call, the timer context's call). ``start``: the first clock read
-    (clock pairs only). ``work``: the last call in the region that dispatches JAX work."""
+    ``kind``: "clock" | "timeit" | "context" | "magic" (``%timeit``, ``%%time``...: ``magic``).
+    ``node``: where the measurement ends (the second clock read, the ``timeit`` call, the timer
+    context's call, a magic's work). ``start``: the first clock read (clock pairs only). ``work``:
+    the last call in the region that dispatches JAX work."""
 
-    __slots__ = ("kind", "node", "work", "start")
+    __slots__ = ("kind", "node", "work", "start", "magic")
 
-    def __init__(self, kind: str, node: ast.AST, work: ast.Call, start: Optional[ast.AST] = None):
-        self.kind = kind
-        self.node = node
-        self.work = work
-        self.start = start
+    def __init__(self, kind: str, node: ast.AST, work: ast.Call, start: Optional[ast.AST] = None,
+                 magic: Optional[str] = None):
+        self.kind, self.node, self.work, self.start, self.magic = kind, node, work, start, magic
 
     def __repr__(self) -> str:
         return f"TimedRegion({self.kind!r}, line {getattr(self.node, 'lineno', '?')})"
@@ -96,6 +97,10 @@ def unwaited_timings(m) -> list:
             region = _timeit_region(m, call)
             if region is not None:
                 out.append(region)
+    for magic, first, last in m.timed_magics:  # a notebook's %timeit / %%time lines
+        work = _unwaited(m, [s for s in m.tree.body if first <= s.lineno <= last])
+        if work is not None:
+            out.append(TimedRegion("magic", work, work, magic=magic))
     out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
     return out
 
