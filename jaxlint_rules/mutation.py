@@ -215,6 +215,8 @@ class InplaceItemAssignment(Rule):
 # --------------------------------------------------------------------------- JAX403
 
 _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply"}
+# jax.numpy functions called for what they do besides their result
+_NUMPY_EFFECTS = frozenset({"save", "savez", "load", "set_printoptions", "printoptions", "get_printoptions"})
 
 
 class DiscardedFunctionalUpdate(Rule):
@@ -222,10 +224,15 @@ class DiscardedFunctionalUpdate(Rule):
     short = "A functional update x.at[i].set(v) whose result is thrown away."
     name = "discarded-functional-update"
     fixable = True
-    summary = "Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused."
+    summary = ("Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused; and a "
+               "`jax.numpy` function called as a statement inside a function (`jnp.nan_to_num(x, copy=False)`), "
+               "whose result is the only thing it makes.")
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
-                 "the result: `x = x.at[i].set(v)`.")
+                 "the result: `x = x.at[i].set(v)`. The same holds for NumPy's in-place habits ported to "
+                 "`jax.numpy`: `jnp.nan_to_num(x, copy=False)` and `jnp.fill_diagonal(x, v, inplace=False)` return "
+                 "the new array and leave `x` as it was. (At module level a bare call may be a notebook cell's "
+                 "displayed value: not reported there.)")
     bad = """
         import jax.numpy as jnp
 
@@ -259,6 +266,31 @@ class DiscardedFunctionalUpdate(Rule):
             yield self.finding(call, f"`.at[].{func.attr}()` returns a new array and leaves `{x}` unchanged "
                                      f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`",
                                self._fix(model, call))
+        yield from self._discarded_numpy(model, unused)
+
+    def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
+        """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy
+    habit of changing it in place): its result is dropped. Not in tests (``pytest.raises``)."""
+        for call in model.calls:
+            if id(call) not in unused:
+                continue
+            scope = model.scope_at(call)
+            if scope is model.module_scope:
+                continue
+            qn = model.resolve(call.func, scope)
+            if qn is None or not qn.startswith("jax.numpy.") or qn.count(".") != 2 \
+                    or qn.rsplit(".", 1)[1] in _NUMPY_EFFECTS:
+                continue
+            first = call.args[0] if call.args else None
+            if not isinstance(first, ast.Name) or model.in_test_code(call):
+                continue  # ``jnp.zeros(1)`` to start the backend; a test that expects it to raise
+            x = first.id
+            assign = f"`{x} = {unparse(call, 50)}`"
+            facts = [f"`{qn}` is a function of `jax.numpy`: it returns its result and changes no argument",
+                     "the call is a statement of its own inside a function: its result is not used"]
+            yield self.finding(call, f"`{unparse(call.func, 30)}(...)` returns a new array and leaves `{x}` unchanged "
+                                     f"(JAX arrays are immutable), so this statement does nothing; use its result: "
+                                     f"{assign}", evidence=facts)
 
     @staticmethod
     @_never_raises

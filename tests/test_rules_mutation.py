@@ -679,3 +679,32 @@ def test_runtime_jax403_discarded_update_leaves_array_unchanged(jax):
     assert ns["mask_padding"](logits, [1, 2]).tolist() == logits.tolist()  # nothing masked
     fixed = _run(DiscardedFunctionalUpdate.good)
     assert fixed["mask_padding"](logits, [1, 2]).tolist()[0][1:] == [-float("inf")] * 2
+
+
+def test_jax403_a_jax_numpy_call_whose_result_is_dropped():
+    assert_marked("""
+    import jax.numpy as jnp
+    import numpy as np
+
+    def losses(d, m):
+        jnp.nan_to_num(d, copy=False)  # expect: JAX403
+        jnp.fill_diagonal(m, 0.0, inplace=False)  # expect: JAX403
+        np.nan_to_num(m, copy=False)  # NumPy does change `m`
+        jnp.save("d.npy", d)  # written to a file: done for its effect
+        jnp.zeros(1)  # no variable it could have meant to change: starts the backend
+        d = jnp.nan_to_num(d)
+        return jnp.mean(d)
+
+    jnp.sum(jnp.ones(3))  # module level: a notebook cell's displayed value
+
+    def test_rejects_strings(d):
+        jnp.nan_to_num(d, copy=False)  # in a test: expected to raise, or to run
+    """)
+    assert "`d = jnp.nan_to_num(d, copy=False)`" in messages("""
+    import jax.numpy as jnp
+
+    def f(d):
+        jnp.nan_to_num(d, copy=False)
+        return d
+    """, "JAX403")[0]
+
