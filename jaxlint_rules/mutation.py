@@ -215,8 +215,11 @@ class InplaceItemAssignment(Rule):
 # --------------------------------------------------------------------------- JAX403
 
 _UPDATE_METHODS = {"set", "add", "subtract", "multiply", "mul", "divide", "power", "min", "max", "apply"}
-# jax.numpy functions called for what they do besides their result
-_NUMPY_EFFECTS = frozenset({"save", "savez", "load", "set_printoptions", "printoptions", "get_printoptions"})
+# jax.numpy functions called for what they do besides their result, or that make no array (a
+# bare call checks its arguments: ``jnp.broadcast_shapes(a, b)`` raises when they do not fit)
+_NUMPY_EFFECTS = frozenset({"save", "savez", "load", "set_printoptions", "printoptions", "get_printoptions",
+                            "broadcast_shapes", "result_type", "promote_types", "can_cast", "issubdtype", "isdtype",
+                            "iinfo", "finfo", "dtype", "ndim", "shape", "size"})
 
 
 class DiscardedFunctionalUpdate(Rule):
@@ -271,8 +274,14 @@ class DiscardedFunctionalUpdate(Rule):
     def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
         """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy
     habit of changing it in place): its result is dropped. Not in tests (``pytest.raises``)."""
+        tries = None
         for call in model.calls:
             if id(call) not in unused:
+                continue
+            if tries is None:  # ``try: jnp.f(x) except ValueError:``: called to see whether it raises
+                tries = [(n.body[0].lineno, n.body[-1].end_lineno) for n in ast.walk(model.tree)
+                         if isinstance(n, ast.Try) and n.handlers]
+            if any(a <= call.lineno <= b for a, b in tries):
                 continue
             scope = model.scope_at(call)
             if scope is model.module_scope:

@@ -692,6 +692,11 @@ def test_jax403_a_jax_numpy_call_whose_result_is_dropped():
         np.nan_to_num(m, copy=False)  # NumPy does change `m`
         jnp.save("d.npy", d)  # written to a file: done for its effect
         jnp.zeros(1)  # no variable it could have meant to change: starts the backend
+        try:
+            jnp.linalg.cholesky(m)  # called to see whether it raises
+        except ValueError:
+            pass
+        jnp.broadcast_shapes(d, m)  # makes no array: checks that the shapes fit
         d = jnp.nan_to_num(d)
         return jnp.mean(d)
 

@@ -197,6 +197,10 @@ atexit.register(lambda: print("kept:", np.asarray is mine, file=sys.stderr))
 """)
     assert proc.returncode == 0 and proc.stdout == "out\n[2. 4.]\n"
     assert row(report, "f")["compiles"] == 3
+    if not counted and (report.get("environment") or {}).get("backend") != "cpu":
+        # off CPU, NumPy's own asarray reads the array through its __array__, which jaxlint also
+        # counts; on CPU it reads the buffer directly, seen only through the wrapper just removed
+        counted = 1
     assert sum(t["count"] for t in report["transfers"] if t["kind"] == "numpy") == counted
     assert "kept: True" in proc.stderr
 
