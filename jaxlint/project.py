@@ -218,6 +218,13 @@ class ProjectResolver:
 
         return self._on_demand(path, digest, factories_of, {})
 
+    def tuple_factories(self, path: str, digest: str) -> dict:
+        """:func:`~jaxlint.model.facts.summary.tuple_factories_of` of the project file ``path``, from
+        a full model (the function bodies bind what they return), when first asked."""
+        from .model.facts.summary import tuple_factories_of
+
+        return self._on_demand(path, digest, tuple_factories_of, {}, shallow=False)
+
     def records(self, path: str, digest: str) -> frozenset:
         """The record classes (``NamedTuple``) of the project file ``path``, for a summary that left
         them to be read on demand (:meth:`_on_demand`)."""
@@ -461,6 +468,8 @@ class ProjectResolver:
         :mod:`.model.python.unreferenced` asks it of a function its module never refers to. The
         files that spell it are recorded for the result cache, as :meth:`loop_caller` does (a file
         added later that refers to it is seen once the checked file or one of those changes)."""
+        from .model.python.unreferenced import only_imported
+
         path = self._abspath(path)
         root = _repository_root(path)
         if root is None:
@@ -470,7 +479,7 @@ class ProjectResolver:
         for other, data in self._project_texts(root, every_kind=True):
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
-                if not _only_imported(other, data, name):
+                if not only_imported(other, data, name):
                     return True
         return False
 
@@ -569,29 +578,3 @@ def array_candidates(text: str) -> frozenset:
         if i >= 0 and marks[i][1]:
             out.add(marks[i][1])
     return frozenset(out)
-
-
-def _only_imported(path: str, data: bytes, name: str) -> bool:
-    """Whether a module (not a package's ``__init__.py``, whose imports are its API) spells
-    ``name`` only to import it (``from utils import all_gather``) and never uses it: an unused
-    import is no reference. Anything else, a notebook or a file that does not parse included,
-    counts as a use."""
-    if not path.endswith(".py") or os.path.basename(path) == "__init__.py":
-        return False
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return False
-    imported = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == name or alias.asname == name:
-                    if alias.asname not in (None, name):
-                        return False  # used under another name: not followed
-                    imported = True
-        elif name in (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "value", None)) \
-                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name):
-            return False  # a Name, an attribute, a string, or a definition of its own
-    return imported
-

@@ -2615,6 +2615,66 @@ def test_jax201_factory_of_another_module_of_the_project(tmp_path):
     assert path_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
 
 
+def test_jax201_an_element_of_the_tuple_a_factory_returns(tmp_path):
+    """``step, metrics = get_train_step(cfg)``: element 0 of the tuple every ``return`` of the
+    factory gives is a compiled callable, in this module or another of the project."""
+    assert_marked("""
+    import jax
+
+    def get_train_step(lr):
+        train_step_fn = jax.jit(lambda s, b: s - lr * b.mean())
+        return train_step_fn, {}
+
+    def maybe_compiled(lr, compiled):
+        f = lambda s, b: s - lr * b.mean()
+        if compiled:
+            return jax.jit(f), {}
+        return f, {}
+
+    def main(state, batches, lr):
+        step, metrics = get_train_step(lr)
+        for batch in batches:
+            state = step(state, batch)
+            print(float(state))  # expect: JAX201
+        plain, metrics = maybe_compiled(lr, False)
+        for batch in batches:
+            state = plain(state, batch)
+            print(float(state))  # one return gives a plain function: not known compiled
+        metrics, step = get_train_step(lr)
+        for batch in batches:
+            state = step(state, batch)  # element 1 is the dict
+            print(float(state))
+    """)
+    from ruletools import make_project, path_codes
+
+    root = make_project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/training.py": """
+            import jax
+
+            def get_train_step_fn(model):
+                def step(state, batch):
+                    return state + batch, batch.sum()
+                train_step_fn = jax.jit(step, donate_argnums=(0,))
+                return train_step_fn, {}
+        """,
+        "pkg/bench.py": """
+            import time
+            from .training import get_train_step_fn
+
+            def bench(state, batch, n):
+                train_step_fn, metrics = get_train_step_fn(None)
+                times = []
+                for i in range(n):
+                    t0 = time.time()
+                    state, metrics = train_step_fn(state, batch)
+                    times.append(time.time() - t0)
+                return times
+        """,
+    })
+    assert path_codes(root / "pkg" / "bench.py") == [(11, "JAX204")]
+
+
 def test_jax201_an_annotated_parameter_of_a_module_class_gives_its_method_results():
     assert_marked("""
     import jax

@@ -14,7 +14,7 @@ from ..python import limits as L
 from ..python.records import ClassInfo, Context, FunctionInfo, Scope
 from .jaxrecords import JitWrap
 from .replaced import replaced_field
-from ..python.syntax import _pos
+from ..python.syntax import _pos, returned_nodes, returned_values  # noqa: F401 (used by other modules)
 
 
 def callable_info(m, func: ast.AST, scope: Optional[Scope] = None) -> Optional[JitWrap]:
@@ -66,6 +66,8 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
             return None
         if ev.plain_assign:
             return _callable(m, ev.value, ev.scope, depth + 1)
+        if ev.kind == "assign" and ev.path is not None and len(ev.path) == 1 and isinstance(ev.value, ast.Call):
+            return _factory_element(m, ev.value, ev.scope, depth, ev.path[0])  # ``step, metrics = make(...)``
         if ev.kind == "param":
             # ``def train(step_fn, ...)``: compiled when every call of ``train`` passes a compiled one
             args = param_arguments(m, ev)
@@ -198,44 +200,6 @@ def _factory_of_call(m, call: ast.Call, scope: Scope, depth: int) -> Optional[Ji
     return found
 
 
-_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def returned_values(node: ast.AST) -> list:
-    """The expressions a def's ``return`` statements give (not those of nested defs or classes);
-    empty when one returns nothing. Walks statements only: a ``return`` is never inside an
-    expression."""
-    out: list = []
-    stack = list(getattr(node, "body", ()))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(n, ast.Return):
-            if n.value is None:
-                return []
-            out.append(n.value)
-            continue
-        for field in _BLOCK_FIELDS:
-            block = getattr(n, field, None)
-            if block:
-                stack.extend(block)
-    return out
-
-
-def returned_nodes(node: ast.AST) -> list:
-    """Every ``return`` statement of a def (not those of nested defs or classes)."""
-    out: list = []
-    stack = list(getattr(node, "body", ()))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Return):
-            out.append(n)
-        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend(x for field in _BLOCK_FIELDS for x in getattr(n, field, None) or ())
-    return out
-
-
 def imported_result(m, func: ast.AST, scope: Scope) -> bool:
     """Whether calling ``func`` calls a function of another module of the project that
     certainly returns one JAX array (:meth:`~jaxlint.model.ModuleSummary.returns_array`):
@@ -278,12 +242,33 @@ def exported_callable(m, name: str) -> Optional[JitWrap]:
     return result
 
 
-def exported_factory(m, name: str) -> Optional[JitWrap]:
+def exported_factory(m, name: str, index: Optional[int] = None) -> Optional[JitWrap]:
     """The compiled callable this module's top-level function ``name`` returns (see
-    :func:`_factory_result`), for other modules' calls of it."""
+    :func:`_factory_result`), or element ``index`` of the tuple it returns, for other modules."""
     probe = ast.Call(func=ast.Name(id=name, ctx=ast.Load(), lineno=10 ** 9, col_offset=0), args=[], keywords=[],
                      lineno=10 ** 9, col_offset=0)
+    if index is not None:
+        return _factory_element(m, probe, m.module_scope, 0, index)
     return _factory_of_call(m, probe, m.module_scope, 0)  # not memoized: the probe is a new node each time
+
+
+def _factory_element(m, call: ast.Call, scope: Scope, depth: int, index: int) -> Optional[JitWrap]:
+    """Element ``index`` of the tuple a factory returns (``step, metrics = get_step(cfg)``), when
+    every ``return`` of it is a tuple whose element there is a compiled callable."""
+    found = imported_function(m, call.func, scope) if m.project is not None and not m.facts.summarizing else None
+    if found is not None:
+        return found[0].factory_callable(f"{found[1]}[{index}]")
+    funcs = local_functions(m, call.func, scope)
+    if len(funcs) != 1 or not isinstance(funcs[0].node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    out = None
+    for ret in returned_values(funcs[0].node):
+        info = _callable(m, ret.elts[index], m.scope_at(ret), depth + 1) \
+            if isinstance(ret, ast.Tuple) and index < len(ret.elts) else None
+        if info is None:
+            return None
+        out = out or info
+    return out
 
 
 def _jit_factory(m, call: ast.Call, scope: Scope) -> Optional[str]:

@@ -21,7 +21,7 @@ class ModuleSummary:
 
     __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
                  "maybe_programs", "factories", "_factory_pending", "records", "_records_pending", "digest",
-                 "_methods")
+                 "_methods", "_tuples")
 
     def __init__(self, model: ModuleModel, candidates: frozenset = frozenset()):
         self.path = model.path
@@ -39,6 +39,7 @@ class ModuleSummary:
         self._records_pending = None
         self.digest: Optional[str] = None  # the file's content hash, set by the resolver
         self._methods: Optional[dict] = None  # the classes' methods that end in unwaited JAX work
+        self._tuples: Optional[dict] = None  # ``name[i]``: element i of the tuple a function returns, compiled
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
@@ -63,7 +64,7 @@ class ModuleSummary:
         # a module that mentions ``NamedTuple``: its record classes are read when first asked about
         self.records = frozenset()
         self._records_pending = digest if records_pending and project is not None and path is not None else None
-        self.digest, self._methods = digest, None
+        self.digest, self._methods, self._tuples = digest, None, None
         if pending and project is not None and path is not None and digest is not None:
             self._array_results, self._pending = None, (pending, digest)
         else:
@@ -89,7 +90,19 @@ class ModuleSummary:
 
     def factory_callable(self, name: str) -> Optional[JitWrap]:
         """The compiled callable that calling the module's top-level function ``name`` returns, here
-        or where this module re-exports it from."""
+        or where this module re-exports it from; ``name[i]``: element i of the tuple it returns
+        (``step, metrics = get_train_step(cfg)``), read from a full model of the file when first
+        asked (the function's body binds the callable it returns)."""
+        if name.endswith("]"):
+            if self._tuples is None:
+                self._tuples = {}
+                if self.project is not None and self.path is not None and self.digest is not None:
+                    self._tuples = self.project.tuple_factories(self.path, self.digest)
+            if name in self._tuples:
+                return self._tuples[name]
+            base, _, index = name.partition("[")
+            other = self._reexported(base)
+            return other[0].factory_callable(f"{other[1]}[{index}") if other is not None else None
         if self._factory_pending is not None:
             digest, self._factory_pending = self._factory_pending, None
             self.factories = self.project.factories(self.path, digest)
@@ -186,10 +199,31 @@ def factories_of(model: ModuleModel) -> dict:
     return out
 
 
+def tuple_factories_of(model: ModuleModel) -> dict:
+    """``{"name[i]": wrapper}``: element i of the tuple every ``return`` of the module's top-level
+    function ``name`` gives is a compiled callable (``return train_step_fn, metrics``)."""
+    out: dict = {}
+    model.facts.summarizing = True
+    for f in model.functions:
+        if f.parent is None and f.cls is None and isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for i in _tuple_positions(f.node):
+                wrap = callables.exported_factory(model, f.name, i)
+                if wrap is not None:
+                    out[f"{f.name}[{i}]"] = _portable(wrap)
+    return out
+
+
 def _may_return_callable(node: ast.AST) -> bool:
     """Every ``return`` gives a call, a name or an attribute (what a compiled callable can be)."""
     values = callables.returned_values(node)
     return bool(values) and all(isinstance(v, (ast.Call, ast.Name, ast.Attribute)) for v in values)
+
+
+def _tuple_positions(node: ast.AST) -> range:
+    """The positions of the tuples every ``return`` gives, when they are all tuples of one length."""
+    values = callables.returned_values(node)
+    sizes = {len(v.elts) if isinstance(v, ast.Tuple) else -1 for v in values}
+    return range(sizes.pop()) if len(sizes) == 1 and min(sizes) > 0 else range(0)
 
 
 def _portable(wrap: JitWrap) -> JitWrap:

@@ -172,3 +172,41 @@ def annotation_attributes(exprs: list, names: frozenset) -> list:
             stack.append(n.left)
             stack.append(n.right)
     return out
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def returned_values(node: ast.AST) -> list:
+    """The expressions a def's ``return`` statements give (not those of nested defs or classes);
+    empty when one returns nothing. Walks statements only: a ``return`` is never inside an
+    expression."""
+    out: list = []
+    stack = list(getattr(node, "body", ()))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Return):
+            if n.value is None:
+                return []
+            out.append(n.value)
+            continue
+        for field in _BLOCK_FIELDS:
+            block = getattr(n, field, None)
+            if block:
+                stack.extend(block)
+    return out
+
+
+def returned_nodes(node: ast.AST) -> list:
+    """Every ``return`` statement of a def (not those of nested defs or classes)."""
+    out: list = []
+    stack = list(getattr(node, "body", ()))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Return):
+            out.append(n)
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(x for field in _BLOCK_FIELDS for x in getattr(n, field, None) or ())
+    return out

@@ -26,6 +26,7 @@ Functions of the model (``m``) only; the project resolver answers for other file
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from .records import runs_as_test
@@ -128,3 +129,27 @@ def _mentioned(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.alias):
         return (node.asname or node.name).split(".")[-1]
     return None
+
+def only_imported(path: str, data: bytes, name: str) -> bool:
+    """Whether a module (not a package's ``__init__.py``, whose imports are its API) spells
+    ``name`` only to import it (``from utils import all_gather``) and never uses it: an unused
+    import is no reference. Anything else, a notebook or a file that does not parse included,
+    counts as a use."""
+    if not path.endswith(".py") or os.path.basename(path) == "__init__.py":
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    imported = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == name or alias.asname == name:
+                    if alias.asname not in (None, name):
+                        return False  # used under another name: not followed
+                    imported = True
+        elif name in (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "value", None)) \
+                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name):
+            return False  # a Name, an attribute, a string, or a definition of its own
+    return imported
