@@ -14,7 +14,8 @@ Fields:
 * ``program``: the call that makes one iteration a whole program (a scanned epoch, a rollout);
 * ``benchmark``: why the loop measures time (a clock read or a timing call in its iterations, or a
   function that returns a timing or is named so), or None. A clock read elsewhere in the function
-  (a run's total time) does not make its loops benchmarks;
+  (a run's total time), or one under a periodic ``if`` of the loop (throughput logged every N
+  steps), does not make its loops benchmarks;
 * ``host_paced``: the call by which the host paces the loop (input, rendering), or None;
 * ``sweep``, ``converts``: one iteration is a point of a sweep, or converts the element it walks.
 
@@ -29,6 +30,7 @@ from typing import Optional
 from ... import names as N
 from ..facts import hostneeds
 from ..facts import loops as loopfacts
+from ..facts import periodicity
 from ..facts import work as W
 from ..facts.proof import Fact, disproven, proven, unknown
 from ..python.records import Loop
@@ -130,6 +132,8 @@ class LoopRecord:
         m, loop, line = self.m, self.loop, self.line
         for c in loop.all_calls():
             if m.resolve(c.func, m.scope_at(c)) in N.TIMERS:
+                if periodicity.periodic_guard(m, m.context(c), loop):
+                    continue  # ``if step % 100 == 0: print(step / (time.time() - t0))``: throughput logged now and then
                 return f"the loop on line {line} reads the clock in its iterations (line {c.lineno})"
             name = c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")
             if m.conventions.matches("benchmark-names", name):
