@@ -94,7 +94,33 @@ def locate_from(here: str, module: Optional[str], level: int, isfile=os.path.isf
                 return found
             break  # a repository folder named like its package (``octo/octo/``): the layouts below
         folder = parent
-    return _src_layout(here, parts, isfile) or _flat_layout(here, parts, isfile)
+    return _src_layout(here, parts, isfile) or _flat_layout(here, parts, isfile) or _subproject(here, parts, isfile)
+
+
+def _subproject(here: str, parts: list, isfile) -> Optional[str]:
+    """A package the repository holds as a sub-project named like it (``serl_launcher/`` with its
+    ``setup.py`` and its package ``serl_launcher/serl_launcher/``, installed with ``pip install -e
+    serl_launcher``): ``from serl_launcher.utils import Timer`` in ``examples/`` runs that file.
+    The repository is the nearest folder above ``here`` with ``.git`` or ``.hg``."""
+    root = _repository(here)
+    if root is None:
+        return None
+    sub = _join(root, parts[0])
+    if not isfile(_join(sub, parts[0], "__init__.py")) or not any(
+            isfile(_join(sub, marker)) for marker in ("pyproject.toml", "setup.py", "setup.cfg")):
+        return None
+    return _module_file(sub, parts, isfile)
+
+
+_REPOSITORIES: dict = {}  # folder -> the nearest folder at or above it with .git or .hg (this process's)
+
+
+def _repository(here: str) -> Optional[str]:
+    if here not in _REPOSITORIES:
+        if len(_REPOSITORIES) > 50_000:
+            _REPOSITORIES.clear()
+        _REPOSITORIES[here] = nearest_with(here, (".git", ".hg"))
+    return _REPOSITORIES[here]
 
 
 def _flat_layout(here: str, parts: list, isfile) -> Optional[str]:

@@ -301,7 +301,7 @@ class ProjectResolver:
         from .model.facts.timerclasses import timer_method_named
 
         data = self._bytes(path)
-        if data is not None and b"contextmanager" not in data:
+        if data is not None and b"contextmanager" not in data and b"__exit__" not in data:
             self._note([("f", self._abspath(path), content_hash(data))])
             return False
         ops = (timing.is_clock, timing._calls_in, timing._device_role)

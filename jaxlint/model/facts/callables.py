@@ -412,10 +412,11 @@ def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[C
     return None
 
 
-def _annotated_class(m, ev) -> Optional[ClassInfo]:
+def _annotated_class(m, ev, want_name: bool = False):
     """The class of this module a parameter's annotation names (``buffer: ReplayBuffer``,
     ``ReplayBuffer[S, T]``, ``Optional[Env]``, ``"Env"``): its value is an instance of that class
-    or of a subclass (whose methods are methods too). None without such an annotation."""
+    or of a subclass (whose methods are methods too). None without such an annotation. With
+    ``want_name``: the annotation's name and the scope it is read in (for a class of another module)."""
     fn = ev.node
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         return None
@@ -432,7 +433,9 @@ def _annotated_class(m, ev) -> Optional[ClassInfo]:
                 continue
             ann = ann.value
         break
-    return _class_named(m, ann, outer) if isinstance(ann, ast.Name) else None
+    if not isinstance(ann, ast.Name):
+        return None
+    return (ann, outer) if want_name else _class_named(m, ann, outer)
 
 
 def _method_at(m, scope: Scope) -> Optional[FunctionInfo]:

@@ -105,10 +105,43 @@ def imported_dispatching_method(m, c: ast.Call, scope) -> bool:
     if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name) or m.project is None:
         return False
     values = every_value(m, f.value, scope)
-    if not values or not all(isinstance(v, ast.Call) for v, _ in values):
-        return False
-    found = {callables.imported_function(m, v.func, s) for v, s in values}
+    if values and all(isinstance(v, ast.Call) for v, _ in values):
+        found = {callables.imported_function(m, v.func, s) for v, s in values}
+    else:
+        found = _annotated_and_kept(m, f.value, scope)
     if len(found) != 1 or None in found:
         return False
     summary, cls = next(iter(found))
     return summary.dispatching_method(cls, f.attr)
+
+
+_SAME_TREE = frozenset({"jax.block_until_ready", "jax.device_put"})  # give back the pytree they are given
+
+
+def _annotated_and_kept(m, name: ast.Name, scope) -> set:
+    """``def learner(agent: DrQAgent, ...)`` of ``from .drq import DrQAgent``, where every other
+    binding of ``agent`` in the function is the first element of what a jitted method of that
+    class called on ``agent`` returns (``agent, info = agent.update(batch)``: a jitted function
+    returns its pytree, the same class, rebuilt): ``{(summary, class name)}``, or empty."""
+    ev = m.binding(name.id, scope, (name.lineno, name.col_offset))
+    events = ev.scope.events.get(name.id, ()) if ev is not None else ()
+    params = [e for e in events if e.kind == "param"]
+    if len(params) != 1:
+        return set()
+    got = callables._annotated_class(m, params[0], want_name=True)
+    found = callables.imported_function(m, got[0], got[1]) if got is not None else None
+    if found is None:
+        return set()
+    summary, cls = found
+    for e in events:
+        if e is params[0]:
+            continue
+        v = e.value
+        if e.plain_assign and isinstance(v, ast.Call) and len(v.args) == 1 and isinstance(v.args[0], ast.Name) \
+                and v.args[0].id == name.id and m.resolve(v.func, e.scope) in _SAME_TREE:
+            continue  # ``agent = jax.block_until_ready(agent)``: the same pytree back
+        if not (e.kind == "assign" and e.path is not None and tuple(e.path) == (0,) and isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Attribute) and isinstance(v.func.value, ast.Name)
+                and v.func.value.id == name.id and summary.dispatching_method(cls, v.func.attr)):
+            return set()
+    return {found}

@@ -66,8 +66,10 @@ def timer_method(m, cls, method: str, ops: tuple) -> bool:
     is_clock, _calls_in, _device_role = ops
 
     f = cls.methods.get(method)
-    if f is None or not any(d in _CONTEXTMANAGERS for d in f.decorators):
+    if f is None:
         return False
+    if not any(d in _CONTEXTMANAGERS for d in f.decorators):
+        return _returns_timer_manager(m, cls, f, ops)
     yields = [n for n in walk(f.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
     if len(yields) != 1:
         return False
@@ -87,6 +89,35 @@ def timer_method(m, cls, method: str, ops: tuple) -> bool:
     before, after = expand(before), expand(after)
     return (any(is_clock(m, c) for c in before) and any(is_clock(m, c) for c in after)
             and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after))
+
+
+def _returns_timer_manager(m, cls, f, ops: tuple) -> bool:
+    """``def context(self, key): return _TimerContext(self, key)``: the method returns an instance
+    of a class of this module whose ``__enter__`` and ``__exit__`` read the clock, directly or
+    through a method of ``cls`` they call by name (``self.timer.tick(key)``), and whose exit waits
+    for nothing."""
+    is_clock, _calls_in, _device_role = ops
+    rets = callables.returned_values(f.node)
+    if len(rets) != 1 or not isinstance(rets[0], ast.Call):
+        return False
+    manager = callables._class_named(m, rets[0].func, m.scope_at(rets[0]))
+    if manager is None or manager is cls:
+        return False
+    enter, exit_ = manager.methods.get("__enter__"), manager.methods.get("__exit__")
+    if enter is None or exit_ is None:
+        return False
+
+    def reached(g) -> list:  # its calls, and those of the timer's methods it calls by name
+        out = list(_calls_in(g.node.body))
+        for c in list(out):
+            h = cls.methods.get(c.func.attr) if isinstance(c.func, ast.Attribute) else None
+            if h is not None and h is not f:
+                out += list(_calls_in(h.node.body))
+        return out
+
+    on_enter, on_exit = reached(enter), reached(exit_)
+    return (any(is_clock(m, c) for c in on_enter) and any(is_clock(m, c) for c in on_exit)
+            and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in on_exit))
 
 
 def _own_method(cls, call: ast.Call) -> Optional[object]:

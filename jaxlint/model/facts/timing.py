@@ -316,6 +316,8 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
             return None  # a jitted function with an empty body: no device work to wait for
         return "wait" if _calls_back(m, c, scope) else "work"
     f = c.func
+    if isinstance(f, ast.Attribute) and qn is None and libraryobjects.imported_dispatching_method(m, c, scope):
+        return "work"  # ``sac.train(batch)``, ``agent.update(batch)``: a method of a project class that only dispatches
     if isinstance(f, ast.Attribute) and qn is None and V.is_jax(m, f.value, scope):
         return "work" if f.attr in ARRAY_METHODS else "maybe"
     if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope):
@@ -342,8 +344,6 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
             return "maybe" if _takes_jax(m, c, scope, depth) else None
-        if libraryobjects.imported_dispatching_method(m, c, scope):
-            return "work"  # ``sac.train(batch)`` of a class of another module whose ``train`` only dispatches
     if _stores_only(m, c, scope):
         return None  # ``q.put(params)`` on a ``queue.Queue``: keeps the value, reads nothing
     if libraryobjects.dispatch_only_method(m, c, scope) or libraryobjects.compiled_factory_result(m, c, scope):

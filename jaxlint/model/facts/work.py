@@ -248,9 +248,28 @@ def _solver_run(m, call: ast.Call, scope: Scope) -> bool:
 def _dispatches_steps(m, loop: Loop) -> bool:
     """A ``for``/``while`` loop (not a comprehension building one batch, not a short literal
     loop) whose iterations call compiled or transformed code: a loop of steps."""
-    if loop.kind == "comprehension" or loop.bounded:
+    if loop.kind == "comprehension" or loop.bounded or _walks_keys(loop):
         return False
     return any(callables.callable_info(m, c.func, m.scope_at(c)) is not None for c in loop.all_calls())
+
+
+def _walks_keys(loop: Loop) -> bool:
+    """``for k in image_keys: obs = obs.copy({k: crop(obs[k], rng)})``: the loop's target is used
+    only to index a structure or as a key of one, so the loop walks the parts of one structure (a
+    camera per key), not steps."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)) or not isinstance(node.target, ast.Name):
+        return False
+    name, keys, uses = node.target.id, set(), 0
+    for stmt in node.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == name:
+                keys.add(id(n.slice))
+            elif isinstance(n, ast.Dict):
+                keys.update(id(k) for k in n.keys if isinstance(k, ast.Name) and k.id == name)
+            elif isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+                uses += 1
+    return uses > 0 and uses == len(keys)
 
 # -- what one iteration does
 
