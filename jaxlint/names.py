@@ -387,6 +387,9 @@ NUMPY_TRACER_SAFE = NUMPY_METADATA | {
     "numpy.all", "numpy.any", "numpy.round", "numpy.around", "numpy.reshape", "numpy.transpose",
     "numpy.squeeze", "numpy.swapaxes", "numpy.take", "numpy.repeat", "numpy.argsort", "numpy.diagonal",
     "numpy.trace",
+    # ``m[indexer]`` on its argument, no conversion (checked on jax 0.10.2 with NumPy 2: ``np.fliplr``,
+    # ``np.flipud`` and ``np.rot90`` convert first and fail)
+    "numpy.flip",
 }
 
 TIMERS = {

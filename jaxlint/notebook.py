@@ -9,6 +9,8 @@ Python is blanked out, one line for one line, so line numbers never move:
   become ``pass`` at their indentation (an empty line at the top level), continuation lines
   (a trailing backslash) included;
 * ``x = !ls`` and ``x = %magic ...`` become ``x = None``, so ``x`` is still (re)bound;
+* a line IPython's automagic runs as a magic (``cd /content/x``, ``pip install jax``: a magic or
+  shell alias's name, and not Python) is blanked too;
 * ``%time STMT`` and ``%timeit [options] STMT`` keep ``STMT``: it is Python that runs;
 * a cell magic whose body is Python that runs in the notebook (``%%time``, ``%%timeit``,
   ``%%capture``, ``%%prun``, ``%%jaxlint_trace``) blanks only its ``%%`` line; any other cell magic
@@ -53,6 +55,11 @@ _ASSIGN_ESCAPE = re.compile(r"([\w.]+(?:\s*,\s*[\w.]+)*)\s*=\s*[!%]")
 _LINE_MAGIC = re.compile(r"%([A-Za-z_]\w*)\s*(.*)\Z", re.S)
 _TIMEIT_OPTIONS = re.compile(r"(?:-(?:[nrp]\s*\d+|[tcqo]+)\s+)*")
 _ESCAPES = ("!", "%", "?", "/", ",", ";")
+# Line magics and shell aliases IPython runs without their ``%`` (automagic, on by default): a line
+# that starts with one and is not Python (``cd /content/x``, ``pip install jax``) is the magic.
+_AUTOMAGIC = re.compile(r"(?:cd|pwd|pip|conda|mamba|env|ls|cat|cp|mv|rm|mkdir|rmdir|load_ext|matplotlib|"
+                        r"pushd|popd|alias|unalias|bookmark|autoreload|aimport|config|xmode|who|whos|reset)"
+                        r"[ \t]+(?![=(\[.,:;]|[-+*/%<>!&|^@]=)")  # not ``env = make(`` (an assignment cut short)
 FLAGS = TOP_LEVEL_AWAIT  # the compile flags of a notebook's code: a cell may ``await`` at the top level
 
 
@@ -219,6 +226,8 @@ def _escape(stripped: str, indent: str) -> Optional[tuple]:
     if m:
         return f"{indent}{m.group(1)} = None", 0
     if not stripped.startswith(_ESCAPES):
+        if _AUTOMAGIC.match(stripped) and not _parses(stripped):
+            return None, 0  # ``cd /content/repo``, ``pip install x``: IPython's automagic, not Python
         return None
     m = _LINE_MAGIC.match(stripped)
     if m and m.group(1) in PYTHON_LINE_MAGICS:

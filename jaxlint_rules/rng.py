@@ -263,6 +263,8 @@ class KeyReuse(Rule):
                     proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
                 continue
             opt_in = None if proven else "whether the callee draws from the key is unknown"
+            if role != roles.PER_STEP and opt_in is None:
+                opt_in = _items_unknown(model, loop, h.ctx)
             tail = ""
             if model.in_test_code(h.call):
                 if loopfacts.iterations_alike(model, loop):
@@ -329,6 +331,8 @@ class KeyReuse(Rule):
             else:
                 opt_in = _TEST_LOOP_VARIES
         stepping = roles.loop_role(model, loop, use.ctx).kind == roles.PER_STEP
+        if not stepping and opt_in is None:
+            opt_in = _items_unknown(model, loop, use.ctx)
         message, facts = keymessages.loop_reuse(use, loop, stepping, tail)
         return self.finding(use.call, message, opt_in=opt_in, evidence=facts)
 
@@ -354,6 +358,18 @@ class KeyReuse(Rule):
         key for comparable inputs is deliberate."""
         return (_draws(use.fn) and keys.kept_per_iteration(model, use.call, loop)
                 and roles.loop_role(model, loop, use.ctx).kind != roles.BENCHMARK)
+
+
+def _items_unknown(model: ModuleModel, loop: Loop, ctx) -> Optional[str]:
+    """For draws kept side by side in a loop over items (not steps): why it is not known that two
+    items draw (the reason that makes the finding opt-in), or None when the loop is known to walk
+    at least two (a literal of two items or more, ``range(2)``...). A loop over a configuration's
+    camera keys may walk one (serl's reward classifier, fresh set E: `["front"]`)."""
+    it = loopfacts.loop_iterable(loop.node)
+    trips = loopfacts.known_trips(model, it, ctx.scope) if it is not None else None
+    if trips is not None and trips >= 2:
+        return None
+    return f"how many items the loop on line {loop.node.lineno} walks is unknown: with one, the key draws once"
 
 
 def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:

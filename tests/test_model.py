@@ -1095,6 +1095,35 @@ def test_an_outer_loops_element_is_a_run_switch_of_the_inner_loop(name, periodic
     assert periodicity.periodic_guard(m, ctx, ctx.loops[-1]) is periodic
 
 
+_REARMED = """
+import jax
+
+def fit(state, batches, grow):
+    need_compile = True
+    every = True
+    for step, b in enumerate(batches):
+        if grow(step):
+            need_compile = True
+        if need_compile:
+            on_event()
+            need_compile = False
+        every = True
+        if every:
+            set_back_each_step()
+            every = False
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("on_event", True),             # set back to True only under another if: once per event
+    ("set_back_each_step", False),  # set back to True in every iteration
+])
+def test_a_flag_the_branch_clears_and_an_event_sets_is_not_every_step(name, periodic):
+    tree, m = build(_REARMED)
+    ctx = m.context(call_to(tree, name))
+    assert periodicity.periodic_guard(m, ctx, ctx.loops[-1]) is periodic
+
+
 def test_periodic_helper_does_not_depend_on_its_name():
     renamed = _HELPERS
     for old, new in (("log_now", "q17"), ("schedule", "z3"), ("due", "k9"), ("past_warmup", "w2")):

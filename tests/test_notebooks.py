@@ -268,6 +268,7 @@ STEP = """
     ("%timeit step(x).block_until_ready()\n", False),
     ("%timeit jax.block_until_ready(step(x))\n", False),
     ("%%time\ny = step(x)\nprint(float(y.sum()))\n", False),  # the fetch waits
+    ("%%time\nfor i in range(3):\n    y = step(x)\n", False),  # a loop: its host work's waits are not all seen
     ("%timeit np.sum(a)\n", False),  # no JAX work
     ("y = step(x)\n", False),  # not timed
 ])
@@ -278,6 +279,13 @@ def test_a_timing_magic_around_compiled_work_that_nothing_waits_for(tmp_path, ca
     if reported:
         magic = cell.lstrip("#@title timing\n").split()[0]
         assert found[0]["message"].startswith(f"`{magic}` times this {'cell' if magic.startswith('%%') else 'line'}")
+
+
+def test_automagic_lines_that_are_not_python_are_blanked():
+    got = [t for t, _ in cell_lines("cd ~/repo\npip install ftfy regex\nls\ncd = 3\nenv\ncd /content\n"
+                                    "env = make(\n    env_name=1,\n)\nx = 1\n")]
+    # `ls`, `cd = 3`, `env`, `cd /content` (a division) and a statement over several lines are Python
+    assert got == ["", "", "ls", "cd = 3", "env", "cd /content", "env = make(", "    env_name=1,", ")", "x = 1"]
 
 
 def test_top_level_await_is_valid_in_a_cell(tmp_path, capsys):

@@ -1191,6 +1191,22 @@ def test_jax203_numpy_and_math_in_lax_bodies():
     """)
 
 
+def test_jax203_np_flip_indexes_its_argument_and_works_on_tracers():
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def symmetric(x):
+        return jnp.logaddexp(x, np.flip(x))  # NumPy 2 indexes it: `x[::-1]`, traced
+
+    @jax.jit
+    def mirrored(x):
+        return x + np.fliplr(x)  # expect: JAX203
+    """)
+
+
 def test_jax203_item_and_tolist_under_grad_and_vmap():
     # Under grad alone .item() does not raise: it freezes `scale` as a constant, so its gradient
     # is silently dropped. Under vmap .tolist() raises a ConcretizationTypeError.

@@ -221,10 +221,33 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
     if isinstance(test, ast.Call):
         return _periodic_helper(m, test, names, scope, depth)
     if isinstance(test, ast.Name) and depth < L.PERIODIC_HELPER_HORIZON:
+        if _rearmed_flag(m, test, names):
+            return True
         ev = m.binding(test.id, scope, _pos(test))
         if ev is not None and ev.plain_assign and ev.value is not None:
             return _periodic_test(m, ev.value, names, ev.scope, depth + 1)
     return False
+
+
+def _rearmed_flag(m, test: ast.Name, names: "_Names") -> bool:
+    """``if need_compile: ...; need_compile = False``, the flag set back to ``True`` in the loop only
+    under another ``if`` (an event: a split, a resize): the branch runs once per event, not every
+    step."""
+    node, loop = _if_of_test(m, test), names.loop
+    if node is None or loop is None:
+        return False
+    def sets(stmts, value) -> list:
+        return [n for s in stmts for n in walk(s) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == test.id
+                and isinstance(n.value, ast.Constant) and n.value.value is value]
+    if not sets(node.body, False):
+        return False
+    for a in sets(loop.node.body, True):
+        ctx = m.context(a)
+        inside = [g for g, d in (ctx.guards if ctx is not None else ()) if d > loop.depth]
+        if not inside:
+            return False  # set back every iteration
+    return True
 
 
 def _run_switch(m, expr: ast.AST, names: "_Names", scope: Scope) -> bool:
