@@ -57,7 +57,7 @@ def _gc_paused():
 
 def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult] = None,
               path: Optional[str] = None, text: Optional[str] = None, digest: Optional[str] = None,
-              timed: Sequence = ()) -> list[Finding]:
+              timed: Optional[Sequence] = None, whole_notebook: bool = False) -> list[Finding]:
     """Build the model once and run every rule on it. A rule that crashes is recorded in
     ``result.internal_errors`` (when given) and the other rules still run. With the file's
     ``path``, names imported from the project's other modules are resolved there. With its
@@ -66,15 +66,18 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
     too (the content hash of the file: ``jaxlint check``), a large module is summarized for the
     project's other modules from ``tree`` (:meth:`~jaxlint.project.ProjectResolver.offer`); not
     under flake8, which checks one file per editor save, and the files of a run in an order that
-    imports rarely follow. ``timed``: a notebook's lines that ``%time``/``%timeit`` time
-    (``notebook.Module.timed``), for the timing facts."""
+    imports rarely follow. ``timed`` (a notebook's only): the lines that ``%time``/``%timeit``
+    time (``notebook.Module.timed``), for the timing facts. ``whole_notebook``: every cell of a
+    notebook file is there, so a finding in a function no cell refers to is opt-in
+    (:mod:`~jaxlint.model.python.unreferenced`); not for the IPython extension's cell, whose
+    functions later cells may call."""
     with _gc_paused():
-        return _run_rules(tree, rules, result, path, text, digest, timed)
+        return _run_rules(tree, rules, result, path, text, digest, timed, whole_notebook)
 
 
 def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResult],
                path: Optional[str], text: Optional[str] = None, digest: Optional[str] = None,
-               timed: Sequence = ()) -> list[Finding]:
+               timed: Optional[Sequence] = None, whole_notebook: bool = False) -> list[Finding]:
     project = PROJECT if path else None
     if project is not None and text is not None and digest is not None:
         project.offer(path, tree, text, digest)
@@ -88,7 +91,8 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
         model = build_model(tree, path=path, project=project)
     except RecursionError:
         return [_parse_error(1, 0, "too deeply nested to analyze")]
-    model.timed_magics = list(timed)
+    model.timed_magics = list(timed or ())
+    model.notebook = whole_notebook
     out: list[Finding] = []
     if result is not None and result.quiet is not None:
         model.facts.quiet = result.quiet  # "why not": the rules record where they looked and stayed quiet
@@ -103,7 +107,7 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
                         facts = traced_context(model, f.line)
                         if facts:
                             found[i] = f.replace(evidence=tuple(facts))
-                out.extend(found)
+                out.extend(_in_uncalled_cells(model, found) if whole_notebook else found)
             except RecursionError:
                 out.append(_parse_error(1, 0, "too deeply nested to analyze"))
             except Exception as e:  # a bug in a rule must not hide the other rules' findings
@@ -113,6 +117,20 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
     finally:
         model.dispose()
     out.sort()
+    return out
+
+
+def _in_uncalled_cells(model, found: list) -> list:
+    """A notebook's findings, those inside a top-level function no cell refers to made opt-in."""
+    from .model.python.unreferenced import enclosing, unreferenced
+
+    out = []
+    for f in found:
+        if f.opt_in is None and f.code != PARSE_ERROR:
+            why = unreferenced(model, enclosing(model, None, f.line))
+            if why is not None:
+                f = f.replace(opt_in=why)
+        out.append(f)
     return out
 
 
@@ -159,9 +177,10 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
 
 
 def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],
-          project_path: Optional[str], digest: Optional[str] = None, timed: Sequence = ()) -> list[Finding]:
+          project_path: Optional[str], digest: Optional[str] = None,
+          timed: Optional[Sequence] = None, whole_notebook: bool = False) -> list[Finding]:
     """The rules' findings on a parsed module, less those its ``# noqa`` comments silence."""
-    findings = run_rules(tree, rules, result, project_path, text, digest, timed)
+    findings = run_rules(tree, rules, result, project_path, text, digest, timed, whole_notebook)
     if noqa and findings and "noqa" in text.lower():
         from .noqa import NoqaMap  # here: flake8 reads # noqa itself, and the plugin never loads this
 
@@ -188,15 +207,18 @@ def _check_notebook(data: bytes | str, path: str, rules: Sequence[Rule], noqa: b
     if big is not None:  # as for a .py file: not analyzed, not a finding
         result.not_analyzed = big.message
         return result
-    result.findings = check_module(mod, path, rules, noqa, result, path if os.path.isfile(path) else None)
+    result.findings = check_module(mod, path, rules, noqa, result, path if os.path.isfile(path) else None,
+                                   whole=True)
     return result
 
 
 def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
-                 result: Optional[FileResult] = None, project_path: Optional[str] = None) -> list[Finding]:
+                 result: Optional[FileResult] = None, project_path: Optional[str] = None,
+                 whole: bool = False) -> list[Finding]:
     """Findings for a notebook's joined code cells (a ``notebook.Module``), located in their cells
     (``path`` set on each). A cell that does not parse is one JAX000 finding and is left out; the
-    others are still checked."""
+    others are still checked. ``whole``: these are all the notebook's cells (a file, not the
+    IPython extension's history), so what no cell calls is not run."""
     from .notebook import FLAGS
 
     errors: list = []
@@ -211,7 +233,7 @@ def check_module(mod, path: str, rules: Sequence[Rule], noqa: bool = True,
         tree, error = parse_source(mod.text, path, FLAGS)
         if error is not None:
             return [mod.locate(e).with_path(path) for e in errors]
-    findings = _lint(tree, mod.text, rules, noqa, result, project_path, timed=mod.timed)
+    findings = _lint(tree, mod.text, rules, noqa, result, project_path, timed=mod.timed, whole_notebook=whole)
     if result is not None and result.quiet:
         result.quiet[:] = [mod.locate(q).with_path(path) for q in result.quiet]
     out = [mod.locate(f).with_path(path) for f in errors + findings]

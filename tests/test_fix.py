@@ -106,7 +106,8 @@ def test_rule_fixtures_fix_to_parsing_idempotent_code(path: Path):
     assert all(f.fix is None for f in left)
     # what is left is what cannot be fixed mechanically
     kinds = sorted(f.message.split("`")[1] for f in left)
-    assert kinds in ([], ["del cleaned[-1]"], ["jax.ops.index"], [".at[].add()", ".at[].max()"]), kinds
+    # (a dropped `jnp` result: assigning it back could change what the program computes, so no fix)
+    assert kinds in ([], ["del cleaned[-1]"], ["jax.ops.index"], [".at[].add()", ".at[].max()", "jnp.nan_to_num(...)"]), kinds
 
 
 def test_fixed_rule_fixtures_keep_their_expect_comments():
@@ -576,6 +577,7 @@ def test_fix_on_a_copy_of_the_fixtures(tmp_path, capsys):
         ("JAX402_removed_index_update_api.py", "JAX402"),  # FIRST_TWO = jax.ops.index[:2]
         ("JAX403_discarded_functional_update.py", "JAX403"),  # self.total.at[:].add(...)
         ("JAX403_discarded_functional_update.py", "JAX403"),  # self.peak.at[:].max(...)
+        ("JAX403_discarded_functional_update.py", "JAX403"),  # jnp.nan_to_num(losses, copy=False)
     ]
     for case in CASES:
         assert (work / f"{case.name}.py").read_bytes() == (case / "after.py").read_bytes()

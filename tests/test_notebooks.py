@@ -69,6 +69,7 @@ LOOP = """
             x = x + jnp.sum(b)
             print(float(x))
         return x
+    fit(0.0, [])
 """
 
 
@@ -105,6 +106,7 @@ KEY_CELLS = (
     "print(x, jax.random.uniform(key, (3,)))\n",  # read: a notebook's unread names are dead
     "def loop(n, key):\n    for i in range(n):\n        k = jax.random.PRNGKey(0)\n"
     "        x = jax.random.normal(k, (3,))\n        y = jax.random.normal(key, (3,))\n",
+    "loop(10, key)\n",  # a notebook's function no cell calls is not shown to run
 )
 
 
@@ -286,6 +288,41 @@ def test_automagic_lines_that_are_not_python_are_blanked():
                                     "env = make(\n    env_name=1,\n)\nx = 1\n")]
     # `ls`, `cd = 3`, `env`, `cd /content` (a division) and a statement over several lines are Python
     assert got == ["", "", "ls", "cd = 3", "env", "cd /content", "env = make(", "    env_name=1,", ")", "x = 1"]
+
+
+UNCALLED = """
+    def split_data(key, x):
+        train = jax.random.permutation(key, x)
+        test = jax.random.permutation(key, x)
+        return train, test
+
+    def fit(x, batches):
+        for b in batches:
+            x = x + jnp.sum(b)
+            print(float(x))
+        return x
+"""
+
+
+@pytest.mark.parametrize("calls, default", [
+    ("", []),  # no cell refers to either function: whether they run is not shown
+    ("fit(jnp.zeros(()), [jnp.ones(3)] * 5)\n", ["JAX201"]),
+    ("train, test = split_data(jax.random.PRNGKey(0), jnp.arange(4))\n", ["JAX502"]),
+])
+def test_a_finding_in_a_function_no_cell_refers_to_is_opt_in(tmp_path, capsys, calls, default):
+    nb = notebook(IMPORTS, UNCALLED, *([calls] if calls else []))
+    code, found = rows(capsys, write(tmp_path, "a.ipynb", nb))
+    assert sorted(f["code"] for f in found) == default
+    code, found = rows(capsys, "--pedantic", write(tmp_path, "a.ipynb", nb))
+    opt_in = {f["code"]: f["opt_in"] for f in found if f.get("opt_in")}
+    assert {"JAX201", "JAX502"} - set(default) <= set(opt_in)
+    assert all(v.startswith("no cell of the notebook refers to") for k, v in opt_in.items() if k in ("JAX201", "JAX502"))
+
+
+def test_a_py_module_keeps_its_findings_in_functions_nothing_calls(tmp_path, capsys):
+    path = write(tmp_path, "lib.py", textwrap.dedent(IMPORTS + UNCALLED))
+    code, found = rows(capsys, path)
+    assert sorted(f["code"] for f in found) == ["JAX201", "JAX502"]  # a package's API may be called by users
 
 
 def test_top_level_await_is_valid_in_a_cell(tmp_path, capsys):

@@ -50,6 +50,7 @@ class ModuleModel:
         self.import_nodes: list[ast.stmt] = []  # every import statement, in any scope
         self.with_nodes: list[ast.stmt] = []  # every with / async with statement, in any scope
         self.timed_magics: list = []  # a notebook's (magic, first, last line) that %time/%timeit time
+        self.notebook = False  # the module is a notebook's cells (set by the engine)
         self.path: Optional[str] = None
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}

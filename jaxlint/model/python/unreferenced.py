@@ -20,6 +20,9 @@ What keeps a function referenced (conservative: a mention is enough):
   in no repository (no ``.git``/``.hg`` above it) is not searched: nothing is known there.
 
 Methods are never unreferenced here: a framework calls them by protocol (``setup``, ``__call__``).
+A notebook (``m.notebook``) cannot be imported: its functions are referenced by its own cells or
+not at all, so no other file is asked, and the engine makes every finding in such a function
+opt-in (for a ``.py`` module only JAX404 asks: a package's public function may be called by users).
 Functions of the model (``m``) only; the project resolver answers for other files.
 """
 
@@ -42,6 +45,9 @@ def unreferenced(m, f) -> Optional[str]:
         return None
     if state.alive(f.name, frozenset()) is not False:
         return None
+    if state.notebook:
+        return (f"no cell of the notebook refers to `{f.name}` (no call or use outside functions in the same "
+                "state): whether it runs is not shown")
     return (f"nothing in the project refers to `{f.name}` (no call or use in its module outside functions in "
             "the same state, and no other file of the repository spells the name)")
 
@@ -52,7 +58,9 @@ class _State:
 
     def __init__(self, m):
         self.m = m
-        ok = getattr(m, "project", None) is not None and getattr(m, "path", None) is not None
+        # a notebook's functions can be called by its own cells only: no other file is asked
+        self.notebook = bool(getattr(m, "notebook", False))
+        ok = self.notebook or (getattr(m, "project", None) is not None and getattr(m, "path", None) is not None)
         self.candidates = {f.name: f for f in _candidates(m)} if ok else {}
         self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
         self.memo: dict = {}
@@ -87,7 +95,7 @@ class _State:
                 break
             if sub is None:
                 found = None
-        if found is False:
+        if found is False and not self.notebook:
             elsewhere = self.m.project.mentioned_elsewhere(self.m.path, name)
             found = None if elsewhere is None else bool(elsewhere)
         if not asking or found is not False:
@@ -95,9 +103,10 @@ class _State:
         return found
 
 
-def enclosing(m, node: ast.AST):
-    """The top-level function (a ``def`` of the module's body) whose lines hold ``node``, or None."""
-    line = getattr(node, "lineno", None)
+def enclosing(m, node, line: Optional[int] = None):
+    """The top-level function (a ``def`` of the module's body) whose lines hold ``node`` (or
+    ``line``), or None."""
+    line = getattr(node, "lineno", None) if line is None else line
     if line is None:
         return None
     for top in m.tree.body:
