@@ -63,7 +63,7 @@ def timer_method_named(m, cls_name: str, method: str, ops: tuple) -> bool:
 def timer_method(m, cls, method: str, ops: tuple) -> bool:
     """Whether calling ``method`` of the class ``cls`` gives a context manager that reads a clock
     on entry and on exit and waits for nothing at exit."""
-    is_clock, _calls_in, _device_role = ops
+    _calls_in = ops[1]
 
     f = cls.methods.get(method)
     if f is None:
@@ -77,18 +77,29 @@ def timer_method(m, cls, method: str, ops: tuple) -> bool:
     calls = list(_calls_in(f.node.body))
     before = [c for c in calls if (c.lineno, c.col_offset) < at]
     after = [c for c in calls if (c.lineno, c.col_offset) > at]
+    return _times_between(m, cls, f, before, after, ops, by_name=False)
 
-    def expand(found: list) -> list:  # a method of the same class called on self, one level down
+
+def _times_between(m, cls, f, first: list, last: list, ops: tuple, by_name: bool) -> bool:
+    """Whether the calls made on entry (``first``) and on exit (``last``), with those of the
+    timer's methods they call one level down (on ``self``; with ``by_name``, on any object), read
+    the clock on both sides and wait for nothing on exit."""
+    is_clock, _calls_in, _device_role = ops
+
+    def expand(found: list) -> list:
         out = list(found)
         for c in found:
-            g = _own_method(cls, c)
+            if by_name:
+                g = cls.methods.get(c.func.attr) if isinstance(c.func, ast.Attribute) else None
+            else:
+                g = _own_method(cls, c)
             if g is not None and g is not f:
                 out += list(_calls_in(g.node.body))
         return out
 
-    before, after = expand(before), expand(after)
-    return (any(is_clock(m, c) for c in before) and any(is_clock(m, c) for c in after)
-            and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in after))
+    first, last = expand(first), expand(last)
+    return (any(is_clock(m, c) for c in first) and any(is_clock(m, c) for c in last)
+            and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in last))
 
 
 def _returns_timer_manager(m, cls, f, ops: tuple) -> bool:
@@ -96,7 +107,7 @@ def _returns_timer_manager(m, cls, f, ops: tuple) -> bool:
     of a class of this module whose ``__enter__`` and ``__exit__`` read the clock, directly or
     through a method of ``cls`` they call by name (``self.timer.tick(key)``), and whose exit waits
     for nothing."""
-    is_clock, _calls_in, _device_role = ops
+    _calls_in = ops[1]
     rets = callables.returned_values(f.node)
     if len(rets) != 1 or not isinstance(rets[0], ast.Call):
         return False
@@ -106,18 +117,8 @@ def _returns_timer_manager(m, cls, f, ops: tuple) -> bool:
     enter, exit_ = manager.methods.get("__enter__"), manager.methods.get("__exit__")
     if enter is None or exit_ is None:
         return False
-
-    def reached(g) -> list:  # its calls, and those of the timer's methods it calls by name
-        out = list(_calls_in(g.node.body))
-        for c in list(out):
-            h = cls.methods.get(c.func.attr) if isinstance(c.func, ast.Attribute) else None
-            if h is not None and h is not f:
-                out += list(_calls_in(h.node.body))
-        return out
-
-    on_enter, on_exit = reached(enter), reached(exit_)
-    return (any(is_clock(m, c) for c in on_enter) and any(is_clock(m, c) for c in on_exit)
-            and not any(_device_role(m, c, 1) in ("wait", "maybe") for c in on_exit))
+    return _times_between(m, cls, f, list(_calls_in(enter.node.body)), list(_calls_in(exit_.node.body)), ops,
+                          by_name=True)
 
 
 def _own_method(cls, call: ast.Call) -> Optional[object]:
