@@ -120,9 +120,10 @@ _SAME_TREE = frozenset({"jax.block_until_ready", "jax.device_put"})  # give back
 
 def _annotated_and_kept(m, name: ast.Name, scope) -> set:
     """``def learner(agent: DrQAgent, ...)`` of ``from .drq import DrQAgent``, where every other
-    binding of ``agent`` in the function is the first element of what a jitted method of that
-    class called on ``agent`` returns (``agent, info = agent.update(batch)``: a jitted function
-    returns its pytree, the same class, rebuilt): ``{(summary, class name)}``, or empty."""
+    binding of ``agent`` in the function is ``jax.block_until_ready(agent)`` or the first element
+    of what a dispatching method of that class (a jitted one, or one that ends in unwaited JAX
+    work) called on ``agent`` returns (``agent, info = agent.update(batch)``: a jitted method of a
+    pytree class returns that class, rebuilt): ``{(summary, class name)}``, or empty."""
     ev = m.binding(name.id, scope, (name.lineno, name.col_offset))
     events = ev.scope.events.get(name.id, ()) if ev is not None else ()
     params = [e for e in events if e.kind == "param"]
