@@ -274,25 +274,21 @@ class DiscardedFunctionalUpdate(Rule):
     def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
         """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy
     habit of changing it in place): its result is dropped. Not in tests (``pytest.raises``)."""
-        tries = None
         for call in model.calls:
-            if id(call) not in unused:
-                continue
-            if tries is None:  # ``try: jnp.f(x) except ValueError:``: called to see whether it raises
-                tries = [(n.body[0].lineno, n.body[-1].end_lineno) for n in ast.walk(model.tree)
-                         if isinstance(n, ast.Try) and n.handlers]
-            if any(a <= call.lineno <= b for a, b in tries):
-                continue
+            if id(call) not in unused or not call.args or not isinstance(call.args[0], ast.Name):
+                continue  # ``jnp.zeros(1)`` to start the backend: no variable it could have meant to change
             scope = model.scope_at(call)
             if scope is model.module_scope:
                 continue
             qn = model.resolve(call.func, scope)
             if qn is None or not qn.startswith("jax.numpy.") or qn.count(".") != 2 \
-                    or qn.rsplit(".", 1)[1] in _NUMPY_EFFECTS:
-                continue
-            first = call.args[0] if call.args else None
-            if not isinstance(first, ast.Name) or model.in_test_code(call):
-                continue  # ``jnp.zeros(1)`` to start the backend; a test that expects it to raise
+                    or qn.rsplit(".", 1)[1] in _NUMPY_EFFECTS or model.in_test_code(call):
+                continue  # a test may expect it to raise
+            if scope.func is not None and any(
+                    isinstance(n, ast.Try) and n.handlers and n.body[0].lineno <= call.lineno <= n.body[-1].end_lineno
+                    for n in ast.walk(scope.func.node)):
+                continue  # ``try: jnp.f(x) except ValueError:``: called to see whether it raises
+            first = call.args[0]
             x = first.id
             assign = f"`{x} = {unparse(call, 50)}`"
             facts = [f"`{qn}` is a function of `jax.numpy`: it returns its result and changes no argument",
