@@ -13,14 +13,16 @@ import time
 N, REPS = 20000, 20
 
 
-def per_call(f) -> float:
+def per_call(f, n: int = N, reps: int = REPS) -> float:
+    """Microseconds per call of ``f``: the minimum over ``reps`` blocks of ``n`` calls (what the code
+    costs, not what a loaded machine added to it). bench/trace_call_cost.py uses it too."""
     best = float("inf")
-    for _ in range(REPS):
+    for _ in range(reps):
         t = time.perf_counter()
-        for _ in range(N):
+        for _ in range(n):
             f()
         best = min(best, time.perf_counter() - t)
-    return best / N * 1e6
+    return best / n * 1e6
 
 
 def main() -> None:

@@ -20,18 +20,13 @@ import jax.numpy as jnp
 from jaxlint.trace import hooks, stale, steps
 from jaxlint.trace.auditing import Audit
 
+import host_ops  # bench/, beside this script (imports nothing of jax)
+
 N, REPS = 500, 40
 
 
-def per_call(f, n=N, reps=None) -> float:
-    reps = reps or REPS
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(n):
-            f()
-        best = min(best, time.perf_counter() - t)
-    return best / n * 1e6
+def per_call(f, n: int = N, reps: int = REPS) -> float:
+    return host_ops.per_call(f, n, reps)
 
 
 def workload():

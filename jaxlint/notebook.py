@@ -134,9 +134,7 @@ def _is_python(metadata) -> bool:
 def cell_lines(source: str) -> list:
     """The cell as Python: ``[(text, col_delta)]``, one entry per line of the cell's source;
     ``col_delta`` is what to add to a column of ``text`` to get the column in the cell."""
-    lines = _NEWLINE.split(source)
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = _source_lines(source)
     deltas = [0] * len(lines)
     first = _first_code_line(lines, 0)
     if first is None:
@@ -155,6 +153,14 @@ def cell_lines(source: str) -> list:
         first = body
     _blank_escapes(lines, deltas, first)
     return list(zip(lines, deltas))
+
+
+def _source_lines(source: str) -> list:
+    """A cell's lines, split as IPython splits them; no line after its last newline."""
+    lines = _NEWLINE.split(source)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _cell_magic_after_comments(lines: list, first: int) -> int:
@@ -358,9 +364,7 @@ def timed_lines(source: str) -> list:
     """``(magic, first, last)``: the lines of a cell (1-based) whose statements a timing magic
     (``"%timeit"``, ``"%%time"``, ...) runs and times, ``%time``/``%timeit`` on a line of its own at the top level (that line) or
     ``%%time``/``%%timeit`` (the cell's body after the magic's line)."""
-    lines = _NEWLINE.split(source)
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = _source_lines(source)
     first = _first_code_line(lines, 0)
     if first is None:
         return []

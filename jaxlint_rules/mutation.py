@@ -273,7 +273,7 @@ class DiscardedFunctionalUpdate(Rule):
 
     def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
         """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy
-    habit of changing it in place): its result is dropped. Not in tests (``pytest.raises``)."""
+        habit of changing it in place): its result is dropped. Not in tests (``pytest.raises``)."""
         for call in model.calls:
             if id(call) not in unused or not call.args or not isinstance(call.args[0], ast.Name):
                 continue  # ``jnp.zeros(1)`` to start the backend: no variable it could have meant to change

@@ -236,6 +236,7 @@ def _rearmed_flag(m, test: ast.Name, names: "_Names") -> bool:
     node, loop = _if_of_test(m, test), names.loop
     if node is None or loop is None:
         return False
+
     def sets(stmts, value) -> list:
         return [n for s in stmts for n in walk(s) if isinstance(n, ast.Assign) and len(n.targets) == 1
                 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == test.id

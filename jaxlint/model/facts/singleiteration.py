@@ -36,12 +36,8 @@ def distinct_targets(m, loop: Loop, scope) -> set:
         if len(values) == len(it.elts) and len(set(map(repr, values))) == len(values):
             return {target.id}
         return set()
-    if range_call(m, it, scope) is it:  # range(...) itself, or reversed(range(...))
-        return {target.id}
-    if isinstance(it, ast.Call) and m.resolve(it.func, scope) == "builtins.reversed" and \
-            range_call(m, it, scope) is not None:
-        return {target.id}
-    return set()
+    # ``range(...)``, ``reversed(range(...))`` (``range_call`` sees through ``reversed``)
+    return {target.id} if range_call(m, it, scope) is not None else set()
 
 
 def single_iteration_guard(m, ctx: Optional[Context], loop: Loop) -> Optional[ast.Compare]:
