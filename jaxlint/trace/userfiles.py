@@ -27,6 +27,31 @@ def _library_dirs() -> list:
     return [d.rstrip(os.sep) + os.sep for d in dirs]
 
 
+def _installed_files(entry: str) -> frozenset:
+    """The files (real paths) that the wheels installed directly into the folder ``entry`` list in
+    their ``*.dist-info/RECORD``: a library put on ``sys.path`` outside site-packages
+    (``pip install --target DIR`` with ``DIR`` on ``PYTHONPATH``). An editable install's
+    ``RECORD`` lists its path hooks, not the project's own files, and a project checkout has no
+    ``.dist-info`` of its own, so neither makes the user's code a library."""
+    files = set()
+    try:
+        names = os.listdir(entry)
+    except OSError:
+        return frozenset()
+    for name in names:
+        if not name.endswith(".dist-info"):
+            continue
+        try:
+            with open(os.path.join(entry, name, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    rel = line.split(",", 1)[0].strip()
+                    if rel.endswith(".py"):
+                        files.add(os.path.realpath(os.path.join(entry, rel)))
+        except OSError:
+            continue
+    return frozenset(files)
+
+
 class UserFiles:
     """Answers "is this file the user's code?" with a per-filename cache.
 
@@ -43,6 +68,7 @@ class UserFiles:
         self.roots = [os.path.realpath(r).rstrip(os.sep) + os.sep for r in roots] if roots else None
         self._libs = _library_dirs()
         self._cache: dict = {}
+        self._installed: dict = {}  # sys.path entry -> _installed_files(entry)
 
     def __call__(self, filename: str) -> bool:
         hit = self._cache.get(filename)
@@ -62,8 +88,27 @@ class UserFiles:
         if self.roots is not None:
             if not any(path.startswith(r) for r in self.roots):
                 return False
-            return not path.startswith(_HERE + os.sep)
-        return not any(path.startswith(d) for d in self._libs)
+            if path.startswith(_HERE + os.sep):
+                return False
+        elif any(path.startswith(d) for d in self._libs):
+            return False
+        return not self._installed_by_pip(path)
+
+    def _installed_by_pip(self, path: str) -> bool:
+        """Whether ``path`` is a file a wheel installed into a ``sys.path`` folder outside
+        site-packages (see :func:`_installed_files`)."""
+        for entry in list(sys.path):
+            if not entry or not isinstance(entry, str):
+                continue
+            real = os.path.realpath(entry)
+            if not path.startswith(real.rstrip(os.sep) + os.sep):
+                continue
+            files = self._installed.get(real)
+            if files is None:
+                files = self._installed[real] = _installed_files(real)
+            if path in files:
+                return True
+        return False
 
     def site(self, frame) -> tuple:
         """(file, line) of the innermost frame, from ``frame`` outwards, in user code."""
