@@ -200,7 +200,7 @@ class JitInLoop(Rule):
                         ["is rebuilt on every iteration of the loop on ", Line(hot.node.lineno),
                          ", so every iteration traces and compiles it again; "])
                 yield self.finding(
-                    wrap.node, [f"`{wrap.spelling}` of {what} ", *when, f"{fix}create the jitted function once, "
+                    wrap.site, [f"`{wrap.spelling}` of {what} ", *when, f"{fix}create the jitted function once, "
                                 "before the loop"], evidence=facts, opt_in=opt_in)
                 continue
             items = loopfacts.literal_numbers_loop(model, loops[-1], wrap.ctx.scope)
@@ -249,7 +249,7 @@ class JitInLoop(Rule):
                        *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                        f", so every call traces and compiles it again; {fix}create the jitted function once "
                        "(at module level, in `__init__`, or before the loop) and reuse it"]
-            yield self.finding(wrap.node, message, opt_in=opt_in)
+            yield self.finding(wrap.site, message, opt_in=opt_in)
 
 class JitPerCall(Rule):
     code = "JAX102"
@@ -372,7 +372,7 @@ class JitPerCall(Rule):
             else:
                 repeats = proof.proven("repeats", "; ".join(facts))
                 facts = []
-            yield self.finding(wrap.node, message, opt_in=opt_in, evidence=facts, facts=[repeats])
+            yield self.finding(wrap.site, message, opt_in=opt_in, evidence=facts, facts=[repeats])
 
 
 class StaticArgChurn(Rule):

@@ -113,8 +113,8 @@ JAX101_POSITIVE = {
 
         def anneal(x, temperatures):
             for t in temperatures:
-                @jax.jit
-                def relax(x):  # HERE
+                @jax.jit  # HERE
+                def relax(x):
                     return jnp.tanh(x / t)
                 x = relax(x)
             return x
@@ -269,8 +269,8 @@ JAX102_POSITIVE = {
         import jax.numpy as jnp
 
         def predict(params, x):
-            @jax.jit
-            def forward(x):  # HERE
+            @jax.jit  # HERE
+            def forward(x):
                 return jnp.tanh(params @ x)
             return forward(x)
     """,
@@ -303,8 +303,8 @@ JAX102_POSITIVE = {
         from flax import nnx
 
         def evaluate(model, batch):
-            @nnx.jit
-            def eval_step(model, batch):  # HERE
+            @nnx.jit  # HERE
+            def eval_step(model, batch):
                 return model(batch["x"])
             return eval_step(model, batch)
     """,
@@ -324,8 +324,8 @@ JAX102_POSITIVE = {
         import jax.numpy as jnp
 
         def pad_batch(x, size):
-            @partial(jax.jit, static_argnums=1)
-            def pad(x, n):  # HERE
+            @partial(jax.jit, static_argnums=1)  # HERE
+            def pad(x, n):
                 return jnp.pad(x, ((0, n - x.shape[0]), (0, 0)))
             return pad(x, size)
     """,
@@ -354,6 +354,36 @@ JAX102_POSITIVE = {
                 return jax.jit(self.forward)(x)  # HERE
     """,
 }
+
+
+def test_jax101_and_jax102_under_stacked_decorators_name_the_jit_decorators_line():
+    """`@jax.jit` over `@jax.vmap`: the wrapper is made at the `@jax.jit` line, two lines above the
+    `def`; the finding is there, and so a `noqa` there silences it (H's catalogue named that line)."""
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        def rollout(params, obs, keys):
+            @jax.jit  # HERE
+            @jax.vmap
+            def policy(key, o):
+                return jax.random.categorical(key, params @ o)
+            return policy(keys, obs)
+
+        def anneal(x, temperatures):
+            for t in temperatures:
+                @jax.vmap
+                @jax.jit  # LOOP
+                def relax(x):
+                    return jnp.tanh(x / t)
+                x = relax(x)
+            return x
+    """
+    assert findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
+    assert findings(src, "JAX101") == [(line_of(src, "# LOOP"), "JAX101")]
+    silenced = src.replace("@jax.jit  # HERE", "@jax.jit  # noqa: JAX102").replace(
+        "@jax.jit  # LOOP", "@jax.jit  # noqa: JAX101")
+    assert findings(silenced, "JAX102") == [] and findings(silenced, "JAX101") == []
 
 
 @pytest.mark.parametrize("src", JAX102_POSITIVE.values(), ids=JAX102_POSITIVE.keys())

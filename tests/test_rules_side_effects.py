@@ -52,8 +52,8 @@ def test_jax601_closure_list_of_an_untraced_function():
     def fit(w, batches):
         losses = []
 
-        @jax.jit
-        def step(w, x):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def step(w, x):
             loss = jnp.mean((x @ w) ** 2)
             losses.append(loss)  # expect: JAX601
             return w - 0.1 * loss
@@ -539,8 +539,8 @@ def test_jax601_closure_dict_written_by_a_jitted_inner_function():
     def fit(w, batches):
         logs = {}
 
-        @jax.jit
-        def step(w, x):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def step(w, x):
             loss = jnp.mean((x @ w) ** 2)
             logs["loss"] = loss  # expect: JAX601
             return w - 0.1 * loss
@@ -603,8 +603,8 @@ def test_jax601_augmented_item_of_a_closed_over_list_in_jit():
     def run(xs):
         acc = {"loss": 0.0}
 
-        @jax.jit
-        def f(x):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def f(x):
             acc["loss"] += jnp.mean(x ** 2)  # expect: JAX601
             return x
 
@@ -647,8 +647,8 @@ def test_jax601_issue27_parameter_container_global_key_and_vmap_closure_store():
     key = jax.random.key(0)
 
     def foo(tot, xs):
-        @jax.jit
-        def inc(x):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def inc(x):
             tot[0] += x  # expect: JAX601
             return x
         for x in xs:
@@ -799,8 +799,8 @@ def test_jax603_wrapped_once_module_loop_enclosing_function_and_callee():
     def main(xs):
         temp = 1.0
 
-        @jax.jit
-        def g(x):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def g(x):
             return x / temp  # expect: JAX603
 
         for x in xs:
@@ -1012,8 +1012,8 @@ def test_jax603_a_value_computed_from_the_iterations_work_is_a_new_value():
     def run(envs, policy, n):
         next_obs = envs.reset()
 
-        @jax.jit
-        def update(params):  # expect: JAX102 (opt-in)
+        @jax.jit  # expect: JAX102 (opt-in)
+        def update(params):
             return params + jnp.mean(next_obs)  # expect: JAX603
 
         params = jnp.zeros(())

@@ -91,6 +91,35 @@ def test_lambda_jitted_in_loop_is_one_row_recreated_five_times():
     assert jax101[0]["confirmed"] is True and jax101[0]["evidence"].startswith("5 compilations of `<lambda>`")
 
 
+def test_a_stacked_decorator_jit_in_a_loop_is_reported_and_confirmed_at_its_decorator_line(tmp_path):
+    """The static finding names `@jax.jit` (two lines above `def`); the run makes the wrapper at that
+    line on Python 3.11+ and at the `def` line on 3.10: both confirm it."""
+    script = tmp_path / "stacked.py"
+    script.write_text(textwrap.dedent("""\
+        import jax
+        import jax.numpy as jnp
+
+
+        def anneal(x, temperatures):
+            for t in temperatures:
+                @jax.jit
+                @jax.vmap
+                def relax(x):
+                    return jnp.tanh(x / t)
+                x = relax(x)
+            return x
+
+
+        print(anneal(jnp.ones((2, 3)), [1.0, 2.0, 3.0]).sum())
+    """))
+    proc, report = trace(str(script), cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    jax101 = [f for f in report["findings"] if f["code"] == "JAX101"]
+    assert [f["line"] for f in jax101] == [7]
+    assert jax101[0]["confirmed"] is True
+    assert jax101[0]["evidence"].startswith("3 compilations of `anneal.<locals>.relax`")
+
+
 def test_hoisted_jit_compiles_once():
     proc, report = trace(fixture("hoisted_jit.py"))
     row = function(report, "<lambda>")

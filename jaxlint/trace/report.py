@@ -172,6 +172,10 @@ def _top_reason(rec) -> str:
     return "; " + advice.group_text(groups[0]) if groups else ""
 
 
+# At most this many lines between a decorated function's first decorator and its ``def``.
+_DECORATOR_LINES = 30
+
+
 def cross_check(findings: list, recs: list, collector: Collector, failure_sites: Iterable) -> tuple:
     """Mark each static finding confirmed or not, and list what no finding predicted."""
     failures = {(_real(f), l): exc for f, l, exc in failure_sites}
@@ -179,6 +183,13 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
     for r in recs:
         for (f, l), _ in list(r.created_at.items()) + list(r.traced_from.items()):
             by_site.setdefault((_real(f), l), []).append(r)
+        for (f, l), _ in r.created_at.items():
+            # a decorator's wrapper: made at the decorator's line on Python 3.11+, at the `def`
+            # line before; a static finding names the decorator (``@jax.jit`` over ``@jax.vmap``)
+            if r.file and r.line and _real(f) == _real(r.file) and r.line <= l <= r.line + _DECORATOR_LINES:
+                for d in range(r.line, l):
+                    if r not in by_site.setdefault((_real(f), d), []):
+                        by_site[(_real(f), d)].append(r)
     lines: dict = {}
     for (f, l, k), n in collector.transfers.items():
         entry = lines.setdefault((_real(f), l), [0, set()])

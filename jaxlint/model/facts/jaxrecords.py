@@ -95,8 +95,11 @@ class JitWrap:
     def __init__(self, node: ast.AST, kind: str, spelling: str, target: Optional[ast.AST],
                  func: Optional[FunctionInfo], ctx: Context, static_argnums: Optional[set] = None,
                  static_argnames: Optional[set] = None, decorator: bool = False, inline: bool = False,
-                 params: tuple = ()):
+                 params: tuple = (), site: Optional[ast.AST] = None):
         self.node = node  # the Call, or the decorated FunctionDef
+        # where the wrapper is made, for a finding about making it: the Call, or the decorator
+        # expression (``@jax.jit`` above ``@jax.vmap``: two lines above the ``def``)
+        self.site = site if site is not None else node
         self.kind = kind  # "jit" | "pmap" | "filter_jit"
         self.spelling = spelling  # how the user wrote the wrapper, e.g. "jax.jit"
         self.target = target  # the wrapped callable expression (None for decorators)

@@ -110,10 +110,11 @@ class _TraceAnalysis:
             factory = callables._jit_factory(m, dec, scope) if isinstance(dec, ast.Call) else None
             if qn in N.JIT_WRAPPERS and not isinstance(dec, ast.Call):
                 self._jit_entry(fi, JitWrap(node=fi.node, kind=N.JIT_WRAPPERS[qn], spelling=ast.unparse(dec),
-                                            target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True))
+                                            target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True,
+                                            site=dec))
             elif factory is not None:
                 wrap = JitWrap(node=fi.node, kind=N.JIT_WRAPPERS[factory], spelling=_spelling(dec, m, scope),
-                               target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True)
+                               target=None, func=fi, ctx=m.ctx[id(fi.node)], decorator=True, site=dec)
                 _statics(wrap, dec)
                 self._jit_entry(fi, wrap)
             elif qn in N.TRANSFORMS:
