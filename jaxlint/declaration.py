@@ -5,9 +5,11 @@ For a checked file, the declaration is in the nearest folder at or above it that
 ``[dependency-groups]``, ``[tool.poetry.dependencies]``, poetry's dev-dependencies and groups),
 ``setup.cfg`` (``install_requires``, ``extras_require``), ``setup.py`` (``install_requires`` and
 ``extras_require`` as literals, read with ``ast``: a name bound once to a literal counts too),
-``requirements*.txt`` and ``requirements/*.txt`` (``-r`` includes followed), ``environment.yml``
+``requirements*.txt`` and ``requirements/*.txt`` (``-r`` includes followed), ``environment*.yml``
 (conda dependencies and its ``pip:`` list). The search stops at the first folder holding one of
-them, or a ``.git``, or the file system's root: no declaration then.
+them, or a ``.git``, or the file system's root: no declaration then. Conda environment files one
+folder below that one (``docker/environment_tpu.yaml``) are part of the declaration too: they are
+how such a project says which environment it runs in.
 
 This module reads the requirement texts for ``jax`` and ``jaxlib`` (:class:`Requirement`); what
 versions they allow is the facts layer's (jaxlint/model/facts/jaxrange.py). A file it cannot read
@@ -98,11 +100,17 @@ class Finder:
         while True:
             walked.append(path)
             files, dirs = self._listing(path)
-            found = [os.path.join(path, n) for n in sorted(files) if n in _FILES or _requirements_name(n)]
+            found = [os.path.join(path, n) for n in sorted(files)
+                     if n in _FILES or _requirements_name(n) or _environment_name(n)]
             if "requirements" in dirs:
                 sub, _ = self._listing(os.path.join(path, "requirements"))
                 found += [os.path.join(path, "requirements", n) for n in sorted(sub) if n.endswith(".txt")]
             if found:
+                # conda environments the project keeps one folder down (``docker/environment_tpu.yaml``)
+                for d in sorted(dirs):
+                    if not d.startswith("."):
+                        sub, _ = self._listing(os.path.join(path, d))
+                        found += [os.path.join(path, d, n) for n in sorted(sub) if _environment_name(n)]
                 hit = (path, tuple(found))
                 break
             parent = os.path.dirname(path)
@@ -124,6 +132,11 @@ class Finder:
         if decl is None:
             decl = self._read[root] = read(root, candidates)
         return decl, ("d", folder, root, candidates, tuple(decl.read))
+
+
+def _environment_name(name: str) -> bool:
+    """A conda environment file: ``environment.yml``, ``environment_tpu.yaml``, ``environment-gpu.yml``."""
+    return name.startswith("environment") and name.endswith((".yml", ".yaml"))
 
 
 def _requirements_name(name: str) -> bool:
@@ -166,7 +179,7 @@ def read(root: str, candidates) -> Declaration:
                 _setup_cfg(decl, text, shown, root)
             elif name == "setup.py":
                 _setup_py(decl, text, shown)
-            elif name.startswith("environment."):
+            elif _environment_name(name):
                 _environment(decl, text, shown)
             else:
                 _requirements(decl, text, shown, path, set())

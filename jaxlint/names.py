@@ -177,6 +177,16 @@ TRANSFORMS = {
     "flax.nnx.shard_map": "unknown",
 }
 
+# Transforms whose made function returns a program, not arrays: ``jax.make_jaxpr(f)(x)`` is a
+# ``ClosedJaxpr`` (its ``.jaxpr.outvars`` are variables of the program, not values).
+JAXPR_MAKERS = frozenset({"jax.make_jaxpr", "equinox.filter_make_jaxpr"})
+
+# Functions that return their operand's pytree with every leaf passed through (or cast to the
+# same kind of value): ``a, b = lax.optimization_barrier((a, b))`` leaves each of ``a`` and ``b``
+# what it was, so an element of the result has its operand element's kind.
+PYTREE_MIRRORS = frozenset("jax.lax." + n for n in (
+    "optimization_barrier", "stop_gradient", "with_sharding_constraint", "pvary", "pcast", "pbroadcast"))
+
 # Control-flow primitives whose callable arguments become traced bodies:
 # name -> list of (positional index, keyword name); a list/tuple there holds several bodies.
 LAX_BODIES = {

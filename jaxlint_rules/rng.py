@@ -7,7 +7,8 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import deviceloops, keydraws, keyhandoffs, keyrows, keys, repetition, singleiteration
+from jaxlint.model.facts import (deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
+                                 singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -494,6 +495,12 @@ class ConstantKeyInLoop(Rule):
         else:
             freq = roles.frequency(model, f)
             if freq.kind != roles.PER_STEP_CALLS:
+                return None
+            guard = periodicity.periodic_repetition(model, freq.rep)
+            if guard is not None:
+                # an evaluation every N steps with the same noise each time: how checkpoints are compared
+                self.quiet(model, call, f"per-step (disproven): `{f.name}` runs only when the `if "
+                                        f"{unparse(guard, 40)}` on line {guard.lineno} holds")
                 return None
             why, evidence = keymessages.why_repeats(freq.rep), freq.evidence
         return self.finding(call, keymessages.constant_key_per_step(call, f, why),

@@ -145,6 +145,29 @@ def test_environment_yml_conda_and_pip(tmp_path):
                                       ("jax", "==0.3.16", "pep440")]
 
 
+def test_conda_environments_named_for_a_platform_and_one_folder_down(tmp_path):
+    """Set I's manyfold: `setup.py` says nothing of JAX; `docker/environment_tpu.yaml` and
+    `docker/environment_cuda.yaml` pin it. Requirements files below the root (docs, examples) and
+    hidden folders are not part of the declaration."""
+    _write(tmp_path / "setup.py", "from setuptools import setup\nsetup(name='p', install_requires=['numpy'])\n")
+    env = """
+        dependencies:
+          - python=3.8
+          - pip:
+              - --find-links https://example.org/releases.html
+              - jax[tpu]==0.3.14
+    """
+    _write(tmp_path / "docker" / "environment_tpu.yaml", env)
+    _write(tmp_path / "environment-gpu.yml", env.replace("jax[tpu]", "jax[cuda]"))
+    _write(tmp_path / "docs" / "requirements.txt", "jax==0.2.0\n")
+    _write(tmp_path / ".ci" / "environment.yml", env.replace("0.3.14", "0.1.0"))
+    _write(tmp_path / "pkg" / "model.py", "import jax\n")
+    decl = _read(tmp_path / "pkg")
+    assert decl.root == str(tmp_path)
+    assert sorted(decl.files) == ["docker/environment_tpu.yaml", "environment-gpu.yml", "setup.py"]
+    assert _reqs(decl) == [("jax", "==0.3.14", "pep440"), ("jax", "==0.3.14", "pep440")]
+
+
 def test_unreadable_files_are_problems(tmp_path):
     _write(tmp_path / "pyproject.toml", "[project\n")
     assert "invalid TOML" in _read(tmp_path).problems[0][1]

@@ -1124,6 +1124,46 @@ def test_a_flag_the_branch_clears_and_an_event_sets_is_not_every_step(name, peri
     assert periodicity.periodic_guard(m, ctx, ctx.loops[-1]) is periodic
 
 
+_PROGRESS = """
+import jax
+
+def train(state, batches, config, total, every):
+    steps = 0
+    while steps <= config.num_train_steps:
+        if config.profile_steps and steps in config.profile_steps:
+            listed_steps()
+        if steps in every_step_set():
+            after_membership_call()
+        state = step(state, next(batches))
+        steps = int(state["steps"])
+
+def decode(batches, total, every):
+    done = saved = 0
+    for batch in batches:
+        for example in batch:
+            done += 1
+        if done - saved >= every or done >= total:
+            saved_now_and_then()
+            saved = done
+        elapsed = time_left()
+        if done - saved >= every or elapsed > 0:
+            other_clause_every_step()
+            saved = done
+"""
+
+
+@pytest.mark.parametrize("name, periodic", [
+    ("listed_steps", True),              # `steps` orders against the bound and every iteration rebinds it
+    ("after_membership_call", True),     # membership of the step counter: the listed steps only
+    ("saved_now_and_then", True),        # an elapsed threshold the branch moves on, or the run's end
+    ("other_clause_every_step", False),  # `elapsed > 0` is not on the schedule's counter: may hold every step
+])
+def test_a_while_loops_progress_variable_and_a_schedule_with_its_final_clause(name, periodic):
+    tree, m = build(_PROGRESS)
+    ctx = m.context(call_to(tree, name))
+    assert periodicity.periodic_guard(m, ctx, ctx.loops[0]) is periodic
+
+
 def test_periodic_helper_does_not_depend_on_its_name():
     renamed = _HELPERS
     for old, new in (("log_now", "q17"), ("schedule", "z3"), ("due", "k9"), ("past_warmup", "w2")):
@@ -1675,6 +1715,33 @@ def test_is_jax(name):
     call, args = _sink_args(tree)
     (arg,) = [a for a in args if a.id == name]
     assert V.is_jax(m, arg, m.scope_at(call)) is (name in _JAX)
+
+
+def test_a_made_jaxpr_is_a_program_and_a_mirrored_pytree_keeps_each_elements_kind():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        return x * 2
+
+    def g(payloads, args, x):
+        closed = jax.make_jaxpr(f)(x)
+        maker = jax.make_jaxpr(f)
+        again = maker(x)
+        y = jnp.ones(3)
+        args, payloads = jax.lax.optimization_barrier((args, payloads))
+        y2, z = jax.lax.optimization_barrier((y, payloads))
+        w = jax.lax.optimization_barrier(y)
+        out = jax.jit(f)(x)
+        return sink(closed, again, payloads, args, y2, z, w, out)
+    """)
+    call, args = _sink_args(tree)
+    got = {a.id: V.is_jax(m, a, m.scope_at(call)) for a in args}
+    # a ClosedJaxpr (what make_jaxpr's function returns) is not an array; an element of
+    # optimization_barrier's result is what that element was: a parameter is unknown, a jnp array is one
+    assert got == {"closed": False, "again": False, "payloads": False, "args": False, "y2": True, "z": False,
+                   "w": True, "out": True}
 
 
 def test_is_jax_follows_rebinding_by_position():

@@ -271,3 +271,41 @@ def test_jax701_metric_sums_are_no_update_of_the_step_state():
             params = jax.tree.map(lambda p, g: p - lr * g, params, grads)  # expect: JAX701
         return params, totals
     """)
+
+
+def test_jax702_iterating_a_programs_variables_or_a_mirrored_container_is_not_an_array():
+    """Set I's two FALSE: `jax.make_jaxpr(f)(x).jaxpr.outvars` is a list of the program's variables,
+    and `lax.optimization_barrier((args, payloads))` gives back `payloads` as it was (a tuple of
+    parameters); the near positive, a jnp array through the barrier, is still reported."""
+    assert findings("""
+        import jax
+
+        def unused_inputs(func, argtree):
+            closed = jax.make_jaxpr(func)(argtree)
+            invars = set(closed.jaxpr.invars)
+            used = set()
+            for var in closed.jaxpr.outvars:
+                if var in invars:
+                    used.add(var)
+            return used
+
+        def fn(payloads, args):
+            args, payloads = jax.lax.optimization_barrier((args, payloads))
+            outs = []
+            for payload in payloads:
+                if payload is None:
+                    outs.append(None)
+            return outs
+    """, "JAX702") == []
+    assert_marked("""
+        import jax
+        import jax.numpy as jnp
+
+        def count(n):
+            x, y = jax.lax.optimization_barrier((jnp.arange(n), jnp.ones(n)))
+            total = 0
+            for v in x:
+                if v > 0:  # expect: JAX702
+                    total += 1
+            return total
+    """)

@@ -3115,3 +3115,25 @@ def test_unreplicate_copies_nothing_to_the_host():
     x = jax.pmap(lambda v: v * 2)(jax.numpy.ones((jax.local_device_count(), 3)))
     y = jax_utils.unreplicate(x)
     assert isinstance(y, jax.Array) and y.shape == (3,)
+
+
+def test_jax202_at_the_listed_profile_steps_of_a_while_loop_is_not_every_step():
+    """Set I's FALSE: `steps`, re-read from the state each iteration and ordered against the bound in
+    the `while` test, counts the loop; `if steps in config.profile_steps:` runs at the listed steps only.
+    The per-step read of `steps` itself stays reported."""
+    assert_marked("""
+        import jax
+
+        @jax.jit
+        def train_step(state, batch):
+            return {"steps": state["steps"] + 1, "w": state["w"] - batch}, 0.0
+
+        def train(state, batches, config):
+            steps = 0
+            while steps <= config.num_train_steps:
+                batch = next(batches)
+                if config.profile_steps and steps in config.profile_steps:
+                    jax.block_until_ready(state)
+                state, loss = train_step(state, batch)
+                steps = int(state["steps"])  # expect: JAX201
+    """)

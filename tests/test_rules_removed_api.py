@@ -772,3 +772,18 @@ def test_removed_config_options_against_the_installed_jax():
                 jax.config.update(name, True)
             checked += 1
     assert checked >= 1  # jax_array (0.4.14) is gone from every jax the tests run
+
+
+def test_jax404_the_experimental_partition_spec_removed_in_0_4_11():
+    """Set I's catalogue: bloom-jax-inference's `from jax.experimental import PartitionSpec` raises
+    ImportError on every JAX from 0.4.11 (read from the sdists: 0.4.10 has it, 0.4.11 not)."""
+    src = """
+        import jax
+        from jax.experimental import PartitionSpec as P  # expect: JAX404
+        from jax.sharding import PartitionSpec
+
+        spec = jax.experimental.PartitionSpec("data")  # expect: JAX404
+        other = PartitionSpec("model")
+    """
+    assert_marked(src)
+    assert "jax.sharding.PartitionSpec" in messages(src, "JAX404")[0]

@@ -79,6 +79,9 @@ def test_a_range_that_reaches_the_removal_or_none_keeps_the_default_finding(tmp_
     {"setup.cfg": "[options]\ninstall_requires =\n    jax~=0.5.0\n"},
     {"requirements.txt": "jax\njaxlib==0.4.7\n"},  # jaxlib stands in for an unconstrained jax
     {"environment.yml": "dependencies:\n  - jax=0.5.3\n"},
+    # set I's manyfold: setup.py says nothing of JAX, its docker environments pin it
+    {"setup.py": "from setuptools import setup\nsetup(name='p')\n",
+     "docker/environment_tpu.yaml": "dependencies:\n  - pip:\n      - jax[tpu]==0.3.14\n"},
     {"pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["jax[cuda12]==0.4.23"]\n'},
 ])
 def test_other_old_pins_are_opt_in_too(tmp_path, capsys, files):

@@ -1759,3 +1759,31 @@ def test_jax502_a_branch_a_call_turns_on_is_still_reported():
         for m in masks:
             show_mask(m, random_color=True)
     """)
+
+
+def test_jax503_a_helper_called_under_a_periodic_guard_keeps_its_fixed_noise():
+    """Set I's FALSE: `evaluate` samples with `PRNGKey(0)` and runs only at snapshots
+    (`if step % snapshot_freq == 0`): the same noise at each snapshot is how checkpoints are compared.
+    Called at every step, the same helper is reported."""
+    periodic = """
+        import jax
+
+        @jax.jit
+        def update(state, batch):
+            return state - batch
+
+        def evaluate(state, n):
+            key = jax.random.PRNGKey(0)
+            return jax.random.normal(key, (n,)) + state
+
+        def train(state, batches, num_steps, snapshot_freq, n):
+            for step in range(num_steps):
+                state = update(state, next(batches))
+                if step % snapshot_freq == 0 and n > 0:
+                    evaluate(state, n)
+            return state
+    """
+    assert findings(periodic, "JAX503") == []
+    every_step = periodic.replace("if step % snapshot_freq == 0 and n > 0:", "if n > 0:").replace(
+        "key = jax.random.PRNGKey(0)", "key = jax.random.PRNGKey(0)  # expect: JAX503")
+    assert_marked(every_step)

@@ -3,7 +3,7 @@ after a removal is among them.
 
 The declaration is read from the project's packaging files by :mod:`jaxlint.declaration` (the
 nearest folder above the checked file holding pyproject.toml, setup.cfg, setup.py, requirements
-files or environment.yml), as requirement texts; this module reads their version specifiers:
+files or environment*.yml, and conda environment files one folder down), as requirement texts; this module reads their version specifiers:
 
 * PEP 440 (``==``, ``!=`` with ``.*`` wildcards, ``<``, ``<=``, ``>``, ``>=``, ``~=``, ``===``),
   comma-separated specifiers all holding;
@@ -239,7 +239,7 @@ def declared(declaration) -> Declared:
     folder above the file has packaging files)."""
     if declaration is None:
         return Declared(None, why="no packaging file (pyproject.toml, setup.cfg, setup.py, requirements*.txt, "
-                                  "environment.yml) in the file's folder or above it")
+                                  "environment*.yml) in the file's folder or above it")
     if declaration.problems:
         file, what = declaration.problems[0]
         return Declared(None, why=f"{file} cannot be read for JAX's version ({what})")

@@ -126,6 +126,19 @@ def _every_iteration(stmts: list):
 _COUNTING = frozenset({"range", "count", "arange", "trange"})  # builtins/itertools/numpy/tqdm counting iterables
 
 
+def _ordered_names(test: ast.AST) -> set:
+    """The names and attributes a ``while`` test orders against something (``steps <= total``,
+    ``self.t < T and not done``): not those it only tests for truth."""
+    out: set = set()
+    for sub in walk(test):
+        if isinstance(sub, ast.Compare) and all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in sub.ops):
+            for part in (sub.left, *sub.comparators):
+                s = _spelled(part)
+                if s:
+                    out.add(s)
+    return out
+
+
 def loop_counters(loop: Loop) -> set:
     """What counts the iterations of a loop, as spelled: the target of a loop over steps
     (``range``, ``count``, ``trange``, ``arange``), the index of ``enumerate``, and names or
@@ -147,7 +160,14 @@ def loop_counters(loop: Loop) -> set:
             for arg, elt in zip(it.args, target.elts):
                 if (isinstance(arg, ast.Call) and last_name(arg.func) in _COUNTING and isinstance(elt, ast.Name)):
                     out.add(elt.id)
+    # ``while steps <= total: ... steps = int(state["steps"])``: a variable the loop's test
+    # orders against a bound and every iteration rebinds is the loop's progress
+    progress = _ordered_names(node.test) if isinstance(node, ast.While) else set()
     for sub in _every_iteration(getattr(node, "body", [])):
+        if progress and isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+            s = _spelled(sub.targets[0])
+            if s in progress:
+                out.add(s)
         if isinstance(sub, ast.AugAssign) and isinstance(sub.op, (ast.Add, ast.Sub)):
             s = _spelled(sub.target)
             if s:
@@ -163,7 +183,14 @@ def loop_counters(loop: Loop) -> set:
 def _if_of_test(m, test: ast.AST) -> Optional[ast.If]:
     table = m.facts.if_tests
     if table is None:
-        table = m.facts.if_tests = {id(n.test): n for n in m.ifs if isinstance(n, ast.If)}
+        # the test, and each part of an ``and``/``or`` test (``done - saved >= every or ...``)
+        table = m.facts.if_tests = {}
+        for n in m.ifs:
+            if isinstance(n, ast.If):
+                table[id(n.test)] = n
+                if isinstance(n.test, ast.BoolOp):
+                    for v in n.test.values:
+                        table.setdefault(id(v), n)
     return table.get(id(test))
 
 
@@ -212,7 +239,10 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
             return any(parts)
         # ``itstime(step, n) or warmup and jax.process_index() == 0``: a switch the loop never
         # sets turns the schedule off or on for the whole run, not every step
-        return any(parts) and all(p or _run_switch(m, v, names, scope) for p, v in zip(parts, test.values))
+        # ``done - saved >= every or done >= total``: the end of the run, on the schedule's own counter
+        periodic = [v for p, v in zip(parts, test.values) if p]
+        return any(parts) and all(p or _run_switch(m, v, names, scope) or _final_clause(v, periodic)
+                                  for p, v in zip(parts, test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         # ``not step % every``: true once per period (``not should_log(...)`` is the opposite)
         return _counting_mod(m, test.operand, names.inner) and not isinstance(test.operand, ast.Call)
@@ -227,6 +257,15 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
         if ev is not None and ev.plain_assign and ev.value is not None:
             return _periodic_test(m, ev.value, names, ev.scope, depth + 1)
     return False
+
+
+def _final_clause(test: ast.AST, periodic: list) -> bool:
+    """``step >= total`` beside a schedule on ``step`` (``step % every == 0 or step >= total``): an
+    ordering of a variable the schedule itself reads, which holds once the run reaches its end."""
+    if not (isinstance(test, ast.Compare) and all(isinstance(op, (ast.Gt, ast.GtE)) for op in test.ops)):
+        return False
+    left = _spelled(test.left)
+    return left is not None and any(left in _spellings(p) for p in periodic)
 
 
 def _rearmed_flag(m, test: ast.Name, names: "_Names") -> bool:
@@ -389,3 +428,17 @@ def _is_counter_arg(arg: ast.AST, names: "_Names", cur) -> bool:
     spelled = [s for s in _spellings(arg)
                if s in names.counters or cur.matches("counter-names", s.rsplit(".", 1)[-1])]
     return bool(spelled) and not all(s.split(".")[0] in names.inner for s in spelled)
+
+
+def periodic_repetition(m, rep) -> Optional[ast.AST]:
+    """The periodic guard that makes a repeating function run only now and then: the test of
+    the ``if`` around the call in a loop that the repetition evidence ``rep`` (a
+    :class:`~jaxlint.model.facts.jaxrecords.Repetition`) rests on, directly or through the
+    callers it names (``if step % every == 0: evaluate(...)``). None when no such guard is seen."""
+    while rep is not None:
+        if rep.kind == "loop" and rep.call is not None:
+            test = periodic_guard_test(m, m.context(rep.call), rep.loop)
+            if test is not None:
+                return test
+        rep = rep.inner if rep.kind == "caller" else None
+    return None

@@ -118,6 +118,11 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.api (the module; its names moved to jax._src.api and are exported by jax itself): jax/api.py is in the
 #   0.2.20 sdist, not in 0.2.21's; `import jax.api` raises ModuleNotFoundError on 0.10.2 (probed). Found by the
 #   reviewer of fresh set F's findings (fourier-feature-networks' kernel_spreading notebook).
+# - jax.experimental.PartitionSpec: deprecated in 0.4.1 (changelog 0.4.1, "PartitionSpec and Mesh are now out
+#   of experimental ... jax.experimental.PartitionSpec [is] deprecated and will be removed in 3 months"; jax
+#   issue 13487). Read from the sdists of PyPI on 2026-12-06: jax/experimental/__init__.py of 0.4.10 still
+#   imports it as ``_deprecated_PartitionSpec``, of 0.4.11 no longer. Found on fresh set I's first look by its
+#   blind catalogue (bloom-jax-inference's scripts: `from jax.experimental import PartitionSpec` fails at import).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -141,6 +146,8 @@ TABLE = {e.name: e for e in (
             module=True),
     Removed("jax.experimental.maps", (0, 4, 31), "`jax.shard_map` (or `jax.vmap` with `spmd_axis_name`) for "
             "`xmap`, `jax.sharding.Mesh` for `maps.Mesh`", module=True),
+    Removed("jax.experimental.PartitionSpec", (0, 4, 11), "`jax.sharding.PartitionSpec` (JAX 0.4.1 and later)",
+            "jax.sharding.PartitionSpec", (0, 4, 1)),
     Removed("jax.xla_computation", (0, 4, 34), "the AOT API: `jax.jit(f).lower(*args).compiler_ir('hlo')`"),
     Removed("jax.sharding.use_mesh", (0, 7, 1), "`jax.set_mesh` (a context manager too)"),
     Removed("jax.sharding.PositionalSharding", (0, 7, 0), "`jax.sharding.NamedSharding` over a "

@@ -113,6 +113,8 @@ def _call_kind(m, call: ast.Call, scope: Scope) -> bool:
             return True
         if qn is None and is_jax(m, func.value, scope):
             return func.attr not in N.HOST_METHODS and func.attr not in N.NON_ARRAY_METHODS
+    if _makes_jaxpr(m, func, scope):
+        return False  # ``jax.make_jaxpr(f)(x)``: a ClosedJaxpr
     info = callables.callable_info(m, func, scope)
     if info is not None:
         return True
@@ -123,6 +125,16 @@ def _call_kind(m, call: ast.Call, scope: Scope) -> bool:
     if isinstance(func, ast.Name) and _param_result(m, call, scope):
         return True
     return _instance_result(m, call, scope)
+
+
+def _makes_jaxpr(m, func: ast.AST, scope: Scope) -> bool:
+    """``func`` is ``jax.make_jaxpr(f)``, or a name bound to it: calling it returns a program."""
+    if isinstance(func, ast.Name):
+        ev = m.binding(func.id, scope, _pos(func))
+        if ev is None or not ev.plain_assign:
+            return False
+        func, scope = ev.value, ev.scope
+    return isinstance(func, ast.Call) and m.resolve(func.func, scope) in N.JAXPR_MAKERS
 
 
 def _param_result(m, call: ast.Call, scope: Scope) -> bool:
@@ -233,8 +245,12 @@ def _event_kind_uncached(m, ev: Binding) -> bool:
     if kind == "assign":
         value = ev.value
         path = list(ev.path or ())
-        while path and isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
-                isinstance(x, ast.Starred) for x in value.elts):
+        while path:
+            if isinstance(value, ast.Call) and value.args and m.resolve(value.func, ev.scope) in N.PYTREE_MIRRORS:
+                value = value.args[0]  # ``a, b = lax.optimization_barrier((a, b))``: each as it was
+            if not (isinstance(value, (ast.Tuple, ast.List)) and path[0] < len(value.elts) and not any(
+                    isinstance(x, ast.Starred) for x in value.elts)):
+                break
             value = value.elts[path.pop(0)]
         if path and isinstance(value, ast.Call) and callables.callable_info(m, value.func, ev.scope) is None \
                 and callables.local_functions(m, value.func, ev.scope):
