@@ -411,6 +411,11 @@ TIMERS = {
 CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
+# absl's logging module: its default verbosity shows INFO and above (absl-py's logging/__init__.py:
+# ``DEFAULT_VERBOSITY`` / ``--verbosity=0`` is INFO), so these format their arguments on every call;
+# ``debug`` and ``vlog`` do only under a raised verbosity.
+ABSL_SHOWN_LOG_FUNCTIONS = frozenset("absl.logging." + n for n in (
+    "info", "warning", "warn", "error", "fatal", "exception", "log_every_n_seconds", "log_first_n", "log_every_n"))
 
 # Functions that call their first argument on every leaf of the trees after it.
 TREE_MAPS = {"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"}

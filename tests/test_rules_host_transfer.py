@@ -3137,3 +3137,63 @@ def test_jax202_at_the_listed_profile_steps_of_a_while_loop_is_not_every_step():
                 state, loss = train_step(state, batch)
                 steps = int(state["steps"])  # expect: JAX201
     """)
+
+
+def test_jax201_absl_logging_formats_at_its_default_verbosity():
+    """absl's `logging.info` shows (and so formats) its arguments at the default verbosity: a device
+    array logged every step is copied to the host every step. Its `debug` and `vlog` format only under a
+    raised verbosity (set I's catalogue: simply logs the batch with absl at every train step)."""
+    assert_marked("""
+        import jax
+        import jax.numpy as jnp
+        from absl import logging
+
+        @jax.jit
+        def train_step(params, batch):
+            return params - 0.1 * jnp.mean(batch), jnp.mean(batch)
+
+        def train(params, batches, num_steps):
+            for step in range(num_steps):
+                params, loss = train_step(params, next(batches))
+                logging.info("loss=%s", loss)  # expect: JAX201
+                logging.debug("loss=%s", loss)
+            return params
+    """)
+
+
+def test_jax201_a_helper_method_that_converts_its_varargs_element_by_element():
+    """Set H's catalogue (d2l's `Accumulator.add(self, *args)`: `[a + float(b) for a, b in
+    zip(self.data, args)]`, ten notebooks): each JAX value passed is copied to the host in the
+    helper. Near misses: a helper that keeps the values on device, and host numbers passed in."""
+    assert_marked("""
+        import jax
+        import jax.numpy as jnp
+
+        class Accumulator:
+            def __init__(self, n):
+                self.data = [0.0] * n
+
+            def add(self, *args):
+                self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        class Keeper:
+            def __init__(self):
+                self.data = []
+
+            def add(self, *args):
+                self.data.extend(args)
+
+        @jax.jit
+        def train_step(params, x):
+            return params - 0.1 * jnp.mean(x), jnp.mean(x)
+
+        def train(params, xs, num_steps):
+            metric = Accumulator(2)
+            kept = Keeper()
+            for step in range(num_steps):
+                params, loss = train_step(params, xs)
+                metric.add(loss * xs.size, xs.size)  # expect: JAX201
+                kept.add(loss, xs.size)
+                metric.add(float(step), 1.0)
+            return params, metric.data[0] / metric.data[1], kept
+    """)

@@ -287,7 +287,7 @@ def formats_jax_call(m, call: ast.Call) -> bool:
 def _prints(m, c: ast.Call) -> bool:
     func = c.func
     qn = m.resolve(func, m.scope_at(c))
-    if qn in N.FORMAT_BUILTINS:
+    if qn in N.FORMAT_BUILTINS or qn in N.ABSL_SHOWN_LOG_FUNCTIONS:
         return True
     if isinstance(func, ast.Attribute):
         if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):

@@ -284,11 +284,14 @@ def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
     """``(parameter, argument)`` pairs of a call of ``f`` (``shift``: 1 for a method called on an
     instance, whose first parameter is ``self``)."""
     out = []
+    vararg = getattr(getattr(f.node.args, "vararg", None), "arg", None)
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             break
         if i + shift < len(f.params):
             out.append((f.params[i + shift], a))
+        elif vararg is not None:  # ``def add(self, *args)``: every further positional argument
+            out.append((vararg, a))
     names = set(f.params) | set(f.kwonly)
     out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
     return out
@@ -313,7 +316,15 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
                         derived.add(t.id)
             elif isinstance(sub, (ast.For, ast.comprehension)):
                 it, target = sub.iter, sub.target
-                if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                if _taken_from(it, derived) and isinstance(target, ast.Name):
+                    derived.add(target.id)  # ``for v in values``: each element
+                elif (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip"
+                        and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args)):
+                    # ``for a, b in zip(self.data, args)``: the elements taken from the parameter
+                    for arg, elt in zip(it.args, target.elts):
+                        if isinstance(elt, ast.Name) and _taken_from(arg, derived):
+                            derived.add(elt.id)
+                elif (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
                         and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
                     if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
                         target = target.elts[1]
