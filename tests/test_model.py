@@ -1041,6 +1041,10 @@ class Trainer:
             if schedule(step, n, total) or warm:
                 schedule_or_loop_flag()
                 warm = False
+            hot = loss > total
+            if schedule(step, n, total) or hot:
+                schedule_or_flag_set_each_step()
+                hot = False
             if schedule(step, n, total):
                 body_schedule()
             if past_warmup(step, n):
@@ -1056,7 +1060,8 @@ class Trainer:
     ("method_helper", True),            # self.due(step): its body returns step % n == 0
     ("unknown_helper_any_name", True),  # imported: not readable, so presumed periodic, whatever its name
     ("schedule_or_run_switch", True),   # a schedule or a flag the loop never sets
-    ("schedule_or_loop_flag", False),   # the loop sets `warm`: the other side may hold every step
+    ("schedule_or_loop_flag", True),    # `warm` starts True and only the branch clears it: the first step
+    ("schedule_or_flag_set_each_step", False),  # `hot` is set anew every step: it may hold every step
     ("body_schedule", True),            # returns names bound to step % n == 0 / step == total
     ("body_threshold", False),          # returns step > n: every step after warm-up
     ("body_constant", False),

@@ -269,9 +269,9 @@ def _final_clause(test: ast.AST, periodic: list) -> bool:
 
 
 def _rearmed_flag(m, test: ast.Name, names: "_Names") -> bool:
-    """``if need_compile: ...; need_compile = False``, the flag set back to ``True`` in the loop only
-    under another ``if`` (an event: a split, a resize): the branch runs once per event, not every
-    step."""
+    """``if need_compile: ...; need_compile = False``, the flag set back to ``True`` (or to any value
+    but ``False``) in the loop only under another ``if`` (an event: a split, a resize): the branch
+    runs once per event, not every step."""
     node, loop = _if_of_test(m, test), names.loop
     if node is None or loop is None:
         return False
@@ -282,7 +282,11 @@ def _rearmed_flag(m, test: ast.Name, names: "_Names") -> bool:
                 and isinstance(n.value, ast.Constant) and n.value.value is value]
     if not sets(node.body, False):
         return False
-    for a in sets(loop.node.body, True):
+    # set back anywhere in the loop (to True, or to a value computed each step: ``hot = loss > x``)
+    assigned = [n for s in loop.node.body for n in walk(s) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == test.id
+                and not (isinstance(n.value, ast.Constant) and n.value.value is False)]
+    for a in assigned:
         ctx = m.context(a)
         inside = [g for g, d in (ctx.guards if ctx is not None else ()) if d > loop.depth]
         if not inside:

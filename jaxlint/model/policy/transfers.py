@@ -306,6 +306,7 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
         return memo[key]
     memo[key] = None
     derived = {param}
+    vararg = getattr(getattr(f.node.args, "vararg", None), "arg", None)
     for _ in range(3):  # names taken from the parameter, and names taken from those
         for sub in walk(f.node):
             if not m.work.spend():
@@ -316,13 +317,15 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
                         derived.add(t.id)
             elif isinstance(sub, (ast.For, ast.comprehension)):
                 it, target = sub.iter, sub.target
-                if _taken_from(it, derived) and isinstance(target, ast.Name):
-                    derived.add(target.id)  # ``for v in values``: each element
-                elif (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip"
-                        and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args)):
-                    # ``for a, b in zip(self.data, args)``: the elements taken from the parameter
+                # ``def add(self, *args)``: the tuple holds exactly the values passed, so its elements
+                # are the arguments (``for b in args``, ``for a, b in zip(self.data, args)``); the
+                # elements of another parameter may be a dict's keys
+                if param == vararg and isinstance(it, ast.Name) and it.id == param and isinstance(target, ast.Name):
+                    derived.add(target.id)
+                elif (param == vararg and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                        and it.func.id == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args)):
                     for arg, elt in zip(it.args, target.elts):
-                        if isinstance(elt, ast.Name) and _taken_from(arg, derived):
+                        if isinstance(elt, ast.Name) and isinstance(arg, ast.Name) and arg.id == param:
                             derived.add(elt.id)
                 elif (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
                         and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
