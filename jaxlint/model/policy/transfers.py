@@ -284,7 +284,7 @@ def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
     """``(parameter, argument)`` pairs of a call of ``f`` (``shift``: 1 for a method called on an
     instance, whose first parameter is ``self``)."""
     out = []
-    vararg = getattr(getattr(f.node.args, "vararg", None), "arg", None)
+    vararg = f.vararg
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             break
@@ -306,7 +306,7 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
         return memo[key]
     memo[key] = None
     derived = {param}
-    vararg = getattr(getattr(f.node.args, "vararg", None), "arg", None)
+    vararg = f.vararg
     for _ in range(3):  # names taken from the parameter, and names taken from those
         for sub in walk(f.node):
             if not m.work.spend():

@@ -150,6 +150,11 @@ class FunctionInfo:
         return f"FunctionInfo({self.qualname!r}, line {getattr(self.node, 'lineno', '?')})"
 
     @property
+    def vararg(self) -> Optional[str]:
+        """The name of its ``*args`` parameter, or None."""
+        return getattr(getattr(self.node.args, "vararg", None), "arg", None)
+
+    @property
     def is_method(self) -> bool:
         return self.cls is not None and not isinstance(self.node, ast.Lambda)
 
