@@ -4995,3 +4995,30 @@ def test_traced_bodies_include_pallas_kernels_and_shard_map_bodies_applied_in_th
         return jax.shard_map(shard_body, mesh=None, in_specs=None, out_specs=None)(y)
     """)
     assert sorted(g.name for g in closures.traced_bodies(m, func(m, "f"))) == ["f", "kernel", "shard_body"]
+
+
+def test_unreachable_spans_are_the_statements_after_a_break_return_continue_or_raise():
+    from jaxlint.model.python.syntax import unreachable_spans
+
+    src = textwrap.dedent("""
+        def f(xs):
+            for x in xs:
+                if x:
+                    break
+                    dead_after_break = 1
+                    dead_too = 2
+                alive = 3
+                try:
+                    raise ValueError
+                    dead_after_raise = 4
+                except ValueError:
+                    continue
+                    dead_after_continue = 5
+            return 0
+            dead_after_return = 6
+    """)
+    tree = ast.parse(src)
+    spans = unreachable_spans(tree)
+    dead = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+            and any(a <= (n.lineno, n.col_offset) <= b for a, b in spans)}
+    assert dead == {"dead_after_break", "dead_too", "dead_after_raise", "dead_after_continue", "dead_after_return"}

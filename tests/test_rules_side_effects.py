@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jaxlint_rules.side_effects import PrintInTracedCode, SideEffectInTracedCode
-from ruletools import assert_marked, findings, messages, opt_in_findings
+from ruletools import assert_marked, default_findings, findings, line_of, messages, opt_in_findings
 
 RULES = [SideEffectInTracedCode, PrintInTracedCode]
 
@@ -1023,3 +1023,43 @@ def test_jax603_a_value_computed_from_the_iterations_work_is_a_new_value():
             params = update(params)
         return params
     """)
+
+
+def test_jax603_a_rebinding_after_break_or_to_the_same_value_each_pass_is_not_proven():
+    """Set J's 8 FALSE (lagrangian_nns): `opt_update` rebound only after a `break` (never runs), and
+    `opt_init, opt_update, get_params = optimizers.adam(lr)` each pass with `lr = args.lr` (the same
+    value). The first is no case; the second is opt-in (the new value is unknown). A rate that
+    changes each pass is still reported."""
+    template = """
+    import jax
+    import jax.numpy as jnp
+    from jax.example_libraries import optimizers
+
+    opt_init, opt_update, get_params = optimizers.adam(1e-3)
+
+    @jax.jit
+    def update(i, opt_state, g):
+        return opt_update(i, g, opt_state)  # MARK
+
+    def run(args, init_params, grads, seeds):
+        global opt_update
+        for seed in seeds:
+            lr = LR
+            opt_init, opt_update, get_params = optimizers.adam(lr)
+            opt_state = opt_init(init_params)
+            for i in range(1000):
+                opt_state = update(i, opt_state, grads)
+                if jnp.isnan(get_params(opt_state)["w"]).sum():
+                    break
+                    lr = lr / 2
+                    opt_init, opt_update, get_params = optimizers.adam(lr)
+        return opt_state
+    """
+    same = template.replace("LR", "args.lr")
+    assert default_findings(same, "JAX603") == []
+    assert [line for line, _, _ in opt_in_findings(same, "JAX603")] == [line_of(same, "# MARK")]
+    changing = template.replace("LR", "args.lr * 0.5 ** seed")
+    assert default_findings(changing, "JAX603") == [(line_of(changing, "# MARK"), "JAX603")]
+    dead_only = same.replace("            opt_init, opt_update, get_params = optimizers.adam(lr)\n            opt_state",
+                             "            opt_init, _, get_params = optimizers.adam(lr)\n            opt_state")
+    assert opt_in_findings(dead_only, "JAX603") == [] and default_findings(dead_only, "JAX603") == []

@@ -24,7 +24,7 @@ from . import callables, repetition
 from .jaxrecords import JitWrap
 from .proof import Fact, disproven, proven, unknown
 from ..python.records import Binding, Context, FunctionInfo, Loop, Scope
-from ..python.syntax import _pos, child_nodes
+from ..python.syntax import _pos, child_nodes, unreachable_spans
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _MAX_BODIES = 64  # functions followed from one compiled function (a trace's callees, bodies)
@@ -222,7 +222,16 @@ def rebinding_sites(m, owner: Scope, name: str) -> Optional[list]:
             return None
         if b.plain_assign and _makes_callable(m, b.value, b.scope):
             return None
-    return [b for b in sites if b.kind in _REBINDS]
+    return [b for b in sites if b.kind in _REBINDS and not _unreachable(m, b)]
+
+
+def _unreachable(m, b: Binding) -> bool:
+    """A binding after a ``break`` (``return``, ...) in its block: it never runs."""
+    spans = m.facts.unreachable
+    if spans is None:
+        spans = m.facts.unreachable = unreachable_spans(m.tree)
+    pos = b.pos
+    return any(start <= pos <= end for start, end in spans)
 
 
 def _makes_callable(m, value: ast.AST, scope: Scope) -> bool:
@@ -409,6 +418,22 @@ def _per_iteration_argument(m, call: ast.Call, scope: Scope, loop: Loop) -> Opti
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 found = m._lookup(n.id, scope, _pos(n))
                 if found is not None and found[0].scope is scope and found[0].kind in _REBINDS \
-                        and loop in _loops_of(m, found[0]):
+                        and loop in _loops_of(m, found[0]) and not _same_each_iteration(m, found[0], loop):
                     return n.id
     return None
+
+
+def _same_each_iteration(m, b: Binding, loop: Loop, depth: int = 0) -> bool:
+    """``lr = args.lr`` in the loop: a plain assignment of names, attributes, items and arithmetic of
+    values no statement of the loop binds (or that are themselves such assignments): the same value in
+    every iteration, however often it is bound. Calls may return something new each time: not this."""
+    if depth > 3 or not b.plain_assign or b.value is None:
+        return False
+    for n in ast.walk(b.value):
+        if isinstance(n, ast.Call):
+            return False
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            inside = [e for e in b.scope.events.get(n.id, ()) if loop in _loops_of(m, e)]
+            if any(not _same_each_iteration(m, e, loop, depth + 1) for e in inside):
+                return False
+    return True

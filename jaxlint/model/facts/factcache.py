@@ -67,6 +67,7 @@ _ONCE = (
     "summarizing",  # callables, summary
     "timings",  # timing
     "trace_children",  # closures: the functions each function's trace runs directly
+    "unreachable",  # closures: the spans of statements that never run (python/syntax.unreachable_spans)
     "tree_map_sites",  # values
     "work_memo",  # work
 )

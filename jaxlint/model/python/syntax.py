@@ -84,6 +84,26 @@ def _end(node: ast.AST) -> tuple:
     return (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
+_TERMINAL = (ast.Break, ast.Continue, ast.Return, ast.Raise)
+
+
+def unreachable_spans(tree: ast.AST) -> list:
+    """``(start, end)`` of the statements that follow a ``break``, ``continue``, ``return`` or
+    ``raise`` in the same block: they never run (``break`` then ``lr = lr / 2`` in the same
+    ``if``). One walk of ``tree``."""
+    out = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if not isinstance(stmts, list):
+                continue
+            for i, stmt in enumerate(stmts[:-1]):
+                if isinstance(stmt, _TERMINAL):
+                    out.append((_pos(stmts[i + 1]), _end(stmts[-1])))
+                    break
+    return out
+
+
 def _literal_set(node: Optional[ast.AST], kind: type) -> set:
     """Literal values of one type (or one value) from a ``static_argnums``-like argument: a
     constant, a negated int, or a tuple/list/set of them."""
