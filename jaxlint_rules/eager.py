@@ -16,9 +16,8 @@ _TEST_ELEMENTS = "in test code, which checks small arrays element by element"
 
 
 def _compiled(model: ModuleModel, call: ast.Call) -> bool:
-    """``call`` runs a compiled program (a jit or pmap wrapper's product, not ``jax.grad(f)``)."""
-    wrap = callables.callable_info(model, call.func, model.scope_at(call))
-    return wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit")
+    """``call`` runs compiled programs (:func:`eagerwork.runs_compiled`)."""
+    return eagerwork.runs_compiled(model, call)
 
 
 class EagerUpdateInLoop(Rule):

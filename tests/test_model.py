@@ -5022,3 +5022,28 @@ def test_unreachable_spans_are_the_statements_after_a_break_return_continue_or_r
     dead = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign)
             and any(a <= (n.lineno, n.col_offset) <= b for a, b in spans)}
     assert dead == {"dead_after_break", "dead_too", "dead_after_raise", "dead_after_continue", "dead_after_return"}
+
+
+def test_runs_compiled_a_jitted_call_and_the_gradient_of_a_jitted_function():
+    from jaxlint.model.facts import eagerwork
+
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    loss_fn = jax.jit(lambda p, x: jnp.mean(p * x))
+    plain = lambda p, x: jnp.mean(p * x)
+    step = jax.jit(jax.grad(plain))
+
+    def run(p, x):
+        a = loss_fn(p, x)
+        b = jax.value_and_grad(loss_fn)(p, x)
+        c = jax.grad(plain)(p, x)
+        d = step(p, x)
+        e = plain(p, x)
+        return a, b, c, d, e
+    """)
+    calls = {n.targets[0].id: n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+             and isinstance(n.targets[0], ast.Name) and n.targets[0].id in "abcde"}
+    assert {k: eagerwork.runs_compiled(m, c) for k, c in calls.items()} == {
+        "a": True, "b": True, "c": False, "d": True, "e": False}

@@ -4,7 +4,7 @@ loop reading a JAX array element by element). Positive cases mark every expected
 
 from __future__ import annotations
 
-from ruletools import assert_marked, findings, messages
+from ruletools import assert_marked, findings, line_of, messages
 
 _GRADS = """
     import jax
@@ -309,3 +309,33 @@ def test_jax702_iterating_a_programs_variables_or_a_mirrored_container_is_not_an
                     total += 1
             return total
     """)
+
+
+def test_jax701_an_eager_update_beside_the_gradient_of_a_jitted_loss():
+    """Set H's catalogue (six probml notebooks): `jax.value_and_grad(loss_fn)(params, x)` with `loss_fn`
+    jitted runs compiled programs, so the optax update beside it is the eager part of the step. With a
+    plain `loss_fn` the whole step is eager: the gradient is reported, not the update."""
+    jitted = """
+        import jax
+        import jax.numpy as jnp
+        import optax
+
+        params = {"w": jnp.ones(3)}
+        loss_fn = jax.jit(lambda params, x: -jnp.mean(params["w"] * x))
+        optimizer = optax.adam(1e-3)
+        opt_state = optimizer.init(params)
+        key = jax.random.PRNGKey(0)
+
+        for i in range(5000):
+            key, sub = jax.random.split(key)
+            data = jax.random.normal(sub, (100, 3))
+            loss, g = jax.value_and_grad(loss_fn)(params, data)
+            updates, opt_state = optimizer.update(g, opt_state)  # expect: JAX701
+            params = optax.apply_updates(params, updates)
+    """
+    assert_marked(jitted)
+    plain = jitted.replace('jax.jit(lambda params, x: -jnp.mean(params["w"] * x))',
+                           'lambda params, x: -jnp.mean(params["w"] * x)')
+    assert plain != jitted
+    got = findings(plain, "JAX701")
+    assert [line for line, _ in got] == [line_of(plain, "jax.value_and_grad(loss_fn)")]

@@ -17,7 +17,7 @@ from typing import Optional
 from ... import names as N
 from . import callables, libraryobjects
 from . import values as V
-from .proof import Fact, disproven, proven, unknown
+from .proof import DISPROVEN, Fact, disproven, proven, unknown
 from ..python.records import Scope
 from ..python.syntax import _pos, last_name
 
@@ -170,6 +170,18 @@ def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
                                         "function of this module: outside a trace, each call traces it again and "
                                         "runs its forward and backward passes op by op")
     return EagerGradient(call, transform, what, fact)
+
+
+def runs_compiled(m, call: ast.Call) -> bool:
+    """``call`` runs compiled programs: a jit or pmap wrapper's product (``step(params, batch)``), or
+    the gradient of one (``jax.value_and_grad(loss_fn)(params, x)`` with ``loss_fn`` jitted: its
+    forward and backward passes run as the wrapped function's compiled programs). Not
+    ``jax.grad(f)`` of a plain function, which runs op by op."""
+    wrap = callables.callable_info(m, call.func, m.scope_at(call))
+    if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+        return True
+    grad = eager_gradient(m, call)
+    return grad is not None and grad.fact.status == DISPROVEN
 
 
 def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
