@@ -5047,3 +5047,22 @@ def test_runs_compiled_a_jitted_call_and_the_gradient_of_a_jitted_function():
              and isinstance(n.targets[0], ast.Name) and n.targets[0].id in "abcde"}
     assert {k: eagerwork.runs_compiled(m, c) for k, c in calls.items()} == {
         "a": True, "b": True, "c": False, "d": True, "e": False}
+
+
+def test_certain_array_follows_an_element_of_the_tuple_a_module_function_returns():
+    tree, m = build("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def run(x):
+        stats = tuple(jnp.mean(x * k) for k in range(4))
+        return stats, jnp.cumsum(x), {"loss": jnp.sum(x)}
+
+    def use(x):
+        stats, losses, history = run(x)
+        return sink(stats, losses, history)
+    """)
+    call, args = _sink_args(tree)
+    got = {a.id: m.arrays.certain(a, m.scope_at(call)) for a in args}
+    assert got == {"stats": False, "losses": True, "history": False}

@@ -339,3 +339,29 @@ def test_jax701_an_eager_update_beside_the_gradient_of_a_jitted_loss():
     assert plain != jitted
     got = findings(plain, "JAX701")
     assert [line for line, _ in got] == [line_of(plain, "jax.value_and_grad(loss_fn)")]
+
+
+def test_jax702_indexing_a_tuple_of_arrays_a_jitted_step_returns_is_host_indexing():
+    """Set K's FALSE (ttt-lm-jax): `ttt_stats`, a tuple of per-layer arrays the jitted step returns, read
+    by `ttt_stats[layer]` in a loop over the layers: plain tuple indexing, no device work per element.
+    A `jnp` array read the same way is still reported."""
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(state, batch):
+            stats = tuple(jnp.mean(batch * k) for k in range(4))
+            return state - 0.1 * jnp.mean(batch), stats
+
+        def train(state, batches, log):
+            for batch in batches:
+                state, stats = train_step(state, batch)
+                for layer in range(len(stats)):
+                    log(float(stats[layer]))
+                table = jnp.arange(64.0)
+                for i in range(table.shape[0]):
+                    log(float(table[i]))  # expect: JAX702
+            return state
+    """
+    assert findings(src, "JAX702") == [(line_of(src, "# expect: JAX702"), "JAX702")]

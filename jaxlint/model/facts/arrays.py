@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ... import names as N
 from ..python import limits as L
+from . import callables
 from . import values as V
 from ..python.records import STARRED, FunctionInfo, Scope
 from ..python.syntax import _pos
@@ -141,6 +142,22 @@ class ArrayKinds:
                 return V.is_jax(self.m, func.value, scope) or self.certain(func.value, scope, depth + 1)
         return False
 
+    def _returned_element(self, call: ast.Call, scope: Scope, index: int, depth: int) -> bool:
+        """Element ``index`` of what calling ``call.func`` (a function of this module, jitted or
+        not) returns is one array in every ``return`` of it: ``return stats, jnp.cumsum(x)``."""
+        funcs = callables.local_functions(self.m, call.func, scope)
+        if not funcs:
+            return False
+        for f in funcs:
+            if not f.returns:
+                return False
+            for r in f.returns:
+                if not (isinstance(r, (ast.Tuple, ast.List)) and index < len(r.elts)
+                        and not any(isinstance(x, ast.Starred) for x in r.elts)
+                        and self.certain(r.elts[index], f.scope, depth + 1)):
+                    return False
+        return True
+
     def _event(self, ev, depth: int) -> bool:
         kind = ev.kind
         if kind == "assign":
@@ -153,7 +170,10 @@ class ArrayKinds:
             # q, r = jnp.linalg.qr(a); k1, k2 = jax.random.split(key): each part is one array
             if len(path) == 1 and path[0] != STARRED and isinstance(value, ast.Call):
                 qn = self.m.resolve(value.func, ev.scope)
-                return qn is not None and qn.startswith(("jax.numpy.", "jax.random.")) and N.produces_array(qn)
+                if qn is not None and qn.startswith(("jax.numpy.", "jax.random.")) and N.produces_array(qn):
+                    return True
+                # history, losses = run(x): element 1 of every tuple this module's ``run`` returns
+                return self._returned_element(value, ev.scope, path[0], depth)
             return False
         if kind == "aug":
             # x += v keeps x an array when it was one (a list += array would extend the list)

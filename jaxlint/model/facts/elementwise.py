@@ -126,8 +126,8 @@ def _element(m, expr: Optional[ast.AST], loops: tuple, scope: Scope, mapped: boo
     array = expr.value
     if not isinstance(array, (ast.Name, ast.Attribute)):
         return None
-    if not mapped and not V.is_jax(m, array, scope):
-        return None
+    if not mapped and not m.arrays.certain(array, scope):
+        return None  # a tuple of arrays (``stats[layer]``) is indexed on the host
     index_names = {n.id for n in ast.walk(expr.slice) if isinstance(n, ast.Name)}
     for loop in reversed(loops):
         targets = loopfacts.varying_names(loop) if loop.kind == "while" else loop.target_names()
