@@ -145,18 +145,8 @@ class ArrayKinds:
     def _returned_element(self, call: ast.Call, scope: Scope, index: int, depth: int) -> bool:
         """Element ``index`` of what calling ``call.func`` (a function of this module, jitted or
         not) returns is one array in every ``return`` of it: ``return stats, jnp.cumsum(x)``."""
-        funcs = callables.local_functions(self.m, call.func, scope)
-        if not funcs:
-            return False
-        for f in funcs:
-            if not f.returns:
-                return False
-            for r in f.returns:
-                if not (isinstance(r, (ast.Tuple, ast.List)) and index < len(r.elts)
-                        and not any(isinstance(x, ast.Starred) for x in r.elts)
-                        and self.certain(r.elts[index], f.scope, depth + 1)):
-                    return False
-        return True
+        found = callables.returned_elements(self.m, call.func, scope, index)
+        return found is not None and all(self.certain(e, f.scope, depth + 1) for f, e in found)
 
     def _event(self, ev, depth: int) -> bool:
         kind = ev.kind

@@ -241,22 +241,8 @@ def container_result(m, name: ast.Name, scope) -> bool:
     path = list(ev.path or ())
     if len(path) > 1:
         return False
-    funcs = callables.local_functions(m, ev.value.func, ev.scope)
-    if not funcs:
-        return False
-    for f in funcs:
-        if not f.returns:
-            return False
-        for r in f.returns:
-            element = r
-            if path:
-                if not isinstance(r, ast.Tuple) or path[0] >= len(r.elts) or any(
-                        isinstance(e, ast.Starred) for e in r.elts):
-                    return False
-                element = r.elts[path[0]]
-            if not _display_in(m, element, f):
-                return False
-    return True
+    found = callables.returned_elements(m, ev.value.func, ev.scope, path[0] if path else None)
+    return found is not None and all(_display_in(m, e, f) for f, e in found)
 
 
 def _display_in(m, e: ast.AST, f) -> bool:
