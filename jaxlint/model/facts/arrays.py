@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ... import names as N
 from ..python import limits as L
-from . import callables
+from . import returnkinds
 from . import values as V
 from ..python.records import STARRED, FunctionInfo, Scope
 from ..python.syntax import _pos
@@ -145,7 +145,7 @@ class ArrayKinds:
     def _returned_element(self, call: ast.Call, scope: Scope, index: int, depth: int) -> bool:
         """Element ``index`` of what calling ``call.func`` (a function of this module, jitted or
         not) returns is one array in every ``return`` of it: ``return stats, jnp.cumsum(x)``."""
-        found = callables.returned_elements(self.m, call.func, scope, index)
+        found = returnkinds.returned_elements(self.m, call.func, scope, index)
         return found is not None and all(self.certain(e, f.scope, depth + 1) for f, e in found)
 
     def _event(self, ev, depth: int) -> bool:

@@ -289,29 +289,6 @@ def _wrap_for_call(m, call: ast.Call) -> JitWrap:
     return _TRANSFORMED
 
 
-def returned_elements(m, func: ast.AST, scope: Scope, index: Optional[int]) -> Optional[list]:
-    """``(function, expression)`` of what every ``return`` of each function of this module that
-    calling ``func`` runs gives back (element ``index`` of the returned tuple, or the whole value
-    when ``index`` is None); None when there is no such function, one returns nothing, or a
-    ``return`` is not a tuple with that element (``history, losses = run(x)``)."""
-    funcs = local_functions(m, func, scope)
-    if not funcs:
-        return None
-    out = []
-    for f in funcs:
-        if not f.returns:
-            return None
-        for r in f.returns:
-            if index is None:
-                out.append((f, r))
-                continue
-            if not isinstance(r, (ast.Tuple, ast.List)) or index >= len(r.elts) or any(
-                    isinstance(e, ast.Starred) for e in r.elts):
-                return None
-            out.append((f, r.elts[index]))
-    return out
-
-
 def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[FunctionInfo]:
     """The functions of this module an expression names: a def in scope, ``self.method``,
     a lambda, ``partial(f, ...)``, or the function inside ``jax.jit(f)``/``jax.grad(f)``."""

@@ -14,7 +14,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, libraryobjects
+from . import callables, libraryobjects, returnkinds
 from ..python import limits as L
 from . import values as V
 from ..python.syntax import _pos, last_name, unparse
@@ -241,7 +241,7 @@ def container_result(m, name: ast.Name, scope) -> bool:
     path = list(ev.path or ())
     if len(path) > 1:
         return False
-    found = callables.returned_elements(m, ev.value.func, ev.scope, path[0] if path else None)
+    found = returnkinds.returned_elements(m, ev.value.func, ev.scope, path[0] if path else None)
     return found is not None and all(_display_in(m, e, f) for f, e in found)
 
 

@@ -6,10 +6,12 @@ facts/summary.py): the functions that certainly return one JAX array, judged fro
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ... import names as N
 from . import callables
 from ..python import limits as L
+from ..python.records import Scope
 from .hostvalues import _internal
 from .values import _CONSTANT_FOLDING_COLLECTIVES, _none_comparison, _returned
 
@@ -94,3 +96,26 @@ def _certain_array(m, e: ast.AST, local: set, memo: dict, depth: int) -> bool:
         return _certain_array(m, e.body, local, memo, depth + 1) and \
             _certain_array(m, e.orelse, local, memo, depth + 1)
     return False
+
+
+def returned_elements(m, func: ast.AST, scope: Scope, index: Optional[int]) -> Optional[list]:
+    """``(function, expression)`` of what every ``return`` of each function of this module that
+    calling ``func`` runs gives back (element ``index`` of the returned tuple, or the whole value
+    when ``index`` is None); None when there is no such function, one returns nothing, or a
+    ``return`` is not a tuple with that element (``history, losses = run(x)``)."""
+    funcs = callables.local_functions(m, func, scope)
+    if not funcs:
+        return None
+    out = []
+    for f in funcs:
+        if not f.returns:
+            return None
+        for r in f.returns:
+            if index is None:
+                out.append((f, r))
+                continue
+            if not isinstance(r, (ast.Tuple, ast.List)) or index >= len(r.elts) or any(
+                    isinstance(e, ast.Starred) for e in r.elts):
+                return None
+            out.append((f, r.elts[index]))
+    return out
