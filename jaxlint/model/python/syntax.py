@@ -90,9 +90,9 @@ _TERMINAL = (ast.Break, ast.Continue, ast.Return, ast.Raise)
 def unreachable_spans(tree: ast.AST) -> list:
     """``(start, end)`` of the statements that follow a ``break``, ``continue``, ``return`` or
     ``raise`` in the same block: they never run (``break`` then ``lr = lr / 2`` in the same
-    ``if``). One walk of ``tree``."""
+    ``if``). One walk of the statements of ``tree`` (:func:`statement_walk`)."""
     out = []
-    for node in ast.walk(tree):
+    for node in statement_walk(tree):
         for field in ("body", "orelse", "finalbody"):
             stmts = getattr(node, field, None)
             if not isinstance(stmts, list):
