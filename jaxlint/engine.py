@@ -70,7 +70,8 @@ def run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileResu
     time (``notebook.Module.timed``), for the timing facts. ``whole_notebook``: every cell of a
     notebook file is there, so a finding in a function no cell refers to is opt-in
     (:mod:`~jaxlint.model.python.unreferenced`); not for the IPython extension's cell, whose
-    functions later cells may call."""
+    functions later cells may call. With ``path`` (a ``.py`` file of a repository), a finding in a
+    top-level function nothing in the project refers to is opt-in too."""
     with _gc_paused():
         return _run_rules(tree, rules, result, path, text, digest, timed, whole_notebook)
 
@@ -107,7 +108,7 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
                         facts = traced_context(model, f.line)
                         if facts:
                             found[i] = f.replace(evidence=tuple(facts))
-                out.extend(_in_uncalled_cells(model, found) if whole_notebook else found)
+                out.extend(_in_unreferenced_functions(model, found) if (whole_notebook or path) else found)
             except RecursionError:
                 out.append(_parse_error(1, 0, "too deeply nested to analyze"))
             except Exception as e:  # a bug in a rule must not hide the other rules' findings
@@ -120,8 +121,11 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
     return out
 
 
-def _in_uncalled_cells(model, found: list) -> list:
-    """A notebook's findings, those inside a top-level function no cell refers to made opt-in."""
+def _in_unreferenced_functions(model, found: list) -> list:
+    """The findings, those inside a top-level function nothing refers to made opt-in: in a notebook,
+    no cell; in a ``.py`` module of a repository, no code of its module and no other file of the
+    project (whether it runs is not shown: dead code, or a package's API no file of the project
+    calls)."""
     from .model.python.unreferenced import enclosing, unreferenced
 
     out = []
@@ -168,12 +172,27 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
         result.not_analyzed = big.message  # not a finding (FileResult.not_analyzed)
         return result
     tree, error = parse_source(text, path)
+    if error is not None and "%" in text:
+        tree, text, error = _percent_script(text, path, tree, error)
     if error is not None:
         result.findings.append(error.with_path(path))
         return result
     findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None, digest)
     result.findings = [f.with_path(path) for f in findings]
     return result
+
+
+def _percent_script(text: str, path: str, tree, error) -> tuple:
+    """A percent-format script (``# %%`` cells, run in IPython) whose cells use IPython syntax is
+    read as a notebook's cells are: (tree, its text, None) when that parses, else what was given."""
+    from . import notebook
+
+    alt = notebook.percent_script(text)
+    if alt is not None:
+        alt_tree, alt_error = parse_source(alt, path)
+        if alt_error is None:
+            return alt_tree, alt, None
+    return tree, text, error
 
 
 def _lint(tree: ast.Module, text: str, rules: Sequence[Rule], noqa: bool, result: Optional[FileResult],

@@ -378,6 +378,29 @@ def timed_lines(source: str) -> list:
             if line.startswith(("%time ", "%timeit "))]
 
 
+# A cell marker of a ``.py`` script in the percent format (jupytext, VS Code, Spyder, PyCharm): the
+# script runs cell by cell in IPython, so its cells may hold IPython syntax (``%load_ext autoreload``).
+_PERCENT_CELL = re.compile(r"^# ?%%", re.M)
+
+
+def percent_script(text: str) -> Optional[str]:
+    """A percent-format script's text with its IPython syntax made Python as in a notebook's cells
+    (each cell between ``# %%`` markers read by :func:`cell_lines`), one line for each of its
+    lines; None when the text has no cell marker or nothing changes."""
+    if not _PERCENT_CELL.search(text):
+        return None
+    lines = _source_lines(text)
+    out: list = []
+    start = 0
+    for i in range(len(lines) + 1):
+        if i == len(lines) or (i > start and _PERCENT_CELL.match(lines[i])):
+            cell = lines[start:i]
+            out.extend(t for t, _ in cell_lines("\n".join(cell) + "\n")) if cell else None
+            start = i
+    new = "\n".join(out) + "\n"
+    return None if new == text or len(out) != len(lines) else new
+
+
 def parse(text: str, path: str):
     """(tree, None) or (None, JAX000 finding): ``source.parse_source`` with top-level ``await``."""
     return parse_source(text, path, FLAGS)

@@ -118,3 +118,40 @@ def test_a_syntax_error_names_the_python_grammar_that_rejected_it():
     (f,) = res.findings
     assert f.code == "JAX000"
     assert f.message.endswith(f"(Python {sys.version_info[0]}.{sys.version_info[1]} grammar)"), f.message
+
+
+PERCENT = """\
+# %%
+%load_ext autoreload
+%autoreload 2
+!pip install jax
+
+# %%
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return x * 2
+
+x = jnp.ones(3)
+for i in range(int(input())):
+    x = step(x)
+    print(float(x))
+"""
+
+
+def test_percent_script_with_ipython_syntax_is_read_as_cells():
+    """A ``# %%`` script (jupytext, VS Code) runs in IPython: its magics and shell escapes are read as a
+    notebook's, line numbers kept, and its findings reported."""
+    res = check_source(PERCENT, "explore.py", RULES)
+    assert [(f.line, f.code) for f in res.findings if f.opt_in is None] == [(17, "JAX201")]
+
+
+@pytest.mark.parametrize("src", [
+    PERCENT.replace("# %%\n", ""),  # IPython syntax without a cell marker: not a percent script
+    PERCENT + "\n# %%\ndef broken(:\n    pass\n",  # a real syntax error in a cell
+])
+def test_ipython_syntax_outside_percent_scripts_or_with_real_errors_stays_unparsable(src):
+    res = check_source(src, "explore.py", RULES)
+    assert [f.code for f in res.findings] == ["JAX000"]

@@ -130,6 +130,7 @@ def test_noqa_on_any_line_of_a_multiline_statement(tmp_path, capsys):
 
 def test_folder_walk_skips_venv_git_build_and_pycache(tmp_path, capsys):
     write(tmp_path, "pkg/train.py", BAD)
+    write(tmp_path, "pkg/main.py", "from pkg.train import run\nrun(1.0, 3)\n")  # a function nothing calls is opt-in
     for skipped in (".git/x.py", "venv/lib/x.py", "build/x.py", "pkg/__pycache__/x.py", "env2/x.py"):
         write(tmp_path, skipped, BAD)
     write(tmp_path, "env2/pyvenv.cfg", "home = /usr\n")  # a virtualenv with an unusual name

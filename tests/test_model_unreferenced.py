@@ -143,3 +143,39 @@ def test_jax404_in_a_function_nothing_refers_to_is_opt_in_and_says_why(tmp_path,
     (root / ".git").rmdir()
     main(["check", "--no-cache", "--select", "JAX404", "--format", "json", str(root / "pkg/lib.py")])
     assert len(json.loads(capsys.readouterr().out)) == len(found)
+
+
+SCRIPT_HELPERS = """
+import sys
+import jax
+
+step = jax.jit(lambda x: x * 2)
+
+def run(x, n):
+    for _ in range(n):
+        x = step(x)
+        print(f"{x}")
+
+def never_called(x, n):
+    for _ in range(n):
+        x = step(x)
+        print(f"{x}")
+
+run(1.0, int(sys.argv[1]))
+"""
+
+
+def test_any_rule_in_a_py_function_nothing_refers_to_is_opt_in(tmp_path, capsys):
+    """A sync in a loop of a script's helper that nothing in the repository calls: not shown to run, so
+    opt-in (fresh set L: eight f-strings in unused Blender helpers); the same loop in a called helper
+    stays default, and outside a repository nothing is known, so both stay."""
+    make_project(tmp_path, {"scripts/mesh.py": SCRIPT_HELPERS})
+    (tmp_path / ".git").mkdir()
+    path = str(tmp_path / "scripts/mesh.py")
+    main(["check", "--no-cache", "--select", "JAX201", "--pedantic", "--format", "json", path])
+    found = {f["line"]: f.get("opt_in") for f in json.loads(capsys.readouterr().out)}
+    assert set(found) == {10, 15}
+    assert found[10] is None and found[15].startswith("nothing in the project refers to `never_called`")
+    (tmp_path / ".git").rmdir()
+    main(["check", "--no-cache", "--select", "JAX201", "--format", "json", path])
+    assert sorted(f["line"] for f in json.loads(capsys.readouterr().out)) == [10, 15]
