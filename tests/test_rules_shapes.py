@@ -804,6 +804,13 @@ _JAX304_POSITIVE = [
             step(x[:, :t])  # expect: JAX304
             t += 1
     """,
+    # a bound named in the loop from the counter alone: the width grows
+    _STEP + """
+    def prefixes(x, n, bs):
+        for i in range(n):
+            batch_end = (i + 1) * bs
+            step(x[0:batch_end])  # expect: JAX304
+    """,
     _STEP + """
     def tails(x, batches):
         for b in batches:
@@ -888,6 +895,17 @@ _JAX304_NEGATIVE = [
             width = 16
             step(x[:width])
             step_n(x, n=it)
+    """,
+    # bounds named in the loop, each a function of the counter: a fixed width (fresh set L's MNIST
+    # notebook), directly and through a second name
+    _STEP + """
+    def batches(x, n_batches, bs):
+        for i in range(n_batches):
+            batch_start = i * bs
+            batch_end = (i + 1) * bs
+            step(x[batch_start:batch_end])
+            offset = batch_start + 2
+            step(x[offset:batch_end + 2])
     """,
     # a nested loop over a few literal sizes inside a long loop: each shape compiles once
     _STEP + """

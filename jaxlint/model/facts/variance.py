@@ -75,13 +75,34 @@ class ShapeVariance:
 
     def width_varies(self, sl: ast.Slice) -> bool:
         atoms: dict = {}
-        lower = polynomial(sl.lower, atoms) if sl.lower is not None else {}
+        lower = polynomial(self._in_loop_values(sl.lower), atoms) if sl.lower is not None else {}
         # An open upper bound is the (fixed) length of the sliced axis.
-        upper = polynomial(sl.upper, atoms) if sl.upper is not None else {("<end>",): 1}
+        upper = polynomial(self._in_loop_values(sl.upper), atoms) if sl.upper is not None else {("<end>",): 1}
         if lower is None or upper is None:
             return False
         width = combine(upper, lower, -1)
         return any(any(k in atoms and self.atom_varies(atoms[k]) for k in key) for key in width)
+
+    def _in_loop_values(self, e: ast.AST, depth: int = 0) -> ast.AST:
+        """``e`` with each name bound in the loops by a plain assignment of this scope to arithmetic
+        replaced by its value (``start = i * bs; end = (i + 1) * bs``: ``x[start:end]`` is ``bs``
+        wide), through arithmetic, up to two levels; loop targets and other names stay. New nodes:
+        the tree is not changed."""
+        if depth > 1:
+            return e
+        if isinstance(e, ast.Name):
+            ev = self.m.binding(e.id, self.scope, (e.lineno, e.col_offset))
+            if (ev is not None and ev.plain_assign and ev.scope is self.scope
+                    and isinstance(ev.value, (ast.BinOp, ast.Name)) and any(lp in self.loops for lp in ev.loops)):
+                return self._in_loop_values(ev.value, depth + 1)
+            return e
+        if isinstance(e, ast.BinOp):
+            left, right = self._in_loop_values(e.left, depth), self._in_loop_values(e.right, depth)
+            return e if left is e.left and right is e.right else ast.BinOp(left=left, op=e.op, right=right)
+        if isinstance(e, ast.UnaryOp):
+            operand = self._in_loop_values(e.operand, depth)
+            return e if operand is e.operand else ast.UnaryOp(op=e.op, operand=operand)
+        return e
 
     def churning(self, e: ast.AST) -> bool:
         if not isinstance(e, ast.Subscript):
