@@ -375,3 +375,29 @@ def test_near_misses_of_a_key_handed_to_another_module(tmp_path):
             return total
         """})
     assert path_default_codes(tmp_path / "pkg/agent.py") == []
+
+
+def test_arguments_of_a_partial_bind_the_parameters_after_those_it_binds():
+    """``vmap(partial(f, a))(keys, ts)``: ``keys`` binds ``f``'s second parameter, the one that draws,
+    and ``ts`` the third (fresh set L: a time grid was taken for the key). Reversed, the time grid is
+    what draws. (The first line's finding is the split of a key the loop never replaces.)"""
+    src = """
+    import sys
+    from functools import partial
+    import jax
+
+    def scores(a, rng, t):
+        return jax.random.normal(rng, (3,)) * t + a
+
+    def main(rng, ts, n):
+        for _ in range(int(sys.argv[1])):
+            fixed = jax.vmap(partial(scores, 1.0))(jax.random.split(rng, n), ts)  # expect: JAX502
+            swapped = jax.vmap(partial(scores, 1.0))(ts, rng)  # expect: JAX502
+            bound = partial(scores, 2.0)
+            again = bound(ts, rng)  # expect: JAX502
+    """
+    found = [f for f in _check(src) if f.code == "JAX502" and f.opt_in is None]
+    assert sorted((f.line, f.code) for f in found) == sorted(expected(src))
+    fixed, swapped, again = sorted(found, key=lambda f: f.line)
+    assert "`rng`" in fixed.message and "`ts`" not in fixed.message
+    assert "`ts`" in swapped.message and "`ts`" in again.message  # through a name bound to the partial

@@ -318,6 +318,26 @@ def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[Func
             return local_functions(m, expr.args[0], scope, depth + 1)
     return []
 
+
+def bound_positionals(m, expr: ast.AST, scope: Scope, depth: int = 0) -> int:
+    """How many leading positional parameters ``partial`` binds on the way from ``expr`` to the function
+    :func:`local_functions` finds (``vmap(partial(f, a))``: 1, the call's first argument is f's second)."""
+    if depth > L.CALLABLE_CHAIN:
+        return 0
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is not None and ev.plain_assign and ev.kind != "def":
+            return bound_positionals(m, ev.value, ev.scope, depth + 1)
+        return 0
+    if isinstance(expr, ast.Call) and expr.args:
+        qn = m.resolve(expr.func, scope)
+        inner = bound_positionals(m, expr.args[0], scope, depth + 1)
+        if qn == N.PARTIAL:
+            return 0 if any(isinstance(a, ast.Starred) for a in expr.args[1:]) else inner + len(expr.args) - 1
+        if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
+            return inner
+    return 0
+
 # ------------------------------------------------------------------ bound methods vs stored functions
 
 

@@ -127,8 +127,9 @@ def _handoffs(m, call: ast.Call) -> list:
             continue
         if callees:
             draw = None
+            shift = callables.bound_positionals(m, call.func, scope) if index is not None else 0
             for g in callees:
-                param = _parameter(g, call, index, kw)
+                param = _parameter(g, call, None if index is None else index + shift, kw)
                 found = parameter_draw(m, g, param, 0) if param else None
                 if found is not None and (draw is None or (found.proven and not draw.proven)):
                     draw = found

@@ -207,7 +207,7 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         in_tuples = tuple_key_parameters(m, f)
         out = []
         direct = False
-        for i, arg in enumerate(call.args):
+        for i, arg in enumerate(call.args, start=callables.bound_positionals(m, func, scope)):  # partial(f, a)
             if isinstance(arg, ast.Starred):
                 break
             if i in forwards:
