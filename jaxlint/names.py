@@ -72,6 +72,9 @@ EAGER_UPDATE_FUNCTIONS = frozenset({"optax.apply_updates"})
 # (their wrapper keeps no compiled cache) and runs its forward and backward passes op by op: a
 # gradient step called so in a loop of steps (JAX701). Measured by bench/eager_grad_cost.py.
 EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
+# Transforms whose product returns a gradient (with the value, for the value_and_grad forms).
+GRADIENT_TRANSFORMS = EAGER_GRADIENT_TRANSFORMS | frozenset({
+    "equinox.filter_grad", "equinox.filter_value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad"})
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
 # Methods of objects made by these library calls (prefix or name) that only dispatch JAX work and
 # return device values, reading nothing on the host: the libraries' pure, jittable functions of

@@ -92,7 +92,7 @@ def test_flake8_jaxlint_pedantic_reports_opt_in_findings(tmp_path):
     proc = flake8("--jaxlint-pedantic", str(p), cwd=tmp_path)
     # the sync in the test's loop (JAX201), and its jitted step rebinding `x` undonated (JAX803)
     assert proc.returncode == 1 and sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines()) == [
-        [f"{p}:10:15:", "JAX201"], [f"{p}:9:13:", "JAX803"]], proc.stdout + proc.stderr
+        [f"{p}:10:15:", "JAX201"], [f"{p}:3:2:", "JAX803"]], proc.stdout + proc.stderr
     jl = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--no-cache", "--pedantic", str(p)],
                         capture_output=True, text=True, cwd=tmp_path)
     assert parse(proc.stdout) == parse(jl.stdout)

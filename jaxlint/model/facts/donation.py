@@ -263,6 +263,118 @@ def rebinding_without_donation(m) -> list:
     return out
 
 
+def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
+    """Whether donating what ``r`` rebinds is safe as far as this module shows: unknown when another
+    name or a container keeps one of the values (``best = params``, ``params = avg = init()``,
+    ``history.append(params)``), when another call of the same step passes one without rebinding it
+    (an evaluation call: donating would delete it there), or when the loop's function got the value
+    from a caller of this module that reads what it passed after the call; proven otherwise."""
+    names = set(r.names)
+    f = m.function_at(r.call)
+    body = f.node.body if f is not None else m.tree.body
+    for stmt in _walk_statements(body):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound = {t.id for t in targets if isinstance(t, ast.Name)}
+            root = _root_name(stmt.value)
+            if root in names and not (bound == {root} and len(targets) == 1):
+                return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps `{root}` under "
+                                                   "another name: donating would delete what it holds")
+            if len(targets) > 1 and bound & names and stmt.value is not r.call:
+                return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} binds the same value to "
+                                                   "two names: donating one deletes the other's")
+        for c in ast.walk(stmt) if isinstance(stmt, (ast.Expr, ast.Assign)) else ():
+            if (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _KEEPERS
+                    and any(_root_name(a) in names for a in c.args)):
+                return proof.unknown("old-unread", f"`{unparse(c, 50)}` on line {c.lineno} keeps a value the step "
+                                                   "would donate")
+    for c in m.calls_by_name.get(_last(r.call.func), ()):
+        if c is r.call or callables.callable_info(m, c.func, m.scope_at(c)) is not r.wrap:
+            continue
+        shift = r.wrap.static_layout(c)[1]
+        passed = {a.id for i, a in enumerate(c.args) if isinstance(a, ast.Name) and i + shift in r.positions}
+        passed |= {k.value.id for k in c.keywords if k.arg in r.keywords and isinstance(k.value, ast.Name)}
+        if passed and not passed <= _names_bound_by_call(m, c):
+            return proof.unknown("old-unread", f"`{unparse(c.func, 30)}` is also called on line {c.lineno} without "
+                                               "rebinding what it is given: donating would delete those values there")
+    if f is not None and f.parent is None:
+        given = [i for i, p in enumerate(f.params) if p in names]
+        for c in m.calls_by_name.get(f.name, ()):
+            for i in given:
+                a = c.args[i] if i < len(c.args) and not any(isinstance(x, ast.Starred) for x in c.args[:i + 1]) else None
+                if isinstance(a, ast.Name) and _read_after(m, c, a.id):
+                    return proof.unknown("old-unread", f"the call of `{f.name}` on line {c.lineno} passes `{a.id}` and "
+                                                       "reads it again afterwards: donating inside deletes it")
+    return proof.proven("old-unread", "no other name or container in its function keeps the rebound values, every "
+                                      "call of the step rebinds them, and no caller in this module reads what it "
+                                      "passed")
+
+
+_KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "setdefault"})
+
+
+def _root_name(e: ast.AST) -> Optional[str]:
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else None
+
+
+def _last(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _walk_statements(body: list) -> Iterator[ast.stmt]:
+    """The statements of a body, nested blocks included, not those of nested defs or classes."""
+    stack = list(reversed(body))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield n
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend(reversed(getattr(n, field, None) or []))
+        for h in getattr(n, "handlers", ()):
+            stack.extend(reversed(h.body))
+
+
+def _statement_block(m, node: ast.AST) -> Optional[tuple]:
+    """(block, index) of the statement of the enclosing function (or module) that holds ``node``."""
+    f = m.function_at(node)
+    body = f.node.body if f is not None and not isinstance(f.node, ast.Lambda) else m.tree.body
+    for block in _blocks_of(body):
+        for i, stmt in enumerate(block):
+            if stmt.lineno <= node.lineno <= (stmt.end_lineno or stmt.lineno) and any(n is node for n in ast.walk(stmt)):
+                if not isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
+                    return block, i
+    return None
+
+
+def _blocks_of(body: list) -> Iterator[list]:
+    yield body
+    for stmt in _walk_statements(body):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+        for h in getattr(stmt, "handlers", ()):
+            yield h.body
+
+
+def _names_bound_by_call(m, call: ast.Call) -> set:
+    found = _statement_block(m, call)
+    return _bound_by(found[0][found[1]]) if found else set()
+
+
+def _read_after(m, call: ast.Call, name: str) -> bool:
+    found = _statement_block(m, call)
+    if found is None:
+        return False
+    block, i = found
+    if name in _bound_by(block[i]):
+        return False
+    return _first_read(block[i + 1:], name) is not None
+
+
 def _blocks(tree: ast.AST) -> Iterator[list]:
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):

@@ -51,6 +51,11 @@ FACTS = {
                       "run outside a trace, each call traces it again and runs its passes op by op",
     "eager": "the code runs op by op outside any trace (module-level code, or a loop that calls compiled "
              "functions), so each JAX operation is compiled for every new input shape",
+    "training-state": "the rebound arguments are a model's training state: the compiled step applies an optimizer "
+                      "update (or a gradient step) to one of them, so the copies the call keeps alive are parameters "
+                      "and optimizer state",
+    "old-unread": "nothing keeps or reads the values a call would donate once it returns: no other name or "
+                  "container holds them, every call of the step rebinds them, and no caller reads what it passed",
     "donation-used": "the compiled function has an output the donated buffer can be reused for (computed from the "
                      "donated argument): only then does JAX delete the donated array",
     "compiled-once": "the compiled function is made once and its calls reuse the first trace (not a new "

@@ -1,0 +1,125 @@
+"""Whether a compiled step's rebound arguments are a model's training state (asked by JAX803).
+
+A step loop ``state = train_step(state, batch)`` without donation keeps the old and the new value
+of each rebound argument in device memory together. What that costs is the arguments' size: the
+parameters and optimizer state of a model (and, on a device, one copy per step in flight), or a
+few bytes for a PRNG key or a counter. The size is known only when the program runs, but what the
+values *are* is a fact of the step's body, by JAX's and the optimizer libraries' API:
+
+* ``state.apply_gradients(...)`` (flax's ``TrainState``): ``state`` holds parameters and
+  optimizer state;
+* ``optax.apply_updates(params, updates)``: ``params`` are parameters;
+* ``tx.update(grads, opt_state, ...)`` whose first argument is a gradient (the result of
+  ``jax.grad``/``jax.value_and_grad`` and their equinox and flax NNX forms): ``opt_state`` is an
+  optimizer's state;
+* ``jax.tree.map(f, params, grads)`` with a gradient among its trees: a hand-written gradient step.
+
+The fact is proven when one of these operands is computed from a parameter of the step that the
+loop rebinds; unknown otherwise (the step is not a def of this module, or no update of a rebound
+argument is in its body). A function of the model (``m``).
+"""
+
+from __future__ import annotations
+
+import ast
+from ... import names as N
+from . import callables, proof
+from ..python.syntax import unparse
+
+_UPDATE_METHOD = "apply_gradients"  # flax.training.train_state.TrainState (and its subclasses)
+
+
+def _names_bound(stmt: ast.AST) -> set:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _reads(expr: ast.AST, names: set) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+def _propagate(assigns: list, seeds: set, rounds: int = 3) -> set:
+    """``seeds`` and the names assignments compute from them (up to ``rounds`` rounds)."""
+    out = set(seeds)
+    for _ in range(rounds):
+        before = len(out)
+        for stmt in assigns:
+            if _reads(stmt.value, out):
+                out |= _names_bound(stmt)
+        if len(out) == before:
+            break
+    return out
+
+
+def _gradients(m, node: ast.AST, assigns: list) -> set:
+    """Names in ``node`` that hold a gradient: bound from a call of a gradient transform's product
+    (``jax.grad(loss)(p)``, or ``fn(p)`` with ``fn = jax.value_and_grad(loss)``), and names computed
+    from those (``grads = jax.lax.pmean(grads, "batch")``)."""
+    scope_of = m.scope_at
+
+    def transform(e: ast.AST) -> bool:
+        f = e.func if isinstance(e, ast.Call) else None
+        if f is not None and m.resolve(f, scope_of(e)) == N.PARTIAL and e.args:
+            f = e.args[0]
+        return f is not None and m.resolve(f, scope_of(e)) in N.GRADIENT_TRANSFORMS
+
+    products = {name for stmt in assigns if isinstance(stmt.value, ast.Call) and transform(stmt.value)
+                for name in _names_bound(stmt)}
+    seeds = set()
+    for stmt in assigns:
+        for c in ast.walk(stmt.value):
+            if isinstance(c, ast.Call) and ((isinstance(c.func, ast.Call) and transform(c.func))
+                                            or (isinstance(c.func, ast.Name) and c.func.id in products)):
+                seeds |= _names_bound(stmt)
+                break
+    return _propagate(assigns, seeds) if seeds else set()
+
+
+def _updated_operands(m, node: ast.AST, grads: set):
+    """(operand, update call) for each optimizer update in ``node``: what the update writes."""
+    for c in ast.walk(node):
+        if not isinstance(c, ast.Call):
+            continue
+        f = c.func
+        if isinstance(f, ast.Attribute) and f.attr == _UPDATE_METHOD:
+            yield f.value, c
+            continue
+        qn = m.resolve(f, m.scope_at(c))
+        if qn == "optax.apply_updates" and c.args:
+            yield c.args[0], c
+        elif qn in N.TREE_MAPS and len(c.args) >= 3 and grads and any(_reads(a, grads) for a in c.args[1:]):
+            for a in c.args[1:]:
+                if not _reads(a, grads):
+                    yield a, c
+        elif (isinstance(f, ast.Attribute) and f.attr == "update" and len(c.args) >= 2 and grads
+              and _reads(c.args[0], grads)):
+            for a in c.args[1:3]:
+                yield a, c
+
+
+def training_state(m, call: ast.Call, wrap, positions: list, keywords: list) -> "proof.Fact":
+    """Whether the arguments ``call`` passes at ``positions``/``keywords`` (the ones the loop
+    rebinds) are a model's training state: see the module docstring."""
+    funcs = [wrap.func] if wrap.func is not None else (
+        callables.local_functions(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else [])
+    spelled = unparse(call.func, 40)
+    if len(funcs) != 1 or isinstance(funcs[0].node, ast.Lambda):
+        return proof.unknown("training-state", f"`{spelled}` is not a def of this module: what its rebound arguments "
+                                               "hold (a model's parameters, or a key or a counter) is not known")
+    f = funcs[0]
+    params = wrap.static_layout(call)[0]
+    seeds = {params[i] for i in positions if 0 <= i < len(params)} | set(keywords)
+    assigns = [n for n in ast.walk(f.node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+               and n.value is not None]
+    derived = _propagate(assigns, seeds)
+    grads = _gradients(m, f.node, assigns)
+    for operand, update in _updated_operands(m, f.node, grads):
+        if _reads(operand, derived):
+            return proof.proven("training-state", f"`{f.name}` applies an optimizer update to "
+                                                  f"`{unparse(operand, 30)}` (`{unparse(update.func, 40)}` on line "
+                                                  f"{update.lineno}), computed from its argument: the rebound values "
+                                                  "are a model's parameters or optimizer state")
+    return proof.unknown("training-state", f"`{f.name}` applies no optimizer update or gradient step to an argument "
+                                           "the loop rebinds: what those hold (parameters, or a key or a counter), "
+                                           "and their size, is not known")
+

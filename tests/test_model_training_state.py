@@ -1,0 +1,198 @@
+"""Model fact: a compiled step's rebound arguments are a model's training state when its body applies
+an optimizer update or a gradient step to one of them (jaxlint/model/facts/trainingstate.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxlint.model.facts import donation
+from test_model import build
+
+HEAD = """
+import functools
+import jax
+import jax.numpy as jnp
+import optax
+from optax import apply_updates as au
+
+tx = optax.sgd(0.1)
+
+def loss(p, b):
+    return jnp.sum(p * b)
+"""
+
+CASES = {
+    # a flax TrainState: apply_gradients on the argument
+    "train_state": ("""
+@jax.jit
+def step(state, batch):
+    grads = jax.grad(loss)(state.params, batch)
+    return state.apply_gradients(grads=grads)
+""", "state = step(state, b)", "proven"),
+    # optax.apply_updates on a name computed from the argument, imported under another name
+    "apply_updates_alias": ("""
+@jax.jit
+def step(params, batch):
+    p = params
+    updates = jax.tree.map(jnp.negative, batch)
+    return au(p, updates)
+""", "params = step(params, b)", "proven"),
+    # an optimizer's update(grads, opt_state): the second argument is optimizer state
+    "opt_state_update": ("""
+@jax.jit
+def step(opt_state, params, batch):
+    fn = jax.value_and_grad(loss)
+    value, grads = fn(params, batch)
+    updates, opt_state = tx.update(grads, opt_state)
+    return opt_state, value
+""", "opt_state, value = step(opt_state, params, b)", "proven"),
+    # a hand-written gradient step with a tree map
+    "tree_map_sgd": ("""
+@jax.jit
+def step(params, batch):
+    grads = jax.grad(loss)(params, batch)
+    grads = jax.lax.pmean(grads, "i")
+    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+""", "params = step(params, b)", "proven"),
+    # the step jitted by a call: jax.pmap(f)
+    "pmap_of_def": ("""
+def _step(params, batch):
+    grads = jax.grad(loss)(params, batch)
+    return optax.apply_updates(params, grads)
+step = jax.pmap(_step, axis_name="i")
+""", "params = step(params, b)", "proven"),
+    # near misses: a key and noise rebound, no update
+    "key_only": ("""
+@jax.jit
+def step(key, x):
+    key, sub = jax.random.split(key)
+    return key, x + jax.random.normal(sub, x.shape)
+""", "key, x = step(key, x)", "unknown"),
+    # the update is applied to a global, not to the rebound argument (a counter)
+    "update_of_other": ("""
+PARAMS = jnp.ones(3)
+@jax.jit
+def step(count, batch):
+    grads = jax.grad(loss)(PARAMS, batch)
+    return count + 1, optax.apply_updates(PARAMS, grads)
+""", "count, new = step(count, b)", "unknown"),
+    # an `update` method whose first argument is no gradient (a dict's, a buffer's)
+    "update_not_optimizer": ("""
+@jax.jit
+def step(buf, batch):
+    stats = {}
+    stats.update(batch, buf)
+    return buf + 1
+""", "buf = step(buf, b)", "unknown"),
+    # a tree map of the argument with no gradient among its trees
+    "tree_map_no_grad": ("""
+@jax.jit
+def step(params, batch):
+    return jax.tree.map(lambda p, q: p + q, params, batch)
+""", "params = step(params, b)", "unknown"),
+    # the step is a lambda, not a def: what it does is not read
+    "lambda": ("""
+step = jax.jit(lambda s, b: s - b)
+""", "s = step(s, b)", "unknown"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_training_state_fact(case):
+    body, assign, status = CASES[case]
+    names = assign.split(" = ")[1].split("(")[1].rstrip(")").replace(" ", "")
+    src = HEAD + body + f"\ndef train({names}, batches):\n    for b in batches:\n        {assign}\n"
+    _, m = build(src)
+    [r] = donation.rebinding_without_donation(m)
+    from jaxlint.model.facts import trainingstate
+
+    fact = trainingstate.training_state(m, r.call, r.wrap, r.positions, r.keywords)
+    assert fact.name == "training-state"
+    assert fact.status == status, fact.why
+    if status == "proven":
+        assert "optimizer update" in fact.why
+
+
+STEP = """
+import jax
+import optax
+
+@jax.jit
+def step(params, batch):
+    grads = jax.grad(lambda p: (p * batch).sum())(params)
+    return optax.apply_updates(params, grads)
+"""
+
+UNREAD = {
+    "plain": ("""
+def train(params, batches):
+    for b in batches:
+        params = step(params, b)
+    return params
+""", "proven"),
+    # another name keeps a step's output: donating it at the next step deletes what that name holds
+    "alias": ("""
+def train(params, batches):
+    best = None
+    for b in batches:
+        params = step(params, b)
+        best = params
+    return best
+""", "unknown"),
+    "chained": ("""
+def train(init, batches):
+    params = average = init()
+    for b in batches:
+        params = step(params, b)
+    return average
+""", "unknown"),
+    "kept_in_a_list": ("""
+def train(params, batches):
+    history = []
+    for b in batches:
+        params = step(params, b)
+        history.append(params)
+    return history
+""", "unknown"),
+    # an evaluation call of the same step that does not rebind its argument
+    "other_call": ("""
+def train(params, batches, val):
+    for b in batches:
+        params = step(params, b)
+    return step(params, val)
+""", "unknown"),
+    # the loop's function is called twice with the same value by a caller of the module
+    "caller_reads": ("""
+def train(params, batches):
+    for b in batches:
+        params = step(params, b)
+    return params
+
+def main(params, batches):
+    a = train(params, batches)
+    b = train(params, batches)
+    return a, b
+""", "unknown"),
+    "caller_rebinds": ("""
+def train(params, batches):
+    for b in batches:
+        params = step(params, b)
+    return params
+
+def main(params, batches):
+    params = train(params, batches)
+    params = train(params, batches)
+    return params
+""", "proven"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREAD))
+def test_old_values_unread_fact(case):
+    body, status = UNREAD[case]
+    _, m = build(STEP + body)
+    rs = [r for r in donation.rebinding_without_donation(m)]
+    assert rs
+    fact = donation.old_values_unread(m, rs[0])
+    assert fact.name == "old-unread"
+    assert fact.status == status, fact.why
