@@ -72,12 +72,18 @@ def variant(source: str, plain: str, donated: str, donate: bool) -> str:
     return source + PEAK
 
 
-def run(path: str, trace: bool) -> tuple:
+def run(path: str, trace: bool, patch: tuple = ()) -> tuple:
+    """``patch``: ``NAME=INT`` settings of jaxlint/trace/steps.py for the traced run (an experiment on
+    how the watcher's own work changes what it measures), else the shipped ones."""
     cmd = [sys.executable, path]
     out = path + ".json"
     if trace:
-        cmd = [sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json", "-o", out,
-               "--donation-threshold", "0", path]
+        args = ["trace", "--no-static", "--format", "json", "-o", out, "--donation-threshold", "0", path]
+        cmd = [sys.executable, "-m", "jaxlint", *args]
+        if patch:
+            sets = "; ".join(f"s.{p.split('=')[0]} = {int(p.split('=')[1])}" for p in patch)
+            cmd = [sys.executable, "-c", f"import sys; import jaxlint.trace.steps as s; {sets}; "
+                   f"from jaxlint.cli import main; sys.exit(main({args!r}))"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     peak = [json.loads(line[5:]) for line in proc.stdout.splitlines() if line.startswith("PEAK ")]
     if proc.returncode != 0 or not peak:
@@ -89,6 +95,8 @@ def run(path: str, trace: bool) -> tuple:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--patch", action="append", default=[], metavar="NAME=INT",
+                    help="a setting of jaxlint/trace/steps.py for the traced run (PEAK_CALLS=4)")
     ap.add_argument("programs", nargs="*", default=list(PROGRAMS))
     args = ap.parse_args()
     rows = []
@@ -102,14 +110,14 @@ def main() -> int:
                     fh.write(variant(source, plain, donated, donate))
             undonated, _ = run(paths[False], trace=False)
             donated_peak, _ = run(paths[True], trace=False)
-            traced_peak, report = run(paths[False], trace=True)
+            traced_peak, report = run(paths[False], trace=True, patch=tuple(args.patch))
             advice = [d for d in report["memory"]["donation"] if d["function"] == fn]
             d = advice[0] if advice else {}
             a, b = undonated["peak_bytes_in_use"], donated_peak["peak_bytes_in_use"]
             measured = a - b if a is not None and b is not None else None
             figure = (d.get("device_peak_saving") if d.get("device_peak_saving") is not None
                       else d.get("compiled_saving"))
-            row = {"program": name, "backend": undonated["backend"], "peak_undonated": a, "peak_donated": b,
+            row = {"program": name, "patch": args.patch, "backend": undonated["backend"], "peak_undonated": a, "peak_donated": b,
                    "peak_under_trace": traced_peak["peak_bytes_in_use"], "measured_change": measured,
                    "advice_figure": d.get("figure"), "device_saving": d.get("device_saving"),
                    "device_peak_saving": d.get("device_peak_saving"), "peak_in_calls": d.get("peak_in_calls"),

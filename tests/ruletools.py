@@ -12,9 +12,10 @@ from jaxlint.engine import check_path, check_source
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 
 
-# Opt-in rules that fire on ordinary code every other rule's tests contain: JAX803 (missing-donation,
-# --pedantic) reports every step loop whose jitted step rebinds undonated arguments. The helpers
-# leave them out unless a test asks for that code (``findings(src, "JAX803")``, an expect mark).
+# Rules that fire on ordinary code every other rule's tests contain: JAX803 (missing-donation) reports
+# every step loop whose jitted step rebinds undonated arguments (by default where the step applies an
+# optimizer update, else with --pedantic). The helpers leave them out unless a test asks for that code
+# (``findings(src, "JAX803")``, an expect mark).
 EVERYWHERE_OPT_IN = frozenset({"JAX803"})
 
 

@@ -19,9 +19,10 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FOLDERS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and re.match(r"JAX\d{3}_", p.name))
 FILES = sorted(FIXTURES.glob("*/bad.py")) + sorted(FIXTURES.glob("*/good.py"))
 
-# Opt-in rules checked on their own folder only (ruletools.EVERYWHERE_OPT_IN): JAX803 reports every
-# step loop whose jitted step rebinds undonated arguments, which the other families' fixtures
-# contain on purpose (their train loops); marking each would say nothing about JAX803.
+# Rules checked on their own folder only (ruletools.EVERYWHERE_OPT_IN): JAX803 reports every step loop
+# whose jitted step rebinds undonated arguments (opt-in where no optimizer update is shown), which the
+# other families' fixtures contain on purpose (their train loops, whose steps now donate where JAX803
+# would be default); marking each would say nothing about JAX803.
 OWN_FOLDER_ONLY = EVERYWHERE_OPT_IN
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*(\(opt-in\))?\s*$")
