@@ -81,6 +81,22 @@ def test_the_other_removed_names():
     """)
 
 
+def test_jax_core_canonicalize_shape_removed_in_0_4_31():
+    """Read from jax-ml/jax's tags: deprecated at 0.4.24, None in ``_deprecations`` at 0.4.31 (fresh set L)."""
+    assert_marked("""
+        import jax
+        from jax import core
+
+        class Param:
+            def __init__(self, shape):
+                self.shape = jax.core.canonicalize_shape(shape)  # expect: JAX404
+                self.again = core.canonicalize_shape(shape)  # expect: JAX404
+                self.kept = core.ShapedArray(shape, "float32")
+    """)
+    [msg] = messages("import jax\nx = jax.core.canonicalize_shape((2,))\n", "JAX404")
+    assert "removed in JAX 0.4.31" in msg
+
+
 def test_the_jax_api_module_removed_in_0_2_21():
     assert_marked("""
         from jax.api import jit, grad  # expect: JAX404

@@ -123,6 +123,11 @@ def _tree(old: str, new: str) -> Removed:
 #   issue 13487). Read from the sdists of PyPI on 2026-12-06: jax/experimental/__init__.py of 0.4.10 still
 #   imports it as ``_deprecated_PartitionSpec``, of 0.4.11 no longer. Found on fresh set I's first look by its
 #   blind catalogue (bloom-jax-inference's scripts: `from jax.experimental import PartitionSpec` fails at import).
+# - jax.core.canonicalize_shape (with dimension_as_value, definitely_equal, symbolic_equal_dim): deprecated in
+#   0.4.24 (jax/core.py at jax-v0.4.24 maps it to a deprecation warning; plain at jax-v0.4.23), removed in 0.4.31
+#   (changelog 0.4.31, "From jax.core: removed canonicalize_shape, ..."; the ``_deprecations`` entry is None at
+#   jax-v0.4.31); read from the git tags of jax-ml/jax on 2026-12-06. Found on fresh set L's blind catalogue
+#   (a module's parameter initializers call it on every shape).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -167,6 +172,7 @@ TABLE = {e.name: e for e in (
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.random.KeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.core.canonicalize_shape", (0, 4, 31), "a tuple of Python ints (`tuple(int(d) for d in shape)`)"),
     Removed("jax.lib.xla_bridge.get_backend", (0, 8, 0), "`jax.extend.backend.get_backend()` "
             "(`jax.default_backend()` for its `.platform`)"),
     Removed("jax.lib.xla_bridge.get_compile_options", (0, 8, 0), "`jax.extend.backend.get_compile_options`"),
