@@ -355,7 +355,8 @@ def test_jax803_step_results_rebinding_their_arguments_without_donation_are_opt_
 
 def test_jax803_training_steps_are_default():
     """A step that applies an optimizer update to what the loop rebinds: flax's apply_gradients,
-    optax's apply_updates and an optimizer's update(grads, opt_state), a tree-map gradient step."""
+    optax's apply_updates and an optimizer's update(grads, opt_state), a tree-map gradient step. An
+    empty ``donate_argnums=()`` donates nothing (fresh set K's pmapped steps)."""
     assert_marked("""
     import functools
     import jax
@@ -373,7 +374,7 @@ def test_jax803_training_steps_are_default():
         updates, opt_state = tx.update(grads, opt_state)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    p_update = jax.pmap(update, axis_name="batch")  # expect: JAX803
+    p_update = jax.pmap(update, axis_name="batch", donate_argnums=())  # expect: JAX803
 
     @jax.jit  # expect: JAX803
     def sgd(params, batch):

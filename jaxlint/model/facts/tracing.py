@@ -292,8 +292,8 @@ def _lax_arity(qn: str, call: ast.Call) -> Optional[int]:
 
 def _statics(wrap: JitWrap, call: ast.Call) -> None:
     for kw in call.keywords:
-        if kw.arg is None or kw.arg in ("donate_argnums", "donate_argnames", "donate"):
-            wrap.donation_declared = True
+        if kw.arg is None or (kw.arg in ("donate_argnums", "donate_argnames", "donate") and not _empty(kw.value)):
+            wrap.donation_declared = True  # ``donate_argnums=()`` (a literal empty tuple or list) donates nothing
         if kw.arg == "inline" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
             wrap.inline = True
         if kw.arg in ("static_argnums", "static_broadcasted_argnums"):
@@ -304,6 +304,10 @@ def _statics(wrap: JitWrap, call: ast.Call) -> None:
             wrap.donate_argnums |= _int_set(kw.value)
         elif kw.arg == "donate_argnames":
             wrap.donate_argnames |= _str_set(kw.value)
+
+
+def _empty(value: ast.AST) -> bool:
+    return isinstance(value, (ast.Tuple, ast.List)) and not value.elts
 
 
 def _spelling(func: ast.AST, m: ModuleModel, scope: Scope) -> str:
