@@ -4294,6 +4294,26 @@ def test_carried_state_is_not_a_name_rebound_earlier_in_the_same_iteration():
     assert W.carried_state(m, m.loops[1]) == {"state"}
 
 
+def test_carried_state_through_an_eager_optimizer_update():
+    """``state = state.apply_gradients(grads=g)`` outside jit threads ``state`` (fresh set K: an eager
+    training loop was taken for a loop over items, its JAX701 opt-in); ``tx.update`` of a list's
+    ``update`` does not."""
+    tree, m = build("""
+        import jax
+
+        def train(state, batches, loss_fn):
+            for batch in batches:
+                loss, grad = jax.value_and_grad(loss_fn)(state.params, batch)
+                state = state.apply_gradients(grads=grad)
+
+        def gather(seen, batches):
+            for batch in batches:
+                seen = seen.union(batch)
+    """)
+    assert W.carried_state(m, m.loops[0]) == {"state"}
+    assert W.carried_state(m, m.loops[1]) == set()
+
+
 def test_element_reads_of_a_loop_invariant_jax_array():
     tree, m = build("""
         import jax

@@ -312,7 +312,8 @@ def iteration_program(m, loop: Loop) -> Optional[ast.Call]:
 
 def carried_state(m, loop: Loop) -> set:
     """Names the loop threads through its JAX calls: assigned in the body from a call of
-    compiled or JAX code that takes them (``params, loss = train_step(params, batch)``)."""
+    compiled or JAX code that takes them (``params, loss = train_step(params, batch)``), or from
+    an optimizer update of them (``state = state.apply_gradients(grads=g)``)."""
     memo = work_memo(m)
     key = ("carried", id(loop))
     if key in memo:
@@ -335,10 +336,13 @@ def carried_state(m, loop: Loop) -> set:
                 continue
             call = sub.value
             scope = m.scope_at(call)
-            if callables.callable_info(m, call.func, scope) is None and not V.is_jax(m, call, scope):
+            update = _is_update(call, m.conventions)  # ``state = state.apply_gradients(grads=g)``: the receiver too
+            if not update and callables.callable_info(m, call.func, scope) is None and not V.is_jax(m, call, scope):
                 continue
-            args = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
-                    for n in walk(a) if isinstance(n, ast.Name)}
+            parts = [*call.args, *(k.value for k in call.keywords)]
+            if update and isinstance(call.func, ast.Attribute):
+                parts.append(call.func.value)
+            args = {n.id for a in parts for n in walk(a) if isinstance(n, ast.Name)}
             out |= (targets & args) - before
             for t in targets:
                 inputs.setdefault(t, set()).update(args)
