@@ -408,7 +408,7 @@ NUMPY_TRACER_SAFE = NUMPY_METADATA | {
 TIMERS = {
     "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
     "time.monotonic_ns", "time.process_time", "timeit.default_timer", "timeit.timeit", "timeit.repeat",
-    "timeit.Timer",
+    "timeit.Timer", "datetime.datetime.now", "datetime.datetime.utcnow",
 }
 
 CACHE_DECORATORS = {"functools.cache", "functools.lru_cache", "functools.cached_property"}

@@ -1592,6 +1592,14 @@ def test_jax204_spellings_of_an_unwaited_measurement():
             print(tt)
             st = time.time()
         return x
+
+    def wall_clock(x, n):
+        import datetime
+        s = datetime.datetime.now()
+        for _ in range(n):
+            y = step(x)
+        e = datetime.datetime.now()  # expect: JAX204
+        return (e - s).total_seconds() / n
     """)
 
 
