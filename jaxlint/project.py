@@ -479,7 +479,7 @@ class ProjectResolver:
         for other, data in self._project_texts(root, every_kind=True):
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
-                if not only_imported(other, data, name):
+                if not only_imported(other, data, name, path):
                     return True
         return False
 

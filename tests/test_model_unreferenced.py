@@ -179,3 +179,29 @@ def test_any_rule_in_a_py_function_nothing_refers_to_is_opt_in(tmp_path, capsys)
     (tmp_path / ".git").rmdir()
     main(["check", "--no-cache", "--select", "JAX201", "--format", "json", path])
     assert sorted(f["line"] for f in json.loads(capsys.readouterr().out)) == [10, 15]
+
+
+def test_another_modules_function_of_the_same_name_is_no_reference(tmp_path):
+    """``jax.random.uniform`` or ``from numpy.random import uniform`` in another file does not refer to
+    ``init.py``'s ``uniform`` (fresh set L: a vendored initializer module nothing calls); the owner's
+    module imported and used (``init.uniform``), or an attribute of an unknown object, does."""
+    from jaxlint.model.python.unreferenced import only_imported
+
+    owner = str(tmp_path / "pkg/init.py")
+    other = str(tmp_path / "run.py")
+
+    def refers(src: str) -> bool:
+        return not only_imported(other, src.encode(), "uniform", owner)
+
+    assert not refers("import jax\nx = jax.random.uniform(k, (2,))\n")
+    assert not refers("from numpy.random import uniform\nx = uniform(0, 1)\n")
+    assert not refers("import numpy as np\nfrom jax import random\nx = np.random.uniform() + random.uniform(k)\n")
+    assert refers("from pkg import init\nw = init.uniform(k, (2,))\n")
+    assert refers("import pkg.init as I\nw = I.uniform(k, (2,))\n")
+    assert refers("from pkg.init import uniform\nw = uniform(k, (2,))\n")
+    assert refers("w = layers.uniform(k, (2,))\n")  # an object we cannot tell from the owner's module
+    assert refers("fn = 'uniform'\n")
+    # a notebook's cells are read the same way
+    nb = json.dumps({"cells": [{"cell_type": "code", "source": "%matplotlib inline\nimport jax\njax.random.uniform(k)"}],
+                     "nbformat": 4, "nbformat_minor": 5, "metadata": {}})
+    assert only_imported(str(tmp_path / "demo.ipynb"), nb.encode(), "uniform", owner)

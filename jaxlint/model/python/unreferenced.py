@@ -142,26 +142,73 @@ def _mentioned(node: ast.AST) -> Optional[str]:
         return (node.asname or node.name).split(".")[-1]
     return None
 
-def only_imported(path: str, data: bytes, name: str) -> bool:
+def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     """Whether a module (not a package's ``__init__.py``, whose imports are its API) spells
-    ``name`` only to import it (``from utils import all_gather``) and never uses it: an unused
-    import is no reference. Anything else, a notebook or a file that does not parse included,
-    counts as a use."""
-    if not path.endswith(".py") or os.path.basename(path) == "__init__.py":
+    ``name`` without referring to the function of the module ``owner`` (its path) that bears it:
+    only to import it and never use it (``from utils import all_gather``: an unused import), or
+    only as another module's name (``jax.random.uniform``, ``from numpy.random import uniform``,
+    when ``owner``'s module is ``init.py`` and this file imports no module of that name).
+    Anything else, a notebook or a file that does not parse included, counts as a use."""
+    if path.endswith(".ipynb"):
+        try:
+            from ... import notebook  # a notebook's code cells, read as jaxlint reads them
+
+            tree = ast.parse(notebook.join(notebook.read_cells(data)).text)
+        except Exception:  # not a notebook jaxlint can read: counts as a use
+            return False
+    elif not path.endswith(".py") or os.path.basename(path) == "__init__.py":
         return False
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return False
+    else:
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            return False
+    stem = os.path.splitext(os.path.basename(owner))[0] if owner else ""
+    foreign = _foreign_modules(tree, stem) if stem else {}
     imported = False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == name or alias.asname == name:
+                    if stem and node.module and node.level == 0 and node.module.split(".")[-1] != stem:
+                        foreign[alias.asname or alias.name] = node.module  # another module's function
+                        continue
                     if alias.asname not in (None, name):
                         return False  # used under another name: not followed
                     imported = True
-        elif name in (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "value", None)) \
+        elif isinstance(node, ast.Attribute) and node.attr == name:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id in foreign):
+                return False  # an attribute of something that may be the owner's module
+        elif isinstance(node, ast.Name) and node.id == name:
+            if name not in foreign:
+                return False
+        elif name == getattr(node, "value", None) \
                 or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name):
-            return False  # a Name, an attribute, a string, or a definition of its own
-    return imported
+            return False  # a string, or a definition of its own
+    return True if foreign else imported
+
+
+def _foreign_modules(tree: ast.Module, stem: str) -> dict:
+    """Names bound to modules whose last part is not ``stem`` (``import jax``, ``import numpy as
+    np``, ``from jax import random``), when no import of the file names a module ``stem``: there,
+    ``random.uniform`` is not the owner's function."""
+    out: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if stem in alias.name.split("."):
+                    return {}
+                out[alias.asname or alias.name.split(".")[0]] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or stem in (node.module or "").split("."):
+                if any(a.name == stem for a in node.names) or stem in (node.module or "").split("."):
+                    return {}
+            for alias in node.names:
+                if alias.name == stem:
+                    return {}
+                if node.level == 0 and node.module:
+                    out.setdefault(alias.asname or alias.name, f"{node.module}.{alias.name}")
+    return out
