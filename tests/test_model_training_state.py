@@ -61,6 +61,13 @@ def _step(params, batch):
     return optax.apply_updates(params, grads)
 step = jax.pmap(_step, axis_name="i")
 """, "params = step(params, b)", "proven"),
+    # a partial binds the first parameter: the call's first argument is the state
+    "pmap_of_partial": ("""
+def _step(apply_fn, state, batch):
+    grads = jax.grad(lambda p: apply_fn(p, batch).sum())(state.params)
+    return state.apply_gradients(grads=grads)
+step = jax.pmap(functools.partial(_step, None), axis_name="i")
+""", "state = step(state, b)", "proven"),
     # near misses: a key and noise rebound, no update
     "key_only": ("""
 @jax.jit

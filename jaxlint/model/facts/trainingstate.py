@@ -108,7 +108,10 @@ def training_state(m, call: ast.Call, wrap, positions: list, keywords: list) -> 
                                                "hold (a model's parameters, or a key or a counter) is not known")
     f = funcs[0]
     params = wrap.static_layout(call)[0]
-    seeds = {params[i] for i in positions if 0 <= i < len(params)} | set(keywords)
+    # ``jax.pmap(partial(train_step, model.apply))``: the call's arguments bind the parameters after those
+    # the partial binds (donate_argnums counts the call's own arguments)
+    bound = callables.bound_positionals(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else 0
+    seeds = {params[i + bound] for i in positions if 0 <= i + bound < len(params)} | set(keywords)
     assigns = [n for n in ast.walk(f.node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                and n.value is not None]
     derived = _propagate(assigns, seeds)
