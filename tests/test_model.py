@@ -856,6 +856,8 @@ import jax.numpy as jnp
 def train_step(p, b):
     return p - b, jnp.sum(b)
 
+eval_step = jax.jit(lambda p, b: (p, jnp.sum(b)))
+
 def train(p, epochs, batches, metrics):
     for epoch in range(epochs):
         for b in batches:
@@ -867,6 +869,12 @@ def train(p, epochs, batches, metrics):
         after_steps(loss)
     for name in metrics:
         no_jax(name)
+    for step, b in enumerate(batches):
+        p, loss = eval_step(p, b)
+        with_eval(loss)
+        if step % 100 == 0:
+            for e in batches:
+                eval_step(p, e)
     return p
 """
 
@@ -874,7 +882,7 @@ def train(p, epochs, batches, metrics):
 def test_hot_loop_is_the_innermost_loop_running_jax_work():
     tree, m = build(_NEST)
     step_loop = m.context(call_to(tree, "train_step")).loops[-1]
-    assert step_loop.node.lineno == 11
+    assert step_loop.node.lineno == 13
     assert loopfacts.hot_loop(m, m.context(call_to(tree, "in_step"))) is step_loop
     # A small host-side loop inside the step loop: the step loop is still the one that counts; so too
     # beside a comprehension that converts the parts of one result (fresh set K: a VQGAN's losses).
@@ -883,6 +891,8 @@ def test_hot_loop_is_the_innermost_loop_running_jax_work():
     assert loopfacts.hot_loop(m, m.context(call_to(tree, "after_steps"))) is None
     # A loop with no JAX work at all.
     assert loopfacts.hot_loop(m, m.context(call_to(tree, "no_jax"))) is None
+    # An evaluation loop under a periodic `if` runs now and then: the step loop stays the hot one.
+    assert loopfacts.hot_loop(m, m.context(call_to(tree, "with_eval"))) is m.context(call_to(tree, "with_eval")).loops[-1]
 
 
 def test_loop_runs_jax_work():

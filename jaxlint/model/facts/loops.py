@@ -408,10 +408,20 @@ def hot_loop(m, ctx: Context) -> Optional[Loop]:
     for loop in reversed(ctx.loops):
         if loop.bounded or not loop_runs_jax_work(m, loop):
             continue
-        if any(ch.kind != "comprehension" and loop_runs_jax_work(m, ch) for ch in effective_children(m, loop)):
+        if any(ch.kind != "comprehension" and loop_runs_jax_work(m, ch) and not _now_and_then(m, ch, loop)
+               for ch in effective_children(m, loop)):
             return None
         return loop
     return None
+
+
+def _now_and_then(m, child: Loop, loop: Loop) -> bool:
+    """Whether the nested loop ``child`` runs only under a periodic ``if`` of ``loop`` (an evaluation
+    pass every N steps): it does not make ``loop`` an outer loop."""
+    from .periodicity import periodic_guard  # periodicity reads loops' facts: imported here, when asked
+
+    ctx = m.context(child.node)
+    return ctx is not None and periodic_guard(m, ctx, loop)
 
 
 def rebound_each_iteration(m, name: str, event, loop: Loop) -> bool:
