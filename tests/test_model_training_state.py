@@ -161,6 +161,32 @@ def train(params, batches):
         history.append(params)
     return history
 """, "unknown"),
+    # a value computed from it handed to another thread (cleanba: the learner's params for the actors)
+    "queued_copy": ("""
+def train(params, batches, queue):
+    for b in batches:
+        params = step(params, b)
+        queue.put(jax.device_put(params["w"], None))
+    return params
+""", "unknown"),
+    # a value computed from it (new arrays) kept in a list: nothing shares the donated buffers
+    "computed_kept": ("""
+def train(params, batches):
+    losses = []
+    for b in batches:
+        params = step(params, b)
+        losses.append(jax.numpy.sum(params["w"] * b))
+    return losses
+""", "proven"),
+    # the same arrays twice in the state: donating it fails ("donate the same buffer twice")
+    "same_arrays_twice": ("""
+def train(init, batches, State):
+    p = init()
+    params = State(p, p)
+    for b in batches:
+        params = step(params, b)
+    return params
+""", "unknown"),
     # an evaluation call of the same step that does not rebind its argument
     "other_call": ("""
 def train(params, batches, val):

@@ -285,9 +285,17 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
                                                    "two names: donating one deletes the other's")
         for c in ast.walk(stmt) if isinstance(stmt, (ast.Expr, ast.Assign)) else ():
             if (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _KEEPERS
-                    and any(_root_name(a) in names for a in c.args)):
-                return proof.unknown("old-unread", f"`{unparse(c, 50)}` on line {c.lineno} keeps a value the step "
-                                                   "would donate")
+                    and any(_may_share(a, names) for a in c.args)):
+                # ``queue.put(jax.device_put(unreplicate(state.params), dev))``: a value computed from it may
+                # share its buffers (another thread reads them while the next call donates them)
+                return proof.unknown("old-unread", f"`{unparse(c, 50)}` on line {c.lineno} keeps a value computed "
+                                                   "from what the step would donate, which may share its buffers")
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and stmt.value is not r.call \
+                and _bound_names(stmt) & names:
+            twice = _twice(stmt.value)
+            if twice is not None:
+                return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} puts `{twice}` in "
+                                                   "twice: JAX refuses to donate the same buffer twice")
     for c in m.calls_by_name.get(_last(r.call.func), ()):
         if c is r.call or callables.callable_info(m, c.func, m.scope_at(c)) is not r.wrap:
             continue
@@ -310,7 +318,46 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
                                       "passed")
 
 
-_KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "setdefault"})
+_KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "setdefault"})
+
+
+# Calls that may give back their argument's own buffers: a device_put to the device it is on, flax's
+# unreplicate (an index, a view, in older JAX), a tree map (of an identity), jnp.asarray of an array.
+_PASS_THROUGH = frozenset({"device_put", "unreplicate", "tree_map", "map", "asarray", "block_until_ready"})
+
+
+def _may_share(e: ast.AST, names: set) -> bool:
+    """Whether ``e`` may hold the buffers of one of ``names``: the name, an attribute or item of it,
+    or one of those through a pass-through call (``jax.device_put(unreplicate(state.params), dev)``).
+    Any other computation (``loss_fn(params, x)``) makes new arrays."""
+    if isinstance(e, ast.Call):
+        f = e.func
+        last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        return last in _PASS_THROUGH and any(_may_share(a, names) for a in e.args)
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return any(_may_share(x, names) for x in e.elts)
+    if isinstance(e, ast.Dict):
+        return any(_may_share(x, names) for x in e.values)
+    return _root_name(e) in names
+
+
+def _bound_names(stmt) -> set:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _twice(value: ast.AST) -> Optional[str]:
+    """A name given twice among the direct parts of a call, tuple or list
+    (``TrainingState(params, params, opt_state)``), else None."""
+    parts = value.args + [k.value for k in value.keywords] if isinstance(value, ast.Call) else \
+        value.elts if isinstance(value, (ast.Tuple, ast.List)) else []
+    seen: set = set()
+    for p in parts:
+        if isinstance(p, ast.Name):
+            if p.id in seen:
+                return p.id
+            seen.add(p.id)
+    return None
 
 
 def _root_name(e: ast.AST) -> Optional[str]:
