@@ -149,12 +149,10 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     only as another module's name (``jax.random.uniform``, ``from numpy.random import uniform``,
     when ``owner``'s module is ``init.py`` and this file imports no module of that name).
     Anything else, a notebook or a file that does not parse included, counts as a use."""
-    if path.endswith(".ipynb"):
+    if path.endswith(".ipynb"):  # the project resolver hands a notebook's code cells as their text
         try:
-            from ... import notebook  # a notebook's code cells, read as jaxlint reads them
-
-            tree = ast.parse(notebook.join(notebook.read_cells(data)).text)
-        except Exception:  # not a notebook jaxlint can read: counts as a use
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
             return False
     elif not path.endswith(".py") or os.path.basename(path) == "__init__.py":
         return False
