@@ -137,14 +137,52 @@ def train(params, batches):
         params = step(params, b)
     return params
 """, "proven"),
-    # another name keeps a step's output: donating it at the next step deletes what that name holds
+    # another name keeps an older step's output (when the loss improved): the next step deletes it
     "alias": ("""
 def train(params, batches):
     best = None
     for b in batches:
         params = step(params, b)
-        best = params
+        if b.sum() > 0:
+            best = params
     return best
+""", "unknown"),
+    # bound anew after every step and read after the loop: the last step's value, never donated
+    "alias_every_step": ("""
+def train(params, batches):
+    for b in batches:
+        params = step(params, b)
+        last = params
+    return last
+""", "proven"),
+    # stored on an object after the loop: the last value, never donated
+    "stored_after": ("""
+class Trainer:
+    def fit(self, params, batches):
+        for b in batches:
+            params = step(params, b)
+        self.params = params
+""", "proven"),
+    # a checkpoint's copy taken by a tuple assignment in an outer loop and read at once, before the
+    # inner step loop donates again (pgx's AlphaZero)
+    "tuple_copy_before_inner_loop": ("""
+def train(params, opt, epochs, batches, save):
+    for e in range(epochs):
+        p0, o0 = jax.tree_util.tree_map(lambda x: x[0], (params, opt))
+        save(p0, o0)
+        for b in batches:
+            params = step(params, b)
+    return params
+""", "proven"),
+    # read in the next iteration before it is bound again, after the step donated it
+    "alias_read_next_iteration": ("""
+def train(params, batches):
+    last = params
+    for b in batches:
+        params = step(params, b)
+        print(last)
+        last = params
+    return last
 """, "unknown"),
     "chained": ("""
 def train(init, batches):

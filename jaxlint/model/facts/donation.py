@@ -275,11 +275,13 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
     for stmt in _walk_statements(body):
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            bound = {t.id for t in targets if isinstance(t, ast.Name)}
+            bound, stored = _plain_targets(targets)
             root = _root_name(stmt.value)
-            if root in names and not (bound == {root} and len(targets) == 1):
-                return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps `{root}` under "
-                                                   "another name: donating would delete what it holds")
+            if ((root in names and not (bound == {root} and len(targets) == 1)) or (
+                    root is None and not bound & names and _may_share(stmt.value, names))) \
+                    and _alias_read_during(stmt, None if stored else bound - names, r.loop.node, r.call, body):
+                return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps what the step "
+                                                   "would donate under another name: donating would delete what it holds")
             if len(targets) > 1 and bound & names and stmt.value is not r.call:
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} binds the same value to "
                                                    "two names: donating one deletes the other's")
@@ -358,6 +360,54 @@ def _twice(value: ast.AST) -> Optional[str]:
                 return p.id
             seen.add(p.id)
     return None
+
+
+def _plain_targets(targets: list) -> tuple:
+    """(the plain names assignment targets bind, through tuples and lists; whether a target stores into
+    an attribute or an item: ``self.best = params``, ``d["p"] = params``)."""
+    names, stored, stack = set(), False, list(targets)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+        else:
+            stored = True
+    return names, stored
+
+
+def _alias_read_during(stmt: ast.stmt, aliases: Optional[set], loop: ast.AST, call: ast.Call, body: list) -> bool:
+    """Whether an alias bound by ``stmt`` can be read after a call donated what it holds. Made after
+    the loop (a value saved at the end): no. Made in the loop after the call (a checkpoint's copy of
+    this step's state): only a read between the call and the alias's binding, in the next iteration,
+    sees a donated value, or, when it is bound only now and then, a read after the loop. Made before
+    the loop: any read from the loop on. An alias stored in a container or an attribute (``aliases``
+    None) is not followed: yes, unless it is made after the loop."""
+    end = getattr(loop, "end_lineno", None) or loop.lineno
+    if stmt.lineno > end:
+        return False
+    if aliases is None:
+        return True  # stored in a container or an attribute: its reads are not followed
+    in_loop_after = loop.lineno <= stmt.lineno and stmt.lineno > call.lineno
+    # bound at every iteration (directly in the loop's body): after the loop it holds the last step's
+    # value, which no call donated; bound under an ``if`` (``best = params`` when the loss improved): an
+    # older step's value, which a later call did donate
+    every = in_loop_after and any(stmt is x for x in getattr(loop, "body", ()))
+    for other in _walk_statements(body):
+        if other is stmt:
+            continue
+        for n in ast.walk(other):
+            if not (isinstance(n, ast.Name) and n.id in aliases and isinstance(n.ctx, ast.Load)):
+                continue
+            if not in_loop_after:
+                if n.lineno >= loop.lineno:
+                    return True
+            elif call.lineno <= n.lineno < stmt.lineno or (n.lineno > end and not every):
+                return True
+    return False
 
 
 def _root_name(e: ast.AST) -> Optional[str]:
