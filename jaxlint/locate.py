@@ -128,10 +128,13 @@ def _flat_layout(here: str, parts: list, isfile) -> Optional[str]:
     ``scripts/train.py`` of a project whose package is ``octo/`` at its root (installed from the
     project, ``pip install -e .``, so the import runs that file). The root is the nearest folder
     above ``here`` with ``pyproject.toml``, ``setup.py`` or ``setup.cfg``; the module is looked up
-    there only when the first part is a package folder of it."""
+    there only when the first part is a package folder of it, or, for a namespace package (a folder
+    without ``__init__.py``, fresh set M's minformer), when a module inside that folder is named."""
     root = _packaging_root(here)
-    if root is None or root == here or not isfile(_join(root, parts[0], "__init__.py")):
+    if root is None or root == here:
         return None
+    if not isfile(_join(root, parts[0], "__init__.py")) and len(parts) < 2:
+        return None  # a namespace package (no ``__init__.py``) only by a module inside it: ``minformer.model``
     return _module_file(root, parts, isfile)
 
 

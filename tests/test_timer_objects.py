@@ -137,3 +137,16 @@ def test_flat_layout_and_a_repository_folder_named_like_its_package(tmp_path):
     bare = tmp_path / "bare"  # no packaging file: no flat layout
     make_project(bare, {"octo/__init__.py": "", "octo/utils.py": "", "scripts/train.py": ""})
     assert locate_from(str(bare / "scripts"), "octo.utils", 0) is None
+
+
+def test_flat_layout_of_a_namespace_package(tmp_path):
+    """A package folder without ``__init__.py`` beside the scripts (fresh set M's minformer): a module
+    inside it is found; the folder alone, or a module name that is only a file at the root, is not."""
+    repo = tmp_path / "minformer"
+    make_project(repo, {"pyproject.toml": "", "minformer/model.py": "", "utils.py": "",
+                        "projects/charformer/train.py": ""})
+    here = str(repo / "projects/charformer")
+    assert locate_from(here, "minformer.model", 0) == str(repo / "minformer/model.py")
+    assert locate_from(here, "minformer", 0) is None
+    assert locate_from(here, "utils", 0) is None
+    assert locate_from(here, "minformer.missing", 0) is None
