@@ -293,6 +293,21 @@ class ProjectResolver:
         return self._full_answer(path, ("key", name, cls, index, kw),
                                  lambda model: remote_draw(model, name, cls, index, kw), None)
 
+    def training_update(self, path: str, name: str, positions: tuple, keywords: tuple) -> Optional[tuple]:
+        """Where the top-level function ``name`` of the project file ``path`` applies an optimizer update to
+        a value computed from its parameters at ``positions``/``keywords``: ``(name, operand, update,
+        line)`` (:func:`~jaxlint.model.facts.trainingstate.remote_update`), or None; read and fully
+        modelled once per process, as :meth:`runs_program`. A file that spells no update is not modelled."""
+        from .model.facts.trainingstate import remote_update
+
+        data = self._bytes(path)
+        if data is not None and b"apply_gradients" not in data and b"apply_updates" not in data \
+                and b"update" not in data:
+            self._note([("f", self._abspath(path), content_hash(data))])
+            return None
+        return self._full_answer(path, ("update", name, positions, keywords),
+                                 lambda model: remote_update(model, name, positions, keywords), None)
+
     def timer_method(self, path: str, cls: str, method: str) -> bool:
         """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a
         timer's context manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`); read

@@ -3,6 +3,8 @@ an optimizer update or a gradient step to one of them (jaxlint/model/facts/train
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from jaxlint.model.facts import donation
@@ -267,3 +269,70 @@ def test_old_values_unread_fact(case):
     fact = donation.old_values_unread(m, rs[0])
     assert fact.name == "old-unread"
     assert fact.status == status, fact.why
+
+
+HELPER = """
+import jax
+import jax.numpy as jnp
+
+def update_weights(weights, grads, state, lr):
+    def one(p, g, s):
+        return p - lr * g, s
+    updated = jax.tree_map(one, weights, grads, state)
+    return jax.tree.map(lambda _, u: u[0], weights, updated), jax.tree.map(lambda _, u: u[1], weights, updated)
+
+def loss(w, x):
+    return jnp.sum(w * x)
+
+def update_step(weights, x, opt_state, lr):
+    value, grads = jax.value_and_grad(loss)(weights, x)
+    weights, opt_state = update_weights(weights, grads, opt_state, lr)
+    return value, weights, opt_state
+
+def evaluate(weights, x, counter):
+    return loss(weights, x), counter + 1
+"""
+
+
+def test_an_update_made_by_a_helper_the_step_hands_the_gradient():
+    """``weights, opt = update_weights(weights, grads, opt)``: the helper's tree map of the gradient
+    updates the state (fresh set M's minformer); the gradient is not state, and state computed by
+    the helper is not a gradient."""
+    from jaxlint.model.facts import trainingstate
+
+    _, m = build(HELPER)
+    [f] = [g for g in m.functions if g.name == "update_step"]
+    operand, update = trainingstate.update_of(m, f, {"weights", "opt_state"})
+    assert ast.unparse(operand) == "weights" and ast.unparse(update.func) == "jax.tree_map"
+    [e] = [g for g in m.functions if g.name == "evaluate"]
+    assert trainingstate.update_of(m, e, {"counter"}) is None
+
+
+def test_a_step_of_another_module_of_the_project_is_read_there(tmp_path):
+    """``jax.jit(model.update_step)`` with ``import minformer.model as model`` (a namespace package
+    of the repository): the update is read in that module; a step there that updates nothing stays
+    unknown."""
+    from jaxlint.model import build_model as _build
+    from jaxlint.model.facts import trainingstate
+    from jaxlint.project import ProjectResolver
+    from ruletools import make_project
+
+    make_project(tmp_path, {"pyproject.toml": "", "minformer/model.py": HELPER, "scripts/train.py": """
+        import jax
+        import minformer.model as model
+
+        step = jax.jit(model.update_step)
+        count = jax.jit(model.evaluate)
+
+        def train(weights, opt_state, batches, c):
+            for x in batches:
+                loss, weights, opt_state = step(weights, x, opt_state, 0.1)
+                value, c = count(weights, x, c)
+    """})
+    path = tmp_path / "scripts/train.py"
+    m = _build(ast.parse(path.read_text()), path=str(path), project=ProjectResolver())
+    found = {r.call.lineno: trainingstate.training_state(m, r.call, r.wrap, r.positions, r.keywords)
+             for r in donation.rebinding_without_donation(m)}
+    step_line, count_line = sorted(found)
+    assert found[step_line].status == "proven" and "another module of the project" in found[step_line].why
+    assert found[count_line].status == "unknown"

@@ -22,6 +22,8 @@ argument is in its body). A function of the model (``m``).
 from __future__ import annotations
 
 import ast
+from typing import Optional
+
 from ... import names as N
 from . import callables, proof
 from ..python.syntax import unparse
@@ -51,7 +53,7 @@ def _propagate(assigns: list, seeds: set, rounds: int = 3) -> set:
     return out
 
 
-def _gradients(m, node: ast.AST, assigns: list) -> set:
+def _gradients(m, node: ast.AST, assigns: list, computed: Optional[list] = None) -> set:
     """Names in ``node`` that hold a gradient: bound from a call of a gradient transform's product
     (``jax.grad(loss)(p)``, or ``fn(p)`` with ``fn = jax.value_and_grad(loss)``), and names computed
     from those (``grads = jax.lax.pmean(grads, "batch")``)."""
@@ -71,6 +73,8 @@ def _gradients(m, node: ast.AST, assigns: list) -> set:
             if isinstance(c, ast.Call) and ((isinstance(c.func, ast.Call) and transform(c.func))
                                             or (isinstance(c.func, ast.Name) and c.func.id in products)):
                 seeds |= _names_bound(stmt)
+                if computed is not None:
+                    computed.append(stmt)  # ``(loss, aux), grads = ...``: gradients (and values), not state
                 break
     return _propagate(assigns, seeds) if seeds else set()
 
@@ -99,30 +103,102 @@ def _updated_operands(m, node: ast.AST, grads: set):
 
 def training_state(m, call: ast.Call, wrap, positions: list, keywords: list) -> "proof.Fact":
     """Whether the arguments ``call`` passes at ``positions``/``keywords`` (the ones the loop
-    rebinds) are a model's training state: see the module docstring."""
+    rebinds) are a model's training state: see the module docstring. The step may be a def of this
+    module, or a top-level function of another module of the project (``jax.jit(model.update_step)``
+    after ``from . import model``), read there."""
     funcs = [wrap.func] if wrap.func is not None else (
         callables.local_functions(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else [])
     spelled = unparse(call.func, 40)
+    bound = callables.bound_positionals(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else 0
     if len(funcs) != 1 or isinstance(funcs[0].node, ast.Lambda):
+        remote = _imported_step(m, wrap, positions, keywords, bound) if not funcs else None
+        if remote is not None:
+            name, operand, update, line = remote
+            return proof.proven("training-state", f"`{name}` (another module of the project) applies an optimizer "
+                                                  f"update to `{operand}` (`{update}` on line {line} there), computed "
+                                                  "from its argument: the rebound values are a model's parameters or "
+                                                  "optimizer state")
         return proof.unknown("training-state", f"`{spelled}` is not a def of this module: what its rebound arguments "
                                                "hold (a model's parameters, or a key or a counter) is not known")
     f = funcs[0]
     params = wrap.static_layout(call)[0]
     # ``jax.pmap(partial(train_step, model.apply))``: the call's arguments bind the parameters after those
     # the partial binds (donate_argnums counts the call's own arguments)
-    bound = callables.bound_positionals(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else 0
     seeds = {params[i + bound] for i in positions if 0 <= i + bound < len(params)} | set(keywords)
-    assigns = [n for n in ast.walk(f.node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-               and n.value is not None]
-    derived = _propagate(assigns, seeds)
-    grads = _gradients(m, f.node, assigns)
-    for operand, update in _updated_operands(m, f.node, grads):
-        if _reads(operand, derived):
-            return proof.proven("training-state", f"`{f.name}` applies an optimizer update to "
-                                                  f"`{unparse(operand, 30)}` (`{unparse(update.func, 40)}` on line "
-                                                  f"{update.lineno}), computed from its argument: the rebound values "
-                                                  "are a model's parameters or optimizer state")
+    found = update_of(m, f, seeds)
+    if found is not None:
+        operand, update = found
+        return proof.proven("training-state", f"`{f.name}` applies an optimizer update to "
+                                              f"`{unparse(operand, 30)}` (`{unparse(update.func, 40)}` on line "
+                                              f"{update.lineno}), computed from its argument: the rebound values "
+                                              "are a model's parameters or optimizer state")
     return proof.unknown("training-state", f"`{f.name}` applies no optimizer update or gradient step to an argument "
                                            "the loop rebinds: what those hold (parameters, or a key or a counter), "
                                            "and their size, is not known")
 
+
+def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 0) -> Optional[tuple]:
+    """``(operand, update call)`` of the first optimizer update in ``f``'s body of a value computed
+    from the parameters ``seeds`` (``grads_in``: parameters that hold a gradient), or None. The
+    update may be made by a function of the module the body hands a gradient and such a value
+    (``update_weights(weights, grads, opt_state)``), followed two calls deep."""
+    assigns = [n for n in ast.walk(f.node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+               and n.value is not None]
+    computed: list = []
+    grads = _gradients(m, f.node, assigns, computed) | (_propagate(assigns, set(grads_in)) if grads_in else set())
+    # the state: the parameters and what is computed from them, not through a gradient's computation
+    derived = _propagate([a for a in assigns if not any(a is c for c in computed)], seeds)
+    grads -= derived  # ``params, opt = update_weights(params, grads, opt)``: new state, not a gradient
+    for operand, update in _updated_operands(m, f.node, grads):
+        if _reads(operand, derived):
+            return operand, update
+    if depth >= 2 or not grads:
+        return None
+    for c in ast.walk(f.node):
+        if not isinstance(c, ast.Call) or any(isinstance(a, ast.Starred) for a in c.args):
+            continue
+        given = [(i, a) for i, a in enumerate(c.args)]
+        if not (any(_reads(a, grads) for _, a in given) and any(_reads(a, derived) for _, a in given)):
+            continue
+        for g in callables.local_functions(m, c.func, m.scope_at(c)):
+            if isinstance(g.node, ast.Lambda) or g is f:
+                continue
+            inner_seeds = {g.params[i] for i, a in given if i < len(g.params) and _reads(a, derived)}
+            inner_grads = frozenset(g.params[i] for i, a in given if i < len(g.params) and _reads(a, grads))
+            found = update_of(m, g, inner_seeds, inner_grads, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _imported_step(m, wrap, positions: list, keywords: list, bound: int) -> Optional[tuple]:
+    """For a wrapper of another module's top-level function: ``(name, operand, update, line)`` when
+    that function applies an optimizer update to a parameter the rebound arguments bind."""
+    target = wrap.target
+    while isinstance(target, ast.Call) and target.args:  # jax.jit(partial(model.update_step, ...))
+        target = target.args[0]
+    if target is None:
+        return None
+    found = callables.imported_function(m, target, m.scope_at(wrap.node))
+    if found is None:
+        return None
+    summary, name = found
+    project, path = getattr(summary, "project", None), getattr(summary, "path", None)
+    if project is None or path is None:
+        return None
+    return project.training_update(path, name, tuple(i + bound for i in positions), tuple(keywords))
+
+
+def remote_update(m, name: str, positions: tuple, keywords: tuple) -> Optional[tuple]:
+    """For another module's question (:meth:`~jaxlint.project.ProjectResolver.training_update`):
+    ``(name, operand, update spelled, line)`` when this module's top-level function ``name`` applies
+    an optimizer update to a value computed from its parameters at ``positions`` or ``keywords``."""
+    for f in m.functions:
+        if f.name != name or f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
+            continue
+        seeds = {f.params[i] for i in positions if 0 <= i < len(f.params)} | set(keywords)
+        found = update_of(m, f, seeds)
+        if found is not None:
+            operand, update = found
+            return name, unparse(operand, 30), unparse(update.func, 40), update.lineno
+    return None
