@@ -494,8 +494,10 @@ class ProjectResolver:
         for other, data in self._project_texts(root, every_kind=True):
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
-                code = _notebook_code(data) if other.endswith(".ipynb") else data
-                if code is None or not only_imported(other, code, name, path):
+                if other.endswith(".ipynb"):
+                    from .notebook import notebook_code  # only for a notebook: flake8 never loads the adapter
+                    data = notebook_code(data)
+                if data is None or not only_imported(other, data, name, path):
                     return True
         return False
 
@@ -594,14 +596,3 @@ def array_candidates(text: str) -> frozenset:
         if i >= 0 and marks[i][1]:
             out.add(marks[i][1])
     return frozenset(out)
-
-
-def _notebook_code(data: bytes) -> Optional[bytes]:
-    """A notebook's code cells as jaxlint reads them (IPython syntax made Python), or None when it
-    is not a notebook jaxlint can read."""
-    from . import notebook
-
-    try:
-        return notebook.join(notebook.read_cells(data)).text.encode()
-    except Exception:
-        return None

@@ -204,6 +204,6 @@ def test_another_modules_function_of_the_same_name_is_no_reference(tmp_path):
     # a notebook's cells are read the same way
     nb = json.dumps({"cells": [{"cell_type": "code", "source": "%matplotlib inline\nimport jax\njax.random.uniform(k)"}],
                      "nbformat": 4, "nbformat_minor": 5, "metadata": {}})
-    from jaxlint.project import _notebook_code
+    from jaxlint.notebook import notebook_code
 
-    assert only_imported(str(tmp_path / "demo.ipynb"), _notebook_code(nb.encode()), "uniform", owner)
+    assert only_imported(str(tmp_path / "demo.ipynb"), notebook_code(nb.encode()), "uniform", owner)
