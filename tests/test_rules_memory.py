@@ -390,6 +390,34 @@ def test_jax803_training_steps_are_default():
     """)
 
 
+def test_jax803_an_attribute_rebound_by_a_trainer_method():
+    """``self.state, metrics = self.train_step(self.state, batch)`` in a trainer class (fresh set M's
+    catalogue): the attribute is rebound like a variable; an attribute only read is not."""
+    assert_marked("""
+    import jax
+    import optax
+
+    class Trainer:
+        def __init__(self, state):
+            self.state = state
+            self.train_step = jax.jit(self._step)  # expect: JAX803
+            self.eval_step = jax.jit(self._eval)
+
+        def _step(self, state, batch):
+            grads = jax.grad(lambda p: (state.apply_fn(p, batch) ** 2).mean())(state.params)
+            return state.apply_gradients(grads=grads), 0.0
+
+        def _eval(self, state, batch):
+            return state.apply_fn(state.params, batch)
+
+        def fit(self, batches):
+            for batch in batches:
+                self.state, loss = self.train_step(self.state, batch)
+                out = self.eval_step(self.state, batch)
+            return self.state
+    """)
+
+
 def test_jax803_training_step_near_misses_are_opt_in():
     """Test code, a literal run of at most 100 steps, and an update of something the loop does not
     rebind: opt-in. A wrapper used in two loops is reported once, at its jit."""

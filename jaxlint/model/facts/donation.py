@@ -229,9 +229,16 @@ def rebinding_without_donation(m) -> list:
             for b in evs:
                 if b.loops and b.kind == "assign" and isinstance(b.value, ast.Call) and isinstance(b.node, ast.Name):
                     bound_by.setdefault(id(b.value), (b.value, set()))[1].add(b.node.id)
+    # ``self.state, metrics = self.p_train_step(self.state, batch)``: attribute targets (a trainer class)
+    for loop in (m.loops if m.jit_wraps else ()):
+        for stmt in _walk_statements(getattr(loop.node, "body", [])):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                keys = {k for k in _target_keys(stmt.targets) if "." in k}
+                if keys:
+                    bound_by.setdefault(id(stmt.value), (stmt.value, set()))[1].update(keys)
     for call, bound in sorted(bound_by.values(), key=lambda cb: (cb[0].lineno, cb[0].col_offset)):
-        given = {a.id for a in call.args if isinstance(a, ast.Name)}
-        given |= {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
+        given = {_key(a) for a in call.args if _key(a) is not None}
+        given |= {_key(k.value) for k in call.keywords if _key(k.value) is not None}
         if not bound & given:
             continue
         ctx = m.context(call)
@@ -249,13 +256,15 @@ def rebinding_without_donation(m) -> list:
         for i, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 break
-            if isinstance(arg, ast.Name) and arg.id in bound and i not in static_args and arg.id not in names:
-                names.append(arg.id)
+            k = _key(arg)
+            if k is not None and k in bound and i not in static_args and k not in names:
+                names.append(k)
                 positions.append(i + shift)
         for kw in call.keywords:
-            if (kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound
-                    and kw.arg not in static_names and wrap.kind != "pmap" and kw.value.id not in names):
-                names.append(kw.value.id)
+            k = _key(kw.value)
+            if (kw.arg is not None and k is not None and k in bound
+                    and kw.arg not in static_names and wrap.kind != "pmap" and k not in names):
+                names.append(k)
                 keywords.append(kw.arg)
         if names:
             out.append(RebindingCall(call, names, positions, keywords, wrap, loop))
@@ -276,9 +285,9 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             bound, stored = _plain_targets(targets)
-            root = _root_name(stmt.value)
-            if ((root in names and not (bound == {root} and len(targets) == 1)) or (
-                    root is None and not bound & names and _may_share(stmt.value, names))) \
+            root = _refers(stmt.value, names)
+            if ((root is not None and not (root in _target_keys(targets) and len(targets) == 1)) or (
+                    root is None and not _target_keys(targets) & names and _may_share(stmt.value, names))) \
                     and _alias_read_during(stmt, None if stored else bound - names, r.loop.node, r.call, body):
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps what the step "
                                                    "would donate under another name: donating would delete what it holds")
@@ -302,8 +311,8 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
         if c is r.call or callables.callable_info(m, c.func, m.scope_at(c)) is not r.wrap:
             continue
         shift = r.wrap.static_layout(c)[1]
-        passed = {a.id for i, a in enumerate(c.args) if isinstance(a, ast.Name) and i + shift in r.positions}
-        passed |= {k.value.id for k in c.keywords if k.arg in r.keywords and isinstance(k.value, ast.Name)}
+        passed = {_key(a) for i, a in enumerate(c.args) if _key(a) is not None and i + shift in r.positions}
+        passed |= {_key(k.value) for k in c.keywords if k.arg in r.keywords and _key(k.value) is not None}
         if passed and not passed <= _names_bound_by_call(m, c):
             return proof.unknown("old-unread", f"`{unparse(c.func, 30)}` is also called on line {c.lineno} without "
                                                "rebinding what it is given: donating would delete those values there")
@@ -340,7 +349,43 @@ def _may_share(e: ast.AST, names: set) -> bool:
         return any(_may_share(x, names) for x in e.elts)
     if isinstance(e, ast.Dict):
         return any(_may_share(x, names) for x in e.values)
-    return _root_name(e) in names
+    return _refers(e, names) is not None
+
+
+def _key(e: ast.AST) -> Optional[str]:
+    """How a rebound value is named: a variable (``params``), or an attribute chain of one
+    (``self.state``)."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute) and _key(e.value) is not None:
+        return unparse(e, 200)
+    return None
+
+
+def _refers(e: ast.AST, keys: set) -> Optional[str]:
+    """The key of ``keys`` that ``e`` is, or an attribute or item of (``state.params``,
+    ``self.state["opt"]``), else None."""
+    while True:
+        k = _key(e)
+        if k is not None and k in keys:
+            return k
+        if isinstance(e, (ast.Attribute, ast.Subscript)):
+            e = e.value
+            continue
+        return None
+
+
+def _target_keys(targets: list) -> set:
+    out, stack = set(), list(targets)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+        elif _key(t) is not None:
+            out.add(_key(t))
+    return out
 
 
 def _bound_names(stmt) -> set:
@@ -459,7 +504,10 @@ def _blocks_of(body: list) -> Iterator[list]:
 
 def _names_bound_by_call(m, call: ast.Call) -> set:
     found = _statement_block(m, call)
-    return _bound_by(found[0][found[1]]) if found else set()
+    if not found:
+        return set()
+    stmt = found[0][found[1]]
+    return _bound_by(stmt) | (_target_keys(stmt.targets) if isinstance(stmt, ast.Assign) else set())
 
 
 def _read_after(m, call: ast.Call, name: str) -> bool:
