@@ -572,3 +572,24 @@ def test_runtime_jax802_initialize_after_the_backend_started_raises():
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.stdout.startswith("RuntimeError jax.distributed.initialize() must be called before any JAX"), \
         proc.stdout + proc.stderr
+
+
+def test_an_ahead_of_time_compiled_step_is_the_jitted_step():
+    """``step = jax.jit(update).lower(...).compile()`` (fresh set M's notebook): calling it runs the
+    compiled step, so its loss is a device value (JAX201) and its rebinding undonated (JAX803)."""
+    assert_marked("""
+    import jax
+    import optax
+
+    def update(params, opt_state, batch):
+        grads = jax.grad(lambda p: (p * batch).sum())(params)
+        updates, opt_state = optax.sgd(0.1).update(grads, opt_state)
+        return optax.apply_updates(params, updates), opt_state, (params * batch).sum()
+
+    def train(params, opt_state, batch, batches):
+        step = jax.jit(update)  # expect: JAX803
+        step = step.lower(params, opt_state, batch).compile()
+        for b in batches:
+            params, opt_state, loss = step(params, opt_state, b)
+            print(loss)  # expect: JAX201
+    """)

@@ -18,12 +18,9 @@ from ..python.syntax import _pos, returned_nodes, returned_values  # noqa: F401 
 
 
 def callable_info(m, func: ast.AST, scope: Optional[Scope] = None) -> Optional[JitWrap]:
-    """If calling ``func`` runs compiled/transformed JAX code, the wrapper that made it.
-
-    Recognises ``jax.jit(f)(x)``, names bound to ``jax.jit(...)``/``jax.grad(...)``, functions
-    decorated with a jit wrapper or transform, ``partial`` of those, and ``self.attr`` set to a
-    jit wrapper in any method of the class.
-    """
+    """If calling ``func`` runs compiled/transformed JAX code, the wrapper that made it: ``jax.jit(f)(x)``,
+    names bound to ``jax.jit(...)``/``jax.grad(...)`` (or its ``.lower(...).compile()``), functions decorated
+    with a jit wrapper or transform, ``partial`` of those, ``self.attr`` set to one in a method of the class."""
     key = id(func)
     if key in m.facts.callables:
         return m.facts.callables[key]  # type: ignore[return-value]
@@ -47,6 +44,9 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         # partial(jax.jit, static_argnums=...)(f)
         if isinstance(func.func, ast.Call) and _jit_factory(m, func.func, scope):
             return _wrap_for_call(m, func)
+        low = func.func.value if isinstance(func.func, ast.Attribute) and func.func.attr == "compile" else None
+        if isinstance(low, ast.Call) and isinstance(low.func, ast.Attribute) and low.func.attr == "lower":
+            return _callable(m, low.func.value, scope, depth + 1)  # ``jax.jit(f).lower(x).compile()``: f, AOT
         return _factory_result(m, func, scope, depth)
     if isinstance(func, ast.Name):
         ev = m.binding(func.id, scope, _pos(func)) or m.binding_over_import(func.id, scope, _pos(func))
@@ -95,7 +95,6 @@ def _callable(m, func: ast.AST, scope: Scope, depth: int) -> Optional[JitWrap]:
         if replaced is not None:
             return _callable(m, replaced[0], replaced[1], depth + 1)
     return None
-
 
 
 def param_arguments(m, ev) -> Optional[list]:
