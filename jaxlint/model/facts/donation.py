@@ -302,7 +302,7 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
                 return proof.unknown("old-unread", f"`{unparse(c, 50)}` on line {c.lineno} keeps a value computed "
                                                    "from what the step would donate, which may share its buffers")
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and stmt.value is not r.call \
-                and _bound_names(stmt) & names:
+                and _target_keys(stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) & names:
             twice = _twice(stmt.value)
             if twice is not None:
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} puts `{twice}` in "
@@ -388,11 +388,6 @@ def _target_keys(targets: list) -> set:
     return out
 
 
-def _bound_names(stmt) -> set:
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
 def _twice(value: ast.AST) -> Optional[str]:
     """A name given twice among the direct parts of a call, tuple or list
     (``TrainingState(params, params, opt_state)``), else None."""
@@ -453,12 +448,6 @@ def _alias_read_during(stmt: ast.stmt, aliases: Optional[set], loop: ast.AST, ca
             elif call.lineno <= n.lineno < stmt.lineno or (n.lineno > end and not every):
                 return True
     return False
-
-
-def _root_name(e: ast.AST) -> Optional[str]:
-    while isinstance(e, (ast.Attribute, ast.Subscript)):
-        e = e.value
-    return e.id if isinstance(e, ast.Name) else None
 
 
 def _last(func: ast.AST) -> str:
