@@ -125,7 +125,10 @@ class MissingDonation(Rule):
                "update(params, opt_state, batch)`). Static arguments are not counted. Reported by default when the "
                "step applies an optimizer update to a rebound argument (`state.apply_gradients`, "
                "`optax.apply_updates(params, ...)`, an optimizer's `update(grads, opt_state)`, a `jax.tree.map` "
-               "gradient step): the copies kept alive are a model's parameters and optimizer state.")
+               "gradient step; in the step, a helper it hands the gradient, or another module of the project) and "
+               "nothing else keeps or reads the old values: the copies kept alive are a model's parameters and "
+               "optimizer state. Attributes rebound the same way (`self.state = self.train_step(self.state, b)`) "
+               "count; the finding is at the `jax.jit`/`jax.pmap` that makes the step, once per wrapper.")
     rationale = ("Without donation, the call's outputs get new buffers while the inputs are still alive, so the "
                  "old and the new state are both in device memory at the peak: for a model's parameters and "
                  "optimizer state, twice their size, and on an accelerator one more copy for each step the host "
