@@ -94,6 +94,7 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
         return [_parse_error(1, 0, "too deeply nested to analyze")]
     model.timed_magics = list(timed or ())
     model.notebook = whole_notebook
+    model.source_text = text  # for the unreferenced-function search's one pass over the text
     out: list[Finding] = []
     if result is not None and result.quiet is not None:
         model.facts.quiet = result.quiet  # "why not": the rules record where they looked and stayed quiet

@@ -207,3 +207,24 @@ def test_another_modules_function_of_the_same_name_is_no_reference(tmp_path):
     from jaxlint.notebook import notebook_code
 
     assert only_imported(str(tmp_path / "demo.ipynb"), notebook_code(nb.encode()), "uniform", owner)
+
+
+def test_the_text_pass_finds_the_owners_the_tree_walk_finds(tmp_path):
+    """The engine hands the module's text: one pass over it finds the same holders of each candidate's
+    name as a walk of the tree, comments, ``def`` names and parked string statements skipped."""
+    from jaxlint.model.python.unreferenced import _State
+
+    src = LIB + '''
+# helper(x) in a comment is no reference
+"""
+only_from_dead(x) in code parked in a string
+"""
+'''
+    root = _project(tmp_path)
+    (root / "pkg/lib.py").write_text(src)
+    walked = _model(root, "pkg/lib.py")
+    texted = _model(root, "pkg/lib.py")
+    texted.source_text = src
+    names = lambda st: {k: sorted((h.name if h else "") for h in v) for k, v in st.owners.items()}
+    assert names(_State(texted)) == names(_State(walked))
+    assert _states(texted) == _states(walked)

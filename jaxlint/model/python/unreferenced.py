@@ -32,7 +32,9 @@ Functions of the model (``m``) only; the project resolver answers for other file
 from __future__ import annotations
 
 import ast
+import bisect
 import os
+import re
 from typing import Optional
 
 from .records import runs_as_test
@@ -67,7 +69,10 @@ class _State:
         self.candidates = {f.name: f for f in _candidates(m)} if ok else {}
         self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
         self.memo: dict = {}
-        if self.candidates:
+        text = getattr(m, "source_text", None)
+        if self.candidates and text is not None:
+            self._owners_from_text(text)
+        elif self.candidates:
             for top in m.tree.body:
                 holder = m.func_of_node.get(id(top)) if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                     else None
@@ -75,6 +80,32 @@ class _State:
                     name = _mentioned(node)
                     if name in self.candidates and node is not self.candidates[name].node:
                         self.owners.setdefault(name, []).append(holder)
+
+    def _owners_from_text(self, text: str) -> None:
+        """``owners`` from one regular-expression pass over the module's text (much cheaper than a walk
+        of its tree): each occurrence of a candidate's name as a word, strings included (a mention
+        keeps a function referenced: the conservative side), is held by the top-level
+        function whose lines hold it (None: module-level code). Comments and ``def`` names are skipped, as
+        the walk of the tree skips them."""
+        m = self.m
+        starts, holders = [], []
+        for top in m.tree.body:
+            starts.append(getattr(top, "lineno", 1))
+            # a string statement (a docstring, code parked in triple quotes) holds no reference: skipped
+            parked = isinstance(top, ast.Expr) and isinstance(top.value, ast.Constant) and isinstance(top.value.value, str)
+            holders.append((top.end_lineno or top.lineno, _PARKED if parked else m.func_of_node.get(id(top))
+                            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None))
+        line_starts = [0] + [nl.end() for nl in re.finditer("\n", text)]
+        word = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, self.candidates)) + r")(?![A-Za-z0-9_])")
+        for hit in word.finditer(text):
+            line = bisect.bisect_right(line_starts, hit.start())
+            before = text[line_starts[line - 1]:hit.start()]
+            if "#" in before or before.rstrip().endswith(("def", "class")):
+                continue  # a comment, or a definition's own name (a second ``def`` of it included)
+            i = bisect.bisect_right(starts, line) - 1
+            holder = holders[i][1] if i >= 0 and line <= holders[i][0] else None
+            if holder is not _PARKED:
+                self.owners.setdefault(hit.group(1), []).append(holder)
 
     def alive(self, name: str, asking: frozenset) -> Optional[bool]:
         """True: code that may run refers to ``name``; False: nothing does; None: not known."""
@@ -116,6 +147,9 @@ def enclosing(m, node, line: Optional[int] = None):
         if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and top.lineno <= line <= top.end_lineno:
             return m.func_of_node.get(id(top))
     return None
+
+
+_PARKED = object()  # a module-level string statement: what it spells is no reference
 
 
 def _candidates(m) -> list:
