@@ -96,7 +96,7 @@ def donation_used(m, wrap: JitWrap, name: str, param: Optional[str]) -> "proof.F
     node = f.node
     derived = {param}
     if not isinstance(node, ast.Lambda):
-        assigns = [n for n in _own_statements(node) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        assigns = [n for n in _walk_statements(node.body) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                    and n.value is not None]
         for _ in range(3):  # names computed from the parameter, through up to three rounds of assignments
             before = len(derived)
@@ -113,21 +113,6 @@ def donation_used(m, wrap: JitWrap, name: str, param: Optional[str]) -> "proof.F
             return proof.proven("donation-used", f"`{f.name}` returns a value computed from `{param}`")
     return proof.unknown("donation-used", f"no output of `{f.name}` is computed from `{param}`: JAX keeps a donated "
                                           "array no output can reuse (\"Some donated buffers were not usable\")")
-
-
-def _own_statements(node: ast.AST) -> Iterator[ast.stmt]:
-    """The statements of a def, nested blocks included, not those of nested defs or classes."""
-    stack = list(node.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield n
-        for child in ast.iter_child_nodes(n):
-            if isinstance(child, ast.stmt):
-                stack.append(child)
-            elif isinstance(child, ast.excepthandler):
-                stack.extend(child.body)
 
 
 def _from(expr: ast.AST, names: set) -> bool:
