@@ -2543,6 +2543,39 @@ def test_a_loop_over_a_few_options_or_a_structure_is_no_evidence(loop):
     assert rep is None
 
 
+@pytest.mark.parametrize("loop", ["for step, batch in zip(range(start, n), batches):",
+                                  "for i, batch in zip(itertools.count(), batches):",
+                                  "for i, (step, batch) in enumerate(zip(range(n), batches)):"])
+def test_a_zip_of_a_count_of_steps_and_the_data_is_a_loop_over_steps(loop):
+    _, rep = repetition(f"""
+        import itertools
+        import jax
+
+        def sync(x):
+            return jax.pmap(lambda v: v, "b")(x)
+
+        def train(batches, start, n):
+            {loop}
+                if step % 100 == 0:
+                    sync(batch)
+    """, "sync")
+    assert rep is not None and rep.kind == "loop" and rep.loop.node.lineno == 9
+
+
+def test_a_zip_of_parts_of_structures_is_still_no_evidence():
+    _, rep = repetition("""
+        import jax
+
+        def sync(x):
+            return jax.pmap(lambda v: v, "b")(x)
+
+        def report(names, leaves):
+            for name, leaf in zip(names, leaves):
+                sync(leaf)
+    """, "sync")
+    assert rep is None
+
+
 @pytest.mark.parametrize("name", ["step", "update", "act", "__call__", "sample", "insert", "train_step", "step_env"])
 def test_per_step_method_names_repeat(name):
     m, rep = repetition(f"""
@@ -5098,3 +5131,30 @@ def test_certain_array_follows_an_element_of_the_tuple_a_module_function_returns
     call, args = _sink_args(tree)
     got = {a.id: m.arrays.certain(a, m.scope_at(call)) for a in args}
     assert got == {"stats": False, "losses": True, "history": False}
+
+
+# --------------------------------------------------------------------------- annotations that say a parameter is data
+
+
+@pytest.mark.parametrize("ann, data", [
+    ("chex.ArrayTree", True), ("jax.Array", True), ("jnp.ndarray", True), ("np.ndarray", True), ("int", True),
+    ("Optional[chex.ArrayTree]", True), ("Dict[str, Any]", True), ("jax.Array | None", True),
+    ("omegaconf.DictConfig", True), ("optax.Params", True),
+    ("Callable", False), ("Callable[[int], int]", False), ("nn.Module", False), ("Optional[Callable]", False),
+    ("Any", False), ("MyModel", False), ("'chex.Array'", False), ("type", False),
+])
+def test_data_annotation_names_types_of_data_not_callables(ann, data):
+    from jaxlint.model.facts import pythonvalues
+
+    tree, m = build(f"""
+        from typing import Any, Callable, Dict, Optional
+        import chex, jax, omegaconf, optax
+        import jax.numpy as jnp
+        import numpy as np
+        import flax.linen as nn
+
+        def f(x: {ann}):
+            return x
+    """)
+    f = next(fn for fn in m.functions if fn.name == "f")
+    assert pythonvalues.data_params(m, f) == ({"x"} if data else set())

@@ -771,6 +771,36 @@ def test_jax102_quiet_for_higher_order_helpers_around_user_callables():
     assert findings(src, "JAX102") == []
 
 
+@pytest.mark.parametrize("ann", ["chex.ArrayTree", "Optional[chex.ArrayTree]", "omegaconf.DictConfig",
+                                 "Dict[str, jax.Array]", "jax.Array | None"])
+def test_jax102_a_parameter_annotated_as_data_handed_to_other_code_is_no_user_callable(ann):
+    # the closure hands ``params`` to a rollout of another module; annotated as data, it is no model
+    # or callback the caller supplies, so the wrapper is the same program rebuilt per call
+    src = f"""
+        from typing import Dict, Optional
+        import chex
+        import jax
+        import omegaconf
+        from agents import trainer
+
+        def validate(cfg, params: {ann} = None):
+            @jax.pmap  # HERE
+            def run(problems):
+                return trainer.rollout(cfg=cfg.rollout, params=params, problems=problems)
+            return run(cfg.problems)
+
+        def main(cfg, params, n):
+            for step in range(n):
+                if step % 100 == 0:
+                    validate(cfg, params)
+    """
+    assert findings(src, "JAX102") == [(line_of(src, "# HERE"), "JAX102")]
+    unannotated = src.replace(f"params: {ann} = None", "params=None")
+    assert findings(unannotated, "JAX102") == []
+    callable_param = src.replace(f"params: {ann} = None", "params: Callable = None")
+    assert findings(callable_param, "JAX102") == []
+
+
 def test_jax102_still_reports_a_closure_over_a_model_method():
     src = """
         import jax
@@ -851,6 +881,30 @@ JAX102_REPEATED = {
             return metrics
     """, "compiles again the program its loop on line 8 runs"),
 }
+
+
+def test_jax102_a_function_called_now_and_then_in_a_zip_of_range_and_batches_loop_repeats():
+    # flax's examples loop ``for step, batch in zip(range(start, n), train_iter)``: steps, not a structure's parts
+    src = """
+        import jax
+        from jax import lax
+
+        def sync_batch_stats(state):
+            avg = jax.pmap(lambda x: lax.pmean(x, "x"), "x")  # HERE
+            return avg(state)
+
+        def train(state, train_iter, start, n, per_epoch, p_step):
+            for step, batch in zip(range(start, n), train_iter):
+                state = p_step(state, batch)
+                if (step + 1) % per_epoch == 0:
+                    state = sync_batch_stats(state)
+            return state
+    """
+    assert default_findings(src) == [(line_of(src, "# HERE"), "JAX102")]
+    (msg,) = messages(src, "JAX102")
+    assert "is called in the loop" in msg
+    near = src.replace("zip(range(start, n), train_iter)", "zip(state, train_iter)")
+    assert default_findings(near) == []
 
 
 @pytest.mark.parametrize("src, why", JAX102_REPEATED.values(), ids=JAX102_REPEATED.keys())

@@ -223,12 +223,23 @@ def _waits(call: ast.Call) -> bool:
     return isinstance(f, ast.Attribute) and f.attr == "block_until_ready"
 
 
+def _counts_steps(arg: ast.AST) -> bool:
+    """A ``range(...)`` or ``itertools.count(...)`` call: numbers, not the parts of a structure."""
+    if not isinstance(arg, ast.Call):
+        return False
+    f = arg.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    return name in ("range", "count")
+
+
 def _is_structural(it: ast.AST) -> bool:
     """Iteration over the parts of one structure (dict items, zipped leaves, a pytree's leaves):
     trace-time bookkeeping in library code rather than a loop over steps or batches."""
     while isinstance(it, ast.Call):
         f = it.func
         name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in ("zip", "safe_zip") and any(_counts_steps(a) for a in it.args):
+            return False  # ``zip(range(start, n), batches)``: a count of steps beside the data, not leaves
         if name in _DICT_VIEWS or name in ("zip", "leaves", "tree_leaves", "tree_flatten", "flatten",
                                            "tree_flatten_with_path", "leaves_with_path", "safe_zip"):
             return True

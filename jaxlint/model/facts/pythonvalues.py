@@ -66,3 +66,43 @@ def _python_types(model: ModuleModel, e: ast.AST, scope: Scope) -> bool:
         if qn is None or not (qn in _PY_TYPES or qn.startswith("numpy.")):
             return False
     return bool(elts)
+
+
+# Types whose values are data, not callables: a parameter so annotated is not a function handed in.
+_DATA_TYPES = _PY_TYPES - {"builtins.type"} | frozenset({
+    "jax.Array", "jax.numpy.ndarray", "numpy.ndarray", "optax.Params", "optax.OptState",
+    "omegaconf.DictConfig", "omegaconf.ListConfig", "ml_collections.ConfigDict", "ml_collections.FrozenConfigDict",
+    "flax.core.FrozenDict", "flax.core.frozen_dict.FrozenDict", "typing.Dict", "typing.List", "typing.Tuple",
+    "typing.Mapping", "typing.Sequence", "typing.MutableMapping", "collections.abc.Mapping",
+    "collections.abc.Sequence"})
+_DATA_MODULES = ("chex.", "jaxtyping.")  # every type these name is an array, a pytree of them or a number
+_WRAPPERS = frozenset({"typing.Optional", "typing.Union"})
+
+
+def data_annotation(model: ModuleModel, ann: ast.AST, scope: Scope) -> bool:
+    """Whether the annotation ``ann`` names a type of data, not of a callable: a Python number,
+    string or container, an array or pytree type (``jax.Array``, ``chex.ArrayTree``, jaxtyping's),
+    a configuration (``omegaconf.DictConfig``, ``ml_collections.ConfigDict``), ``optax.Params``;
+    through ``Optional[...]``, ``Union[...]``, ``X | None`` and subscripts (``Dict[str, Any]``)."""
+    if isinstance(ann, ast.Constant) and ann.value is None:
+        return True
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return data_annotation(model, ann.left, scope) and data_annotation(model, ann.right, scope)
+    if isinstance(ann, ast.Subscript):
+        qn = model.resolve(ann.value, scope)
+        if qn in _WRAPPERS:
+            inner = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            return all(data_annotation(model, a, scope) for a in inner)
+        ann = ann.value
+    qn = model.resolve(ann, scope)
+    return qn is not None and (qn in _DATA_TYPES or qn.startswith(_DATA_MODULES))
+
+
+def data_params(model: ModuleModel, f) -> set:
+    """The parameters of the function ``f`` (a ``FunctionInfo``) annotated as data (:func:`data_annotation`)."""
+    a = f.node.args
+    if not hasattr(a, "posonlyargs"):
+        return set()
+    scope = f.scope.parent if f.scope.parent is not None else model.module_scope
+    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]
+            if p.annotation is not None and data_annotation(model, p.annotation, scope)}

@@ -12,7 +12,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, deviceloops
+from . import callables, deviceloops, pythonvalues
 from ..python import rebinding
 from ..python import limits as L
 from . import values as V
@@ -271,6 +271,7 @@ def wraps_callable_param(m, wrap: JitWrap, outer: FunctionInfo) -> bool:
     """A higher-order helper that jits around a function it was given (``def check(fun): ...
     jax.jit(lambda *a: fun(*a))``): a new function each call, so there is no cache to reuse."""
     params = set(outer.params) | set(outer.kwonly)
+    params -= pythonvalues.data_params(m, outer)  # annotated as data (``params: chex.ArrayTree``): not a function handed in
     if wrap.decorator:
         body = wrap.node
     else:
