@@ -286,12 +286,8 @@ class ProjectResolver:
 
         # a module that draws spells `random` (jax.random, however imported) or `sample` (a
         # distribution's sample(seed=...)); one that spells neither is not modelled
-        data = self._bytes(path)
-        if data is not None and b"random" not in data and b"sample" not in data:
-            self._note([("f", self._abspath(path), content_hash(data))])
-            return None
-        return self._full_answer(path, ("key", name, cls, index, kw),
-                                 lambda model: remote_draw(model, name, cls, index, kw), None)
+        return self.answer(path, ("key", name, cls, index, kw), lambda model: remote_draw(model, name, cls, index, kw),
+                           None, (b"random", b"sample"))
 
     def training_update(self, path: str, name: str, positions: tuple, keywords: tuple) -> Optional[tuple]:
         """Where the top-level function ``name`` of the project file ``path`` applies an optimizer update to
@@ -300,13 +296,8 @@ class ProjectResolver:
         modelled once per process, as :meth:`runs_program`. A file that spells no update is not modelled."""
         from .model.facts.trainingstate import remote_update
 
-        data = self._bytes(path)
-        if data is not None and b"apply_gradients" not in data and b"apply_updates" not in data \
-                and b"update" not in data:
-            self._note([("f", self._abspath(path), content_hash(data))])
-            return None
-        return self._full_answer(path, ("update", name, positions, keywords),
-                                 lambda model: remote_update(model, name, positions, keywords), None)
+        return self.answer(path, ("update", name, positions, keywords), lambda model: remote_update(
+            model, name, positions, keywords), None, (b"update", b"apply_gradients"))
 
     def timer_method(self, path: str, cls: str, method: str) -> bool:
         """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a
@@ -315,13 +306,19 @@ class ProjectResolver:
         from .model.facts import timing
         from .model.facts.timerclasses import timer_method_named
 
-        data = self._bytes(path)
-        if data is not None and b"contextmanager" not in data and b"__exit__" not in data:
-            self._note([("f", self._abspath(path), content_hash(data))])
-            return False
         ops = (timing.is_clock, timing._calls_in, timing._device_role)
-        return self._full_answer(path, ("timer", cls, method),
-                                 lambda model: timer_method_named(model, cls, method, ops), False)
+        return self.answer(path, ("timer", cls, method), lambda model: timer_method_named(model, cls, method, ops),
+                           False, (b"contextmanager", b"__exit__"))
+
+    def answer(self, path: str, key: tuple, ask, default, needles: tuple = ()):
+        """``ask`` of a full model of the project file ``path``, memoized per process by ``key`` (as
+        :meth:`runs_program`); ``default``, with no model built, for a file that spells none of the
+        byte strings ``needles`` (what the question needs to find there)."""
+        data = self._bytes(path) if needles else None
+        if data is not None and not any(n in data for n in needles):
+            self._note([("f", self._abspath(path), content_hash(data))])
+            return default
+        return self._full_answer(path, key, ask, default)
 
     def _bytes(self, path: str) -> Optional[bytes]:
         """A project file's bytes, read once per process (None: unreadable)."""

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
-from jaxlint.model.facts import callbacks, elementwise, fetches, hostneeds, timing, tracers
+from jaxlint.model.facts import callbacks, elementwise, fetches, hostarrays, hostneeds, timing, tracers
 from jaxlint.model.policy import evidence, looprecord, roles, transfers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -32,6 +32,9 @@ _FIX = {
     "slice": ("so the host waits for each value before it can dispatch the slice",
               "take the bounds from host integers (`range(0, n, size)`), or slice on device with "
               "`jax.lax.dynamic_slice`"),
+    "index": ("so the host waits for the previous step to finish before it can index",
+              "convert the index to NumPy once before the loop (`np.asarray(perm)`), or keep the data on the "
+              "device and index it there"),
     "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
 }
 
@@ -163,6 +166,14 @@ class HostTransferInLoop(Rule):
             if role is not None:
                 finding = self._report(model, sub, role, f"the slice bound `{unparse(bound, 30)}` of "
                                        f"`{unparse(sub, 40)}`, a JAX value read as a Python integer,", "slice")
+                if finding is not None:
+                    yield finding
+        for sub, index in hostarrays.numpy_index_reads(model):
+            role = _step_role(model, model.context(sub), self, sub)
+            if role is not None:
+                finding = self._report(model, sub, role, f"`{unparse(sub, 40)}`, a NumPy array indexed with the "
+                                       f"JAX value `{unparse(index, 30)}` (NumPy copies the index to the host),",
+                                       "index")
                 if finding is not None:
                     yield finding
         for node in model.ifs:

@@ -63,6 +63,7 @@ _ONCE = (
     "rebinding_calls",  # donation
     "setup_flow",  # setuporder
     "slice_bounds",  # fetches: slices with a JAX value as a bound
+    "numpy_index_reads",  # hostarrays: NumPy arrays indexed with a JAX value
     "static_fields",  # pytrees
     "summarizing",  # callables, summary
     "timings",  # timing

@@ -536,9 +536,13 @@ class _Builder:
             self.visit(node.format_spec)
 
     def v_Subscript(self, node: ast.Subscript) -> None:
-        if self.func is not None and type(node.ctx) is ast.Load:
-            self.m.ctx[id(node)] = self.cur
-            self.func.subscripts.append(node)
+        if type(node.ctx) is ast.Load:
+            if self.func is not None:
+                self.m.ctx[id(node)] = self.cur
+                self.func.subscripts.append(node)
+            elif self.cur.loops:  # a script's loop at module level
+                self.m.ctx[id(node)] = self.cur
+                self.m.module_loop_subscripts.append(node)
         if type(node.value) not in _LEAVES:
             self.visit(node.value)
         if type(node.slice) not in _LEAVES:

@@ -36,6 +36,7 @@ class ModuleModel:
         self.ifs: list[ast.AST] = []  # If / While / IfExp / Assert nodes whose test is evaluated as bool
         self.joined_strs: list[ast.JoinedStr] = []
         self.percent_formats: list[ast.BinOp] = []
+        self.module_loop_subscripts: list[ast.Subscript] = []  # x[...] reads in loops outside functions
         self.stores: list[tuple] = []  # (Subscript or Attribute target, "assign" | "aug" | "del")
         self.expr_values: set[int] = set()  # ids of expressions evaluated as statements (results unused)
         self.bool_nodes: list[ast.AST] = []  # BoolOp and ``not`` nodes: they call bool() on operands
