@@ -209,6 +209,25 @@ def test_another_modules_function_of_the_same_name_is_no_reference(tmp_path):
     assert only_imported(str(tmp_path / "demo.ipynb"), notebook_code(nb.encode()), "uniform", owner)
 
 
+def test_a_module_of_the_owners_own_package_is_not_foreign(tmp_path):
+    """``import sbgm`` then ``sbgm.train.train_from_config(...)`` reaches ``sbgm/_train.py``'s function
+    through the package's re-export (``from . import _train as train``): a reference (fresh set N:
+    a package's training entry point that an example calls)."""
+    from jaxlint.model.python.unreferenced import only_imported
+
+    root = make_project(tmp_path, {"sbgm/__init__.py": "from . import _train as train\n",
+                                   "sbgm/_train.py": "def train_from_config(c):\n    return c\n"})
+    owner = str(root / "sbgm/_train.py")
+    other = str(root / "examples/run.py")
+    assert not only_imported(other, b"import sbgm\nsbgm.train.train_from_config(cfg)\n", "train_from_config", owner)
+    assert not only_imported(other, b"from sbgm import train\ntrain.train_from_config(cfg)\n", "train_from_config",
+                             owner)
+    # another library's module is still foreign, beside an import of the owner's package too
+    assert only_imported(other, b"import other\nother.train.train_from_config(cfg)\n", "train_from_config", owner)
+    assert only_imported(other, b"import sbgm, other\nother.train.train_from_config(cfg)\n", "train_from_config",
+                         owner)
+
+
 def test_the_text_pass_finds_the_owners_the_tree_walk_finds(tmp_path):
     """The engine hands the module's text: one pass over it finds the same holders of each candidate's
     name as a walk of the tree, comments, ``def`` names and parked string statements skipped."""

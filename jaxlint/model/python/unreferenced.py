@@ -196,7 +196,7 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
         except (SyntaxError, ValueError):
             return False
     stem = os.path.splitext(os.path.basename(owner))[0] if owner else ""
-    foreign = _foreign_modules(tree, stem) if stem else {}
+    foreign = _foreign_modules(tree, stem, _packages(owner)) if stem else {}
     imported = False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -223,18 +223,37 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     return True if foreign else imported
 
 
-def _foreign_modules(tree: ast.Module, stem: str) -> dict:
+def _packages(owner: str) -> frozenset:
+    """The names of the packages around the module ``owner`` (folders with ``__init__.py`` above it)."""
+    out = set()
+    folder = os.path.dirname(os.path.abspath(owner))
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        out.add(os.path.basename(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return frozenset(out)
+
+
+def _foreign_modules(tree: ast.Module, stem: str, packages: frozenset = frozenset()) -> dict:
     """Names bound to modules whose last part is not ``stem`` (``import jax``, ``import numpy as
     np``, ``from jax import random``), when no import of the file names a module ``stem``: there,
-    ``random.uniform`` is not the owner's function."""
+    ``random.uniform`` is not the owner's function. Imports of the owner's own ``packages`` are not
+    foreign (``import sbgm`` reaches ``sbgm._train`` through the package's re-export ``from . import
+    _train as train``)."""
     out: dict = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if stem in alias.name.split("."):
                     return {}
+                if alias.name.split(".")[0] in packages:
+                    continue  # the owner's own package: its attributes may reach the owner
                 out[alias.asname or alias.name.split(".")[0]] = alias.name
         elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and (node.module or "").split(".")[0] in packages:
+                continue  # names from the owner's own package may be the owner's module
             if node.level or stem in (node.module or "").split("."):
                 if any(a.name == stem for a in node.names) or stem in (node.module or "").split("."):
                     return {}
