@@ -365,3 +365,93 @@ def test_jax702_indexing_a_tuple_of_arrays_a_jitted_step_returns_is_host_indexin
             return state
     """
     assert findings(src, "JAX702") == [(line_of(src, "# expect: JAX702"), "JAX702")]
+
+
+def test_jax701_hand_written_sgd_comprehension_over_zipped_leaves():
+    assert_marked(_GRADS + """
+    def train(params, batches, lr):
+        for batch in batches:
+            grads = grads_of(params, batch)
+            params = [p - lr * g for p, g in zip(params, grads)]  # expect: JAX701
+        return params
+
+    def train_pairs(params, batches, lr):
+        while True:
+            grads = grads_of(params, next(batches))
+            params = [(w - lr * dw, b - lr * db) for (w, b), (dw, db) in zip(params, grads)]  # expect: JAX701
+    """)
+    (msg, _) = messages(_GRADS + """
+    def train(params, batches, lr):
+        for batch in batches:
+            grads = grads_of(params, batch)
+            params = [p - lr * g for p, g in zip(params, grads)]
+        return params
+
+    def other(params, batches, lr):
+        for batch in batches:
+            grads = grads_of(params, batch)
+            params = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+        return params
+    """, "JAX701")
+    assert msg.startswith("a comprehension of an update rule over `zip(...)` runs outside jit in every iteration")
+
+
+def test_jax701_near_misses_of_a_comprehension():
+    src = _GRADS + """
+    def train(params, batches, lr, names):
+        total = []
+        for batch in batches:
+            grads = grads_of(params, batch)
+            labels = [f"{n}={g}" for n, g in zip(names, grads)]  # no arithmetic update
+            scaled = [g * lr for n, g in zip(names, grads)]  # one sequence's leaves only
+            kept = [p - lr * g for p, g in zip(params, grads) if g is not None]  # filtered
+            clipped = [jnp.clip(p - lr * g, -1, 1) for p, g in zip(params, grads)]  # calls in it
+            total = [t + g for t, g in zip(total, grads)]  # a running sum no compiled call reads
+        return labels, scaled, kept, clipped, total
+    """
+    assert findings(src, "JAX701") == []
+
+
+def test_jax701_train_state_apply_gradients_outside_jit():
+    assert_marked(_GRADS + """
+    class Trainer:
+        def __init__(self, state, loader):
+            self.state = state
+            self.loader = loader
+
+        def fit_epoch(self):
+            for batch in self.loader:
+                grads = grads_of(self.state.params, batch)
+                self.state = self.state.apply_gradients(grads=grads)  # expect: JAX701
+
+    def fit(state, loader):
+        for batch in loader:
+            grads = grads_of(state.params, batch)
+            state = state.apply_gradients(grads=grads)  # expect: JAX701
+        return state
+    """)
+
+
+def test_jax701_near_misses_of_apply_gradients():
+    inside = _GRADS + """
+    @jax.jit
+    def step(state, batch):
+        return state.apply_gradients(grads=grads_of(state.params, batch))
+
+    def fit(state, loader):
+        for batch in loader:
+            state = step(state, batch)
+        return state
+    """
+    assert findings(inside, "JAX701") == []
+    own_class = _GRADS + """
+    class Averager:
+        def apply_gradients(self, grads):
+            return grads
+
+    def fit(avg, params, loader):
+        for batch in loader:
+            avg = avg.apply_gradients(grads_of(params, batch))
+        return avg
+    """
+    assert findings(own_class, "JAX701") == []

@@ -22,7 +22,8 @@ from ..python.records import Scope
 from ..python.syntax import _pos, last_name
 
 
-_SPELLED = frozenset({"update", "map", "tree_map"} | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
+_SPELLED = frozenset({"update", "map", "tree_map", "apply_gradients", "zip"}
+                     | {q.rsplit(".", 1)[1] for q in N.EAGER_UPDATE_FUNCTIONS})
 
 
 class EagerUpdate:
@@ -51,6 +52,14 @@ def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
         return EagerUpdate(call, "apply-updates", f"`{ast.unparse(func)}(...)`")
     if qn in N.TREE_MAPS:
         return _arithmetic_tree_map(m, call, scope)
+    if qn == "builtins.zip":
+        return _arithmetic_comprehension(m, call, scope)
+    if isinstance(func, ast.Attribute) and func.attr == "apply_gradients" and qn is None \
+            and not any("apply_gradients" in c.methods for c in m.classes.values()):
+        # flax's ``TrainState.apply_gradients``: the optimizer's update and ``apply_updates`` in one call
+        # (a class of this module with its own ``apply_gradients`` is not flax's)
+        return EagerUpdate(call, "optimizer-update", f"`{ast.unparse(func)}(...)` (flax's `TrainState` update: the "
+                                                     "optimizer's `update` and `apply_updates`)")
     if isinstance(func, ast.Attribute) and func.attr == "update" and qn is None:
         maker = optimizer_maker(m, func.value, scope)
         if maker is not None:
@@ -92,6 +101,40 @@ def _arithmetic_tree_map(m, call: ast.Call, scope: Scope) -> Optional[EagerUpdat
         used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
         if isinstance(expr, ast.BinOp) and len(used & set(f.params[:len(trees)])) >= 2:
             return EagerUpdate(call, "tree-map", f"`{ast.unparse(call.func)}(...)` of an update rule")
+    return None
+
+
+def _arithmetic_comprehension(m, call: ast.Call, scope: Scope) -> Optional[EagerUpdate]:
+    """``[p - lr * g for p, g in zip(params, grads)]`` (or ``[(w - lr * dw, b - lr * db) for (w, b), (dw, db)
+    in zip(params, grads)]``): a list or generator comprehension whose only generator walks ``call``,
+    a ``zip`` of two or more sequences of which one holds JAX values, and whose element combines the
+    leaves of two of them with arithmetic and nothing else (the hand-written SGD update of tutorials)."""
+    comp = _comprehension_over(m, call)
+    trees = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if comp is None or len(trees) < 2 or len(trees) != len(call.args) or not any(V.holds_jax(m, t, scope)
+                                                                              for t in trees):
+        return None
+    target = comp.generators[0].target
+    if not isinstance(target, ast.Tuple) or len(target.elts) != len(trees):
+        return None
+    slots = [{n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in target.elts]
+    parts = comp.elt.elts if isinstance(comp.elt, ast.Tuple) else [comp.elt]
+    if not parts or any(not isinstance(p, ast.BinOp) or any(isinstance(n, (ast.Call, ast.Subscript))
+                                                            for n in ast.walk(p)) for p in parts):
+        return None
+    used = {n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name)}
+    if sum(1 for names in slots if names & used) < 2:
+        return None
+    return EagerUpdate(call, "tree-map", "a comprehension of an update rule over `zip(...)`")
+
+
+def _comprehension_over(m, call: ast.Call):
+    """The list comprehension or generator expression with one generator, no ``if``, whose iterable is ``call``."""
+    for loop in m.loops:
+        node = loop.node
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1 \
+                and node.generators[0].iter is call and not node.generators[0].ifs:
+            return node
     return None
 
 
