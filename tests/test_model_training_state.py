@@ -186,6 +186,30 @@ def train(params, batches):
         last = params
     return last
 """, "unknown"),
+    # a checkpoint's copy taken now and then in the loop, and a new copy taken after the loop before the
+    # read there (bart-base-jax): the read after the loop sees the new binding, not the loop's alias
+    "alias_rebound_after_the_loop": ("""
+def train(params, batches, every, save):
+    for i, b in enumerate(batches):
+        params = step(params, b)
+        if i % every == 0:
+            host = jax.tree_util.tree_map(lambda x: x[0], params)
+            save(host)
+    host = jax.tree_util.tree_map(lambda x: x[0], params)
+    save(host)
+    return params
+""", "proven"),
+    # the same without the new copy: after the loop it reads an older step's value, which a call donated
+    "alias_read_after_the_loop": ("""
+def train(params, batches, every, save):
+    for i, b in enumerate(batches):
+        params = step(params, b)
+        if i % every == 0:
+            host = jax.tree_util.tree_map(lambda x: x[0], params)
+            save(host)
+    save(host)
+    return params
+""", "unknown"),
     "chained": ("""
 def train(init, batches):
     params = average = init()

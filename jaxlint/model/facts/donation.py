@@ -430,8 +430,20 @@ def _alias_read_during(stmt: ast.stmt, aliases: Optional[set], loop: ast.AST, ca
             if not in_loop_after:
                 if n.lineno >= loop.lineno:
                     return True
-            elif call.lineno <= n.lineno < stmt.lineno or (n.lineno > end and not every):
+            elif call.lineno <= n.lineno < stmt.lineno or (n.lineno > end and not every
+                                                           and not _rebound_before(body, n, end)):
                 return True
+    return False
+
+
+def _rebound_before(body: list, read: ast.Name, after: int) -> bool:
+    """Whether a statement of the block that holds ``read``, before it and after line ``after``,
+    binds its name again (``params = unreplicate(state)`` then ``save(params)`` after the loop: the
+    read sees that binding, not the alias the loop made)."""
+    for block in _blocks_of(body):
+        for i, stmt in enumerate(block):
+            if stmt.lineno <= read.lineno <= (stmt.end_lineno or stmt.lineno) and any(x is read for x in _own_nodes(stmt)):
+                return any(b.lineno > after and read.id in _bound_by(b) for b in block[:i])
     return False
 
 
