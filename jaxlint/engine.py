@@ -109,7 +109,9 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
                         facts = traced_context(model, f.line)
                         if facts:
                             found[i] = f.replace(evidence=tuple(facts))
-                out.extend(_in_unreferenced_functions(model, found) if (whole_notebook or path) else found)
+                if whole_notebook or path:
+                    found = _after_failing_import(model, _in_unreferenced_functions(model, found))
+                out.extend(found)
             except RecursionError:
                 out.append(_parse_error(1, 0, "too deeply nested to analyze"))
             except Exception as e:  # a bug in a rule must not hide the other rules' findings
@@ -137,6 +139,23 @@ def _in_unreferenced_functions(model, found: list) -> list:
                 f = f.replace(opt_in=why)
         out.append(f)
     return out
+
+
+def _after_failing_import(model, found: list) -> list:
+    """The findings below a top-level import of the project's own code that certainly fails
+    (:func:`~jaxlint.model.python.brokenimports.failing_import`) made opt-in: that code never runs."""
+    if not any(f.opt_in is None and f.code != PARSE_ERROR for f in found):
+        return found
+    failing = getattr(model, "_failing_import", False)
+    if failing is False:
+        from .model.python.brokenimports import failing_import
+
+        failing = model._failing_import = failing_import(model)
+    if failing is None:
+        return found
+    line, why = failing
+    return [f.replace(opt_in=why) if f.opt_in is None and f.code != PARSE_ERROR and f.line > line else f
+            for f in found]
 
 
 def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True,

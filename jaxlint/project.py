@@ -280,12 +280,10 @@ class ProjectResolver:
         """Where the function ``name`` (a method of the top-level class ``cls``) of the project file
         ``path`` draws from the key its argument ``index`` (or keyword ``kw``) binds:
         ``(fn, line, spelling, chain)`` (:func:`~jaxlint.model.keyhandoffs.remote_draw`), or None
-        when it does not or it is unknown; read and fully modelled once per process, as
-        :meth:`runs_program`."""
+        when it does not or it is unknown, as :meth:`answer`: a module that draws spells `random` (jax.random,
+        however imported) or `sample` (a distribution's sample(seed=...)); one that spells neither is not modelled."""
         from .model.facts.keyhandoffs import remote_draw
 
-        # a module that draws spells `random` (jax.random, however imported) or `sample` (a
-        # distribution's sample(seed=...)); one that spells neither is not modelled
         return self.answer(path, ("key", name, cls, index, kw), lambda model: remote_draw(model, name, cls, index, kw),
                            None, (b"random", b"sample"))
 
@@ -300,9 +298,8 @@ class ProjectResolver:
             model, name, positions, keywords), None, (b"update", b"apply_gradients"))
 
     def timer_method(self, path: str, cls: str, method: str) -> bool:
-        """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a
-        timer's context manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`); read
-        and fully modelled once per process, as :meth:`runs_program`."""
+        """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a timer's context
+        manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`), as :meth:`answer`."""
         from .model.facts import timing
         from .model.facts.timerclasses import timer_method_named
 
@@ -319,6 +316,13 @@ class ProjectResolver:
             self._note([("f", self._abspath(path), content_hash(data))])
             return default
         return self._full_answer(path, key, ask, default)
+
+    def read(self, path: str) -> Optional[bytes]:
+        """A project file's bytes (None: unreadable), recorded for the result cache as read."""
+        data = self._bytes(path)
+        if data is not None:
+            self._note([("f", self._abspath(path), content_hash(data))])
+        return data
 
     def _bytes(self, path: str) -> Optional[bytes]:
         """A project file's bytes, read once per process (None: unreadable)."""

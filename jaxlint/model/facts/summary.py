@@ -19,7 +19,7 @@ class ModuleSummary:
     return a JAX array (:attr:`array_results`: only the functions
     :func:`~jaxlint.project.array_candidates` finds are judged), and which names it re-exports."""
 
-    __slots__ = ("path", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
+    __slots__ = ("path", "names", "imports_jax", "exports", "_array_results", "_pending", "reexports", "project",
                  "maybe_programs", "factories", "_factory_pending", "records", "_records_pending", "digest",
                  "_methods", "_tuples")
 
@@ -40,6 +40,7 @@ class ModuleSummary:
         self.digest: Optional[str] = None  # the file's content hash, set by the resolver
         self._methods: Optional[dict] = None  # the classes' methods that end in unwaited JAX work
         self._tuples: Optional[dict] = None  # ``name[i]``: element i of the tuple a function returns, compiled
+        self.names: Optional[frozenset] = _module_names(model)
         for name in model.module_scope.events:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
@@ -57,6 +58,7 @@ class ModuleSummary:
         self = cls.__new__(cls)
         self.path, self.project, self.imports_jax = path, project, imports_jax
         self.exports, self.reexports, self.factories = {}, {}, {}
+        self.names = None  # not parsed: not known
         # a function that may return a compiled callable (``return jax.jit(...)``): judged when
         # first asked about, from the file of content ``digest``
         self._factory_pending = digest if factories_pending and project is not None and path is not None else None
@@ -257,3 +259,17 @@ def maybe_programs(tree: ast.Module) -> frozenset:
                 break
     return frozenset(out)
 
+
+
+def _module_names(model) -> Optional[frozenset]:
+    """The names the module binds at module level (defs, classes, assignments, imports, in any
+    branch), or None when it may bind others at run time: ``from m import *``, a module-level
+    ``__getattr__``, or a module-level call of ``globals``/``vars``/``setattr``/``exec``."""
+    scope = model.module_scope
+    if "__getattr__" in scope.events or any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in model.import_nodes):
+        return None
+    if any(isinstance(c.func, ast.Name) and c.func.id in ("globals", "vars", "setattr", "exec") for c in model.calls
+           if model.function_at(c) is None):
+        return None
+    return frozenset(scope.events) | frozenset(scope.imports) | frozenset(scope.import_src)
