@@ -318,7 +318,7 @@ class TimingWithoutBlock(Rule):
     summary = ("Finds wall-clock measurements of JAX work that never wait for it: `t0 = time.perf_counter()` "
                "... `time.perf_counter() - t0` (also `time.time()`, `time.monotonic()`, `timeit.default_timer()`), "
                "`timeit.timeit(lambda: f(x))` and `with Timer():` blocks (a timer of this module, or `mlxu.Timer`), "
-               "where the timed code calls a jitted or transformed function, a JAX array operation, a helper or a "
+               "where the timed code calls a jitted or transformed function, a JAX array operation (arithmetic on JAX arrays included), a helper or a "
                "method of a project class that ends in such work with nothing after it that may wait (a `lax.scan` "
                "whose result goes into a NamedTuple), or a library's compiled call (gymnax rollouts, QDax's "
                "distributed update), and nothing after that call blocks "

@@ -287,3 +287,37 @@ def test_jax204_a_method_of_another_module_that_may_wait(tmp_path, agent_change,
 def test_dispatching_methods_of_a_module():
     m = build_model(ast.parse(textwrap.dedent(AGENT)))
     assert timing.dispatching_methods_of(m) == {"Agent": frozenset({"train", "_train_step"})}
+
+
+# -- eager arithmetic on JAX arrays in a timed region (fresh sets J and K: ``O = A + B`` timed per step)
+
+_ADD = """
+import datetime
+import jax.numpy as jnp
+
+A = jnp.ones((4096, 4096))
+B = jnp.ones((4096, 4096))
+s = datetime.datetime.now()
+for i in range(10):
+    O = A + B
+e = datetime.datetime.now()  # expect: JAX204
+print(f"addition takes {(e - s).total_seconds() / 10:.4f}")
+"""
+
+
+def test_jax204_eager_arithmetic_on_jax_arrays_is_unwaited_work():
+    assert_marked(_ADD)
+    m, clock = _last_call(_ADD, "datetime.datetime.now")
+    (region,) = timing.unwaited_timings(m)
+    assert isinstance(region.work, ast.BinOp) and ast.unparse(region.work) == "A + B"
+
+
+@pytest.mark.parametrize("change", [
+    ("    O = A + B\n", "    O = (A + B).block_until_ready()\n"),  # waited
+    ("A = jnp.ones((4096, 4096))\nB = jnp.ones((4096, 4096))\n", "A = 1.0\nB = 2.0\n"),  # host numbers
+    ("    O = A + B\n", "    O = A + B\n    print(O)\n"),  # printed: a fetch
+])
+def test_jax204_near_misses_of_eager_arithmetic(change):
+    src = _ADD.replace(*change).replace("  # expect: JAX204", "")
+    assert src != _ADD.replace("  # expect: JAX204", "")
+    assert findings(src, "JAX204") == []

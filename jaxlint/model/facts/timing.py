@@ -17,12 +17,10 @@ that do not wait:
   may wait); the region is the ``with`` body.
 
 A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
-or a JAX array operation. It waits when, after its last such call, it blocks
-(``block_until_ready``), fetches a JAX value to the host (``float``, ``np.asarray``, ``.item()``,
-``jax.device_get``) or prints or logs one, or calls a function of this module whose body does one
-of these. Calls we cannot see into (``model.fit()``, an imported helper) are neither work nor waits;
-handed a JAX value, they may wait. ``q.put(y)`` on a thread queue (also an element of a list
-made of them only) keeps the value and waits for nothing.
+a JAX array operation or arithmetic on JAX arrays. It waits when, after its last such work, it blocks
+(``block_until_ready``), fetches a JAX value (``float``, ``np.asarray``, ``.item()``, ``jax.device_get``),
+prints or logs one, or calls a function of this module that does. Calls we cannot see into are neither
+work nor waits (handed a JAX value, they may wait); ``q.put(y)`` on a thread queue waits for nothing.
 """
 
 from __future__ import annotations
@@ -277,6 +275,9 @@ def _work_and_waits(m, stmts: list, depth: int) -> tuple:
                 last_work = c
         elif kind in ("wait", "maybe"):
             waits.append(c)
+    for node in _calls_in(stmts, ast.BinOp):  # eager arithmetic on a JAX array (``O = A + B``): a dispatch
+        if (last_work is None or _end(node) > _end(last_work)) and V.is_jax(m, node, m.scope_at(node)):
+            last_work = node
     return last_work, waits
 
 
@@ -566,16 +567,15 @@ def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
     return None
 
 
-def _calls_in(stmts: list) -> Iterator[ast.Call]:
-    """Calls that run when the statements run (not in nested defs, classes or lambdas), in
-    source order."""
+def _calls_in(stmts: list, kind=ast.Call) -> Iterator[ast.Call]:
+    """Calls (or nodes of ``kind``) run when the statements run (not in nested defs or lambdas), in order."""
     found: list = []
     todo = list(stmts)
     while todo:
         node = todo.pop()
         if isinstance(node, _NOT_RUN):
             continue
-        if isinstance(node, ast.Call):
+        if isinstance(node, kind):
             found.append(node)
         todo.extend(child_nodes(node))
     found.sort(key=lambda c: (c.lineno, c.col_offset))
