@@ -35,6 +35,8 @@ _FIX = {
     "index": ("so the host waits for the previous step to finish before it can index",
               "convert the index to NumPy once before the loop (`np.asarray(perm)`), or keep the data on the "
               "device and index it there"),
+    "shape": ("so the host waits for each step before it can size the result",
+              "give the operation a static `size=` (and a `fill_value`), or move it into the jitted step"),
     "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
 }
 
@@ -62,7 +64,8 @@ class HostTransferInLoop(Rule):
                "`jax.tree.map(lambda v: v.item(), x)`, `multihost_utils.assert_equal(x)`/`process_allgather(x)`, "
                "`x` as a slice bound (`idxes[start:start + n]`, read as a Python integer), `x` as the index of "
                "a NumPy array (`images[perm[i]]` with `images` from `np.load` or `tfds.as_numpy`: NumPy copies the "
-               "index to the host, once per index and loop), "
+               "index to the host, once per index and loop), an eager operation whose result's shape depends on "
+               "`x`'s values (`jnp.unique(x)`, `jnp.nonzero(x)`, `y[x > 0]`, without `size=`), "
                "print/f-string/logging of `x`, and calls of this module's "
                "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
                "(results of jitted steps, also through methods of the module's own classes and jitted fields "
@@ -176,6 +179,14 @@ class HostTransferInLoop(Rule):
                 finding = self._report(model, sub, role, f"`{unparse(sub, 40)}`, a NumPy array indexed with the "
                                        f"JAX value `{unparse(index, 30)}` (NumPy copies the index to the host),",
                                        "index")
+                if finding is not None:
+                    yield finding
+        for node, operand in fetches.shape_reads(model):
+            role = _step_role(model, model.context(node), self, node)
+            if role is not None:
+                what = (f"`{unparse(node, 40)}`, whose result's shape depends on the values of the JAX array "
+                        f"`{unparse(operand, 30)}` (JAX reads them on the host to size it outside jit),")
+                finding = self._report(model, node, role, what, "shape")
                 if finding is not None:
                     yield finding
         for node in model.ifs:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
 from jaxlint.model import build_model
 from jaxlint.model.facts import fetches
-from ruletools import assert_marked, default_findings, findings
+from ruletools import assert_marked, default_findings, findings, messages
 
 
 def _model(src: str):
@@ -453,3 +455,69 @@ def test_model_a_container_a_compiled_function_returns_is_a_container_not_a_devi
 
 def test_the_if_on_a_returned_dict_is_no_sync_the_if_on_a_returned_array_is():
     assert_marked(_METRICS)
+
+
+# --------------------------------------------------------------------------- data-dependent shapes computed eagerly
+
+_SHAPES = """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(state, batch):
+        return state + batch, jnp.argmax(state + batch, axis=-1)
+
+    def train(state, loader, n):
+        for i in range(n):
+            state, codes = step(state, next(loader))
+            used = jnp.unique(codes).size  # expect: JAX201
+            hits = jnp.nonzero(codes)[0]  # expect: JAX201
+            picked = state[codes > 3]  # expect: JAX201
+            where = jnp.where(codes > 3)  # expect: JAX201
+        return state, used, hits, picked, where
+"""
+
+
+def test_model_shape_reads_are_data_dependent_shapes_outside_jit():
+    tree, m = _model(_SHAPES)
+    assert [ast.unparse(n) for n, _ in fetches.shape_reads(m)] == [
+        "jnp.unique(codes)", "jnp.nonzero(codes)", "state[codes > 3]", "jnp.where(codes > 3)"]
+
+
+def test_jax201_data_dependent_shapes_computed_eagerly_every_step():
+    assert_marked(_SHAPES)
+    msg = messages(_SHAPES, "JAX201")[0]
+    assert msg.startswith("`jnp.unique(codes)`, whose result's shape depends on the values of the JAX array `codes`")
+    assert "give the operation a static `size=`" in msg
+
+
+@pytest.mark.parametrize("change", [
+    ("jnp.unique(codes).size  # expect: JAX201", "jnp.unique(codes, size=8).size"),  # a static size
+    ("jnp.nonzero(codes)[0]  # expect: JAX201", "jnp.nonzero(codes, size=4, fill_value=0)[0]"),
+    ("state[codes > 3]  # expect: JAX201", "state.at[codes > 3].set(0)"),  # a scatter: the shape is state's
+    ("jnp.where(codes > 3)  # expect: JAX201", "jnp.where(codes > 3, state, 0)"),  # three arguments
+    ("jnp.unique(codes).size  # expect: JAX201", "np.unique(np.arange(3)).size"),  # host data
+])
+def test_jax201_near_misses_of_data_dependent_shapes(change):
+    src = _SHAPES.replace(*change)
+    assert src != _SHAPES
+    got = sorted(line for line, code in default_findings(src) if code == "JAX201")
+    assert len(got) == 3
+
+
+def test_jax201_data_dependent_shapes_inside_the_jitted_step_are_jax301s():
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(state, batch):
+        return state + batch, jnp.unique(batch).size
+
+    def train(state, loader, n):
+        for i in range(n):
+            state, used = step(state, next(loader))
+        return state
+    """
+    assert default_findings(src, "JAX201") == []

@@ -64,6 +64,7 @@ _ONCE = (
     "setup_flow",  # setuporder
     "slice_bounds",  # fetches: slices with a JAX value as a bound
     "numpy_index_reads",  # hostarrays: NumPy arrays indexed with a JAX value
+    "shape_reads",  # fetches: data-dependent shapes computed eagerly
     "static_fields",  # pytrees
     "summarizing",  # callables, summary
     "timings",  # timing
