@@ -287,15 +287,15 @@ class ProjectResolver:
         return self.answer(path, ("key", name, cls, index, kw), lambda model: remote_draw(model, name, cls, index, kw),
                            None, (b"random", b"sample"))
 
-    def training_update(self, path: str, name: str, positions: tuple, keywords: tuple) -> Optional[tuple]:
+    def training_update(self, path: str, name: str, positions: tuple, keywords: tuple, grads: tuple = ()):
         """Where the top-level function ``name`` of the project file ``path`` applies an optimizer update to
-        a value computed from its parameters at ``positions``/``keywords``: ``(name, operand, update,
-        line)`` (:func:`~jaxlint.model.facts.trainingstate.remote_update`), or None; read and fully
-        modelled once per process, as :meth:`runs_program`. A file that spells no update is not modelled."""
+        a value computed from its parameters at ``positions``/``keywords`` (``grads``: those given a gradient):
+        ``(name, operand, update, line)`` (:func:`~jaxlint.model.facts.trainingstate.remote_update`), or None;
+        as :meth:`answer`. A file that spells no update is not modelled."""
         from .model.facts.trainingstate import remote_update
 
-        return self.answer(path, ("update", name, positions, keywords), lambda model: remote_update(
-            model, name, positions, keywords), None, (b"update", b"apply_gradients"))
+        return self.answer(path, ("update", name, positions, keywords, grads), lambda model: remote_update(
+            model, name, positions, keywords, grads), None, (b"update", b"apply_gradients"))
 
     def timer_method(self, path: str, cls: str, method: str) -> bool:
         """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a timer's context

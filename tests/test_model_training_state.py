@@ -360,3 +360,44 @@ def test_a_step_of_another_module_of_the_project_is_read_there(tmp_path):
     step_line, count_line = sorted(found)
     assert found[step_line].status == "proven" and "another module of the project" in found[step_line].why
     assert found[count_line].status == "unknown"
+
+
+def test_a_step_of_this_module_handing_the_gradient_to_another_modules_helper(tmp_path):
+    """``update_step`` of a notebook or script calls ``model.update_weights(weights, grads, opt_state)``
+    of a module of the project (fresh set M's minformer notebooks): the update is read there, given
+    which arguments hold the gradient; a helper there that updates nothing stays unknown."""
+    from jaxlint.model import build_model as _build
+    from jaxlint.model.facts import trainingstate
+    from jaxlint.project import ProjectResolver
+    from ruletools import make_project
+
+    make_project(tmp_path, {"pyproject.toml": "", "modelling/__init__.py": "", "modelling/model.py": HELPER,
+                            "finetune.py": """
+        import jax
+        from modelling import model
+
+        def update_step(weights, x, opt_state, lr):
+            value, grads = jax.value_and_grad(model.loss)(weights, x)
+            weights, opt_state = model.update_weights(weights, grads, opt_state, lr)
+            return value, weights, opt_state
+
+        def count_step(weights, x, counter):
+            value, grads = jax.value_and_grad(model.loss)(weights, x)
+            value, counter = model.evaluate(weights, grads, counter)
+            return value, weights, counter
+
+        step = jax.jit(update_step)
+        count = jax.jit(count_step)
+
+        def train(weights, opt_state, batches, c):
+            for x in batches:
+                loss, weights, opt_state = step(weights, x, opt_state, 0.1)
+                value, weights, c = count(weights, x, c)
+    """})
+    path = tmp_path / "finetune.py"
+    m = _build(ast.parse(path.read_text()), path=str(path), project=ProjectResolver())
+    found = {r.call.lineno: trainingstate.training_state(m, r.call, r.wrap, r.positions, r.keywords)
+             for r in donation.rebinding_without_donation(m)}
+    step_line, count_line = sorted(found)
+    assert found[step_line].status == "proven" and "`model.update_weights` on line 7" in found[step_line].why
+    assert found[count_line].status == "unknown"

@@ -160,7 +160,8 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
         given = [(i, a) for i, a in enumerate(c.args)]
         if not (any(_reads(a, grads) for _, a in given) and any(_reads(a, derived) for _, a in given)):
             continue
-        for g in callables.local_functions(m, c.func, m.scope_at(c)):
+        local = callables.local_functions(m, c.func, m.scope_at(c))
+        for g in local:
             if isinstance(g.node, ast.Lambda) or g is f:
                 continue
             inner_seeds = {g.params[i] for i, a in given if i < len(g.params) and _reads(a, derived)}
@@ -168,6 +169,13 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
             found = update_of(m, g, inner_seeds, inner_grads, depth + 1)
             if found is not None:
                 return found
+        other = callables.imported_function(m, c.func, m.scope_at(c)) if not local else None
+        project = getattr(other[0], "project", None) if other is not None else None
+        if project is not None and getattr(other[0], "path", None) is not None and project.training_update(
+                other[0].path, other[1], tuple(i for i, a in given if _reads(a, derived)), (),
+                tuple(i for i, a in given if _reads(a, grads))) is not None:
+            # ``model.update_weights(weights, grads, opt_state)`` of another module: the call is the update
+            return next(a for _, a in given if _reads(a, derived)), c
     return None
 
 
@@ -189,15 +197,16 @@ def _imported_step(m, wrap, positions: list, keywords: list, bound: int) -> Opti
     return project.training_update(path, name, tuple(i + bound for i in positions), tuple(keywords))
 
 
-def remote_update(m, name: str, positions: tuple, keywords: tuple) -> Optional[tuple]:
+def remote_update(m, name: str, positions: tuple, keywords: tuple, grads: tuple = ()) -> Optional[tuple]:
     """For another module's question (:meth:`~jaxlint.project.ProjectResolver.training_update`):
     ``(name, operand, update spelled, line)`` when this module's top-level function ``name`` applies
-    an optimizer update to a value computed from its parameters at ``positions`` or ``keywords``."""
+    an optimizer update to a value computed from its parameters at ``positions`` or ``keywords``
+    (``grads``: the positions of those given a gradient)."""
     for f in m.functions:
         if f.name != name or f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
             continue
         seeds = {f.params[i] for i in positions if 0 <= i < len(f.params)} | set(keywords)
-        found = update_of(m, f, seeds)
+        found = update_of(m, f, seeds, frozenset(f.params[i] for i in grads if 0 <= i < len(f.params)))
         if found is not None:
             operand, update = found
             return name, unparse(operand, 30), unparse(update.func, 40), update.lineno
