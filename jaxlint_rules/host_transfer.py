@@ -67,7 +67,8 @@ class HostTransferInLoop(Rule):
                "index to the host, once per index and loop), an eager operation whose result's shape depends on "
                "`x`'s values (`jnp.unique(x)`, `jnp.nonzero(x)`, `y[x > 0]`, without `size=`), "
                "print/f-string/logging of `x`, and calls of this module's "
-               "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
+               "own helpers, or of another module's of the project, that convert or log `x` "
+               "(`log_metrics(step, metrics)`), where `x` is a JAX value "
                "(results of jitted steps, also through methods of the module's own classes and jitted fields "
                "of a record copy: `buffer.replace(can_sample=jax.jit(buffer.can_sample))`), that run every "
                "iteration of a step loop: a loop whose iteration is one step of JAX work, or, for an `if` that "
@@ -137,9 +138,8 @@ class HostTransferInLoop(Rule):
                 helper = transfers.helper_sync(model, call)
                 if helper is None:
                     continue
-                arg, inner, f = helper
-                what = (f"`{unparse(call.func)}(...)`, which reads `{unparse(arg, 30)}` on the host "
-                        f"(`{unparse(inner, 30)}` on line {inner.lineno}),")
+                arg, where = helper
+                what = f"`{unparse(call.func)}(...)`, which reads `{unparse(arg, 30)}` on the host ({where}),"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             role = _step_role(model, ctx, self, call)
             if role is not None:
@@ -251,7 +251,9 @@ class BlockUntilReadyInLoop(Rule):
     short = "A block_until_ready every step of a loop, which stops the host from queueing the next step."
     name = "block-until-ready-in-loop"
     summary = ("Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a step loop of JAX "
-               "work, training loops that time their phases every step included. Not reported: benchmarks (a "
+               "work, training loops that time their phases every step included, also inside a plain helper of "
+               "the module or of another module of the project given a JAX value (`synchronize_and_clock(params)`). "
+               "Not reported: benchmarks (a "
                "loop that times one call on the same inputs, or a function that returns the timing), blocks "
                "under a periodic guard, blocks once per iteration of a loop whose iteration runs a whole "
                "program (a jitted `lax.scan` epoch or rollout), and blocks in loops known to run at most 100 "
@@ -313,12 +315,26 @@ class BlockUntilReadyInLoop(Rule):
             if transfers.lagged_sync(model, call, loop):
                 continue  # blocks on step N-k after queuing step N: bounds the queue, keeps it full
             yield self.finding(call, ["`block_until_ready()` in every iteration of the loop on ",
-                                      Line(loop.node.lineno),
-                                      " empties the dispatch queue: the device idles while the host dispatches "
-                                      "the next step; block once after the loop, or every N steps to bound "
-                                      "the queue"],
-                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                                      Line(loop.node.lineno), _EMPTIES],
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None, evidence=role.evidence)
+        yield from self._helper_blocks(model)
+
+    def _helper_blocks(self, model: ModuleModel) -> Iterator[Finding]:
+        """A plain helper (this module's or another's) blocking on what it is given, called every step."""
+        for call in model.loop_calls:
+            helper = None if last_name(call.func) == "block_until_ready" or not fetches.may_sync(model, call) \
+                else transfers.helper_sync(model, call, blocks=True)
+            role = roles.block_role(model, model.context(call)) if helper is not None else None
+            if role is None or role.kind != roles.PER_STEP or transfers.lagged_sync(model, call, role.loop):
+                continue
+            yield self.finding(call, [f"`{unparse(call.func)}(...)`, which blocks on `{unparse(helper[0], 30)}` "
+                                      f"({helper[1]}), in every iteration of the loop on ", Line(role.loop.node.lineno),
+                                      _EMPTIES], opt_in=_TEST_CODE if model.in_test_code(call) else None,
                                evidence=role.evidence)
+
+
+_EMPTIES = (" empties the dispatch queue: the device idles while the host dispatches the next step; block once "
+            "after the loop, or every N steps to bound the queue")
 
 
 class TimingWithoutBlock(Rule):

@@ -3180,8 +3180,9 @@ def test_instance_class_and_method_results():
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")
-    arg, inner, f = transfers.helper_sync(m, log)
-    assert ast.unparse(arg) == "m" and ast.unparse(inner) == "float(v)" and f.name == "log_metrics"
+    arg, where = transfers.helper_sync(m, log)
+    line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n) == "float(v)")
+    assert ast.unparse(arg) == "m" and where == f"`float(v)` on line {line}"
     assert transfers.helper_sync(m, call_to(tree, "log_keys")) is None  # keys are host strings
     ifs = [n for n in m.ifs if isinstance(n, ast.If)]
     assert ast.unparse(fetches.bool_sync(m, ifs[0].test, m.scope_at(ifs[0]))) == "jnp.allclose(p, b)"

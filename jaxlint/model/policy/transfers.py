@@ -18,6 +18,7 @@ Functions of the model (``m``), not a mixin: JAX201/202/205 import them.
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from ... import names as N
@@ -244,14 +245,15 @@ def per_iteration_loop(m, ctx: Optional[Context], syncs: bool = True) -> Optiona
 # -- helpers of this module that convert their arguments
 
 
-def helper_sync(m, call: ast.Call) -> Optional[tuple]:
+def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     """``log_metrics(step, metrics)`` where ``log_metrics`` is a plain (not compiled) function
     of this module, called for its effect (it returns nothing: a helper that returns what
     it converted, ``four_dig(x)``, is a conversion whose result the caller needs on the
     host), whose body copies a parameter to the host or formats it (``float(v)``,
     ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
     taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
-    a JAX value there: ``(argument, the sync inside the helper, the helper)``. A sync under an
+    a JAX value there: ``(argument, where the helper syncs it, in words)``. A top-level function of
+    another module of the project (``from utils import log_metrics``) is read there. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
     inside the helper, and does not count."""
     scope = m.scope_at(call)
@@ -268,15 +270,48 @@ def helper_sync(m, call: ast.Call) -> Optional[tuple]:
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
     for f in funcs:
-        if f.traced or isinstance(f.node, ast.Lambda) or f.returns:
+        if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
             continue
         bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
             if not V.holds_jax(m, arg, scope):
                 continue
-            inner = _param_sync(m, f, param)
+            inner = _param_sync(m, f, param, blocks)
             if inner is not None:
-                return arg, inner, f
+                return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
+    other = callables.imported_function(m, call.func, scope) if not funcs else None  # ``log(...)``, ``utils.log(...)``
+    project, path = (getattr(other[0], "project", None), getattr(other[0], "path", None)) if other else (None, None)
+    if project is None or path is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    given = {i: a for i, a in enumerate(call.args) if V.holds_jax(m, a, scope)}
+    kws = {k.arg: k.value for k in call.keywords if k.arg is not None and V.holds_jax(m, k.value, scope)}
+    if not given and not kws:
+        return None
+    name = other[1]
+    found = project.answer(path, ("param-sync", name, tuple(given), tuple(kws), blocks), lambda model: remote_param_sync(
+        model, name, tuple(given), tuple(kws), blocks), None)
+    if found is None:
+        return None
+    key, spelled, line = found
+    rel = os.path.relpath(path, os.path.dirname(os.path.abspath(m.path))) if m.path else os.path.basename(path)
+    return (given[key] if isinstance(key, int) else kws[key]), f"`{spelled}` on line {line} of `{rel}`"
+
+
+def remote_param_sync(m, name: str, positions: tuple, keywords: tuple, blocks: bool = False) -> Optional[tuple]:
+    """For another module's question: ``(position or keyword, sync spelled, line)`` when this module's
+    top-level function ``name``, called for its effect (it returns nothing), copies to the host or
+    formats a value taken from its parameter at one of ``positions``/``keywords`` (:func:`_param_sync`);
+    with ``blocks``, blocks on one (``jax.block_until_ready(x)``), whatever it returns."""
+    for f in m.functions:
+        if f.name != name or f.parent is not None or f.cls is not None or f.traced or (f.returns and not blocks) \
+                or isinstance(f.node, ast.Lambda):
+            continue
+        for key in (*positions, *keywords):
+            param = (f.params[key] if key < len(f.params) else None) if isinstance(key, int) else (
+                key if key in f.params or key in f.kwonly else None)
+            inner = _param_sync(m, f, param, blocks) if param is not None else None
+            if inner is not None:
+                return key, unparse(inner, 30), inner.lineno
     return None
 
 
@@ -297,11 +332,11 @@ def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
     return out
 
 
-def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
-    """The first host fetch or format in ``f``'s body of a value taken from ``param`` (see
-    :func:`helper_sync`), memoized per function and parameter."""
+def _param_sync(m, f: FunctionInfo, param: str, blocks: bool = False) -> Optional[ast.AST]:
+    """The first host fetch or format (``blocks``: ``block_until_ready``) in ``f``'s body of a value
+    taken from ``param`` (see :func:`helper_sync`), memoized per function and parameter."""
     memo = work_memo(m)
-    key = ("param_sync", id(f), param)
+    key = ("param_sync", id(f), param, blocks)
     if key in memo:
         return memo[key]
     memo[key] = None
@@ -339,11 +374,11 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
         ctx = m.context(c)
         if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
             continue
-        values = _synced_values(m, c)
+        values = _blocked_values(m, c) if blocks else _synced_values(m, c)
         if any(_taken_from(v, derived) for v in values):
             found = c
             break
-    if found is None:
+    if found is None and not blocks:
         for node in m.joined_strs:
             ctx = m.context(node)
             if ctx is None or ctx.raising or ctx.scope is not f.scope or any(
@@ -354,6 +389,17 @@ def _param_sync(m, f: FunctionInfo, param: str) -> Optional[ast.AST]:
                 break
     memo[key] = found
     return found
+
+
+def _blocked_values(m, c: ast.Call) -> list:
+    """What a call in a helper blocks on: ``jax.block_until_ready(x)``, ``x.block_until_ready()``."""
+    func = c.func
+    if last_name(func) != "block_until_ready":
+        return []
+    qn = m.resolve(func, m.scope_at(c))
+    if qn == N.BLOCK_UNTIL_READY:
+        return c.args[:1]
+    return [func.value] if qn is None and isinstance(func, ast.Attribute) else []
 
 
 def _synced_values(m, c: ast.Call) -> list:
