@@ -309,8 +309,15 @@ HOST_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback", "jax.pure_c
 HOST_LOGGER_FUNCTIONS = frozenset({"wandb.log", "tensorflow.summary.scalar", "tensorflow.summary.histogram",
                                    "tensorflow.summary.image"})
 # (qualified name of the call that made the object) -> its methods that convert their arguments
+# tqdm's ``set_postfix(loss=loss)`` formats each value that is not a Python number with ``str()``
+# (tqdm/std.py): a JAX array is fetched to the host there.
+_TQDM = ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.trange", "tqdm.auto.trange",
+         "tqdm.notebook.trange")
 HOST_LOGGER_METHODS = {"wandb.init": frozenset({"log"}),
-                       "flax.metrics.tensorboard.SummaryWriter": frozenset({"scalar", "image", "audio", "histogram"})}
+                       "flax.metrics.tensorboard.SummaryWriter": frozenset({"scalar", "image", "audio", "histogram"}),
+                       **{t: frozenset({"set_postfix"}) for t in _TQDM}}
+# Library objects whose ``__enter__`` returns the object itself: ``with tqdm(total=n) as pbar`` binds the bar.
+ENTER_RETURNS_SELF = frozenset({"wandb.init", *_TQDM})
 
 # Settings read from the environment when JAX's backend starts (the first device query, array or
 # compiled call) or when ``jax`` is imported: assigned later, they do nothing. Measured on jax

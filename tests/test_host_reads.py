@@ -11,7 +11,7 @@ import pytest
 
 from jaxlint.model import build_model
 from jaxlint.model.facts import fetches
-from ruletools import assert_marked, default_findings, findings, messages
+from ruletools import assert_marked, default_findings, findings, line_of, messages
 
 
 def _model(src: str):
@@ -521,3 +521,38 @@ def test_jax201_data_dependent_shapes_inside_the_jitted_step_are_jax301s():
         return state
     """
     assert default_findings(src, "JAX201") == []
+
+
+# --------------------------------------------------------------------------- library loggers made in a with statement
+
+_TQDM = """
+    import jax
+    import jax.numpy as jnp
+    import wandb
+    from tqdm import tqdm
+
+    @jax.jit
+    def step(params, batch):
+        loss = jnp.mean((params - batch) ** 2)
+        return params - 0.1 * loss, loss
+
+    def train(params, batches, n):
+        with wandb.init(project="p") as run, tqdm(total=n) as bar:
+            for i in range(n):
+                params, loss = step(params, next(batches))
+                bar.set_postfix(loss=loss)  # expect: JAX201
+                run.log({"loss": loss})  # expect: JAX201
+                bar.set_postfix(step=i)
+        return params
+"""
+
+
+def test_jax201_tqdm_postfix_and_a_wandb_run_bound_by_with():
+    assert_marked(_TQDM)
+    assert "`bar.set_postfix(...)` of `loss`" in messages(_TQDM, "JAX201")[0]
+
+
+def test_jax201_a_set_postfix_of_an_object_not_known_to_format_is_quiet():
+    src = _TQDM.replace("tqdm(total=n) as bar", "open('log') as bar").replace(
+        "                bar.set_postfix(loss=loss)  # expect: JAX201\n", "                bar.set_postfix(loss=loss)\n")
+    assert [line for line, code in default_findings(src) if code == "JAX201"] == [line_of(src, "run.log")]

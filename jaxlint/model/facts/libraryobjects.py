@@ -21,6 +21,11 @@ def library_maker(m, expr: ast.AST, scope: Scope) -> Optional[str]:
     values = []
     if isinstance(expr, ast.Name):
         ev = m.binding(expr.id, scope, (expr.lineno, expr.col_offset))
+        if ev is not None and isinstance(ev.node, ast.withitem) and isinstance(ev.node.optional_vars, ast.Name) \
+                and isinstance(ev.node.context_expr, ast.Call):
+            # ``with tqdm(total=n) as pbar``: the object itself, for makers whose ``__enter__`` returns it
+            qn = m.resolve(ev.node.context_expr.func, ev.scope)
+            return qn if qn in N.ENTER_RETURNS_SELF else None
         if ev is None or not ev.plain_assign:
             return None
         values = [(ev.value, ev.scope)]

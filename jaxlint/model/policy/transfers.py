@@ -540,7 +540,7 @@ def fetch_spelling(model, call: ast.Call, value: Optional[ast.AST]) -> Optional[
         return f"`{unparse(call.func)}(...)` with {how} on every leaf of `{unparse(value, 30)}`"
     if isinstance(call.func, ast.Attribute) and call.func.value is value:
         return f"`{unparse(value, 30)}.{call.func.attr}()`"
-    if len(call.args) + len(call.keywords) > 1:  # ``writer.scalar("loss", loss, step)``: name the value
+    if len(call.args) + len(call.keywords) > 1 or call.keywords:  # ``writer.scalar("loss", loss, step)``
         return f"`{unparse(call.func)}(...)` of `{unparse(value, 30)}`"
     return f"`{unparse(call.func)}({unparse(value, 30)})`"
 
