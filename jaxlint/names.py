@@ -76,6 +76,10 @@ EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
 GRADIENT_TRANSFORMS = EAGER_GRADIENT_TRANSFORMS | frozenset({
     "equinox.filter_grad", "equinox.filter_value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad"})
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
+# JAX's example optimizers (``jax.example_libraries.optimizers``, ``jax.experimental.optimizers`` before
+# 0.2.25): each maker returns ``(init_fun, update_fun, get_params)``, and ``update_fun(i, grads, state)``
+# returns the new state (jax/example_libraries/optimizers.py).
+EXAMPLE_OPTIMIZER_MAKERS = ("jax.example_libraries.optimizers.", "jax.experimental.optimizers.")
 # Methods of objects made by these library calls (prefix or name) that only dispatch JAX work and
 # return device values, reading nothing on the host: the libraries' pure, jittable functions of
 # their state. Timing one measures its dispatch (JAX204). evosax strategies' ``ask``/``tell``/

@@ -401,3 +401,29 @@ def test_a_step_of_this_module_handing_the_gradient_to_another_modules_helper(tm
     step_line, count_line = sorted(found)
     assert found[step_line].status == "proven" and "`model.update_weights` on line 7" in found[step_line].why
     assert found[count_line].status == "unknown"
+
+
+def test_an_example_libraries_optimizer_update_is_a_training_update():
+    """``opt_update(i, g, opt_state)`` of ``opt_init, opt_update, get_params = optimizers.adam(...)``
+    (JAX's example optimizers): the state it is given is the optimizer's; a function of the same
+    spelling made by something else is not known to update anything."""
+    from jaxlint.model.facts import trainingstate
+
+    src = """
+import jax
+from jax import grad
+from jax.example_libraries import optimizers
+
+opt_init, opt_update, get_params = optimizers.adam(1e-3)
+
+def step(i, opt_state, batch):
+    g = grad(lambda p: (p * batch).sum())(get_params(opt_state))
+    return opt_update(i, g, opt_state)
+"""
+    _, m = build(src)
+    [f] = [g for g in m.functions if g.name == "step"]
+    operand, update = trainingstate.update_of(m, f, {"opt_state"})
+    assert ast.unparse(operand) == "opt_state" and ast.unparse(update.func) == "opt_update"
+    _, other = build(src.replace("optimizers.adam(1e-3)", "make_optimizer(1e-3)"))
+    [g] = [h for h in other.functions if h.name == "step"]
+    assert trainingstate.update_of(other, g, {"opt_state"}) is None

@@ -4,6 +4,8 @@ loop reading a JAX array element by element). Positive cases mark every expected
 
 from __future__ import annotations
 
+import pytest
+
 from ruletools import assert_marked, findings, line_of, messages
 
 _GRADS = """
@@ -455,3 +457,43 @@ def test_jax701_near_misses_of_apply_gradients():
         return avg
     """
     assert findings(own_class, "JAX701") == []
+
+
+_EXAMPLE_OPT = """
+    import jax
+    import jax.numpy as jnp
+    from jax import grad, jit
+    from jax.example_libraries import optimizers
+
+    def loss(params, batch):
+        x, y = batch
+        return jnp.mean((x @ params["w"] - y) ** 2)
+
+    opt_init, opt_update, get_params = optimizers.adam(1e-3)
+    grad_fn = jit(grad(loss))
+
+    def train(params, batches, num_steps):
+        opt_state = opt_init(params)
+        for i in range(num_steps):
+            g = grad_fn(get_params(opt_state), next(batches))
+            opt_state = opt_update(i, g, opt_state)  # expect: JAX701
+        return get_params(opt_state)
+"""
+
+
+def test_jax701_an_example_libraries_optimizer_update_outside_jit():
+    assert_marked(_EXAMPLE_OPT)
+    assert "`opt_update(...)` of the `jax.example_libraries.optimizers.adam` optimizer" in messages(
+        _EXAMPLE_OPT, "JAX701")[0]
+
+
+@pytest.mark.parametrize("change", [
+    ("opt_init, opt_update, get_params = optimizers.adam(1e-3)",
+     "opt_init, opt_update, get_params = make_optimizer(1e-3)"),  # not JAX's example optimizers
+    ("from jax.example_libraries import optimizers", "import my_optimizers as optimizers"),
+    ("opt_state = opt_update(i, g, opt_state)  # expect: JAX701", "opt_state = get_params(opt_state)"),
+])
+def test_jax701_near_misses_of_an_example_optimizer(change):
+    src = _EXAMPLE_OPT.replace(*change)
+    assert src != _EXAMPLE_OPT
+    assert findings(src, "JAX701") == []

@@ -42,11 +42,14 @@ def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
     """What parameter update ``call`` makes, when it is one (see the module docstring) and not
     inside traced code; None otherwise. Whether it runs every step is the rule's question."""
     func = call.func
-    if last_name(func) not in _SPELLED:
-        return None  # a cheap filter: every update this module knows is spelled one of these
+    if last_name(func) not in _SPELLED and not (isinstance(func, ast.Name) and _imports_example_optimizers(m)):
+        return None  # a cheap filter: every update this module knows is spelled one of these, or is a name
     if m.in_traced_code(call):
         return None
     scope = m.scope_at(call)
+    maker = libraryobjects.example_optimizer_update(m, func, scope)
+    if maker is not None and len(call.args) >= 3:
+        return EagerUpdate(call, "optimizer-update", f"`{ast.unparse(func)}(...)` of the `{maker}` optimizer")
     qn = m.resolve(func, scope)
     if qn in N.EAGER_UPDATE_FUNCTIONS:
         return EagerUpdate(call, "apply-updates", f"`{ast.unparse(func)}(...)`")
@@ -65,6 +68,11 @@ def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
         if maker is not None:
             return EagerUpdate(call, "optimizer-update", f"`{ast.unparse(func)}(...)` of the `{maker[0]}` optimizer")
     return None
+
+
+def _imports_example_optimizers(m) -> bool:
+    """Whether the module imports JAX's example optimizers (``from jax.example_libraries import optimizers``)."""
+    return any((q + ".").startswith(N.EXAMPLE_OPTIMIZER_MAKERS) for q in m.module_scope.imports.values())
 
 
 def optimizer_maker(m, expr: ast.AST, scope: Scope):

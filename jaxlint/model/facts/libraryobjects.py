@@ -151,3 +151,17 @@ def _annotated_and_kept(m, name: ast.Name, scope) -> set:
                 and v.func.value.id == name.id and summary.dispatching_method(cls, v.func.attr)):
             return set()
     return {found}
+
+
+def example_optimizer_update(m, func: ast.AST, scope: Scope) -> Optional[str]:
+    """The maker (``jax.example_libraries.optimizers.adam``) when ``func`` is the update function of one
+    of JAX's example optimizers: a name bound, at every binding, to the second element of the triple
+    a maker returns (``opt_init, opt_update, get_params = optimizers.adam(1e-3)``). Calling it,
+    ``opt_update(i, grads, opt_state)``, returns the updated state."""
+    if not isinstance(func, ast.Name):
+        return None
+    ev = m.binding(func.id, scope, (func.lineno, func.col_offset))
+    if ev is None or ev.kind != "assign" or tuple(ev.path or ()) != (1,) or not isinstance(ev.value, ast.Call):
+        return None
+    qn = m.resolve(ev.value.func, ev.scope)
+    return qn if qn is not None and qn.startswith(N.EXAMPLE_OPTIMIZER_MAKERS) else None

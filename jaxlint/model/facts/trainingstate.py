@@ -25,7 +25,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, proof
+from . import callables, libraryobjects, proof
 from ..python.syntax import unparse
 
 _UPDATE_METHOD = "apply_gradients"  # flax.training.train_state.TrainState (and its subclasses)
@@ -91,6 +91,9 @@ def _updated_operands(m, node: ast.AST, grads: set):
         qn = m.resolve(f, m.scope_at(c))
         if qn == "optax.apply_updates" and c.args:
             yield c.args[0], c
+        elif (qn is None and len(c.args) >= 3 and grads and _reads(c.args[1], grads)
+              and libraryobjects.example_optimizer_update(m, f, m.scope_at(c)) is not None):
+            yield c.args[2], c  # ``opt_update(i, grads, opt_state)`` of JAX's example optimizers
         elif qn in N.TREE_MAPS and len(c.args) >= 3 and grads and any(_reads(a, grads) for a in c.args[1:]):
             for a in c.args[1:]:
                 if not _reads(a, grads):
