@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import (deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
+from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
                                  singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
@@ -406,7 +406,9 @@ class ConstantKeyInLoop(Rule):
     short = "A PRNG key with a constant seed made in a loop or per-step helper, so every step draws the same numbers."
     name = "constant-key-in-loop"
     summary = ("Finds `jax.random.PRNGKey(c)`/`jax.random.key(c)` with a constant seed created inside a loop body, "
-               "or in a helper that runs at every step (called in a step loop, or a per-step method).")
+               "or in a helper that runs at every step (called in a step loop, or a per-step method); and a key made "
+               "once as a parameter's default (`def dropout(x, key=jax.random.PRNGKey(0))`) that the function draws "
+               "from, when two calls, or one in a loop or a function that runs again and again, do not pass it.")
     rationale = ("A key made from the same seed is the same key, so every iteration draws the same numbers: the "
                  "same noise, dropout mask or minibatch order each step. Create the key once before the loop and "
                  "split it in the loop, or derive a per-iteration key with `jax.random.fold_in(key, step)`.")
@@ -439,6 +441,7 @@ class ConstantKeyInLoop(Rule):
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         if not keys.may_call_jax_random(model):  # no call can be a KEY_MAKERS one
             return
+        yield from self._default_keys(model)
         for call in model.calls_named(_MAKER_NAMES):  # spelled PRNGKey/key or a local alias of one
             ctx = model.context(call)
             if ctx is None:
@@ -474,6 +477,19 @@ class ConstantKeyInLoop(Rule):
                 else:
                     opt_in = _TEST_LOOP_VARIES
             yield self.finding(call, keymessages.constant_key_in_loop(call, loop, tail), opt_in=opt_in)
+
+    def _default_keys(self, model: ModuleModel) -> Iterator[Finding]:
+        """A key made once as a parameter's default and drawn from by calls that do not pass it."""
+        for d in defaultkeys.default_key_draws(model):
+            where = f"`{unparse(d.draw.call.func, 30)}` on line {d.draw.call.lineno}" if d.draw.call is not None else "it"
+            yield self.finding(d.default, [
+                f"the default `{d.param}={unparse(d.default, 30)}` of `{d.func.name}` is made once, when the `def` "
+                f"runs: {d.why}, so they draw the same random numbers ({where}); give `{d.param}` no default and "
+                "pass a fresh key (split) at each call"],
+                opt_in=_TEST_INPUTS if model.in_test_code(d.default) else (
+                    "only a naming convention (jaxlint's step-method names) says the one caller that omits the key "
+                    "runs again and again" if d.named else None),
+                evidence=[f"`{d.func.name}` draws from `{d.param}` ({where})", d.why])
 
     def _per_step_helper(self, model: ModuleModel, call: ast.Call, ctx) -> Optional[Finding]:
         """A constant-seed key made in a function that runs at every step of a loop (called in a

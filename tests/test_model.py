@@ -5159,3 +5159,31 @@ def test_data_annotation_names_types_of_data_not_callables(ann, data):
     """)
     f = next(fn for fn in m.functions if fn.name == "f")
     assert pythonvalues.data_params(m, f) == ({"x"} if data else set())
+
+
+# --------------------------------------------------------------------------- keys made once as a parameter's default
+
+
+def test_default_key_draws_need_a_draw_and_calls_that_omit_the_key():
+    from jaxlint.model.facts import defaultkeys
+
+    _, m = build("""
+        import jax
+
+        def a(x, key=jax.random.PRNGKey(0)):
+            return jax.random.normal(key, x.shape)
+
+        def b(x, key=jax.random.PRNGKey(0)):
+            return x  # never drawn from
+
+        def c(x, *, key=lib.get_key()):
+            return jax.random.bernoulli(key, 0.5, x.shape)  # a key through the draw
+
+        def d(x, key=lib.get_key()):
+            return helper(x, key)  # not drawn here: not known to be a key
+
+        def run(x, n):
+            a(x), a(x, key=x), b(x), b(x), c(x), c(x), d(x), d(x)
+    """)
+    found = {(d.func.name, d.param): [call.lineno for call in d.calls] for d in defaultkeys.default_key_draws(m)}
+    assert found == {("c", "key"): [17, 17]}

@@ -1787,3 +1787,67 @@ def test_jax503_a_helper_called_under_a_periodic_guard_keeps_its_fixed_noise():
     every_step = periodic.replace("if step % snapshot_freq == 0 and n > 0:", "if n > 0:").replace(
         "key = jax.random.PRNGKey(0)", "key = jax.random.PRNGKey(0)  # expect: JAX503")
     assert_marked(every_step)
+
+
+# --------------------------------------------------------------------------- JAX503: a key made once as a default
+
+_DEFAULT_KEY = """
+    import jax
+    import jax.numpy as jnp
+
+    def dropout_layer(x, rate, key=jax.random.PRNGKey(0)):  # expect: JAX503
+        mask = jax.random.uniform(key, x.shape) > rate
+        return jnp.where(mask, x / (1.0 - rate), 0.0)
+
+    def forward(params, x):
+        h1 = dropout_layer(jax.nn.relu(x @ params[0]), 0.5)
+        return dropout_layer(jax.nn.relu(h1 @ params[1]), 0.5)
+"""
+
+
+def test_jax503_a_key_made_once_as_a_default_and_drawn_by_calls_that_omit_it():
+    assert_marked(_DEFAULT_KEY)
+    (msg,) = messages(_DEFAULT_KEY, "JAX503")
+    assert msg.startswith("the default `key=jax.random.PRNGKey(0)` of `dropout_layer` is made once")
+    assert "the calls on lines 10, 11 pass no `key`" in msg
+
+
+def test_jax503_a_default_key_of_a_helper_called_in_a_loop():
+    assert_marked("""
+    import jax
+
+    def noise(shape, key=jax.random.key(1)):  # expect: JAX503
+        return jax.random.normal(key, shape)
+
+    def run(n, shape):
+        return [noise(shape) for _ in range(n)] + [noise(shape) * 2 for _ in range(n)]
+    """)
+
+
+@pytest.mark.parametrize("change", [
+    ("dropout_layer(jax.nn.relu(x @ params[0]), 0.5)", "dropout_layer(jax.nn.relu(x @ params[0]), 0.5, k1)"),
+    ("dropout_layer(jax.nn.relu(h1 @ params[1]), 0.5)", "dropout_layer(jax.nn.relu(h1 @ params[1]), 0.5, key=k2)"),
+    ("dropout_layer(jax.nn.relu(h1 @ params[1]), 0.5)", "dropout_layer(jax.nn.relu(h1 @ params[1]), 0.5, **kw)"),
+    ("key=jax.random.PRNGKey(0)", "key=make_key()"),  # not known to be a key maker... 
+    ("mask = jax.random.uniform(key, x.shape) > rate", "mask = x > rate"),  # never drawn from
+])
+def test_jax503_near_misses_of_a_default_key(change):
+    src = _DEFAULT_KEY.replace(*change).replace("  # expect: JAX503", "")
+    assert src != _DEFAULT_KEY.replace("  # expect: JAX503", "")
+    if change[1] == "key=make_key()":
+        # ... but drawn from directly in the function: the draw makes it a key, so still reported
+        assert [c for _, c in default_findings(src)] == ["JAX503"]
+    else:
+        assert [c for _, c in default_findings(src) if c == "JAX503"] == []
+
+
+def test_jax503_a_default_key_of_a_function_called_once_is_quiet():
+    src = """
+    import jax
+
+    def once(shape, key=jax.random.PRNGKey(2)):
+        return jax.random.normal(key, shape)
+
+    x = once((3,))
+    """
+    assert default_findings(src, "JAX503") == []
