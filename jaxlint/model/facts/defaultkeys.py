@@ -75,7 +75,7 @@ def _default_key(m, f, param: str, index: Optional[int], default: ast.Call) -> O
     if not omitted:
         return None
     if len(omitted) >= 2:
-        why = f"the calls on lines {', '.join(str(c.lineno) for c, _ in omitted[:3])} pass no `{param}`"
+        why = f"the calls on lines {', '.join(str(c.lineno) for c, _ in omitted[:6])} pass no `{param}`"
     else:
         call, caller = omitted[0]
         ctx = m.context(call)
