@@ -14,7 +14,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, libraryobjects, returnkinds
+from . import callables, hostarrays, libraryobjects, returnkinds
 from ..python import limits as L
 from . import values as V
 from ..python.syntax import _pos, last_name, unparse
@@ -360,8 +360,7 @@ def shape_reads(m) -> list:
         operand = call.args[-1] if qn in ("jax.numpy.compress", "jax.numpy.extract") else call.args[0]
         if (qn in _DATA_SHAPED or (qn == "jax.numpy.where" and len(call.args) == 1)) and V.is_jax(m, operand, scope):
             out.append((call, operand))
-    bodies = [(f.scope, f.subscripts) for f in m.functions if f.loops and not f.traced]
-    for scope, subscripts in [(m.module_scope, m.module_loop_subscripts)] + bodies:
+    for scope, subscripts in hostarrays.untraced_subscripts(m):
         for sub in subscripts:
             ctx = m.context(sub)
             if ctx is None or not ctx.loops or isinstance(sub.slice, (ast.Tuple, ast.Slice, ast.Constant)) or (

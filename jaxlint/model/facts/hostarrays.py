@@ -118,8 +118,7 @@ def numpy_index_reads(m) -> list:
         return memo
     out: list = []
     seen: set = set()
-    bodies = [(f.scope, f.subscripts) for f in m.functions if f.loops and not f.traced]
-    for scope, subscripts in [(m.module_scope, m.module_loop_subscripts)] + bodies:
+    for scope, subscripts in untraced_subscripts(m):
         for sub in sorted(subscripts, key=_pos):
             parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
             index = next((p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))
@@ -134,3 +133,10 @@ def numpy_index_reads(m) -> list:
                 out.append((sub, index))
     m.facts.numpy_index_reads = out
     return out
+
+
+def untraced_subscripts(m) -> list:
+    """``(scope, subscripts)``: the subscripts read in a script's loops at module level, and in each
+    function with loops that is not traced (the host-side reads a step loop can make)."""
+    return [(m.module_scope, m.module_loop_subscripts)] + [
+        (f.scope, f.subscripts) for f in m.functions if f.loops and not f.traced]
