@@ -5,13 +5,10 @@ next to (or in the package of) the importing file, that file's model is built on
 and the rules learn what they would know had the function been defined locally: that calling
 ``train_step`` runs compiled code, its static arguments, that it returns JAX arrays.
 
-Only files of the project are read (the importing file's folder, the folder above its top
-package, and a ``src/`` folder above it for a src-layout package); installed libraries are not
-analysed. A module of the project that ``jaxlint check``
-is checking anyway and that is large is summarized from the tree the check parsed
-(:meth:`ProjectResolver.offer`). Models are cached per process (LRU), and
-dependency models resolve their own imports only a few levels deep, so a chain of imports
-cannot make one file's check read the whole project.
+Only files of the project are read (the importing file's folder, the folder above its top package,
+a ``src/`` folder for a src-layout package); installed libraries are not analysed. A large module
+``jaxlint check`` checks anyway is summarized from the tree the check parsed (:meth:`ProjectResolver.offer`).
+Models are cached per process (LRU), and resolve their own imports only a few levels deep.
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
 MAX_DEPTH = 2  # how many import hops a query may follow
+FULL_MODELS = 4  # full models of project files kept for their next question (ProjectResolver._full_answer)
 OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
 MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
 _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
@@ -46,6 +44,7 @@ class ProjectResolver:
         self._deps: dict = {}  # path -> what building its summary consulted
         self._recorders: list = []  # sets collecting what the current check consults
         self._programs: dict = {}  # (path, question...) -> (answer of a full model, what deciding it consulted)
+        self._full_models: "OrderedDict[str, tuple]" = OrderedDict()  # path -> (digest, full model, what it consulted)
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._project_listing: dict = {}  # project root -> (its files, its .py files), with their bytes
@@ -60,7 +59,7 @@ class ProjectResolver:
         self._abs.clear()
         self._listing = FileListing()
         self._deps.clear()
-        self._programs.clear()
+        self._programs.clear(), self._full_models.clear()
         self._loop_callers.clear()
         self._loop_indexes.clear()
         self._project_listing.clear()
@@ -78,8 +77,8 @@ class ProjectResolver:
         self._recorders.append(deps)
         try:
             yield deps
-        finally:
-            self._recorders.remove(deps)
+        finally:  # by identity: two recorders may hold equal sets
+            del self._recorders[next(i for i, r in enumerate(self._recorders) if r is deps)]
 
     def _note(self, entries) -> None:
         for r in self._recorders:
@@ -122,8 +121,8 @@ class ProjectResolver:
     # ----------------------------------------------------------- models
 
     def model(self, path: str):
-        """The summary (:class:`~jaxlint.model.ModuleSummary`) of a project file, built once from a
-        shallow model (module and class level only); None when it cannot be read or parsed."""
+        """The summary (:class:`~jaxlint.model.ModuleSummary`) of a project file, built once from a shallow
+        model (module and class level only); None when it cannot be read or parsed."""
         path = self._abspath(path)
         if path in self._models:
             self._models.move_to_end(path)
@@ -176,13 +175,10 @@ class ProjectResolver:
             self._deps.pop(old, None)
 
     def offer(self, path: str, tree: ast.Module, text: str, digest: Optional[str] = None) -> None:
-        """Summarize a large module being checked from its tree, while it is at hand: a module
-        checked later in this run that imports it then need not read and parse it again (the
-        largest modules of a library are the costliest to parse and imported by many others:
-        5% of a ``-j1`` check of the pinned jax corpus). The summary is the one :meth:`model`
-        builds: only for a module that may export a compiled callable (the others cost
-        :meth:`model` no parse), from a shallow model one import hop deep. ``digest``: the content
-        hash of the file's bytes, for the result cache."""
+        """Summarize a large module being checked from its tree, while it is at hand, so that a module
+        checked later that imports it need not parse it again (5% of a ``-j1`` check of the pinned jax
+        corpus): the summary :meth:`model` builds, only for a module that may export a compiled callable.
+        ``digest``: the content hash of the file's bytes, for the result cache."""
         if len(text) < OFFER_CHARS:
             return
         path = self._abspath(path)
@@ -336,7 +332,8 @@ class ProjectResolver:
         return self._file_bytes[path]
 
     def _full_answer(self, path: str, key: tuple, ask, default):
-        """``ask`` of a full model of the project file ``path``, memoized per process by ``key``."""
+        """``ask`` of a full model of the project file ``path``, memoized per process by ``key``; the last
+        few full models are kept (:data:`FULL_MODELS`): one file is asked many questions in a row."""
         path = self._abspath(path)
         memo = self._programs
         key = (path, *key)
@@ -349,17 +346,25 @@ class ProjectResolver:
         self.depth += 1
         with self.recording() as deps:
             try:
-                from .model import build_model
-
+                kept = self._full_models.pop(path, None)
                 with open(path, "rb") as fh:
                     data = fh.read()
-                deps.add(("f", path, content_hash(data)))
-                tree = ast.parse(decode_source(data), filename=path)
-                model = build_model(tree, path=path, project=self)
-                try:
-                    found = ask(model)
-                finally:
-                    model.dispose()
+                if kept is not None and kept[0] == content_hash(data):
+                    digest, model, built = kept
+                    deps.update(built)
+                else:
+                    from .model import build_model
+
+                    digest = content_hash(data)
+                    with self.recording() as built:
+                        model = build_model(ast.parse(decode_source(data), filename=path), path=path, project=self)
+                    deps.update(built)
+                    built = frozenset(built)
+                deps.add(("f", path, digest))
+                self._full_models[path] = (digest, model, built)
+                while len(self._full_models) > FULL_MODELS:
+                    self._full_models.popitem(last=False)[1][1].dispose()
+                found = ask(model)
             except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
                 found = default
             finally:
@@ -370,17 +375,13 @@ class ProjectResolver:
 
     def loop_caller(self, path: str, name: str, cls: Optional[str] = None, root: Optional[str] = None,
                     subclass: bool = False) -> Optional[tuple]:
-        """``(file, line, ranged)`` of a call, in another module of the project, of the top-level function
-        ``name`` of the project file ``path`` that sits in a loop there (``for``/``while``, not over a
-        literal collection), through ``from mod import name [as alias]`` or ``import mod [as m]`` /
-        ``m.name(...)``; None when the project shows none. The project is the folder above the file's
-        top package (or the file's folder, for a script). Asked where the module's own calls of
-        ``name`` do not decide how often it runs, before any naming convention; the files that mention
-        the name are recorded for the result cache (a module added later that calls it is seen once the
-        checked file or one of those changes). With ``cls``, ``name`` is a method of the file's
-        top-level class ``cls``, called on an instance the other module makes in reach of the loop
-        (``ev = mod.EvalManager(...)`` then ``ev.run_one_eval(...)``, or stored on ``self``), or on
-        one of a subclass not overriding it (``subclass``: for one, in the base's project ``root``)."""
+        """``(file, line, ranged)`` of a call, in another module of the project (the folder above the file's top
+        package, or a script's folder), of the top-level function ``name`` of the project file ``path`` in a
+        loop there (not over a literal collection), through ``from mod import name`` or ``import mod`` /
+        ``m.name(...)``; None when the project shows none. The files that mention the name are recorded for
+        the result cache. With ``cls``, ``name`` is a method of the file's top-level class ``cls``, called on
+        an instance the other module makes (``ev = mod.EvalManager(...)``, or stored on ``self``), or on one
+        of a subclass not overriding it (``subclass``: for one, in the base's project ``root``)."""
         path = self._abspath(path)
         key = (path, name, cls, root)
         memo = self._loop_callers

@@ -269,6 +269,8 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
         return None
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
+    if blocks and not m.calls_by_name.get("block_until_ready"):
+        funcs = []  # no helper of this module blocks: only another module's may
     for f in funcs:
         if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
             continue
@@ -279,7 +281,7 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
             inner = _param_sync(m, f, param, blocks)
             if inner is not None:
                 return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
-    other = callables.imported_function(m, call.func, scope) if not funcs else None  # ``log(...)``, ``utils.log(...)``
+    other = callables.imported_function(m, call.func, scope) if not funcs or blocks else None  # ``utils.log(...)``
     project, path = (getattr(other[0], "project", None), getattr(other[0], "path", None)) if other else (None, None)
     if project is None or path is None or any(isinstance(a, ast.Starred) for a in call.args):
         return None
@@ -289,12 +291,18 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
         return None
     name = other[1]
     found = project.answer(path, ("param-sync", name, tuple(given), tuple(kws), blocks), lambda model: remote_param_sync(
-        model, name, tuple(given), tuple(kws), blocks), None)
+        model, name, tuple(given), tuple(kws), blocks), None, _BLOCKS if blocks else _SYNCS)
     if found is None:
         return None
     key, spelled, line = found
     rel = os.path.relpath(path, os.path.dirname(os.path.abspath(m.path))) if m.path else os.path.basename(path)
     return (given[key] if isinstance(key, int) else kws[key]), f"`{spelled}` on line {line} of `{rel}`"
+
+
+# What a module that may sync or block what it is given spells (other modules are not modelled for it).
+_BLOCKS = (b"block_until_ready",)
+_SYNCS = (b"float(", b"int(", b"item(", b"print(", b"array(", b"device_get", b"tolist(", b"log", b"format", b"f\"",
+          b"f'", b"bool(", b"assert_equal", b"allgather")
 
 
 def remote_param_sync(m, name: str, positions: tuple, keywords: tuple, blocks: bool = False) -> Optional[tuple]:

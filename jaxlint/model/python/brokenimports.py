@@ -98,9 +98,10 @@ def _from_import(project, path: str, stmt: ast.ImportFrom) -> Optional[str]:
 
 def _unparsable(project, target: Optional[str]) -> Optional[str]:
     """Why importing the project file ``target`` raises ``SyntaxError``, or None (it parses, is not
-    known not to, or is not one). A file the resolver did not summarize from its tree is parsed here, once per process and content."""
-    if target is None or not target.endswith(".py") or getattr(project.model(target), "names", None) is not None:
-        return None  # summarized from its tree: it parses
+    known not to, or is not one). Only a file the resolver could not summarize is parsed here, once per
+    process and content: a module summarized from its text alone is not parsed again for this."""
+    if target is None or not target.endswith(".py") or project.model(target) is not None:
+        return None  # summarized (from its tree, or from its text without a parse): not known not to parse
     data = project.read(target)
     if data is None:
         return None
