@@ -556,3 +556,56 @@ def test_jax201_a_set_postfix_of_an_object_not_known_to_format_is_quiet():
     src = _TQDM.replace("tqdm(total=n) as bar", "open('log') as bar").replace(
         "                bar.set_postfix(loss=loss)  # expect: JAX201\n", "                bar.set_postfix(loss=loss)\n")
     assert [line for line, code in default_findings(src) if code == "JAX201"] == [line_of(src, "run.log")]
+
+
+# --------------------------------------------------------------------------- a branch that leaves the loop
+
+
+def test_jax201_a_sync_in_a_branch_that_leaves_the_loop_runs_once():
+    # fresh set O: ``if change < tol: print(...); break`` in a solver loop
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 0.5, jnp.sum(x)
+
+    def solve(x, tol, n):
+        for i in range(n):
+            x, err = step(x)
+            if err < tol:  # expect: JAX201
+                print("converged", float(err))
+                break
+            print(float(err))  # expect: JAX201
+        return x
+    """)
+
+
+@pytest.mark.parametrize("leave", ["break", "return x", "raise StopIteration"])
+def test_model_a_branch_that_leaves_the_loop(leave):
+    from jaxlint.model.policy import roles
+
+    tree, m = _model(f"""
+    import jax
+    step = jax.jit(lambda x: (x, x.sum()))
+
+    def solve(x, n):
+        for i in range(n):
+            x, err = step(x)
+            if err < 1e-3:
+                print(float(err))
+                {leave}
+            else:
+                print(float(err))
+            for j in range(3):
+                if j == 1:
+                    print(float(err))
+                    break
+        return x
+    """)
+    prints = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "float"),
+                    key=lambda n: n.lineno)
+    kinds = [roles.sync_role(m, m.context(p)).kind for p in prints]
+    assert kinds[0] == roles.LEAVES and kinds[1] == roles.PER_STEP
+    assert kinds[2] != roles.LEAVES  # the break leaves the inner loop only

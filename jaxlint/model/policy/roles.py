@@ -34,6 +34,7 @@ BENCHMARK = "benchmark"  # a timing loop: blocking is the point
 HOST_PACED = "host-paced"  # the host paces the loop (input, rendering): a sync costs nothing that matters
 NO_STEPS = "no-steps"  # no loop of JAX work around the node, or the node is traced
 ITEMS = "items"  # a loop over items or configurations, not steps (one key or seed per case is deliberate)
+LEAVES = "leaves"  # in a branch that leaves the loop (``if converged: print(loss); break``): runs at most once
 
 
 class LoopRole:
@@ -77,6 +78,10 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
     if loop is None:
         return LoopRole(NO_STEPS, None, ["no loop around it runs JAX work"])
     line = loop.node.lineno
+    leaving = _leaving_branch(model, ctx, loop)
+    if leaving is not None:
+        return LoopRole(LEAVES, loop, [f"the branch of the `if` on line {leaving.lineno} leaves the loop on line {line} "
+                                       "(`break`, `return` or `raise`): it runs at most once per run of the loop"])
     guard = periodicity.periodic_guard_test(model, ctx, loop)
     step = _gated_step(model, loop, guard, gate) if guard is not None and gate is not None else None
     if guard is not None and step is None:
@@ -99,6 +104,28 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
             f"every compiled update of the state `{unparse(step.func, 40)}` (line {step.lineno}) rebinds, and "
             "this test gates that step, so it runs before every step"], schedule=guard)
     return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
+
+
+def _leaving_branch(model, ctx: Context, loop: Loop) -> Optional[ast.If]:
+    """The ``if`` inside ``loop`` (not inside a loop nested in it) whose branch holding the node ends
+    the loop at its own level (a ``break``, ``return`` or ``raise`` statement in that branch's block)."""
+    if not ctx.branches:
+        return None
+    by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+    deeper = ctx.loops[ctx.loops.index(loop) + 1:] if loop in ctx.loops else ()
+    for if_id, branch in ctx.branches:
+        node = by_id.get(if_id)
+        block = (node.body if branch == 0 else node.orelse) if node is not None else ()
+        if not any(isinstance(st, (ast.Break, ast.Return, ast.Raise)) for st in block):
+            continue
+        if _within(node, loop.node) and not any(_within(node, lp.node) for lp in deeper):
+            return node
+    return None
+
+
+def _within(node: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) < (node.lineno, node.col_offset) and \
+        node.end_lineno <= (outer.end_lineno or outer.lineno)
 
 
 def _gated_step(model, loop: Loop, guard, gate):
