@@ -14,6 +14,7 @@ from jaxlint.project import ProjectResolver
 from ruletools import make_project
 
 LIB = """
+from functools import partial
 import jax
 
 def used(tree):
@@ -36,6 +37,14 @@ def by_string(tree):
 
 @register
 def decorated(tree):
+    return jax.tree_map(abs, tree)
+
+@jax.jit
+def jitted(tree):
+    return jax.tree_map(abs, tree)
+
+@partial(jax.jit, static_argnums=0)
+def jitted_partial(n, tree):
     return jax.tree_map(abs, tree)
 
 def main():
@@ -104,6 +113,7 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
         "ping": True, "pong": True,  # only each other
         "by_string": False,  # a string names it
         "decorated": False,  # a decorator may register it
+        "jitted": True, "jitted_partial": True,  # a JAX transform registers nothing
         "main": False,  # the module's own code calls it
         "test_tree": False,  # test runners collect it
         "mentioned_in_a_notebook": False,

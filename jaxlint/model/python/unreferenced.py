@@ -15,7 +15,8 @@ What keeps a function referenced (conservative: a mention is enough):
   unreferenced functions;
 * its name spelled anywhere in another file of the project (``.py`` and ``.ipynb`` files, and the
   packaging files that name entry points), comments included: asked of the project resolver;
-* a decorator (a registry, a framework's hook, ``@app.command``), a function test runners collect
+* a decorator that may register it (a registry, a framework's hook, ``@app.command``; not a JAX
+  transform such as ``@jax.jit``, which registers nothing), a function test runners collect
   (:func:`.records.runs_as_test`), a dunder (Python calls a module's ``__getattr__``); and a module
   in no repository (no ``.git``/``.hg`` above it) is not searched: nothing is known there.
 
@@ -37,6 +38,7 @@ import os
 import re
 from typing import Optional
 
+from ... import names as N
 from .records import runs_as_test
 
 def unreferenced(m, f) -> Optional[str]:
@@ -157,10 +159,22 @@ def _candidates(m) -> list:
     for f in m.functions:
         if f.parent is not None or f.cls is not None or not isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if f.node.decorator_list or runs_as_test(f) or f.name.startswith("__"):
+        if runs_as_test(f) or f.name.startswith("__") or not all(_transform(m, d) for d in f.node.decorator_list):
             continue
         out.append(f)
     return out
+
+
+def _transform(m, dec: ast.AST) -> bool:
+    """A decorator that only transforms the function (``@jax.jit``, ``@partial(jax.jit, static_argnums=0)``,
+    ``@jax.vmap``): it registers it nowhere, so the name is still the only way to reach it."""
+    if isinstance(dec, ast.Call):
+        if m.resolve(dec.func, m.module_scope) == N.PARTIAL and dec.args:
+            dec = dec.args[0]
+        else:
+            dec = dec.func  # ``@jax.jit(static_argnums=0)``-style
+    qn = m.resolve(dec, m.module_scope)
+    return qn is not None and (qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS)
 
 
 def _mentioned(node: ast.AST) -> Optional[str]:
