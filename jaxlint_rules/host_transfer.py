@@ -67,8 +67,7 @@ class HostTransferInLoop(Rule):
                "index to the host, once per index and loop), an eager operation whose result's shape depends on "
                "`x`'s values (`jnp.unique(x)`, `jnp.nonzero(x)`, `y[x > 0]`, without `size=`), "
                "print/f-string/logging of `x`, and calls of this module's "
-               "own helpers, or of another module's of the project, that convert or log `x` "
-               "(`log_metrics(step, metrics)`), where `x` is a JAX value "
+               "own helpers that convert or log `x` (`log_metrics(step, metrics)`), where `x` is a JAX value "
                "(results of jitted steps, also through methods of the module's own classes and jitted fields "
                "of a record copy: `buffer.replace(can_sample=jax.jit(buffer.can_sample))`), that run every "
                "iteration of a step loop: a loop whose iteration is one step of JAX work, or, for an `if` that "
@@ -252,7 +251,7 @@ class BlockUntilReadyInLoop(Rule):
     name = "block-until-ready-in-loop"
     summary = ("Finds `x.block_until_ready()`/`jax.block_until_ready(x)` every iteration of a step loop of JAX "
                "work, training loops that time their phases every step included, also inside a plain helper of "
-               "the module or of another module of the project given a JAX value (`synchronize_and_clock(params)`). "
+               "the module given a JAX value (`synchronize_and_clock(params)`). "
                "Not reported: benchmarks (a "
                "loop that times one call on the same inputs, or a function that returns the timing), blocks "
                "under a periodic guard, blocks once per iteration of a loop whose iteration runs a whole "
@@ -320,7 +319,7 @@ class BlockUntilReadyInLoop(Rule):
         yield from self._helper_blocks(model)
 
     def _helper_blocks(self, model: ModuleModel) -> Iterator[Finding]:
-        """A plain helper (this module's or another's) blocking on what it is given, called every step."""
+        """A plain helper of this module blocking on what it is given, called every step."""
         for call in model.loop_calls:
             helper = None if last_name(call.func) == "block_until_ready" or not fetches.may_sync(model, call) \
                 else transfers.helper_sync(model, call, blocks=True)
@@ -333,9 +332,8 @@ class BlockUntilReadyInLoop(Rule):
                                evidence=role.evidence)
 
 
-_EMPTIES = (" empties the dispatch queue: the device idles while the host dispatches the next step; block once "
-            "after the loop, or every N steps to bound the queue")
-
+_EMPTIES = " empties the dispatch queue: the device idles while the host dispatches the next step; block " \
+    "once after the loop, or every N steps to bound the queue"
 
 class TimingWithoutBlock(Rule):
     code = "JAX204"

@@ -16,6 +16,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables, libraryobjects
+from .work import work_memo
 from . import values as V
 from .proof import DISPROVEN, Fact, disproven, proven, unknown
 from ..python.records import Scope
@@ -71,8 +72,13 @@ def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
 
 
 def _imports_example_optimizers(m) -> bool:
-    """Whether the module imports JAX's example optimizers (``from jax.example_libraries import optimizers``)."""
-    return any((q + ".").startswith(N.EXAMPLE_OPTIMIZER_MAKERS) for q in m.module_scope.imports.values())
+    """Whether the module imports JAX's example optimizers (``from jax.example_libraries import optimizers``),
+    memoized per module."""
+    memo = work_memo(m)
+    if "example_optimizers" not in memo:
+        memo["example_optimizers"] = any((q + ".").startswith(N.EXAMPLE_OPTIMIZER_MAKERS)
+                                         for q in m.module_scope.imports.values())
+    return memo["example_optimizers"]
 
 
 def optimizer_maker(m, expr: ast.AST, scope: Scope):

@@ -55,11 +55,8 @@ def _may_sync(m, call: ast.Call) -> bool:
     if isinstance(root, ast.Name):
         if root.id in _numpy_names(m):
             return True
-        if isinstance(func, ast.Name) and callables.local_functions(m, func, m.scope_at(call)):
-            return True
-        # a function of another module of the project (``log_metrics(...)``, ``utils.log_metrics(...)``)
-        return isinstance(func, (ast.Name, ast.Attribute)) and callables.imported_function(
-            m, func, m.scope_at(call)) is not None
+        if isinstance(func, ast.Name):
+            return bool(callables.local_functions(m, func, m.scope_at(call)))
     return False
 
 

@@ -121,9 +121,11 @@ def numpy_index_reads(m) -> list:
     for scope, subscripts in untraced_subscripts(m):
         for sub in sorted(subscripts, key=_pos):
             parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-            index = next((p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))
-                          and V.is_jax(m, p, scope)), None)
-            if index is None or not numpy_array(m, sub.value, scope):
+            parts = [p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))]
+            if not parts or not numpy_array(m, sub.value, scope):  # the array first: most are no NumPy array
+                continue
+            index = next((p for p in parts if V.is_jax(m, p, scope)), None)
+            if index is None:
                 continue
             # the same index read again in the same loop body copies nothing new (the array keeps its host copy)
             ctx = m.context(sub)

@@ -18,7 +18,6 @@ Functions of the model (``m``), not a mixin: JAX201/202/205 import them.
 from __future__ import annotations
 
 import ast
-import os
 from typing import Optional
 
 from ... import names as N
@@ -252,8 +251,8 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     host), whose body copies a parameter to the host or formats it (``float(v)``,
     ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
     taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
-    a JAX value there: ``(argument, where the helper syncs it, in words)``. A top-level function of
-    another module of the project (``from utils import log_metrics``) is read there. A sync under an
+    a JAX value there: ``(argument, where the helper syncs it, in words)``; with ``blocks``, one that
+    blocks on it (``jax.block_until_ready(x)``), whatever it returns. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
     inside the helper, and does not count."""
     scope = m.scope_at(call)
@@ -270,7 +269,7 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
     if blocks and not m.calls_by_name.get("block_until_ready"):
-        funcs = []  # no helper of this module blocks: only another module's may
+        return None  # no helper of this module blocks
     for f in funcs:
         if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
             continue
@@ -281,45 +280,6 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
             inner = _param_sync(m, f, param, blocks)
             if inner is not None:
                 return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
-    other = callables.imported_function(m, call.func, scope) if not funcs or blocks else None  # ``utils.log(...)``
-    project, path = (getattr(other[0], "project", None), getattr(other[0], "path", None)) if other else (None, None)
-    if project is None or path is None or any(isinstance(a, ast.Starred) for a in call.args):
-        return None
-    given = {i: a for i, a in enumerate(call.args) if V.holds_jax(m, a, scope)}
-    kws = {k.arg: k.value for k in call.keywords if k.arg is not None and V.holds_jax(m, k.value, scope)}
-    if not given and not kws:
-        return None
-    name = other[1]
-    found = project.answer(path, ("param-sync", name, tuple(given), tuple(kws), blocks), lambda model: remote_param_sync(
-        model, name, tuple(given), tuple(kws), blocks), None, _BLOCKS if blocks else _SYNCS)
-    if found is None:
-        return None
-    key, spelled, line = found
-    rel = os.path.relpath(path, os.path.dirname(os.path.abspath(m.path))) if m.path else os.path.basename(path)
-    return (given[key] if isinstance(key, int) else kws[key]), f"`{spelled}` on line {line} of `{rel}`"
-
-
-# What a module that may sync or block what it is given spells (other modules are not modelled for it).
-_BLOCKS = (b"block_until_ready",)
-_SYNCS = (b"float(", b"int(", b"item(", b"print(", b"array(", b"device_get", b"tolist(", b"log", b"format", b"f\"",
-          b"f'", b"bool(", b"assert_equal", b"allgather")
-
-
-def remote_param_sync(m, name: str, positions: tuple, keywords: tuple, blocks: bool = False) -> Optional[tuple]:
-    """For another module's question: ``(position or keyword, sync spelled, line)`` when this module's
-    top-level function ``name``, called for its effect (it returns nothing), copies to the host or
-    formats a value taken from its parameter at one of ``positions``/``keywords`` (:func:`_param_sync`);
-    with ``blocks``, blocks on one (``jax.block_until_ready(x)``), whatever it returns."""
-    for f in m.functions:
-        if f.name != name or f.parent is not None or f.cls is not None or f.traced or (f.returns and not blocks) \
-                or isinstance(f.node, ast.Lambda):
-            continue
-        for key in (*positions, *keywords):
-            param = (f.params[key] if key < len(f.params) else None) if isinstance(key, int) else (
-                key if key in f.params or key in f.kwonly else None)
-            inner = _param_sync(m, f, param, blocks) if param is not None else None
-            if inner is not None:
-                return key, unparse(inner, 30), inner.lineno
     return None
 
 
