@@ -121,12 +121,10 @@ def numpy_index_reads(m) -> list:
     for scope, subscripts in untraced_subscripts(m):
         for sub in sorted(subscripts, key=_pos):
             parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-            parts = [p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))]
-            if not parts or not numpy_array(m, sub.value, scope):  # the array first: most are no NumPy array
-                continue
-            index = next((p for p in parts if V.is_jax(m, p, scope)), None)
-            if index is None:
-                continue
+            index = next((p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))
+                          and V.is_jax(m, p, scope)), None)
+            if index is None or not numpy_array(m, sub.value, scope):  # the index first: asking for the array
+                continue  # may model another module
             # the same index read again in the same loop body copies nothing new (the array keeps its host copy)
             ctx = m.context(sub)
             key = (id(scope), ast.dump(index), id(ctx.loops[-1]) if ctx is not None and ctx.loops else None)
