@@ -58,12 +58,9 @@ class ProjectResolver:
         self._files.clear()
         self._abs.clear()
         self._listing = FileListing()
-        self._deps.clear()
-        self._programs.clear(), self._full_models.clear()
-        self._loop_callers.clear()
-        self._loop_indexes.clear()
-        self._project_listing.clear()
-        self._file_bytes.clear()
+        for memo in (self._deps, self._programs, self._full_models, self._loop_callers, self._loop_indexes,
+                     self._project_listing, self._file_bytes):
+            memo.clear()
         self._declarations = Finder()
 
     # ----------------------------------------------------------- dependencies

@@ -21,7 +21,6 @@ Functions of the model (``m``), imported explicitly: JAX201 (jaxlint_rules/host_
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from . import callables
 from . import values as V

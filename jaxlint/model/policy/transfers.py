@@ -255,6 +255,8 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     blocks on it (``jax.block_until_ready(x)``), whatever it returns. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
     inside the helper, and does not count."""
+    if blocks and not m.calls_by_name.get("block_until_ready"):
+        return None  # no helper of this module blocks
     scope = m.scope_at(call)
     if isinstance(call.func, ast.Attribute):
         # ``writer.scalar("loss", loss, step)``: a plain method of an instance of a class of this
@@ -268,8 +270,6 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
         return None
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
-    if blocks and not m.calls_by_name.get("block_until_ready"):
-        return None  # no helper of this module blocks
     for f in funcs:
         if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
             continue
