@@ -129,12 +129,13 @@ def _in_unreferenced_functions(model, found: list) -> list:
     no cell; in a ``.py`` module of a repository, no code of its module and no other file of the
     project (whether it runs is not shown: dead code, or a package's API no file of the project
     calls)."""
-    from .model.python.unreferenced import enclosing, unreferenced
+    from .model.python.unreferenced import enclosing, enclosing_method, unreferenced, unreferenced_method
 
     out = []
     for f in found:
         if f.opt_in is None and f.code != PARSE_ERROR:
-            why = unreferenced(model, enclosing(model, None, f.line))
+            why = unreferenced(model, enclosing(model, None, f.line)) \
+                or unreferenced_method(model, enclosing_method(model, f.line))
             if why is not None:
                 f = f.replace(opt_in=why)
         out.append(f)

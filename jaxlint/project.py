@@ -475,14 +475,15 @@ class ProjectResolver:
             files = self._project_listing[root]
         return files[0] if every_kind else files[1]
 
-    def mentioned_elsewhere(self, path: str, name: str) -> Optional[bool]:
+    def mentioned_elsewhere(self, path: str, name: str, spells=None) -> Optional[bool]:
         """Whether a file of the repository around ``path`` other than it spells ``name`` as a word
         (code, comments, a notebook, an entry point); None when ``path`` is in no repository (no
         ``.git``/``.hg`` above it), so that what else may refer to it is not known.
         :mod:`.model.python.unreferenced` asks it of a function its module never refers to. The
         files that spell it are recorded for the result cache, as :meth:`loop_caller` does (a file
-        added later that refers to it is seen once the checked file or one of those changes)."""
-        from .model.python.unreferenced import only_imported
+        added later that refers to it is seen once the checked file or one of those changes).
+        ``spells(file, text, name, path, files)``: whether a file that spells it refers to it (a method's)."""
+        from .model.python.unreferenced import not_only_imported as _not_only_imported
 
         path = self._abspath(path)
         root = _repository_root(path)
@@ -490,13 +491,14 @@ class ProjectResolver:
             return None
         word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
         needle = name.encode()
-        for other, data in self._project_texts(root, every_kind=True):
+        texts = self._project_texts(root, every_kind=True)
+        for other, data in texts:
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
                 if other.endswith(".ipynb"):
                     from .notebook import notebook_code  # only for a notebook: flake8 never loads the adapter
                     data = notebook_code(data)
-                if data is None or not only_imported(other, data, name, path):
+                if data is None or (spells or _not_only_imported)(other, data, name, path, texts):
                     return True
         return False
 

@@ -120,7 +120,7 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
         "imported_never_used": True,  # run.py imports it and never uses it: no reference
         "imported_and_used": False,  # imported under another name, and used
         "imported_by_the_package": False,  # a package's __init__ imports it: its API
-        "method": False,  # methods are called by protocol: never candidates
+        "method": False,  # a method: `unreferenced_method` answers (test_model_unreferenced_methods.py)
     }
     f = next(f for f in m.functions if f.name == "helper")
     assert "nothing in the project refers to `helper`" in unreferenced(m, f)

@@ -20,8 +20,16 @@ What keeps a function referenced (conservative: a mention is enough):
   (:func:`.records.runs_as_test`), a dunder (Python calls a module's ``__getattr__``); and a module
   in no repository (no ``.git``/``.hg`` above it) is not searched: nothing is known there.
 
-Methods are never unreferenced here: a framework calls them by protocol (``setup``, ``__call__``).
-A notebook (``m.notebook``) cannot be imported: its functions are referenced by its own cells or
+A method is a candidate only where no framework can call it by protocol (``setup``, ``__call__``,
+``train_step``): a non-dunder method of a module-level class whose bases are its module's own such
+classes (or none), with no metaclass and no decorator but a dataclass's, and no decorator of its own
+but ``staticmethod``/``classmethod``/``property``'s or a JAX transform's (:func:`unreferenced_method`).
+Methods are reached by attribute, so the mentions that keep one referenced are an attribute or a
+string with its name (``x.train``, ``getattr(x, "train")``) anywhere in the project outside comments
+and outside the method itself, or its name in its class's body; a module that reads attributes by
+computed names (``getattr(x, name)``), or a class another file subclasses, leaves it unknown
+(measured 2026-12-06: 6 FALSE of a fresh set's first look, syncs in a ``train`` method whose only call
+is commented out). A notebook (``m.notebook``) cannot be imported: its functions are referenced by its own cells or
 not at all, so no other file is asked. The engine makes every finding in such a function opt-in, in
 a notebook and in a ``.py`` module of a repository (measured 2026-12-06: 8 FALSE of a fresh set's
 first look, syncs in a script's helpers nothing calls, became opt-in; on the 14 other review sets,
@@ -71,6 +79,7 @@ class _State:
         self.candidates = {f.name: f for f in _candidates(m)} if ok else {}
         self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
         self.memo: dict = {}
+        self.methods: dict = {}  # id of a method's node -> whether nothing refers to it (unreferenced_method)
         text = getattr(m, "source_text", None)
         if self.candidates and text is not None:
             self._owners_from_text(text)
@@ -139,6 +148,223 @@ class _State:
         return found
 
 
+def unreferenced_method(m, f) -> Optional[str]:
+    """Why the method ``f`` is referenced by nothing in the project (a sentence for a finding's
+    evidence), or None when it may be, or it is not a candidate (see the module's text)."""
+    if f is None or f.cls is None or f.parent is not None or getattr(m, "project", None) is None \
+            or getattr(m, "path", None) is None or getattr(m, "notebook", False):
+        return None
+    state = getattr(m, "_unreferenced_state", None)
+    if state is None:
+        state = m._unreferenced_state = _State(m)
+    memo = state.methods
+    key = id(f.node)
+    if key not in memo:
+        memo[key] = _method_dead(m, f)
+    if not memo[key]:
+        return None
+    return (f"nothing in the project refers to the method `{f.cls.node.name}.{f.name}` (no attribute or string "
+            "with its name outside comments and the method itself, and no framework base that could call "
+            "it): whether it runs is not shown")
+
+
+def _method_dead(m, f) -> bool:
+    name, cls = f.name, f.cls.node
+    if (name.startswith("__") and name.endswith("__")) or runs_as_test(f) or cls not in m.tree.body:
+        return False
+    if not all(_plain_method_decorator(m, d) for d in f.node.decorator_list) or not _plain_class(m, cls, set()):
+        return False
+    text = getattr(m, "source_text", None)
+    if text is None or _COMPUTED_GETATTR.search(text):
+        return False  # an attribute read by a computed name may reach any method
+    own = (f.node.lineno - len(f.node.decorator_list), f.node.end_lineno)
+    body = (cls.lineno, cls.end_lineno)
+    line_starts = [0] + [nl.end() for nl in re.finditer("\n", text)]
+    for hit in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])", text):
+        line = bisect.bisect_right(line_starts, hit.start())
+        before = text[line_starts[line - 1]:hit.start()]
+        if "#" in before or before.rstrip().endswith("def") or own[0] <= line <= own[1]:
+            continue
+        if _attribute_or_string(before, text[hit.end():hit.end() + 2]) or body[0] <= line <= body[1]:
+            return False
+    if m.project.mentioned_elsewhere(m.path, name, spells=_method_spelled) is not False:
+        return False
+    # a class another file derives from may get a framework base there, which calls by protocol
+    return m.project.mentioned_elsewhere(m.path, cls.name, spells=_subclassed) is False
+
+
+_COMPUTED_GETATTR = re.compile(r"\bgetattr\(\s*[^,()]+,\s*(?![\s'\"])")
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property", "abstractmethod"})
+_DATACLASSES = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
+
+
+def _attribute_or_string(before: str, after: str) -> bool:
+    """Whether an occurrence of a name, with the text of its line ``before`` it and ``after`` it,
+    is an attribute (``x.name``, ``x .name``) or a whole string (``"name"``, a notebook's ``\\"name\\"``)."""
+    stripped = before.rstrip()
+    if stripped.endswith("."):
+        return True
+    return stripped[-1:] in ("'", '"') and after.lstrip("\\")[:1] in ("'", '"')
+
+
+def _plain_method_decorator(m, dec: ast.AST) -> bool:
+    if isinstance(dec, ast.Name) and dec.id in _PLAIN_DECORATORS:
+        return True
+    if isinstance(dec, ast.Attribute) and (dec.attr in ("setter", "getter", "deleter") or dec.attr in _PLAIN_DECORATORS):
+        return True
+    return _transform(m, dec)
+
+
+def _plain_class(m, cls: ast.ClassDef, seen: set) -> bool:
+    """Whether no framework can call ``cls``'s methods by protocol: no metaclass or class keyword, no
+    decorator but a dataclass's, and every base ``object`` or such a class of the module."""
+    if cls.name in seen:
+        return True  # being asked already: the answer is the first question's
+    seen.add(cls.name)
+    if cls.keywords:
+        return False
+    for dec in cls.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if m.resolve(target, m.module_scope) not in _DATACLASSES:
+            return False
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id == "object":
+            continue
+        local = next((c for c in m.tree.body if isinstance(c, ast.ClassDef) and isinstance(base, ast.Name)
+                      and c.name == base.id), None)
+        if local is None or not _plain_class(m, local, seen):
+            return False
+    # a class of the module that derives from it with a framework base may be called by protocol
+    return not any(isinstance(c, ast.ClassDef) and c is not cls and any(isinstance(b, ast.Name) and b.id == cls.name
+                   for b in c.bases) and not _plain_class(m, c, seen) for c in m.tree.body)
+
+
+def _method_spelled(other: str, data, name: str, owner: str, files=()) -> bool:
+    """For :meth:`~jaxlint.project.ProjectResolver.mentioned_elsewhere`: whether another file's text
+    ``data`` refers to the method ``name`` of the module ``owner`` (an attribute or a string outside
+    comments). Only a file of a program that imports the owner (:func:`_program_files`) can hold an
+    instance: a ``.train()`` in a repository's unrelated folder is another class's."""
+    if other not in _program_files(owner, files):
+        return False
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    for hit in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])", text):
+        start = text.rfind("\n", 0, hit.start()) + 1
+        before = text[start:hit.start()]
+        if "#" not in before and _attribute_or_string(before, text[hit.end():hit.end() + 3]):
+            return True
+    return False
+
+
+def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
+    """Whether another file's text ``data`` derives a class from the class ``name`` (the conservative
+    side: any file, and any class of that name)."""
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return re.search(r"\bclass\s+\w+\s*\([^)]*\b" + re.escape(name) + r"\b", text) is not None
+
+
+_IMPORT_LINE = re.compile(rb'(?m)^[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
+_PROGRAMS: dict = {}  # owner path -> (the project's listing it was found in, the files of its programs)
+
+
+def _program_files(owner: str, files) -> frozenset:
+    """The files of ``files`` (a repository's ``(path, bytes)`` listing) that may hold an instance of
+    a class of the module ``owner``: those that import it, directly or through other files, and every
+    file those import in turn (a runner handed an agent by the script that imports both). An import
+    of a dotted name (``pkg.models``) may reach every file whose path ends so; of one name
+    (``models``), a file of that name beside the importing file or in a folder above it (the
+    script's folder, or the repository's root, on ``sys.path``); a relative import, the file it
+    names. Found once per listing."""
+    held = _PROGRAMS.get(owner)
+    if held is not None and held[0] is files:
+        return held[1]
+    specs = {path: _import_specs(path, data) for path, data in files if path.endswith((".py", ".ipynb"))}
+    by_suffix: dict = {}
+    for path in specs:
+        for suffix in _suffixes(path):
+            by_suffix.setdefault(suffix, []).append(path)
+    imports = {path: {e for e in exact if e in specs}.union(*(by_suffix.get(d, ()) for d in dotted))
+               for path, (exact, dotted) in specs.items()}
+    importers: dict = {}
+    for path, targets in imports.items():
+        for target in targets:
+            importers.setdefault(target, set()).add(path)
+    up = _closure({owner}, importers)
+    out = _closure(up, imports)
+    out.discard(owner)
+    if len(_PROGRAMS) > 64:
+        _PROGRAMS.clear()
+    _PROGRAMS[owner] = (files, frozenset(out))
+    return _PROGRAMS[owner][1]
+
+
+def _closure(start: set, edges: dict) -> set:
+    seen, todo = set(start), list(start)
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _suffixes(path: str) -> list:
+    """The dotted-import spellings that may reach the file ``path`` (``pkg/models.py``: ``pkg/models``
+    and longer; a package's ``__init__.py``: its folder's)."""
+    parts = os.path.splitext(os.path.abspath(path))[0].split(os.sep)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ["/".join(parts[-k:]) for k in range(2, len(parts))]
+
+
+def _import_specs(path: str, data: bytes) -> tuple:
+    """What the file's imports may reach: exact file paths (one-name and relative imports) and
+    dotted spellings (``a/b`` for ``import a.b``)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    exact, dotted = set(), set()
+    for dots, module, names, plain in _IMPORT_LINE.findall(data):
+        if plain:
+            modules = [m.strip() for m in plain.decode().split(",")]
+        else:
+            base = module.decode()
+            subs = [n for n in re.findall(r"\w+", names.decode()) if n != "as"]
+            modules = [base] + [f"{base}.{n}" if base else n for n in subs]
+            if dots:
+                up = folder
+                for _ in range(len(dots) - 1):
+                    up = os.path.dirname(up)
+                for mod in modules:
+                    exact.update(_files_at(os.path.join(up, *mod.split("."))) if mod else ())
+                continue
+        for mod in modules:
+            mod = mod.split(" as ")[0].strip()
+            if "." in mod:
+                dotted.add(mod.replace(".", "/"))
+            elif mod:
+                up = folder
+                while True:
+                    exact.update(_files_at(os.path.join(up, mod)))
+                    parent = os.path.dirname(up)
+                    if parent == up:
+                        break
+                    up = parent
+    return exact, dotted
+
+
+def _files_at(stem: str) -> tuple:
+    return stem + ".py", os.path.join(stem, "__init__.py")
+
+
+def enclosing_method(m, line: int):
+    """The method of a module-level class whose lines hold ``line``, or None."""
+    for top in m.tree.body:
+        if isinstance(top, ast.ClassDef) and top.lineno <= line <= top.end_lineno:
+            for stmt in top.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and stmt.lineno - len(stmt.decorator_list) <= line <= stmt.end_lineno:
+                    return m.func_of_node.get(id(stmt))
+    return None
+
+
 def enclosing(m, node, line: Optional[int] = None):
     """The top-level function (a ``def`` of the module's body) whose lines hold ``node`` (or
     ``line``), or None."""
@@ -189,6 +415,11 @@ def _mentioned(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.alias):
         return (node.asname or node.name).split(".")[-1]
     return None
+
+def not_only_imported(path: str, data, name: str, owner: str = "", files=None) -> bool:
+    """Whether ``path`` (its text ``data``) uses the name, not only imports it (:func:`only_imported`)."""
+    return not only_imported(path, data, name, owner)
+
 
 def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     """Whether a module (not a package's ``__init__.py``, whose imports are its API) spells
