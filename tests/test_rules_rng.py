@@ -1316,6 +1316,43 @@ def test_jax502_key_passed_to_the_callers_own_lambda_or_def():
     """)
 
 
+def test_jax502_key_passed_to_a_def_of_the_enclosing_function():
+    """An environment's ``__init__`` defines ``_step`` and ``_soft_reset`` side by side (pax's
+    in_the_matrix, fresh set P): ``_step`` draws from its key and hands the same key to the sibling,
+    which draws from it again; the sibling may be defined after ``_step``. A sibling that splits it
+    makes keys correlated with the draw (reported, as a split after a draw is); one that ignores the
+    key, or a method of another object, draws nothing proven: not reported."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class Env:
+        def __init__(self):
+            def _step(key, state):
+                flip = jax.random.choice(key, jnp.array([0, 1]))
+                state = _soft_reset(key, state + flip)  # expect: JAX502
+                return _keep(key, state), _fresh_keys(key)  # expect: JAX502
+
+            def _soft_reset(key, state):
+                return state + jax.random.randint(key, (), 0, 5)
+
+            def _keep(key, state):
+                return state
+
+            def _fresh_keys(key):
+                return jax.random.split(key)
+
+            self.step = jax.jit(_step)
+
+    def make(policy):
+        def _step(key, state):
+            flip = jax.random.choice(key, jnp.array([0, 1]))
+            return policy.act(key, state + flip)
+
+        return jax.jit(_step)
+    """)
+
+
 def test_jax502_distribution_sample_with_a_consumed_key():
     assert_marked("""
     import jax

@@ -196,7 +196,7 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
     if isinstance(func, ast.Name) and func.id not in _forwarder_names(m):
         return []
     for f in callables.local_functions(m, func, scope):
-        own = f.scope.parent is scope
+        own = scope.within_parent_of(f)
         if not own and (f.parent is not None or f.cls is not None):
             continue
         # A key passed to a function of the module is consumed where the function passes that

@@ -206,6 +206,16 @@ class Scope:
         self.globals: set[str] = set()
         self.defs: dict[str, FunctionInfo] = {}
 
+    def within_parent_of(self, f: "FunctionInfo") -> bool:
+        """Whether this scope is the function ``f`` is defined in, or a function nested in it (``_soft_reset``
+        beside ``_step`` in an environment's ``__init__``): a call here reaches that fixed ``f`` by name."""
+        s: Optional[Scope] = self
+        while s is not None and s.kind == "function":
+            if f.scope.parent is s:
+                return True
+            s = s.parent
+        return False
+
 
 # The path index of a starred unpacking target: ``a, *rest = xs`` binds ``rest`` at path (STARRED,).
 STARRED = 10 ** 6
