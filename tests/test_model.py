@@ -906,6 +906,43 @@ def test_loop_runs_jax_work():
     assert not loopfacts.loop_runs_jax_work(m, other)
 
 
+_BLOCKED = """
+import jax
+
+def train(updater, state, reader, weights):
+    for batch in reader:
+        state, metrics = updater.update(state, batch)
+        state["step"].block_until_ready()
+    for batch in reader:
+        out = updater.predict(batch)
+        weights.block_until_ready()
+    for batch in reader:
+        head = batch[:2]
+        head.block_until_ready()
+"""
+
+
+def test_a_block_on_what_an_unknown_call_makes_each_iteration_is_jax_work():
+    from jaxlint.model.facts.jaxrecords import blocked_anew, blocked_names
+    from jaxlint.model.facts.work import carried_state
+
+    tree, m = build(_BLOCKED)
+    carried, invariant, sliced = _loops_in_order(m, tree)
+    assert blocked_names(carried) == {"state"} and blocked_anew(m, carried)
+    assert loopfacts.loop_runs_jax_work(m, carried)
+    assert carried_state(m, carried) == {"state"}  # threaded through the call whose result it waits for
+    assert blocked_names(invariant) == {"weights"} and not blocked_anew(m, invariant)  # made before the loop
+    assert blocked_names(sliced) == {"head"} and not blocked_anew(m, sliced)  # made in the loop by no call
+    assert not loopfacts.loop_runs_jax_work(m, invariant) and not loopfacts.loop_runs_jax_work(m, sliced)
+
+
+def _loops_in_order(m, tree) -> list:
+    """The loops around the module's calls, in source order."""
+    found = {id(loop): loop for n in ast.walk(tree) if isinstance(n, ast.Call) and m.context(n)
+             for loop in m.context(n).loops}
+    return sorted(found.values(), key=lambda loop: loop.node.lineno)
+
+
 # --------------------------------------------------------------------------- periodic guards (issue 11)
 
 _PERIODIC = """

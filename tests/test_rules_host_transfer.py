@@ -1144,6 +1144,46 @@ def test_jax202_training_loop_that_times_its_phases_is_reported():
     """)
 
 
+def test_jax202_a_block_proves_the_unknown_call_it_waits_for_is_jax_work():
+    """``updater.update`` is an object handed in (fresh set P: a graph-network trainer timing every
+    step): nothing shows its work, but only a JAX array has ``block_until_ready``, so the call that
+    makes the blocked value anew every iteration dispatched JAX work and the loop is a step loop.
+    A block on a value made once before the loop, made in the loop by no call, or read before the
+    iteration's call rebinds it (JAX's own token sharding), proves nothing."""
+    assert_marked("""
+    import time
+
+    import jax
+
+    def train(config, updater, state, reader, log):
+        for step in range(1, config.num_steps + 1):
+            t0 = time.time()
+            batch = next(reader)
+            state, metrics = updater.update(state, batch)
+            state["step"].block_until_ready()  # expect: JAX202
+            log(time.time() - t0)
+        return state
+
+    def evaluate(model, weights, reader, log):
+        for batch in reader:
+            out = model.predict(batch)
+            weights.block_until_ready()
+            log(out)
+
+    def first_rows(rows, log):
+        for table in rows:
+            head = table[:2]
+            head.block_until_ready()
+            log(head)
+
+    def shard_tokens(xs, put, out):
+        for x in xs:
+            x.block_until_ready()  # the loop's own element: the call below rebinds it after the block
+            x = put(x)
+            out.append(x)
+    """)
+
+
 # --------------------------------------------------------------------------- JAX203 positives
 
 

@@ -223,6 +223,34 @@ def _waits(call: ast.Call) -> bool:
     return isinstance(f, ast.Attribute) and f.attr == "block_until_ready"
 
 
+def blocked_anew(m, loop: Loop) -> bool:
+    """Whether the loop blocks on a value a call of the loop makes anew every iteration
+    (``state, metrics = updater.update(state, batch)``, then ``state["step"].block_until_ready()``):
+    only a JAX array has ``block_until_ready``, so that call dispatched JAX work (or a transfer) the
+    loop waits for, whatever the callee is."""
+    names = blocked_names(loop)
+    if not names:
+        return False
+    for call in loop.calls:
+        root = _root(call.func.value) if _waits(call) else None
+        ev = m.binding(root, m.scope_at(call), (call.lineno, call.col_offset)) if root else None
+        if ev is not None and loop in ev.loops and ev.kind == "assign" and isinstance(ev.value, ast.Call) \
+                and not _waits(ev.value):
+            return True  # the binding the block reads: made by a call earlier in the iteration
+    return False
+
+
+def blocked_names(loop: Loop) -> set:
+    """The names whose values (or parts: ``state["step"]``) the loop calls ``block_until_ready`` on."""
+    return {r for r in (_root(c.func.value) for c in loop.calls if _waits(c)) if r is not None}
+
+
+def _root(expr: ast.AST) -> Optional[str]:
+    while isinstance(expr, (ast.Subscript, ast.Attribute)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
 def _counts_steps(arg: ast.AST) -> bool:
     """A ``range(...)`` or ``itertools.count(...)`` call: numbers, not the parts of a structure."""
     if not isinstance(arg, ast.Call):

@@ -15,7 +15,7 @@ from ..python import limits as L
 from . import values as V
 from ..python.records import _COMPS as _COMPREHENSIONS
 from ..python.records import _DICT_VIEWS, BOUNDED_TRIPS, FEW_ITERATIONS, Context, FunctionInfo, Loop, Scope
-from .jaxrecords import _waits
+from .jaxrecords import _waits, blocked_anew
 from ..python.syntax import _names_in, _pos, child_nodes, walk
 
 # Methods that change a list, dict or set in place: a literal bound to a name and changed so is
@@ -373,6 +373,8 @@ def _direct_work(m, loop: Loop) -> bool:
                 break
         if not work:
             work = any(_iterates_array(m, it, sc) for it, sc in loop.iter_nodes)
+        if not work:
+            work = blocked_anew(m, loop)
         if not work:
             work = any(ch.bounded and _direct_work(m, ch) for ch in loop.children)
         loop._direct = work

@@ -28,6 +28,7 @@ from . import callables
 from ..python import limits as L
 from . import values as V
 from .deviceloops import DEVICE_LOOPS, small_trip_count
+from .jaxrecords import blocked_names
 from ..python.records import FunctionInfo, Loop, Scope
 from ..python.syntax import _pos, last_name, walk
 
@@ -337,7 +338,8 @@ def carried_state(m, loop: Loop) -> set:
             call = sub.value
             scope = m.scope_at(call)
             update = _is_update(call, m.conventions)  # ``state = state.apply_gradients(grads=g)``: the receiver too
-            if not update and callables.callable_info(m, call.func, scope) is None and not V.is_jax(m, call, scope):
+            if not update and callables.callable_info(m, call.func, scope) is None and not V.is_jax(m, call, scope) \
+                    and targets.isdisjoint(blocked_names(loop)):  # the loop blocks on what it returns: JAX work
                 continue
             parts = [*call.args, *(k.value for k in call.keywords)]
             if update and isinstance(call.func, ast.Attribute):
