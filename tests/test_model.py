@@ -1863,6 +1863,33 @@ def test_a_method_of_an_array_read_without_a_call_is_not_an_array():
     assert [V.is_jax(m, a, m.scope_at(call)) for a in call.args] == [False, True, False, True, True]
 
 
+def test_a_helper_that_picks_its_argument_apart_returns_a_jax_value_given_one():
+    """A hand-written ``unreplicate`` (fresh sets K and O: a lambda mapping ``x[0]`` over the tree
+    a pmapped step returned) returns a JAX value exactly when it is given one; a helper that
+    computes something else from its argument, or is given NumPy, proves nothing."""
+    tree, m = build("""
+    import jax
+    import numpy as np
+
+    step = jax.pmap(lambda p: (p, p.sum()))
+    unreplicate = lambda tree: jax.tree_util.tree_map(lambda x: x[0], tree)
+    first = lambda x: x[0]
+
+    def passthrough(x):
+        return x
+
+    def shape_of(tree):
+        return jax.tree_util.tree_map(lambda x: x.shape, tree)
+
+    def f(p, host):
+        p, loss = step(p)
+        return sink(unreplicate(loss), first(loss), passthrough(loss), shape_of(loss), unreplicate(np.ones(3)),
+                    unreplicate(host))
+    """)
+    call = call_to(tree, "sink")
+    assert [V.is_jax(m, a, m.scope_at(call)) for a in call.args] == [True, True, True, False, False, False]
+
+
 def test_is_jax_without_explicit_scope():
     # is_jax(expr) documents scope as optional; a name read inside a function must still be
     # looked up in that function, not at module level.

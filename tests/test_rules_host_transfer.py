@@ -1184,6 +1184,27 @@ def test_jax202_a_block_proves_the_unknown_call_it_waits_for_is_jax_work():
     """)
 
 
+def test_jax201_a_log_of_what_a_hand_written_unreplicate_returns():
+    """``unreplicate = lambda tree: jax.tree_util.tree_map(lambda x: x[0], tree)`` on the loss a
+    pmapped step returned is still a JAX value: logging it every step syncs (fresh sets K and O:
+    diffusion trainers logging to wandb). The same helper on the epoch number is a host value."""
+    assert_marked("""
+    import jax
+    import wandb
+
+    def main(loss_fn, params, loader, epochs):
+        run = wandb.init(project="sde")
+        unreplicate = lambda tree: jax.tree_util.tree_map(lambda x: x[0], tree)
+        update = jax.pmap(jax.value_and_grad(loss_fn), axis_name="batch")
+        for epoch in range(epochs):
+            for batch in loader:
+                loss, grads = update(params, batch)
+                run.log({"loss": unreplicate(loss)})  # expect: JAX201
+                run.log({"epoch": unreplicate([epoch])})
+        return params
+    """)
+
+
 # --------------------------------------------------------------------------- JAX203 positives
 
 

@@ -206,7 +206,40 @@ def _local_result(m, call: ast.Call, scope: Scope, index: Optional[int]) -> bool
                 is_jax(m, kw.value, scope) for kw in call.keywords)
         if args_jax:
             return True
+    if index is None:
+        for f in local:
+            i = _passed_through(m, f)
+            arg = call.args[i] if i is not None and i < len(call.args) else None
+            if arg is not None and not isinstance(arg, ast.Starred) and is_jax(m, arg, scope):
+                return True
     return False
+
+
+def _passed_through(m, f) -> Optional[int]:
+    """The position of the parameter a function of the module returns picked apart (``lambda tree:
+    jax.tree.map(lambda x: x[0], tree)``, a hand-written ``unreplicate``; ``lambda x: x[0]``): given a
+    JAX value there, the result is one. None for any other function, or a method."""
+    if f.is_method or len(f.returns) != 1:
+        return None
+    expr = f.returns[0]
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Call) and len(expr.args) == 2 and not expr.keywords \
+            and m.resolve(expr.func, f.scope) in N.TREE_MAPS:
+        leaf = expr.args[0]
+        if not (isinstance(leaf, ast.Lambda) and len(leaf.args.args) == 1 and isinstance(leaf.body, ast.Subscript)
+                and _root_name(leaf.body) == leaf.args.args[0].arg):
+            return None
+        expr = expr.args[1]
+    if isinstance(expr, ast.Name) and expr.id in f.params:
+        return f.params.index(expr.id)
+    return None
+
+
+def _root_name(expr: ast.AST) -> Optional[str]:
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _name_kind(m, name: str, scope: Scope, pos: tuple) -> bool:
