@@ -357,6 +357,60 @@ def test_a_step_of_another_module_of_the_project_is_read_there(tmp_path):
     assert found[count_line].status == "unknown"
 
 
+TRAINER = """
+import jax
+import optax
+
+class Trainer:
+    def __init__(self, tx):
+        self.tx = tx
+
+    def update_fn(self, state, grad):
+        updates, opt_state = self.tx.update(grad, state.opt_state, state.params)
+        return state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+
+    def count_fn(self, state, counter):
+        return state, counter + 1
+
+def update_fn(counter, state):
+    return counter + 1, state
+"""
+
+
+def test_a_pmapped_method_of_an_instance_of_another_modules_class_is_read_there(tmp_path):
+    """``update_func = jax.pmap(trainer.update_fn)`` with ``trainer = Trainer(config)`` of another
+    module (fresh set I's jax-ddpm): the method is read there, its parameters counted after ``self``;
+    a method there that updates nothing, or a top-level function of the same name, stays unknown."""
+    from jaxlint.model import build_model as _build
+    from jaxlint.model.facts import trainingstate
+    from jaxlint.project import ProjectResolver
+    from ruletools import make_project
+
+    make_project(tmp_path, {"pyproject.toml": "", "modules/__init__.py": "", "modules/train_util.py": TRAINER,
+                            "scripts/train.py": """
+        import jax
+        from modules.train_util import Trainer, update_fn
+
+        def main(tx, state, grads, c):
+            trainer = Trainer(tx)
+            update = jax.pmap(trainer.update_fn, axis_name="d")
+            count = jax.pmap(trainer.count_fn, axis_name="d")
+            plain = jax.pmap(update_fn, axis_name="d")
+            for g in grads:
+                state = update(state, g)
+                state, c = count(state, c)
+                c, state = plain(c, state)
+    """})
+    path = tmp_path / "scripts/train.py"
+    m = _build(ast.parse(path.read_text()), path=str(path), project=ProjectResolver())
+    found = {r.call.lineno: trainingstate.training_state(m, r.call, r.wrap, r.positions, r.keywords)
+             for r in donation.rebinding_without_donation(m)}
+    update_line, count_line, plain_line = sorted(found)
+    assert found[update_line].status == "proven" and "`Trainer.update_fn` (another module" in found[update_line].why
+    assert found[count_line].status == "unknown"
+    assert found[plain_line].status == "unknown"  # the top-level `update_fn`, not the method of that name
+
+
 def test_a_step_of_this_module_handing_the_gradient_to_another_modules_helper(tmp_path):
     """``update_step`` of a notebook or script calls ``model.update_weights(weights, grads, opt_state)``
     of a module of the project (fresh set M's minformer notebooks): the update is read there, given

@@ -183,14 +183,24 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
 
 
 def _imported_step(m, wrap, positions: list, keywords: list, bound: int) -> Optional[tuple]:
-    """For a wrapper of another module's top-level function: ``(name, operand, update, line)`` when
-    that function applies an optimizer update to a parameter the rebound arguments bind."""
+    """For a wrapper of another module's top-level function, or of a method of an instance of another
+    module's class made in this module: ``(name, operand, update, line)`` when that function applies an
+    optimizer update to a parameter the rebound arguments bind."""
     target = wrap.target
     while isinstance(target, ast.Call) and target.args:  # jax.jit(partial(model.update_step, ...))
         target = target.args[0]
     if target is None:
         return None
-    found = callables.imported_function(m, target, m.scope_at(wrap.node))
+    scope = m.scope_at(wrap.node)
+    found = callables.imported_function(m, target, scope)
+    if found is None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        # ``jax.pmap(trainer.update_fn)`` with ``trainer = Trainer(config)`` of another module: the bound
+        # method, whose parameters start after ``self``
+        ev = m.binding(target.value.id, scope, (target.lineno, target.col_offset))
+        made = callables.imported_function(m, ev.value.func, ev.scope) \
+            if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call) else None
+        found = (made[0], f"{made[1]}.{target.attr}") if made is not None else None
+        bound += 1
     if found is None:
         return None
     summary, name = found
@@ -202,11 +212,14 @@ def _imported_step(m, wrap, positions: list, keywords: list, bound: int) -> Opti
 
 def remote_update(m, name: str, positions: tuple, keywords: tuple, grads: tuple = ()) -> Optional[tuple]:
     """For another module's question (:meth:`~jaxlint.project.ProjectResolver.training_update`):
-    ``(name, operand, update spelled, line)`` when this module's top-level function ``name`` applies
+    ``(name, operand, update spelled, line)`` when this module's top-level function ``name`` (or
+    method ``Class.name`` of a top-level class; positions count ``self``) applies
     an optimizer update to a value computed from its parameters at ``positions`` or ``keywords``
     (``grads``: the positions of those given a gradient)."""
+    cls, _, meth = name.rpartition(".")  # ``Trainer.update_fn``: a method of a top-level class
     for f in m.functions:
-        if f.name != name or f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
+        if f.name != meth or f.parent is not None or isinstance(f.node, ast.Lambda) \
+                or (f.cls.node.name if f.cls is not None and f.cls.node in m.tree.body else None) != (cls or None):
             continue
         seeds = {f.params[i] for i in positions if 0 <= i < len(f.params)} | set(keywords)
         found = update_of(m, f, seeds, frozenset(f.params[i] for i in grads if 0 <= i < len(f.params)))
