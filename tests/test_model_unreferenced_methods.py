@@ -26,7 +26,16 @@ class Model(Base):
     fit_alias = None
 
     def train(self, x):
-        return x
+        return self.only_from_train(x)
+
+    def only_from_train(self, x):
+        return self.ping(x)
+
+    def ping(self, x):
+        return self.pong(x)
+
+    def pong(self, x):
+        return self.ping(x)
 
     def called(self, x):
         return self.helper(x)
@@ -147,6 +156,8 @@ def test_which_methods_nothing_refers_to(tmp_path):
     assert _states(_project(tmp_path)) == {
         "Base.inherited": False,  # run.py calls it on an instance it gets through agent.py
         "Model.train": True,  # its only call is commented out
+        "Model.only_from_train": True,  # only a method nothing refers to calls it
+        "Model.ping": True, "Model.pong": True,  # only each other (and a dead method)
         "Model.called": False,  # another file that imports the module calls it
         "Model.helper": False,  # the class's own method calls it by attribute
         "Model.by_string": False,  # a string names it (getattr)

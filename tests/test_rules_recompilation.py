@@ -264,6 +264,21 @@ def test_jax101_dict_table_with_calls_after_loop_is_quiet():
 # --------------------------------------------------------------------------- JAX102 positives
 
 JAX102_POSITIVE = {
+    "nested_decorated_def_mapped_by_vmap": """
+        import jax
+        import jax.numpy as jnp
+
+        def rollout(params, observations):
+            @jax.jit  # HERE
+            def rollout_fn(o):
+                return jnp.tanh(params @ o)
+            return jax.vmap(rollout_fn)(observations)
+
+        def collect(params, observations, horizon):
+            for _ in range(horizon):
+                observations = rollout(params, observations)
+            return observations
+    """,
     "nested_decorated_def_called": """
         import jax
         import jax.numpy as jnp
@@ -394,6 +409,22 @@ def test_jax102_reported(src):
 # --------------------------------------------------------------------------- JAX102 near misses
 
 JAX102_NEGATIVE = {
+    "nested_jitted_def_handed_out_mapped": """
+        import jax
+        import jax.numpy as jnp
+
+        def make_rollout(params):
+            @jax.jit
+            def rollout_fn(o):
+                return jnp.tanh(params @ o)
+            return jax.vmap(rollout_fn)
+
+        def collect(params, observations, horizon):
+            step = make_rollout(params)
+            for _ in range(horizon):
+                observations = step(observations)
+            return observations
+    """,
     "module_level_code": """
         import jax
         import jax.numpy as jnp

@@ -157,6 +157,9 @@ def escaping_names(f: FunctionInfo, m=None) -> frozenset:
         called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         if m is not None:
             called |= {id(b) for n in nodes if isinstance(n, ast.Call) for b in deviceloops.traced_bodies(m, n)}
+            # ``return jax.vmap(f)(x)``: the transform runs ``f`` right there, it does not hand it out
+            called |= {id(n.func.args[0]) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
+                       and n.func.args and m.resolve(n.func.func, m.scope_at(n)) in N.TRANSFORMS}
         out.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in called)
     for stmt in statement_walk(f.node):  # every statement of it, nested ones too
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and \

@@ -245,7 +245,10 @@ def calls_wrapper(m, calls, made: ast.AST, name: Optional[str], bodies: bool = F
     """Whether one of ``calls`` calls the wrapper ``made`` directly or through the name bound to it;
     with ``bodies``, also hands it to a lax control-flow call that traces it (``deviceloops.traced_bodies``)."""
     for call in calls:
-        for func in (call.func, *(deviceloops.traced_bodies(m, call) if bodies else ())):
+        outer = call.func  # ``jax.vmap(f)(x)`` outside jit traces ``f``: a jitted ``f`` compiles for it
+        mapped = outer.args[0] if isinstance(outer, ast.Call) and outer.args and m.resolve(
+            outer.func, m.scope_at(call)) in N.TRANSFORMS else None
+        for func in (call.func, *(deviceloops.traced_bodies(m, call) if bodies else ()), *((mapped,) if mapped else ())):
             if func is made:
                 return True
             if name is not None and isinstance(func, ast.Name) and func.id == name:

@@ -168,7 +168,9 @@ def unreferenced_method(m, f) -> Optional[str]:
             "it): whether it runs is not shown")
 
 
-def _method_dead(m, f) -> bool:
+def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
+    """Whether nothing refers to the method ``f`` (see :func:`unreferenced_method`); ``asking``: the
+    methods whose question this one answers part of (methods that only refer to each other are dead)."""
     name, cls = f.name, f.cls.node
     if (name.startswith("__") and name.endswith("__")) or runs_as_test(f) or cls not in m.tree.body:
         return False
@@ -185,6 +187,10 @@ def _method_dead(m, f) -> bool:
         before = text[line_starts[line - 1]:hit.start()]
         if "#" in before or before.rstrip().endswith("def") or own[0] <= line <= own[1]:
             continue
+        holder = enclosing_method(m, line)
+        if holder is not None and holder is not f and (id(holder.node) in asking or (
+                holder.cls is not None and _method_dead(m, holder, asking | {id(f.node)}))):
+            continue  # only a method nothing refers to refers to it (``step_noise`` -> ``rollout_noise``)
         if _attribute_or_string(before, text[hit.end():hit.end() + 2]) or body[0] <= line <= body[1]:
             return False
     if m.project.mentioned_elsewhere(m.path, name, spells=_method_spelled) is not False:
