@@ -3241,6 +3241,49 @@ def test_instance_class_and_method_results():
     assert V.is_jax(m, call)
 
 
+def test_a_method_called_on_an_instance_of_a_class_of_the_module_is_that_method():
+    """``counter.count``, ``self.model.step``: the method of the instance's class of this module
+    (fresh set O's model rollout, H's counter demo); a subclass of the module that overrides it,
+    an instance of unknown class, or a method the class lacks: not known."""
+    tree, m = build("""
+    import jax
+
+    class Dynamics:
+        def step(self, x):
+            return x
+
+        def rollout(self, x):
+            return x
+
+    class Noisy(Dynamics):
+        def rollout(self, x):
+            return x + 1
+
+    class Agent:
+        def __init__(self):
+            self.model = Dynamics()
+
+        def update(self, x, other):
+            a = self.model.step(x)
+            b = self.model.rollout(x)
+            c = other.step(x)
+            d = self.model.missing(x)
+            return a, b, c, d
+
+    counter = Dynamics()
+    fast = jax.jit(counter.step)
+    """)
+    update = next(f for f in m.functions if f.name == "update")
+    calls = {ast.unparse(c.func): c for c in update.calls}
+    names = lambda spelled: [f.qualname for f in callables.local_functions(m, calls[spelled].func,
+                                                                          m.scope_at(calls[spelled]))]
+    assert names("self.model.step") == ["Dynamics.step"]
+    assert names("self.model.rollout") == []  # `Noisy` overrides it: the instance may be one
+    assert names("other.step") == [] and names("self.model.missing") == []
+    jit = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "jax.jit")
+    assert [f.qualname for f in callables.local_functions(m, jit.args[0], m.module_scope)] == ["Dynamics.step"]
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

@@ -15,6 +15,9 @@ from ..python.records import ClassInfo, Context, FunctionInfo, Scope
 from .jaxrecords import JitWrap
 from .replaced import replaced_field
 from ..python.syntax import _pos, returned_nodes, returned_values  # noqa: F401 (used by other modules)
+from ..python.instances import (annotated_class as _annotated_class, class_named as _class_named,  # noqa: F401
+                                instance_class, method_at as _method_at, method_kind as _method_kind,
+                                overridden as _overridden)
 
 
 def callable_info(m, func: ast.AST, scope: Optional[Scope] = None) -> Optional[JitWrap]:
@@ -311,6 +314,11 @@ def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[Func
         if cls is not None and expr.attr in cls.methods:
             return [cls.methods[expr.attr]]
         return []
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+        # ``trainer.update(...)``, ``self.model.step(...)``: a method of the instance's class of this module
+        cls = instance_class(m, expr.value, scope, depth + 1)
+        meth = cls.methods.get(expr.attr) if cls is not None else None
+        return [meth] if meth is not None and not _overridden(m, cls, expr.attr) else []
     if isinstance(expr, ast.Call):
         qn = m.resolve(expr.func, scope)
         if (qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS) and expr.args:
@@ -401,86 +409,6 @@ def library_instance(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional
     return None
 
 
-def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[ClassInfo]:
-    """The class of this module whose instance ``expr`` is: ``self`` in a method, ``Cls(...)``, a
-    name bound to ``Cls(...)`` or a parameter annotated with ``Cls``, or ``self.attr`` every
-    assignment of which is one of those. None when not
-    known (a parameter, a factory's result, a class from another module)."""
-    if depth > L.CALLABLE_CHAIN or not m.work.spend():
-        return None
-    if isinstance(expr, ast.Call):  # ``Trainer().step``: the instance made there
-        return _class_named(m, expr.func, scope)
-    if isinstance(expr, ast.Name):
-        if expr.id == "self":
-            f = _method_at(m, scope)
-            return f.cls if f is not None else None
-        ev = m.binding(expr.id, scope, _pos(expr))
-        if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call):
-            return _class_named(m, ev.value.func, ev.scope)
-        if ev is not None and ev.kind == "param":
-            return _annotated_class(m, ev)
-        return None
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-        owner = instance_class(m, expr.value, scope, depth + 1)
-        values = owner.self_attrs.get(expr.attr, ()) if owner is not None else ()
-        found = {id(c): c for c in (_class_named(m, v.func, m.scope_at(v)) if isinstance(v, ast.Call)
-                                    else instance_class(m, v, m.scope_at(v), depth + 1)
-                                    if isinstance(v, ast.Name) and v.id != "self" else None for v in values)}
-        if len(found) == 1 and None not in found:
-            return next(iter(found.values()))
-    return None
-
-
-def _annotated_class(m, ev, want_name: bool = False):
-    """The class of this module a parameter's annotation names (``buffer: ReplayBuffer``,
-    ``ReplayBuffer[S, T]``, ``Optional[Env]``, ``"Env"``): its value is an instance of that class
-    or of a subclass (whose methods are methods too). None without such an annotation. With
-    ``want_name``: the annotation's name and the scope it is read in (for a class of another module)."""
-    fn = ev.node
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        return None
-    a = fn.args
-    arg = next((p for p in a.posonlyargs + a.args + a.kwonlyargs if p.arg == ev.value), None)
-    ann = arg.annotation if arg is not None else None
-    outer = ev.scope.parent
-    for _ in range(3):
-        if isinstance(ann, ast.Constant) and isinstance(ann.value, str) and ann.value.isidentifier():
-            ann = ast.Name(ann.value, ast.Load(), lineno=fn.lineno, col_offset=fn.col_offset)
-        if isinstance(ann, ast.Subscript):
-            if m.resolve(ann.value, outer) == "typing.Optional":
-                ann = ann.slice
-                continue
-            ann = ann.value
-        break
-    if not isinstance(ann, ast.Name):
-        return None
-    return (ann, outer) if want_name else _class_named(m, ann, outer)
-
-
-def _method_at(m, scope: Scope) -> Optional[FunctionInfo]:
-    """The method whose ``self`` the code in ``scope`` sees (a closure inside a method sees its
-    method's): a def in a class body that is neither a staticmethod nor a classmethod."""
-    s: Optional[Scope] = scope
-    while s is not None:
-        f = s.func if s.kind == "function" else None
-        if f is not None and f.cls is not None and not isinstance(f.node, ast.Lambda):
-            return f if _method_kind(f.node) in ("plain", "other") and f.params[:1] == ["self"] else None
-        if s.kind == "class":
-            return None
-        s = s.parent
-    return None
-
-
-def _class_named(m, expr: ast.AST, scope: Optional[Scope]) -> Optional[ClassInfo]:
-    """The class of this module the name ``expr`` is bound to (``class Env: ...``)."""
-    if not isinstance(expr, ast.Name) or scope is None:
-        return None
-    ev = m.binding(expr.id, scope, _pos(expr))
-    if ev is not None and isinstance(ev.node, ast.ClassDef):
-        return m.classes.get(id(ev.node))
-    return None
-
-
 def _module_import(m, name: str, scope: Scope) -> bool:
     """``name`` is a module: ``import mod`` / ``import pkg.mod as mod``, or ``from pkg import
     mod`` naming a module of the project."""
@@ -560,27 +488,6 @@ def wrapper_qualname(m, wrap: JitWrap) -> Optional[str]:
         scope = wrap.ctx.scope
         return name_of(func, scope) if isinstance(func, ast.Call) else m.resolve(func, scope)
     return None
-
-
-def _method_kind(node: ast.AST) -> str:
-    """How a def in a class body is looked up: "static" (``@staticmethod``), "class"
-    (``@classmethod``), "plain" (no decorator: bound on an instance) or "other" (any other
-    decorator: a property, a jit wrapper, ... whatever the decorator returns)."""
-    decs = getattr(node, "decorator_list", ())
-    if not decs:
-        return "plain"
-    names = {d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "" for d in decs}
-    if "staticmethod" in names:
-        return "static"
-    if "classmethod" in names:
-        return "class"
-    if names <= _IDENTITY_DECORATORS:
-        return "plain"
-    return "other"
-
-
-# Decorators of the standard library that return the function they decorate unchanged.
-_IDENTITY_DECORATORS = frozenset({"abstractmethod", "override", "final"})
 
 
 def _annotated(cls: ClassInfo, attr: str) -> bool:
