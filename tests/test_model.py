@@ -3284,6 +3284,53 @@ def test_a_method_called_on_an_instance_of_a_class_of_the_module_is_that_method(
     assert [f.qualname for f in callables.local_functions(m, jit.args[0], m.module_scope)] == ["Dynamics.step"]
 
 
+def test_an_instance_returned_by_a_def_of_the_module_and_its_compiled_methods_results():
+    """``updater, state = init_state(cfg)`` where ``init_state`` returns a wrapper around an inner
+    updater whose ``update`` is a ``@jax.jit`` method (fresh set P's graph-network trainer): the
+    wrapper's class is known, and what its ``update`` returns from the inner compiled call is a JAX
+    value. Returns that disagree, or an element that is no instance, leave it unknown."""
+    tree, m = build("""
+    import functools
+    import jax
+
+    class Updater:
+        @functools.partial(jax.jit, static_argnums=0)
+        def update(self, state, data):
+            return state, {"loss": data.sum()}
+
+    class Checkpointing:
+        def __init__(self, inner: Updater):
+            self._inner = inner
+
+        def update(self, state, data):
+            state, metrics = self._inner.update(state, data)
+            return state, metrics
+
+    def init_state(cfg):
+        updater = Updater()
+        updater = Checkpointing(updater)
+        return updater, cfg
+
+    def either(cfg):
+        if cfg:
+            return Updater(), cfg
+        return Checkpointing(Updater()), cfg
+
+    def train(cfg, batches):
+        updater, state = init_state(cfg)
+        other, _ = either(cfg)
+        _, plain = init_state(cfg)
+        for batch in batches:
+            state, metrics = updater.update(state, batch)
+            sink(updater, other, plain, metrics)
+    """)
+    call = call_to(tree, "sink")
+    scope = m.scope_at(call)
+    classes = [callables.instance_class(m, a, scope) for a in call.args[:3]]
+    assert [c.node.name if c else None for c in classes] == ["Checkpointing", None, None]
+    assert V.is_jax(m, call.args[3], scope)  # from the inner @jax.jit method, through the wrapper
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

@@ -1205,6 +1205,53 @@ def test_jax201_a_log_of_what_a_hand_written_unreplicate_returns():
     """)
 
 
+def test_jax201_a_metric_from_a_wrapper_object_made_by_a_set_up_function():
+    """The loop's ``updater`` comes from ``init_state`` (a wrapper class whose ``update`` calls an
+    inner ``@jax.jit`` method): its metrics are JAX values, and a NaN test on them every step syncs
+    (fresh set P). An updater of either of two classes (an unknown one among them) proves nothing."""
+    assert_marked("""
+    import functools
+    import jax
+    import numpy as np
+
+    class Updater:
+        @functools.partial(jax.jit, static_argnums=0)
+        def update(self, state, data):
+            return state, {"loss": data.sum()}
+
+    class Checkpointing:
+        def __init__(self, inner: Updater):
+            self._inner = inner
+
+        def update(self, state, data):
+            return self._inner.update(state, data)
+
+    def init_state(cfg):
+        return Checkpointing(Updater()), cfg
+
+    def either(cfg, plugin):
+        if cfg:
+            return plugin, cfg
+        return Checkpointing(Updater()), cfg
+
+    def train(cfg, reader, n):
+        updater, state = init_state(cfg)
+        for step in range(n):
+            state, metrics = updater.update(state, next(reader))
+            if np.isnan(metrics["loss"]):  # expect: JAX201
+                break
+        return state
+
+    def train_plugin(cfg, plugin, reader, n):
+        updater, state = either(cfg, plugin)
+        for step in range(n):
+            state, metrics = updater.update(state, next(reader))
+            if np.isnan(metrics["loss"]):
+                break
+        return state
+    """)
+
+
 # --------------------------------------------------------------------------- JAX203 positives
 
 

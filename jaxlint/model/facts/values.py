@@ -192,6 +192,8 @@ def _local_result(m, call: ast.Call, scope: Scope, index: Optional[int]) -> bool
     local = callables.local_functions(m, call.func, scope)
     args_jax = None
     for f in local:
+        if getattr(f, "jit_entry", None) is not None and f.jit_entry.decorator:
+            return True  # ``self._inner.update(...)`` of a ``@jax.jit`` def: a compiled call returns device values
         if index is None:
             if not returns_jax(m, f):
                 continue

@@ -36,7 +36,9 @@ def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[C
             return f.cls if f is not None else None
         ev = m.binding(expr.id, scope, _pos(expr))
         if ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call):
-            return class_named(m, ev.value.func, ev.scope)
+            return class_named(m, ev.value.func, ev.scope) or _returned_instance(m, ev, depth)
+        if ev is not None and ev.kind == "assign" and isinstance(ev.value, ast.Call) and ev.path is not None:
+            return _returned_instance(m, ev, depth)
         if ev is not None and ev.kind == "param":
             return annotated_class(m, ev)
         return None
@@ -49,6 +51,27 @@ def instance_class(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[C
         if len(found) == 1 and None not in found:
             return next(iter(found.values()))
     return None
+
+
+def _returned_instance(m, ev, depth: int) -> Optional[ClassInfo]:
+    """The class of the instance a def of this module returns (``def init_state(): ...; return
+    updater, state``; ``updater, state = init_state(cfg)``), when every return agrees: the whole
+    value for ``x = f()``, element ``i`` of a returned tuple display for an unpacking."""
+    func = ev.value.func
+    bound = m.binding(func.id, ev.scope, _pos(func)) if isinstance(func, ast.Name) else None
+    f = m.func_of_node.get(id(bound.node)) if bound is not None and bound.kind == "def" else None
+    if f is None or not f.returns or (ev.path is not None and len(ev.path) != 1):
+        return None
+    found: dict = {}
+    for r in f.returns:
+        if ev.path is not None:
+            if not isinstance(r, ast.Tuple) or ev.path[0] >= len(r.elts) or any(
+                    isinstance(e, ast.Starred) for e in r.elts):
+                return None
+            r = r.elts[ev.path[0]]
+        cls = instance_class(m, r, m.scope_at(r), depth + 1)
+        found[id(cls)] = cls
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def annotated_class(m, ev, want_name: bool = False):
