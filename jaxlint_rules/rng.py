@@ -8,11 +8,11 @@ from typing import Iterator, Optional
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
 from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
-                                 singleiteration)
+                                 seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
-from jaxlint.rule import Finding, Rule, unparse
+from jaxlint.rule import Finding, Line, Rule, unparse
 
 SPLIT = "split"
 FOLD_IN = "fold_in"
@@ -181,7 +181,9 @@ class KeyReuse(Rule):
                "or an instance of a class, of another module of the project whose code draws from it "
                "(`jax.jit(Sampler(...))(logits, key=key)` per token); to a library's function it is opt-in; "
                "and a key every row of a `jax.vmap` shares (closed over by the mapped function, or given with "
-               "`in_axes` None) that the mapped function draws from: every row gets the same noise.")
+               "`in_axes` None) that the mapped function draws from: every row gets the same noise; and, outside loops, "
+               "a key made again from the literal seed of a key the same function (or module-level code) already "
+               "drew from (`normal(PRNGKey(0), ...)` twice: a key depends only on its seed).")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -237,6 +239,9 @@ class KeyReuse(Rule):
         for handoff in keyhandoffs.key_handoffs(model):
             if (handoff.call.lineno, handoff.call.col_offset) not in reported:
                 yield from self._handoff_finding(model, handoff)
+        for draw in seedkeys.seed_key_draws(model):
+            if (draw.call.lineno, draw.call.col_offset) not in reported:
+                yield self._seed_finding(model, draw)
         for row in keyrows.row_key_draws(model):
             if (row.call.lineno, row.call.col_offset) not in reported:
                 message, facts = keymessages.row_key(row)
@@ -275,6 +280,21 @@ class KeyReuse(Rule):
             message, facts = keymessages.handoff(h, loop, role == roles.PER_STEP, tail)
             yield self.finding(h.call, message, opt_in=opt_in, evidence=facts)
             return
+
+    def _seed_finding(self, model: ModuleModel, draw) -> Finding:
+        """A key made again from the literal seed of a key an earlier draw of the function used."""
+        first = draw.first
+        maker = unparse(draw.maker, 40)
+        what = ("the keys derived here repeat the ones derived there" if draw.fn in keys.DERIVERS else
+                "both draws get the same random bits, so their results are identical or correlated")
+        facts = [f"`{maker}` (line {draw.maker.lineno}) and `{unparse(first.maker, 40)}` (line {first.maker.lineno}) "
+                 f"make the same key: a key depends only on its seed ({draw.seed})",
+                 f"`{first.fn}` on line {first.call.lineno} already drew from that key, and no `if` runs one draw "
+                 "without the other"]
+        return self.finding(draw.call, [f"PRNG key `{maker}` is the key `{first.fn}` drew from on ",
+                                        Line(first.call.lineno), f" (made from the same seed {draw.seed}); {what}; "
+                                        "make one key and split it into a subkey for each draw"],
+                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None, evidence=facts)
 
     def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
         message, facts = keymessages.fixed_key(draw, _method_name(model, draw.made))

@@ -3331,6 +3331,28 @@ def test_an_instance_returned_by_a_def_of_the_module_and_its_compiled_methods_re
     assert V.is_jax(m, call.args[3], scope)  # from the inner @jax.jit method, through the wrapper
 
 
+def test_draws_from_keys_made_again_from_one_literal_seed():
+    from jaxlint.model.facts import seedkeys
+
+    tree, m = build("""
+    import jax
+
+    def f(n, flag):
+        a = jax.random.normal(jax.random.PRNGKey(0), (n,))
+        k = jax.random.PRNGKey(0)
+        b = jax.random.uniform(k, (n,))
+        c = jax.random.split(jax.random.key(0))
+        for i in range(n):
+            d = jax.random.normal(jax.random.PRNGKey(0), (n,))
+        return a, b, c
+    """)
+    found = seedkeys.seed_key_draws(m)
+    got = [(d.call.lineno, d.fn, d.seed, d.first.call.lineno) for d in found]
+    base = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "a")
+    # `b` (through `k`) and the split repeat `a`'s key; the draw in the loop is JAX503's
+    assert got == [(base + 2, "uniform", 0, base), (base + 3, "split", 0, base)]
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

@@ -1353,6 +1353,39 @@ def test_jax502_key_passed_to_a_def_of_the_enclosing_function():
     """)
 
 
+def test_jax502_a_key_made_again_from_the_same_literal_seed():
+    """Two ``PRNGKey(0)`` calls make one key (fresh set J: d2l's weight-decay data, whose label noise
+    is the first feature column scaled). Different seeds, a seed from a variable, draws in exclusive
+    branches, and a literal seed in a loop (JAX503's) are not this finding."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def make_data(n, d):
+        X = jax.random.normal(jax.random.PRNGKey(0), (n, d))
+        noise = jax.random.normal(jax.random.PRNGKey(0), (n, 1)) * 0.01  # expect: JAX502
+        return X, X @ jnp.ones((d, 1)) + noise
+
+    def init(d):
+        key = jax.random.PRNGKey(7)
+        w1 = jax.random.normal(key, (d, d))
+        k2 = jax.random.PRNGKey(7)
+        w2, w3 = jax.random.split(k2)  # expect: JAX502
+        return w1, w2, w3
+
+    def near_misses(n, seed, flag):
+        a = jax.random.normal(jax.random.PRNGKey(1), (n,))
+        b = jax.random.normal(jax.random.PRNGKey(2), (n,))
+        c = jax.random.normal(jax.random.PRNGKey(seed), (n,))
+        d = jax.random.normal(jax.random.PRNGKey(seed), (n,))
+        if flag:
+            e = jax.random.normal(jax.random.PRNGKey(3), (n,))
+        else:
+            e = jax.random.uniform(jax.random.PRNGKey(3), (n,))
+        return a, b, c, d, e
+    """)
+
+
 def test_jax502_distribution_sample_with_a_consumed_key():
     assert_marked("""
     import jax

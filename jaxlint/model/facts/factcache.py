@@ -51,6 +51,7 @@ _ONCE = (
     "key_func_calls_memo",  # keys
     "key_handoffs_memo",  # keyhandoffs
     "row_key_draws_memo",  # keyrows
+    "seed_key_draws_memo",  # seedkeys
     "loop_bodies",  # deviceloops
     "loop_callbacks",  # callbacks
     "loop_records",  # policy/looprecord
