@@ -291,10 +291,17 @@ class KeyReuse(Rule):
                  f"make the same key: a key depends only on its seed ({draw.seed})",
                  f"`{first.fn}` on line {first.call.lineno} already drew from that key, and no `if` runs one draw "
                  "without the other"]
+        meet = seedkeys.results_meet(model, draw)
+        if meet is not None:
+            facts.append(f"line {meet.lineno} computes with both draws' results: the shared bits change what it computes")
+            opt_in = _TEST_INPUTS if model.in_test_code(draw.call) else None
+        else:
+            opt_in = ("the two draws' results are never used together in this code: whether the shared bits change "
+                      "what it computes (two inputs of one computation, or two unrelated demos) is not shown")
         return self.finding(draw.call, [f"PRNG key `{maker}` is the key `{first.fn}` drew from on ",
                                         Line(first.call.lineno), f" (made from the same seed {draw.seed}); {what}; "
                                         "make one key and split it into a subkey for each draw"],
-                            opt_in=_TEST_INPUTS if model.in_test_code(draw.call) else None, evidence=facts)
+                            opt_in=opt_in, evidence=facts)
 
     def _fixed_finding(self, model: ModuleModel, draw: FixedKeyDraw) -> Finding:
         message, facts = keymessages.fixed_key(draw, _method_name(model, draw.made))
