@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
 from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
-                                 seedkeys, singleiteration)
+                                 mappedkeys, seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
@@ -183,7 +183,9 @@ class KeyReuse(Rule):
                "and a key every row of a `jax.vmap` shares (closed over by the mapped function, or given with "
                "`in_axes` None) that the mapped function draws from: every row gets the same noise; and, outside loops, "
                "a key made again from the literal seed of a key the same function (or module-level code) already "
-               "drew from (`normal(PRNGKey(0), ...)` twice: a key depends only on its seed).")
+               "drew from (`normal(PRNGKey(0), ...)` twice: a key depends only on its seed); and a key the function "
+               "a `jax.tree.map` calls per leaf closes over (`lambda p: p + normal(key, p.shape)`: every leaf draws "
+               "the same bits; index draws such as a batch's shared `permutation` excepted).")
     rationale = ("JAX's random functions are deterministic in the key: the same key gives the same bits. Reusing "
                  "it makes two draws that should be independent identical or correlated (the same dropout mask, "
                  "the same noise every step; `bernoulli(key, 0.5, s)` is True exactly where `normal(key, s)` is "
@@ -239,6 +241,9 @@ class KeyReuse(Rule):
         for handoff in keyhandoffs.key_handoffs(model):
             if (handoff.call.lineno, handoff.call.col_offset) not in reported:
                 yield from self._handoff_finding(model, handoff)
+        for mapped in mappedkeys.mapped_key_draws(model):
+            if (mapped.call.lineno, mapped.call.col_offset) not in reported:
+                yield self._mapped_finding(model, mapped)
         for draw in seedkeys.seed_key_draws(model):
             if (draw.call.lineno, draw.call.col_offset) not in reported:
                 yield self._seed_finding(model, draw)
@@ -280,6 +285,19 @@ class KeyReuse(Rule):
             message, facts = keymessages.handoff(h, loop, role == roles.PER_STEP, tail)
             yield self.finding(h.call, message, opt_in=opt_in, evidence=facts)
             return
+
+    def _mapped_finding(self, model: ModuleModel, d) -> Finding:
+        """A draw from a key the function a tree map calls per leaf closes over."""
+        name = getattr(d.func, "name", "<lambda>")
+        spelled = "the lambda" if name == "<lambda>" else f"`{name}`"
+        facts = [f"`{unparse(d.mapper.func, 30)}` on line {d.mapper.lineno} calls {spelled} once per leaf",
+                 f"`{d.key}` is not {spelled}'s own (no parameter or binding of it): the same key at every leaf"]
+        return self.finding(d.call, [f"PRNG key `{d.key}` is the same for every leaf `{unparse(d.mapper.func, 30)}` on ",
+                                     Line(d.mapper.lineno), f" maps {spelled} over: each leaf's `{d.fn}` draws the same "
+                                     "random bits (leaves of one shape get the same values); split the key into one "
+                                     "per leaf (`jax.random.split(key, n)` unflattened into the tree's structure) and "
+                                     "map over it too"],
+                            opt_in=_TEST_INPUTS if model.in_test_code(d.call) else None, evidence=facts)
 
     def _seed_finding(self, model: ModuleModel, draw) -> Finding:
         """A key made again from the literal seed of a key an earlier draw of the function used."""

@@ -3353,6 +3353,27 @@ def test_draws_from_keys_made_again_from_one_literal_seed():
     assert got == [(base + 2, "uniform", 0, base), (base + 3, "split", 0, base)]
 
 
+def test_draws_from_a_closed_over_key_in_a_function_mapped_over_leaves():
+    from jaxlint.model.facts import mappedkeys
+
+    tree, m = build("""
+    import jax
+
+    def f(params, key, flag):
+        a = jax.tree.map(lambda p: jax.random.normal(key, p.shape), params)
+        b = jax.tree.map(lambda p: jax.random.normal(key, p.shape) if flag else p, params)
+        def own(p):
+            k = jax.random.fold_in(key, p.size)
+            return jax.random.uniform(k, p.shape)
+        c = jax.tree.map(own, params)
+        d = jax.tree.map(lambda p: jax.random.choice(key, p), params)
+        return a, b, c, d
+    """)
+    found = mappedkeys.mapped_key_draws(m)
+    # only `a`: `b` draws under a condition, `own` derives its key per leaf, `choice` picks indices
+    assert [(d.fn, d.key, d.mapper.lineno) for d in found] == [("normal", "key", found[0].call.lineno)]
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

@@ -1393,6 +1393,33 @@ def test_jax502_a_key_made_again_from_the_same_literal_seed():
     """)
 
 
+def test_jax502_a_key_closed_over_by_the_function_a_tree_map_calls_per_leaf():
+    """``jax.tree.map`` calls its function once per leaf: a draw from a key of the code around it
+    gives every leaf the same bits (fresh set O: a Bayesian network's ``sample_params``). A tree of
+    keys mapped alongside, a key derived per leaf, and a permutation shared by a batch's arrays (PPO's
+    minibatch shuffle, on purpose) are not reported."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def sample_params(dist, key):
+        def sample_gaussian(mu, logvar):
+            eps = jax.random.normal(key, shape=mu.shape)  # expect: JAX502
+            return eps * jnp.exp(logvar / 2) + mu
+        return jax.tree_util.tree_map(sample_gaussian, dist["mu"], dist["logvar"])
+
+    def perturb(params, key):
+        return jax.tree.map(lambda p: p + 0.01 * jax.random.normal(key, p.shape), params)  # expect: JAX502
+
+    def near_misses(params, batch, key):
+        leaves, treedef = jax.tree_util.tree_flatten(params)
+        keys = jax.tree_util.tree_unflatten(treedef, list(jax.random.split(key, len(leaves))))
+        noisy = jax.tree.map(lambda p, k: p + jax.random.normal(k, p.shape), params, keys)
+        shuffled = jax.tree.map(lambda x: jax.random.permutation(key, x), batch)
+        return noisy, shuffled
+    """)
+
+
 def test_jax502_distribution_sample_with_a_consumed_key():
     assert_marked("""
     import jax

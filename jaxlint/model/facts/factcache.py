@@ -52,6 +52,7 @@ _ONCE = (
     "key_handoffs_memo",  # keyhandoffs
     "row_key_draws_memo",  # keyrows
     "seed_key_draws_memo",  # seedkeys
+    "mapped_key_draws_memo",  # mappedkeys
     "loop_bodies",  # deviceloops
     "loop_callbacks",  # callbacks
     "loop_records",  # policy/looprecord
