@@ -520,10 +520,27 @@ class StaticArgChurn(Rule):
                  "new cache key",
                  f"it {how}, which changes on every iteration of the loop on line {churn.loop.node.lineno} (not "
                  "a few literal options)"]
+        parts = _parts_walked(churn) if churn.kind == "counter" else None
+        if parts is not None and bench is None:
+            bench = (f"the loop on line {churn.loop.node.lineno} walks the indices of `{parts}` "
+                     "(`range(len(...))`): the static argument takes the same values each time the loop runs, so it "
+                     "compiles once per part, not once per step")
         return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it takes a new value "
                                   "on every iteration of the loop on ", Line(churn.loop.node.lineno), ", so every "
                                   "iteration compiles a new program; pass it as a traced argument (not static), "
                                   "or keep it to a few fixed values"], evidence=facts, opt_in=bench)
+
+
+def _parts_walked(churn: Churn) -> Optional[str]:
+    """The collection a counter loop walks the indices of (``for i in range(len(agents))``), spelled;
+    None for other loops (a step count, a ``while``)."""
+    it = getattr(churn.loop.node, "iter", None)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1:
+        inner = it.args[0]
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "len" \
+                and len(inner.args) == 1:
+            return unparse(inner.args[0], 30)
+    return None
 
 
 RULES = [JitInLoop, JitPerCall, StaticArgChurn]

@@ -764,6 +764,36 @@ def test_jax103_near_miss_not_reported(src):
     assert findings(src, "JAX103") == []
 
 
+def test_jax103_an_index_over_the_parts_of_a_collection_is_opt_in():
+    """``for idx in range(len(self.other_agents))`` with ``idx`` static (fresh set P's LOLA agent):
+    each index compiles once, and every later run of the loop hits the cache, so the cost is one
+    compile per part, not per step; how many parts there are is not known: opt-in. A step counter
+    stays reported."""
+    src = """
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnums=1)
+        def grad_inner(params, idx):
+            return params * idx
+
+        class Agent:
+            def lookahead(self, params):
+                grads = []
+                for idx in range(len(self.other_agents)):
+                    grads.append(grad_inner(params, idx))  # PARTS
+                return grads
+
+        def run(params, n):
+            for step in range(n):
+                params = grad_inner(params, step)  # STEPS
+            return params
+    """
+    assert default_findings(src, "JAX103") == [(line_of(src, "# STEPS"), "JAX103")]
+    [(line, _, why)] = opt_in_findings(src, "JAX103")
+    assert line == line_of(src, "# PARTS") and "walks the indices of `self.other_agents`" in why
+
+
 def test_jax103_reports_only_the_static_argument_line():
     src = """
         from functools import partial
