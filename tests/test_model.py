@@ -3374,6 +3374,36 @@ def test_draws_from_a_closed_over_key_in_a_function_mapped_over_leaves():
     assert [(d.fn, d.key, d.mapper.lineno) for d in found] == [("normal", "key", found[0].call.lineno)]
 
 
+def test_a_method_an_instance_hands_to_a_transform_is_not_marked_traced():
+    """``jax.vmap(trainer.run)(keys)`` beside ``Trainer(...).run(key)`` (fresh set Q): "traced" is a
+    fact of the whole function, and the direct call runs ``run``'s loop eagerly, so the trace
+    analysis does not follow an instance's methods (``self.step`` inside the class it does)."""
+    tree, m = build("""
+    import jax
+
+    class Trainer:
+        def step(self, x):
+            return x
+
+        def run(self, key):
+            for i in range(100):
+                key = self.step(key)
+            return key
+
+        def mapped(self, keys):
+            return jax.vmap(self.step)(keys)
+
+    def once(key):
+        return Trainer().run(key)
+
+    def many(keys):
+        trainer = Trainer()
+        return jax.vmap(trainer.run)(keys)
+    """)
+    traced = {f.qualname: f.traced for f in m.functions}
+    assert traced["Trainer.run"] is False and traced["Trainer.step"] is True
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

@@ -291,9 +291,14 @@ def _wrap_for_call(m, call: ast.Call) -> JitWrap:
     return _TRANSFORMED
 
 
-def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[FunctionInfo]:
+def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0, instances: bool = True) -> list[FunctionInfo]:
     """The functions of this module an expression names: a def in scope, ``self.method``,
-    a lambda, ``partial(f, ...)``, or the function inside ``jax.jit(f)``/``jax.grad(f)``."""
+    a lambda, ``partial(f, ...)``, or the function inside ``jax.jit(f)``/``jax.grad(f)``; with
+    ``instances``, also ``obj.method`` of an instance of a class of this module. The trace analysis
+    (facts/tracing.py) asks without: "traced" is a fact of the whole function, and a method an
+    instance hands to a transform is often also called directly (``jax.vmap(trainer.run)`` beside
+    ``Trainer(...).run(key)``), where its loops run eagerly (fresh set Q: marking it traced hid a
+    JAX803 there)."""
     if depth > L.CALLABLE_CHAIN or not m.work.spend():
         return []
     if isinstance(expr, ast.Lambda):
@@ -307,14 +312,14 @@ def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[Func
             f = m.func_of_node.get(id(ev.node))
             return [f] if f else []
         if ev.plain_assign:
-            return local_functions(m, ev.value, ev.scope, depth + 1)
+            return local_functions(m, ev.value, ev.scope, depth + 1, instances)
         return []
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls"):
         cls = m._class_of(scope)
         if cls is not None and expr.attr in cls.methods:
             return [cls.methods[expr.attr]]
         return []
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+    if instances and isinstance(expr, ast.Attribute) and isinstance(expr.value, (ast.Name, ast.Attribute)):
         # ``trainer.update(...)``, ``self.model.step(...)``: a method of the instance's class of this module
         cls = instance_class(m, expr.value, scope, depth + 1)
         meth = cls.methods.get(expr.attr) if cls is not None else None
@@ -322,7 +327,7 @@ def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0) -> list[Func
     if isinstance(expr, ast.Call):
         qn = m.resolve(expr.func, scope)
         if (qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS) and expr.args:
-            return local_functions(m, expr.args[0], scope, depth + 1)
+            return local_functions(m, expr.args[0], scope, depth + 1, instances)
     return []
 
 

@@ -164,7 +164,7 @@ class _TraceAnalysis:
             _statics(wrap, call)
             if factory is not None:
                 _statics(wrap, call.func)
-            targets = callables.local_functions(m, target, scope) if target is not None else []
+            targets = callables.local_functions(m, target, scope, instances=False) if target is not None else []
             if len(targets) == 1:
                 wrap.func = targets[0]
             m.facts.wraps_by_call.setdefault(id(call), []).append(wrap)
@@ -181,7 +181,7 @@ class _TraceAnalysis:
             if target is None:
                 return
             bound = isinstance(target, ast.Attribute)
-            for fi in callables.local_functions(m, target, scope):
+            for fi in callables.local_functions(m, target, scope, instances=False):
                 tracers = self._policy_params(fi, N.TRANSFORMS[qn], call, bound and fi.is_method)
                 self._mark(fi, TraceCause("transform", qn), tracers - self._bound_by_partial(target, fi, scope))
             return
@@ -194,7 +194,7 @@ class _TraceAnalysis:
                 elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
                 arity = _lax_arity(qn, call)
                 for elt in elts:
-                    for fi in callables.local_functions(m, elt, scope):
+                    for fi in callables.local_functions(m, elt, scope, instances=False):
                         partial_bound = self._bound_by_partial(elt, fi, scope)
                         free = [p for p in fi.params if p not in partial_bound]
                         if fi.is_method and free and free[0] in ("self", "cls") and isinstance(elt, ast.Attribute):
@@ -245,7 +245,7 @@ class _TraceAnalysis:
                 qn = m.resolve(func, f.scope)
                 if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS or qn in N.LAX_BODIES or qn == N.PARTIAL:
                     continue
-                targets = callables.local_functions(m, call.func, f.scope)
+                targets = callables.local_functions(m, call.func, f.scope, instances=False)
                 if not targets:
                     continue
                 via_attr = isinstance(call.func, ast.Attribute)
