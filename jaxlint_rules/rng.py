@@ -438,6 +438,24 @@ def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
     return False
 
 
+def _discarded_draw(model: ModuleModel, maker: ast.Call) -> bool:
+    """Whether the key ``maker`` makes goes straight into a draw whose result nothing reads: the draw is
+    a statement of its own, or only waited on (``jax.random.normal(key(0), ()).block_until_ready()``, a
+    device barrier): no random number it gives is used, so repeating them repeats nothing."""
+    f = model.function_at(maker)
+    body = f.node if f is not None else model.tree
+    for stmt in ast.walk(body):
+        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+            continue
+        value = stmt.value
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "block_until_ready" and not value.args:
+            value = value.func.value
+        if isinstance(value, ast.Call) and (call_arg(value, 0, "key") is maker) \
+                and keys.random_function(model, value) in keys.SAMPLERS:
+            return True
+    return False
+
+
 def _method_name(model: ModuleModel, stmt: ast.AST) -> str:
     f = model.function_at(stmt)
     return f.name if f is not None else "the class"
@@ -499,6 +517,10 @@ class ConstantKeyInLoop(Rule):
             seed = call_arg(call, 0, "seed")
             # a literal int seed, or a module-level name bound once to one
             if V.const_int(model, seed, ctx.scope, fold=False, local=False) is None:
+                continue
+            if _discarded_draw(model, call):
+                self.quiet(model, call, "same numbers each step (disproven): the one draw from this key is thrown away "
+                                        "(a statement of its own, or only waited on: a device barrier)")
                 continue
             role_of = [roles.loop_role(model, lp, ctx) for lp in ctx.loops]
             loops = [r.loop for r in role_of if r.kind == roles.PER_STEP]

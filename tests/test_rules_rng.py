@@ -561,6 +561,25 @@ def test_jax503_constant_key_in_the_body_of_a_device_loop():
     assert "the body of `lax.scan` on line 10" in found[0][2]
 
 
+def test_jax503_a_draw_whose_result_is_thrown_away_is_not_reported():
+    """``jax.random.normal(random.key(0), ()).block_until_ready()`` after each sampling step is a device
+    barrier (fresh set Q's flow-matching trainer; the block itself is JAX202's): no number it draws is
+    used. A kept draw from a constant key is reported."""
+    assert_marked("""
+    import jax
+
+    def sample(step, state, n):
+        out = []
+        for i in range(n):
+            images = step(state, i)
+            jax.random.normal(jax.random.key(0), ()).block_until_ready()  # expect: JAX202
+            jax.random.uniform(jax.random.PRNGKey(1), (3,))
+            noise = jax.random.normal(jax.random.PRNGKey(2), images.shape)  # expect: JAX503
+            out.append(images + noise)
+        return out
+    """)
+
+
 def test_jax503_seed_from_the_loop_variable_is_not_reported():
     assert findings("""
     import jax
