@@ -8,8 +8,8 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint.model.facts import callables, deviceloops, eagerwork, frequency, periodicity, proof, repetition
-from jaxlint.model.policy import evidence, roles
+from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
+from jaxlint.model.policy import evidence, freshbodies, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -380,52 +380,42 @@ class JitPerCall(Rule):
         yield from self._fresh_lax_bodies(model)
 
     def _fresh_lax_bodies(self, model: ModuleModel) -> Iterator[Finding]:
-        """A lax loop or branch outside jit (``jax.lax.scan(body, ...)``) whose body is a function the
-        function around it defines, a new object on every call: the body's trace is cached by the
-        function object, so every call traces and compiles the loop again (measured on CPU: 78 ms a
-        call for a 100-step scan, against 0.16 ms with the body defined once; 32-35 ms for a
-        ``cond``/``fori_loop`` of lambdas)."""
-        for call in model.calls:
-            bodies = [b for b in deviceloops.traced_bodies(model, call) if not isinstance(b, ast.Call)]
-            outer = model.function_at(call) if bodies else None
-            if outer is None or outer.traced or isinstance(outer.node, ast.Lambda) or cached(outer):
+        """A lax loop or branch outside jit whose body the function around it defines
+        (:mod:`~jaxlint.model.facts.freshbodies`): every call traces and compiles the loop again."""
+        for found in freshbodies.fresh_body_loops(model):
+            call, outer, body = found.call, found.outer, found.body
+            spelled = "a lambda" if isinstance(body.node, ast.Lambda) else f"`{body.name}`"
+            facts = [f"{spelled} is defined inside `{outer.name}`: a new function object on every call, and the "
+                     "loop's trace is cached by that object"]
+            fix = (f"define it once (at module level, taking what it closes over as arguments or carry) or jit "
+                   f"`{outer.name}`")
+            if found.site is not None:  # ``jax.vmap(outer)(x)`` outside jit, every step
+                transform = unparse(found.site.func.func, 30)
+                yield self.finding(call, [f"`{unparse(call.func, 30)}` traces and compiles its body {spelled} again on "
+                                          f"every call of `{transform}({outer.name})` (", Line(found.site.lineno),
+                                          ", in every iteration of the loop on ", Line(found.loop.node.lineno),
+                                          f"): outside jit the transform traces `{outer.name}` anew each call, and "
+                                          f"{spelled} is a new function each time, so the compile cache misses; "
+                                          f"jit the transformed function once (`jax.jit({transform}({outer.name}))`) "
+                                          "or define the body at module level"],
+                                   evidence=facts, facts=[found.eager, found.repeats])
                 continue
-            scope = model.scope_at(call)
-            fresh = [g for b in bodies for g in callables.local_functions(model, b, scope)
-                     if g.parent is outer and not getattr(g.node, "decorator_list", None)]
-            if not fresh:
-                continue
-            freq = roles.frequency(model, outer)
-            if freq.kind == roles.ONCE:
-                self.quiet(model, call, "repeats (disproven): " + "; ".join(freq.evidence))
-                continue
-            eager = eagerwork.outside_trace(model, call)  # unknown for a function a caller may jit
-            rep = freq.rep
-            if eager.status != "proven" and rep is None:
-                continue  # neither fact shown: a library function nothing here calls
+            rep = found.rep
             once = frequency.once_by_name(outer, model.conventions)
-            if eager.status != "proven":
-                opt_in: Optional[str] = eager.why
+            if found.eager.status != "proven":
+                opt_in: Optional[str] = found.eager.why
             elif once is not None:
                 opt_in = once
             elif rep is None:
                 opt_in = f"no evidence that `{outer.name}` runs more than once"
             else:
                 opt_in = None
-            body = fresh[0]
-            spelled = "a lambda" if isinstance(body.node, ast.Lambda) else f"`{body.name}`"
-            facts = [f"{spelled} is defined inside `{outer.name}`: a new function object on every call, and the "
-                     "loop's trace is cached by that object"]
-            repeats = (proof.proven("repeats", "; ".join(evidence.repetition(rep, model.conventions)))
-                       if rep is not None else proof.unknown("repeats", f"no evidence that `{outer.name}` runs "
-                                                                        "more than once"))
             yield self.finding(call, [f"`{unparse(call.func, 30)}` traces and compiles its body {spelled} again on every "
                                       f"call of `{outer.name}`",
                                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                                       f": {spelled} is defined inside `{outer.name}`, a new function each call, so the "
-                                      "compile cache misses; define it once (at module level, taking what it closes "
-                                      f"over as arguments or carry) or jit `{outer.name}`"],
-                               opt_in=opt_in, evidence=facts, facts=[eager, repeats])
+                                      f"compile cache misses; {fix}"],
+                               opt_in=opt_in, evidence=facts, facts=[found.eager, found.repeats])
 
 
 class StaticArgChurn(Rule):

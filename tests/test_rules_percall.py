@@ -391,3 +391,37 @@ def test_jax102_an_eager_lax_loop_over_a_body_defined_per_call_is_reported():
                                                       (line_of(src, "# COND"), "JAX102")])
     [(line, _, why)] = opt_in_findings(src, "JAX102")
     assert line == line_of(src, "# LIBRARY") and "whether `library_rollout` runs under a trace" in why
+
+
+MAPPED_AND_SWEPT = """
+    import jax
+    import jax.numpy as jnp
+
+    def rollout(params, x):
+        def body(c, _):
+            return jnp.tanh(params @ c), c
+        return jax.lax.scan(body, x, None, length=100)[0]  # MAPPED
+
+    def smooth(x, window):
+        def step(c, _):
+            return c, c
+        return jax.lax.scan(step, x, None, length=window)[0]  # SWEPT
+
+    params, xs = jnp.eye(4), jnp.ones((8, 4))
+    for i in range(1000):
+        ys = jax.vmap(rollout, in_axes=(None, 0))(params, xs)
+        params = params - 0.1 * ys.sum()
+    for window in [2, 500, 1000, 2000]:
+        smooth(xs[0], window)
+"""
+
+
+def test_jax102_a_fresh_body_under_an_eager_vmap_every_step_and_a_sweep_of_shapes():
+    """``jax.vmap(rollout)(x)`` outside jit, every step: the transform traces ``rollout`` again each
+    call, its scan's body with it (reported at the scan). A function called once per configuration of
+    a sweep (review3: a notebook timing 19 window sizes, whose carry shapes change every call, so each
+    call compiles anyway) is not shown to run at the steps of a loop: opt-in."""
+    src = MAPPED_AND_SWEPT
+    assert default_findings(src, "JAX102") == [(line_of(src, "# MAPPED"), "JAX102")]
+    [(line, _, why)] = opt_in_findings(src, "JAX102")
+    assert line == line_of(src, "# SWEPT") and "no evidence that `smooth` runs" in why
