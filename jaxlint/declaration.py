@@ -391,7 +391,7 @@ def _environment(decl: Declaration, text: str, shown: str) -> None:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         indent = len(line) - len(line.lstrip())
-        if indent == 0:
+        if indent == 0 and not (in_deps and line.startswith("-")):  # YAML lets a list's items sit at its key's column
             in_deps = line.strip() == "dependencies:"
             pip_indent = None
             continue
@@ -420,4 +420,7 @@ def _conda(decl: Declaration, item: str, shown: str) -> None:
     parts = rest.split()
     if len(parts) >= 2 and not re.match(r"[<>=!~]", parts[1]):
         rest = parts[0]  # ``jax 0.4.8 py_0``: the version, then a build string
+    exact = re.fullmatch(r"(==?)([^=\s,|]+)=[^=\s,|]+", rest)
+    if exact is not None:
+        rest = exact.group(1) + exact.group(2)  # ``jax=0.3.14=pyhd8ed1ab_1`` (conda env export): the build string
     decl.requirements.append(Requirement(_canonical(m.group(1)), rest, "conda", shown))

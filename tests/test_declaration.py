@@ -135,14 +135,32 @@ def test_environment_yml_conda_and_pip(tmp_path):
           - python=3.10
           - conda-forge::jaxlib=0.3.15=*cuda*
           - jax 0.3.16 py_0  # a version and a build
+          - flax=0.5.0=pyhd8ed1ab_0
           - pip
           - pip:
             - "jax[cuda]==0.3.16"
         variables:
           - jax=9
     """)
-    assert _reqs(_read(tmp_path)) == [("jaxlib", "=0.3.15=*cuda*", "conda"), ("jax", "0.3.16", "conda"),
+    # ``name=version=build`` (what ``conda env export`` writes): the version, its build string dropped
+    assert _reqs(_read(tmp_path)) == [("jaxlib", "=0.3.15", "conda"), ("jax", "0.3.16", "conda"),
                                       ("jax", "==0.3.16", "pep440")]
+
+
+def test_a_conda_export_pin_with_a_build_string_is_read(tmp_path):
+    """``jax=0.3.14=pyhd8ed1ab_1`` in a ``conda env export`` file (fresh set R: conformal_training,
+    whose JAX404 finding said the file constrained no JAX version) pins 0.3.14; items of another key
+    after ``dependencies`` are not read."""
+    from jaxlint.model.facts import jaxrange
+
+    # the list's items at the key's own column, as ``conda env export`` writes them
+    _write(tmp_path / "environment.yml", "name: env\ndependencies:\n- jax=0.3.14=pyhd8ed1ab_1\n- jaxlib=0.3.14=cpu_py39h79d7c74_0\n"
+                                         "- pip:\n  - optax==0.1.2\nprefix: /opt/env\n- jax=9\n")
+    reqs = _reqs(_read(tmp_path))
+    assert reqs == [("jax", "=0.3.14", "conda"), ("jaxlib", "=0.3.14", "conda")]
+    allowed = jaxrange.spec("=0.3.14", "conda")
+    assert allowed.oldest() == (0, 3, 14)
+    assert not allowed.includes_from((0, 3, 16)) and allowed.includes_from((0, 3, 14))
 
 
 def test_conda_environments_named_for_a_platform_and_one_folder_down(tmp_path):
