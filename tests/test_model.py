@@ -3404,6 +3404,40 @@ def test_a_method_an_instance_hands_to_a_transform_is_not_marked_traced():
     assert traced["Trainer.run"] is False and traced["Trainer.step"] is True
 
 
+def test_a_models_forward_pass_returns_jax_values_and_names_the_model():
+    from jaxlint.model.facts import forwards
+
+    tree, m = build("""
+    import flax.linen as nn
+    import haiku as hk
+    from flax import linen
+
+    class MLP(nn.Module):
+        pass
+
+    class Other(linen.Module):
+        pass
+
+    class Plain:
+        def apply(self, p, x):
+            return x
+
+    net = hk.transform_with_state(lambda x: x)
+    a, b, c, d = MLP(), Other(), Plain(), net
+    mlp = MLP()
+    other = Other()
+    plain = Plain()
+    sink(mlp.apply(p, x), other.apply(p, x), plain.apply(p, x), net.apply(p, s, r, x), d.apply(p, s, r, x))
+    """)
+    call = call_to(tree, "sink")
+    scope = m.scope_at(call)
+    got = [forwards.model_forward(m, a, scope) for a in call.args]
+    assert got[0] == "the forward pass of the flax module `MLP`" and got[1] == "the forward pass of the flax module `Other`"
+    assert got[2] is None and got[4] is None  # no flax module; a name unpacked from a tuple: not followed
+    assert got[3] == "the forward pass of the haiku-transformed function (`transform_with_state`)"
+    assert [V.is_jax(m, a, scope) for a in call.args[:4]] == [True, True, False, True]
+
+
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")

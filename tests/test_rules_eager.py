@@ -497,3 +497,51 @@ def test_jax701_near_misses_of_an_example_optimizer(change):
     src = _EXAMPLE_OPT.replace(*change)
     assert src != _EXAMPLE_OPT
     assert findings(src, "JAX701") == []
+
+
+def test_jax701_a_models_forward_pass_outside_jit_every_step():
+    """``model.apply(params, x)`` of a flax module class of the module, or ``net.apply(params, x)`` of a
+    haiku-transformed function, called from module-level code in a step loop: every layer's operations
+    dispatch one by one. Not reported: the apply jitted once, the apply inside a jitted step, a class
+    of the module that is no flax module, a loop of a few known iterations."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+    import flax.linen as nn
+    import haiku as hk
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(4)(x)
+
+    class Scaler:
+        def apply(self, params, x):
+            return x * params
+
+    def net_fn(x):
+        return hk.Linear(4)(x)
+
+    model = MLP()
+    net = hk.without_apply_rng(hk.transform(net_fn))
+    scaler = Scaler()
+    params = model.init(jax.random.PRNGKey(0), jnp.ones(4))
+    hparams = net.init(jax.random.PRNGKey(1), jnp.ones(4))
+    apply = jax.jit(model.apply)
+
+    @jax.jit
+    def step(params, x):
+        return model.apply(params, x)
+
+    outs = []
+    for i in range(1000):
+        outs.append(model.apply(params, jnp.ones(4)))  # expect: JAX701
+    for i in range(1000):
+        outs.append(net.apply(hparams, jnp.ones(4)))  # expect: JAX701
+    for i in range(1000):
+        outs.append(apply(params, jnp.ones(4)))
+        outs.append(step(params, jnp.ones(4)))
+        outs.append(scaler.apply(2.0, jnp.ones(4)))
+    for i in range(3):
+        outs.append(model.apply(params, jnp.ones(4)))
+    """)

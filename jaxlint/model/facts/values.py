@@ -10,7 +10,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables
+from . import callables, forwards
 from ..python import limits as L
 from .hostvalues import host_cpu_copy
 from ..python.records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
@@ -124,6 +124,8 @@ def _call_kind(m, call: ast.Call, scope: Scope) -> bool:
         return True
     if isinstance(func, ast.Name) and _param_result(m, call, scope):
         return True
+    if forwards.model_forward(m, call, scope) is not None:
+        return True  # ``model.apply(variables, x)`` of a flax module, ``net.apply(params, rng, x)`` of haiku
     return _instance_result(m, call, scope)
 
 
