@@ -6,7 +6,7 @@ import ast
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import callables, eagerwork, elementwise, forwards
+from jaxlint.model.facts import callables, eagerwork, elementwise
 from jaxlint.model.facts.proof import disproven, proven, unknown
 from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -39,9 +39,7 @@ class EagerUpdateInLoop(Rule):
                "module-level code or in a function the module calls only from there. Not "
                "reported: updates or gradients inside jitted or transformed code, a name bound to "
                "`jax.jit(jax.grad(f))`, the gradient of a compiled function, loops of a few known iterations "
-               "(at most 100), under a periodic guard, or on an optimizer this module cannot see made. Also a "
-               "model's forward pass called outside jit in a step loop: `model.apply(variables, x)` of a flax "
-               "`linen` module class of the module, or `net.apply(params, x)` of a haiku-transformed function.")
+               "(at most 100), under a periodic guard, or on an optimizer this module cannot see made.")
     rationale = ("Outside `jit`, every leaf of every tree and every stage of the optimizer is its own device "
                  "dispatch: a few hundred small launches per step for a small network (measured on a small "
                  "MLP on CPU: about 3 ms per eager optax step against 0.13 ms with the update inside the jitted "
@@ -95,7 +93,6 @@ class EagerUpdateInLoop(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         yield from self._gradients(model)
-        yield from self._forwards(model)
         by_loop: dict = {}  # one finding per loop: its first eager update, naming the others
         for call in model.loop_calls:
             upd = eagerwork.eager_update(model, call)
@@ -133,29 +130,6 @@ class EagerUpdateInLoop(Rule):
                                opt_in=_TEST_CODE if model.in_test_code(call) else None, evidence=facts,
                                facts=[fact])
 
-
-    def _forwards(self, model: ModuleModel) -> Iterator[Finding]:
-        """A model's forward pass (``model.apply`` of a flax module, ``net.apply`` of haiku) called
-        outside jit at every step: every layer's operations dispatch one by one."""
-        seen: set = set()
-        for call in model.loop_calls:
-            what = forwards.model_forward(model, call, model.scope_at(call)) if not model.in_traced_code(call) else None
-            if what is None:
-                continue
-            role = roles.sync_role(model, model.context(call))
-            if role.kind != roles.PER_STEP or id(role.loop) in seen:
-                continue
-            eager = eagerwork.outside_trace(model, call)
-            facts = self.proof(model, call, eager, lambda: _steps(model, role.loop))
-            if facts is None:
-                continue
-            seen.add(id(role.loop))
-            yield self.finding(call, [f"`{unparse(call.func, 30)}(...)` runs {what} outside jit in every iteration of "
-                                      "the loop on ", Line(role.loop.node.lineno), ": each layer's operations "
-                                      "dispatch one by one and the module's Python runs again each call; jit it once "
-                                      f"(`apply = jax.jit({unparse(call.func, 30)})`) or jit the step that calls it"],
-                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
-                               evidence=role.evidence[1:], facts=facts)
 
     def _gradients(self, model: ModuleModel) -> Iterator[Finding]:
         by_loop: dict = {}  # one finding per loop: its first eager gradient

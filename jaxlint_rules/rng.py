@@ -441,18 +441,17 @@ def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
 def _discarded_draw(model: ModuleModel, maker: ast.Call) -> bool:
     """Whether the key ``maker`` makes goes straight into a draw whose result nothing reads: the draw is
     a statement of its own, or only waited on (``jax.random.normal(key(0), ()).block_until_ready()``, a
-    device barrier): no random number it gives is used, so repeating them repeats nothing."""
-    f = model.function_at(maker)
-    body = f.node if f is not None else model.tree
-    for stmt in ast.walk(body):
-        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-            continue
-        value = stmt.value
-        if isinstance(value.func, ast.Attribute) and value.func.attr == "block_until_ready" and not value.args:
-            value = value.func.value
-        if isinstance(value, ast.Call) and (call_arg(value, 0, "key") is maker) \
-                and keys.random_function(model, value) in keys.SAMPLERS:
+    device barrier): no random number it gives is used, so repeating them repeats nothing. Found from
+    the module's indexes of calls and statements, not by walking the function."""
+    for block in model.calls_by_name.get("block_until_ready", ()):
+        draw = block.func.value if isinstance(block.func, ast.Attribute) else None
+        if isinstance(draw, ast.Call) and call_arg(draw, 0, "key") is maker and not block.args \
+                and isinstance(model.stmt_of.get(id(block)), ast.Expr) \
+                and keys.random_function(model, draw) in keys.SAMPLERS:
             return True
+    for draw in model.calls_named(keys.SAMPLERS):
+        if call_arg(draw, 0, "key") is maker and isinstance(model.stmt_of.get(id(draw)), ast.Expr):
+            return keys.random_function(model, draw) in keys.SAMPLERS
     return False
 
 

@@ -99,3 +99,9 @@ def traced_bodies(m, call: ast.Call) -> list:
 
 
 _BODY_SHORT_NAMES = frozenset(q.rsplit(".", 1)[1] for q in N.LAX_BODIES)
+
+
+def lax_calls(m) -> tuple:
+    """The calls spelled like a lax control-flow call (``scan``, ``fori_loop``, ``cond``, ...): a cheap
+    pre-filter before :func:`traced_bodies` resolves them."""
+    return m.calls_named(_BODY_SHORT_NAMES)

@@ -60,7 +60,7 @@ def seed_key_draws(m) -> list:
     out: list = []
     if keys.may_call_jax_random(m):
         groups: dict = {}
-        for call in m.calls:
+        for call in m.calls_named(keys.KEY_FUNCS):  # spelled like a draw or a split: resolved only then
             fn = keys.random_function(m, call)
             if fn is None or fn not in keys.KEY_FUNCS:
                 continue

@@ -11,7 +11,8 @@ A finding needs two facts beside the fresh body:
 
 * **eager**: the enclosing function runs outside any trace (under ``jit`` its loop compiles once
   with it): :func:`~jaxlint.model.facts.eagerwork.outside_trace`, proven for module-level code and
-  for functions every call of which the module shows made from such code;
+  for functions every call of which the module shows made from such code; where it is not proven
+  there is no finding (asked first, it also spares the project-wide search for callers);
 * **repeats**: the function runs again and again at the steps of a loop (a loop over a few
   configurations, where each call may have new shapes and compile anyway, is not enough: measured on
   the review sets, a notebook timing 19 window sizes).
@@ -52,10 +53,11 @@ class FreshBodyLoop:
 
 
 def fresh_body_loops(m) -> list:
-    """Every lax loop or branch of the module over a body made per call, with its facts; those with
-    neither fact shown (a library function nothing here calls) are left out."""
+    """Every lax loop or branch of the module over a body made per call, in a function proven to run
+    outside any trace, with its facts (a library function a caller may jit is left out: asking how
+    often it runs would read the whole project, for a finding that could not be shown)."""
     out: list = []
-    for call in m.calls:
+    for call in deviceloops.lax_calls(m):
         bodies = [b for b in deviceloops.traced_bodies(m, call) if not isinstance(b, ast.Call)]
         outer = m.function_at(call) if bodies else None
         if outer is None or isinstance(outer.node, ast.Lambda) or cached(outer):
@@ -70,13 +72,13 @@ def fresh_body_loops(m) -> list:
             if found is not None:
                 out.append(found)
             continue
+        eager = eagerwork.outside_trace(m, call)  # asked first: this module's own calls only
+        if eager.status != "proven":
+            continue  # a library function a caller may jit: not shown to run eagerly at all
         freq = roles.frequency(m, outer)
         if freq.kind == roles.ONCE:
             continue
-        eager = eagerwork.outside_trace(m, call)
         rep = freq.rep if per_step(freq.rep) else None
-        if eager.status != "proven" and rep is None:
-            continue
         repeats = (proven("repeats", "; ".join(evidence.repetition(rep, m.conventions))) if rep is not None else
                    unknown("repeats", f"no evidence that `{outer.name}` runs at the steps of a loop"))
         out.append(FreshBodyLoop(call, outer, fresh[0], eager, repeats, rep))
