@@ -270,6 +270,7 @@ def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
 
 _IMPORT_LINE = re.compile(rb'(?m)^[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
 _PROGRAMS: dict = {}  # owner path -> (the project's listing it was found in, the files of its programs)
+_GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
 
 
 def _program_files(owner: str, files) -> frozenset:
@@ -279,10 +280,24 @@ def _program_files(owner: str, files) -> frozenset:
     of a dotted name (``pkg.models``) may reach every file whose path ends so; of one name
     (``models``), a file of that name beside the importing file or in a folder above it (the
     script's folder, or the repository's root, on ``sys.path``); a relative import, the file it
-    names. Found once per listing."""
+    names. The import graph is read once per listing, the closure once per owner."""
     held = _PROGRAMS.get(owner)
     if held is not None and held[0] is files:
         return held[1]
+    imports, importers = _import_graph(files)
+    out = _closure(_closure({owner}, importers), imports)
+    out.discard(owner)
+    if len(_PROGRAMS) > 64:
+        _PROGRAMS.clear()
+    _PROGRAMS[owner] = (files, frozenset(out))
+    return _PROGRAMS[owner][1]
+
+
+def _import_graph(files) -> tuple:
+    """``(imports, importers)``: for each ``.py``/``.ipynb`` file of the listing, the files its imports
+    may reach, and the reverse."""
+    if _GRAPHS and _GRAPHS[0][0] is files:
+        return _GRAPHS[0][1]
     specs = {path: _import_specs(path, data) for path, data in files if path.endswith((".py", ".ipynb"))}
     by_suffix: dict = {}
     for path in specs:
@@ -294,13 +309,8 @@ def _program_files(owner: str, files) -> frozenset:
     for path, targets in imports.items():
         for target in targets:
             importers.setdefault(target, set()).add(path)
-    up = _closure({owner}, importers)
-    out = _closure(up, imports)
-    out.discard(owner)
-    if len(_PROGRAMS) > 64:
-        _PROGRAMS.clear()
-    _PROGRAMS[owner] = (files, frozenset(out))
-    return _PROGRAMS[owner][1]
+    _GRAPHS[:] = [(files, (imports, importers))]
+    return imports, importers
 
 
 def _closure(start: set, edges: dict) -> set:
