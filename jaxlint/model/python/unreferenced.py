@@ -182,7 +182,7 @@ def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
     own = (f.node.lineno - len(f.node.decorator_list), f.node.end_lineno)
     body = (cls.lineno, cls.end_lineno)
     line_starts = [0] + [nl.end() for nl in re.finditer("\n", text)]
-    for hit in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])", text):
+    for hit in _words(name, text):
         line = bisect.bisect_right(line_starts, hit.start())
         before = text[line_starts[line - 1]:hit.start()]
         if "#" in before or before.rstrip().endswith("def") or own[0] <= line <= own[1]:
@@ -202,6 +202,20 @@ def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
 _COMPUTED_GETATTR = re.compile(r"\bgetattr\(\s*[^,()]+,\s*(?![\s'\"])")
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "cached_property", "abstractmethod"})
 _DATACLASSES = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
+
+
+def _words(name: str, text: str):
+    """The occurrences of ``name`` as a whole word in ``text`` (``hit.start()``, ``hit.end()``): the
+    literal is searched (the regex engine skips ahead to it), its boundaries checked after, which is
+    much cheaper than a pattern that starts with a look-behind (tried at every character)."""
+    for hit in re.finditer(re.escape(name), text):
+        i, j = hit.start(), hit.end()
+        if (i == 0 or not _WORD_CHAR(text[i - 1])) and (j == len(text) or not _WORD_CHAR(text[j])):
+            yield hit
+
+
+def _WORD_CHAR(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def _attribute_or_string(before: str, after: str) -> bool:
@@ -253,7 +267,7 @@ def _method_spelled(other: str, data, name: str, owner: str, files=()) -> bool:
     if other not in _program_files(owner, files):
         return False
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-    for hit in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])", text):
+    for hit in _words(name, text):
         start = text.rfind("\n", 0, hit.start()) + 1
         before = text[start:hit.start()]
         if "#" not in before and _attribute_or_string(before, text[hit.end():hit.end() + 3]):
@@ -268,7 +282,10 @@ def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
     return re.search(r"\bclass\s+\w+\s*\([^)]*\b" + re.escape(name) + r"\b", text) is not None
 
 
-_IMPORT_LINE = re.compile(rb'(?m)^[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
+# An import statement at a line's start (also a notebook's JSON line, ``"from x import y``). The start is
+# matched as the text's start or a newline, not as ``^`` with re.MULTILINE, which the regex engine tries
+# at every character (the same trick as project.py's export search).
+_IMPORT_LINE = re.compile(rb'(?:\A|\n)[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
 _PROGRAMS: dict = {}  # owner path -> (the project's listing it was found in, the files of its programs)
 _GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
 
