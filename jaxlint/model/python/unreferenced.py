@@ -283,9 +283,9 @@ def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
 
 
 # An import statement at a line's start (also a notebook's JSON line, ``"from x import y``). The start is
-# matched as the text's start or a newline, not as ``^`` with re.MULTILINE, which the regex engine tries
-# at every character (the same trick as project.py's export search).
-_IMPORT_LINE = re.compile(rb'(?:\A|\n)[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
+# matched as a newline (the text gets one in front), not as ``^`` with re.MULTILINE or ``\A|\n``, which the
+# regex engine tries at every character (the same trick as project.py's export search).
+_IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
 _PROGRAMS: dict = {}  # owner path -> (the project's listing it was found in, the files of its programs)
 _GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
 
@@ -315,7 +315,9 @@ def _import_graph(files) -> tuple:
     may reach, and the reverse."""
     if _GRAPHS and _GRAPHS[0][0] is files:
         return _GRAPHS[0][1]
-    specs = {path: _import_specs(path, data) for path, data in files if path.endswith((".py", ".ipynb"))}
+    stems = frozenset(os.path.basename(os.path.dirname(p)) if os.path.basename(p) == "__init__.py" else
+                      os.path.splitext(os.path.basename(p))[0] for p, _ in files if p.endswith(".py"))
+    specs = {path: _import_specs(path, data, stems) for path, data in files if path.endswith((".py", ".ipynb"))}
     by_suffix: dict = {}
     for path in specs:
         for suffix in _suffixes(path):
@@ -349,12 +351,13 @@ def _suffixes(path: str) -> list:
     return ["/".join(parts[-k:]) for k in range(2, len(parts))]
 
 
-def _import_specs(path: str, data: bytes) -> tuple:
+def _import_specs(path: str, data: bytes, stems: frozenset) -> tuple:
     """What the file's imports may reach: exact file paths (one-name and relative imports) and
-    dotted spellings (``a/b`` for ``import a.b``)."""
+    dotted spellings (``a/b`` for ``import a.b``). ``stems``: the names of the listing's modules and
+    packages; an absolute import whose last name is none of them (``import numpy``) reaches nothing."""
     folder = os.path.dirname(os.path.abspath(path))
     exact, dotted = set(), set()
-    for dots, module, names, plain in _IMPORT_LINE.findall(data):
+    for dots, module, names, plain in _IMPORT_LINE.findall(b"\n" + data):
         if plain:
             modules = [m.strip() for m in plain.decode().split(",")]
         else:
@@ -370,6 +373,8 @@ def _import_specs(path: str, data: bytes) -> tuple:
                 continue
         for mod in modules:
             mod = mod.split(" as ")[0].strip()
+            if mod.rsplit(".", 1)[-1] not in stems:
+                continue
             if "." in mod:
                 dotted.add(mod.replace(".", "/"))
             elif mod:
