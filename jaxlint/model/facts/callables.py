@@ -15,8 +15,7 @@ from ..python.records import ClassInfo, Context, FunctionInfo, Scope
 from .jaxrecords import JitWrap
 from .replaced import replaced_field
 from ..python.syntax import _pos, returned_nodes, returned_values  # noqa: F401 (used by other modules)
-from ..python.instances import (annotated_class as _annotated_class, class_named as _class_named,  # noqa: F401
-                                instance_class, method_at as _method_at, method_kind as _method_kind,
+from ..python.instances import (class_named as _class_named, instance_class, method_kind as _method_kind,
                                 overridden as _overridden)
 
 

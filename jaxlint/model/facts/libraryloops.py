@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ... import names as N
-from .callables import _class_named
+from ..python.instances import class_named as _class_named
 from ..python.records import FunctionInfo
 
 

@@ -10,6 +10,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables
+from ..python.instances import annotated_class
 from ..python.records import Scope
 
 
@@ -134,7 +135,7 @@ def _annotated_and_kept(m, name: ast.Name, scope) -> set:
     params = [e for e in events if e.kind == "param"]
     if len(params) != 1:
         return set()
-    got = callables._annotated_class(m, params[0], want_name=True)
+    got = annotated_class(m, params[0], want_name=True)
     found = callables.imported_function(m, got[0], got[1]) if got is not None else None
     if found is None:
         return set()

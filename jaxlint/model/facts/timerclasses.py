@@ -22,6 +22,7 @@ import ast
 from typing import Optional
 
 from . import callables
+from ..python.instances import class_named
 from ..python.syntax import _pos, walk
 
 _CONTEXTMANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
@@ -42,7 +43,7 @@ def instance_timer(m, ctx: ast.Call, ops: tuple) -> bool:
     if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
         return False
     made = ev.value.func
-    cls = callables._class_named(m, made, ev.scope)
+    cls = class_named(m, made, ev.scope)
     if cls is not None:
         return timer_method(m, cls, method, ops)
     other = callables.imported_function(m, made, ev.scope)
@@ -111,7 +112,7 @@ def _returns_timer_manager(m, cls, f, ops: tuple) -> bool:
     rets = callables.returned_values(f.node)
     if len(rets) != 1 or not isinstance(rets[0], ast.Call):
         return False
-    manager = callables._class_named(m, rets[0].func, m.scope_at(rets[0]))
+    manager = class_named(m, rets[0].func, m.scope_at(rets[0]))
     if manager is None or manager is cls:
         return False
     enter, exit_ = manager.methods.get("__enter__"), manager.methods.get("__exit__")

@@ -30,7 +30,7 @@ from typing import Iterator, Optional
 
 from ... import names as N
 from . import callables, containers, fetches, libraryobjects, namedtuples, timerclasses
-from ..python import limits as L
+from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
 from ..python.syntax import _end, child_nodes, last_name, statement_walk, walk
@@ -206,7 +206,7 @@ def timer_context(m, ctx: ast.Call) -> bool:
     scope = m.scope_at(ctx)
     if m.resolve(ctx.func, scope) in N.LIBRARY_TIMER_CONTEXTS:
         return True  # a library's timer whose exit only reads the clock (``mlxu.Timer()``)
-    cls = callables._class_named(m, ctx.func, scope)
+    cls = instances.class_named(m, ctx.func, scope)
     if cls is not None:
         enter, exit_ = cls.methods.get("__enter__"), cls.methods.get("__exit__")
         if enter is None or exit_ is None:
