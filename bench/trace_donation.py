@@ -97,11 +97,12 @@ def main() -> int:
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--patch", action="append", default=[], metavar="NAME=INT",
                     help="a setting of jaxlint/trace/steps.py for the traced run (PEAK_CALLS=4)")
+    ap.add_argument("--repeat", type=int, default=1, help="run each program this many times (the peaks vary)")
     ap.add_argument("programs", nargs="*", default=list(PROGRAMS))
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.programs:
+        for name in [p for p in args.programs for _ in range(args.repeat)]:
             source, fn, plain, donated = PROGRAMS[name]
             paths = {}
             for donate in (False, True):
@@ -123,6 +124,7 @@ def main() -> int:
                    "device_peak_saving": d.get("device_peak_saving"), "peak_in_calls": d.get("peak_in_calls"),
                    "in_use_during_calls": d.get("in_use_during_calls"), "device_peak": d.get("device_peak"),
                    "compiled_saving": d.get("compiled_saving"), "in_flight": d.get("in_flight"),
+                   "in_flight_plain": d.get("in_flight_plain"), "own_per_call": d.get("own_per_call"),
                    "device_peak_rise": d.get("device_peak_rise"), "memory_stats_us": undonated["memory_stats_us"],
                    "ratio": round(figure / measured, 3) if figure and measured else None,
                    "points_of_peak": (round(100 * (figure - measured) / a, 2) if figure is not None and measured
@@ -131,7 +133,8 @@ def main() -> int:
             print(f"{name:<13} {row['backend']:<4} peak {a} -> {b} donated (change {measured}); advice "
                   f"{row['advice_figure']} {figure} (peak in its calls {row['peak_in_calls']}, in use "
                   f"{row['in_use_during_calls']} of peak {row['device_peak']}, freed while running "
-                  f"{row['device_saving']}, in flight {row['in_flight']}, XLA {row['compiled_saving']}, "
+                  f"{row['device_saving']}, in flight {row['in_flight']} measured, {row['in_flight_plain']} without "
+                  f"jaxlint's {1e6 * (row['own_per_call'] or 0):.0f} us a call, XLA {row['compiled_saving']}, "
                   f"peak rise {row['device_peak_rise']}); ratio {row['ratio']}; memory_stats "
                   f"{row['memory_stats_us']:.1f} us", flush=True)
     if args.json:

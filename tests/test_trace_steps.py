@@ -136,6 +136,49 @@ def test_no_window_when_the_next_call_comes_while_the_last_one_computes():
     assert lp.steps == 3 and lp.unmeasured == 0
 
 
+def test_a_stretch_estimates_the_depth_the_host_would_reach_without_jaxlints_own_time():
+    st = S.Stretch(0.0, 1)  # the stretch's first dispatch found one earlier call computing
+    assert st.plain_depth(0.001, 1) is None  # nothing finished yet within the stretch
+    st.n, st.own = 10, 0.004  # ten more dispatches over 10 ms, jaxlint's own time 0.4 ms each
+    # the device finished 10 + 1 - 6 = 5 calls in 10 ms (500 a second); without jaxlint's 4 ms the
+    # host would have reached this dispatch 4 ms sooner, with 2 fewer calls finished: 6 + 2 = 8
+    assert st.plain_depth(0.010, 6) == pytest.approx(8.0)
+    # never more calls in flight than were dispatched in the stretch (plus those it began with)
+    st.own = 1.0
+    assert st.plain_depth(0.010, 6) == 11.0
+    st.own = 0.0  # no time of jaxlint's: nothing to estimate
+    assert st.plain_depth(0.010, 6) is None
+
+
+def test_the_watcher_keeps_the_highest_depth_estimated_without_jaxlint(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(steps, "_PERF", lambda: clock[0])
+    inst, w = _watcher()
+    leaves = []
+    try:
+        for i in range(6):  # one call every 2 ms, 0.5 ms of it jaxlint's own; the device takes 4 ms a call
+            clock[0] = 100.0 + 0.002 * i
+            for j, leaf in enumerate(leaves):  # the device finishes call j at 100.004 + 0.004 j
+                if 100.004 + 0.004 * j <= clock[0]:
+                    leaf.event.set()
+            call, leaf = _dispatch(w)
+            w.spent(call, 0.0005)
+            leaves.append(leaf)
+        for leaf in leaves:
+            leaf.event.set()
+        assert w.flush(10)
+    finally:
+        w.stop()
+    log = inst.collectors[0].steps
+    # at the sixth dispatch (t = 10 ms) calls 0 and 1 are done: 3 earlier calls in flight (measured)
+    assert log.in_flight["step"] == 3
+    # the stretch began at the first dispatch (depth 0); 2 calls done in 10 ms, and 5 x 0.5 ms of
+    # jaxlint's: 3 + 2 / 0.010 x 0.0025 = 3.5
+    est, own = log.in_flight_plain["step"]
+    assert est == pytest.approx(3.5) and own == pytest.approx(0.0005)
+    assert inst.errors == []
+
+
 def test_a_compile_or_an_upload_keeps_the_window_open_to_the_end_of_the_dispatch():
     inst, w = _watcher()
     try:
@@ -354,6 +397,18 @@ def test_donation_on_a_device_with_memory_uses_the_in_flight_depth_beside_xlas_f
     log.in_use_after["k"], log.peak_end = 100 << 20, 5 << 28
     d = MR.function_keys(mem, Rec(), steps=log)["donation"]
     assert d["peak_in_calls"] is False and d["device_peak_saving"] == 0 and "not lower this run's peak" in d["fix"]
+    # a depth estimated without jaxlint's own time: the advice counts it, and says both
+    log.in_use_after["k"] = 5 << 28
+    log.in_flight_plain["k"] = (6.6, 60e-6)
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
+    assert d["in_flight"] == 4 and d["in_flight_plain"] == 6.6 and d["device_saving"] == 8 * (256 << 20)
+    assert "up to 4 earlier calls were still computing at a dispatch under jaxlint (measured)" in d["fix"]
+    assert "without jaxlint's own 60 µs in each of its calls, about 7 (estimated" in d["fix"]
+    assert "8 × 256.0 MiB = 2.0 GiB" in d["fix"]
+    # an estimate below the measured depth is not used
+    log.in_flight_plain["k"] = (2.0, 60e-6)
+    d = MR.function_keys(mem, Rec(), steps=log)["donation"]
+    assert d["device_saving"] == 5 * (256 << 20) and "without jaxlint" not in d["fix"]
 
 
 def test_donation_without_device_memory_gives_xlas_figure_labelled():

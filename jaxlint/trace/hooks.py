@@ -38,6 +38,7 @@ from .steps import Watcher
 from .tracing import INTERNAL, TLS, TraceHooks
 
 _MISSING = object()
+_PERF = eager._PERF  # the clock as it was before jaxlint wrapped it
 
 
 def _attribute(owner: Any, name: str) -> Any:
@@ -65,6 +66,7 @@ class Counted(Forwarding):
         collectors = INSTRUMENTATION.collectors
         call = None
         if collectors:
+            entered = _PERF()
             key = self._jaxlint_key
             caller = sys._getframe(1)
             for c in collectors:
@@ -86,7 +88,11 @@ class Counted(Forwarding):
         calling = getattr(TLS, "calling", None)
         TLS.calling = self._jaxlint_key  # a trace this call makes tells whose row its calls are
         try:
+            if call is not None:
+                dispatching = _PERF()
             out = self._jaxlint_real(*args, **kwargs)
+            if call is not None:
+                returned = _PERF()
         except BaseException as e:
             # The traceback the program sees has no jaxlint frame (this one included: a bare
             # `raise` re-raises with the exception's own __traceback__ on Python 3.11+).
@@ -113,6 +119,8 @@ class Counted(Forwarding):
                     w.check(_stale_call, collectors, key)
                 except Exception as e:
                     INSTRUMENTATION._error(e)
+            if call is not None:  # jaxlint's own time in this call: the donation advice's depth
+                INSTRUMENTATION.watcher.spent(call, (dispatching - entered) + (_PERF() - returned))
         return out
 
 

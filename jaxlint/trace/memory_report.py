@@ -16,12 +16,16 @@ def device_figures(steps, key) -> dict:
     ``device_peak_rise`` (how much its ``peak_bytes_in_use`` rose from before the function's first
     call to after its first :data:`.steps.PEAK_CALLS` calls; None where not measured)."""
     if steps is None:
-        return {"in_flight": None, "device_memory": None, "device_peak_rise": None, "in_use_during_calls": None,
-                "device_peak": None}
+        return {"in_flight": None, "in_flight_plain": None, "own_per_call": None, "device_memory": None,
+                "device_peak_rise": None, "in_use_during_calls": None, "device_peak": None}
     before, after = steps.peak_before.get(key), steps.peak_after.get(key)
     rise = after - before if before is not None and after is not None else None
     on = bool(steps.device_memory)
-    return {"in_flight": steps.in_flight.get(key), "device_memory": steps.device_memory,
+    depth = steps.in_flight.get(key)
+    plain, own = steps.in_flight_plain.get(key, (None, None))
+    if plain is not None and depth is not None:
+        plain = max(float(depth), round(plain, 1))
+    return {"in_flight": depth, "in_flight_plain": plain, "own_per_call": own, "device_memory": steps.device_memory,
             "device_peak_rise": rise if on else None,
             "in_use_during_calls": steps.in_use_after.get(key) if on else None,
             "device_peak": steps.peak_end if on else None}
@@ -40,7 +44,7 @@ def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHO
     if donation is not None:
         donation.update(device)
         donation["compiled_saving"] = donation["bytes"]
-        depth = device["in_flight"]
+        depth = _plain_depth(device)
         donation["device_saving"] = ((depth + 1) * donation["bytes"]
                                      if device["device_memory"] and depth is not None else None)
         donation["figure"] = "device" if donation["device_saving"] is not None else "compiled"
@@ -50,6 +54,15 @@ def function_keys(memory: Memory, rec, threshold: int = DEFAULT_DONATION_THRESHO
         donation["fix"] = donation_fix(rec.name, donation)
     mem = {"compiles": compiles, "largest": largest, **device} if compiles else None
     return {"memory": mem, "donation": donation}
+
+
+def _plain_depth(device: dict) -> Optional[int]:
+    """The in-flight depth the advice counts: the one estimated without jaxlint's own time where
+    there is one (:class:`.steploops.Stretch`), else the one measured under jaxlint."""
+    depth, plain = device.get("in_flight"), device.get("in_flight_plain")
+    if depth is None or plain is None:
+        return depth
+    return max(depth, int(round(plain)))
 
 
 def _peak_saving(d: dict, device: dict, largest: Optional[dict]) -> tuple:
@@ -84,22 +97,26 @@ def donation_fix(name: str, d: dict) -> str:
             f"{'its result' if one else 'its results'} on every call and {'is' if one else 'are'} not donated; ")
     size = format_size(d["bytes"])
     if d.get("device_saving") is not None:
-        depth = d["in_flight"]
+        measured, depth = d["in_flight"], _plain_depth(d)
         copies = f"{depth + 1} × {size}"
-        flight = (f"up to {depth} earlier call{'s' if depth != 1 else ''} were still computing at a dispatch, each "
-                  "holding its own copy, so " if depth else "")
+        flight = (f"up to {measured} earlier call{'s' if measured != 1 else ''} were still computing at a dispatch "
+                  "under jaxlint (measured)" if measured else "")
+        if depth != measured:
+            flight += (f"; without jaxlint's own {d['own_per_call'] * 1e6:.0f} µs in each of its calls, about {depth} "
+                       "(estimated from the device's rate on them)")
+        flight += ", each holding its own copy, so " if depth else ""
         rise = d.get("device_peak_rise")
         seen = (f"; the device's peak_bytes_in_use rose {format_size(rise)} over its first calls, measured"
                 if rise is not None else "")
         if d.get("peak_in_calls") is False:
             return (head + f"on the device {flight}donating would free about {copies} = "
-                    f"{format_size(d['device_saving'])} while its calls run (estimated from the measured in-flight "
+                    f"{format_size(d['device_saving'])} while its calls run (estimated from the in-flight "
                     f"depth{seen}), but not lower this run's peak: the device's peak, {format_size(d['device_peak'])}, "
                     f"was reached outside its calls (at most {format_size(d['in_use_during_calls'])} in use right "
                     f"after its dispatches, measured); XLA's compiled peak of one call drops {size} (XLA's figure). "
                     "Read nothing donated after the call")
         return (head + f"on the device {flight}donating would lower the device's peak by about {copies} = "
-                f"{format_size(d['device_saving'])} (estimated from the measured in-flight depth{seen}); XLA's "
+                f"{format_size(d['device_saving'])} (estimated from the in-flight depth{seen}); XLA's "
                 f"compiled peak of one call drops {size} (XLA's figure). Read nothing donated after the call")
     why = ("this device reports no memory statistics, so the device's peak was not measured"
            if d.get("device_memory") is False else "the device's peak was not measured")
@@ -119,7 +136,7 @@ def section(collector, functions: list, threshold: int = DEFAULT_DONATION_THRESH
         programs.append({"function": f["qualname"], "file": f["file"], "line": f["line"],
                          "compiles": len(f["memory"]["compiles"]), **{k: largest[k] for k in (*FIELDS, "peak")},
                          "footprint": largest["footprint"], "footprint_exact": largest["footprint_exact"],
-                         "in_flight": f["memory"].get("in_flight"),
+                         "in_flight": f["memory"].get("in_flight"), "in_flight_plain": f["memory"].get("in_flight_plain"),
                          "device_peak_rise": f["memory"].get("device_peak_rise")})
     programs.sort(key=lambda p: (-p["temp"], -p["footprint"], p["function"]))
     donation = [{"function": f["qualname"], "file": f["file"], "line": f["line"], **f["donation"]}
@@ -173,7 +190,7 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
         for d in shown[:max_rows]:
             if d.get("device_saving") is not None:
                 what = (f"{b(d['bytes'])} not donated, about {b(d['device_saving'])} at the device's peak "
-                        f"({d['in_flight'] + 1} copies)")
+                        f"({_plain_depth(d) + 1} copies)")
             else:
                 what = f"{b(d['bytes'])} not donated (XLA's compiled figure)"
             lines.append(f"  {d['function']} at {where(d['file'], d['line'])}: {what}")

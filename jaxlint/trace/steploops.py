@@ -78,6 +78,35 @@ class Loop:
         self.overflow_lines: dict = {}
 
 
+class Stretch:
+    """One function's dispatches since the device last had none of its calls to compute: each call
+    after the first found an earlier one still computing (the device busy with them throughout).
+
+    Under jaxlint the host dispatches more slowly than the program alone (jaxlint's own work in
+    each call), so fewer calls are in flight: the donation advice would describe the traced run,
+    not the program's. Over a stretch the device finished ``n + depth0 - depth`` calls in the time
+    between the stretch's first dispatch and this one (its rate, measured); without jaxlint's own
+    ``own`` seconds the host would have reached this dispatch that much sooner, while the device
+    had finished ``rate x own`` fewer calls: about that many more in flight. An estimate, and a low
+    one: jaxlint's time outside this function's calls (eager hooks, the watcher thread) is not in
+    ``own``."""
+
+    __slots__ = ("t0", "depth0", "n", "own")
+
+    def __init__(self, t0: float, depth0: int):
+        self.t0, self.depth0 = t0, depth0
+        self.n = 0  # calls dispatched since the first one (it included)
+        self.own = 0.0  # jaxlint's own seconds in those calls (outside JAX's dispatch)
+
+    def plain_depth(self, t: float, depth: int) -> Optional[float]:
+        """The estimated depth without jaxlint at a dispatch at ``t`` that found ``depth`` earlier
+        calls computing; None before the device finished a call within the stretch."""
+        done = self.n + self.depth0 - depth
+        if done <= 0 or t <= self.t0 or self.own <= 0:
+            return None
+        return min(depth + done / (t - self.t0) * self.own, float(self.depth0 + self.n))
+
+
 class StepLog:
     """What the watcher saw for one collector (a run or an ``audit()`` block)."""
 
@@ -87,6 +116,8 @@ class StepLog:
         self.calls = 0
         self.unmeasured_windows = 0  # windows whose start (the previous result's ready time) is unknown
         self.in_flight: dict = {}  # function key -> the most earlier calls of it not done at one of its dispatches
+        # function key -> (estimated depth without jaxlint, jaxlint's own seconds a call): Stretch
+        self.in_flight_plain: dict = {}
         self.peak_before: dict = {}  # function key -> the device's peak_bytes_in_use before its first call
         self.peak_after: dict = {}  # function key -> the highest peak_bytes_in_use read after its calls
         self.in_use_after: dict = {}  # function key -> the most bytes_in_use read right after one of its dispatches

@@ -102,6 +102,7 @@ class Watcher:
         self._observed: dict = {}  # function key -> calls whose device peak was read
         self._handed: dict = {}  # function key -> its calls handed to the watcher thread
         self._pick: dict = {}  # function key -> (number of outputs, position of the one waited on)
+        self._stretch: dict = {}  # function key -> its steploops.Stretch (the device busy with its calls)
         self._handed_at = float("-inf")  # when the last call was handed over (its return)
         self._memory: Optional[bool] = None  # whether the device reports memory statistics
         self._device = None
@@ -147,6 +148,7 @@ class Watcher:
         for log, _ in logs:
             if depth > log.in_flight.get(key, -1):
                 log.in_flight[key] = depth
+        self._stretched(key, depth, logs)
         n = self._observed.get(key, 0)
         if n < PEAK_CALLS:
             read = self._peak(logs)
@@ -166,6 +168,30 @@ class Watcher:
         call.t_d = _PERF() if t_d is None else t_d
         return call
 
+    def _stretched(self, key: Any, depth: int, logs: list) -> None:
+        """Carry ``key``'s :class:`.steploops.Stretch` to this dispatch (or start one) and keep
+        the highest depth it estimates without jaxlint."""
+        now = _PERF()
+        st = self._stretch.get(key)
+        if st is None or depth == 0:
+            self._stretch[key] = S.Stretch(now, depth)
+            return
+        st.n += 1
+        est = st.plain_depth(now, depth)
+        if est is None:
+            return
+        for log, _ in logs:
+            if est > log.in_flight_plain.get(key, (-1.0, 0.0))[0]:
+                log.in_flight_plain[key] = (est, st.own / st.n)
+
+    def spent(self, call: Any, seconds: float) -> None:
+        """jaxlint's own ``seconds`` in a call on the full path (its hooks before and after JAX's
+        dispatch), added to its function's stretch."""
+        if type(call) is Call:
+            st = self._stretch.get(call.key)
+            if st is not None:
+                st.own += seconds
+
     def after(self, call: Any, leaves: list, uploaded: bool = False) -> None:
         """``uploaded``: the call was given host data (NumPy arrays), copied to the device inside
         the dispatch, so the device waited for the whole dispatch, as for a compile."""
@@ -183,6 +209,8 @@ class Watcher:
             call = self._begin(call.key, call.caller, call.events, call.t_d)
         call.t_r = t_r
         call.compiled = self.inst.compile_events != call.events
+        if call.compiled:  # the device had nothing of it while it compiled: a new stretch begins after it
+            self._stretch.pop(call.key, None)
         call.uploaded = uploaded
         leaf = self._smallest(call.key, leaves)
         if leaf is None:  # nothing on the device to wait for: the call is done when it returns
@@ -322,6 +350,7 @@ class Watcher:
         self._pending.clear()
         self._observed.clear()
         self._pick.clear()
+        self._stretch.clear()
         self._q = queue.SimpleQueue()
         self._owed, self._last_key, self._last_window = 0.0, None, None
 
