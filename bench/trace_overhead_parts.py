@@ -12,6 +12,9 @@ jaxlint itself):
     noquick     every call takes the watcher's full path (steps.QUICK off)
     noeager     no eager-dispatch hooks
     noupload    jitted calls' arguments are not scanned for host data
+    nocounted   jitted calls go straight to JAX (no count, watcher, upload scan or JAX603 check)
+    a+b         several parts off at once (noeager+nocounted: what running under jaxlint costs
+                without the per-call hooks)
     nostale     no JAX603 watch (what traces read from globals, closures and self is not recorded,
                 so no call checks it)
 Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
@@ -32,7 +35,22 @@ VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noquick", "noeager", "
 def _child(variant: str, rest: list) -> int:
     from jaxlint.trace import eager, hooks, stale, steps
 
-    if variant == "nowatch":
+    if "+" in variant:  # several parts off at once
+        for part in variant.split("+"):
+            _switch_off(part)
+    else:
+        _switch_off(variant)
+    from jaxlint.cli import main as cli_main
+
+    return cli_main(["trace", "--no-static", *rest])
+
+
+def _switch_off(variant: str) -> None:
+    from jaxlint.trace import eager, hooks, stale, steps
+
+    if variant == "nocounted":  # jitted calls go straight to JAX (nothing counted, watched or scanned)
+        hooks.Counted.__call__ = lambda self, *a, **k: self._jaxlint_real(*a, **k)
+    elif variant == "nowatch":
         steps.Watcher.before = lambda self, *a, **k: None
     elif variant == "keepswitch":
         steps.SWITCH_INTERVAL = None
@@ -46,9 +64,6 @@ def _child(variant: str, rest: list) -> int:
         hooks.host_bytes = lambda value, python_data=True: None
     elif variant == "nostale":
         stale.watch = lambda watches, key, fun, user_file: None
-    from jaxlint.cli import main as cli_main
-
-    return cli_main(["trace", "--no-static", *rest])
 
 
 def _loop_seconds(cmd: list) -> float:
