@@ -138,7 +138,9 @@ def test_no_window_when_the_next_call_comes_while_the_last_one_computes():
 
 def test_a_stretch_estimates_the_depth_the_host_would_reach_without_jaxlints_own_time():
     st = S.Stretch(0.0, 1)  # the stretch's first dispatch found one earlier call computing
-    assert st.plain_depth(0.001, 1) is None  # nothing finished yet within the stretch
+    st.n, st.own = 1, 0.0004
+    # nothing finished within the stretch: both calls in flight, as they would be without jaxlint
+    assert st.plain_depth(0.001, 2) == 2.0
     st.n, st.own = 10, 0.004  # ten more dispatches over 10 ms, jaxlint's own time 0.4 ms each
     # the device finished 10 + 1 - 6 = 5 calls in 10 ms (500 a second); without jaxlint's 4 ms the
     # host would have reached this dispatch 4 ms sooner, with 2 fewer calls finished: 6 + 2 = 8
@@ -409,6 +411,19 @@ def test_donation_on_a_device_with_memory_uses_the_in_flight_depth_beside_xlas_f
     log.in_flight_plain["k"] = (2.0, 60e-6)
     d = MR.function_keys(mem, Rec(), steps=log)["donation"]
     assert d["device_saving"] == 5 * (256 << 20) and "without jaxlint" not in d["fix"]
+
+
+def test_a_device_bound_run_reports_the_depth_measured_and_estimated_without_jaxlint():
+    jax = pytest.importorskip("jax")
+    if tuple(int(p) for p in jax.__version__.split(".")[:3]) < (0, 4, 31) and jax.default_backend() == "cpu":
+        pytest.skip("this jax dispatches synchronously on CPU: no call is ever in flight")
+    _, report = traced("device_bound.py")
+    (row,) = [f for f in report["functions"] if f["qualname"] == "train_step"]
+    mem = row["memory"]
+    # the host runs ahead of the device between its loss reads: earlier steps are still computing
+    assert mem["in_flight"] >= 2, mem
+    assert mem["in_flight_plain"] is not None and mem["in_flight_plain"] >= mem["in_flight"], mem
+    assert 0 < mem["own_per_call"] < 0.05, mem  # jaxlint's own time in a call: seconds, measured
 
 
 def test_donation_without_device_memory_gives_xlas_figure_labelled():

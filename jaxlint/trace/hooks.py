@@ -34,7 +34,7 @@ from .attribution import code_of, describe
 from .collector import CallKey, Collector
 from .forwarding import Forwarding
 from .hostio import HostHooks, host_bytes
-from .steps import Watcher
+from .steps import Call, Watcher
 from .tracing import INTERNAL, TLS, TraceHooks
 
 _MISSING = object()
@@ -64,7 +64,7 @@ class Counted(Forwarding):
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
         collectors = INSTRUMENTATION.collectors
-        call = None
+        call = timed = None  # timed: a call on the watcher's full path, whose own time jaxlint measures
         if collectors:
             entered = _PERF()
             key = self._jaxlint_key
@@ -83,15 +83,17 @@ class Counted(Forwarding):
                 call = INSTRUMENTATION.watcher.before(key, caller)
             except Exception as e:  # never break the program for a figure
                 INSTRUMENTATION._error(e)
+            if type(call) is Call:
+                timed = call
         prev = eager.inside()
         eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
         calling = getattr(TLS, "calling", None)
         TLS.calling = self._jaxlint_key  # a trace this call makes tells whose row its calls are
         try:
-            if call is not None:
+            if timed is not None:
                 dispatching = _PERF()
             out = self._jaxlint_real(*args, **kwargs)
-            if call is not None:
+            if timed is not None:
                 returned = _PERF()
         except BaseException as e:
             # The traceback the program sees has no jaxlint frame (this one included: a bare
@@ -119,8 +121,8 @@ class Counted(Forwarding):
                     w.check(_stale_call, collectors, key)
                 except Exception as e:
                     INSTRUMENTATION._error(e)
-            if call is not None:  # jaxlint's own time in this call: the donation advice's depth
-                INSTRUMENTATION.watcher.spent(call, (dispatching - entered) + (_PERF() - returned))
+            if timed is not None:  # jaxlint's own time in this call: the donation advice's depth
+                INSTRUMENTATION.watcher.spent(timed, (dispatching - entered) + (_PERF() - returned))
         return out
 
 

@@ -100,10 +100,13 @@ class Stretch:
 
     def plain_depth(self, t: float, depth: int) -> Optional[float]:
         """The estimated depth without jaxlint at a dispatch at ``t`` that found ``depth`` earlier
-        calls computing; None before the device finished a call within the stretch."""
-        done = self.n + self.depth0 - depth
-        if done <= 0 or t <= self.t0 or self.own <= 0:
+        calls computing (``depth`` itself while no call of the stretch has finished: every call
+        dispatched is in flight, as it would be without jaxlint); None without a time of jaxlint's."""
+        if t <= self.t0 or self.own <= 0:
             return None
+        done = self.n + self.depth0 - depth
+        if done <= 0:
+            return float(depth)
         return min(depth + done / (t - self.t0) * self.own, float(self.depth0 + self.n))
 
 

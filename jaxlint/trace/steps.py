@@ -184,13 +184,12 @@ class Watcher:
             if est > log.in_flight_plain.get(key, (-1.0, 0.0))[0]:
                 log.in_flight_plain[key] = (est, st.own / st.n)
 
-    def spent(self, call: Any, seconds: float) -> None:
+    def spent(self, call: Call, seconds: float) -> None:
         """jaxlint's own ``seconds`` in a call on the full path (its hooks before and after JAX's
         dispatch), added to its function's stretch."""
-        if type(call) is Call:
-            st = self._stretch.get(call.key)
-            if st is not None:
-                st.own += seconds
+        st = self._stretch.get(call.key)
+        if st is not None:
+            st.own += seconds
 
     def after(self, call: Any, leaves: list, uploaded: bool = False) -> None:
         """``uploaded``: the call was given host data (NumPy arrays), copied to the device inside
