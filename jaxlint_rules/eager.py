@@ -36,9 +36,12 @@ class EagerUpdateInLoop(Rule):
                "grads)]`). Also the gradient of such a step computed outside jit in a loop of steps (`range`, `while`, "
                "or state threaded through the iterations): `jax.grad(f)(x)`, `jax.value_and_grad(f)(params, "
                "...)`, or `g(x)` after `g = jax.grad(f)`, whether or not the loop calls compiled code, in "
-               "module-level code or in a function the module calls only from there. Not "
+               "module-level code or in a function the module calls only from there; and a step function of the "
+               "module with no `jit` (`train_step(state, batch)` whose body runs `jax.value_and_grad(loss_fn)(...)`, "
+               "directly or in a function it calls) called so in a loop of steps: the whole step runs op by op. Not "
                "reported: updates or gradients inside jitted or transformed code, a name bound to "
-               "`jax.jit(jax.grad(f))`, the gradient of a compiled function, loops of a few known iterations "
+               "`jax.jit(jax.grad(f))`, the gradient of a compiled function, a step function jitted by a decorator, "
+               "by rebinding its name or its instance attribute, or with a decorator the module cannot see, loops of a few known iterations "
                "(at most 100), under a periodic guard, or on an optimizer this module cannot see made.")
     rationale = ("Outside `jit`, every leaf of every tree and every stage of the optimizer is its own device "
                  "dispatch: a few hundred small launches per step for a small network (measured on a small "
@@ -92,7 +95,9 @@ class EagerUpdateInLoop(Rule):
                     "function no code of the module calls (another module may call it under jit).")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        yield from self._gradients(model)
+        loops: set = set()  # loops already given an eager-gradient finding
+        yield from self._gradients(model, loops)
+        yield from self._step_functions(model, loops)
         by_loop: dict = {}  # one finding per loop: its first eager update, naming the others
         for call in model.loop_calls:
             upd = eagerwork.eager_update(model, call)
@@ -131,7 +136,7 @@ class EagerUpdateInLoop(Rule):
                                facts=[fact])
 
 
-    def _gradients(self, model: ModuleModel) -> Iterator[Finding]:
+    def _gradients(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
         by_loop: dict = {}  # one finding per loop: its first eager gradient
         for call in model.loop_calls:
             grad = eagerwork.eager_gradient(model, call)
@@ -148,6 +153,7 @@ class EagerUpdateInLoop(Rule):
         for found in by_loop.values():
             grad, role, facts = min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
             call, loop = grad.call, role.loop
+            loops.add(id(loop))
             target = unparse(grad.transform.args[0], 30)
             spelled = f"`{unparse(grad.transform.func, 30)}(...)`"
             what = [spelled] if call.func is grad.transform else [
@@ -156,6 +162,39 @@ class EagerUpdateInLoop(Rule):
                                       "on ", Line(loop.node.lineno), f": each call traces `{target}` again and runs "
                                       "its forward and backward passes op by op; jit the step (the gradient and the "
                                       "update) and call that in the loop"],
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                               evidence=role.evidence[1:], facts=facts)
+
+
+    def _step_functions(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
+        """A step function of the module, not jitted, whose body computes a gradient, called in a
+        loop of steps outside any trace (``state, loss = train_step(state, batch)`` with no
+        ``@jax.jit`` on ``train_step``): the whole step runs op by op every iteration."""
+        by_loop: dict = {}
+        for call in model.loop_calls:
+            step = eagerwork.eager_step(model, call)
+            if step is None:
+                continue
+            role = roles.sync_role(model, model.context(call))
+            if role.kind != roles.PER_STEP:
+                self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
+                continue
+            if id(role.loop) in loops:
+                continue
+            facts = self.proof(model, call, step.fact, lambda: _steps(model, role.loop),
+                               lambda: eagerwork.outside_trace(model, call))
+            if facts is not None:
+                by_loop.setdefault(id(role.loop), []).append((step, role, facts))
+        for found in by_loop.values():
+            step, role, facts = min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
+            call, loop, name = step.call, role.loop, step.function.name
+            target = unparse(step.transform.args[0], 30)
+            yield self.finding(call, [f"`{name}` is not jitted, and its body computes a gradient (`",
+                                      unparse(step.transform.func, 30), "(...)` on ", Line(step.inner.lineno),
+                                      ") that runs here in every iteration of the loop on ", Line(loop.node.lineno),
+                                      f": each call traces `{target}` again and runs the forward and backward passes "
+                                      f"and everything else in `{name}` op by op; jit `{name}` (`jax.jit`, with "
+                                      "`donate_argnums` for the state it returns) and call that in the loop"],
                                opt_in=_TEST_CODE if model.in_test_code(call) else None,
                                evidence=role.evidence[1:], facts=facts)
 

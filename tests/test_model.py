@@ -4746,6 +4746,69 @@ def test_eager_gradients_run_outside_trace_by_the_callers_the_module_shows():
     assert status == {8: "proven", 11: "unknown", 14: "unknown", 22: "proven"}
 
 
+def test_eager_step_functions_whose_bodies_compute_a_gradient():
+    tree, m = build("""
+        import functools
+        import jax
+        from mylib import compile_me
+
+        def loss(w, x):
+            return (w * x) ** 2
+
+        def step(w, x):
+            g = jax.grad(loss)(w, x)
+            return w - g
+
+        def outer(w, x):
+            return step(w, x)
+
+        @jax.jit
+        def jitted(w, x):
+            return w - jax.grad(loss)(w, x)
+
+        def rebound(w, x):
+            return w - jax.grad(loss)(w, x)
+        rebound = jax.jit(rebound)
+
+        @compile_me
+        def decorated(w, x):
+            return w - jax.grad(loss)(w, x)
+
+        def of_compiled(w, x):
+            return w - jax.grad(jax.jit(loss))(w, x)
+
+        def no_gradient(w, x):
+            return w - loss(w, x)
+
+        class Trainer:
+            def __init__(self):
+                self.update = jax.jit(self.update)
+
+            def update(self, w, x):
+                return w - jax.grad(loss)(w, x)
+
+            def plain(self, w, x):
+                return w - jax.grad(loss)(w, x)
+
+            def run(self, w, x):
+                return self.update(w, x), self.plain(w, x)
+
+        def main(w, x):
+            return (step(w, x), outer(w, x), jitted(w, x), rebound(w, x), decorated(w, x), of_compiled(w, x),
+                    no_gradient(w, x), jax.pmap(step)(w, x))
+    """)
+    got = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call):
+            st = eagerwork.eager_step(m, c)
+            if st is not None:
+                got[ast.unparse(c.func)] = (st.function.name, st.inner.lineno, st.fact.status)
+    # step's own body (10); outer reaches it one level down; the method not rebound on the instance
+    assert got == {"step": ("step", 10, "proven"), "outer": ("outer", 10, "proven"), "self.plain": ("plain", 42, "proven")}
+    # not: a jitted def, a name rebound to its jit, an unknown decorator, the gradient of a compiled
+    # function, a body with no gradient, a method the instance rebinds to its jit, a transform's call
+
+
 def test_a_binding_over_an_import_of_the_same_name():
     # a notebook: an exercise cell imports the answer, a later cell rebinds the name
     tree, m = build("""

@@ -241,3 +241,75 @@ def test_jax701_eager_gradient_does_not_depend_on_the_names():
     renamed = src.replace("dloss", "q").replace("loss", "objective").replace("fit", "run").replace(
         "n_steps", "k")
     assert default_findings(src, "JAX701") == default_findings(renamed, "JAX701") == [(13, "JAX701")]
+
+
+def test_jax701_a_step_function_without_jit_that_computes_a_gradient_called_every_step():
+    # fresh set S (an LLM trainer): `train_step` runs value_and_grad and apply_gradients, and the loop
+    # calls it with no jit anywhere: the whole forward and backward pass runs op by op every step
+    src = _HEAD + """
+    def train_step(w, batch):
+        def loss_fn(p):
+            return loss(p, batch)
+        value, grads = jax.value_and_grad(loss_fn)(w)
+        return w - 0.01 * grads, value
+
+    def train(w, batches, steps_per_epoch=1000):
+        for step in range(steps_per_epoch):
+            w, value = train_step(w, batches[step % 8])  # expect: JAX701
+        return w
+
+    if __name__ == "__main__":
+        train(jnp.ones(3), jnp.ones((8, 3, 3)))
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX701")
+    assert msg.startswith("`train_step` is not jitted, and its body computes a gradient (`jax.value_and_grad(...)` on "
+                          "line 13)") and "loop on line 17" in msg and "jit `train_step`" in msg
+
+
+def test_jax701_near_misses_of_a_step_function_computing_a_gradient():
+    src = _HEAD + """
+    from mylib import compile_me
+
+    @jax.jit
+    def jitted_step(w, x):
+        return w - jax.grad(loss)(w, x)
+
+    def rebound_step(w, x):
+        return w - jax.grad(loss)(w, x)
+    rebound_step = jax.jit(rebound_step)
+
+    @compile_me
+    def decorated_step(w, x):
+        return w - jax.grad(loss)(w, x)
+
+    def plain_step(w, x):
+        return w - jax.grad(loss)(w, x)
+
+    def no_gradient(w, x):
+        return w - 0.1 * loss(w, x)
+
+    def train(w, x, n):
+        for i in range(n):
+            w = jitted_step(w, x)
+            w = rebound_step(w, x)
+            w = decorated_step(w, x)
+            w = no_gradient(w, x)
+        for i in range(3):  # a few known iterations
+            w = plain_step(w, x)
+        for i in range(n):
+            if i % 100 == 0:  # periodic
+                w = plain_step(w, x)
+        return w
+
+    @jax.jit
+    def traced(w, x):
+        for i in range(10):
+            w = plain_step(w, x)  # under a trace: unrolled into one program
+        return w
+
+    if __name__ == "__main__":
+        train(jnp.ones(3), jnp.ones((3, 3)), 1000)
+    """
+    assert default_findings(src, "JAX701") == []
+    assert opt_in_findings(src, "JAX701") == []

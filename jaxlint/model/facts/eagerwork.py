@@ -300,3 +300,76 @@ def _eager_callers(m, f, depth: int) -> Optional[str]:
     lines = ", ".join(str(c.lineno) for c in calls[:3])
     return (f"every call of `{f.name}` in this module (line {lines}) is made outside any trace: from module-level "
             "code, or from functions called only from there")
+
+
+class EagerStep:
+    """A call, made outside any trace, of a function of this module that is not compiled and whose
+    own body computes a gradient (``train_step(state, batch)`` whose body runs
+    ``jax.value_and_grad(loss_fn)(state.params)``): ``call``, ``function`` (the one called),
+    ``inner`` (the call in its body, or in a function it calls, that runs the gradient's product),
+    ``transform`` (the ``jax.grad(...)`` call) and ``fact`` ("eager-gradient", with its evidence)."""
+
+    __slots__ = ("call", "function", "inner", "transform", "fact")
+
+    def __init__(self, call: ast.Call, function, inner: ast.Call, transform: ast.Call, fact: Fact):
+        self.call, self.function, self.inner, self.transform, self.fact = call, function, inner, transform, fact
+
+
+def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
+    """The :class:`EagerStep` ``call`` makes, else None: ``call`` is not in traced code of this
+    module and runs no compiled program (not a jit wrapper's product), names exactly one function
+    of this module (a def, a method), and that function's body (or a function of this module it
+    calls, one level down) calls a gradient transform's product of a function that is not compiled.
+    Called so, the whole body runs op by op, whatever else the module does with the function (one
+    also handed to ``jax.pmap`` elsewhere still runs eagerly here)."""
+    if m.in_traced_code(call) or runs_compiled(m, call):
+        return None
+    fns = callables.local_functions(m, call.func, m.scope_at(call))
+    if len(fns) != 1 or isinstance(fns[0].node, ast.Lambda):
+        return None
+    f = fns[0]
+    if any(d not in _PLAIN_DECORATORS for d in f.decorators) or len(f.decorators) != len(f.node.decorator_list):
+        return None  # a decorator this module does not show may compile it
+    if f.cls is not None and f.name in f.cls.self_attrs:
+        return None  # ``self.step = jax.jit(self.step)``: the instance's attribute may be a compiled wrapper
+    found = _gradient_in(m, f, 0)
+    if found is None:
+        return None
+    inner, transform, tscope = found
+    target = transform.args[0]
+    wrap = callables.callable_info(m, target, tscope)
+    if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+        return None  # the passes run as the wrapped function's compiled programs
+    where = "" if m.function_at(inner) is f else f" (in `{m.function_at(inner).name}`, which it calls)"
+    fact = proven("eager-gradient", f"`{f.name}` (line {f.node.lineno}) is called here directly, not through `jit`, "
+                                    f"and its body runs `{ast.unparse(transform.func)}({ast.unparse(target)})` on line "
+                                    f"{inner.lineno}{where}: each call traces `{ast.unparse(target)}` again and runs its "
+                                    "forward and backward passes op by op")
+    return EagerStep(call, f, inner, transform, fact)
+
+
+# Decorators that leave a function a plain Python function, run op by op when called.
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "functools.cache",
+                               "functools.lru_cache"})
+
+
+def _gradient_in(m, f, depth: int):
+    """``(the call, the jax.grad(...) call, its scope)`` of the first gradient product ``f``'s own
+    body calls (not inside its nested functions), looking one level into functions of this module
+    it calls directly (not compiled ones)."""
+    for c in f.calls:
+        if isinstance(c.func, (ast.Call, ast.Name)):
+            found = _gradient_transform(m, c.func, m.scope_at(c), 0)
+            if found is not None:
+                return (c, *found)
+    if depth >= 1:
+        return None
+    for c in f.calls:
+        if runs_compiled(m, c):
+            continue
+        inner = callables.local_functions(m, c.func, m.scope_at(c))
+        if len(inner) == 1 and inner[0] is not f and not isinstance(inner[0].node, ast.Lambda):
+            found = _gradient_in(m, inner[0], depth + 1)
+            if found is not None:
+                return found
+    return None
