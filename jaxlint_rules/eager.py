@@ -215,7 +215,8 @@ class ElementwiseLoopOverArray(Rule):
     summary = ("Finds Python loops outside traced code that read a JAX array one element at a time on the "
                "host: `float(x[i])`, `x[i].item()`, `jax.tree.map(lambda v: v[i].item(), tree)`, an `if` "
                "comparing `z[j, i]`, or `for v in x: if v > 0:`, where the array is the same in every "
-               "iteration and the index is the loop's counter. Not reported: loops known to run at most 16 "
+               "iteration and the index is the loop's counter; and an element taken off a JAX array by iterating it "
+               "and used as an index (`[data[i] for i in idx]`, `data[i:i + n]`). Not reported: loops known to run at most 16 "
                "times, arrays rebound in the loop (a new result each step is JAX201's), slices.")
     rationale = ("Each `x[i]` outside jit is a device dispatch (a gather) and each host read of it a sync: a "
                  "loop over n elements pays n dispatches and n round trips instead of one copy (a real report: "
@@ -256,6 +257,16 @@ class ElementwiseLoopOverArray(Rule):
                      f"`{unparse(read.subscript, 30)}` picks one element by the loop's counter or item: a device "
                      "dispatch per element",
                      f"the statement {read.how}: a sync per element"]
+            if isinstance(read.node, ast.Subscript):  # the element indexes something (elementwise._index_reads)
+                facts[-1] = (f"`{unparse(read.node, 30)}` uses the element as an index: reading it on the host when "
+                             "what is indexed is a host container, a device gather when it is a JAX array")
+                yield self.finding(read.node, [f"iterating the JAX array `{array}` takes one element per iteration of "
+                                               "the loop on ", Line(loop.node.lineno), f", and `{unparse(read.node, 30)}` "
+                                               "indexes with it: a host read (or a device gather) per element; copy "
+                                               f"`{array}` to the host once before the loop (`np.asarray({array})`) "
+                                               "and index with that, or gather with the whole array at once"],
+                                   opt_in=_TEST_ELEMENTS if model.in_test_code(read.node) else None, evidence=facts)
+                continue
             if read.tree:
                 what = f"`{unparse(read.subscript, 30)}` in the tree map reads one element of every JAX array in `{array}`"
             elif isinstance(read.subscript, ast.Name):

@@ -4643,6 +4643,36 @@ def test_element_reads_of_a_loop_invariant_jax_array():
     assert all(elementwise.is_element_read(m, r.node) for r in reads)
 
 
+def test_element_reads_of_a_one_dimensional_device_array_used_as_indices():
+    tree, m = build("""
+        import jax
+        import jax.numpy as jnp
+
+        def batch(key, data, n):
+            idx = jax.random.randint(key, (n,), 0, 100)
+            a = [data[i] for i in idx]
+            b = [data[i:i + 4] for i in idx[:n]]
+            rows = jax.random.randint(key, (n, 8), 0, 100)
+            c = [data[r] for r in rows]
+            few = jax.random.randint(key, (3,), 0, 100)
+            d = [data[i] for i in few]
+            e = [data[i] for i in jnp.arange(n)]
+            return a, b, c, d, e
+
+        def once(key, data, n):
+            idx = jax.random.randint(key, (n,), 0, 100)
+            return [data[i] for i in idx]
+
+        def main(key, data):
+            for step in range(1000):
+                batch(key, data, 32)
+            once(key, data, 32)
+    """)
+    got = sorted((r.node.lineno, ast.unparse(r.node), ast.unparse(r.array)) for r in elementwise.element_reads(m))
+    # not: rows of a matrix (10), three elements (12), a call iterated (13), a function run once (17)
+    assert got == [(7, "data[i]", "idx"), (8, "data[i:i + 4]", "idx[:n]")]
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

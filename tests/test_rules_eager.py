@@ -194,6 +194,64 @@ def test_jax702_iterating_a_jax_array_and_branching_on_each_element():
     """)
 
 
+def test_jax702_elements_of_a_device_index_array_used_to_index_every_step():
+    # fresh set S (LLM trainers): `get_batch` draws the batch's indices with jax.random and builds the
+    # batch from a host dataset one index at a time, at every training step
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def get_batch(key, data, batch_size, seq_len):
+        k1, k2 = jax.random.split(key)
+        indices = jax.random.randint(k1, (batch_size,), 0, len(data))
+        x = jnp.stack([data[i] for i in indices])  # expect: JAX702
+        starts = jax.random.randint(k2, (batch_size,), 0, len(data) - seq_len)
+        y = jnp.stack([jnp.array(data[s:s + seq_len]) for s in starts])  # expect: JAX702
+        return x, y
+
+    def train(key, data, steps):
+        for step in range(steps):
+            key, sub = jax.random.split(key)
+            x, y = get_batch(sub, data, 32, 128)
+        return x, y
+
+    if __name__ == "__main__":
+        train(jax.random.PRNGKey(0), list(range(10000)), 1000)
+    """
+    assert_marked(src)
+    msg = messages(src, "JAX702")[0]
+    assert msg.startswith("iterating the JAX array `indices` takes one element per iteration of the loop on line 8, and "
+                          "`data[i]` indexes with it") and "np.asarray(indices)" in msg
+
+
+def test_jax702_near_misses_of_elements_used_as_indices():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def rows(key, data, steps_per_epoch, batch_size):
+        perms = jax.random.permutation(key, len(data)).reshape((steps_per_epoch, batch_size))
+        return [data[perm] for perm in perms]  # a row of indices each: one copy per row
+
+    def once(key, names):
+        inds = jax.random.randint(key, (64,), 0, len(names))
+        return [names[i] for i in inds]  # a display helper nobody calls per step
+
+    def few(key, data):
+        inds = jax.random.randint(key, (4,), 0, len(data))
+        return [data[i] for i in inds]
+
+    def table(stats, steps):
+        for step in range(steps):
+            print([stats[k] for k in stats])  # a dict's keys
+
+    def train(key, data, steps):
+        for step in range(steps):
+            rows(key, data, 10, 8)
+            few(key, data)
+    """, "JAX702") == []
+
+
 def test_jax702_near_misses():
     assert findings("""
     import jax

@@ -10,10 +10,13 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ... import names as N
 from . import fetches
+from .frequency import per_step, repeats
 from . import loops as loopfacts
 from . import values as V
-from ..python.records import Loop, Scope
+from ..python.records import Loop, Scope, loop_iterable_of
+from ..python.syntax import _pos, call_arg
 
 # A loop known to run at most this many times reads a handful of elements: not reported.
 FEW_ELEMENTS = 16
@@ -74,7 +77,46 @@ def element_reads(m) -> list:
             if read is not None:
                 out.append(ElementRead(node, read[0], _array(read), read[1], "reads its truth on the host"))
                 break
+    out.extend(_index_reads(m))
     m.facts.element_reads = out
+    return out
+
+
+def _index_reads(m) -> list:
+    """``[data[i] for i in idx]``, ``data[i:i + n]`` and ``for i in idx: ... data[i]`` outside traced code, with ``idx``
+    a JAX array: each element taken off the device array is used as an index, which reads it on
+    the host (``__index__``: a device-to-host copy per element) when ``data`` is a host container,
+    or dispatches a gather per element when ``data`` is a JAX array. One read per loop."""
+    from .hostarrays import untraced_subscripts
+
+    out: list = []
+    seen: set = set()
+    for _, subs in untraced_subscripts(m):
+        for sub in subs:
+            # the element itself, or in a slice's bounds (``data[i:i + n]``), or in an index tuple
+            names = [n for n in ast.walk(sub.slice) if isinstance(n, ast.Name)]
+            if not names:
+                continue
+            ctx = m.context(sub)
+            if ctx is None or not ctx.loops or m.in_traced_code(sub):
+                continue
+            read = None
+            for index in names:
+                read = _iterated(m, index, ctx.loops, ctx.scope, comprehensions=True)
+                if read is not None:
+                    break
+            if read is None or id(read[1]) in seen:
+                continue
+            seen.add(id(read[1]))
+            size = _one_dimensional(m, loop_iterable_of(read[1].node), ctx.scope, 0)
+            if size is None:
+                continue  # rows of a matrix (a batch of indices each): one copy per row, not per element
+            if 0 < size <= FEW_ELEMENTS:
+                continue
+            if not _repeated(m, read[1], ctx.loops, sub):
+                continue  # a loop run once (a display cell, a set-up helper): a handful of reads
+            out.append(ElementRead(sub, index, _array(read), read[1],
+                                   "uses it as an index: a host read of it, or a device gather, per element"))
     return out
 
 
@@ -89,7 +131,7 @@ def is_element_read(m, node: ast.AST) -> bool:
 
 def _array(read) -> ast.AST:
     sub, loop = read
-    return sub.value if isinstance(sub, ast.Subscript) else loop.node.iter
+    return sub.value if isinstance(sub, ast.Subscript) else loop_iterable_of(loop.node)
 
 
 _READS = (ast.Subscript, ast.Name)
@@ -144,14 +186,65 @@ def _element(m, expr: Optional[ast.AST], loops: tuple, scope: Scope, mapped: boo
     return None
 
 
-def _iterated(m, name: ast.Name, loops: tuple, scope: Scope):
+def _one_dimensional(m, e: ast.AST, scope: Scope, depth: int) -> Optional[int]:
+    """How many elements ``e`` has (0: a number not known here) when it is a one-dimensional JAX
+    array by how it is made, so that iterating it yields scalars: ``jnp.arange(...)``, a
+    ``jax.random`` sampler given a shape of one size (``randint(key, (n,), ...)``),
+    ``jax.random.permutation(key, n)`` of a number, a slice of one, or a name bound to one; None
+    otherwise."""
+    if depth > 4:
+        return None
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
+        return _one_dimensional(m, e.value, scope, depth + 1)
+    if isinstance(e, ast.Name):
+        ev = m.binding(e.id, scope, _pos(e))
+        return _one_dimensional(m, ev.value, ev.scope, depth + 1) if ev is not None and ev.plain_assign else None
+    if not isinstance(e, ast.Call):
+        return None
+    qn = m.resolve(e.func, scope) or ""
+    if qn == "jax.numpy.arange":
+        return 0
+    if qn == "jax.random.permutation":
+        x = call_arg(e, 1, "x")
+        if x is None or isinstance(x, (ast.Tuple, ast.List)) or V.is_jax(m, x, scope):
+            return None
+        return V.const_int(m, x, scope) or 0
+    if qn.startswith("jax.random.") and qn in N.SHAPE_ARGS:
+        pos, kw = N.SHAPE_ARGS[qn][0]
+        shape = call_arg(e, pos, kw)
+        if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == 1:
+            return V.const_int(m, shape.elts[0], scope) or 0
+    return None
+
+
+def _repeated(m, loop: Loop, loops: tuple, node: ast.AST) -> bool:
+    """The element loop runs again and again: inside a loop over steps, or in a function that
+    runs at the steps of a loop (``get_batch`` called by the training loop)."""
+    if any(outer is not loop and outer.ranged for outer in loops if outer.depth < loop.depth):
+        return True
+    f = m.function_at(node)
+    if f is None or isinstance(f.node, ast.Lambda):
+        return False
+    return per_step(repeats(m, f))
+
+
+def _iterated(m, name: ast.Name, loops: tuple, scope: Scope, comprehensions: bool = False):
     """``(name, loop)`` when ``name`` is the target of a ``for`` loop over a JAX array itself
-    (``for v in x:``): each iteration slices one element off on the device."""
+    (``for v in x:``): each iteration slices one element off on the device. ``comprehensions``:
+    also a comprehension's (``[data[i] for i in idx]``), asked where the array is shown to be one
+    (``_one_dimensional``), not a list or tree of arrays."""
     for loop in reversed(loops):
         node = loop.node
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == name.id:
-            if V.is_jax(m, node.iter, scope) and not isinstance(node.iter, ast.Call):
-                return name, loop
+        if isinstance(node, ast.For):
+            target, it = node.target, node.iter
+        elif comprehensions and loop.kind == "comprehension" and getattr(node, "generators", None):
+            target, it = node.generators[0].target, node.generators[0].iter
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == name.id:
+            if V.is_jax(m, it, scope) and not isinstance(it, ast.Call):
+                trips = loopfacts.known_trips(m, it, scope)
+                return (name, loop) if trips is None or trips > FEW_ELEMENTS else None
             return None
     return None
 
