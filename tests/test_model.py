@@ -4673,6 +4673,47 @@ def test_element_reads_of_a_one_dimensional_device_array_used_as_indices():
     assert got == [(7, "data[i]", "idx"), (8, "data[i:i + 4]", "idx[:n]")]
 
 
+def test_loops_that_walk_the_entries_of_one_mapping():
+    from jaxlint.model.facts import work
+
+    tree, m = build("""
+        def f(sd, other, batches):
+            keys = [k for k in sd]
+            for k in keys:
+                other[k] = sd[k]
+            for k in sorted(sd.keys()):
+                print(sd[k])
+            for k in list(sd):
+                print(other[k])
+            for b in batches:
+                print(b)
+            for k in keys:
+                print(k)
+    """)
+    got = {lp.node.lineno: work.walked_mapping(m, lp) for lp in m.loops if lp.kind == "for"}
+    # reading the listed mapping by each key (4, 6); another mapping (8), no read by key (10, 12): no
+    assert got == {4: "sd", 6: "sd", 8: None, 10: None, 12: None}
+
+
+def test_a_value_made_only_under_its_own_truth_test_keeps_the_kind_it_came_in_with():
+    tree, m = build("""
+        import jax.numpy as jnp
+
+        def f(x, mask=None):
+            for i in range(10):
+                if mask:
+                    mask = jnp.concatenate([mask, mask])
+            for i in range(10):
+                y = mask
+                x = jnp.concatenate([x, x])
+            return x, y
+    """)
+    tests = [n.test for n in ast.walk(tree) if isinstance(n, ast.If)]
+    assert V.is_jax(m, tests[0], m.scope_at(tests[0])) is False  # a JAX value only if one came in
+    xs = loads(tree, "x")
+    assert V.is_jax(m, xs[0], m.scope_at(xs[0])) is True  # carried from the last iteration, unguarded
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

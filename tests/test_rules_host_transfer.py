@@ -3161,8 +3161,9 @@ def test_jax201_a_comparison_with_none_is_a_python_bool():
 
 def test_jax201_the_keys_of_a_dict_of_arrays_are_python_strings():
     # issue 37: `for name in params: ... params[name]` walks the keys of a mapping; a count of
-    # sizes (`.size` is metadata) formatted with the key syncs nothing, a printed subtree does
-    assert_marked("""
+    # sizes (`.size` is metadata) formatted with the key syncs nothing, a printed subtree does, where
+    # the report runs at the steps of a loop (once, it is one pass over the parts of one structure)
+    src = """
     import jax
 
     identity = jax.jit(lambda p: p)
@@ -3173,7 +3174,14 @@ def test_jax201_the_keys_of_a_dict_of_arrays_are_python_strings():
             n = sum(x.size for x in jax.tree_util.tree_leaves(params[name]))
             print(f"{name}: {n:,} parameters")
             print(name, params[name])  # expect: JAX201
-    """)
+
+    def train(params, steps):
+        for step in range(steps):
+            report(params)
+    """
+    assert_marked(src)
+    once = src.replace("        for step in range(steps):\n            report(params)", "        report(params)")
+    assert once != src and findings(once, "JAX201") == []
 
 
 def test_jax204_the_work_handed_straight_to_code_it_cannot_see_may_wait():
@@ -3313,3 +3321,66 @@ def test_jax201_a_helper_method_that_converts_its_varargs_element_by_element():
                 metric.add(float(step), 1.0)
             return params, metric.data[0] / metric.data[1], kept
     """)
+
+
+
+def test_jax201_a_mask_grown_only_under_its_own_if_is_not_shown_to_be_a_jax_value():
+    # fresh set T: `attn_mask` defaults to None and is concatenated only under `if attn_mask:`; the
+    # loop-carried JAX binding exists only when a mask was given, which no call shows
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x[:, -1:] + 1
+
+    def generate(x, attn_mask=None, max_length=64):
+        while x.shape[1] < max_length:
+            x = jnp.concatenate((x, step(x)), axis=1)
+            if attn_mask:
+                attn_mask = jnp.concatenate((attn_mask, attn_mask[:, -1:]), axis=1)
+        return x
+
+    def generate_given(x, max_length=64):
+        attn_mask = jnp.ones_like(x)
+        while x.shape[1] < max_length:
+            x = jnp.concatenate((x, step(x)), axis=1)
+            if attn_mask is not None:
+                attn_mask = jnp.concatenate((attn_mask, attn_mask[:, -1:]), axis=1)
+            if attn_mask.any():  # expect: JAX201
+                pass
+        return x
+    """
+    assert [line for line, code in findings(src, "JAX201")] == [line_of(src, "if attn_mask.any():")]
+
+
+def test_jax201_a_pass_over_a_checkpoints_entries_is_not_a_loop_of_steps():
+    # fresh set T: weights copied from a state dict key by key, each checked with an assert on the device,
+    # threading the model's state through the loop: one pass over the parts of one structure
+    src = """
+    import jax.numpy as jnp
+
+    def load(sd_hf, sd, update_param):
+        hf_keys = [k for k in sd_hf]
+        for k in hf_keys:
+            value = jnp.array(sd_hf[k])
+            sd = update_param(sd, k, value)
+            assert jnp.sum(sd[k]) == jnp.sum(value)
+        return sd
+
+    def train(state, batches, step):
+        for b in batches:
+            state = step(state, batches[b])
+            assert jnp.isfinite(state).all()
+        return state
+    """
+    # the second loop walks `batches` by key too: also one pass over a structure's entries; a list of batches
+    # (no reading by key) stays a loop of steps; and a pass that itself runs at the steps of a loop repeats
+    assert findings(src, "JAX201") == []
+    per_step = src + "\n    def fit(sd_hf, sd, update_param, steps):\n        for i in range(steps):\n" \
+                     "            sd = load(sd_hf, sd, update_param)\n"
+    assert [line for line, _ in findings(per_step, "JAX201")] == [line_of(per_step, "assert jnp.sum(sd[k])")]
+    steps = src.replace("for b in batches:\n            state = step(state, batches[b])",
+                        "for b in batches:\n            state = step(state, b)")
+    assert len(findings(steps, "JAX201")) == 1

@@ -101,6 +101,8 @@ def test_jax204_a_helper_ending_in_a_scan_and_a_record_is_unwaited_work():
     ("    _, posts = lax.scan(step, probs, lls)\n    return Posterior(",
      "    if n > 1:\n        _, posts = lax.scan(step, probs, lls)\n        return Posterior("),
     ("    _, posts = lax.scan(", "    if n == 0:\n        return probs\n    _, posts = lax.scan("),
+    # an async def: calling it makes a coroutine, nothing runs until it is awaited (fresh set T)
+    ("def smoother(probs, lls):", "async def smoother(probs, lls):"),
 ])
 def test_jax204_a_helper_that_may_wait_after_its_work_is_not_unwaited(change):
     assert findings(SMOOTHER.replace(*change), "JAX204") == []

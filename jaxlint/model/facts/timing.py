@@ -342,8 +342,8 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
                 return "work"
             if _waits_last(m, g.node.body, depth + 1):
                 return "wait"
-        if len(callees) == 1 and (_dispatches_only(m, callees[0][0].node.body, depth + 1)
-                                  or _ends_in_work(m, callees[0][0].node, depth + 1)):
+        if len(callees) == 1 and not isinstance(callees[0][0].node, ast.AsyncFunctionDef) and (  # (a coroutine)
+                _dispatches_only(m, callees[0][0].node.body, depth + 1) or _ends_in_work(m, callees[0][0].node, depth + 1)):
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:
             return "maybe" if _takes_jax(m, c, scope, depth) else None

@@ -14,7 +14,7 @@ from . import callables, forwards
 from ..python import limits as L
 from .hostvalues import host_cpu_copy
 from ..python.records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
-from ..python.syntax import _contains, _pos, call_arg, child_nodes
+from ..python.syntax import _contains, _pos, call_arg, child_nodes, guarded_by_its_truth
 from .apisyntax import at_update
 
 # jnp functions that return a boolean array.
@@ -258,8 +258,9 @@ def _name_kind(m, name: str, scope: Scope, pos: tuple) -> bool:
     # loop before the use, e.g. as the for target).
     for cand in later:
         for lp in cand.loops:
-            if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and _event_kind(m, cand):
-                return True
+            if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and not guarded_by_its_truth(lp.node, name, cand.pos) \
+                    and _event_kind(m, cand):
+                return True  # (one made under ``if name:`` exists only if the value before the loop was given)
     return False
 
 

@@ -311,6 +311,55 @@ def iteration_program(m, loop: Loop) -> Optional[ast.Call]:
     return memo[key]
 
 
+def walked_mapping(m, loop: Loop) -> Optional[str]:
+    """The mapping a ``for`` loop walks entry by entry: it iterates the mapping's keys (``for k in
+    keys`` with ``keys = [k for k in sd]``, ``list(sd)``, ``sorted(sd)``, ``sd.keys()``) and its body
+    reads the mapping by each key (``sd[k]``): a pass over the parts of one structure (copying a
+    checkpoint's weights into a model), whatever state it threads through, not a loop of steps."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)) or not isinstance(node.target, ast.Name):
+        return None
+    ctx = m.context(node)
+    source = _keys_source(m, node.iter, ctx.scope if ctx is not None else m.module_scope, 0)
+    if source is None:
+        return None
+    spelled, key = ast.unparse(source), node.target.id
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == key \
+                and ast.unparse(n.value) == spelled:
+            return spelled
+    return None
+
+
+def _keys_source(m, it: ast.AST, scope: Scope, depth: int) -> Optional[ast.AST]:
+    """The collection whose keys (elements) ``it`` lists: ``d`` for ``d``, ``d.keys()``, ``list(d)``,
+    ``sorted(d)``, ``[k for k in d]`` or a name bound to one of these."""
+    if depth > 3:
+        return None
+    if isinstance(it, ast.Name):
+        ev = m.binding(it.id, scope, _pos(it))
+        if ev is not None and ev.plain_assign and isinstance(ev.value, (ast.Call, ast.ListComp, ast.GeneratorExp)):
+            listed = _keys_source(m, ev.value, ev.scope, depth + 1)  # ``keys = list(d)``: d's keys
+            if listed is not None:
+                return listed
+        return it
+    if isinstance(it, ast.Attribute):
+        return it
+    if isinstance(it, ast.Call):
+        f = it.func
+        if isinstance(f, ast.Attribute) and f.attr == "keys" and not it.args:
+            return f.value
+        if isinstance(f, ast.Name) and f.id in ("list", "sorted", "tuple") and len(it.args) == 1:
+            return _keys_source(m, it.args[0], scope, depth + 1)
+        return None
+    if isinstance(it, (ast.ListComp, ast.GeneratorExp)) and len(it.generators) == 1:
+        gen = it.generators[0]
+        if isinstance(gen.target, ast.Name) and isinstance(it.elt, ast.Name) and it.elt.id == gen.target.id \
+                and not gen.ifs:
+            return _keys_source(m, gen.iter, scope, depth + 1)
+    return None
+
+
 def carried_state(m, loop: Loop) -> set:
     """Names the loop threads through its JAX calls: assigned in the body from a call of
     compiled or JAX code that takes them (``params, loss = train_step(params, batch)``), or from

@@ -95,6 +95,10 @@ class LoopRecord:
             return proven("steps", f"the loop on line {line} is a `while` loop")
         if loop.ranged:
             return proven("steps", f"the loop on line {line} counts steps (`range`, `count`)")
+        walked = W.walked_mapping(self.m, loop)
+        if walked is not None:
+            return disproven("steps", f"the loop on line {line} walks the entries of `{walked}`, reading it by each "
+                                      "key: the parts of one structure")
         carried = W.carried_state(self.m, loop) if loop.kind != "comprehension" else set()
         if carried:
             names = ", ".join(f"`{n}`" for n in sorted(carried)[:3])

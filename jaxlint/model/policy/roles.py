@@ -34,6 +34,7 @@ BENCHMARK = "benchmark"  # a timing loop: blocking is the point
 HOST_PACED = "host-paced"  # the host paces the loop (input, rendering): a sync costs nothing that matters
 NO_STEPS = "no-steps"  # no loop of JAX work around the node, or the node is traced
 ITEMS = "items"  # a loop over items or configurations, not steps (one key or seed per case is deliberate)
+PARTS = "parts"  # the loop walks the entries of one mapping (a checkpoint's weights), not steps
 LEAVES = "leaves"  # in a branch that leaves the loop (``if converged: print(loss); break``): runs at most once
 
 
@@ -87,6 +88,11 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
     if guard is not None and step is None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
                                                  f"now and then in the loop on line {line}"])
+    walked = work.walked_mapping(model, loop)
+    if walked is not None and not (f is not None and F.per_step(F.repeats(model, f))):
+        return LoopRole(PARTS, loop, [f"the loop on line {line} walks the entries of `{walked}`, reading it by each key: "
+                                      "one pass over the parts of one structure, in code not shown to run at the "
+                                      "steps of a loop"])
     rec = looprecord.record(model, loop)
     program = rec.program
     if program is not None:

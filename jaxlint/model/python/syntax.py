@@ -230,3 +230,19 @@ def returned_nodes(node: ast.AST) -> list:
         elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stack.extend(x for field in _BLOCK_FIELDS for x in getattr(n, field, None) or ())
     return out
+
+
+def guarded_by_its_truth(region: ast.AST, name: str, pos: tuple) -> bool:
+    """Position ``pos`` lies in the body of an ``if name:`` (or ``if name is not None:``) inside
+    ``region``: a binding there runs only when ``name`` already held a true value (``if mask:
+    mask = grow(mask)`` in a loop reaches the next iteration's test only if the mask was given)."""
+    for node in ast.walk(region):
+        if not isinstance(node, ast.If):
+            continue
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) \
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            test = test.left
+        if isinstance(test, ast.Name) and test.id == name and any(_contains(s, pos) for s in node.body):
+            return True
+    return False
