@@ -334,6 +334,16 @@ BACKEND_START_SETTINGS = frozenset({"XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE"
                                     "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_MEM_POOL_SIZE",
                                     "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"})
 BACKEND_START_PREFIXES = ("TPU_",)
+# JAX's own flags read when its backend starts (which platforms to start, which GPUs): a
+# ``jax.config.update`` of one after the first device query, array or compiled call is silently
+# ignored (measured on jax 0.10.2 CPU: ``jax_platform_name``/``jax_platforms``/
+# ``jax_cuda_visible_devices`` updated after ``jax.devices()`` raise nothing and change nothing).
+BACKEND_START_FLAGS = frozenset({"jax_platform_name", "jax_platforms", "jax_cuda_visible_devices"})
+# Settings that choose the platform, and the values that name an accelerator: JAX already picks a
+# GPU or TPU before the CPU when the machine has one, so an ignored request for one changes nothing
+# there (reviewers judged such late settings harmless: fresh set S).
+PLATFORM_SETTINGS = frozenset({"JAX_PLATFORM_NAME", "JAX_PLATFORMS", "jax_platform_name", "jax_platforms"})
+ACCELERATOR_PLATFORMS = frozenset({"gpu", "tpu", "cuda", "rocm"})
 # JAX's own flags, read from the environment when ``jax`` is imported: the names of ``jax.config``'s
 # flags present in both jax 0.4.30 and 0.10.2 (the range CI tests), upper-cased, as JAX reads them.
 # An unknown ``JAX_*`` name (another tool's, or one JAX reads later) is not in it.

@@ -21,7 +21,9 @@ class SettingAfterBackendStart(Rule):
                "setting JAX reads once: `XLA_FLAGS`, `XLA_PYTHON_CLIENT_PREALLOCATE`/`MEM_FRACTION`/`ALLOCATOR`, "
                "`CUDA_VISIBLE_DEVICES`, `TPU_*` (read when the backend starts: the first device query, array or "
                "compiled call) after the program's flow started the backend, and `JAX_*` flags (read when `jax` "
-               "is imported: `JAX_ENABLE_X64`, `JAX_PLATFORMS`, ...) after `import jax`. The flow is the "
+               "is imported: `JAX_ENABLE_X64`, `JAX_PLATFORMS`, ...) after `import jax`, and `jax.config.update` of the "
+               "flags read at backend start (`jax_platform_name`, `jax_platforms`, `jax_cuda_visible_devices`) after it "
+               "started. The flow is the "
                "module's top level and the entry functions it calls, in order; only what certainly ran counts "
                "(not a start under an `if` or in a loop), and a call jaxlint cannot see into starts nothing. "
                "Not reported in a module that starts another process (the setting may be for it).")
@@ -52,6 +54,10 @@ class SettingAfterBackendStart(Rule):
         x = jnp.zeros(3)
     """
 
+    opt_in_cases = ("A late platform setting that asks for an accelerator (`JAX_PLATFORM_NAME=tpu`, "
+                    "`jax.config.update('jax_platform_name', 'gpu')`): JAX starts a GPU or TPU before the CPU anyway "
+                    "where the machine has one, so the ignored setting changes nothing there.")
+
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         flow = setuporder.setup_flow(model)
         if not flow.late or setuporder.starts_child_process(model):
@@ -67,8 +73,12 @@ class SettingAfterBackendStart(Rule):
                 when = ["`", late.key, "` is read when `jax` is imported, and it was imported on ", Line(start.lineno)]
                 facts = [f"`import jax` on line {start.lineno} ran before this assignment",
                          f"`{late.key}` is one of JAX's flags, read from the environment when `jax` is imported"]
-            yield self.finding(late.node, [*when, ", so this setting does nothing; set it before `import jax` "
-                                           "(or use `jax.config.update` for JAX's own flags)"], evidence=facts)
+            fix = (", so this update does nothing; make it before the first device query, array or compiled call"
+                   if late.config else ", so this setting does nothing; set it before `import jax` (or use "
+                   "`jax.config.update` for JAX's own flags)")
+            opt_in = (f"it asks for the platform `{late.value}`, an accelerator JAX starts first anyway where the "
+                      "machine has one: ignored, it changes nothing there" if late.accelerator_default else None)
+            yield self.finding(late.node, [*when, fix], evidence=facts, opt_in=opt_in)
 
 
 class DistributedInitializeLate(Rule):

@@ -27,6 +27,31 @@ def test_jax801_settings_after_the_backend_started_or_after_import_jax():
     """)
 
 
+def test_jax801_a_config_update_of_a_flag_read_at_backend_start_after_it_started():
+    # fresh set T: `jax.config.update("jax_platform_name", ...)` after `jax.devices()` is silently ignored
+    src = """
+    import os
+    import jax
+
+    jax.config.update("jax_platforms", "cpu,gpu")  # before the start: takes effect
+    devices = jax.devices()
+    jax.config.update("jax_platform_name", "cpu")  # expect: JAX801
+    jax.config.update("jax_cuda_visible_devices", "0")  # expect: JAX801
+    jax.config.update("jax_platform_name", "gpu")  # expect: JAX801 (opt-in)
+    requested = "gpu"
+    jax.config.update("jax_platform_name", requested)  # expect: JAX801 (opt-in)
+    os.environ["JAX_PLATFORM_NAME"] = "tpu"  # expect: JAX801 (opt-in)
+    os.environ["JAX_PLATFORMS"] = "cpu"  # expect: JAX801
+    jax.config.update("jax_enable_x64", True)  # read when arrays are made: takes effect
+    """
+    assert_marked(src)
+    msg = messages(src, "JAX801")[0]
+    assert msg.startswith("`jax_platform_name` is read when JAX's backend starts, and it already started at line 6")
+    assert msg.endswith("so this update does nothing; make it before the first device query, array or compiled call")
+    reasons = [r for _, _, r in opt_in_findings(src, "JAX801")]
+    assert reasons[0].startswith("it asks for the platform `gpu`, an accelerator JAX starts first anyway")
+
+
 def test_jax801_follows_entry_functions_and_device_queries_and_compiled_calls():
     assert_marked("""
     import os

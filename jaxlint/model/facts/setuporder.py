@@ -24,12 +24,22 @@ _MAX_DEPTH = 3
 
 class LateSetting:
     """``node`` (the assignment or call) sets ``key`` after ``started`` (the call that started the
-    backend, or the ``import jax``), in ``kind`` "backend" or "import"."""
+    backend, or the ``import jax``), in ``kind`` "backend" or "import"; ``value``: the literal it
+    sets (None when not a literal string); ``config``: a ``jax.config.update`` of JAX's own flag."""
 
-    __slots__ = ("node", "key", "kind", "started")
+    __slots__ = ("node", "key", "kind", "started", "value", "config")
 
-    def __init__(self, node: ast.AST, key: str, kind: str, started: ast.AST):
+    def __init__(self, node: ast.AST, key: str, kind: str, started: ast.AST, value: Optional[str] = None,
+                 config: bool = False):
         self.node, self.key, self.kind, self.started = node, key, kind, started
+        self.value, self.config = value, config
+
+    @property
+    def accelerator_default(self) -> bool:
+        """It asks for an accelerator platform (``"gpu"``, ``"tpu"``), which JAX starts first anyway
+        where the machine has one."""
+        return (self.key in N.PLATFORM_SETTINGS and self.value is not None
+                and self.value.split(",")[0].strip().lower() in N.ACCELERATOR_PLATFORMS)
 
 
 class _Flow:
@@ -80,7 +90,7 @@ class _Flow:
             for t in stmt.targets:
                 key = _environ_key(self.m, t, scope)
                 if key is not None:
-                    self.setting(stmt, key)
+                    self.setting(stmt, key, _string(self.m, stmt.value, scope))
         self.expressions([c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)], scope, certain, depth)
 
     def expressions(self, exprs: list, scope: Scope, certain: bool, depth: int) -> None:
@@ -94,6 +104,8 @@ class _Flow:
         qn = m.resolve(call.func, scope)
         for key in _set_keys(m, call, qn, scope):
             self.setting(call, key)
+        if qn == "jax.config.update" and len(call.args) >= 2 and _literal(call.args[0]) in N.BACKEND_START_FLAGS:
+            self.setting(call, _literal(call.args[0]), _string(m, call.args[1], scope), config=True)
         if qn == N.DISTRIBUTED_INITIALIZE and self.started is not None:
             self.initialize_late.append((call, self.started))
         if certain and self.started is None and _starts_backend(m, call, qn, scope):
@@ -114,14 +126,26 @@ class _Flow:
             self.entered.add(key)
             self.block(f.node.body, f.scope, certain, depth + 1)
 
-    def setting(self, node: ast.AST, key: str) -> None:
+    def setting(self, node: ast.AST, key: str, value: Optional[str] = None, config: bool = False) -> None:
         if any(late.node is node and late.key == key for late in self.late):
             return  # a function walked twice (before and after a start) sets it once
-        if key in N.BACKEND_START_SETTINGS or key.startswith(N.BACKEND_START_PREFIXES):
+        if config or key in N.BACKEND_START_SETTINGS or key.startswith(N.BACKEND_START_PREFIXES):
             if self.started is not None:
-                self.late.append(LateSetting(node, key, "backend", self.started))
+                self.late.append(LateSetting(node, key, "backend", self.started, value, config))
         elif key in N.IMPORT_TIME_SETTINGS and self.imported is not None:
-            self.late.append(LateSetting(node, key, "import", self.imported))
+            self.late.append(LateSetting(node, key, "import", self.imported, value))
+
+
+def _literal(e: Optional[ast.AST]) -> Optional[str]:
+    return e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None
+
+
+def _string(m, e: ast.AST, scope: Scope) -> Optional[str]:
+    """A literal string, or a name bound once, plainly, to one (``requested_device = "gpu"``)."""
+    if isinstance(e, ast.Name):
+        ev = m.binding(e.id, scope, (e.lineno, e.col_offset))
+        return _literal(ev.value) if ev is not None and ev.plain_assign else None
+    return _literal(e)
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -174,7 +198,7 @@ def setup_flow(m) -> _Flow:
     memo = m.facts.setup_flow
     if memo is None:
         memo = _Flow(m)
-        if "environ" in m.attr_names or "putenv" in m.attr_names or "initialize" in m.attr_names:
+        if any(a in m.attr_names for a in ("environ", "putenv", "initialize", "config")):
             memo.block(m.tree.body, m.module_scope, True, 0)
         m.facts.setup_flow = memo
     return memo
