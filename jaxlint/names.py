@@ -75,6 +75,12 @@ EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
 # Transforms whose product returns a gradient (with the value, for the value_and_grad forms).
 GRADIENT_TRANSFORMS = EAGER_GRADIENT_TRANSFORMS | frozenset({
     "equinox.filter_grad", "equinox.filter_value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad"})
+# Fields of library objects that hold a device array the object's jitted update advances: flax NNX's
+# optimizer keeps its step counter in ``step`` (an ``OptState`` variable over a ``jnp`` integer), so
+# ``optimizer.step.value.item()`` after each ``nnx.jit`` step reads the device (and waits for the step).
+LIBRARY_DEVICE_FIELDS = {"flax.nnx.Optimizer": frozenset({"step"}), "flax.nnx.ModelAndOptimizer": frozenset({"step"}),
+                         "flax.nnx.optimizer.Optimizer": frozenset({"step"})}
+DEVICE_FIELD_NAMES = frozenset(f for fields in LIBRARY_DEVICE_FIELDS.values() for f in fields)
 OPTIMIZER_FAMILIES = (("optax.", "optax"), ("flax.nnx.Optimizer", "nnx"), ("flax.nnx.ModelAndOptimizer", "nnx"))
 # JAX's example optimizers (``jax.example_libraries.optimizers``, ``jax.experimental.optimizers`` before
 # 0.2.25): each maker returns ``(init_fun, update_fun, get_params)``, and ``update_fun(i, grads, state)``

@@ -4714,6 +4714,26 @@ def test_a_value_made_only_under_its_own_truth_test_keeps_the_kind_it_came_in_wi
     assert V.is_jax(m, xs[0], m.scope_at(xs[0])) is True  # carried from the last iteration, unguarded
 
 
+def test_the_step_counter_of_a_flax_nnx_optimizer_is_a_device_value():
+    tree, m = build("""
+        import optax
+        from flax import nnx
+
+        def f(model, config, counter):
+            optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+            a = optimizer.step.value
+            b = optimizer.step
+            c = config.step.value
+            d = counter.step
+            e = optimizer.wrt
+    """)
+    kinds = {ast.unparse(n.value): V.is_jax(m, n.value, m.scope_at(n.value))
+             for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.targets[0].id in "abcde"}
+    # the optimizer's step counter; not the same field of objects of unknown makers, nor other fields
+    assert kinds == {"optimizer.step.value": True, "optimizer.step": True, "config.step.value": False,
+                     "counter.step": False, "optimizer.wrt": False}
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

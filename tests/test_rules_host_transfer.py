@@ -3384,3 +3384,27 @@ def test_jax201_a_pass_over_a_checkpoints_entries_is_not_a_loop_of_steps():
     steps = src.replace("for b in batches:\n            state = step(state, batches[b])",
                         "for b in batches:\n            state = step(state, b)")
     assert len(findings(steps, "JAX201")) == 1
+
+
+
+def test_jax201_reading_a_flax_nnx_optimizers_step_counter_every_step():
+    # fresh set T (six MoE trainers): `while optimizer.step.value.item() < max_steps:` reads the counter the
+    # jitted step advances, so the host waits for every step before dispatching the next
+    src = """
+    import optax
+    from flax import nnx
+
+    @nnx.jit
+    def train_step(model, optimizer, batch):
+        grads = nnx.grad(lambda m: (m(batch) ** 2).mean())(model)
+        optimizer.update(model, grads)
+
+    def train(model, batches, max_steps, schedule):
+        optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+        while optimizer.step.value.item() < max_steps:  # expect: JAX201
+            train_step(model, optimizer, next(batches))
+        for i in range(max_steps):
+            train_step(model, optimizer, next(batches))
+            lr = schedule.step.value.item()  # an object of unknown make: not shown to be on the device
+    """
+    assert_marked(src)

@@ -10,7 +10,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, forwards
+from . import callables, forwards, libraryobjects
 from ..python import limits as L
 from .hostvalues import host_cpu_copy
 from ..python.records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
@@ -59,6 +59,10 @@ def _kind(m, e: ast.AST, scope: Scope) -> bool:
             return False
         if e.attr in N.ARRAY_METHODS and m.arrays.certain(e.value, scope):
             return False  # ``x.sum`` without a call: a bound method (calls go through _call_kind)
+        field = e.value if e.attr == "value" else e  # ``optimizer.step.value``, ``optimizer.step``
+        if isinstance(field, ast.Attribute) and field.attr in N.DEVICE_FIELD_NAMES and \
+                field.attr in N.LIBRARY_DEVICE_FIELDS.get(libraryobjects.library_maker(m, field.value, scope), ()):
+            return True
         return is_jax(m, e.value, scope)
     if t is ast.Subscript:
         return is_jax(m, e.value, scope)
