@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import donation, setuporder, trainingstate
+from jaxlint.model.facts import donation, nnxdonation, setuporder, trainingstate
 from jaxlint.model.policy import looprecord
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -139,7 +139,9 @@ class MissingDonation(Rule):
                "gradient step; in the step, a helper it hands the gradient, or another module of the project) and "
                "nothing else keeps or reads the old values: the copies kept alive are a model's parameters and "
                "optimizer state. Attributes rebound the same way (`self.state = self.train_step(self.state, b)`) "
-               "count; the finding is at the `jax.jit`/`jax.pmap` that makes the step, once per wrapper.")
+               "count; the finding is at the `jax.jit`/`jax.pmap` that makes the step, once per wrapper. Also a flax "
+               "NNX step (`nnx.jit`) that updates its model and `nnx.Optimizer` in place (`optimizer.update(model, "
+               "grads)`), called with the same objects every iteration: NNX writes the new values back after the call.")
     rationale = ("Without donation, the call's outputs get new buffers while the inputs are still alive, so the "
                  "old and the new state are both in device memory at the peak: for a model's parameters and "
                  "optimizer state, twice their size, and on an accelerator one more copy for each step the host "
@@ -221,6 +223,31 @@ class MissingDonation(Rule):
                                          "the saving is the size of those values (one copy more per step in flight "
                                          "on an accelerator): `jaxlint trace` measures it"],
                                facts=facts)
+
+        yield from self._inplace(model)
+
+    def _inplace(self, model: ModuleModel) -> Iterator[Finding]:
+        """A flax NNX step updating its model and optimizer in place (nnxdonation.py), once per wrapper."""
+        seen: set = set()
+        for r in nnxdonation.inplace_steps_without_donation(model):
+            if id(r.wrap) in seen:
+                continue
+            seen.add(id(r.wrap))
+            names = " and ".join(f"`{n}`" for n in r.names)
+            opts = f"donate_argnums={tuple(r.positions)!r}"
+            yield self.finding(
+                r.wrap.site, [f"`{r.func.name}` updates {names} in place (`", unparse(r.update, 40), "` on ",
+                              Line(r.update.lineno), ") and is called every iteration (", Line(r.call.lineno),
+                              "), with no donation: during each call the old and the new parameters and optimizer "
+                              f"state are in device memory together; declare `{opts}` on its `{r.wrap.spelling}`"],
+                opt_in=self._short_or_test(model, r),
+                evidence=[f"the call on line {r.call.lineno} runs in every iteration of the loop on line "
+                          f"{r.loop.node.lineno}",
+                          f"NNX writes the step's new values back into {names} after each call; its "
+                          f"`{r.wrap.spelling}` declares no donate_argnums/donate_argnames",
+                          "the saving is the size of those values (one copy more per step in flight on an "
+                          "accelerator): `jaxlint trace` measures it"],
+                facts=[r.fact])
 
     @staticmethod
     def _short_or_test(model: ModuleModel, r) -> "str | None":

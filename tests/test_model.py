@@ -4734,6 +4734,32 @@ def test_the_step_counter_of_a_flax_nnx_optimizer_is_a_device_value():
                      "counter.step": False, "optimizer.wrt": False}
 
 
+def test_flax_nnx_steps_that_update_their_objects_in_place_without_donation():
+    from jaxlint.model.facts import nnxdonation
+
+    tree, m = build("""
+        import optax
+        from flax import nnx
+
+        @nnx.jit
+        def step(model, optimizer, batch):
+            optimizer.update(model, nnx.grad(lambda m: m(batch).sum())(model))
+
+        @nnx.jit(donate_argnums=(0, 1))
+        def donated(model, optimizer, batch):
+            optimizer.update(model, nnx.grad(lambda m: m(batch).sum())(model))
+
+        def train(model, given, batches, n):
+            optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+            for i in range(n):
+                step(model, optimizer, batches[i])
+                step(model, given, batches[i])
+                donated(model, optimizer, batches[i])
+    """)
+    got = [(r.call.lineno, r.positions, r.names, r.fact.status) for r in nnxdonation.inplace_steps_without_donation(m)]
+    assert got == [(16, [0, 1], ["model", "optimizer"], "proven"), (17, [0, 1], ["model", "given"], "unknown")]
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

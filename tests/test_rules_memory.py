@@ -618,3 +618,52 @@ def test_an_ahead_of_time_compiled_step_is_the_jitted_step():
             params, opt_state, loss = step(params, opt_state, b)
             print(loss)  # expect: JAX201
     """)
+
+
+_NNX_STEP = """
+import optax
+from flax import nnx
+
+@nnx.jit
+def train_step(model, optimizer, batch):
+    loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+def train(model, batches, max_steps):
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    step = 0
+    while step < max_steps:
+        loss = train_step(model, optimizer, next(batches))
+        step += 1
+"""
+
+
+def test_jax803_a_flax_nnx_step_updating_its_model_and_optimizer_in_place():
+    # fresh set T (MoE trainers): nnx.jit writes the new parameters and optimizer state back into the
+    # objects after each call; without donation both copies are alive during it
+    src = _NNX_STEP.replace("@nnx.jit\n", "@nnx.jit  # expect: JAX803\n")
+    assert_marked(src)
+    (msg,) = messages(src, "JAX803")
+    assert msg.startswith("`train_step` updates `model` and `optimizer` in place (`optimizer.update(model, grads)` on "
+                          "line 8) and is called every iteration (line 15)") and "donate_argnums=(0, 1)" in msg
+    # the older API, the model held by the optimizer: the optimizer alone
+    old = _NNX_STEP.replace("optimizer.update(model, grads)", "optimizer.update(grads)")
+    (msg,) = messages(old, "JAX803")
+    assert "updates `optimizer` in place" in msg and "donate_argnums=(1,)" in msg
+
+
+@pytest.mark.parametrize("change, opt_in", [
+    (("@nnx.jit\n", "@nnx.jit(donate_argnums=(0, 1))\n"), None),  # donated
+    (("    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)\n", ""), True),  # made elsewhere
+    (("        step += 1\n", "        step += 1\n        snapshot = nnx.state(model)\n"), None),  # old state kept
+    (("    optimizer.update(model, grads)\n", "    optimizer.apply(model, grads)\n"), None),  # no update
+    (("    while step < max_steps:\n", "    for step in range(50):\n"), True),  # a short literal run
+])
+def test_jax803_near_misses_of_a_flax_nnx_in_place_step(change, opt_in):
+    src = _NNX_STEP.replace(*change)
+    assert src != _NNX_STEP
+    if change[0].startswith("    optimizer = "):
+        src = src.replace("def train(model, batches, max_steps):", "def train(model, optimizer, batches, max_steps):")
+    assert default_findings(src, "JAX803") == []
+    assert bool(opt_in_findings(src, "JAX803")) is bool(opt_in)

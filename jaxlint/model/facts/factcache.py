@@ -63,6 +63,7 @@ _ONCE = (
     "pallas_kernels",  # refs
     "quiet",  # rule.Rule.quiet: a list only when a run asks why a line has no finding
     "rebinding_calls",  # donation
+    "inplace_steps",  # nnxdonation
     "setup_flow",  # setuporder
     "slice_bounds",  # fetches: slices with a JAX value as a bound
     "numpy_index_reads",  # hostarrays: NumPy arrays indexed with a JAX value

@@ -1,0 +1,127 @@
+"""In-place steps without donation: a flax NNX training step (``@nnx.jit def train_step(model,
+optimizer, batch): ...; optimizer.update(model, grads)``) called in a step loop with the same
+model and optimizer objects every iteration, its ``nnx.jit`` declaring no ``donate_argnums``/
+``donate_argnames``.
+
+NNX updates the objects in place: the compiled program returns the new parameters and optimizer
+state, and NNX writes them back into the objects' variables after the call. Without donation the
+program gets new buffers for them while the old ones are alive, so both are in device memory at the
+peak (measured on jax 0.10.2, flax 0.12.8, CPU: with ``donate_argnums=(0, 1)`` the kernel the model
+held before the call is deleted by it; without, it stays alive through the call). Asked by JAX803.
+Functions of the model (``m``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import names as N
+from . import callables, libraryobjects
+from .jaxrecords import JitWrap
+from .proof import Fact, proven, unknown
+
+_STATE_READERS = frozenset({"flax.nnx.state", "flax.nnx.split", "flax.nnx.to_pure_dict", "flax.nnx.variables"})
+
+
+class InPlaceStep:
+    """``call`` (in every iteration of ``loop``) runs ``wrap`` (an ``nnx.jit`` of ``func``), whose body
+    applies ``update`` (``optimizer.update(model, grads)``) to the objects passed at ``positions``
+    (``names``, as the caller spells them); ``fact``: whether they are an NNX optimizer and its model
+    ("training-state")."""
+
+    __slots__ = ("call", "wrap", "func", "update", "positions", "names", "loop", "fact")
+
+    def __init__(self, call, wrap, func, update, positions, names, loop, fact):
+        self.call, self.wrap, self.func, self.update = call, wrap, func, update
+        self.positions, self.names, self.loop, self.fact = positions, names, loop, fact
+
+
+def inplace_steps_without_donation(m) -> list:
+    """Every :class:`InPlaceStep` of the module, found once."""
+    memo = m.facts.inplace_steps
+    if memo is not None:
+        return memo
+    from . import loops
+
+    out: list = []
+    for call in (m.loop_calls if m.jit_wraps else ()):
+        scope = m.scope_at(call)
+        wrap = callables.callable_info(m, call.func, scope)
+        if not isinstance(wrap, JitWrap) or wrap.donation_declared or wrap.func is None or wrap.func.is_method:
+            continue
+        if not _nnx_wrapper(m, wrap):
+            continue
+        ctx = m.context(call)
+        loop = loops.hot_loop(m, ctx) if ctx is not None else None
+        if loop is None or m.in_traced_code(call):
+            continue
+        found = _update_in(wrap.func)
+        if found is None:
+            continue
+        update, params = found
+        positions, names = [], []
+        for p in params:
+            i = wrap.func.params.index(p)
+            arg = call.args[i] if i < len(call.args) else None
+            if not isinstance(arg, (ast.Name, ast.Attribute)) or i in wrap.static_argnums:
+                break
+            positions.append(i)
+            names.append(ast.unparse(arg))
+        else:
+            if _reads_state(m, loop, names):
+                continue  # ``snapshot = nnx.state(model)`` in the loop: the old arrays may be kept
+            out.append(InPlaceStep(call, wrap, wrap.func, update, positions, names, loop,
+                                   _training_state(m, call, update, positions, scope)))
+    m.facts.inplace_steps = out
+    return out
+
+
+def _nnx_wrapper(m, wrap: JitWrap) -> bool:
+    site = wrap.site
+    expr = site.func if isinstance(site, ast.Call) else site
+    qn = m.resolve(expr, m.scope_at(site) or m.module_scope) or ""
+    return qn.startswith("flax.nnx.") and N.JIT_WRAPPERS.get(qn) == "jit"
+
+
+def _update_in(f) -> Optional[tuple]:
+    """``(the update call, [optimizer parameter, model parameter?])``: the body calls ``p.update(...)`` on
+    one of its parameters ``p``, first argument another parameter (flax >= 0.11: ``optimizer.update(
+    model, grads)``) or not (``optimizer.update(grads)``: the optimizer holds the model)."""
+    for c in f.calls:
+        func = c.func
+        if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name) \
+                and func.value.id in f.params:
+            params = [func.value.id]
+            first = c.args[0] if c.args else None
+            if isinstance(first, ast.Name) and first.id in f.params and first.id != func.value.id:
+                params.append(first.id)
+            return c, sorted(params, key=f.params.index)
+    return None
+
+
+def _reads_state(m, loop, names: list) -> bool:
+    for c in loop.all_calls():
+        qn = m.resolve(c.func, m.scope_at(c))
+        if qn in _STATE_READERS and any(ast.unparse(a) in names for a in c.args):
+            return True
+    return False
+
+
+def _training_state(m, call: ast.Call, update: ast.Call, positions: list, scope) -> Fact:
+    """Proven when the object the step's ``update`` is called on is, at this call, one the module makes
+    with ``nnx.Optimizer(...)``: its model's parameters and the optimizer's state are replaced."""
+    opt_param = update.func.value.id
+    f_params = None
+    for i in positions:
+        arg = call.args[i]
+        maker = libraryobjects.library_maker(m, arg, scope)
+        if maker in N.LIBRARY_DEVICE_FIELDS:  # flax NNX's optimizers
+            f_params = (ast.unparse(arg), maker)
+            break
+    if f_params is not None:
+        return proven("training-state", f"`{f_params[0]}` is made by `{f_params[1]}(...)` and the step calls "
+                                        f"`{opt_param}.update(...)` on it (line {update.lineno}): the model's "
+                                        "parameters and the optimizer's state are replaced every call")
+    return unknown("training-state", f"what the step's `{opt_param}` is at this call is not shown (not made by "
+                                     "`nnx.Optimizer(...)` in this module): its size is not known")
