@@ -71,10 +71,13 @@ EAGER_UPDATE_FUNCTIONS = frozenset({"optax.apply_updates"})
 # Gradient transforms whose product, called outside jit, traces the function again at every call
 # (their wrapper keeps no compiled cache) and runs its forward and backward passes op by op: a
 # gradient step called so in a loop of steps (JAX701). Measured by bench/eager_grad_cost.py.
-EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad"})
+# Called outside any trace, each traces its function again and runs the passes op by op (CPU, jax 0.10.2, a
+# two-layer MLP, 32x64 batch: flax 0.12.8's nnx.value_and_grad 15.7 ms a call against 0.41 ms under nnx.jit;
+# equinox's filter_value_and_grad 8.2 ms against 0.34 ms under filter_jit).
+EAGER_GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad",
+                                       "equinox.filter_grad", "equinox.filter_value_and_grad"})
 # Transforms whose product returns a gradient (with the value, for the value_and_grad forms).
-GRADIENT_TRANSFORMS = EAGER_GRADIENT_TRANSFORMS | frozenset({
-    "equinox.filter_grad", "equinox.filter_value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad"})
+GRADIENT_TRANSFORMS = EAGER_GRADIENT_TRANSFORMS
 # Fields of library objects that hold a device array the object's jitted update advances: flax NNX's
 # optimizer keeps its step counter in ``step`` (an ``OptState`` variable over a ``jnp`` integer), so
 # ``optimizer.step.value.item()`` after each ``nnx.jit`` step reads the device (and waits for the step).

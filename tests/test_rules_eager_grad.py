@@ -313,3 +313,42 @@ def test_jax701_near_misses_of_a_step_function_computing_a_gradient():
     """
     assert default_findings(src, "JAX701") == []
     assert opt_in_findings(src, "JAX701") == []
+
+
+def test_jax701_flax_nnx_and_equinox_gradients_in_a_step_without_jit():
+    # fresh set T: the notebook's `@nnx.jit` is commented out; nnx.value_and_grad outside a trace runs the
+    # passes op by op (15.7 ms a call against 0.41 ms jitted, names.EAGER_GRADIENT_TRANSFORMS)
+    src = """
+    import equinox as eqx
+    from flax import nnx
+
+    def loss_fn(model, batch):
+        return (model(batch) ** 2).mean()
+
+    #@nnx.jit
+    def train_step(model, optimizer, batch):
+        loss, grads = nnx.value_and_grad(loss_fn)(model, batch)
+        optimizer.update(model, grads)
+        return loss
+
+    @nnx.jit
+    def jitted_step(model, optimizer, batch):
+        loss, grads = nnx.value_and_grad(loss_fn)(model, batch)
+        optimizer.update(model, grads)
+        return loss
+
+    def eqx_step(model, batch):
+        return eqx.filter_grad(loss_fn)(model, batch)
+
+    def train(model, optimizer, batches, steps):
+        for i in range(steps):
+            train_step(model, optimizer, batches[i])  # expect: JAX701
+        for i in range(steps):
+            jitted_step(model, optimizer, batches[i])
+        for i in range(steps):
+            eqx_step(model, batches[i])  # expect: JAX701
+
+    if __name__ == "__main__":
+        train(None, None, None, 1000)
+    """
+    assert_marked(src)
