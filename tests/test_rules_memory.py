@@ -667,3 +667,32 @@ def test_jax803_near_misses_of_a_flax_nnx_in_place_step(change, opt_in):
         src = src.replace("def train(model, batches, max_steps):", "def train(model, optimizer, batches, max_steps):")
     assert default_findings(src, "JAX803") == []
     assert bool(opt_in_findings(src, "JAX803")) is bool(opt_in)
+
+
+def test_jax801_a_fallback_in_the_handler_of_a_backend_query_after_the_backend_started_never_runs():
+    # fresh set S: `try: jax.devices() except RuntimeError: os.environ[...] = "cpu"` after the module already
+    # called jax.devices(): the backends are cached, the query cannot fail, the handler is dead
+    src = """
+    import os
+    import jax
+
+    devices = jax.devices()
+
+    def initialize():
+        try:
+            jax.devices()
+        except RuntimeError:
+            os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+
+    def other():
+        try:
+            jax.devices()
+            run_something()
+        except RuntimeError:
+            os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".5"  # expect: JAX801
+
+    if __name__ == "__main__":
+        initialize()
+        other()
+    """
+    assert_marked(src)

@@ -80,9 +80,11 @@ class _Flow:
             self.block(stmt.body, scope, certain, depth)
             return
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            dead = self.started is not None and self._queries_only(stmt.body, scope)
             self.block(stmt.body, scope, certain, depth)
             for h in stmt.handlers:
-                self.block(h.body, scope, False, depth)
+                if not dead:  # (a backend query after the backend started cannot fail: its handler never runs)
+                    self.block(h.body, scope, False, depth)
             self.block(stmt.orelse, scope, False, depth)
             self.block(stmt.finalbody, scope, certain, depth)
             return
@@ -92,6 +94,13 @@ class _Flow:
                 if key is not None:
                     self.setting(stmt, key, _string(self.m, stmt.value, scope))
         self.expressions([c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.expr)], scope, certain, depth)
+
+    def _queries_only(self, body: list, scope: Scope) -> bool:
+        """``body`` only queries the backend (``try: jax.devices()``): once the backend started, the
+        answer is cached and the query raises nothing."""
+        calls = [n for st in body for n in ast.walk(st) if isinstance(n, ast.Call)]
+        return bool(calls) and all(self.m.resolve(c.func, scope) in N.BACKEND_QUERIES for c in calls) and all(
+            isinstance(st, (ast.Expr, ast.Assign)) for st in body)
 
     def expressions(self, exprs: list, scope: Scope, certain: bool, depth: int) -> None:
         calls = sorted((n for e in exprs for n in ast.walk(e) if isinstance(n, ast.Call)),
