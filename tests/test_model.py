@@ -4760,6 +4760,34 @@ def test_flax_nnx_steps_that_update_their_objects_in_place_without_donation():
     assert got == [(16, [0, 1], ["model", "optimizer"], "proven"), (17, [0, 1], ["model", "given"], "unknown")]
 
 
+def test_objects_a_flax_nnx_step_updates_in_place_are_carried_by_the_loop():
+    from jaxlint.model.facts import work
+
+    tree, m = build("""
+        import optax
+        from flax import nnx
+
+        @nnx.jit
+        def train_step(model, optimizer, batch):
+            optimizer.update(model, nnx.grad(lambda m: m(batch).sum())(model))
+            return batch.sum()
+
+        @nnx.jit
+        def eval_step(model, batch):
+            return model(batch).sum()
+
+        def run(model, batches):
+            optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+            for b in batches:
+                loss = train_step(model, optimizer, b)
+            for b in batches:
+                loss = eval_step(model, b)
+    """)
+    loops = sorted((lp for lp in m.loops if lp.kind == "for"), key=lambda lp: lp.node.lineno)
+    assert work.carried_state(m, loops[0]) == {"model", "optimizer"}  # updated in place: state carried
+    assert work.carried_state(m, loops[1]) == set()  # an evaluation pass carries nothing
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

@@ -3408,3 +3408,36 @@ def test_jax201_reading_a_flax_nnx_optimizers_step_counter_every_step():
             lr = schedule.step.value.item()  # an object of unknown make: not shown to be on the device
     """
     assert_marked(src)
+
+
+
+def test_jax201_a_loop_of_flax_nnx_steps_updating_in_place_is_a_loop_of_steps():
+    # fresh set U (flax NNX examples): `loss = train_step(model, optimizer, xb)` rebinds nothing, but NNX
+    # carries the model and optimizer from one step to the next; `total += float(loss)` syncs every step
+    # (an evaluation pass over the same batches, which carries no state, stays opt-in)
+    src = """
+    import optax
+    from flax import nnx
+
+    @nnx.jit
+    def train_step(model, optimizer, batch):
+        loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    @nnx.jit
+    def eval_step(model, batch):
+        return (model(batch) ** 2).mean()
+
+    def train(model, batches, epochs):
+        optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+        for epoch in range(epochs):
+            total = 0.0
+            for xb in batches:
+                loss = train_step(model, optimizer, xb)
+                total += float(loss)  # expect: JAX201
+            evaluated = 0.0
+            for xb in batches:
+                evaluated += float(eval_step(model, xb))  # expect: JAX201 (opt-in)
+    """
+    assert_marked(src)

@@ -77,6 +77,24 @@ def inplace_steps_without_donation(m) -> list:
     return out
 
 
+def updated_in_place(m, call: ast.Call) -> list:
+    """The names ``call`` passes to an ``nnx.jit`` step of this module that updates them in place
+    (its body calls ``optimizer.update(model, grads)`` on those parameters): the objects carry the
+    step's state from one iteration of a loop to the next, as ``state = step(state, b)`` would."""
+    wrap = callables.callable_info(m, call.func, m.scope_at(call))
+    if not isinstance(wrap, JitWrap) or wrap.func is None or wrap.func.is_method or not _nnx_wrapper(m, wrap):
+        return []
+    found = _update_in(wrap.func)
+    if found is None:
+        return []
+    out = []
+    for p in found[1]:
+        i = wrap.func.params.index(p)
+        if i < len(call.args) and isinstance(call.args[i], ast.Name):
+            out.append(call.args[i].id)
+    return out
+
+
 def _nnx_wrapper(m, wrap: JitWrap) -> bool:
     site = wrap.site
     expr = site.func if isinstance(site, ast.Call) else site

@@ -24,7 +24,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables
+from . import callables, nnxdonation
 from ..python import limits as L
 from . import values as V
 from .deviceloops import DEVICE_LOOPS, small_trip_count
@@ -397,6 +397,9 @@ def carried_state(m, loop: Loop) -> set:
             out |= (targets & args) - before
             for t in targets:
                 inputs.setdefault(t, set()).update(args)
+    # ``loss = train_step(model, optimizer, batch)`` of a flax NNX step that updates them in place
+    for call in (loop.calls if m.jit_wraps else ()):
+        out |= set(nnxdonation.updated_in_place(m, call))
     # ``loss, grad = value_and_grad(loss_fn)(w, x); w = w - lr * grad``: ``w`` is updated from
     # what a JAX call computed from it (a hand-written optimizer step)
     for targets, value in updates:
