@@ -293,7 +293,7 @@ def test_model_same_callee_and_the_step_beside_a_periodic_if():
                 return s
     """)
     tree = ast.parse(src)
-    m = build_model(tree, src, "t.py")
+    m = build_model(tree, "t.py")
     wraps = {ast.unparse(w.target): w for w in m.jit_wraps}
     loops = wraps["update"].ctx.loops
     what, fact = rewrapping.same_callee(m, wraps["update"], loops)
