@@ -136,22 +136,29 @@ class EagerUpdateInLoop(Rule):
                                facts=[fact])
 
 
-    def _gradients(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
-        by_loop: dict = {}  # one finding per loop: its first eager gradient
+    def _per_loop(self, model: ModuleModel, make, loops: set) -> list:
+        """``(item, role, facts)`` of the first call per loop of steps for which ``make(call)`` gives an
+        item with a ``fact`` (its ``call`` in a loop outside any trace, the loop's steps proven or
+        unknown), skipping loops in ``loops`` (already given a finding)."""
+        by_loop: dict = {}
         for call in model.loop_calls:
-            grad = eagerwork.eager_gradient(model, call)
-            if grad is None:
+            item = make(model, call)
+            if item is None:
                 continue
             role = roles.sync_role(model, model.context(call))
             if role.kind != roles.PER_STEP:
                 self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
                 continue
-            facts = self.proof(model, call, grad.fact, lambda: _steps(model, role.loop),
+            if id(role.loop) in loops:
+                continue
+            facts = self.proof(model, call, item.fact, lambda: _steps(model, role.loop),
                                lambda: eagerwork.outside_trace(model, call))
             if facts is not None:
-                by_loop.setdefault(id(role.loop), []).append((grad, role, facts))
-        for found in by_loop.values():
-            grad, role, facts = min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
+                by_loop.setdefault(id(role.loop), []).append((item, role, facts))
+        return [min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset)) for found in by_loop.values()]
+
+    def _gradients(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
+        for grad, role, facts in self._per_loop(model, eagerwork.eager_gradient, loops):
             call, loop = grad.call, role.loop
             loops.add(id(loop))
             target = unparse(grad.transform.args[0], 30)
@@ -165,28 +172,11 @@ class EagerUpdateInLoop(Rule):
                                opt_in=_TEST_CODE if model.in_test_code(call) else None,
                                evidence=role.evidence[1:], facts=facts)
 
-
     def _step_functions(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
         """A step function of the module, not jitted, whose body computes a gradient, called in a
         loop of steps outside any trace (``state, loss = train_step(state, batch)`` with no
         ``@jax.jit`` on ``train_step``): the whole step runs op by op every iteration."""
-        by_loop: dict = {}
-        for call in model.loop_calls:
-            step = eagerwork.eager_step(model, call)
-            if step is None:
-                continue
-            role = roles.sync_role(model, model.context(call))
-            if role.kind != roles.PER_STEP:
-                self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
-                continue
-            if id(role.loop) in loops:
-                continue
-            facts = self.proof(model, call, step.fact, lambda: _steps(model, role.loop),
-                               lambda: eagerwork.outside_trace(model, call))
-            if facts is not None:
-                by_loop.setdefault(id(role.loop), []).append((step, role, facts))
-        for found in by_loop.values():
-            step, role, facts = min(found, key=lambda f: (f[0].call.lineno, f[0].call.col_offset))
+        for step, role, facts in self._per_loop(model, eagerwork.eager_step, loops):
             call, loop, name = step.call, role.loop, step.function.name
             target = unparse(step.transform.args[0], 30)
             yield self.finding(call, [f"`{name}` is not jitted, and its body computes a gradient (`",
