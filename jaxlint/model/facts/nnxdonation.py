@@ -47,19 +47,14 @@ def inplace_steps_without_donation(m) -> list:
     out: list = []
     for call in (m.loop_calls if m.jit_wraps else ()):
         scope = m.scope_at(call)
-        wrap = callables.callable_info(m, call.func, scope)
-        if not isinstance(wrap, JitWrap) or wrap.donation_declared or wrap.func is None or wrap.func.is_method:
-            continue
-        if not _nnx_wrapper(m, wrap):
+        step = _nnx_step(m, call)
+        if step is None or step[0].donation_declared:
             continue
         ctx = m.context(call)
         loop = loops.hot_loop(m, ctx) if ctx is not None else None
         if loop is None or m.in_traced_code(call):
             continue
-        found = _update_in(wrap.func)
-        if found is None:
-            continue
-        update, params = found
+        wrap, update, params = step
         positions, names = [], []
         for p in params:
             i = wrap.func.params.index(p)
@@ -81,18 +76,26 @@ def updated_in_place(m, call: ast.Call) -> list:
     """The names ``call`` passes to an ``nnx.jit`` step of this module that updates them in place
     (its body calls ``optimizer.update(model, grads)`` on those parameters): the objects carry the
     step's state from one iteration of a loop to the next, as ``state = step(state, b)`` would."""
-    wrap = callables.callable_info(m, call.func, m.scope_at(call))
-    if not isinstance(wrap, JitWrap) or wrap.func is None or wrap.func.is_method or not _nnx_wrapper(m, wrap):
+    step = _nnx_step(m, call)
+    if step is None:
         return []
-    found = _update_in(wrap.func)
-    if found is None:
-        return []
+    wrap, _, params = step
     out = []
-    for p in found[1]:
+    for p in params:
         i = wrap.func.params.index(p)
         if i < len(call.args) and isinstance(call.args[i], ast.Name):
             out.append(call.args[i].id)
     return out
+
+
+def _nnx_step(m, call: ast.Call) -> Optional[tuple]:
+    """``(wrap, the update call, its parameters)`` when ``call`` runs an ``nnx.jit`` def of this module
+    (not a method) whose body updates some of its parameters in place (:func:`_update_in`)."""
+    wrap = callables.callable_info(m, call.func, m.scope_at(call))
+    if not isinstance(wrap, JitWrap) or wrap.func is None or wrap.func.is_method or not _nnx_wrapper(m, wrap):
+        return None
+    found = _update_in(wrap.func)
+    return (wrap, *found) if found is not None else None
 
 
 def _nnx_wrapper(m, wrap: JitWrap) -> bool:
@@ -130,15 +133,15 @@ def _training_state(m, call: ast.Call, update: ast.Call, positions: list, scope)
     """Proven when the object the step's ``update`` is called on is, at this call, one the module makes
     with ``nnx.Optimizer(...)``: its model's parameters and the optimizer's state are replaced."""
     opt_param = update.func.value.id
-    f_params = None
+    made = None  # (the argument, its maker) where one is made by an NNX optimizer
     for i in positions:
         arg = call.args[i]
         maker = libraryobjects.library_maker(m, arg, scope)
         if maker in N.LIBRARY_DEVICE_FIELDS:  # flax NNX's optimizers
-            f_params = (ast.unparse(arg), maker)
+            made = (ast.unparse(arg), maker)
             break
-    if f_params is not None:
-        return proven("training-state", f"`{f_params[0]}` is made by `{f_params[1]}(...)` and the step calls "
+    if made is not None:
+        return proven("training-state", f"`{made[0]}` is made by `{made[1]}(...)` and the step calls "
                                         f"`{opt_param}.update(...)` on it (line {update.lineno}): the model's "
                                         "parameters and the optimizer's state are replaced every call")
     return unknown("training-state", f"what the step's `{opt_param}` is at this call is not shown (not made by "
