@@ -389,7 +389,9 @@ DISTRIBUTED_INITIALIZE = "jax.distributed.initialize"
 CHILD_PROCESS_PREFIXES = ("subprocess.", "multiprocessing.", "concurrent.futures.ProcessPoolExecutor",
                           "os.system", "os.exec", "os.spawn", "os.popen", "os.fork")
 # Calls that run a function of the module as the program's entry point later (absl's ``app.run(main)``).
-ENTRY_RUNNERS = {"absl.app.run": 0}
+# Library calls that run a function of the program as its entry point, outside any trace (the position of
+# that function): absl's ``app.run(main)``, python-fire's ``fire.Fire(main)``.
+ENTRY_RUNNERS = {"absl.app.run": 0, "fire.Fire": 0}
 
 # Builtins that pull a value to the host.
 HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}

@@ -38,7 +38,9 @@ class EagerUpdateInLoop(Rule):
                "...)`, or `g(x)` after `g = jax.grad(f)`, whether or not the loop calls compiled code, in "
                "module-level code or in a function the module calls only from there; and a step function of the "
                "module with no `jit` (`train_step(state, batch)` whose body runs `jax.value_and_grad(loss_fn)(...)`, "
-               "directly or in a function it calls) called so in a loop of steps: the whole step runs op by op. Not "
+               "directly or in a function it calls) called so in a loop of steps: the whole step runs op by op; and, in "
+               "such a step function, an optimizer update after a compiled call (`loss, grads = grads_of(state, b); "
+               "state = state.apply_gradients(grads=grads)`). Not "
                "reported: updates or gradients inside jitted or transformed code, a name bound to "
                "`jax.jit(jax.grad(f))`, the gradient of a compiled function, a step function jitted by a decorator, "
                "by rebinding its name or its instance attribute, or with a decorator the module cannot see, loops of a few known iterations "
@@ -98,6 +100,7 @@ class EagerUpdateInLoop(Rule):
         loops: set = set()  # loops already given an eager-gradient finding
         yield from self._gradients(model, loops)
         yield from self._step_functions(model, loops)
+        yield from self._step_updates(model, loops)
         by_loop: dict = {}  # one finding per loop: its first eager update, naming the others
         for call in model.loop_calls:
             upd = eagerwork.eager_update(model, call)
@@ -185,6 +188,28 @@ class EagerUpdateInLoop(Rule):
                                       f": each call traces `{target}` again and runs the forward and backward passes "
                                       f"and everything else in `{name}` op by op; jit `{name}` (`jax.jit`, with "
                                       "`donate_argnums` for the state it returns) and call that in the loop"],
+                               opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                               evidence=role.evidence[1:], facts=facts)
+
+
+    def _step_updates(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
+        """A step function of the module, not jitted, that runs a compiled call and then the
+        optimizer update eagerly (``loss, grads = compute_grads(state, b); state =
+        state.apply_gradients(grads=grads)``), called in a loop of steps outside any trace."""
+        seen: set = set()  # one finding per update, at the update (the line to change)
+        for step, role, facts in self._per_loop(model, eagerwork.eager_step_update, loops):
+            call, loop, name, upd = step.call, role.loop, step.function.name, step.update
+            loops.add(id(loop))
+            if id(upd.call) in seen:
+                continue
+            seen.add(id(upd.call))
+            per = "leaf and optimizer stage" if upd.kind == "optimizer-update" else "leaf"
+            yield self.finding(upd.call, [f"{upd.what} runs outside jit after the compiled `",
+                                          unparse(step.compiled.func, 40), "` (", Line(step.compiled.lineno),
+                                          f"), and `{name}` is called in every iteration of the loop on ",
+                                          Line(loop.node.lineno), " (", Line(call.lineno), f"): one device dispatch "
+                                          f"per {per} each step; move the update into `",
+                                          unparse(step.compiled.func, 40), f"` (return the new state) or jit `{name}`"],
                                opt_in=_TEST_CODE if model.in_test_code(call) else None,
                                evidence=role.evidence[1:], facts=facts)
 

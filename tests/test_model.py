@@ -4788,6 +4788,49 @@ def test_objects_a_flax_nnx_step_updates_in_place_are_carried_by_the_loop():
     assert work.carried_state(m, loops[1]) == set()  # an evaluation pass carries nothing
 
 
+def test_eager_updates_after_a_compiled_call_in_a_step_function_and_entry_points():
+    tree, m = build("""
+        import fire
+        import jax
+        import optax
+
+        @jax.jit
+        def grads_of(params, batch):
+            return jax.grad(lambda p: (p * batch).sum())(params)
+
+        def step(state, batch):
+            grads = grads_of(state.params, batch)
+            return state.apply_gradients(grads=grads)
+
+        def no_compiled(params, grads):
+            return optax.apply_updates(params, grads)
+
+        def run(state, batches):
+            for b in batches:
+                state = step(state, b)
+                no_compiled(state, b)
+
+        def main():
+            run(None, [])
+
+        if __name__ == "__main__":
+            fire.Fire(main)
+    """)
+    got = {}
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call):
+            st = eagerwork.eager_step_update(m, c)
+            if st is not None:
+                got[c.lineno] = (st.function.name, st.update.call.lineno, st.compiled.lineno, st.fact.status)
+    # the update after the compiled gradient (19); not a helper with no compiled call (20)
+    assert got == {19: ("step", 12, 11, "proven")}
+    call = next(c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.lineno == 19)
+    assert eagerwork.outside_trace(m, call).status == "proven"  # run <- main <- fire.Fire(main) at module level
+    tree2, m2 = build(ast.unparse(tree).replace("fire.Fire(main)", "pass"))
+    call2 = next(c for c in ast.walk(tree2) if isinstance(c, ast.Call) and ast.unparse(c) == "step(state, b)")
+    assert eagerwork.outside_trace(m2, call2).status == "unknown"  # main run by nothing the module shows
+
+
 def test_eager_updates_and_the_optimizers_they_come_from():
     tree, m = build("""
         import jax

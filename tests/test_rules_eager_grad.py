@@ -352,3 +352,39 @@ def test_jax701_flax_nnx_and_equinox_gradients_in_a_step_without_jit():
         train(None, None, None, 1000)
     """
     assert_marked(src)
+
+
+def test_jax701_an_eager_update_after_the_jitted_gradient_inside_a_step_function():
+    # fresh set U (a DDPM trainer): `train_step` is plain Python; it calls the jitted gradient, then
+    # `state.apply_gradients` outside jit, every step of a loop in the function python-fire runs
+    src = """
+    from functools import partial
+
+    import fire
+    import jax
+
+    @partial(jax.jit, static_argnames=["scale"])
+    def grads_and_loss(state, batch, scale):
+        return jax.value_and_grad(lambda p: (p * batch).sum() * scale)(state.params)
+
+    def train_step(state, batch):
+        loss, grads = grads_and_loss(state, batch, 2.0)
+        state = state.apply_gradients(grads=grads)  # expect: JAX701
+        return state, loss
+
+    def main(state, batches, epochs=10):
+        for epoch in range(epochs):
+            for batch in batches:
+                state, loss = train_step(state, batch)
+
+    if __name__ == "__main__":
+        fire.Fire(main)
+    """
+    assert_marked(src)
+    (msg,) = messages(src, "JAX701")
+    assert "runs outside jit after the compiled `grads_and_loss`" in msg and "move the update into `grads_and_loss`" in msg
+    # near misses: the step jitted, or called from code the module does not show runs eagerly
+    jitted = src.replace("def train_step(", "@jax.jit\ndef train_step(").replace("  # expect: JAX701", "")
+    assert findings(jitted, "JAX701") == []
+    library = src.replace("        fire.Fire(main)", "        pass").replace("  # expect: JAX701", "  # expect: JAX701 (opt-in)")
+    assert_marked(library)

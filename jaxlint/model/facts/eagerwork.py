@@ -20,7 +20,7 @@ from .work import work_memo
 from . import values as V
 from .proof import DISPROVEN, Fact, disproven, proven, unknown
 from ..python.records import Scope
-from ..python.syntax import _pos, last_name
+from ..python.syntax import _pos, call_arg, last_name
 
 
 _SPELLED = frozenset({"update", "map", "tree_map", "apply_gradients", "zip"}
@@ -284,6 +284,18 @@ def outside_trace(m, node: ast.AST) -> Fact:
                             "elsewhere, where its loop is unrolled into one trace) is not known")
 
 
+def _entry_point(m, f) -> Optional[str]:
+    """Why ``f`` runs outside any trace when module-level code hands it to an entry runner
+    (``names.ENTRY_RUNNERS``: ``app.run(main)``, ``fire.Fire(main)``), else None."""
+    for qn, index in N.ENTRY_RUNNERS.items():
+        for c in m.calls_by_name.get(qn.rsplit(".", 1)[1], ()):
+            arg = call_arg(c, index, "main")
+            if m.function_at(c) is None and m.resolve(c.func, m.scope_at(c)) == qn and arg is not None and any(
+                    g is f for g in callables.local_functions(m, arg, m.scope_at(c))):
+                return f"`{f.name}` is the program's entry point (`{ast.unparse(c)}` on line {c.lineno}), run outside any trace"
+    return None
+
+
 def _eager_callers(m, f, depth: int) -> Optional[str]:
     """Why every call of ``f`` in this module runs outside any trace, or None when one does not,
     none is seen, or the callers are too deep to follow."""
@@ -292,7 +304,7 @@ def _eager_callers(m, f, depth: int) -> Optional[str]:
     calls = [c for c in m.calls_by_name.get(f.name, ())
              if any(g is f for g in callables.local_functions(m, c.func, m.scope_at(c)))]
     if not calls:
-        return None
+        return _entry_point(m, f)
     for c in calls:
         g = m.function_at(c)
         if m.in_traced_code(c) or (g is not None and _eager_callers(m, g, depth + 1) is None):
@@ -322,16 +334,9 @@ def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
     calls, one level down) calls a gradient transform's product of a function that is not compiled.
     Called so, the whole body runs op by op, whatever else the module does with the function (one
     also handed to ``jax.pmap`` elsewhere still runs eagerly here)."""
-    if m.in_traced_code(call) or runs_compiled(m, call):
+    f = _plain_callee(m, call)
+    if f is None:
         return None
-    fns = callables.local_functions(m, call.func, m.scope_at(call))
-    if len(fns) != 1 or isinstance(fns[0].node, ast.Lambda):
-        return None
-    f = fns[0]
-    if any(d not in _PLAIN_DECORATORS for d in f.decorators) or len(f.decorators) != len(f.node.decorator_list):
-        return None  # a decorator this module does not show may compile it
-    if f.cls is not None and f.name in f.cls.self_attrs:
-        return None  # ``self.step = jax.jit(self.step)``: the instance's attribute may be a compiled wrapper
     found = _gradient_in(m, f, 0)
     if found is None:
         return None
@@ -346,6 +351,54 @@ def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
                                     f"{inner.lineno}{where}: each call traces `{ast.unparse(target)}` again and runs its "
                                     "forward and backward passes op by op")
     return EagerStep(call, f, inner, transform, fact)
+
+
+def _plain_callee(m, call: ast.Call):
+    """The one function of this module ``call`` (outside traced code, not a compiled call) runs as
+    plain Python: a def or method with no decorator that may compile it, not an instance attribute
+    rebound elsewhere (``self.step = jax.jit(self.step)``); else None."""
+    if m.in_traced_code(call) or runs_compiled(m, call):
+        return None
+    fns = callables.local_functions(m, call.func, m.scope_at(call))
+    if len(fns) != 1 or isinstance(fns[0].node, ast.Lambda):
+        return None
+    f = fns[0]
+    if any(d not in _PLAIN_DECORATORS for d in f.decorators) or len(f.decorators) != len(f.node.decorator_list):
+        return None  # a decorator this module does not show may compile it
+    if f.cls is not None and f.name in f.cls.self_attrs:
+        return None
+    return f
+
+
+class EagerStepUpdate:
+    """A call, made outside any trace, of a plain function of this module whose own body runs a
+    compiled call (``loss, grads = compute_grads(state, batch)``, jitted) and then an eager update
+    (``state.apply_gradients(grads=grads)``): ``call``, ``function``, ``update`` (the
+    :class:`EagerUpdate` in its body), ``compiled`` (the compiled call there) and ``fact``."""
+
+    __slots__ = ("call", "function", "update", "compiled", "fact")
+
+    def __init__(self, call, function, update, compiled, fact):
+        self.call, self.function, self.update, self.compiled, self.fact = call, function, update, compiled, fact
+
+
+def eager_step_update(m, call: ast.Call) -> Optional[EagerStepUpdate]:
+    """The :class:`EagerStepUpdate` ``call`` makes, else None (a step with a gradient computed eagerly
+    is :func:`eager_step`'s: jitting the whole step is that advice)."""
+    f = _plain_callee(m, call)
+    if f is None:
+        return None
+    compiled = next((c for c in f.calls if runs_compiled(m, c)), None)
+    if compiled is None:
+        return None
+    upd = next((u for u in map(lambda c: eager_update(m, c), f.calls) if u is not None), None)
+    if upd is None or upd.call.lineno < compiled.lineno:
+        return None
+    fact = proven("eager-update", f"`{f.name}` (line {f.node.lineno}) is called here directly, not through `jit`, and "
+                                  f"its body runs {upd.what} on line {upd.call.lineno} after the compiled "
+                                  f"`{ast.unparse(compiled.func)}` (line {compiled.lineno}): each leaf and optimizer "
+                                  "stage of the update is a separate device dispatch")
+    return EagerStepUpdate(call, f, upd, compiled, fact)
 
 
 # Decorators that leave a function a plain Python function, run op by op when called.
