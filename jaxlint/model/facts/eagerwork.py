@@ -292,7 +292,8 @@ def _entry_point(m, f) -> Optional[str]:
             arg = call_arg(c, index, "main")
             if m.function_at(c) is None and m.resolve(c.func, m.scope_at(c)) == qn and arg is not None and any(
                     g is f for g in callables.local_functions(m, arg, m.scope_at(c))):
-                return f"`{f.name}` is the program's entry point (`{ast.unparse(c)}` on line {c.lineno}), run outside any trace"
+                return (f"`{f.name}` is the program's entry point (`{ast.unparse(c)}` on line {c.lineno}), run "
+                        "outside any trace")
     return None
 
 
@@ -357,7 +358,15 @@ def _plain_callee(m, call: ast.Call):
     """The one function of this module ``call`` (outside traced code, not a compiled call) runs as
     plain Python: a def or method with no decorator that may compile it, not an instance attribute
     rebound elsewhere (``self.step = jax.jit(self.step)``); else None."""
-    if m.in_traced_code(call) or runs_compiled(m, call):
+    memo = work_memo(m)  # asked by two paths (a gradient in the body, an update after a compiled call)
+    key = ("plain-callee", id(call))
+    if key not in memo:
+        memo[key] = _plain_callee_uncached(m, call)
+    return memo[key]
+
+
+def _plain_callee_uncached(m, call: ast.Call):
+    if not isinstance(call.func, (ast.Name, ast.Attribute)) or m.in_traced_code(call):
         return None
     fns = callables.local_functions(m, call.func, m.scope_at(call))
     if len(fns) != 1 or isinstance(fns[0].node, ast.Lambda):
@@ -367,7 +376,7 @@ def _plain_callee(m, call: ast.Call):
         return None  # a decorator this module does not show may compile it
     if f.cls is not None and f.name in f.cls.self_attrs:
         return None
-    return f
+    return None if runs_compiled(m, call) else f
 
 
 class EagerStepUpdate:
@@ -386,8 +395,9 @@ def eager_step_update(m, call: ast.Call) -> Optional[EagerStepUpdate]:
     """The :class:`EagerStepUpdate` ``call`` makes, else None (a step with a gradient computed eagerly
     is :func:`eager_step`'s: jitting the whole step is that advice)."""
     f = _plain_callee(m, call)
-    if f is None:
-        return None
+    if f is None or not any(last_name(c.func) in _SPELLED
+                            or (isinstance(c.func, ast.Name) and _imports_example_optimizers(m)) for c in f.calls):
+        return None  # (eager_update's cheap filter first: no call spelled like an update)
     compiled = next((c for c in f.calls if runs_compiled(m, c)), None)
     if compiled is None:
         return None
