@@ -262,8 +262,8 @@ def _name_kind(m, name: str, scope: Scope, pos: tuple) -> bool:
     # loop before the use, e.g. as the for target).
     for cand in later:
         for lp in cand.loops:
-            if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and not guarded_by_its_truth(lp.node, name, cand.pos) \
-                    and _event_kind(m, cand):
+            if _contains(lp.node, pos) and ev.pos < _pos(lp.node) and _event_kind(m, cand) \
+                    and not guarded_by_its_truth(lp.node, name, cand.pos):
                 return True  # (one made under ``if name:`` exists only if the value before the loop was given)
     return False
 

@@ -315,7 +315,16 @@ def walked_mapping(m, loop: Loop) -> Optional[str]:
     """The mapping a ``for`` loop walks entry by entry: it iterates the mapping's keys (``for k in
     keys`` with ``keys = [k for k in sd]``, ``list(sd)``, ``sorted(sd)``, ``sd.keys()``) and its body
     reads the mapping by each key (``sd[k]``): a pass over the parts of one structure (copying a
-    checkpoint's weights into a model), whatever state it threads through, not a loop of steps."""
+    checkpoint's weights into a model), whatever state it threads through, not a loop of steps.
+    Memoized per loop (the sync role of every host read in the loop asks)."""
+    memo = work_memo(m)
+    key = ("walked", id(loop))
+    if key not in memo:
+        memo[key] = _walked_mapping(m, loop)
+    return memo[key]
+
+
+def _walked_mapping(m, loop: Loop) -> Optional[str]:
     node = loop.node
     if not isinstance(node, (ast.For, ast.AsyncFor)) or not isinstance(node.target, ast.Name):
         return None
