@@ -5699,3 +5699,30 @@ def test_default_key_draws_need_a_draw_and_calls_that_omit_the_key():
     """)
     found = {(d.func.name, d.param): [call.lineno for call in d.calls] for d in defaultkeys.default_key_draws(m)}
     assert found == {("c", "key"): [17, 17]}
+
+
+# --------------------------------------------------------------------------- syntax: least value of an int
+
+def _least(src: str, expr: str):
+    from jaxlint.model.python.syntax import least_int
+    tree = ast.parse(textwrap.dedent(src))
+    loops = tuple(n for n in ast.walk(tree) if isinstance(n, ast.For))  # outermost first (breadth-first walk)
+    return least_int(ast.parse(expr, mode="eval").body, loops)
+
+
+def test_least_int_of_constants_loop_indices_and_their_sums():
+    assert _least("", "7") == 7 and _least("", "True") is None and _least("", "2.5") is None
+    assert _least("for i in range(n): pass", "100 + i") == 100
+    assert _least("for i in range(4, n): pass", "i + 1") == 5
+    assert _least("for i, x in enumerate(xs): pass", "i") == 0
+    assert _least("for i, x in enumerate(xs, start=10): pass", "i + i") == 20
+    assert _least("for i in range(3):\n    for j in range(2, 5): pass", "i + j") == 2
+
+
+def test_least_int_unknown_for_rebound_or_descending_or_other_iterables():
+    assert _least("for i in range(n):\n    i = i - 5", "i") is None
+    assert _least("for i in range(9, 0, -1): pass", "i") is None
+    assert _least("for i in range(a, n): pass", "i") is None
+    assert _least("for i in sorted(xs): pass", "i") is None
+    assert _least("for x, i in enumerate(xs): pass", "i") is None
+    assert _least("for i in range(n): pass", "100 - i") is None and _least("", "k") is None

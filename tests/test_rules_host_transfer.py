@@ -1585,6 +1585,35 @@ def test_jax204_a_fetch_formatted_before_the_clock_read_in_the_same_statement_wa
     """, "JAX204") == []
 
 
+def test_jax204_a_clock_read_that_starts_another_measurement_does_not_end_this_one():
+    # `t_sched` starts (and `time.time() - t_sched` ends) the dispatch-only measurement; the step's own
+    # time ends at `t_end`, after a block: neither read ends the measurement started at `t_step`
+    assert_marked(_MATMUL_STEP + """
+    def run(x, epochs):
+        for epoch in range(epochs):
+            t_step = time.time()
+            lr = jnp.array(0.1 * epoch)
+            t_sched = time.time()
+            y = step(x * lr)
+            sched = time.time() - t_sched  # expect: JAX204
+            y.block_until_ready()
+            t_end = time.time()
+            print(epoch, t_end - t_step, sched)
+    """)
+
+
+def test_jax204_a_clock_read_assigned_and_subtracted_later_ends_the_measurement():
+    assert_marked(_MATMUL_STEP + """
+    def run(x, epochs):
+        for epoch in range(epochs):
+            t0 = time.time()
+            y = step(x)
+            t1 = time.time()  # expect: JAX204
+            print(epoch, t1 - t0)
+            y.block_until_ready()
+    """)
+
+
 def test_jax204_a_fetch_formatted_after_the_clock_read_does_not_wait_for_it():
     assert_marked(_MATMUL_STEP + """
     def run(x, epochs):

@@ -885,6 +885,31 @@ def test_jax502_fold_in_past_the_split_count_and_paired_index_draws_are_not_repo
     """) == []
 
 
+def test_jax502_fold_in_with_a_loop_index_offset_past_the_split_count_is_not_reported():
+    # fold_in(key, 100 + i) is never split(key, 3)[d]: its data is at least 100; fold_in(key, i) is, for i < 3
+    assert_marked("""
+    import jax
+
+    def make(seed, n, cards):
+        key = jax.random.key(seed)
+        k_num, k_w, k_c = jax.random.split(key, 3)
+        cols = [jax.random.normal(k_num, (n,))]
+        for i, card in enumerate(cards):
+            cols.append(jax.random.randint(jax.random.fold_in(key, 100 + i), (n,), 0, card))
+        for j in range(3, 9):
+            cols.append(jax.random.normal(jax.random.fold_in(key, j), (n,)))
+        return cols
+
+    def make_overlapping(seed, n, cards):
+        key = jax.random.key(seed)
+        k_num, k_w, k_c = jax.random.split(key, 3)
+        cols = [jax.random.normal(k_num, (n,))]
+        for i, card in enumerate(cards):
+            cols.append(jax.random.randint(jax.random.fold_in(key, i), (n,), 0, card))  # expect: JAX502
+        return cols
+    """)
+
+
 def test_jax502_index_draws_that_differ_in_more_than_the_data_are_reported():
     assert_marked("""
     import jax
@@ -1142,6 +1167,7 @@ def test_runtime_split_twice_and_fold_in_give_the_same_subkeys():
     assert (data(jax.random.split(key)) == data(five[:2])).all()
     assert (data(jax.random.fold_in(key, 3)) == data(five[3])).all()
     assert not (data(jax.random.fold_in(key, 5))[None] == data(five)).all(-1).any()  # past the count: apart
+    assert not (data(jax.random.fold_in(key, 100 + 2))[None] == data(five)).all(-1).any()
 
 
 def test_runtime_two_distributions_from_one_key_are_functions_of_each_other():

@@ -30,7 +30,7 @@ from ... import names as N
 from . import callables
 from ..python.keyflow import ScopeNames, hides
 from ..python.records import Scope
-from ..python.syntax import _end, _pos, call_arg, walk
+from ..python.syntax import _end, _pos, call_arg, least_int, walk
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -519,7 +519,7 @@ def distinct_derivations(m, a: KeyUse, b: KeyUse) -> bool:
         return False
     if split.num is not None and ast.dump(fold.data) == ast.dump(split.num):
         return True
-    d = fold.data.value if isinstance(fold.data, ast.Constant) else None
+    d = least_int(fold.data, tuple(loop.node for loop in getattr(m.context(fold.call), 'loops', ())))  # ``100 + i``
     if split.num is None:
         n = 2
     else:

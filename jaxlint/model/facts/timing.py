@@ -46,11 +46,10 @@ ARRAY_METHODS = frozenset({
     "conj", "sort", "argsort", "repeat", "T", "at", "set", "add", "multiply", "get", "min", "max"})
 # Host modules whose functions do not wait for the device (``time``, ``logging`` of host values).
 _HOST_MODULES = frozenset({"time", "math", "random", "os", "sys", "itertools", "collections", "json", "re"})
-_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Match) + \
+    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _NOT_RUN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)  # a timed cell with one holds host work whose waits are not all seen
-if hasattr(ast, "TryStar"):
-    _COMPOUND = _COMPOUND + (ast.TryStar,)
 
 
 class TimedRegion:
@@ -66,9 +65,6 @@ class TimedRegion:
     def __init__(self, kind: str, node: ast.AST, work: ast.Call, start: Optional[ast.AST] = None,
                  magic: Optional[str] = None):
         self.kind, self.node, self.work, self.start, self.magic = kind, node, work, start, magic
-
-    def __repr__(self) -> str:
-        return f"TimedRegion({self.kind!r}, line {getattr(self.node, 'lineno', '?')})"
 
 
 def _only_names(e: ast.AST, names: set) -> bool:
@@ -125,14 +121,14 @@ def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
         order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
         for k, j in enumerate(order):
             later = block[j]
-            end = _clock_read(m, later, name)
-            if end is None:
-                if _rebinds(later, name):
+            end, after = _clock_read(m, later, name), [block[x] for x in order[k:]]
+            if end is not None and not any(_subtracts(s, name) for s in after):
+                break  # a second timestamp, not an elapsed time
+            own = _clock_assignment(m, later) if end is not None else None  # ``t1 = time.time()``, ``t1 - t0`` later?
+            if end is None or not (_subtracts(later, name, end) if own is None else any(_subtracts(s, name, own[0]) for s in after[1:])):
+                if _rebinds(later, name):  # a new start, or a clock read that ends another measurement
                     break
                 continue
-            after = [block[x] for x in order[k:]]
-            if not any(_subtracts(s, name) for s in after):
-                break  # a second timestamp, not an elapsed time
             work = _unwaited(m, [block[x] for x in order[:k]])
             if work is not None and not _waits_before(m, later, end):
                 yield TimedRegion("clock", end, work, start_call)
@@ -590,10 +586,12 @@ def _reads(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
 
 
-def _subtracts(node: ast.AST, name: str) -> bool:
-    """``... - t0`` (``time.time() - t0``, ``end - t0``): an elapsed time since ``t0``."""
+def _subtracts(node: ast.AST, name: str, end=None) -> bool:
+    """``... - t0`` (``time.time() - t0``, ``end - t0``; ``end``: that name or node): the time since ``t0``."""
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
-               and n.right.id == name for n in walk(node))
+               and n.right.id == name and (end is None or n.left is end or isinstance(end, str)
+                                           and isinstance(n.left, ast.Name) and n.left.id == end)
+               for n in walk(node))
 
 
 def _rebinds(node: ast.AST, name: str) -> bool:

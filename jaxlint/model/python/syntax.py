@@ -246,3 +246,34 @@ def guarded_by_its_truth(region: ast.AST, name: str, pos: tuple) -> bool:
         if isinstance(test, ast.Name) and test.id == name and any(_contains(s, pos) for s in node.body):
             return True
     return False
+
+
+def least_int(e: ast.AST, loops: tuple) -> Optional[int]:
+    """The least value an int expression takes where it runs, inside ``loops`` (For nodes, outermost
+    first): an int constant; a loop's index counting up from a constant (``for i in range(a, ...)``
+    with no negative step, ``for i, x in enumerate(xs, start)``) that the body does not rebind; sums
+    of those (``100 + i``). None when it is not known."""
+    if isinstance(e, ast.Constant):
+        return e.value if type(e.value) is int else None
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        a, b = least_int(e.left, loops), least_int(e.right, loops)
+        return None if a is None or b is None else a + b
+    if not isinstance(e, ast.Name):
+        return None
+    for loop in reversed(loops):
+        if not isinstance(loop, ast.For) or e.id not in _names_in(loop.target):
+            continue
+        it, target = loop.iter, loop.target
+        if any(isinstance(n, ast.Name) and n.id == e.id and isinstance(n.ctx, ast.Store)
+               for s in loop.body for n in ast.walk(s)) or not isinstance(it, ast.Call) \
+                or not isinstance(it.func, ast.Name) or it.keywords and it.func.id == "range":
+            return None
+        if it.func.id == "range" and isinstance(target, ast.Name) and 1 <= len(it.args) <= 3:
+            step = least_int(it.args[2], ()) if len(it.args) == 3 else 1
+            return (least_int(it.args[0], ()) if len(it.args) > 1 else 0) if step and step > 0 else None
+        if it.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts \
+                and isinstance(target.elts[0], ast.Name) and target.elts[0].id == e.id:
+            start = call_arg(it, 1, "start")
+            return 0 if start is None else least_int(start, ())
+        return None
+    return None
