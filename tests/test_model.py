@@ -5409,6 +5409,40 @@ def test_growth_finds_names_joined_with_themselves_every_iteration_and_proves_ea
     assert growth.eager(m, grown["x"]).unknown        # may run under its caller's jit
 
 
+def test_growth_eager_by_its_callers_and_a_window_still_grows():
+    from jaxlint.model.facts import growth
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def generate(model, ids, max_new):
+            for _ in range(max_new):
+                logits = model(ids)
+                ids = jnp.concatenate([ids, logits[:, -1:].argmax(-1)], axis=1)
+                if ids.shape[1] > 64:
+                    ids = ids[:, -64:]
+            return ids
+
+        def tile(pos, tiles, extra=2):
+            out = pos
+            for dx in range(tiles):
+                for dy in range(1, extra):
+                    out = jnp.concatenate((out, pos + dx * dy))
+            return out
+
+        def main(model, ids, pos, k):
+            generate(model, ids, 50)
+            generate(model, ids, k)
+            return tile(pos, 3), tile(pos, 4)
+
+        if __name__ == "__main__":
+            main(None, None, None, 5)
+    """)))
+    grown = {g.name: g for g in growth.grown_in_loops(m)}
+    assert sorted(grown) == ["ids", "out"]  # the window `ids[:, -64:]` still lets it grow to 64
+    assert growth.eager(m, grown["ids"]).proven and growth.eager(m, grown["out"]).proven  # main() under __main__
+    assert growth.eager(m, grown["ids"]).why.startswith("every call of `generate` in this module")
+
+
 def test_donation_used_is_proven_by_an_output_computed_from_the_donated_parameter():
     from jaxlint.model.facts import donation
     m = build_model(ast.parse(textwrap.dedent("""
@@ -5726,3 +5760,20 @@ def test_least_int_unknown_for_rebound_or_descending_or_other_iterables():
     assert _least("for i in sorted(xs): pass", "i") is None
     assert _least("for x, i in enumerate(xs): pass", "i") is None
     assert _least("for i in range(n): pass", "100 - i") is None and _least("", "k") is None
+
+
+def test_a_staticmethod_is_not_a_method_that_binds_its_first_parameter():
+    m = build_model(ast.parse(textwrap.dedent("""
+        import functools
+
+        class C:
+            def f(self, x): ...
+            @classmethod
+            def g(cls, x): ...
+            @staticmethod
+            def h(a, x): ...
+            @functools.cache
+            def k(self, x): ...
+    """)))
+    kinds = {f.name: f.is_method for f in m.functions}
+    assert kinds == {"f": True, "g": True, "h": False, "k": True}

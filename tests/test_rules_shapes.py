@@ -1614,6 +1614,37 @@ def test_jax303_dynamic_slice_in_dim_with_a_traced_size():
     """)
 
 
+def test_jax303_a_staticmethod_called_through_self_binds_no_self():
+    # `self.extract(self.betas, t, x.shape)`: a staticmethod's first parameter is `a`, so `x_shape` is
+    # the static `x.shape`, not the traced `t`; a traced `t[0]` passed as a size is still reported
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class Diffusion:
+        def __init__(self, betas):
+            self.betas = betas
+
+        @staticmethod
+        def extract(a, t, x_shape):
+            batch = x_shape[0]
+            return jnp.reshape(jnp.take_along_axis(a, t, axis=-1), (batch, 1))
+
+        @staticmethod
+        def bad_extract(a, t, n):
+            return jnp.reshape(a[t], (n, 1))  # expect: JAX303
+
+        def p_sample(self, x, t):
+            return x * self.extract(self.betas, t, x.shape) + self.bad_extract(self.betas, t, t[0])
+
+        def sample(self, x, b):
+            def body(i, img):
+                t = jnp.full((b,), i, dtype=jnp.int32)
+                return self.p_sample(img, t)
+            return jax.lax.fori_loop(0, 10, body, x)
+    """)
+
+
 def test_jax303_dynamic_slice_in_dim_with_static_sizes_is_not_reported():
     assert findings("""
     from functools import partial
@@ -1735,6 +1766,43 @@ def test_jax304_a_grown_array_in_code_that_may_run_under_its_callers_jit_is_opt_
     ((line, code, reason),) = opt_in_findings(src, "JAX304")
     assert (line, code) == (line_of(src, "# HERE"), "JAX304")
     assert reason.startswith("eager unknown: whether the function around the loop runs under a trace of its caller")
+
+
+def test_jax304_eager_generation_on_a_growing_sequence_called_from_the_entry_point():
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def generate(model, tokens, max_length):
+        for _ in range(max_length):
+            logits = model(tokens)
+            key = jax.random.key(0)
+            nxt = jax.random.categorical(key, logits[0, -1])
+            tokens = jnp.concatenate([tokens, nxt[None, None]], axis=1)  # HERE
+            if tokens.shape[1] > 128:
+                tokens = tokens[:, -128:]
+        return tokens
+
+    def tile(pos, box, tiles):
+        out = pos
+        for dx in range(tiles):
+            for dy in range(tiles):
+                out = jnp.concatenate((out, pos + box * jnp.array([[dx, dy]])))  # TILE
+        return out
+
+    def main(model, prompt, pos):
+        print(generate(model, jnp.array(prompt)[None], 100), tile(pos, 2.0, 3))
+
+    if __name__ == "__main__":
+        main(None, [1, 2, 3], None)
+    """
+    assert default_findings(src, "JAX304") == [(line_of(src, "# HERE"), "JAX304"), (line_of(src, "# TILE"), "JAX304")]
+    assert opt_in_findings(src, "JAX304") == []
+    # the same function never called in this module may run under a caller's jit elsewhere: opt-in
+    alone = src.split("    def tile")[0]
+    assert default_findings(alone, "JAX304") == []
+    ((line, code, reason),) = opt_in_findings(alone, "JAX304")
+    assert line == line_of(alone, "# HERE") and reason.startswith("eager unknown: whether the function around")
 
 
 def test_jax304_joins_that_do_not_grow_across_iterations_are_not_reported():

@@ -15,7 +15,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, proof
+from . import callables, eagerwork, proof
 from ..python.records import Loop
 from ..python.syntax import walk
 
@@ -89,9 +89,10 @@ def _joins_itself(call: ast.Call, name: str) -> bool:
 
 
 def _bound_once(loop_node: ast.AST, name: str, stmt: ast.stmt) -> bool:
-    """No statement of the loop but ``stmt`` binds ``name`` (nor is it a loop target)."""
+    """No statement of the loop but ``stmt`` binds ``name`` (nor is it a loop target), but for a
+    window of itself (``if x.shape[1] > k: x = x[:, -k:]``: it still grows to ``k``, a shape each)."""
     for n in walk(loop_node):
-        if n is stmt:
+        if n is stmt or _window(n, name):
             continue
         if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and any(
                 isinstance(t, ast.Name) and t.id == name for t in walk(n.target)):
@@ -103,12 +104,20 @@ def _bound_once(loop_node: ast.AST, name: str, stmt: ast.stmt) -> bool:
     return True
 
 
+def _window(n: ast.AST, name: str) -> bool:
+    """``x = x[..., -k:]``: ``x`` rebound to a slice of itself."""
+    return isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+        n.targets[0].id == name and isinstance(n.value, ast.Subscript) and isinstance(n.value.value, ast.Name) \
+        and n.value.value.id == name and any(isinstance(e, ast.Slice) for e in walk(n.value.slice))
+
+
 def eager(m, g: Growth) -> "proof.Fact":
     """Whether the loop of ``g`` runs eagerly (op by op, each operation compiled per input shape):
     proven for module-level code (a script, a notebook) and for a loop that calls a compiled
-    function of the module (a driver loop: a step under ``jit`` is not itself re-jitted); unknown
-    otherwise (a model's method may run under a ``jit`` of its caller, where the loop is unrolled
-    and its shapes are static)."""
+    function of the module (a driver loop: a step under ``jit`` is not itself re-jitted) or whose
+    function is called only from code so proven (``eagerwork.outside_trace``); unknown otherwise
+    (a model's method may run under a ``jit`` of its caller, where the loop is unrolled and its
+    shapes are static)."""
     scope = m.scope_at(g.stmt)
     if scope.kind == "module":
         return proof.proven("eager", "the loop is module-level code")
@@ -117,5 +126,9 @@ def eager(m, g: Growth) -> "proof.Fact":
         if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
             return proof.proven("eager", f"the loop calls the compiled `{ast.unparse(call.func)[:40]}`: it drives "
                                          "compiled code from Python")
+    called = eagerwork.outside_trace(m, g.stmt)  # every caller in this module runs outside any trace
+    if called.status == proof.PROVEN:
+        return called
     return proof.unknown("eager", "whether the function around the loop runs under a trace of its caller (where the "
                                   "loop is unrolled and every shape is static) is not known")
+

@@ -156,7 +156,10 @@ class FunctionInfo:
 
     @property
     def is_method(self) -> bool:
-        return self.cls is not None and not isinstance(self.node, ast.Lambda)
+        """A function of a class whose calls through an instance bind its first parameter (a
+        ``@staticmethod`` binds none: ``self.extract(a, t, shape)`` passes ``a`` as its first)."""
+        return self.cls is not None and not isinstance(self.node, ast.Lambda) and not any(
+            isinstance(d, ast.Name) and d.id == "staticmethod" for d in self.node.decorator_list)
 
     def default(self, name: str) -> Optional[ast.AST]:
         """The default value expression of parameter ``name``, or None when it has none."""
