@@ -5777,3 +5777,39 @@ def test_a_staticmethod_is_not_a_method_that_binds_its_first_parameter():
     """)))
     kinds = {f.name: f.is_method for f in m.functions}
     assert kinds == {"f": True, "g": True, "h": False, "k": True}
+
+
+def test_key_parameters_read_on_a_loops_first_iteration_before_it_is_rebound():
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+
+        def splits_in_loop(state, key, steps):
+            for _ in range(steps):
+                key, sub = jax.random.split(key)
+                state = state + jax.random.normal(sub, ())
+            return state
+
+        def draws_then_advances(key, steps):
+            out = []
+            for _ in range(steps):
+                out.append(jax.random.uniform(key, ()))
+                key = jax.random.fold_in(key, 1)
+            return out
+
+        def rebinds_first(key, steps):
+            for _ in range(steps):
+                key = jax.random.PRNGKey(0)
+                x = jax.random.normal(key, ())
+            return x
+
+        def rebinds_before_loop(key, steps):
+            key = jax.random.fold_in(key, 7)
+            for _ in range(steps):
+                x = jax.random.normal(key, ())
+            return x
+    """)))
+    named = {f.name: f for f in m.functions}
+    assert keys.key_parameters(m, named["splits_in_loop"]) == {1: "split"}
+    assert keys.key_parameters(m, named["draws_then_advances"]) == {0: "uniform"}
+    assert keys.key_parameters(m, named["rebinds_first"]) == {}
+    assert keys.key_parameters(m, named["rebinds_before_loop"]) == {0: "fold_in"}

@@ -401,3 +401,28 @@ def test_arguments_of_a_partial_bind_the_parameters_after_those_it_binds():
     fixed, swapped, again = sorted(found, key=lambda f: f.line)
     assert "`rng`" in fixed.message and "`ts`" not in fixed.message
     assert "`ts`" in swapped.message and "`ts`" in again.message  # through a name bound to the partial
+
+
+def test_a_callee_drawing_from_its_key_on_its_loops_first_iteration_counts_as_a_use():
+    # custom_init draws from `rng2` before its loop advances it; the caller then draws from the
+    # same `rng2`: the first layer's weights and the input share their random bits
+    src = """
+    import jax
+
+    def custom_init(shapes, rng2):
+        params = []
+        for shape in shapes:
+            params.append(jax.random.normal(rng2, shape))
+            rng2 += 1
+        return params
+
+    def score(shapes, rng2, n):
+        params = custom_init(shapes, rng2)
+        x = jax.random.normal(rng2, (n, 4))  # expect: JAX502
+        return params, x
+
+    def score_split(shapes, key, n):
+        init_key, data_key = jax.random.split(key)
+        return custom_init(shapes, init_key), jax.random.normal(data_key, (n, 4))
+    """
+    assert default_findings(src, "JAX502") == expected(src)
