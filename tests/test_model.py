@@ -5779,7 +5779,7 @@ def test_a_staticmethod_is_not_a_method_that_binds_its_first_parameter():
     assert kinds == {"f": True, "g": True, "h": False, "k": True}
 
 
-def test_key_parameters_read_on_a_loops_first_iteration_before_it_is_rebound():
+def test_key_parameters_drawn_from_on_a_loops_first_iteration_before_it_is_rebound():
     m = build_model(ast.parse(textwrap.dedent("""
         import jax
 
@@ -5809,7 +5809,7 @@ def test_key_parameters_read_on_a_loops_first_iteration_before_it_is_rebound():
             return x
     """)))
     named = {f.name: f for f in m.functions}
-    assert keys.key_parameters(m, named["splits_in_loop"]) == {1: "split"}
+    assert keys.key_parameters(m, named["splits_in_loop"]) == {}  # keyhandoffs follows the subkeys to a draw
     assert keys.key_parameters(m, named["draws_then_advances"]) == {0: "uniform"}
     assert keys.key_parameters(m, named["rebinds_first"]) == {}
     assert keys.key_parameters(m, named["rebinds_before_loop"]) == {0: "fold_in"}

@@ -29,7 +29,6 @@ from typing import Optional
 from ... import names as N
 from . import callables
 from ..python.keyflow import ScopeNames, hides
-from ..python.rebinding import statement_of
 from ..python.records import Scope
 from ..python.syntax import _end, _pos, call_arg, least_int, walk
 
@@ -345,11 +344,11 @@ def key_parameters(m, f) -> dict:
                     first = kw.value
         if isinstance(first, ast.Name) and first.id in f.params:
             ev, ctx, events = m.binding(first.id, f.scope, _pos(first)), m.context(call), f.scope.events[first.id]
-            if ev is None or ctx is None or len(events) > 1 and (ev.kind != "param" or ctx.loops) and not all(
-                    e.kind == "param" or e.node is statement_of(m, call) or e.pos > _pos(call) for e in events):
-                # rebound before the call: not the argument; a call that every binding but the
-                # parameter's follows reads it (in a loop, on its first iteration: ``key, sub =
-                # split(key)`` reads the parameter first, then rebinds it)
+            if ev is None or ctx is None or len(events) > 1 and (ev.kind != "param" or ctx.loops) and not (
+                    is_draw(fn) and all(e.kind == "param" or e.pos > _pos(call) for e in events)):
+                # rebound before the call: not the argument; a draw that every binding but the
+                # parameter's follows reads it (in a loop, on its first iteration: ``normal(rng, s);
+                # rng += 1``); a split there hands on keys whose draws keyhandoffs proves or not
                 continue
             out.setdefault(f.params.index(first.id), fn)
         elif isinstance(first, ast.Starred) and isinstance(first.value, ast.Name) and first.value.id == vararg:
