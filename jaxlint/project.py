@@ -209,7 +209,7 @@ class ProjectResolver:
         demand (:meth:`_on_demand`)."""
         from .model.facts.summary import factories_of
 
-        return self._on_demand(path, digest, factories_of, {})
+        return self._on_demand(path, digest, factories_of, {}, shallow=False)
 
     def tuple_factories(self, path: str, digest: str) -> dict:
         """:func:`~jaxlint.model.facts.summary.tuple_factories_of` of the project file ``path``, from
@@ -534,10 +534,10 @@ class ProjectResolver:
 _EXPORT_LINE = r"(?:@|[A-Za-z_][\w, ]*=)[^\n]*\b(?:jit|pmap|vmap|grad|value_and_grad|checkpoint|remat|shard_map|filter_\w+)\b"
 _COMPILED_EXPORT_FIRST = re.compile(_EXPORT_LINE)
 _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
-# ``return jax.jit(...)``/``return pmap(...)``: a factory of a compiled callable, read on demand
-# (``ProjectResolver.factories``); a nested def decorated and returned by name is not seen from
-# another module (summaries skip function bodies).
-_FACTORY_RETURN = re.compile(r"\n[ \t]+return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(")
+# ``return jax.jit(...)``/``return pmap(...)``, or a nested def decorated with one (``@nnx.jit``
+# ``def train_step(...)`` returned by name): a factory of a compiled callable, read on demand from a
+# full model of the file (``ProjectResolver.factories``: summaries skip function bodies).
+_FACTORY_RETURN = re.compile(r"\n[ \t]+(?:return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(|@[^\n]*\b(?:jit|pmap|filter_jit|filter_pmap)\b)")
 
 
 _VCS = (".git", ".hg")

@@ -467,3 +467,32 @@ def test_an_absolute_import_of_a_namespace_package_finds_the_project_file(tmp_pa
                                          "def train(p, xs, n):\n    for step in range(n):\n"
                                          "        evals.inference(p, xs)\n    return p\n"})
     assert path_default_codes(tmp_path / "proj/sub/evals.py") == [(9, "JAX102")]
+
+
+def test_a_factory_of_a_nested_nnx_step_is_summarized_with_what_it_updates_in_place(tmp_path):
+    make(tmp_path, {"steps.py": """
+        import jax
+        from flax import nnx
+
+        def create_train_step():
+            @nnx.jit
+            def train_step(model, optimizer, batch):
+                grads = nnx.grad(lambda m: m(batch).mean())(model)
+                optimizer.update(model, grads)
+            return train_step
+
+        def create_plain_step():
+            @jax.jit
+            def plain(params, batch):
+                return params - batch.mean()
+            return plain
+
+        def not_a_factory():
+            return 3
+    """})
+    summary = ProjectResolver().model(str(tmp_path / "steps.py"))
+    train = summary.factory_callable("create_train_step")
+    plain = summary.factory_callable("create_plain_step")
+    assert (train.spelling, train.in_place) == ("nnx.jit", (0, 1))  # the model and the optimizer
+    assert (plain.spelling, plain.in_place) == ("jax.jit", ())
+    assert summary.factory_callable("not_a_factory") is None

@@ -2776,6 +2776,59 @@ def test_jax201_factory_of_another_module_of_the_project(tmp_path):
     assert path_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
 
 
+def test_jax201_an_nnx_step_made_by_another_modules_factory_carries_its_objects(tmp_path):
+    """flaxdocs (fresh set U): ``create_train_step()`` of a shared module returns a nested ``@nnx.jit``
+    def that updates the model and optimizer in place; the loop that calls it carries them from one
+    step to the next, so ``float(loss)`` there is a per-step sync. An evaluation step of the same
+    factory module updates nothing: its loop is an evaluation pass (opt-in)."""
+    from ruletools import make_project, path_codes, path_default_codes
+
+    root = make_project(tmp_path, {
+        "shared/__init__.py": "",
+        "shared/utils.py": """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def create_train_step():
+                @nnx.jit
+                def train_step(model, optimizer, batch):
+                    loss, grads = nnx.value_and_grad(lambda m: jnp.mean(m(batch["x"]) ** 2))(model)
+                    optimizer.update(model, grads)
+                    return loss
+                return train_step
+
+            def create_eval_step():
+                @nnx.jit
+                def eval_step(model, batch):
+                    return jnp.mean(model(batch["x"]) ** 2)
+                return eval_step
+        """,
+        "train.py": """
+            from shared.utils import create_eval_step, create_train_step
+
+            def train_epoch(model, optimizer, batches, train_step_fn):
+                total = 0.0
+                for batch in batches:
+                    total += float(train_step_fn(model, optimizer, batch))
+                return total
+
+            def evaluate(model, batches, eval_step_fn):
+                total = 0.0
+                for batch in batches:
+                    total += float(eval_step_fn(model, batch))
+                return total
+
+            def main(model, optimizer, batches, epochs):
+                train_step = create_train_step()
+                eval_step = create_eval_step()
+                for epoch in range(epochs):
+                    print(train_epoch(model, optimizer, batches, train_step), evaluate(model, batches, eval_step))
+        """,
+    })
+    assert path_default_codes(root / "train.py") == [(7, "JAX201")]
+    assert (13, "JAX201") in path_codes(root / "train.py")  # the evaluation pass: opt-in
+
+
 def test_jax201_an_element_of_the_tuple_a_factory_returns(tmp_path):
     """``step, metrics = get_train_step(cfg)``: element 0 of the tuple every ``return`` of the
     factory gives is a compiled callable, in this module or another of the project."""

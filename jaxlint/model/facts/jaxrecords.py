@@ -110,6 +110,7 @@ class JitWrap:
         self.decorator = decorator
         self.inline = inline  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
         self.params = params  # positional parameters, for wrappers summarized from another module (func is None)
+        self.in_place: tuple = ()  # positions of parameters an NNX step updates in place, likewise
         self.donate_argnums: set = set()  # donate_argnums=... as literal ints
         self.donate_argnames: set = set()  # donate_argnames=... as literal strings
         # any donate_argnums/donate_argnames/donate keyword, or **kwargs, literal or not

@@ -77,15 +77,21 @@ def updated_in_place(m, call: ast.Call) -> list:
     (its body calls ``optimizer.update(model, grads)`` on those parameters): the objects carry the
     step's state from one iteration of a loop to the next, as ``state = step(state, b)`` would."""
     step = _nnx_step(m, call)
-    if step is None:
-        return []
-    wrap, _, params = step
-    out = []
-    for p in params:
-        i = wrap.func.params.index(p)
-        if i < len(call.args) and isinstance(call.args[i], ast.Name):
-            out.append(call.args[i].id)
-    return out
+    if step is not None:
+        positions = [step[0].func.params.index(p) for p in step[2]]
+    else:  # a step of another module of the project, summarized with what it updates in place
+        wrap = callables.callable_info(m, call.func, m.scope_at(call))
+        positions = wrap.in_place if isinstance(wrap, JitWrap) and wrap.func is None else ()
+    return [call.args[i].id for i in positions if i < len(call.args) and isinstance(call.args[i], ast.Name)]
+
+
+def in_place_positions(m, wrap: JitWrap) -> tuple:
+    """The positions of the parameters the ``nnx.jit`` def of ``wrap`` updates in place (for a
+    summary another module reads: :func:`updated_in_place`)."""
+    if wrap.func is None or wrap.func.is_method or not _nnx_wrapper(m, wrap):
+        return wrap.in_place
+    found = _update_in(wrap.func)
+    return tuple(wrap.func.params.index(p) for p in found[1]) if found is not None else ()
 
 
 def _nnx_step(m, call: ast.Call) -> Optional[tuple]:

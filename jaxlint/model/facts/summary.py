@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from . import callables, namedtuples, returnkinds
+from . import callables, namedtuples, nnxdonation, returnkinds
 from .callables import _TRANSFORMED
 from .jaxrecords import JitWrap
 
@@ -45,7 +45,7 @@ class ModuleSummary:
             wrap = callables.exported_callable(model, name)
             if wrap is None:
                 continue
-            self.exports[name] = _portable(wrap)
+            self.exports[name] = _portable(wrap, model)
         model.dispose()
 
     @classmethod
@@ -197,7 +197,7 @@ def factories_of(model: ModuleModel) -> dict:
                 and _may_return_callable(f.node):
             wrap = callables.exported_factory(model, f.name)
             if wrap is not None:
-                out[f.name] = _portable(wrap)
+                out[f.name] = _portable(wrap, model)
     return out
 
 
@@ -228,14 +228,17 @@ def _tuple_positions(node: ast.AST) -> range:
     return range(sizes.pop()) if len(sizes) == 1 and min(sizes) > 0 else range(0)
 
 
-def _portable(wrap: JitWrap) -> JitWrap:
-    """A copy of ``wrap`` that keeps no syntax tree (summaries outlive their module's model)."""
+def _portable(wrap: JitWrap, model: Optional[ModuleModel] = None) -> JitWrap:
+    """A copy of ``wrap`` that keeps no syntax tree (summaries outlive their module's model), with
+    the parameters it updates in place when it is an NNX step (read from ``model``)."""
     if wrap is _TRANSFORMED:
         return wrap
-    return JitWrap(node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None,
-                   ctx=_TRANSFORMED.ctx, static_argnums=set(wrap.static_argnums),
-                   static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
-                   params=tuple(wrap.positional_params()))
+    out = JitWrap(node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None,
+                  ctx=_TRANSFORMED.ctx, static_argnums=set(wrap.static_argnums),
+                  static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
+                  params=tuple(wrap.positional_params()))
+    out.in_place = wrap.in_place if model is None else nnxdonation.in_place_positions(model, wrap)
+    return out
 
 # Calls spelled like a device loop or a library solve (``lax.scan``, ``solver.run``): what a
 # function that runs a whole program must contain, if it has no loop of its own.

@@ -407,7 +407,7 @@ def carried_state(m, loop: Loop) -> set:
             for t in targets:
                 inputs.setdefault(t, set()).update(args)
     # ``loss = train_step(model, optimizer, batch)`` of a flax NNX step that updates them in place
-    for call in (loop.calls if m.jit_wraps else ()):
+    for call in (loop.calls if m.jit_wraps or m.project is not None else ()):
         out |= set(nnxdonation.updated_in_place(m, call))
     # ``loss, grad = value_and_grad(loss_fn)(w, x); w = w - lr * grad``: ``w`` is updated from
     # what a JAX call computed from it (a hand-written optimizer step)
