@@ -5813,3 +5813,31 @@ def test_key_parameters_drawn_from_on_a_loops_first_iteration_before_it_is_rebou
     assert keys.key_parameters(m, named["draws_then_advances"]) == {0: "uniform"}
     assert keys.key_parameters(m, named["rebinds_first"]) == {}
     assert keys.key_parameters(m, named["rebinds_before_loop"]) == {0: "fold_in"}
+
+
+def test_a_step_loop_calling_a_plain_method_that_computes_a_gradient_runs_jax_work():
+    from jaxlint.model.facts import loops as loopfacts
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        class Agent:
+            def learn(self, batch):
+                return float(jax.grad(lambda w: jnp.sum(w * batch))(self.w).sum())
+
+            def log(self, batch):
+                return len(batch)
+
+        def run(batches, steps):
+            agent = Agent()
+            for i in range(steps):
+                agent.learn(batches[i])
+            for i in range(steps):
+                agent.log(batches[i])
+            for batch in batches:
+                agent.learn(batch)
+    """)))
+    steps, logs, items = m.loops
+    assert loopfacts.loop_runs_jax_work(m, steps)
+    assert not loopfacts.loop_runs_jax_work(m, logs)
+    assert not loopfacts.loop_runs_jax_work(m, items)  # not step-like: an eager call over items is not counted

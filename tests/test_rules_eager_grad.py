@@ -354,6 +354,44 @@ def test_jax701_flax_nnx_and_equinox_gradients_in_a_step_without_jit():
     assert_marked(src)
 
 
+def test_jax701_an_agents_step_method_whose_only_jax_work_is_its_eager_gradient():
+    # fresh set U (flaxdocs' DQN): the env loop's only JAX work is `agent.train_step()`, a method
+    # returning a float whose helper computes an NNX gradient op by op: the loop runs JAX work
+    src = """
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class Agent:
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+
+        def train_step(self, batch):
+            return float(self._update(batch))
+
+        def _update(self, batch):
+            loss, grads = nnx.value_and_grad(lambda m: jnp.mean(m(batch) ** 2))(self.model)
+            self.optimizer.update(self.model, grads)
+            return loss
+
+        def act(self, obs):
+            return int(obs.argmax())
+
+    def train(env, model, optimizer, episodes, steps):
+        agent = Agent(model, optimizer)
+        for episode in range(episodes):
+            obs = env.reset()
+            for step in range(steps):
+                obs = env.step(agent.act(obs))
+                agent.train_step(obs)  # expect: JAX701
+        for step in range(steps):
+            agent.act(env.reset())  # no gradient: no JAX work the loop shows
+
+    if __name__ == "__main__":
+        train(None, None, None, 10, 1000)
+    """
+    assert_marked(src)
+
+
 def test_jax701_an_eager_update_after_the_jitted_gradient_inside_a_step_function():
     # fresh set U (a DDPM trainer): `train_step` is plain Python; it calls the jitted gradient, then
     # `state.apply_gradients` outside jit, every step of a loop in the function python-fire runs

@@ -368,7 +368,7 @@ def _direct_work(m, loop: Loop) -> bool:
             if callables.callable_info(m, call.func, m.scope_at(call)) is not None:
                 work = True
                 break
-            if eager_counts and V.is_jax(m, call):
+            if eager_counts and (V.is_jax(m, call) or _eager_step(m, call)):
                 work = True
                 break
         if not work:
@@ -379,6 +379,12 @@ def _direct_work(m, loop: Loop) -> bool:
             work = any(ch.bounded and _direct_work(m, ch) for ch in loop.children)
         loop._direct = work
     return loop._direct
+
+
+def _eager_step(m, call: ast.Call) -> bool:
+    """A plain function of the module whose body computes a gradient op by op (``agent.train_step()``)."""
+    from .eagerwork import eager_step  # eagerwork reads loops' facts: imported here, when asked
+    return eager_step(m, call) is not None
 
 
 def _iterates_array(m, it: ast.AST, scope: Scope) -> bool:
