@@ -5840,4 +5840,4 @@ def test_a_step_loop_calling_a_plain_method_that_computes_a_gradient_runs_jax_wo
     steps, logs, items = m.loops
     assert loopfacts.loop_runs_jax_work(m, steps)
     assert not loopfacts.loop_runs_jax_work(m, logs)
-    assert not loopfacts.loop_runs_jax_work(m, items)  # not step-like: an eager call over items is not counted
+    assert loopfacts.loop_runs_jax_work(m, items)  # a loop over a data source is step-like too
