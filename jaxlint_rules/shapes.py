@@ -159,7 +159,9 @@ class TracedControlFlow(Rule):
     name = "traced-control-flow"
     summary = ("Finds Python `if`/`while`/`assert`, conditional expressions and `and`/`or`/`not` applied to a "
                "value known to be an array (the result of a JAX operation, a comparison or arithmetic with one, "
-               "an argument used as a number) inside jitted (or vmapped, or lax-body) code.")
+               "an argument used as a number) inside jitted (or vmapped, or lax-body) code; and `for` loops over "
+               "`range(n)` of a traced `n` (a jitted function's argument that a caller passes), which raise "
+               "TracerIntegerConversionError.")
     rationale = ("Inside `jax.jit` a value is an abstract tracer: Python cannot decide which branch to take, so "
                  "converting it to bool raises TracerBoolConversionError. Branch on device with "
                  "`jnp.where`/`jax.lax.cond`/`jax.lax.switch`, loop with `jax.lax.while_loop`, or make the value "
@@ -227,6 +229,28 @@ class TracedControlFlow(Rule):
             yield self.finding(node, f"{what} on the traced value `{unparse(culprit[0], 30)}` raises "
                                      f"TracerBoolConversionError {staging.how_staged(f)}; {fix}",
                                facts=facts)
+
+        yield from self._ranges(model, staging)
+
+    def _ranges(self, model: ModuleModel, staging) -> Iterator[Finding]:
+        """``for i in range(n)`` with ``n`` a tracer: Python asks the tracer for an int."""
+        for loop in model.loops:
+            it = getattr(loop.node, "iter", None)
+            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range") \
+                    or not staging.staged(f := model.function_at(it)) \
+                    or model.resolve(it.func, model.scope_at(it)) != "builtins.range":
+                continue
+            ctx = model.context(it)
+            for arg in it.args:
+                fact = tracers.tracer(staging, f, arg, ctx.scope, ctx)
+                facts = None if fact.disproven else self.proof(
+                    model, it, fact, lambda f=f, it=it: tracers.traced_path(staging, f, it))
+                if facts:
+                    yield self.finding(it, f"`range` of the traced value `{unparse(arg, 30)}` raises "
+                                           f"TracerIntegerConversionError {staging.how_staged(f)}; loop on device "
+                                           "with jax.lax.fori_loop (or scan), or make the count a static argument "
+                                           "(static_argnames=)", facts=facts)
+                    break
 
     def _culprit(self, model: ModuleModel, staging, f: FunctionInfo, ctx, e: ast.AST, tested: bool):
         """``(operand, tracer fact)`` for the first operand that Python converts to bool and that is

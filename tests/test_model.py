@@ -5841,3 +5841,40 @@ def test_a_step_loop_calling_a_plain_method_that_computes_a_gradient_runs_jax_wo
     assert loopfacts.loop_runs_jax_work(m, steps)
     assert not loopfacts.loop_runs_jax_work(m, logs)
     assert loopfacts.loop_runs_jax_work(m, items)  # a loop over a data source is step-like too
+
+
+def test_a_jitted_functions_defaulted_parameter_is_a_tracer_when_a_call_through_the_jit_passes_it():
+    from jaxlint.model.facts import tracers
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+
+        @jax.jit
+        def passed(w, n=1):
+            return w * n
+
+        @jax.jit
+        def never_passed(w, n=1):
+            return w * n
+
+        @jax.named_call
+        def named(w, cap=50.0):
+            return w * cap
+
+        @jax.jit
+        def outer(w):
+            return named(w, cap=30.0)
+
+        def run(w, k):
+            return passed(w, n=k) + never_passed(w) + outer(w)
+    """)))
+    st = m.staging
+    named_fns = {f.name: f for f in m.functions}
+
+    def fact(fn, param):
+        f = named_fns[fn]
+        use = next(n for n in ast.walk(f.node) if isinstance(n, ast.Name) and n.id == param)
+        return tracers.tracer(st, f, use, m.scope_at(use), m.context(use)).status
+
+    assert fact("passed", "n") == "proven"           # `passed(w, n=k)` goes through the jit
+    assert fact("never_passed", "n") == "unknown"    # the default, unless a caller elsewhere passes one
+    assert fact("named", "cap") != "proven"          # named_call names a scope: its arguments stay Python values

@@ -839,7 +839,9 @@ def test_jax201_once_per_call_of_an_unrolled_loop_of_updates_is_not_reported():
     # One call of `update` makes epochs x minibatches optimizer updates (a Python loop unrolled in
     # the jitted body, as cleanrl's PPO does): a fetch per call is once per many steps.
     assert findings(_PROGRAMS + """
-    @jax.jit
+    import functools
+
+    @functools.partial(jax.jit, static_argnames="epochs")  # `range(epochs)` needs a Python int
     def update(state, batches, epochs):
         for _ in range(epochs):
             for b in batches:
@@ -857,7 +859,9 @@ def test_jax201_once_per_call_of_an_unrolled_loop_of_updates_is_not_reported():
 
 def test_jax201_an_unrolled_loop_of_gradients_with_one_update_is_still_a_step():
     assert_marked(_PROGRAMS + """
-    @jax.jit
+    import functools
+
+    @functools.partial(jax.jit, static_argnames="k")  # `range(k)` needs a Python int
     def accumulate(params, opt_state, micro, k):
         grads = jnp.zeros_like(params)
         for i in range(k):

@@ -591,6 +591,56 @@ def test_autodiff_is_staged_only_where_it_runs_under_jit_or_vmap():
     """)
 
 
+def test_jax302_range_of_a_traced_count():
+    # fresh set U (flaxdocs' MAML): `inner_steps` is passed to the jitted step by keyword, so the trace
+    # gets a tracer, reaching `range` through a gradient's closure and two helpers
+    assert_marked("""
+    import functools
+    import jax
+    import jax.numpy as jnp
+
+    def inner_loop(w, x, inner_steps=1):
+        for _ in range(inner_steps):  # expect: JAX302
+            w = w - 0.1 * jax.grad(lambda v: jnp.sum((v * x) ** 2))(w)
+        return w
+
+    @jax.jit
+    def meta_step(w, x, inner_steps: int = 1):
+        def loss(w):
+            return jnp.sum(inner_loop(w, x, inner_steps))
+        return jax.value_and_grad(loss)(w)
+
+    @functools.partial(jax.jit, static_argnames="inner_steps")
+    def static_step(w, x, inner_steps=1):
+        for _ in range(inner_steps):
+            w = w * x
+        return w
+
+    @jax.jit
+    def default_only(w, n=3):
+        for _ in range(n):  # expect: JAX302 (opt-in)
+            # no call passes `n`: the default, a Python int, unless a caller elsewhere passes one
+            w = w * 2
+        return w
+
+    @jax.jit
+    def shaped(w):
+        for _ in range(w.shape[0]):   # a shape: static
+            w = w * 2
+        return default_only(w) + fixed(w, 4)
+
+    def fixed(w, n):
+        for _ in range(n):   # its traced caller passes a Python int
+            w = w + 1
+        return w
+
+    def train(w, x, k, steps):
+        for _ in range(steps):
+            w = meta_step(w, x, inner_steps=k)[0] + static_step(w, x, inner_steps=k)
+        return shaped(w)
+    """)
+
+
 def test_jax302_boolean_if_test_is_one_finding():
     src = """
     import jax
@@ -1488,6 +1538,23 @@ def test_runtime_jax302_python_if_on_tracer_fails_under_jit_but_not_under_grad()
         jax.vmap(relu)(jnp.ones((2, 3)))
     # autodiff alone traces concrete values: the rule stays quiet there, and rightly so
     assert float(jax.grad(lambda v: relu(v).sum())(jnp.ones(3))[0]) == 1.0
+
+
+def test_runtime_jax302_range_of_a_passed_argument_fails_under_jit_but_not_its_default():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    @jax.jit
+    def adapt(w, inner_steps=1):
+        for _ in range(inner_steps):
+            w = w * 2
+        return w
+
+    with pytest.raises(jax.errors.TracerIntegerConversionError):
+        adapt(jnp.ones(3), inner_steps=2)
+    assert float(adapt(jnp.ones(3))[0]) == 2.0  # the default is not traced: a Python int
+    static = jax.jit(adapt.__wrapped__, static_argnames="inner_steps")
+    assert float(static(jnp.ones(3), inner_steps=2)[0]) == 4.0
 
 
 def test_runtime_jax303_traced_size_fails_under_jit():

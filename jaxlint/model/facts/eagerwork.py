@@ -16,7 +16,6 @@ from typing import Optional
 
 from ... import names as N
 from . import callables, libraryobjects
-from .work import work_memo
 from . import values as V
 from .proof import DISPROVEN, Fact, disproven, proven, unknown
 from ..python.records import Scope
@@ -74,7 +73,7 @@ def eager_update(m, call: ast.Call) -> Optional[EagerUpdate]:
 def _imports_example_optimizers(m) -> bool:
     """Whether the module imports JAX's example optimizers (``from jax.example_libraries import optimizers``),
     memoized per module."""
-    memo = work_memo(m)
+    memo = m.facts.eager_memo
     if "example_optimizers" not in memo:
         memo["example_optimizers"] = any((q + ".").startswith(N.EXAMPLE_OPTIMIZER_MAKERS)
                                          for q in m.module_scope.imports.values())
@@ -358,7 +357,7 @@ def _plain_callee(m, call: ast.Call):
     """The one function of this module ``call`` (outside traced code, not a compiled call) runs as
     plain Python: a def or method with no decorator that may compile it, not an instance attribute
     rebound elsewhere (``self.step = jax.jit(self.step)``); else None."""
-    memo = work_memo(m)  # asked by two paths (a gradient in the body, an update after a compiled call)
+    memo = m.facts.eager_memo  # asked by two paths (a gradient in the body, an update after a compiled call)
     key = ("plain-callee", id(call))
     if key not in memo:
         memo[key] = _plain_callee_uncached(m, call)

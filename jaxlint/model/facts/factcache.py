@@ -10,6 +10,7 @@ _TABLES = (
     "array_results",  # values
     "callables",  # callables
     "callers_memo",  # frequency
+    "eager_memo",  # eagerwork: gradients and plain callees per call
     "element_makers",  # containers
     "escaping_memo",  # frequency
     "events",  # values

@@ -367,7 +367,7 @@ class Staging:
             return False
         if self._python_evidence(ev, name):
             return False
-        if not _has_default(g, name) and any(c.kind != "caller" for c in g.trace_causes):
+        if any(c.kind != "caller" for c in g.trace_causes) and (not _has_default(g, name) or self._passed(g, name)):
             return True  # an argument of the staged function itself: a leaf of it is a tracer
         return any(self._array(arg, s, d) for arg, s in self._caller_args(g, name))
 
@@ -387,7 +387,7 @@ class Staging:
             g = ev.scope.func
             if g is None or e.id not in g.tracer_params or e.id in self._shaky(g):
                 return False
-            if not _has_default(g, e.id) and any(c.kind != "caller" for c in g.trace_causes):
+            if any(c.kind != "caller" for c in g.trace_causes) and (not _has_default(g, e.id) or self._passed(g, e.id)):
                 return True
             return any(self._array(arg, s, d + 1) or self._input(arg, s, d + 1) for arg, s in self._caller_args(g, e.id))
         if ev.kind == "assign":
@@ -409,6 +409,14 @@ class Staging:
             out.extend((call, caller) for call in caller.calls
                        if g in callables.local_functions(m, call.func, caller.scope))
         return out
+
+    def _passed(self, g: FunctionInfo, name: str) -> bool:
+        """A call of ``g`` through its decorator (``@jax.jit``), outside staged code, passes parameter
+        ``name``: the trace gets a tracer, not the default (``step(w, x, inner_steps=k)``)."""
+        m = self.m
+        return any(callables.passed_argument(g, c, name) is not None for c in m.calls_by_name.get(g.name, ())
+                   if not self.staged(m.function_at(c)) and g in callables.local_functions(m, c.func, m.scope_at(c))
+                   and getattr(callables.callable_info(m, c.func, m.scope_at(c)), "kind", None) in _TRACES_ARGUMENTS)
 
     def _caller_args(self, g: FunctionInfo, name: str) -> list:
         """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
@@ -572,6 +580,10 @@ def _unpacked(value: Optional[ast.AST], path) -> tuple:
             isinstance(x, ast.Starred) for x in value.elts):
         value = value.elts[path.pop(0)]
     return value, path
+
+
+# Wrappers whose call makes every non-static argument a tracer (``jax.named_call`` does not: it names a scope).
+_TRACES_ARGUMENTS = frozenset({"jit", "pmap", "filter_jit"})
 
 
 def _has_default(g: FunctionInfo, name: str) -> bool:
