@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keyrows, keys, periodicity, repetition,
+from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keypairs, keyrows, keys, periodicity, repetition,
                                  mappedkeys, seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
@@ -341,7 +341,7 @@ class KeyReuse(Rule):
                 for prev in uses[:j]:
                     if not (prev.pairwise and use.pairwise):
                         continue
-                    if keys.distinct_derivations(model, prev, use) or loopfacts.exclusive(model, prev.ctx, use.ctx, ifs):
+                    if keypairs.distinct_derivations(model, prev, use) or loopfacts.exclusive(model, prev.ctx, use.ctx, ifs):
                         continue
                     if arms is None:
                         arms = loopfacts.ifexp_arms(model)
@@ -365,7 +365,7 @@ class KeyReuse(Rule):
         pairing two arrays."""
         if _draws(prev.fn) and keys.advances_key(model, use):
             return False
-        if keys.paired_draws(model, prev, use):
+        if keypairs.paired_draws(model, prev, use):
             return False
         return not (keys.result_dead(model, prev.call) or keys.result_dead(model, use.call))
 

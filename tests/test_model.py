@@ -12,7 +12,7 @@ import pytest
 from jaxlint.model import ModuleModel, build_model
 from jaxlint.model.facts import (frequency, hostneeds, keydraws, periodicity, pytrees, ragged, refs, statics, timing,
     work)
-from jaxlint.model.facts import callables, fetches, keys, returnkinds
+from jaxlint.model.facts import callables, fetches, keypairs, keys, returnkinds
 from jaxlint.model.policy import looprecord, transfers
 from jaxlint.model.facts import values as V
 from jaxlint.model.facts import loops as loopfacts
@@ -2371,7 +2371,7 @@ def test_distinct_derivations(a, b, distinct):
         return {a}, {b}
     """)
     first, second = keys.key_use_groups(m)[0]
-    assert keys.distinct_derivations(m, first, second) is distinct
+    assert keypairs.distinct_derivations(m, first, second) is distinct
 
 
 @pytest.mark.parametrize("a, b, paired", [
@@ -2391,7 +2391,7 @@ def test_paired_draws(a, b, paired):
         return {a}, {b}
     """)
     first, second = keys.key_use_groups(m)[0]
-    assert keys.paired_draws(m, first, second) is paired
+    assert keypairs.paired_draws(m, first, second) is paired
 
 
 @pytest.mark.parametrize("body, alike", [

@@ -9,9 +9,9 @@ the default (partitionable) threefry ``split(key, n)[i]`` equals ``split(key, m)
   overwritten before any use);
 * the later use only advances the key after a draw (:func:`advances_key`:
   ``perm = permutation(key, idx); (key,) = split(key, 1)``): the new key is derived, no draw repeats;
-* the two derivations give different keys (:func:`distinct_derivations`:
+* the two derivations give different keys (``keypairs.distinct_derivations``:
   ``fold_in(key, n)`` beside ``split(key, n)``, ``fold_in`` with different data);
-* the repetition is the point (:func:`paired_draws`: ``choice(key, x)`` and
+* the repetition is the point (``keypairs.paired_draws``: ``choice(key, x)`` and
   ``choice(key, y)`` draw the same indices, to keep ``x`` and ``y`` paired).
 
 Reads and bindings are followed per scope with a small reaching-definitions check: a later binding
@@ -30,7 +30,7 @@ from ... import names as N
 from . import callables
 from ..python.keyflow import ScopeNames, hides
 from ..python.records import Scope
-from ..python.syntax import _end, _pos, call_arg, least_int, walk
+from ..python.syntax import _end, _pos, call_arg, walk
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -51,9 +51,6 @@ KEY_MAKERS = ("jax.random.PRNGKey", "jax.random.key")
 # Methods of distribution objects (distrax, TFP, numpyro-style APIs) that draw with a key passed as
 # ``seed=``: ``pi.sample(seed=key)`` is a draw from ``key`` like ``jax.random.normal(key, ...)``.
 DIST_SAMPLE = frozenset({"sample", "sample_and_log_prob"})
-# Draws of indices: with one key they pick the same indices for arrays of the same length, which
-# is how a dataset's inputs and labels are shuffled or subsampled together. Name of the data argument.
-_INDEX_DRAWS = {"choice": "a", "permutation": "x", "shuffle": "x"}
 
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -501,52 +498,6 @@ def kept_per_iteration(m, call: ast.Call, loop) -> bool:
     return stmt is not None and any(isinstance(d, ast.Dict) and any(
         isinstance(k, ast.Name) and k.id in targets and _carries(v, call) for k, v in zip(d.keys, d.values))
         for d in walk(stmt))
-
-
-def distinct_derivations(m, a: KeyUse, b: KeyUse) -> bool:
-    """Whether two derivations from one key give different keys: ``fold_in`` with different
-    data, or ``fold_in(key, n)`` beside ``split(key, n)`` (``fold_in(key, i)`` equals
-    ``split(key, n)[i]`` for ``i < n`` under the default threefry, so only ``i >= n`` is apart)."""
-    if a.fn == FOLD_IN and b.fn == FOLD_IN:
-        if a.data is None or b.data is None:
-            return True
-        return ast.dump(a.data) != ast.dump(b.data)
-    pair = {a.fn: a, b.fn: b}
-    if set(pair) != {FOLD_IN, SPLIT}:
-        return False
-    fold, split = pair[FOLD_IN], pair[SPLIT]
-    if fold.data is None:
-        return False
-    if split.num is not None and ast.dump(fold.data) == ast.dump(split.num):
-        return True
-    d = least_int(fold.data, tuple(loop.node for loop in getattr(m.context(fold.call), 'loops', ())))  # ``100 + i``
-    if split.num is None:
-        n = 2
-    else:
-        n = split.num.value if isinstance(split.num, ast.Constant) else None
-    return (isinstance(d, int) and isinstance(n, int) and not isinstance(d, bool)
-            and not isinstance(n, bool) and d >= n)
-
-
-def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
-    """Two draws of indices with one key and the same arguments but the data
-    (``choice(key, x, (n,))`` and ``choice(key, y, (n,))``): the same indices on purpose, to
-    keep two arrays paired."""
-    if a.fn != b.fn or a.fn not in _INDEX_DRAWS:
-        return False
-    ca, cb = a.call, b.call
-    if len(ca.args) != len(cb.args) or sorted(k.arg or "" for k in ca.keywords) != \
-            sorted(k.arg or "" for k in cb.keywords):
-        return False
-    data = _INDEX_DRAWS[a.fn]
-    da, db = call_arg(ca, 1, data), call_arg(cb, 1, data)
-    if da is None or db is None or ast.dump(da) == ast.dump(db):
-        return False
-    rest_a = [ast.dump(x) for x in ca.args[2:]] + sorted(
-        (k.arg or "", ast.dump(k.value)) for k in ca.keywords if k.arg not in (data, "key"))
-    rest_b = [ast.dump(x) for x in cb.args[2:]] + sorted(
-        (k.arg or "", ast.dump(k.value)) for k in cb.keywords if k.arg not in (data, "key"))
-    return rest_a == rest_b
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)

@@ -1,0 +1,61 @@
+"""Whether two uses of one key repeat randomness, beyond sharing the key (keys.py's key flow): two
+derivations that give different keys, and two index draws that pair two arrays on purpose. Asked by
+JAX502 (jaxlint_rules/rng.py) for each pair of uses of one binding. Functions of the model (``m``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .keys import FOLD_IN, SPLIT, KeyUse
+from ..python.syntax import call_arg, least_int
+
+# Draws of indices: with one key they pick the same indices for arrays of the same length, which
+# is how a dataset's inputs and labels are shuffled or subsampled together. Name of the data argument.
+_INDEX_DRAWS = {"choice": "a", "permutation": "x", "shuffle": "x"}
+
+
+def distinct_derivations(m, a: KeyUse, b: KeyUse) -> bool:
+    """Whether two derivations from one key give different keys: ``fold_in`` with different
+    data, or ``fold_in(key, n)`` beside ``split(key, n)`` (``fold_in(key, i)`` equals
+    ``split(key, n)[i]`` for ``i < n`` under the default threefry, so only ``i >= n`` is apart)."""
+    if a.fn == FOLD_IN and b.fn == FOLD_IN:
+        if a.data is None or b.data is None:
+            return True
+        return ast.dump(a.data) != ast.dump(b.data)
+    pair = {a.fn: a, b.fn: b}
+    if set(pair) != {FOLD_IN, SPLIT}:
+        return False
+    fold, split = pair[FOLD_IN], pair[SPLIT]
+    if fold.data is None:
+        return False
+    if split.num is not None and ast.dump(fold.data) == ast.dump(split.num):
+        return True
+    d = least_int(fold.data, tuple(loop.node for loop in getattr(m.context(fold.call), 'loops', ())))  # ``100 + i``
+    if split.num is None:
+        n = 2
+    else:
+        n = split.num.value if isinstance(split.num, ast.Constant) else None
+    return (isinstance(d, int) and isinstance(n, int) and not isinstance(d, bool)
+            and not isinstance(n, bool) and d >= n)
+
+
+def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
+    """Two draws of indices with one key and the same arguments but the data
+    (``choice(key, x, (n,))`` and ``choice(key, y, (n,))``): the same indices on purpose, to
+    keep two arrays paired."""
+    if a.fn != b.fn or a.fn not in _INDEX_DRAWS:
+        return False
+    ca, cb = a.call, b.call
+    if len(ca.args) != len(cb.args) or sorted(k.arg or "" for k in ca.keywords) != \
+            sorted(k.arg or "" for k in cb.keywords):
+        return False
+    data = _INDEX_DRAWS[a.fn]
+    da, db = call_arg(ca, 1, data), call_arg(cb, 1, data)
+    if da is None or db is None or ast.dump(da) == ast.dump(db):
+        return False
+    rest_a = [ast.dump(x) for x in ca.args[2:]] + sorted(
+        (k.arg or "", ast.dump(k.value)) for k in ca.keywords if k.arg not in (data, "key"))
+    rest_b = [ast.dump(x) for x in cb.args[2:]] + sorted(
+        (k.arg or "", ast.dump(k.value)) for k in cb.keywords if k.arg not in (data, "key"))
+    return rest_a == rest_b
