@@ -5878,3 +5878,21 @@ def test_a_jitted_functions_defaulted_parameter_is_a_tracer_when_a_call_through_
     assert fact("passed", "n") == "proven"           # `passed(w, n=k)` goes through the jit
     assert fact("never_passed", "n") == "unknown"    # the default, unless a caller elsewhere passes one
     assert fact("named", "cap") != "proven"          # named_call names a scope: its arguments stay Python values
+
+
+def test_key_uses_read_a_constant_row_of_a_key_array_as_its_own_key():
+    tree = ast.parse(textwrap.dedent("""
+        import jax
+
+        def f(rng, shape, i):
+            a = jax.random.normal(rng[0], shape)
+            b = jax.random.uniform(rng[0], shape)
+            c = jax.random.normal(rng[1], shape)
+            d = jax.random.normal(rng[i], shape)
+            e = jax.random.normal(rng, shape)
+            return a, b, c, d, e
+    """))
+    m = build_model(tree)
+    groups = [[(u.shown, u.fn, u.index) for u in g] for g in keys.key_use_groups(m)]
+    assert groups == [[("rng[0]", "normal", 0), ("rng[0]", "uniform", 0)], [("rng[1]", "normal", 1)],
+                      [("rng", "normal", None)]]  # `rng[i]` is not a known row

@@ -2000,3 +2000,38 @@ def test_jax503_a_default_key_of_a_function_called_once_is_quiet():
     x = once((3,))
     """
     assert default_findings(src, "JAX503") == []
+
+
+def test_jax502_the_same_row_of_a_key_array_read_twice():
+    # fresh set U (distribution_shift_framework): `rng[0]` draws the random labels and then the noise
+    # mask; fresh set H (probml): `subkeys[3]` draws the same noise for every instance of a loop
+    assert_marked("""
+    import jax
+    import numpy as np
+
+    def noisy_labels(rng, labels, n_classes, threshold):
+        random_labels = jax.random.randint(rng[0], labels.shape, 0, n_classes)
+        mask = jax.random.uniform(rng[0], labels.shape) < threshold  # expect: JAX502
+        return random_labels * mask + labels * (1 - mask)
+
+    def generate(key, n):
+        subkeys = jax.random.split(key, 4)
+        x = jax.random.uniform(subkeys[0], (n,))
+        y = np.zeros(n)
+        for i in range(n):
+            y[i] = x[i] + jax.random.normal(subkeys[3])  # expect: JAX502
+        return y
+
+    def distinct_rows(rng, shape):
+        return jax.random.normal(rng[0], shape), jax.random.uniform(rng[1], shape)
+
+    def row_per_step(keys, n):
+        return [jax.random.normal(keys[i], (3,)) for i in range(n)]
+
+    def advanced(rng, shape, steps):
+        out = []
+        for _ in range(steps):
+            rng = jax.random.split(rng[0], 2)
+            out.append(jax.random.normal(rng[1], shape))
+        return out
+    """)

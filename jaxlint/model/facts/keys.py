@@ -78,12 +78,13 @@ class KeyUse:
     caller's own ``split(key)`` draw different bits, as ``choice``/``randint`` split their key
     again; the same key handed to it on every iteration of a loop still repeats its draws)."""
 
-    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via", "pairwise")
+    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via", "pairwise", "index")
 
     def __init__(self, call, name, fn, ctx, event, data=None, num=None, spelling=None, via=None,
-                 pairwise=True):
+                 pairwise=True, index=None):
         self.call = call
         self.name = name
+        self.index = index  # ``rng[0]``: the constant row of the key array ``name`` the call reads
         self.fn = fn
         self.ctx = ctx
         self.event = event
@@ -92,6 +93,11 @@ class KeyUse:
         self.spelling = spelling or f"{JAX_RANDOM}{fn}"
         self.via = via
         self.pairwise = pairwise
+
+    @property
+    def shown(self) -> str:
+        """The key as the code spells it: ``rng`` or ``rng[0]``."""
+        return self.name if self.index is None else f"{self.name}[{self.index}]"
 
 
 def _key_names(m, scope: Scope) -> ScopeNames:
@@ -151,6 +157,9 @@ def key_uses(m, call: ast.Call) -> list:
         found = _forwarded_keys(m, call, scope)
     out = []
     for fn, arg, spelling, via, direct in found:
+        index = None  # ``normal(rng[0], ...)``: a constant row of a key array, the same key at every read
+        if isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant) and type(arg.slice.value) is int:
+            index, arg = arg.slice.value, arg.value
         if not isinstance(arg, ast.Name):
             continue
         if any(lp.kind == "comprehension" and arg.id in lp.target_names() for lp in ctx.loops):
@@ -166,7 +175,7 @@ def key_uses(m, call: ast.Call) -> list:
         num = call_arg(call, 1, "num") if fn == SPLIT and direct else None
         module_fn = via is not None and via.parent is None and not isinstance(via.node, ast.Lambda)
         out.append(KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via,
-                          pairwise=not (module_fn and direct and not is_draw(fn))))
+                          pairwise=not (module_fn and direct and not is_draw(fn)), index=index))
     return out
 
 
@@ -380,7 +389,7 @@ def key_use_groups(m) -> list:
             continue
         seen.add(id(call))
         for use in key_uses(m, call):
-            groups.setdefault((id(use.event), id(use.ctx.scope)), []).append(use)
+            groups.setdefault((id(use.event), id(use.ctx.scope), use.index), []).append(use)
     return [sorted(g, key=lambda u: _pos(u.call)) for g in groups.values()]
 
 # -- keys that stay the same from one call to the next

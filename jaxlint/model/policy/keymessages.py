@@ -67,20 +67,20 @@ def pair(prev, use, bound, seeded) -> tuple:
     """Two uses of one binding of a key: ``bound`` the line it was bound on (or None), ``seeded``
     the literal-seed key maker it comes from (or None)."""
     facts = [f"`{prev.spelling}` on line {prev.call.lineno} and `{use.spelling}` on line "
-             f"{use.call.lineno} read the same binding of `{use.name}`"
+             f"{use.call.lineno} read the same binding of `{use.shown}`"
              + (f" (line {bound})" if bound else "") + ", and no split rebinds it between them "
              "on every path",
              "the two uses are not exclusive branches, different derivations (`fold_in` with "
              "different data) or index draws meant to pair two arrays"]
     if seeded is not None:
-        facts.append(f"`{use.name}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
+        facts.append(f"`{use.shown}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
                      "with no loop in between: the two draws are correlated, and the same numbers "
                      "on every run")
     return _pair_message(prev, use), facts
 
 
 def _pair_message(prev, use) -> tuple:
-    k = use.name
+    k = use.shown
     head = (f"PRNG key `{k}` was already used by {spelled(prev)} on ", Line(prev.call.lineno), "; ")
     if _draws(prev.fn) and _draws(use.fn):
         what = ("both draws get the same random bits, so their results are identical or correlated; "
@@ -107,7 +107,7 @@ def _pair_message(prev, use) -> tuple:
 def loop_reuse(use, loop, stepping: bool, tail: str) -> tuple:
     """A key use in a loop that never rebinds the key: ``stepping`` whether the loop runs steps
     (else it keeps each iteration's draw), ``tail`` words added for test code."""
-    k = use.name
+    k = use.shown
     what = _same_each_time(use.fn, "every iteration draws the same random numbers") + tail
     facts = [f"`{use.spelling}` on line {use.call.lineno} reads `{k}`, which no statement of the loop on line "
              f"{loop.node.lineno} rebinds",
