@@ -2250,9 +2250,10 @@ def test_key_use_names_the_binding_a_random_call_consumes():
     assert split.fn == "split" and ast.unparse(split.num) == "n" and split.event is use_a.event
     fold = keys.key_use(m, _random_calls(m, "fold_in")[0])
     assert fold.name == "k1" and ast.unparse(fold.data) == "7"
-    assert keys.key_use(m, _random_calls(m, "uniform")[0]) is None  # keys[0]: not a variable
+    row = keys.key_use(m, _random_calls(m, "uniform")[0])  # keys[0]: a constant row of the parameter `keys`
+    assert (row.name, row.index, row.shown, row.event.kind) == ("keys", 0, "keys[0]", "param")
     groups = keys.key_use_groups(m)
-    assert [[u.call.lineno for u in g] for g in groups] == [[6, 7], [8], [11]]
+    assert [[u.call.lineno for u in g] for g in groups] == [[6, 7], [8], [9], [11]]
 
 
 def _dead(src: str) -> dict:
