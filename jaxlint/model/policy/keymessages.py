@@ -114,8 +114,10 @@ def loop_reuse(use, loop, stepping: bool, tail: str) -> tuple:
              (f"the loop on line {loop.node.lineno} runs steps (not a few literal items)" if stepping else
               f"the loop on line {loop.node.lineno} keeps each iteration's draw beside the others")
              + ", and the key is not folded with data that changes per iteration"]
+    split = (f"`{k}, sub = jax.random.split({k})`" if use.index is None else
+             f"`key = {k}` before the loop, `key, sub = jax.random.split(key)` in it")
     return ((f"PRNG key `{k}` is never replaced in the loop on ", Line(loop.node.lineno),
-             f", so {what}; split it in the loop (`{k}, sub = jax.random.split({k})`) and "
+             f", so {what}; split it in the loop ({split}) and "
              f"use `sub`, or derive a key per step (`jax.random.fold_in({k}, step)`)"), facts)
 
 
