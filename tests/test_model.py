@@ -5897,3 +5897,31 @@ def test_key_uses_read_a_constant_row_of_a_key_array_as_its_own_key():
     groups = [[(u.shown, u.fn, u.index) for u in g] for g in keys.key_use_groups(m)]
     assert groups == [[("rng[0]", "normal", 0), ("rng[0]", "uniform", 0)], [("rng[1]", "normal", 1)],
                       [("rng", "normal", None)]]  # `rng[i]` is not a known row
+
+
+def test_growth_eager_when_the_loop_makes_a_jax_value_a_python_value_each_iteration():
+    from jaxlint.model.facts import growth
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        def chat(model, x, stop):
+            while True:
+                nxt = jnp.argmax(model(x)[:, -1], axis=-1)
+                if int(nxt[0]) in stop:
+                    break
+                x = jnp.concatenate((x, nxt[:, None]), axis=1)
+            return x
+
+        def maybe_logged(model, x, n, verbose):
+            for _ in range(n):
+                nxt = jnp.argmax(model(x)[:, -1], axis=-1)
+                if verbose:
+                    print(int(nxt[0]))
+                x = jnp.concatenate((x, nxt[:, None]), axis=1)
+            return x
+    """)))
+    grown = {m.function_at(g.stmt).name: g for g in growth.grown_in_loops(m)}
+    fact = growth.eager(m, grown["chat"])
+    assert fact.proven and fact.why.startswith("`int(nxt[0])` (line 8) makes a JAX value a Python value")
+    assert growth.eager(m, grown["maybe_logged"]).unknown  # only under `if verbose`: may never run

@@ -1872,6 +1872,34 @@ def test_jax304_eager_generation_on_a_growing_sequence_called_from_the_entry_poi
     assert line == line_of(alone, "# HERE") and reason.startswith("eager unknown: whether the function around")
 
 
+def test_jax304_a_chat_loop_that_reads_each_token_on_the_host_runs_eagerly():
+    # fresh set T (jaxpt's generate_chat): no caller in the module, but `int(x_next[0])` in the loop's
+    # `if` test would raise under jit: the loop runs eagerly, so the growing context compiles per length
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def generate_chat(model, x, stop_tokens):
+        while True:
+            logits = model(x)[:, -1, :]
+            x_next = jnp.argmax(logits, axis=-1)
+            if int(x_next[0]) in stop_tokens:
+                break
+            x = jnp.concatenate((x, x_next[..., None]), axis=1)  # HERE
+        return x
+
+    def logged(model, x, n, verbose):
+        for _ in range(n):
+            x_next = jnp.argmax(model(x)[:, -1, :], axis=-1)
+            if verbose:
+                print(int(x_next[0]))
+            x = jnp.concatenate((x, x_next[..., None]), axis=1)  # OPT
+        return x
+    """
+    assert default_findings(src, "JAX304") == [(line_of(src, "# HERE"), "JAX304")]
+    assert [f[:2] for f in opt_in_findings(src, "JAX304")] == [(line_of(src, "# OPT"), "JAX304")]
+
+
 def test_jax304_joins_that_do_not_grow_across_iterations_are_not_reported():
     assert findings("""
     import jax

@@ -16,6 +16,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables, eagerwork, proof
+from . import values as V
 from ..python.records import Loop
 from ..python.syntax import walk
 
@@ -129,6 +130,35 @@ def eager(m, g: Growth) -> "proof.Fact":
     called = eagerwork.outside_trace(m, g.stmt)  # every caller in this module runs outside any trace
     if called.status == proof.PROVEN:
         return called
+    read = _host_read(m, g.loop)
+    if read is not None:
+        return proof.proven("eager", f"`{ast.unparse(read)[:40]}` (line {read.lineno}) makes a JAX value a Python "
+                                     "value in every iteration, which a trace refuses: the loop runs outside any trace")
     return proof.unknown("eager", "whether the function around the loop runs under a trace of its caller (where the "
                                   "loop is unrolled and every shape is static) is not known")
 
+
+
+def _host_read(m, loop: Loop) -> Optional[ast.Call]:
+    """An ``int(x)``/``float(x)``/``bool(x)`` or ``x.item()`` of a JAX value that every iteration of the
+    loop runs (a statement of its body or an ``if``'s test, not under an ``if`` or ``try``): under ``jit``
+    it would raise, so the loop runs eagerly."""
+    for stmt in loop.node.body:
+        if isinstance(stmt, (ast.If, ast.While)):
+            stmt = stmt.test  # the test runs every iteration, the body may not
+        elif isinstance(stmt, (ast.Try, ast.With, ast.For, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for c in walk(stmt):
+            if not isinstance(c, ast.Call):
+                continue
+            scope = m.scope_at(c)
+            if len(c.args) == 1 and not c.keywords and m.resolve(c.func, scope) in _CONVERSIONS \
+                    and V.is_jax(m, c.args[0], scope):
+                return c
+            if isinstance(c.func, ast.Attribute) and c.func.attr == "item" and not c.args \
+                    and V.is_jax(m, c.func.value, scope):
+                return c
+    return None
+
+
+_CONVERSIONS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
