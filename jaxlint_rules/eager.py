@@ -6,7 +6,7 @@ import ast
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import callables, eagerwork, elementwise
+from jaxlint.model.facts import callables, eagerwork, elementwise, forwardchains, growth
 from jaxlint.model.facts.proof import disproven, proven, unknown
 from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -94,13 +94,16 @@ class EagerUpdateInLoop(Rule):
     """
     opt_in_cases = ("Eager updates in test code, which runs a fixed, small number of steps; an eager gradient "
                     "in a loop over items that threads no JAX state the model can see (steps, or one item each), or in a "
-                    "function no code of the module calls (another module may call it under jit).")
+                    "function no code of the module calls (another module may call it under jit); a model's forward "
+                    "pass (`model.apply({\"params\": p}, z)`, a haiku apply) outside jit whose output feeds its next "
+                    "input (a sampler's chain): how long the chain runs and how large the model is are not known.")
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         loops: set = set()  # loops already given an eager-gradient finding
         yield from self._gradients(model, loops)
         yield from self._step_functions(model, loops)
         yield from self._step_updates(model, loops)
+        yield from self._forward_chains(model, loops)
         by_loop: dict = {}  # one finding per loop: its first eager update, naming the others
         for call in model.loop_calls:
             upd = eagerwork.eager_update(model, call)
@@ -192,6 +195,23 @@ class EagerUpdateInLoop(Rule):
                                evidence=role.evidence[1:], facts=facts)
 
 
+    def _forward_chains(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
+        """A model's forward pass outside jit whose output feeds its next input, in a loop of steps
+        (a diffusion sampler's reverse chain): every step runs the whole network op by op."""
+        grown = {(id(g.loop), g.name) for g in growth.grown_in_loops(model)}  # a growing input is JAX304's
+        for chain, role, facts in self._per_loop(model, forwardchains.eager_chain, loops):
+            if (id(chain.loop), chain.carried) in grown:
+                continue
+            loops.add(id(role.loop))
+            yield self.finding(chain.call, [f"{chain.what} runs outside jit in every iteration of the loop on ",
+                                            Line(role.loop.node.lineno), f", and `{chain.carried}`, its next input, "
+                                            "comes from its output (", Line(chain.rebind.lineno), "): each step "
+                                            "dispatches every layer's operations one by one; jit one step (the pass "
+                                            f"and the update of `{chain.carried}`) and call that in the loop, or run "
+                                            "the chain with `jax.lax.fori_loop`"],
+                               opt_in=_TEST_CODE if model.in_test_code(chain.call) else _CHAIN_SIZE,
+                               evidence=role.evidence[1:], facts=facts)
+
     def _step_updates(self, model: ModuleModel, loops: set) -> Iterator[Finding]:
         """A step function of the module, not jitted, that runs a compiled call and then the
         optimizer update eagerly (``loss, grads = compute_grads(state, b); state =
@@ -212,6 +232,12 @@ class EagerUpdateInLoop(Rule):
                                           unparse(step.compiled.func, 40), f"` (return the new state) or jit `{name}`"],
                                opt_in=_TEST_CODE if model.in_test_code(call) else None,
                                evidence=role.evidence[1:], facts=facts)
+
+
+# Measured on 24 sets (this session): 6 such chains, 1 a 1000-step diffusion sampler (catalogued), 5 in demos
+# and one-shot rollouts whose cost is small; how long the chain runs and how large the model is decide.
+_CHAIN_SIZE = ("how many steps the chain runs and how large the model is are not known: a demo's short rollout or "
+               "a few decoded tokens cost little, a diffusion sampler's thousand steps a lot")
 
 
 def _steps(model: ModuleModel, loop):

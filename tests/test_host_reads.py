@@ -609,3 +609,44 @@ def test_model_a_branch_that_leaves_the_loop(leave):
     kinds = [roles.sync_role(m, m.context(p)).kind for p in prints]
     assert kinds[0] == roles.LEAVES and kinds[1] == roles.PER_STEP
     assert kinds[2] != roles.LEAVES  # the break leaves the inner loop only
+
+
+def test_jax201_an_end_token_check_of_host_driven_decoding_is_inherent_but_a_nan_guard_is_not():
+    """Reviewers judged the per-token end check of a host-driven decode loop inherent (HARMLESS on five
+    sets: the host needs each token to know whether to stop); a NaN or threshold test that breaks out
+    of a training loop can run every N steps (TRUE on fresh sets A and L): still reported."""
+    from ruletools import findings, line_of
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def decode_step(params, tokens):
+        return jnp.argmax(params @ tokens[-1])
+
+    @jax.jit
+    def train_step(params, batch):
+        return params - 0.1 * batch.mean(), jnp.sum(params)
+
+    def greedy(params, tokens, eos, stop_ids, steps):
+        out = []
+        for _ in range(steps):
+            pred = decode_step(params, tokens).item()
+            if pred == eos:
+                break
+            out.append(pred)
+        for _ in range(steps):
+            nxt = decode_step(params, tokens)
+            if int(nxt) in stop_ids:
+                return out
+            tokens = jnp.concatenate([tokens, nxt[None]])
+        return out
+
+    def train(params, batches):
+        for batch in batches:
+            params, loss = train_step(params, batch)
+            if jnp.isnan(loss):  # NAN
+                break
+        return params
+    """
+    assert findings(src, "JAX201") == [(line_of(src, "# NAN"), "JAX201")]

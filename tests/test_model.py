@@ -5925,3 +5925,35 @@ def test_growth_eager_when_the_loop_makes_a_jax_value_a_python_value_each_iterat
     fact = growth.eager(m, grown["chat"])
     assert fact.proven and fact.why.startswith("`int(nxt[0])` (line 8) makes a JAX value a Python value")
     assert growth.eager(m, grown["maybe_logged"]).unknown  # only under `if verbose`: may never run
+
+
+def test_forward_chains_follow_the_output_back_to_an_input_through_names_bound_in_the_loop():
+    from jaxlint.model.facts import forwardchains, forwards
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def sample(model, params, z, steps):
+            for t in range(steps):
+                eps = model.apply({"params": params}, z, t)
+                mean = z - 0.1 * eps
+                z = mean + 0.01
+            return z
+
+        def score(model, params, xs):
+            total = 0.0
+            for x in xs:
+                y = model.apply({"params": params}, x)
+                total = total + y.sum()
+            return total
+
+        def other(obj, z, steps):
+            for t in range(steps):
+                z = obj.apply(z)   # not flax's variables: not known to be a forward pass
+            return z
+    """)))
+    applies = sorted(m.calls_by_name["apply"], key=lambda c: c.lineno)
+    chain = forwardchains.eager_chain(m, applies[0])
+    assert (chain.carried, chain.rebind.lineno, chain.fact.status) == ("z", 8, "unknown")  # no caller shown
+    assert forwardchains.eager_chain(m, applies[1]) is None  # `total` carries, not the pass's input
+    assert forwards.model_forward(m, applies[2], m.scope_at(applies[2])) is None
+    assert forwardchains.eager_chain(m, applies[2]) is None

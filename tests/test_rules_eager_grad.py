@@ -5,7 +5,7 @@ again and runs its passes op by op at every call. Positive cases mark every expe
 
 from __future__ import annotations
 
-from ruletools import assert_marked, default_findings, findings, messages, opt_in_findings
+from ruletools import assert_marked, default_findings, findings, line_of, messages, opt_in_findings
 
 _HEAD = """
     import functools
@@ -426,3 +426,41 @@ def test_jax701_an_eager_update_after_the_jitted_gradient_inside_a_step_function
     assert findings(jitted, "JAX701") == []
     library = src.replace("        fire.Fire(main)", "        pass").replace("  # expect: JAX701", "  # expect: JAX701 (opt-in)")
     assert_marked(library)
+
+
+def test_jax701_an_eager_forward_chain_is_opt_in_and_an_evaluation_over_batches_is_not_one():
+    # fresh set U (jax_diffusion's run_ddpm): the UNet's output feeds its next input for 1000 steps,
+    # eagerly; how long the chain runs and how large the model is decide its cost: opt-in, saying so
+    src = """
+    import jax
+    import jax.numpy as jnp
+
+    def run_ddpm(model, params, z, alphas, key):
+        for t in reversed(range(len(alphas))):
+            g = model.apply({"params": params}, z, jnp.array([t]))  # HERE
+            key, sub = jax.random.split(key)
+            z = (z - alphas[t] * g) + jax.random.normal(sub, z.shape)
+        return z
+
+    def evaluate(model, params, batches):
+        out = []
+        for x in batches:
+            out.append(model.apply({"params": params}, x))
+        return out
+
+    def rollout(net, params, obs, steps):
+        net.apply = jax.jit(net.apply)
+        for _ in range(steps):
+            obs = net.apply({"params": params}, obs)
+        return obs
+
+    def main(model, params, z, alphas, batches):
+        return run_ddpm(model, params, z, alphas, jax.random.key(0)), evaluate(model, params, batches)
+
+    if __name__ == "__main__":
+        main(None, None, None, None, None)
+    """
+    assert default_findings(src, "JAX701") == []
+    ((line, code, reason),) = opt_in_findings(src, "JAX701")
+    assert line == line_of(src, "# HERE")
+    assert reason.startswith("how many steps the chain runs and how large the model is are not known")

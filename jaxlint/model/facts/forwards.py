@@ -5,7 +5,9 @@ by haiku (``hk.transform``, ``hk.without_apply_rng(hk.transform(f))``, ``hk.tran
 Both return JAX arrays (jitted or not): the values fact (facts/values.py) asks. Measured
 2026-12-06 and not kept: reporting such a call outside jit at every step as JAX701 gave 11 findings on
 20 sets, 0 TRUE, 5 HARMLESS (one-shot evaluations and plots) and 6 FALSE (cleanrl replaces the
-instance's method with its jitted form, ``q_network.apply = jax.jit(q_network.apply)``).
+instance's method with its jitted form, ``q_network.apply = jax.jit(q_network.apply)``). What is
+kept (facts/forwardchains.py): a forward pass outside any trace whose output feeds its own next
+input in a loop of steps (a sampler's reverse chain, a rollout), one sequential forward pass per step.
 Functions of the model (``m``).
 """
 
@@ -28,6 +30,10 @@ def model_forward(m, call: ast.Call, scope: Scope) -> Optional[str]:
     if not (isinstance(func, ast.Attribute) and func.attr == "apply"):
         return None
     receiver = func.value
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "params" for k in first.keys):
+        # ``model.apply({"params": params}, x)``: flax linen's variables, by collection name
+        return f"the forward pass of the flax module `{ast.unparse(receiver)[:30]}`"
     cls = callables.instance_class(m, receiver, scope)
     if cls is not None:
         outer = cls.scope.parent if cls.scope is not None else m.module_scope
@@ -38,3 +44,4 @@ def model_forward(m, call: ast.Call, scope: Scope) -> Optional[str]:
     if maker in _HAIKU_TRANSFORMS:
         return f"the forward pass of the haiku-transformed function (`{maker.rsplit('.', 1)[1]}`)"
     return None
+

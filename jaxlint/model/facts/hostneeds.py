@@ -44,6 +44,9 @@ def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
         processing = host_processing(m, node, loop)
         if processing is not None:
             return f"processed on the host (line {processing.lineno})"
+    stop = decides_exit(node, loop)
+    if stop is not None:
+        return f"the host stops the loop at a value of it (line {stop.lineno}): an end token"
     pacing = host_paced(m, loop)
     if pacing is not None:
         return f"the loop is paced by `{unparse(pacing.func, 30)}`"
@@ -54,6 +57,31 @@ def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
     earlier = loop_syncs_inherently(m, loop)
     if earlier is not None and earlier is not node:
         return f"the loop already waits for the device on line {earlier.lineno}"
+    return None
+
+
+def decides_exit(node: ast.AST, loop: Loop) -> Optional[ast.If]:
+    """The ``if`` of the loop's own body that compares the synced value (``node`` itself, or a name a
+    statement of the body binds from it: ``pred = y.argmax().item()``) for equality or membership and
+    whose body leaves the loop (``break``/``return``): host-driven decoding stopping at an end token
+    (``if pred == eos: break``, ``if int(t) in stop_tokens``). The host needs each token to know
+    whether to go on (reviewers: inherent to host-driven decoding). A threshold or a NaN test
+    (``if loss < tol``, ``if isnan(loss)``) is a check that can run every N steps: not this."""
+    body = getattr(loop.node, "body", None)
+    if not isinstance(body, list):
+        return None
+    names: set = set()
+
+    def ours(e: ast.AST) -> bool:
+        return any(n is node or isinstance(n, ast.Name) and n.id in names for n in walk(e))
+
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(n is node for n in walk(stmt.value)):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.If) and any(isinstance(s, (ast.Break, ast.Return)) for s in stmt.body) and any(
+                isinstance(c, ast.Compare) and all(isinstance(op, (ast.Eq, ast.In)) for op in c.ops)
+                and ours(c) for c in walk(stmt.test)):
+            return stmt
     return None
 
 
