@@ -5957,3 +5957,32 @@ def test_forward_chains_follow_the_output_back_to_an_input_through_names_bound_i
     assert forwardchains.eager_chain(m, applies[1]) is None  # `total` carries, not the pass's input
     assert forwards.model_forward(m, applies[2], m.scope_at(applies[2])) is None
     assert forwardchains.eager_chain(m, applies[2]) is None
+
+
+def test_training_state_updated_by_a_device_loop_that_carries_it():
+    from jaxlint.model.facts import trainingstate
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+        import optax
+
+        tx = optax.adam(1e-3)
+
+        def sgd_step(training_state):
+            grads = jax.grad(lambda p: (p ** 2).sum())(training_state.params)
+            updates, opt = tx.update(grads, training_state.opt, training_state.params)
+            return training_state.replace(params=optax.apply_updates(training_state.params, updates), opt=opt)
+
+        def n_sgd_steps(training_state):
+            return jax.lax.scan(lambda state, xs: sgd_step(state), init=training_state, xs=None, length=8)
+
+        def n_steps_fori(training_state):
+            return jax.lax.fori_loop(0, 8, lambda i, s: sgd_step(s), training_state)
+
+        def counts(training_state, key):
+            return jax.lax.scan(lambda state, xs: (state + 1, xs), init=key, xs=None, length=8)
+    """)))
+    named = {f.name: f for f in m.functions}
+    found = trainingstate.update_of(m, named["n_sgd_steps"], {"training_state"})
+    assert found is not None and ast.unparse(found[1].func) == "tx.update"  # the first update of the state
+    assert trainingstate.update_of(m, named["n_steps_fori"], {"training_state"}) is not None
+    assert trainingstate.update_of(m, named["counts"], {"training_state"}) is None  # the carry is `key`

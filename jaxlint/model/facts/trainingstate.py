@@ -26,7 +26,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables, libraryobjects, proof
-from ..python.syntax import unparse
+from ..python.syntax import call_arg, unparse
 
 _UPDATE_METHOD = "apply_gradients"  # flax.training.train_state.TrainState (and its subclasses)
 
@@ -155,6 +155,10 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
     for operand, update in _updated_operands(m, f.node, grads):
         if _reads(operand, derived):
             return operand, update
+    if depth < 3 and derived:
+        found = _carried_update(m, f, derived, depth)
+        if found is not None:
+            return found
     if depth >= 2 or not grads:
         return None
     for c in ast.walk(f.node):
@@ -179,6 +183,48 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
                 tuple(i for i, a in given if _reads(a, grads))) is not None:
             # ``model.update_weights(weights, grads, opt_state)`` of another module: the call is the update
             return next(a for _, a in given if _reads(a, derived)), c
+    return None
+
+
+# Device loops that carry a value through their body: (body position, body keyword, carry position, carry
+# keyword, the body's parameter that receives the carry).
+_CARRYING_LOOPS = {"jax.lax.scan": (0, "f", 1, "init", 0), "jax.lax.fori_loop": (2, "body_fun", 3, "init_val", 1),
+                   "jax.lax.while_loop": (1, "body_fun", 2, "init_val", 0)}
+
+
+def _carried_update(m, f, derived: set, depth: int) -> Optional[tuple]:
+    """An update of the state applied by a device loop's body that carries it: ``lax.scan(lambda s, _:
+    sgd_step(s), init=training_state, length=n)`` runs ``n`` optimizer steps on ``training_state``
+    (the body, or a function of the module it hands the carry to, applies the update)."""
+    for c in ast.walk(f.node):
+        spec = _CARRYING_LOOPS.get(m.resolve(c.func, m.scope_at(c))) if isinstance(c, ast.Call) else None
+        if spec is None:
+            continue
+        body, carry = call_arg(c, spec[0], spec[1]), call_arg(c, spec[2], spec[3])
+        if body is None or carry is None or not _reads(carry, derived):
+            continue
+        for g in callables.local_functions(m, body, m.scope_at(c)):
+            if g is f or len(g.params) <= spec[4]:
+                continue
+            param = g.params[spec[4]]
+            found = update_of(m, g, {param}, depth=depth + 1) or _handed_on(m, g, param, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _handed_on(m, g, param: str, depth: int) -> Optional[tuple]:
+    """``lambda state, _: sgd_step(state)``: the update of a function of the module ``g`` hands ``param`` to."""
+    for c in ast.walk(g.node):
+        if not isinstance(c, ast.Call):
+            continue
+        for i, a in enumerate(c.args):
+            if isinstance(a, ast.Name) and a.id == param:
+                for h in callables.local_functions(m, c.func, m.scope_at(c)):
+                    if h is not g and i < len(h.params) and not isinstance(h.node, ast.Lambda):
+                        found = update_of(m, h, {h.params[i]}, depth=depth + 1)
+                        if found is not None:
+                            return found
     return None
 
 
