@@ -19,9 +19,11 @@ class LoopInvariantUpload(Rule):
                "where `X` is host data (a NumPy array, a list or tuple) bound before the loop and not changed in "
                "it: a dataset, a mask or a lookup table converted again every step; and such host data passed "
                "straight to a compiled function (`jax.jit`/`jax.pmap` of the module) every iteration, which "
-               "copies it at every call. Not reported: per-step batches (`X[i]`, loop targets, names rebound in "
-               "the loop), values that are already JAX arrays, static arguments, data of unknown kind "
-               "(parameters, attributes), and conversions under a periodic guard.")
+               "copies it at every call; and `flax.jax_utils.replicate(X)`/`jax.device_put_replicated(X, ...)` "
+               "of a value the loop does not change (host data or a device array: each call copies all of it to "
+               "every device). Not reported: per-step batches (`X[i]`, loop targets, names rebound in "
+               "the loop), conversions of values that are already JAX arrays, static arguments, data of unknown "
+               "kind (parameters, attributes), and conversions under a periodic guard.")
     rationale = ("Converting host data to a JAX array copies it to the accelerator (over PCIe or the host "
                  "interconnect) and allocates device memory for it; done in the loop, the same bytes travel "
                  "every iteration and the step waits for them. Convert once before the loop and reuse the "
@@ -73,6 +75,21 @@ class LoopInvariantUpload(Rule):
                     "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
                     f") does not change in the loop; convert it once before the loop "
                     f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"], evidence=facts)
+        for name in ("replicate", "device_put_replicated"):
+            for call in model.calls_by_name.get(name, ()):
+                found = transfers.invariant_replicate(model, call)
+                if found is None:
+                    continue
+                loop, x, ev = found
+                facts = [f"`{x.id}` (bound on line {ev.node.lineno}) is not rebound or changed in the loop on line "
+                         f"{loop.node.lineno}",
+                         f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: a "
+                         "copy of all of it to every device each time"]
+                yield self.finding(call, [
+                    f"`{unparse(call, 40)}` copies the same value to every device in every iteration of the loop "
+                    "on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno), ") does not "
+                    f"change in the loop; replicate it once before the loop and pass the replicated value"],
+                    evidence=facts)
         for call, x, loop, ev, wrap in transfers.implicit_uploads(model):
             fn = unparse(call.func, 30)
             facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "

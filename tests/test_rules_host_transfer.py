@@ -1847,6 +1847,32 @@ def test_jax205_same_host_data_every_step():
     """)
 
 
+def test_jax205_the_same_value_replicated_to_every_device_every_batch():
+    # fresh set T (hands_on_jax's Lanczos): `replicate(v)` per batch of a Hessian-vector product, `v`
+    # fixed for the whole pass: the same copy to every device each batch
+    assert_marked("""
+    import jax
+    from flax.jax_utils import replicate
+
+    hvp_p = jax.pmap(lambda v, batch: (v * batch).sum())
+
+    def hvp(v, dataset):
+        res = 0.0
+        for batch in dataset:
+            res += hvp_p(replicate(v), batch)  # expect: JAX205
+        return res
+
+    def per_step(state, dataset):
+        for batch in dataset:
+            state = hvp_p(replicate(state), batch)   # rebound each iteration: a new value
+        return state
+
+    def once(v, dataset):
+        rv = replicate(v)
+        return [hvp_p(rv, batch) for batch in dataset]
+    """)
+
+
 def test_jax205_draws_of_a_numpy_generator_are_host_data():
     # issue 27, small gap: a table drawn once from a NumPy Generator and uploaded every step
     assert_marked(_TRAIN_STEP + """

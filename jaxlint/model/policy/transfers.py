@@ -78,6 +78,28 @@ def invariant_upload(m, call: ast.Call) -> Optional[tuple]:
     return loop, x, ev
 
 
+# Calls that copy a value to every local device (a host array or a device array alike).
+REPLICATES = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"})
+
+
+def invariant_replicate(m, call: ast.Call) -> Optional[tuple]:
+    """``(loop, name, binding)`` when ``replicate(X)`` (``flax.jax_utils.replicate``,
+    ``jax.device_put_replicated``) copies the same value to every device in every iteration of a step
+    loop: ``X`` a name bound before the loop (a parameter included: whatever it holds, host data or
+    a device array, each call copies all of it again), not rebound or changed in the loop."""
+    if not call.args or not isinstance(call.args[0], ast.Name):
+        return None
+    x, scope = call.args[0], m.scope_at(call)
+    if m.resolve(call.func, scope) not in REPLICATES:
+        return None
+    loop = per_iteration_loop(m, m.context(call), syncs=False)
+    ev = m.binding(x.id, scope, _pos(x)) if loop is not None else None
+    if ev is None or ev.kind not in ("param", "assign") or loopfacts.rebound_each_iteration(m, x.id, ev, loop) \
+            or _changed_in_loop(m, x.id, loop):
+        return None
+    return loop, x, ev
+
+
 def implicit_uploads(m) -> list:
     """``(call, argument, loop, binding, wrap)`` for each argument of a compiled call (a
     ``jax.jit``/``jax.pmap`` function of the module) that is host data bound before the step loop
