@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition
+from jaxlint.model.facts import callables, frequency, guards, periodicity, proof, repetition
 from jaxlint.model.policy import evidence, freshbodies, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -468,7 +468,7 @@ class StaticArgChurn(Rule):
             if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
                 continue
             bench = _benchmark(model, ctx)
-            guard = loopfacts.new_key_guard(ctx, ctx.loops[-1])
+            guard = guards.new_key_guard(ctx, ctx.loops[-1])
             if guard is not None:  # ``if n not in cache:``: the call runs once per new value, as the jit cache would
                 self.quiet(model, call, f"per-step (disproven): the `if {unparse(guard, 40)}` on line {guard.lineno} "
                                         "runs it once per new value, not at every iteration")

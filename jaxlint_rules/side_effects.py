@@ -7,8 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import FunctionInfo, ModuleModel
 from jaxlint.rule import Finding, Line, Rule, unparse
-from jaxlint.model.facts import callables, closures, containers, repetition, staleattrs, tracers
-from jaxlint.model.facts import loops as loopfacts
+from jaxlint.model.facts import callables, closures, containers, guards, repetition, staleattrs, tracers
 from jaxlint.model.facts import values as V
 
 # Container methods that change the container they are called on.
@@ -112,7 +111,7 @@ class SideEffectInTracedCode(Rule):
                 # The model records store targets without their values: a helper that only ever sees
                 # static arguments, or a memo filled under ``if key not in cache:``, stores static
                 # values (a trace-time cache), not tracers.
-                if not f.tracer_params or loopfacts.membership_guarded(model, target):
+                if not f.tracer_params or guards.membership_guarded(model, target):
                     continue
                 if kind == "aug":
                     # ``tot[0] += x``: reported when what is added is a JAX value (a counter bumped by
