@@ -6,7 +6,7 @@ import ast
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import callables, eagerwork, elementwise, forwardchains, growth
+from jaxlint.model.facts import eagerwork, elementwise, forwardchains, growth
 from jaxlint.model.facts.proof import disproven, proven, unknown
 from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse

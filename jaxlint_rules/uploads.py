@@ -88,7 +88,7 @@ class LoopInvariantUpload(Rule):
                 yield self.finding(call, [
                     f"`{unparse(call, 40)}` copies the same value to every device in every iteration of the loop "
                     "on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno), ") does not "
-                    f"change in the loop; replicate it once before the loop and pass the replicated value"],
+                    "change in the loop; replicate it once before the loop and pass the replicated value"],
                     evidence=facts)
         for call, x, loop, ev, wrap in transfers.implicit_uploads(model):
             fn = unparse(call.func, 30)
