@@ -5986,3 +5986,58 @@ def test_training_state_updated_by_a_device_loop_that_carries_it():
     assert found is not None and ast.unparse(found[1].func) == "tx.update"  # the first update of the state
     assert trainingstate.update_of(m, named["n_steps_fori"], {"training_state"}) is not None
     assert trainingstate.update_of(m, named["counts"], {"training_state"}) is None  # the carry is `key`
+
+
+def test_carried_state_includes_an_array_updated_in_place_from_what_the_iteration_computed_from_it():
+    from jaxlint.model.facts.work import carried_state
+    m = build_model(ast.parse(textwrap.dedent("""
+        import numpy as np
+        import jax.numpy as jnp
+
+        def orthogonalize(w, vecs, i):
+            w = jnp.asarray(w)
+            for j in range(i):
+                tau = vecs[j, :]
+                coef = np.dot(w, tau)
+                w += -coef * tau
+            return w
+
+        def attention(parts, masks):
+            out = []
+            for q, mk in zip(parts, masks):
+                weights = jnp.exp(q)
+                scale = mk / weights.sum()
+                weights *= scale
+                out.append(weights)
+            return out
+
+        def totals(losses):
+            total = jnp.zeros(())
+            for x in losses:
+                total += jnp.square(x)
+            return total
+    """)))
+    gram, attn, acc = m.loops
+    assert carried_state(m, gram) == {"w"}
+    assert carried_state(m, attn) == set()   # `weights` is bound anew in every iteration first
+    assert carried_state(m, acc) == set()    # an accumulator, not updated from what it fed
+
+
+def test_a_step_loop_doing_arithmetic_on_jax_arrays_without_calls_runs_jax_work():
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def f(n):
+            w = jnp.ones(3)
+            v = jnp.zeros((n, 3))
+            for j in range(n):
+                w += 0.5 * w
+            for j in range(n):
+                tau = v[j, :]
+            for j in range(n):
+                k = j * 2
+            return w, tau, k
+    """)))
+    aug, index, plain = m.loops
+    assert loopfacts.loop_runs_jax_work(m, aug) and loopfacts.loop_runs_jax_work(m, index)
+    assert not loopfacts.loop_runs_jax_work(m, plain)

@@ -1847,6 +1847,30 @@ def test_jax205_same_host_data_every_step():
     """)
 
 
+def test_jax201_a_numpy_function_on_an_array_the_loop_updates_in_place_from_it():
+    # fresh set T (hands_on_jax's Lanczos re-orthogonalisation): `np.dot(w, tau)` fetches both vectors
+    # each inner step, and `w += -coef * tau` feeds the next step: a sync per step of a sequential chain
+    assert_marked("""
+    import numpy as np
+    import jax.numpy as jnp
+
+    def reorthogonalize(w, vecs, i):
+        w, vecs = jnp.asarray(w), jnp.asarray(vecs)
+        for j in range(i):
+            tau = vecs[j, :]
+            coef = np.dot(w, tau)  # expect: JAX201
+            w += -coef * tau
+        return w
+
+    def accumulate(xs, vecs, i):
+        vecs = jnp.asarray(vecs)
+        total = jnp.zeros(())
+        for j in range(i):
+            total += vecs[j].sum()
+        return float(np.dot(total, total))
+    """)
+
+
 def test_jax205_the_same_value_replicated_to_every_device_every_batch():
     # fresh set T (hands_on_jax's Lanczos): `replicate(v)` per batch of a Hessian-vector product, `v`
     # fixed for the whole pass: the same copy to every device each batch

@@ -377,8 +377,23 @@ def _direct_work(m, loop: Loop) -> bool:
             work = blocked_anew(m, loop)
         if not work:
             work = any(ch.bounded and _direct_work(m, ch) for ch in loop.children)
+        if not work and eager_counts:
+            work = _array_arithmetic(m, loop)
         loop._direct = work
     return loop._direct
+
+
+def _array_arithmetic(m, loop: Loop) -> bool:
+    """A statement of the loop's own body doing arithmetic on a JAX array or indexing one, with no call:
+    ``w += -coef * tau``, ``tau = vecs[j, :]`` (each an eager dispatch)."""
+    for stmt in getattr(loop.node, "body", ()):
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            if V.is_jax(m, stmt.target, m.scope_at(stmt.target)):
+                return True
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.BinOp, ast.Subscript)):
+            if V.is_jax(m, stmt.value, m.scope_at(stmt.value)):
+                return True
+    return False
 
 
 def _eager_step(m, call: ast.Call) -> bool:

@@ -416,6 +416,17 @@ def carried_state(m, loop: Loop) -> set:
         for t in targets & read:
             if any(t in inputs.get(g, ()) for g in read) and V.is_jax(m, value, m.scope_at(value)):
                 out.add(t)
+    # ``coef = np.dot(w, tau); w += -coef * tau``: a JAX array the iteration does not bind anew,
+    # updated in place from what it computed from it (a Lanczos or Gram-Schmidt step)
+    made: dict = {}
+    for sub in (n for stmt in getattr(loop.node, "body", []) for n in walk(stmt)):
+        if isinstance(sub, ast.Assign):
+            read = {n.id for n in walk(sub.value) if isinstance(n, ast.Name)}
+            made.update({n.id: read for t in sub.targets for n in walk(t) if isinstance(n, ast.Name)})
+        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name) and sub.target.id not in made \
+                and any(isinstance(n, ast.Name) and sub.target.id in made.get(n.id, ()) for n in walk(sub.value)) \
+                and V.is_jax(m, sub.target, m.scope_at(sub.target)):
+            out.add(sub.target.id)
     memo[key] = out
     return out
 
