@@ -27,7 +27,9 @@ class ShapeChurn(Rule):
                "or drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`); "
                "and sweeps in batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`). "
                "Also an array grown by an eager join of itself in every iteration (`x = jnp.concatenate([x, "
-               "y])`, `jnp.append`, `vstack`, also inside a `jax.tree.map`), outside traced code.")
+               "y])`, `jnp.append`, `vstack`, also inside a `jax.tree.map`), outside traced code; and an array "
+               "rebound in every iteration to a jitted function's result that joins it with more data "
+               "(`idx = generate_step(params, idx)` returning `jnp.concatenate([idx, token])`).")
     rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
                  "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
                  "buffer, a tokenized sentence) is traced and compiled again for every new shape: every iteration "
@@ -70,6 +72,7 @@ class ShapeChurn(Rule):
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
         yield from self._grown(model)
+        yield from self._compiled_growth(model)
         yield from self._jitted(model)
 
     def _grown(self, model: ModuleModel) -> Iterator[Finding]:
@@ -98,6 +101,24 @@ class ShapeChurn(Rule):
                 "again, and the copies grow with its length; collect the pieces in a Python list and join them once "
                 "after the loop, or write into a preallocated buffer with `.at[i].set`"], evidence=facts,
                 opt_in=opt_in, facts=[growth.eager(model, g)])
+
+    def _compiled_growth(self, model: ModuleModel) -> Iterator[Finding]:
+        """``idx = generate_step(params, idx)``: the compiled step returns its argument joined with more."""
+        for g in growth.grown_through_compiled(model):
+            if g.loop.bounded:
+                continue
+            fn = unparse(g.call.func, 30)
+            facts = [f"`{fn}` is compiled, and its `return` joins its argument with more data "
+                     f"(`{unparse(g.join.func, 30)}` on line {g.join.lineno})",
+                     f"`{g.name}` is bound again to that result in every iteration of the loop on line "
+                     f"{g.loop.node.lineno}, and by nothing else in the loop: it is longer at every call"]
+            opt_in = ("the loop runs a few times in all (known trip counts): a few compiles"
+                      if loopfacts.few_iterations(model, model.context(g.stmt)) else None)
+            yield self.finding(g.call, [
+                f"`{g.name}` grows by one join inside the compiled `{fn}` (", Line(g.join.lineno), ") in every "
+                "iteration of the loop on ", Line(g.loop.node.lineno), f": each call gets a longer `{g.name}`, so "
+                f"`{fn}` traces and compiles again every iteration; write into a preallocated buffer "
+                "(`buf.at[:, i].set(token)`) and pass the current length as an array"], evidence=facts, opt_in=opt_in)
 
     def _jitted(self, model: ModuleModel) -> Iterator[Finding]:
         for call in model.loop_calls:

@@ -6041,3 +6041,32 @@ def test_a_step_loop_doing_arithmetic_on_jax_arrays_without_calls_runs_jax_work(
     aug, index, plain = m.loops
     assert loopfacts.loop_runs_jax_work(m, aug) and loopfacts.loop_runs_jax_work(m, index)
     assert not loopfacts.loop_runs_jax_work(m, plain)
+
+
+def test_growth_through_a_compiled_step_that_returns_its_argument_joined():
+    from jaxlint.model.facts import growth
+    m = build_model(ast.parse(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def append(idx, tok):
+            return jnp.concatenate([idx, tok[:, None]], axis=1)
+
+        @jax.jit
+        def maybe(idx, tok, flag):
+            if flag:
+                return idx
+            return jnp.concatenate([idx, tok[:, None]], axis=1)
+
+        def run(idx, toks):
+            for t in toks:
+                idx = append(idx, t)
+            for t in toks:
+                idx = maybe(idx, t, False)
+            for t in toks:
+                out = append(idx, t)
+            return idx, out
+    """)))
+    found = growth.grown_through_compiled(m)
+    assert [(g.name, g.call.lineno, g.join.lineno) for g in found] == [("idx", 17, 7)]  # every return joins

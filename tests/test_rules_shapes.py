@@ -1900,6 +1900,37 @@ def test_jax304_a_chat_loop_that_reads_each_token_on_the_host_runs_eagerly():
     assert [f[:2] for f in opt_in_findings(src, "JAX304")] == [(line_of(src, "# OPT"), "JAX304")]
 
 
+def test_jax304_a_compiled_step_that_returns_its_argument_one_token_longer():
+    # fresh set S (awesome-jax-flax-llms' GPT-2): `idx = generate_step(params, idx, ...)`, the jitted step
+    # appending the sampled token: a longer `idx` at every call, so a compile per token
+    assert_marked("""
+    from functools import partial
+    import jax
+    import jax.numpy as jnp
+
+    @partial(jax.jit, static_argnums=(2,))
+    def generate_step(params, idx, block_size, rng_key=None):
+        logits = params @ idx[:, -block_size:].T
+        sample = jax.random.categorical(rng_key, logits, axis=-1)
+        return jnp.concatenate([idx, sample[:, None]], axis=1)
+
+    @jax.jit
+    def fixed_step(params, buf, i, rng_key):
+        sample = jax.random.categorical(rng_key, params @ buf.T, axis=-1)
+        return buf.at[:, i].set(sample[0])
+
+    def generate(params, idx, key, max_new_tokens):
+        for _ in range(max_new_tokens):
+            key, sub = jax.random.split(key)
+            idx = generate_step(params, idx, 256, rng_key=sub)  # expect: JAX304
+        buf = jnp.zeros((1, max_new_tokens), jnp.int32)
+        for i in range(max_new_tokens):
+            key, sub = jax.random.split(key)
+            buf = fixed_step(params, buf, jnp.int32(i), sub)
+        return idx, buf
+    """)
+
+
 def test_jax304_joins_that_do_not_grow_across_iterations_are_not_reported():
     assert findings("""
     import jax

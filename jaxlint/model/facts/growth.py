@@ -162,3 +162,42 @@ def _host_read(m, loop: Loop) -> Optional[ast.Call]:
 
 
 _CONVERSIONS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
+
+
+class CompiledGrowth:
+    """``idx = step(params, idx)`` in a loop, where the compiled ``step`` returns ``idx`` joined with
+    more data: the argument is longer at every call. ``stmt``, ``call``, ``name`` (the argument the
+    loop rebinds), ``loop``, ``join`` (the join in the compiled function's ``return``)."""
+
+    __slots__ = ("stmt", "call", "name", "loop", "join")
+
+    def __init__(self, stmt, call, name, loop, join):
+        self.stmt, self.call, self.name, self.loop, self.join = stmt, call, name, loop, join
+
+
+def grown_through_compiled(m) -> list:
+    """Every :class:`CompiledGrowth` of the module: a statement ``x = f(..., x, ...)`` directly in a
+    loop body outside traced code, ``f`` a jitted def of this module every ``return`` of which is a
+    join (``jnp.concatenate([p, more])``) of the parameter ``x`` is passed to, and no other statement
+    of the loop binding ``x``: a generation step that appends a token and returns the longer array."""
+    out: list = []
+    for loop in m.loops:
+        for stmt in getattr(loop.node, "body", ()):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Call)) or m.in_traced_code(stmt.value):
+                continue
+            name, call = stmt.targets[0].id, stmt.value
+            wrap = callables.callable_info(m, call.func, m.scope_at(call))
+            f = getattr(wrap, "func", None)
+            if getattr(wrap, "kind", None) not in ("jit", "pmap") or f is None or not f.returns:
+                continue
+            param = next((f.params[i] for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == name
+                          and i < len(f.params)), None) or next(
+                (k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == name), None)
+            if param is None or param in wrap.static_argnames:
+                continue
+            joins = [r for r in f.returns if isinstance(r, ast.Call) and m.resolve(r.func, m.scope_at(r)) in _JOINS
+                     and _joins_itself(r, param)]
+            if len(joins) == len(f.returns) and _bound_once(loop.node, name, stmt):
+                out.append(CompiledGrowth(stmt, call, name, loop, joins[0]))
+    return out
