@@ -46,7 +46,7 @@ def inherent_sync(m, node: ast.AST, loop: Loop) -> Optional[str]:
             return f"processed on the host (line {processing.lineno})"
     stop = decides_exit(node, loop)
     if stop is not None:
-        return f"the host stops the loop at a value of it (line {stop.lineno}): an end token"
+        return f"the host stops the loop when it equals a value (line {stop.lineno}): an end token, nothing left"
     pacing = host_paced(m, loop)
     if pacing is not None:
         return f"the loop is paced by `{unparse(pacing.func, 30)}`"
