@@ -650,3 +650,43 @@ def test_jax201_an_end_token_check_of_host_driven_decoding_is_inherent_but_a_nan
         return params
     """
     assert findings(src, "JAX201") == [(line_of(src, "# NAN"), "JAX201")]
+
+
+def test_jax201_a_value_made_on_first_use_in_the_loop_runs_once():
+    """Fresh set W (JAxtar's evaluation runner) and set I (indaba): ``if x is None: x = ...`` in a loop
+    runs once per run of the loop (judged FALSE and HARMLESS when reported); one the loop sets back
+    to None runs again."""
+    from ruletools import findings, line_of
+    src = """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def step(x):
+        return x * 2, jnp.sum(x)
+
+    def run(x, batches, table):
+        table = np.asarray(table)  # host data
+        first = None
+        cached = None
+        for b in batches:
+            x, loss = step(x)
+            if first is None:
+                first = loss.item()
+            if cached is None and b:
+                cached = np.asarray(jnp.asarray(table) * 2)
+        return first, cached
+
+    def rerun(x, batches):
+        last = None
+        for b in batches:
+            x, loss = step(x)
+            if last is None:
+                last = float(loss)  # AGAIN
+            last = None
+        return x
+    """
+    assert findings(src, "JAX201") == [(line_of(src, "# AGAIN"), "JAX201")]
+    assert findings(src, "JAX205") == []  # `jnp.asarray(table)` under the first-use guard: once
+    assert findings(src.replace("if cached is None and b:", "if b:"), "JAX205") != []  # every iteration

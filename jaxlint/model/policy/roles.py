@@ -83,6 +83,10 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
     if leaving is not None:
         return LoopRole(LEAVES, loop, [f"the branch of the `if` on line {leaving.lineno} leaves the loop on line {line} "
                                        "(`break`, `return` or `raise`): it runs at most once per run of the loop"])
+    once = _lazy_init(model, ctx, loop)
+    if once is not None:
+        return LoopRole(LEAVES, loop, [f"the `if` on line {once[0].lineno} runs only while `{once[1]}` is None, and its "
+                                       f"body sets `{once[1]}`: it runs once per run of the loop on line {line}"])
     guard = periodicity.periodic_guard_test(model, ctx, loop)
     step = _gated_step(model, loop, guard, gate) if guard is not None and gate is not None else None
     if guard is not None and step is None:
@@ -126,6 +130,30 @@ def _leaving_branch(model, ctx: Context, loop: Loop) -> Optional[ast.If]:
             continue
         if _within(node, loop.node) and not any(_within(node, lp.node) for lp in deeper):
             return node
+    return None
+
+
+def _lazy_init(model, ctx: Context, loop: Loop) -> Optional[tuple]:
+    """``(the if, name)`` of an ``if name is None (and ...):`` inside ``loop`` around the node whose body
+    binds ``name`` to something other than None, with no statement of the loop setting it back to
+    None: a value made on first use, once per run of the loop."""
+    by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+    for if_id, branch in ctx.branches:
+        node = by_id.get(if_id)
+        if node is None or branch != 0 or not _within(node, loop.node):
+            continue
+        parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+        for t in parts:
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
+                    and isinstance(t.left, ast.Name) and isinstance(t.comparators[0], ast.Constant)
+                    and t.comparators[0].value is None):
+                continue
+            name = t.left.id
+            sets = [a for a in walk(loop.node) if isinstance(a, ast.Assign)
+                    and any(isinstance(x, ast.Name) and x.id == name for tg in a.targets for x in walk(tg))]
+            if any(_within(a, node) for a in sets) and not any(
+                    isinstance(a.value, ast.Constant) and a.value.value is None for a in sets):
+                return node, name
     return None
 
 
