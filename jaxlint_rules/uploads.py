@@ -60,36 +60,14 @@ class LoopInvariantUpload(Rule):
     """
 
     def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for name in ("asarray", "array", "device_put"):
-            for call in model.calls_by_name.get(name, ()):
-                found = transfers.invariant_upload(model, call)
-                if found is None:
-                    continue
-                loop, x, ev = found
-                facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "
-                         f"line {loop.node.lineno} changes",
-                         f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: one "
-                         "host-to-device copy each time"]
-                yield self.finding(call, [
-                    f"`{unparse(call, 40)}` copies the same host data to the device in every iteration of the "
-                    "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
-                    f") does not change in the loop; convert it once before the loop "
-                    f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"], evidence=facts)
-        for name in ("replicate", "device_put_replicated"):
-            for call in model.calls_by_name.get(name, ()):
-                found = transfers.invariant_replicate(model, call)
-                if found is None:
-                    continue
-                loop, x, ev = found
-                facts = [f"`{x.id}` (bound on line {ev.node.lineno}) is not rebound or changed in the loop on line "
-                         f"{loop.node.lineno}",
-                         f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: a "
-                         "copy of all of it to every device each time"]
-                yield self.finding(call, [
-                    f"`{unparse(call, 40)}` copies the same value to every device in every iteration of the loop "
-                    "on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno), ") does not "
-                    "change in the loop; replicate it once before the loop and pass the replicated value"],
-                    evidence=facts)
+        for names, fact, describe in ((("asarray", "array", "device_put"), transfers.invariant_upload, _upload),
+                                      (("replicate", "device_put_replicated"), transfers.invariant_replicate,
+                                       _replicate)):
+            for call in (c for name in names for c in model.calls_by_name.get(name, ())):
+                found = fact(model, call)
+                if found is not None:
+                    message, facts = describe(call, *found)
+                    yield self.finding(call, message, evidence=facts)
         for call, x, loop, ev, wrap in transfers.implicit_uploads(model):
             fn = unparse(call.func, 30)
             facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "
@@ -101,6 +79,29 @@ class LoopInvariantUpload(Rule):
                 "iteration of the loop on ", Line(loop.node.lineno), ": each call copies the same bytes to the device "
                 f"again; convert it once before the loop (`{x.id} = jax.device_put({x.id})`) and pass the device "
                 "array"], evidence=facts)
+
+
+def _upload(call, loop, x, ev) -> tuple:
+    """The message and evidence of ``jnp.asarray(X)`` of unchanged host data in every iteration."""
+    facts = [f"`{x.id}` is host data (bound on line {ev.node.lineno}) that no statement of the loop on "
+             f"line {loop.node.lineno} changes",
+             f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: one "
+             "host-to-device copy each time"]
+    return [f"`{unparse(call, 40)}` copies the same host data to the device in every iteration of the "
+            "loop on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno),
+            f") does not change in the loop; convert it once before the loop "
+            f"(`{x.id} = {unparse(call.func, 30)}({x.id})`) and reuse the device array"], facts
+
+
+def _replicate(call, loop, x, ev) -> tuple:
+    """The message and evidence of ``replicate(X)`` of an unchanged value in every iteration."""
+    facts = [f"`{x.id}` (bound on line {ev.node.lineno}) is not rebound or changed in the loop on line "
+             f"{loop.node.lineno}",
+             f"`{unparse(call.func, 30)}` runs in every iteration of that loop, which runs JAX work: a "
+             "copy of all of it to every device each time"]
+    return [f"`{unparse(call, 40)}` copies the same value to every device in every iteration of the loop "
+            "on ", Line(loop.node.lineno), f": `{x.id}` (bound on ", Line(ev.node.lineno), ") does not "
+            "change in the loop; replicate it once before the loop and pass the replicated value"], facts
 
 
 RULES = [LoopInvariantUpload]
