@@ -279,6 +279,32 @@ UNREAD["alias_read_after_the_loop"] = (UNREAD["alias_rebound_after_the_loop"][0]
     "unknown")
 
 
+# fresh set W (RIQL): the best epoch's parameters kept after the step loop, inside the epoch loop, and
+# read after it: the next epoch's calls would donate them
+UNREAD["alias_per_epoch_read_after_the_epochs"] = ("""
+def train(params, epochs, batches, val):
+    best, best_params = 1e9, None
+    for epoch in range(epochs):
+        for b in batches:
+            params = step(params, b)
+        if (params * val).sum() < best:
+            best = (params * val).sum()
+            best_params = params
+    return (best_params * val).sum()
+""", "unknown")
+# a checkpoint's copy made per epoch and read at once (saved) is never read after a later call
+UNREAD["copy_per_epoch_read_at_once"] = ("""
+def train(params, epochs, batches, save):
+    for epoch in range(epochs):
+        for b in batches:
+            params = step(params, b)
+        if epoch % 10 == 0:
+            host = jax.device_get(params)
+            save(host)
+    return params
+""", "proven")
+
+
 @pytest.mark.parametrize("case", sorted(UNREAD))
 def test_old_values_unread_fact(case):
     body, status = UNREAD[case]

@@ -273,7 +273,7 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
             root = _refers(stmt.value, names)
             if ((root is not None and not (root in _target_keys(targets) and len(targets) == 1)) or (
                     root is None and not _target_keys(targets) & names and _may_share(stmt.value, names))) \
-                    and _alias_read_during(stmt, None if stored else bound - names, r.loop.node, r.call, body):
+                    and _alias_read(m, r, stmt, None if stored else bound - names, body):
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps what the step "
                                                    "would donate under another name: donating would delete what it holds")
             if len(targets) > 1 and bound & names and stmt.value is not r.call:
@@ -402,6 +402,25 @@ def _plain_targets(targets: list) -> tuple:
         else:
             stored = True
     return names, stored
+
+
+def _alias_read(m, r: RebindingCall, stmt: ast.stmt, aliases: Optional[set], body: list) -> bool:
+    """Whether an alias bound by ``stmt`` can be read after a call donated what it holds
+    (:func:`_alias_read_during`). One made after the step loop but inside an epoch loop around it
+    (``best = state.params`` when the loss improved) holds what the next epoch's calls donate: a read
+    after the epoch loop sees a deleted value, unless the alias is bound in every epoch."""
+    loop = r.loop.node
+    if stmt.lineno > (loop.end_lineno or loop.lineno):
+        ctx = m.context(r.call)
+        outer = next((lp.node for lp in reversed(ctx.loops if ctx is not None else ())
+                      if lp.node is not loop and lp.node.lineno <= stmt.lineno <= (lp.node.end_lineno or 0)), None)
+        if outer is not None:
+            if aliases is None or any(stmt is x for x in getattr(outer, "body", ())):
+                return aliases is None
+            end = outer.end_lineno or outer.lineno
+            return any(isinstance(n, ast.Name) and n.id in aliases and isinstance(n.ctx, ast.Load) and n.lineno > end
+                       and not _rebound_before(body, n, end) for other in _walk_statements(body) for n in ast.walk(other))
+    return _alias_read_during(stmt, aliases, loop, r.call, body)
 
 
 def _alias_read_during(stmt: ast.stmt, aliases: Optional[set], loop: ast.AST, call: ast.Call, body: list) -> bool:
