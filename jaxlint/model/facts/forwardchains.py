@@ -13,6 +13,7 @@ from typing import Optional
 
 from . import eagerwork
 from .forwards import model_forward
+from .work import work_memo
 from ..python.syntax import walk
 
 
@@ -63,9 +64,11 @@ def eager_chain(m, call: ast.Call) -> Optional[EagerChain]:
 
 def _jitted_method(m, func: ast.AST) -> bool:
     """``x.apply = jax.jit(x.apply)`` anywhere in the module: the name may run compiled."""
-    spelled = ast.unparse(func)
-    return any(isinstance(t, ast.Attribute) and ast.unparse(t) == spelled
-               for node in ast.walk(m.tree) if isinstance(node, ast.Assign) for t in node.targets)
+    memo = work_memo(m)
+    if "assigned-attributes" not in memo:  # every attribute the module assigns, spelled, found once
+        memo["assigned-attributes"] = {ast.unparse(t) for node in ast.walk(m.tree) if isinstance(node, ast.Assign)
+                                       for t in node.targets if isinstance(t, ast.Attribute)}
+    return ast.unparse(func) in memo["assigned-attributes"]
 
 
 def _statement(loop, node: ast.AST) -> Optional[ast.stmt]:

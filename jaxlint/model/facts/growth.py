@@ -138,7 +138,6 @@ def eager(m, g: Growth) -> "proof.Fact":
                                   "loop is unrolled and every shape is static) is not known")
 
 
-
 def _host_read(m, loop: Loop) -> Optional[ast.Call]:
     """An ``int(x)``/``float(x)``/``bool(x)`` or ``x.item()`` of a JAX value that every iteration of the
     loop runs (a statement of its body or an ``if``'s test, not under an ``if`` or ``try``): under ``jit``
@@ -181,7 +180,7 @@ def grown_through_compiled(m) -> list:
     join (``jnp.concatenate([p, more])``) of the parameter ``x`` is passed to, and no other statement
     of the loop binding ``x``: a generation step that appends a token and returns the longer array."""
     out: list = []
-    for loop in m.loops:
+    for loop in (m.loops if m.jit_wraps else ()):  # only a jitted def of this module can be such a step
         for stmt in getattr(loop.node, "body", ()):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                     and isinstance(stmt.value, ast.Call)) or m.in_traced_code(stmt.value):
@@ -191,8 +190,9 @@ def grown_through_compiled(m) -> list:
             f = getattr(wrap, "func", None)
             if getattr(wrap, "kind", None) not in ("jit", "pmap") or f is None or not f.returns:
                 continue
-            param = next((f.params[i] for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == name
-                          and i < len(f.params)), None) or next(
+            params, shift = wrap.static_layout(call)[:2]  # a method called as ``self.step(x)``: after ``self``
+            param = next((params[i + shift] for i, a in enumerate(call.args) if isinstance(a, ast.Name)
+                          and a.id == name and i + shift < len(params)), None) or next(
                 (k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == name), None)
             if param is None or param in wrap.static_argnames:
                 continue

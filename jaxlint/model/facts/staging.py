@@ -413,10 +413,13 @@ class Staging:
     def _passed(self, g: FunctionInfo, name: str) -> bool:
         """A call of ``g`` through its decorator (``@jax.jit``), outside staged code, passes parameter
         ``name``: the trace gets a tracer, not the default (``step(w, x, inner_steps=k)``)."""
-        m = self.m
-        return any(callables.passed_argument(g, c, name) is not None for c in m.calls_by_name.get(g.name, ())
-                   if not self.staged(m.function_at(c)) and g in callables.local_functions(m, c.func, m.scope_at(c))
-                   and getattr(callables.callable_info(m, c.func, m.scope_at(c)), "kind", None) in _TRACES_ARGUMENTS)
+        m, key = self.m, ("passed", id(g), name)
+        if key not in self._memo:
+            self._memo[key] = any(
+                callables.passed_argument(g, c, name) is not None for c in m.calls_by_name.get(g.name, ())
+                if not self.staged(m.function_at(c)) and g in callables.local_functions(m, c.func, m.scope_at(c))
+                and getattr(callables.callable_info(m, c.func, m.scope_at(c)), "kind", None) in _TRACES_ARGUMENTS)
+        return self._memo[key]
 
     def _caller_args(self, g: FunctionInfo, name: str) -> list:
         """``(argument, caller scope)`` for every call of ``g`` in a staged caller that passes
