@@ -291,11 +291,16 @@ def unconditional_calls(m, loop: Loop) -> Iterator[ast.Call]:
             yield from (c for c in unconditional_calls(m, ch) if not conditional(c))
 
 
-def _branch_in(m, if_id: int, loop: Loop) -> bool:
+def ifs_by_id(m) -> dict:
+    """The module's ``if`` statements by id (what ``Context.branches`` names), made once."""
     table = m.facts.ifs_by_id
     if table is None:
         table = m.facts.ifs_by_id = {id(n): n for n in m.ifs if isinstance(n, ast.If)}
-    node = table.get(if_id)
+    return table
+
+
+def _branch_in(m, if_id: int, loop: Loop) -> bool:
+    node = ifs_by_id(m).get(if_id)
     ctx = m.context(node) if node is not None else None
     return ctx is not None and loop in ctx.loops
 

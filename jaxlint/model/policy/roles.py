@@ -121,7 +121,7 @@ def _leaving_branch(model, ctx: Context, loop: Loop) -> Optional[ast.If]:
     the loop at its own level (a ``break``, ``return`` or ``raise`` statement in that branch's block)."""
     if not ctx.branches:
         return None
-    by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+    by_id = work.ifs_by_id(model)
     deeper = ctx.loops[ctx.loops.index(loop) + 1:] if loop in ctx.loops else ()
     for if_id, branch in ctx.branches:
         node = by_id.get(if_id)
@@ -137,7 +137,7 @@ def _lazy_init(model, ctx: Context, loop: Loop) -> Optional[tuple]:
     """``(the if, name)`` of an ``if name is None (and ...):`` inside ``loop`` around the node whose body
     binds ``name`` to something other than None, with no statement of the loop setting it back to
     None: a value made on first use, once per run of the loop."""
-    by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+    by_id = work.ifs_by_id(model)
     for if_id, branch in ctx.branches:
         node = by_id.get(if_id)
         if node is None or branch != 0 or not _within(node, loop.node):
