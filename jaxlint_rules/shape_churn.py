@@ -24,7 +24,9 @@ class ShapeChurn(Rule):
                "loop), built with a size from the loop (`f(jnp.ones(n))`, `f(jnp.arange(t))`, `f(jnp.zeros((n, "
                "d)))`), stacked from a list that grows each iteration (`buf.append(x); f(jnp.stack(buf))`), "
                "converted from per-item data of varying length (`f(jnp.array([vocab[w] for w in s.split()]))`), "
-               "or drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`); "
+               "drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`), or "
+               "selected by a boolean mask the loop recomputes (`f(x[x[:, 0] > 0])`, a rollout's `obs = "
+               "next_obs[~dones]` before the next iteration's call); "
                "and sweeps in batches whose last one is shorter (`f(x[i:i + bs])` for `i in range(0, n, bs)`). "
                "Also an array grown by an eager join of itself in every iteration (`x = jnp.concatenate([x, "
                "y])`, `jnp.append`, `vstack`, also inside a `jax.tree.map`), outside traced code; and an array "
@@ -32,7 +34,8 @@ class ShapeChurn(Rule):
                "(`idx = generate_step(params, idx)` returning `jnp.concatenate([idx, token])`).")
     rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
                  "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
-                 "buffer, a tokenized sentence) is traced and compiled again for every new shape: every iteration "
+                 "buffer, a tokenized sentence, the rows a boolean mask keeps) is traced and compiled again for every new "
+                 "shape: every iteration "
                  "when it grows with a counter, once per distinct length when it follows the data, once per size "
                  "when the sizes are listed. Pad to a fixed length (or a few bucket sizes) and pass the valid "
                  "length or a mask as an array; take fixed-size windows with `jax.lax.dynamic_slice`; give "
@@ -161,6 +164,8 @@ class ShapeChurn(Rule):
                 if src is not None:
                     facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
                              f"`{unparse(arg, 30)}` {src.origin}, in the loop on line {loops[-1].node.lineno}"]
+                    if src.proof is not None:
+                        facts.append(src.proof)
                     yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src), evidence=facts)
 
 
@@ -177,6 +182,8 @@ _CHURN_FIX = {
     "sized": "pass size= (and fill_value=) so the result has a fixed size, and mask the fill",
     "converted": "pad every item to a fixed length (or a few bucket lengths) and pass the length or a mask",
     "drawn": "pad them to one size (or a few bucket sizes) and pass the lengths or masks",
+    "masked": ("keep every row and pass the mask into the jitted function (weight or `jnp.where` the dropped "
+               "rows), so every call has the same shape"),
 }
 
 

@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from ... import names as N
-from . import callables
+from . import callables, rowmasks
 from ..python import limits as L
 from . import loops as loopfacts
 from .loops import loop_iterable
@@ -148,7 +148,7 @@ class ShapeVariance:
         if depth > L.VARIANCE_CHAIN or not self.m.work.spend():
             return None
         if isinstance(e, ast.Subscript):
-            found = self._slice_source(e)
+            found = self._slice_source(e) or rowmasks.masked_source(self, e)
             if found is None and not isinstance(e.slice, (ast.Tuple, ast.Slice, ast.Constant)):
                 found = self._source(e.slice, depth + 1)  # x[idx]: as many rows as idx has entries
             if found is None and isinstance(e.slice, ast.Constant) and isinstance(e.value, ast.Call):
@@ -249,6 +249,9 @@ class ShapeVariance:
             return None
         if ev.plain_assign and any(lp in self.loops for lp in ev.loops):
             return self._source(ev.value, depth + 1)
+        carried = rowmasks.carried_selection(self, name)
+        if carried is not None:
+            return carried
         every = self._growing(name)
         if every is not None:
             return ShapeSource("stacked", f"is a list that gets {'an item' if every else 'items'} in the loop (a pytree "

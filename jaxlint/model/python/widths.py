@@ -57,13 +57,15 @@ class ShapeSource:
     that gets an item each iteration), so one compilation per iteration. ``per``: what one
     compilation is for otherwise ("width", "value of `n`"). ``sizes``: the distinct sizes, where
     the module fixes them; ``count``: how many distinct shapes at most, where the module fixes
-    that but not the sizes."""
+    that but not the sizes. "masked" (``x[mask]`` with a boolean mask recomputed in the loop); ``proof``:
+    what shows a fact the origin rests on (why the mask is boolean), for the evidence."""
 
-    __slots__ = ("kind", "origin", "every", "per", "sizes", "count")
+    __slots__ = ("kind", "origin", "every", "per", "sizes", "count", "proof")
 
     def __init__(self, kind: str, origin: str, every: bool, per: str, sizes: Optional[tuple] = None,
-                 count: Optional[int] = None):
+                 count: Optional[int] = None, proof: Optional[str] = None):
         self.kind = kind
+        self.proof = proof
         self.origin = origin
         self.every = every
         self.per = per
