@@ -11,7 +11,9 @@ them, or a ``.git``, or the file system's root: no declaration then. Conda envir
 folder below that one (``docker/environment_tpu.yaml``) are part of the declaration too: they are
 how such a project says which environment it runs in.
 
-This module reads the requirement texts for ``jax`` and ``jaxlib`` (:class:`Requirement`); what
+This module reads the requirement texts for ``jax`` and ``jaxlib`` (:class:`Requirement`), and the
+Python the project declares (``requires-python``, ``python_requires``, poetry's ``python``, conda's
+``python=3.8``): each JAX release supports a range of Pythons, so an old Python caps JAX. What
 versions they allow is the facts layer's (jaxlint/model/facts/jaxrange.py). A file it cannot read
 for them (not TOML, a computed ``install_requires``) is a *problem*: the declaration is then
 unknown. It imports nothing of the model: the result cache checks a declaration with
@@ -29,6 +31,7 @@ from typing import Optional
 from .source import content_hash
 
 NAMES = ("jax", "jaxlib")
+PYTHON = "python"  # the Python a project declares (``requires-python``, conda's ``python=3.8``): JAX's own cap
 _FILES = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
 _MAX_INCLUDES = 8  # ``-r`` files followed from one requirements file, transitively
 
@@ -223,6 +226,12 @@ def _pep508(decl: Declaration, line: str, shown: str) -> None:
     decl.requirements.append(Requirement(name, "" if rest.startswith("@") else rest, "pep440", shown))
 
 
+def _python(decl: Declaration, spec, style: str, shown: str) -> None:
+    """A declared Python version (a string; anything else, a computed value, is no declaration)."""
+    if isinstance(spec, str) and spec.strip():
+        decl.requirements.append(Requirement(PYTHON, spec.strip(), style, shown))
+
+
 def _toml_tables(text: str, shown: str) -> dict:
     from .config import _toml
 
@@ -244,6 +253,7 @@ def _pyproject(decl: Declaration, text: str, shown: str) -> None:
     project = data.get("project") if isinstance(data.get("project"), dict) else {}
     for line in _strings(project.get("dependencies", []), "[project].dependencies"):
         _pep508(decl, line, shown)
+    _python(decl, project.get("requires-python"), "pep440", shown)
     extras = project.get("optional-dependencies", {})
     groups = data.get("dependency-groups", {})
     for what, table in (("[project.optional-dependencies]", extras), ("[dependency-groups]", groups)):
@@ -266,6 +276,8 @@ def _pyproject(decl: Declaration, text: str, shown: str) -> None:
             raise _Unreadable("a poetry dependency table is not a table")
         for key, value in table.items():
             name = _canonical(key)
+            if name == PYTHON:
+                _python(decl, value, "poetry", shown)
             if name not in NAMES:
                 continue
             for one in value if isinstance(value, list) else [value]:  # several constraints, by marker
@@ -282,6 +294,8 @@ def _setup_cfg(decl: Declaration, text: str, shown: str, root: str) -> None:
         parser.read_string(text)
     except configparser.Error as e:
         raise _Unreadable(f"not an INI file: {type(e).__name__}") from None
+    if parser.has_option("options", "python_requires"):
+        _python(decl, parser.get("options", "python_requires"), "pep440", shown)
     values = []
     if parser.has_option("options", "install_requires"):
         values.append(parser.get("options", "install_requires"))
@@ -332,6 +346,8 @@ def _setup_py(decl: Declaration, text: str, shown: str) -> None:
         if any(kw.arg is None for kw in node.keywords):
             raise _Unreadable("setup() takes **keywords: its requirements are computed")
         for kw in node.keywords:
+            if kw.arg == "python_requires":
+                _python(decl, _literal(kw.value, assigned), "pep440", shown)
             if kw.arg not in ("install_requires", "extras_require"):
                 continue
             value = _literal(kw.value, assigned)
@@ -414,7 +430,7 @@ def _environment(decl: Declaration, text: str, shown: str) -> None:
 def _conda(decl: Declaration, item: str, shown: str) -> None:
     item = item.split("::", 1)[-1]  # conda-forge::jax=0.4.8
     m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)", item)
-    if m is None or _canonical(m.group(1)) not in NAMES:
+    if m is None or _canonical(m.group(1)) not in NAMES + (PYTHON,):
         return
     rest = m.group(2).strip()
     parts = rest.split()

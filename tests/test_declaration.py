@@ -60,7 +60,8 @@ def test_pyproject_project_extras_groups_and_poetry(tmp_path):
     decl = _read(tmp_path)
     assert decl.problems == []
     assert _reqs(decl) == [("jax", "==0.4.23", "pep440"), ("jax", ">= 0.4.30", "pep440"),
-                           ("jaxlib", "(>=0.4.20)", "pep440"), ("jax", "", "pep440"), ("jax", "^0.4.8", "poetry"),
+                           ("jaxlib", "(>=0.4.20)", "pep440"), ("jax", "", "pep440"), ("python", ">=3.8", "poetry"),
+                           ("jax", "^0.4.8", "poetry"),
                            ("jax", "0.4.8", "poetry"), ("jax", "", "poetry"), ("jax", "~0.4.8", "poetry")]
     assert {r.file for r in decl.requirements} == {f"{tmp_path.name}/pyproject.toml"}
 
@@ -143,7 +144,7 @@ def test_environment_yml_conda_and_pip(tmp_path):
           - jax=9
     """)
     # ``name=version=build`` (what ``conda env export`` writes): the version, its build string dropped
-    assert _reqs(_read(tmp_path)) == [("jaxlib", "=0.3.15", "conda"), ("jax", "0.3.16", "conda"),
+    assert _reqs(_read(tmp_path)) == [("python", "=3.10", "conda"), ("jaxlib", "=0.3.15", "conda"), ("jax", "0.3.16", "conda"),
                                       ("jax", "==0.3.16", "pep440")]
 
 
@@ -183,7 +184,8 @@ def test_conda_environments_named_for_a_platform_and_one_folder_down(tmp_path):
     decl = _read(tmp_path / "pkg")
     assert decl.root == str(tmp_path)
     assert sorted(decl.files) == ["docker/environment_tpu.yaml", "environment-gpu.yml", "setup.py"]
-    assert _reqs(decl) == [("jax", "==0.3.14", "pep440"), ("jax", "==0.3.14", "pep440")]
+    assert _reqs(decl) == [("python", "=3.8", "conda"), ("jax", "==0.3.14", "pep440"), ("python", "=3.8", "conda"),
+                           ("jax", "==0.3.14", "pep440")]
 
 
 def test_unreadable_files_are_problems(tmp_path):
@@ -202,3 +204,16 @@ def test_each_folder_is_listed_and_each_declaration_read_once(tmp_path, monkeypa
     assert dep[0] == "d" and dep[2] == str(tmp_path) and dep[4][0][0] == str(tmp_path / "pyproject.toml")
     monkeypatch.setattr(os, "scandir", None)  # no folder is listed again
     assert finder.declaration(str(tmp_path / "a"))[0] is first and finder.declaration(str(tmp_path))[0] is first
+
+
+def test_the_declared_python_is_read_from_every_kind_of_file(tmp_path):
+    """JAX's releases each support a range of Pythons, so the Python a project declares caps its JAX
+    (jaxlint/model/facts/jaxrange.py); a computed value is no declaration."""
+    _write(tmp_path / "a" / "pyproject.toml", '[project]\nrequires-python = "<3.10"\n')
+    _write(tmp_path / "b" / "setup.py", "from setuptools import setup\nV = '==3.8.*'\nsetup(python_requires=V)\n")
+    _write(tmp_path / "c" / "setup.cfg", "[options]\npython_requires = >=3.7, <3.9\n")
+    _write(tmp_path / "d" / "environment.yml", "dependencies:\n  - python==3.12\n")
+    _write(tmp_path / "e" / "setup.py", "from setuptools import setup\nsetup(python_requires=get())\n")
+    got = {d: _reqs(_read(tmp_path / d)) for d in "abcde"}
+    assert got == {"a": [("python", "<3.10", "pep440")], "b": [("python", "==3.8.*", "pep440")],
+                   "c": [("python", ">=3.7, <3.9", "pep440")], "d": [("python", "==3.12", "conda")], "e": []}

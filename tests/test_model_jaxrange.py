@@ -117,3 +117,46 @@ def test_the_reaches_fact():
     assert jaxrange.reaches(old, REMOVED, (0, 4, 30)).disproven  # ... and says nothing of the newest
     unknown = jaxrange.reaches(jaxrange.declared(None), REMOVED, None)
     assert unknown.proven and "current JAX assumed" in unknown.why
+
+
+# -- the declared Python caps JAX: the newest release that installs on it (jax's python_requires)
+
+
+@pytest.mark.parametrize("python, style, newest", [
+    ("=3.7", "conda", (0, 3, 25)),  # conda's 3.7.*
+    ("=3.8.10", "conda", (0, 4, 13)),
+    ("<3.10", "pep440", (0, 4, 30)),  # 3.9 at the newest
+    ("<=3.10", "pep440", (0, 6, 2)),
+    ("==3.11.*", "pep440", (0, 10, 2)),
+    ("~=3.9.0", "pep440", (0, 4, 30)),
+    (">=3.6,<3.8", "pep440", (0, 3, 25)),
+    ("==3.6", "pep440", (0, 3, 25)),  # older than 3.7: at most what 3.7 had
+])
+def test_an_old_python_caps_the_declared_jax(python, style, newest):
+    got = jaxrange.declared(_decl(("python", python, style, "proj/environment.yml")))
+    assert got.range == Range(((None, False, jaxrange._norm(newest), True),)), got.range
+    assert f"JAX {jaxrange.text(newest)} is the newest release for it" in got.where
+    assert got.range.includes_from(newest) and not got.range.includes_from(newest[:2] + (newest[2] + 1,))
+
+
+@pytest.mark.parametrize("pythons", [
+    [(">=3.8", "pep440")],  # no upper bound
+    [("==3.12", "conda")],  # current JAX installs there
+    [("=3.8", "conda"), (">=3.9", "pep440")],  # one declared way reaches current JAX
+    [("<4", "pep440")],
+    [("3.x", "pep440")],  # unreadable: no cap
+])
+def test_no_cap_where_a_declared_python_runs_current_jax(pythons):
+    got = jaxrange.declared(_decl(*[("python", p, s, "proj/f") for p, s in pythons]))
+    assert got.range is None
+
+
+def test_the_python_cap_narrows_a_declared_jax_range():
+    got = jaxrange.declared(_decl(("jax", ">=0.4.1", "pep440", "proj/requirements.txt"),
+                                  ("python", "=3.9", "conda", "proj/environment.yml")))
+    assert got.range == spec(">=0.4.1,<=0.4.30")
+    assert got.where.startswith("proj/requirements.txt requires jax >=0.4.1; proj/environment.yml requires python")
+    assert not got.range.includes_from(REMOVED)
+    # the cap never widens: a pin older than the cap stays the pin
+    got = jaxrange.declared(_decl(("jax", "==0.3.14", "pep440", "r"), ("python", "=3.10", "conda", "e")))
+    assert got.range == spec("==0.3.14")

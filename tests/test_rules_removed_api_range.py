@@ -90,6 +90,19 @@ def test_other_old_pins_are_opt_in_too(tmp_path, capsys, files):
     assert len(_check(capsys, path, "--no-cache", "--pedantic")) == 1
 
 
+def test_an_old_python_caps_jax_so_a_later_removal_is_opt_in(tmp_path, capsys):
+    """X's jax-influence: environment.yml pins python=3.7 and nothing pins JAX; the newest JAX on 3.7
+    is 0.3.25, so `jax.tree_map` (removed in 0.6.0) works there; on Python 3.10, JAX 0.6.0 and later
+    install (up to 0.6.2): the finding stays."""
+    path = _project(tmp_path, {"environment.yml": "dependencies:\n  - python=3.7\n  - pip:\n    - jax\n"})
+    assert _check(capsys, path, "--no-cache") == []
+    [f] = _check(capsys, path, "--no-cache", "--pedantic")
+    assert "JAX 0.3.25 is the newest release for it: the removal in 0.6.0 does not reach it" in f["opt_in"]
+    path = _project(tmp_path, {"environment.yml": "dependencies:\n  - python=3.10\n  - pip:\n    - jax\n"})
+    [f] = _check(capsys, path, "--no-cache")
+    assert f.get("opt_in") is None
+
+
 def test_the_configured_jax_version_is_the_users_word(tmp_path, capsys):
     path = _project(tmp_path, {"pyproject.toml": '[tool.jaxlint]\njax-version = "0.6.0"\n' + POETRY_OLD})
     [f] = _check(capsys, path, "--no-cache")

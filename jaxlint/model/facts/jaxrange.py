@@ -234,9 +234,59 @@ class Declared:
         self.why = why
 
 
+# The newest JAX release that installs on each Python (``python_requires`` of jax's setup.py at the
+# release tags: 0.4.0 needs 3.8, 0.4.14 needs 3.9, 0.4.31 needs 3.10, 0.7.0 needs 3.11, 0.11.0 needs 3.12).
+NEWEST_JAX_FOR_PYTHON = {(3, 7): (0, 3, 25), (3, 8): (0, 4, 13), (3, 9): (0, 4, 30), (3, 10): (0, 6, 2),
+                         (3, 11): (0, 10, 2)}
+
+
 def declared(declaration) -> Declared:
     """The JAX range of a declaration (:class:`jaxlint.declaration.Declaration`, or None when no
-    folder above the file has packaging files)."""
+    folder above the file has packaging files), capped by the newest JAX for the newest Python it
+    declares, where every declared Python has an upper bound (``python=3.7``, ``<3.10``)."""
+    found = _declared_jax(declaration)
+    if declaration is None or declaration.problems:
+        return found
+    cap = _python_cap(declaration)
+    if cap is None:
+        return found
+    newest, said = cap
+    capped = Range(((INF, False, _norm(newest), True),))
+    why = f"{said}, and JAX {text(newest)} is the newest release for it"
+    if found.range is None:
+        return Declared(capped, where=why)
+    return Declared(found.range & capped, where=f"{found.where}; {why}")
+
+
+def _python_cap(declaration) -> Optional[tuple]:
+    """(newest JAX, how the Python was declared) when the declared Pythons all end below 3.12."""
+    reqs = [r for r in declaration.requirements if r.name == "python"]
+    if not reqs:
+        return None
+    union = Range()
+    for r in reqs:
+        try:
+            union = union | spec(r.spec, r.style)
+        except SpecError:
+            return None
+    if union.empty or any(hi is INF for _, _, hi, _ in union.parts):
+        return None
+    hi, hi_in = max(((hi, hi_in) for _, _, hi, hi_in in union.parts), key=lambda p: (p[0], p[1]))
+    if hi_in or len(hi) > 2:
+        newest = hi[:2] if len(hi) >= 2 else (hi[0], 0)
+    elif len(hi) == 2 and hi[1] > 0:
+        newest = (hi[0], hi[1] - 1)  # ``<3.10``: 3.9 at most
+    else:
+        return None
+    if newest >= (3, 12):
+        return None
+    jax = NEWEST_JAX_FOR_PYTHON.get(newest, NEWEST_JAX_FOR_PYTHON[(3, 7)] if newest < (3, 7) else None)
+    if jax is None:
+        return None
+    return jax, f"{_said(declaration, reqs)} (Python {newest[0]}.{newest[1]} at the newest)"
+
+
+def _declared_jax(declaration) -> Declared:
     if declaration is None:
         return Declared(None, why="no packaging file (pyproject.toml, setup.cfg, setup.py, requirements*.txt, "
                                   "environment*.yml) in the file's folder or above it")
