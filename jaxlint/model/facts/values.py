@@ -10,7 +10,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, forwards, libraryobjects
+from . import callables, forwards, gradaux, libraryobjects
 from ..python import limits as L
 from .hostvalues import host_cpu_copy
 from ..python.records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
@@ -298,7 +298,8 @@ def _event_kind_uncached(m, ev: Binding) -> bool:
                 and callables.local_functions(m, value.func, ev.scope):
             # ``arr, name = helper(x)``: each element has its own kind
             return _local_result(m, value, ev.scope, path[0])
-        return is_jax(m, value, ev.scope)
+        aux = gradaux.aux_part_kind(m, value, path, ev.scope, is_jax) if path else None
+        return aux if aux is not None else is_jax(m, value, ev.scope)
     if kind == "aug":
         node = ev.node
         if is_jax(m, node.value, ev.scope):
