@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
@@ -139,7 +140,9 @@ class MissingDonation(Rule):
                "gradient step; in the step, a helper it hands the gradient, or another module of the project) and "
                "nothing else keeps or reads the old values: the copies kept alive are a model's parameters and "
                "optimizer state. Attributes rebound the same way (`self.state = self.train_step(self.state, b)`) "
-               "count; the finding is at the `jax.jit`/`jax.pmap` that makes the step, once per wrapper. Also a flax "
+               "count; the finding is at the `jax.jit`/`jax.pmap` that makes the step, once per wrapper (at the call, naming "
+               "that line, for a step another module's factory makes: `train_step = create_train_step(model)`). "
+               "Also a flax "
                "NNX step (`nnx.jit`) that updates its model and `nnx.Optimizer` in place (`optimizer.update(model, "
                "grads)`), called with the same objects every iteration: NNX writes the new values back after the call.")
     rationale = ("Without donation, the call's outputs get new buffers while the inputs are still alive, so the "
@@ -148,7 +151,8 @@ class MissingDonation(Rule):
                  "has dispatched ahead (measured on a TPU v5e: 256 MiB of parameters stepped 20 times peaked at "
                  "5.12 GB undonated, 0.54 GB donated). Donating the arguments the call replaces lets XLA write the "
                  "results into their buffers. Only donate what nothing reads after the call (JAX804).")
-    opt_in_cases = ("The step is not a def of this module, or applies no optimizer update to a rebound argument (a "
+    opt_in_cases = ("The step is not a def of this module or of the project (read through its import or factory), "
+                    "or applies no optimizer update to a rebound argument (a "
                     "PRNG key, a counter, an environment state: their size is not known, training-state unknown); "
                     "something may still need the old values (another name or a list keeps them, another call of "
                     "the step does not rebind them, a caller reads what it passed: old-unread unknown); the loop is "
@@ -208,7 +212,7 @@ class MissingDonation(Rule):
             if r.keywords:
                 opts.append(f"donate_argnames={tuple(r.keywords)!r}")
             names = ", ".join(f"`{n}`" for n in r.names)
-            where = ["here"] if at_site else [f"on its `{r.wrap.spelling}`"]
+            where = ["here"] if at_site else [f"on its `{r.wrap.spelling}`{_origin(model, r.wrap)}"]
             called = [f"`{unparse(r.call.func, 40)}` is called every iteration (", Line(r.call.lineno), ")"] \
                 if at_site else [f"`{unparse(r.call.func, 40)}` is called every iteration"]
             yield self.finding(r.wrap.site if at_site else r.call,
@@ -328,3 +332,11 @@ class UseAfterDonation(Rule):
 
 
 RULES = [SettingAfterBackendStart, DistributedInitializeLate, MissingDonation, UseAfterDonation]
+
+
+def _origin(model: ModuleModel, wrap) -> str:
+    """`` (src/utils.py, line 7)``: where a wrapper summarized from another module is made."""
+    if wrap.origin is None or model.path is None:
+        return ""
+    path, line = wrap.origin
+    return f" ({os.path.relpath(path, os.path.dirname(os.path.abspath(model.path)))}, line {line})"

@@ -7,6 +7,8 @@ import ast
 
 import pytest
 
+import jaxlint_rules
+from jaxlint.engine import check_path
 from jaxlint.model.facts import donation
 from test_model import build
 
@@ -502,3 +504,84 @@ def step(i, opt_state, batch):
     _, other = build(src.replace("optimizers.adam(1e-3)", "make_optimizer(1e-3)"))
     [g] = [h for h in other.functions if h.name == "step"]
     assert trainingstate.update_of(other, g, {"opt_state"}) is None
+
+
+FACTORY = """
+import jax
+import jax.numpy as jnp
+from jax import jit
+from flax import nnx
+
+
+def create_train_step(model):
+    @jit
+    def train_step(state, batch):
+        def loss_fn(params):
+            x, y = batch
+            return jnp.mean((y - model.apply(params, x)) ** 2)
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        state = state.apply_gradients(grads=grads)
+        return state, loss
+
+    return train_step
+
+
+def create_count_step():
+    @jit
+    def count_step(state, n):
+        return state, n + 1
+
+    return count_step
+
+
+def create_nnx_step():
+    @nnx.jit
+    def nnx_step(state, batch):
+        return state, batch
+
+    return nnx_step
+"""
+
+
+def test_a_step_made_by_another_modules_factory_is_read_there(tmp_path):
+    """Fresh Y's cvit: `train_step_fn = create_train_step(model)` imported from `src/utils.py`, whose
+    nested `@jit` step applies `state.apply_gradients`: the summary keeps what the step updates and
+    whether its wrapper deletes donated arrays; JAX803 reports the call, naming where to declare."""
+    from jaxlint.model import build_model as _build
+    from jaxlint.model.facts import trainingstate
+    from jaxlint.project import ProjectResolver
+    from ruletools import make_project, path_default_codes
+
+    make_project(tmp_path, {"pyproject.toml": "", "src/__init__.py": "", "src/utils.py": FACTORY,
+                            "train.py": """
+        from src.utils import create_train_step, create_count_step, create_nnx_step
+
+        def main(model, state, batches, n):
+            train_step_fn = create_train_step(model)
+            count = create_count_step()
+            other = create_nnx_step()
+            for batch in batches:
+                state, loss = train_step_fn(state, batch)
+                state, n = count(state, n)
+                state, batch = other(state, batch)
+
+        if __name__ == "__main__":
+            main(None, None, [], 0)
+    """})
+    path = tmp_path / "train.py"
+    m = _build(ast.parse(path.read_text()), path=str(path), project=ProjectResolver())
+    found = {r.call.lineno: trainingstate.training_state(m, r.call, r.wrap, r.positions, r.keywords)
+             for r in donation.rebinding_without_donation(m)}
+    lines = path.read_text().splitlines()
+    step, count = (1 + next(i for i, ln in enumerate(lines) if s in ln) for s in ("= train_step_fn(", "= count("))
+    assert sorted(found) == [step, count]  # nnx.jit writes state back in place: not a rebinding of a deleting jit
+    assert found[step].status == "proven" and "made by a factory in another module" in found[step].why
+    src = FACTORY.splitlines()
+    update, site = (1 + next(i for i, ln in enumerate(src) if s in ln) for s in ("state.apply_gradients", "@jit"))
+    assert f"`state.apply_gradients` on line {update} there" in found[step].why
+    assert found[count].status == "unknown"  # no optimizer update: a counter
+    assert path_default_codes(path) == [(step, "JAX803")]
+    res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
+    (f,) = [f for f in res.findings if f.code == "JAX803" and f.opt_in is None]
+    assert f"declare `donate_argnums=(0,)` on its `jit` (src/utils.py, line {site})" in f.message

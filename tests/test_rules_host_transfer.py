@@ -2807,7 +2807,7 @@ def test_jax201_a_factory_that_may_return_a_plain_function_is_not_compiled():
 
 
 def test_jax201_factory_of_another_module_of_the_project(tmp_path):
-    from ruletools import make_project, path_codes
+    from ruletools import make_project, path_default_codes
 
     root = make_project(tmp_path, {
         "pkg/__init__.py": "",
@@ -2827,7 +2827,8 @@ def test_jax201_factory_of_another_module_of_the_project(tmp_path):
                     print(float(state))
         """,
     })
-    assert path_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
+    # (and, opt-in, JAX803: the factory's step rebinds `state` undonated, with no optimizer update shown)
+    assert path_default_codes(root / "pkg" / "train.py") == [(8, "JAX201")]
 
 
 def test_jax201_an_nnx_step_made_by_another_modules_factory_carries_its_objects(tmp_path):

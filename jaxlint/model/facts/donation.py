@@ -30,10 +30,12 @@ class UseAfterDonation:
 _DELETING = frozenset({"jax.jit", "jax.pmap"})
 
 
-def _deletes_donated(m, wrap: JitWrap) -> bool:
+def deletes_donated(m, wrap: JitWrap) -> bool:
     """Whether the wrapper is ``jax.jit``/``jax.pmap`` itself, which deletes a donated array. Not
     flax's ``nnx.jit`` (it writes the new state back into the module object passed in) nor
-    equinox's wrappers."""
+    equinox's wrappers. (A step summarized from another module's factory carries the answer.)"""
+    if wrap.deletes_donated is not None:
+        return wrap.deletes_donated
     node = wrap.node
     exprs = [node.func] if isinstance(node, ast.Call) else list(getattr(node, "decorator_list", ()))
     scope = m.scope_at(node)
@@ -45,12 +47,20 @@ def _deletes_donated(m, wrap: JitWrap) -> bool:
     return False
 
 
+def _made_by_a_call(m, func: ast.AST, scope) -> bool:
+    """``func`` is a name bound, in a plain assignment, to the result of a call."""
+    if not isinstance(func, ast.Name):
+        return False
+    ev = m.binding(func.id, scope, (func.lineno, func.col_offset))
+    return ev is not None and ev.plain_assign and isinstance(ev.value, ast.Call)
+
+
 def donated_names(m, call: ast.Call, wrap: JitWrap) -> list:
     """The plain variables ``call`` passes in donated positions (``f(params, g)`` with
     ``donate_argnums=0``: ``params``) that certainly hold JAX arrays: a donated NumPy batch is
     copied to the device and that copy donated, the host array stays readable. A keyword
     argument of a ``jax.pmap`` function is not donated."""
-    if not (wrap.donate_argnums or wrap.donate_argnames) or not _deletes_donated(m, wrap):
+    if not (wrap.donate_argnums or wrap.donate_argnames) or not deletes_donated(m, wrap):
         return []
     params, shift, _, _ = wrap.static_layout(call)
     positions = {i if i >= 0 else i + len(params) for i in wrap.donate_argnums}
@@ -209,10 +219,14 @@ def rebinding_without_donation(m) -> list:
     # cheapest tests first: a jit in the module, an assignment of a call in a loop (the model's
     # bindings, no walk of the tree), a name the call is given bound again
     bound_by: dict = {}  # id(call) -> (call, names the assignment binds)
-    for scope in (m.scopes if m.jit_wraps else ()):
+    # without a jit of its own, a module's step can only be another module's factory's product
+    # (``step = make_train_step(model)`` before the loop): a name bound to a call's result
+    own = bool(m.jit_wraps)
+    for scope in (m.scopes if own or m.project is not None else ()):
         for evs in scope.events.values():
             for b in evs:
-                if b.loops and b.kind == "assign" and isinstance(b.value, ast.Call) and isinstance(b.node, ast.Name):
+                if b.loops and b.kind == "assign" and isinstance(b.value, ast.Call) and isinstance(b.node, ast.Name) \
+                        and (own or _made_by_a_call(m, b.value.func, scope)):
                     bound_by.setdefault(id(b.value), (b.value, set()))[1].add(b.node.id)
     # ``self.state, metrics = self.p_train_step(self.state, batch)``: attribute targets (a trainer class)
     for loop in (m.loops if m.jit_wraps else ()):
@@ -230,7 +244,7 @@ def rebinding_without_donation(m) -> list:
         if ctx is None:
             continue
         wrap = callables.callable_info(m, call.func, m.scope_at(call))
-        if not isinstance(wrap, JitWrap) or wrap.donation_declared or not _deletes_donated(m, wrap):
+        if not isinstance(wrap, JitWrap) or wrap.donation_declared or not deletes_donated(m, wrap):
             continue
         loop = loops.hot_loop(m, ctx)
         if loop is None or m.in_traced_code(call):

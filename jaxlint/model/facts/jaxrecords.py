@@ -111,6 +111,12 @@ class JitWrap:
         self.inline = inline  # jax.jit(..., inline=True): meant to be inlined into an enclosing trace
         self.params = params  # positional parameters, for wrappers summarized from another module (func is None)
         self.in_place: tuple = ()  # positions of parameters an NNX step updates in place, likewise
+        # for a factory's step summarized from another module (its body is there): whether its wrapper
+        # deletes donated arrays, {position: (operand, update, line)} of the optimizer updates it
+        # applies to parameters, and (path, line) of the wrapper
+        self.deletes_donated: Optional[bool] = None
+        self.updates: dict = {}
+        self.origin: Optional[tuple] = None
         self.donate_argnums: set = set()  # donate_argnums=... as literal ints
         self.donate_argnames: set = set()  # donate_argnames=... as literal strings
         # any donate_argnums/donate_argnames/donate keyword, or **kwargs, literal or not

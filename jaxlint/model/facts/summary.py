@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from . import callables, namedtuples, nnxdonation, returnkinds
+from . import callables, donation, namedtuples, nnxdonation, returnkinds, trainingstate
 from .callables import _TRANSFORMED
 from .jaxrecords import JitWrap
 
@@ -238,6 +238,11 @@ def _portable(wrap: JitWrap, model: Optional[ModuleModel] = None) -> JitWrap:
                   static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
                   params=tuple(wrap.positional_params()))
     out.in_place = wrap.in_place if model is None else nnxdonation.in_place_positions(model, wrap)
+    if model is not None and wrap.func is not None and model.path is not None:
+        # what JAX803 asks of a step, answered while its body is at hand (the summary keeps no tree)
+        out.deletes_donated = donation.deletes_donated(model, wrap)
+        out.updates = trainingstate.updates_by_position(model, wrap.func)
+        out.origin = (model.path, getattr(wrap.site, "lineno", 0))
     return out
 
 # Calls spelled like a device loop or a library solve (``lax.scan``, ``solver.run``): what a

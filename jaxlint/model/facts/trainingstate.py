@@ -113,6 +113,14 @@ def training_state(m, call: ast.Call, wrap, positions: list, keywords: list) -> 
         callables.local_functions(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else [])
     spelled = unparse(call.func, 40)
     bound = callables.bound_positionals(m, wrap.target, m.scope_at(wrap.node)) if wrap.target is not None else 0
+    if not funcs and wrap.updates and not keywords:
+        hit = next((wrap.updates[i] for i in positions if i in wrap.updates), None)
+        if hit is not None:  # a step made by another module's factory, summarized there
+            operand, update, line = hit
+            return proof.proven("training-state", f"`{spelled}` (made by a factory in another module of the project) "
+                                                  f"applies an optimizer update to `{operand}` (`{update}` on line "
+                                                  f"{line} there), computed from its argument: the rebound values "
+                                                  "are a model's parameters or optimizer state")
     if len(funcs) != 1 or isinstance(funcs[0].node, ast.Lambda):
         remote = _imported_step(m, wrap, positions, keywords, bound) if not funcs else None
         if remote is not None:
@@ -138,6 +146,20 @@ def training_state(m, call: ast.Call, wrap, positions: list, keywords: list) -> 
     return proof.unknown("training-state", f"`{f.name}` applies no optimizer update or gradient step to an argument "
                                            "the loop rebinds: what those hold (parameters, or a key or a counter), "
                                            "and their size, is not known")
+
+
+def updates_by_position(m, f) -> dict:
+    """``{position: (operand, update, line)}`` for each positional parameter of ``f`` that ``f``
+    applies an optimizer update to (for a summary of a factory's step, read by another module)."""
+    out = {}
+    if isinstance(f.node, ast.Lambda):
+        return out
+    for i, p in enumerate(f.params):
+        found = update_of(m, f, {p})
+        if found is not None:
+            operand, update = found
+            out[i] = (unparse(operand, 30), unparse(update.func, 40), update.lineno)
+    return out
 
 
 def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 0) -> Optional[tuple]:
