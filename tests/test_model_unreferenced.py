@@ -73,6 +73,11 @@ def imported_by_the_package(tree):
 class Thing:
     def method(self, tree):
         return jax.tree_map(abs, tree)
+
+def prefetch(tree):
+    return jax.tree_map(abs, tree)
+
+DATASET = make_dataset().prefetch(8)  # a dataset's method of the same name: no reference
 """
 
 USER = """
@@ -121,6 +126,7 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
         "imported_and_used": False,  # imported under another name, and used
         "imported_by_the_package": False,  # a package's __init__ imports it: its API
         "method": False,  # a method: `unreferenced_method` answers (test_model_unreferenced_methods.py)
+        "prefetch": True,  # only an attribute of another object spells it (fresh Y's cvit)
     }
     f = next(f for f in m.functions if f.name == "helper")
     assert "nothing in the project refers to `helper`" in unreferenced(m, f)

@@ -10,9 +10,10 @@ make such a finding opt-in, naming the unknown.
 
 What keeps a function referenced (conservative: a mention is enough):
 
-* a ``Name`` or attribute with its name, or a string equal to it (``getattr(mod, "f")``,
-  ``__all__``), anywhere in its module outside the function itself and the module's other
-  unreferenced functions;
+* a ``Name`` with its name, or a string equal to it (``getattr(mod, "f")``, ``__all__``), anywhere
+  in its module outside the function itself and the module's other unreferenced functions (not an
+  attribute: in its own module ``ds.prefetch(8)`` is a dataset's method, not this function; fresh
+  Y's first look had a removed name in such a function judged FALSE);
 * its name spelled anywhere in another file of the project (``.py`` and ``.ipynb`` files, and the
   packaging files that name entry points), comments included: asked of the project resolver;
 * a decorator that may register it (a registry, a framework's hook, ``@app.command``; not a JAX
@@ -111,8 +112,10 @@ class _State:
         for hit in word.finditer(text):
             line = bisect.bisect_right(line_starts, hit.start())
             before = text[line_starts[line - 1]:hit.start()]
-            if "#" in before or before.rstrip().endswith(("def", "class")):
-                continue  # a comment, or a definition's own name (a second ``def`` of it included)
+            if "#" in before or before.rstrip().endswith(("def", "class", ".")):
+                # a comment, a definition's own name (a second ``def`` of it included), or an attribute
+                # (``ds.prefetch(8)``: in its own module, ``x.f`` is some object's ``f``, not this function)
+                continue
             i = bisect.bisect_right(starts, line) - 1
             holder = holders[i][1] if i >= 0 and line <= holders[i][0] else None
             if holder is not _PARKED:
@@ -444,8 +447,6 @@ def _transform(m, dec: ast.AST) -> bool:
 def _mentioned(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
         return node.value
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
