@@ -28,6 +28,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables
+from ..python.instances import overridden
 from ..python.keyflow import ScopeNames, hides
 from ..python.records import Scope
 from ..python.syntax import _end, _pos, call_arg, walk
@@ -197,13 +198,18 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
     if (isinstance(func, ast.Call) and len(func.args) == 1 and isinstance(func.args[0], ast.Name)
             and m.resolve(func.func, scope) in N.JIT_WRAPPERS):
         func = func.args[0]  # ``jax.jit(run_mcts)(key, state)``: the key goes to ``run_mcts``
-    if not isinstance(func, (ast.Name, ast.Lambda)) or scope.kind != "function":
+    method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+    if not (isinstance(func, (ast.Name, ast.Lambda)) or method) or scope.kind != "function":
         return []
-    if isinstance(func, ast.Name) and func.id not in _forwarder_names(m):
+    if (isinstance(func, ast.Name) and func.id not in _forwarder_names(m)) or (
+            method and func.attr not in _forwarder_names(m)):
         return []
-    for f in callables.local_functions(m, func, scope):
+    candidates = callables.local_functions(m, func, scope)
+    if method and (len(candidates) != 1 or candidates[0].cls is None or overridden(m, candidates[0].cls, func.attr)):
+        return []  # overridden in a subclass of the module: which one runs is not shown
+    for f in candidates:
         own = scope.within_parent_of(f)
-        if not own and (f.parent is not None or f.cls is not None):
+        if not own and f.parent is not None or f.cls is not None and not method:
             continue
         # A key passed to a function of the module is consumed where the function passes that
         # parameter straight to ``jax.random`` (``def init_layer(key, shape): return
@@ -213,7 +219,8 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         in_tuples = tuple_key_parameters(m, f)
         out = []
         direct = False
-        for i, arg in enumerate(call.args, start=callables.bound_positionals(m, func, scope)):  # partial(f, a)
+        # partial(f, a) binds the first parameters; ``self.f(...)`` binds ``self``
+        for i, arg in enumerate(call.args, start=callables.bound_positionals(m, func, scope) + method):
             if isinstance(arg, ast.Starred):
                 break
             if i in forwards:
@@ -293,9 +300,8 @@ def _forwarder_names(m) -> set:
     if memo is None:
         memo = set()
         for f in m.functions if may_call_jax_random(m) else ():  # else no key parameters
-            if f.parent is None:
-                if f.cls is None and not isinstance(f.node, ast.Lambda) and (
-                        key_parameters(m, f) or tuple_key_parameters(m, f)):
+            if f.parent is None:  # a top-level function, or a method (``self._random_goal(rng)``)
+                if not isinstance(f.node, ast.Lambda) and (key_parameters(m, f) or tuple_key_parameters(m, f)):
                     memo.add(f.name)
                 continue
             if not (key_parameters(m, f) or tuple_key_parameters(m, f)):
