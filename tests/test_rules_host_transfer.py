@@ -13,7 +13,7 @@ import textwrap
 
 import jaxlint_rules
 from jaxlint.engine import check_source
-from ruletools import (EVERYWHERE_OPT_IN, assert_marked, default_findings, expected, findings, line_of, messages,
+from ruletools import (EVERYWHERE_OPT_IN, assert_marked, default_findings, findings, line_of, messages,
                        opt_in_findings)
 
 

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections import Counter
 
 import pytest
 

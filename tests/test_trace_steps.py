@@ -206,13 +206,12 @@ def test_past_the_first_calls_the_watcher_sees_one_call_per_gap_and_the_idle_tim
     WATCH_GAP, and the loop's idle time is scaled from the watched steps to all of them."""
     inst, w = _watcher()
     n = steps.WATCH_ALL + 200
-    first = last = None
+    first = None
     try:
         for _ in range(n):
             call, leaf = _dispatch(w)
             leaf.event.set()  # the device is done at once: the host's 2 ms below are all idle
             first = first or call
-            last = call
             time.sleep(0.002)
         assert w.flush(10)
     finally:
