@@ -197,7 +197,7 @@ def factories_of(model: ModuleModel) -> dict:
                 and _may_return_callable(f.node):
             wrap = callables.exported_factory(model, f.name)
             if wrap is not None:
-                out[f.name] = _portable(wrap, model)
+                out[f.name] = _portable(wrap, model, step_facts=True)
     return out
 
 
@@ -228,9 +228,10 @@ def _tuple_positions(node: ast.AST) -> range:
     return range(sizes.pop()) if len(sizes) == 1 and min(sizes) > 0 else range(0)
 
 
-def _portable(wrap: JitWrap, model: Optional[ModuleModel] = None) -> JitWrap:
+def _portable(wrap: JitWrap, model: Optional[ModuleModel] = None, step_facts: bool = False) -> JitWrap:
     """A copy of ``wrap`` that keeps no syntax tree (summaries outlive their module's model), with
-    the parameters it updates in place when it is an NNX step (read from ``model``)."""
+    the parameters it updates in place when it is an NNX step (read from ``model``); with
+    ``step_facts`` (a factory's step, read on demand), also what JAX803 asks of it."""
     if wrap is _TRANSFORMED:
         return wrap
     out = JitWrap(node=_SUMMARY_NODE, kind=wrap.kind, spelling=wrap.spelling, target=None, func=None,
@@ -238,7 +239,7 @@ def _portable(wrap: JitWrap, model: Optional[ModuleModel] = None) -> JitWrap:
                   static_argnames=set(wrap.static_argnames), decorator=False, inline=wrap.inline,
                   params=tuple(wrap.positional_params()))
     out.in_place = wrap.in_place if model is None else nnxdonation.in_place_positions(model, wrap)
-    if model is not None and wrap.func is not None and model.path is not None:
+    if step_facts and model is not None and wrap.func is not None and model.path is not None:
         # what JAX803 asks of a step, answered while its body is at hand (the summary keeps no tree)
         out.deletes_donated = donation.deletes_donated(model, wrap)
         out.updates = trainingstate.updates_by_position(model, wrap.func)
