@@ -263,3 +263,30 @@ only_from_dead(x) in code parked in a string
     names = lambda st: {k: sorted((h.name if h else "") for h in v) for k, v in st.owners.items()}
     assert names(_State(texted)) == names(_State(walked))
     assert _states(texted) == _states(walked)
+
+
+def test_a_module_nothing_imports_runs_none_of_its_functions(tmp_path):
+    """Fresh W's and X's dead modules: nothing in the repository imports `orphan.py` and it runs nothing
+    as a script, so its functions are not shown to run, even where another file spells their names (its
+    own `sample`); a module reached by `from .starred import *`, a script, a package's `__init__`, and a
+    folder of stand-alone files none of which is imported (jaxlint's own fixtures) stay."""
+    body = "import jax\n\ndef sample(key):\n    return jax.random.normal(key)\n"
+    make_project(tmp_path, {
+        "pkg/__init__.py": "from .starred import *\n",
+        "pkg/orphan.py": body + "KEY = jax.random.key(0)\n",
+        "pkg/starred.py": body,
+        "pkg/script.py": body + "\nif __name__ == '__main__':\n    print(1)\n",
+        "pkg/user.py": "def sample(x):\n    return x\n\nprint(sample(1))\n",
+        "examples/bad.py": body, "examples/good.py": body,  # stand-alone files, none imported
+    })
+    (tmp_path / ".git").mkdir()
+    from jaxlint.model.python.unreferenced import _State
+
+    unimported = {name: _State(_model(tmp_path, f"{name}.py")).unimported()
+                  for name in ("pkg/orphan", "pkg/starred", "pkg/script", "pkg/__init__", "pkg/user", "examples/bad")}
+    assert unimported == {"pkg/orphan": True, "pkg/starred": False, "pkg/script": False, "pkg/__init__": False,
+                          "pkg/user": False, "examples/bad": False}
+    assert _states(_model(tmp_path, "pkg/orphan.py"))["sample"] is True
+    m = _model(tmp_path, "pkg/orphan.py")
+    f = next(f for f in m.functions if f.name == "sample")
+    assert "nothing in the repository imports `orphan.py`" in unreferenced(m, f)

@@ -35,7 +35,13 @@ not at all, so no other file is asked. The engine makes every finding in such a 
 a notebook and in a ``.py`` module of a repository (measured 2026-12-06: 8 FALSE of a fresh set's
 first look, syncs in a script's helpers nothing calls, became opt-in; on the 14 other review sets,
 1 finding moved and no judged one). A package's public function no file of the project calls is
-opt-in so too: that users call it is not shown.
+opt-in so too: that users call it is not shown. A module that no file of the repository imports (no
+import statement reaches it through the repository's import graph, ``from .m import *`` included, and no
+packaging file names it) and that runs nothing of its own as a script (only imports, definitions and
+assignments at its top level) runs none of its functions, whatever other files spell their names
+(:func:`.importgraph.unimported`, when another module of its folder is imported; measured 2026-12-06: 5 FALSE of fresh W's, X's and Y's first looks became
+opt-in, with 3 other findings in such modules: two HARMLESS, and one judged TRUE in the file another
+reviewer found orphaned; no other change on 27 sets).
 Functions of the model (``m``) only; the project resolver answers for other files.
 """
 
@@ -48,7 +54,10 @@ import re
 from typing import Optional
 
 from ... import names as N
+from . import importgraph
+from .importgraph import _closure, _import_graph
 from .records import runs_as_test
+
 
 def unreferenced(m, f) -> Optional[str]:
     """Why the top-level function ``f`` is referenced by nothing in the project (a sentence for a
@@ -64,6 +73,10 @@ def unreferenced(m, f) -> Optional[str]:
     if state.notebook:
         return (f"no cell of the notebook refers to `{f.name}` (no call or use outside functions in the same "
                 "state): whether it runs is not shown")
+    if state.unimported():
+        return (f"nothing in the repository imports `{os.path.basename(m.path)}` (no import statement reaches it, "
+                f"and it runs nothing of its own as a script), and nothing in it refers to `{f.name}`: whether "
+                "it runs is not shown")
     return (f"nothing in the project refers to `{f.name}` (no call or use in its module outside functions in "
             "the same state, and no other file of the repository spells the name)")
 
@@ -81,6 +94,7 @@ class _State:
         self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
         self.memo: dict = {}
         self.methods: dict = {}  # id of a method's node -> whether nothing refers to it (unreferenced_method)
+        self._unimported: Optional[bool] = None
         text = getattr(m, "source_text", None)
         if self.candidates and text is not None:
             self._owners_from_text(text)
@@ -121,6 +135,12 @@ class _State:
             if holder is not _PARKED:
                 self.owners.setdefault(hit.group(1), []).append(holder)
 
+    def unimported(self) -> bool:
+        """:func:`.importgraph.unimported` of the module, asked once."""
+        if self._unimported is None:
+            self._unimported = importgraph.unimported(self.m)
+        return self._unimported
+
     def alive(self, name: str, asking: frozenset) -> Optional[bool]:
         """True: code that may run refers to ``name``; False: nothing does; None: not known."""
         if name in self.memo:
@@ -143,7 +163,7 @@ class _State:
                 break
             if sub is None:
                 found = None
-        if found is False and not self.notebook:
+        if found is False and not self.notebook and not self.unimported():
             elsewhere = self.m.project.mentioned_elsewhere(self.m.path, name)
             found = None if elsewhere is None else bool(elsewhere)
         if not asking or found is not False:
@@ -288,9 +308,7 @@ def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
 # An import statement at a line's start (also a notebook's JSON line, ``"from x import y``). The start is
 # matched as a newline (the text gets one in front), not as ``^`` with re.MULTILINE or ``\A|\n``, which the
 # regex engine tries at every character (the same trick as project.py's export search).
-_IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(]+)|import[ \t]+([\w., \t]+))')
 _PROGRAMS: dict = {}  # owner path -> (the project's listing it was found in, the files of its programs)
-_GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
 
 
 def _program_files(owner: str, files) -> frozenset:
@@ -311,88 +329,6 @@ def _program_files(owner: str, files) -> frozenset:
         _PROGRAMS.clear()
     _PROGRAMS[owner] = (files, frozenset(out))
     return _PROGRAMS[owner][1]
-
-
-def _import_graph(files) -> tuple:
-    """``(imports, importers)``: for each ``.py``/``.ipynb`` file of the listing, the files its imports
-    may reach, and the reverse."""
-    if _GRAPHS and _GRAPHS[0][0] is files:
-        return _GRAPHS[0][1]
-    stems = frozenset(os.path.basename(os.path.dirname(p)) if os.path.basename(p) == "__init__.py" else
-                      os.path.splitext(os.path.basename(p))[0] for p, _ in files if p.endswith(".py"))
-    specs = {path: _import_specs(path, data, stems) for path, data in files if path.endswith((".py", ".ipynb"))}
-    by_suffix: dict = {}
-    for path in specs:
-        for suffix in _suffixes(path):
-            by_suffix.setdefault(suffix, []).append(path)
-    imports = {path: {e for e in exact if e in specs}.union(*(by_suffix.get(d, ()) for d in dotted))
-               for path, (exact, dotted) in specs.items()}
-    importers: dict = {}
-    for path, targets in imports.items():
-        for target in targets:
-            importers.setdefault(target, set()).add(path)
-    _GRAPHS[:] = [(files, (imports, importers))]
-    return imports, importers
-
-
-def _closure(start: set, edges: dict) -> set:
-    seen, todo = set(start), list(start)
-    while todo:
-        for nxt in edges.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
-
-
-def _suffixes(path: str) -> list:
-    """The dotted-import spellings that may reach the file ``path`` (``pkg/models.py``: ``pkg/models``
-    and longer; a package's ``__init__.py``: its folder's)."""
-    parts = os.path.splitext(os.path.abspath(path))[0].split(os.sep)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ["/".join(parts[-k:]) for k in range(2, len(parts))]
-
-
-def _import_specs(path: str, data: bytes, stems: frozenset) -> tuple:
-    """What the file's imports may reach: exact file paths (one-name and relative imports) and
-    dotted spellings (``a/b`` for ``import a.b``). ``stems``: the names of the listing's modules and
-    packages; an absolute import whose last name is none of them (``import numpy``) reaches nothing."""
-    folder = os.path.dirname(os.path.abspath(path))
-    exact, dotted = set(), set()
-    for dots, module, names, plain in _IMPORT_LINE.findall(b"\n" + data):
-        if plain:
-            modules = [m.strip() for m in plain.decode().split(",")]
-        else:
-            base = module.decode()
-            subs = [n for n in re.findall(r"\w+", names.decode()) if n != "as"]
-            modules = [base] + [f"{base}.{n}" if base else n for n in subs]
-            if dots:
-                up = folder
-                for _ in range(len(dots) - 1):
-                    up = os.path.dirname(up)
-                for mod in modules:
-                    exact.update(_files_at(os.path.join(up, *mod.split("."))) if mod else ())
-                continue
-        for mod in modules:
-            mod = mod.split(" as ")[0].strip()
-            if mod.rsplit(".", 1)[-1] not in stems:
-                continue
-            if "." in mod:
-                dotted.add(mod.replace(".", "/"))
-            elif mod:
-                up = folder
-                while True:
-                    exact.update(_files_at(os.path.join(up, mod)))
-                    parent = os.path.dirname(up)
-                    if parent == up:
-                        break
-                    up = parent
-    return exact, dotted
-
-
-def _files_at(stem: str) -> tuple:
-    return stem + ".py", os.path.join(stem, "__init__.py")
 
 
 def enclosing_method(m, line: int):
@@ -454,6 +390,7 @@ def _mentioned(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.alias):
         return (node.asname or node.name).split(".")[-1]
     return None
+
 
 def not_only_imported(path: str, data, name: str, owner: str = "", files=None) -> bool:
     """Whether ``path`` (its text ``data``) uses the name, not only imports it (:func:`only_imported`)."""
