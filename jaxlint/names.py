@@ -461,7 +461,8 @@ DEVICE_PUT = "jax.device_put"
 PARTIAL = "functools.partial"
 
 
-CANONICAL_NAMES = {"jax.experimental.pjit.pjit": "jax.jit", "jax.api": "jax"}
+CANONICAL_NAMES = {"jax.experimental.pjit.pjit": "jax.jit", "jax.api": "jax",
+                   "jax.partial": PARTIAL}  # JAX 0.2.20 and older re-exported functools.partial
 
 
 _CANONICAL_CACHE: dict = {}

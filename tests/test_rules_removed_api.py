@@ -108,6 +108,27 @@ def test_the_jax_api_module_removed_in_0_2_21():
     assert "removed in JAX 0.2.21" in messages("from jax.api import jit\n", "JAX404")[0]
 
 
+def test_jax_partial_removed_in_0_2_21_is_still_read_as_functools_partial():
+    # fresh set Z: `from jax import random, partial, jit, lax` (an MCMC benchmark pinned to jax 0.2.5); the
+    # `@partial(jit, ...)` kernel it decorates is a jitted function (its per-step call, JAX803 with --pedantic)
+    src = """
+        from jax import partial, jit  # expect: JAX404
+        import jax.numpy as jnp
+
+        @partial(jit, static_argnums=(1,))
+        def kernel(x, n):
+            return jnp.tanh(x) * n
+
+        def run(x, steps):
+            for _ in range(steps):
+                x = kernel(x, 2)
+            return x
+    """
+    assert_marked(src)
+    assert "removed in JAX 0.2.21" in messages(src, "JAX404")[0] and "`functools.partial`" in messages(src, "JAX404")[0]
+    assert [c for _, c, _ in opt_in_findings(src, "JAX803")] == ["JAX803"]  # the wrapper is recognized
+
+
 def test_the_sharding_classes_removed_in_0_7_0():
     # fresh set E: serl's examples and searchless_chess build a PositionalSharding at module level and name it in
     # annotations, so importing them fails on current JAX

@@ -323,3 +323,36 @@ def test_jax204_near_misses_of_eager_arithmetic(change):
     src = _ADD.replace(*change).replace("  # expect: JAX204", "")
     assert src != _ADD.replace("  # expect: JAX204", "")
     assert findings(src, "JAX204") == []
+
+
+def test_jax204_a_result_stored_into_a_numpy_array_in_the_loop_is_waited_for():
+    """Fresh Z's MALA benchmark: `samples[i] = param` copies each kernel result to the host, so the loop
+    waits for the device at every step and the clock after it measures the work; without the store it
+    measures only the dispatch."""
+    src = """
+        import time
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def kernel(x):
+            return jnp.tanh(x) + 1.0
+
+        def run(x, n):
+            samples = np.zeros((n, 3))
+            start = time.time()
+            for i in range(n):
+                x = kernel(x)
+                samples[i] = x
+            end = time.time()
+            return samples, end - start
+
+        def run_unwaited(x, n):
+            start = time.time()
+            for i in range(n):
+                x = kernel(x)
+            end = time.time()  # expect: JAX204
+            return x, end - start
+    """
+    assert_marked(src)

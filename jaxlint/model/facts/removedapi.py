@@ -118,6 +118,9 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.api (the module; its names moved to jax._src.api and are exported by jax itself): jax/api.py is in the
 #   0.2.20 sdist, not in 0.2.21's; `import jax.api` raises ModuleNotFoundError on 0.10.2 (probed). Found by the
 #   reviewer of fresh set F's findings (fourier-feature-networks' kernel_spreading notebook).
+# - jax.partial (a re-export of functools.partial, "TODO(phawkins): update callers to use functools.partial"):
+#   in jax/__init__.py at jax-v0.2.20, not at jax-v0.2.21 (read from the git tags on 2026-12-06). Found on
+#   fresh set Z (an MCMC benchmark's `from jax import random, partial, jit, lax`: the import fails).
 # - jax.experimental.PartitionSpec: deprecated in 0.4.1 (changelog 0.4.1, "PartitionSpec and Mesh are now out
 #   of experimental ... jax.experimental.PartitionSpec [is] deprecated and will be removed in 3 months"; jax
 #   issue 13487). Read from the sdists of PyPI on 2026-12-06: jax/experimental/__init__.py of 0.4.10 still
@@ -143,6 +146,7 @@ TABLE = {e.name: e for e in (
     Removed("jax.tree_util.tree_multimap", (0, 3, 16), "`jax.tree_util.tree_map`", "jax.tree_util.tree_map",
             (0, 3, 5)),
     Removed("jax.api", (0, 2, 21), "`jax` itself (`from jax import jit, grad, vmap`)", module=True),
+    Removed("jax.partial", (0, 2, 21), "`functools.partial`", "functools.partial"),
     Removed("jax.experimental.stax", (0, 3, 16), "`jax.example_libraries.stax` (JAX 0.2.25 and later), or "
             "flax/equinox", module=True),
     Removed("jax.experimental.optimizers", (0, 3, 16), "`jax.example_libraries.optimizers` (JAX 0.2.25 and "

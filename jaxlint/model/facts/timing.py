@@ -18,8 +18,8 @@ that do not wait:
 
 A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
 a JAX array operation or arithmetic on JAX arrays. It waits when, after its last such work, it blocks
-(``block_until_ready``), fetches a JAX value (``float``, ``np.asarray``, ``.item()``, ``jax.device_get``),
-prints or logs one, or calls a function of this module that does. Calls we cannot see into are neither
+(``block_until_ready``), fetches a JAX value (``float``, ``np.asarray``, ``.item()``, ``jax.device_get``,
+``samples[i] = x`` into a NumPy array), prints or logs one, or calls a function of this module that does. Calls we cannot see into are neither
 work nor waits (handed a JAX value, they may wait); ``q.put(y)`` on a thread queue waits for nothing.
 """
 
@@ -29,7 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, containers, fetches, libraryobjects, namedtuples, timerclasses
+from . import callables, containers, fetches, hostarrays, libraryobjects, namedtuples, timerclasses
 from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -263,7 +263,7 @@ def _work_and_waits(m, stmts: list, depth: int) -> tuple:
     """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
     waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
     last_work: Optional[ast.Call] = None
-    waits: list = list(_tests_on_device(m, stmts))
+    waits: list = list(_tests_on_device(m, stmts)) + hostarrays.numpy_stores(m, stmts)  # a NumPy store copies
     for c in _calls_in(stmts):
         kind = _device_role(m, c, depth)
         if kind == "work":
