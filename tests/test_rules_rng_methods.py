@@ -23,6 +23,10 @@ class Maze:
     def _next_keys(self, rng):
         rng, sub = jax.random.split(rng)
         return rng, sub
+
+    @staticmethod
+    def _noise(shape, rng):
+        return jax.random.normal(rng, shape)
 """
 
 
@@ -43,6 +47,16 @@ class Maze:
 """,
 ])
 def test_jax502_a_key_drawn_from_twice_through_methods(src):
+    assert default_findings(src, "JAX502") == expected(src)
+
+
+def test_jax502_a_staticmethod_binds_no_self():
+    src = _ENV + """
+    def reset(self, rng):
+        q = self._noise((3,), rng)
+        target = self._random_target(rng)  # expect: JAX502
+        return q, target
+"""
     assert default_findings(src, "JAX502") == expected(src)
 
 

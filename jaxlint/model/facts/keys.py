@@ -219,8 +219,9 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         in_tuples = tuple_key_parameters(m, f)
         out = []
         direct = False
-        # partial(f, a) binds the first parameters; ``self.f(...)`` binds ``self``
-        for i, arg in enumerate(call.args, start=callables.bound_positionals(m, func, scope) + method):
+        # partial(f, a) binds the first parameters; ``self.f(...)`` binds ``self`` (a staticmethod, none)
+        bound = callables.bound_positionals(m, func, scope) + (method and f.is_method)
+        for i, arg in enumerate(call.args, start=bound):
             if isinstance(arg, ast.Starred):
                 break
             if i in forwards:
