@@ -95,8 +95,7 @@ class ProjectResolver:
         return found
 
     def _abspath(self, path: str) -> str:
-        """``os.path.abspath``, remembered for absolute paths (a relative one depends on the
-        current directory, which may change between checks in one process)."""
+        """``os.path.abspath``, remembered for absolute paths (a relative one follows the current directory)."""
         found = self._abs.get(path)
         if found is None:
             found = os.path.abspath(path)
@@ -453,10 +452,14 @@ class ProjectResolver:
         self._note(deps)
         return found
 
+    def repository_files(self, path: str) -> Optional[list]:
+        """``_project_texts`` (every kind) of the repository around ``path``; None outside one."""
+        return None if (root := _repository_root(self._abspath(path))) is None else self._project_texts(root, True)
+
     def _project_texts(self, root: str, every_kind: bool = False) -> list:
-        """``(path, bytes)`` of the project's ``.py`` files (with ``every_kind``, also its notebooks
-        and its ``pyproject.toml``/``setup.cfg``, which may name an entry point), read once per
-        process and root (at most MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""
+        """``(path, bytes)`` of the project's ``.py`` files (``every_kind``: also notebooks, pyproject.toml
+        and setup.cfg, which may name an entry point), read once per process and root (at most
+        MAX_PROJECT_FILES files, virtualenvs and build folders skipped)."""
         files = self._project_listing.get(root)
         if files is None:
             files = []
@@ -477,11 +480,9 @@ class ProjectResolver:
 
     def mentioned_elsewhere(self, path: str, name: str, spells=None) -> Optional[bool]:
         """Whether a file of the repository around ``path`` other than it spells ``name`` as a word
-        (code, comments, a notebook, an entry point); None when ``path`` is in no repository (no
-        ``.git``/``.hg`` above it), so that what else may refer to it is not known.
-        :mod:`.model.python.unreferenced` asks it of a function its module never refers to. The
-        files that spell it are recorded for the result cache, as :meth:`loop_caller` does (a file
-        added later that refers to it is seen once the checked file or one of those changes).
+        (code, comments, a notebook, an entry point); None in no repository (no ``.git``/``.hg``
+        above it): what else may refer to it is not known. :mod:`.model.python.unreferenced` asks it.
+        The files that spell it are recorded for the result cache, as :meth:`loop_caller` does.
         ``spells(file, text, name, path, files)``: whether a file that spells it refers to it (a method's)."""
         from .model.python.unreferenced import not_only_imported as _not_only_imported
 

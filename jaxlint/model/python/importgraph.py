@@ -15,7 +15,6 @@ import re
 
 _IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(*]+)|import[ \t]+([\w., \t]+))')
 _GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
-_MAX_SIBLINGS = 12  # modules of the folder asked whether something imports them
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
                 ast.AnnAssign)
 
@@ -29,38 +28,22 @@ def unimported(m) -> bool:
     and a donation in such modules, judged FALSE). A folder of stand-alone files, none imported (a
     folder of examples), says nothing."""
     stem = os.path.splitext(os.path.basename(m.path))[0]
-    quiet = stem != "__init__" and stem.isidentifier() and all(
-        isinstance(st, _DEFINITIONS) or isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
-        for st in m.tree.body)
-    return quiet and m.project.mentioned_elsewhere(m.path, stem, spells=_imports_module) is False \
-        and _sibling_imported(m)
-
-
-def _sibling_imported(m) -> bool:
-    folder = os.path.dirname(os.path.abspath(m.path))
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
-    except OSError:
+    if stem == "__init__" or not stem.isidentifier() or not all(
+            isinstance(st, _DEFINITIONS) or isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
+            for st in m.tree.body):
+        return False  # a package's own module, or one that runs code of its own as a script
+    files = m.project.repository_files(m.path)
+    if files is None:
         return False
     own = os.path.abspath(m.path)
-    for n in names[:_MAX_SIBLINGS]:
-        path = os.path.join(folder, n)
-        if path == own:
-            continue
-        stem = os.path.basename(folder) if n == "__init__.py" else n[:-3]
-        if stem.isidentifier() and m.project.mentioned_elsewhere(path, stem, spells=lambda other, *a: (
-                other != own and _imports_module(other, *a))):
-            return True
-    return False
-
-
-def _imports_module(other: str, data, name: str, owner: str, files) -> bool:
-    """Whether ``other``, a file that spells the module's name, imports the module ``owner`` (the
-    repository's import graph), or is a packaging file that may name it (an entry point)."""
-    if not other.endswith((".py", ".ipynb")):
-        return True
-    imports, _ = _import_graph(files)
-    return owner in imports.get(other, ())
+    _, importers = _import_graph(files)
+    if importers.get(own, set()) - {own}:
+        return False
+    word = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])")
+    if any(not p.endswith((".py", ".ipynb")) and word.search(data) for p, data in files):
+        return False  # pyproject.toml / setup.cfg: an entry point may name it
+    folder = os.path.dirname(own)
+    return any(os.path.dirname(p) == folder and by - {own, p} for p, by in importers.items() if p != own)
 
 
 def _import_graph(files) -> tuple:

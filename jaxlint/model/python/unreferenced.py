@@ -73,7 +73,7 @@ def unreferenced(m, f) -> Optional[str]:
     if state.notebook:
         return (f"no cell of the notebook refers to `{f.name}` (no call or use outside functions in the same "
                 "state): whether it runs is not shown")
-    if state.unimported():
+    if f.name in state.by_module:
         return (f"nothing in the repository imports `{os.path.basename(m.path)}` (no import statement reaches it, "
                 f"and it runs nothing of its own as a script), and nothing in it refers to `{f.name}`: whether "
                 "it runs is not shown")
@@ -95,6 +95,7 @@ class _State:
         self.memo: dict = {}
         self.methods: dict = {}  # id of a method's node -> whether nothing refers to it (unreferenced_method)
         self._unimported: Optional[bool] = None
+        self.by_module: set = set()  # names spelled elsewhere, dead only because nothing imports the module
         text = getattr(m, "source_text", None)
         if self.candidates and text is not None:
             self._owners_from_text(text)
@@ -163,9 +164,14 @@ class _State:
                 break
             if sub is None:
                 found = None
-        if found is False and not self.notebook and not self.unimported():
+        if found is False and not self.notebook:
             elsewhere = self.m.project.mentioned_elsewhere(self.m.path, name)
+            # spelled elsewhere, yet in a module nothing imports: still not run (the import graph is read
+            # only here, for a function its own module never refers to)
             found = None if elsewhere is None else bool(elsewhere)
+            if found and self.unimported():
+                found = False
+                self.by_module.add(name)
         if not asking or found is not False:
             self.memo[name] = found  # a False inside a cycle is the cycle's, not yet final
         return found
