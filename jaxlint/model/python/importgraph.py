@@ -14,7 +14,10 @@ import os
 import re
 
 _IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(*]+)|import[ \t]+([\w., \t]+))')
-_GRAPHS: list = []  # [(a listing, (its files' imports, their importers))]: the import graph, once per listing
+# [(a listing, (its files' imports, their importers))]: the import graph, once per listing, for the last few
+# repositories (a check of several repositories goes back and forth between them)
+_GRAPHS: list = []
+_KEEP = 8
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
                 ast.AnnAssign)
 
@@ -49,8 +52,9 @@ def unimported(m) -> bool:
 def _import_graph(files) -> tuple:
     """``(imports, importers)``: for each ``.py``/``.ipynb`` file of the listing, the files its imports
     may reach, and the reverse."""
-    if _GRAPHS and _GRAPHS[0][0] is files:
-        return _GRAPHS[0][1]
+    for held, graph in _GRAPHS:
+        if held is files:
+            return graph
     stems = frozenset(os.path.basename(os.path.dirname(p)) if os.path.basename(p) == "__init__.py" else
                       os.path.splitext(os.path.basename(p))[0] for p, _ in files if p.endswith(".py"))
     specs = {path: _import_specs(path, data, stems) for path, data in files if path.endswith((".py", ".ipynb"))}
@@ -64,7 +68,7 @@ def _import_graph(files) -> tuple:
     for path, targets in imports.items():
         for target in targets:
             importers.setdefault(target, set()).add(path)
-    _GRAPHS[:] = [(files, (imports, importers))]
+    _GRAPHS[:] = [(files, (imports, importers))] + _GRAPHS[:_KEEP - 1]
     return imports, importers
 
 
