@@ -198,7 +198,10 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
     if (isinstance(func, ast.Call) and len(func.args) == 1 and isinstance(func.args[0], ast.Name)
             and m.resolve(func.func, scope) in N.JIT_WRAPPERS):
         func = func.args[0]  # ``jax.jit(run_mcts)(key, state)``: the key goes to ``run_mcts``
-    method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+    # ``self.f(...)`` in a method: the attribute of the method's own first parameter (whatever its name)
+    own_f = scope.func
+    method = (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and own_f is not None
+              and own_f.is_method and bool(own_f.params) and func.value.id == own_f.params[0])
     if not (isinstance(func, (ast.Name, ast.Lambda)) or method) or scope.kind != "function":
         return []
     if (isinstance(func, ast.Name) and func.id not in _forwarder_names(m)) or (
