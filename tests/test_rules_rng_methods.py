@@ -94,12 +94,3 @@ class FixedBall(Maze):
 def test_jax502_method_near_misses(src):
     assert default_findings(src, "JAX502") == []
 
-
-def test_jax502_the_instance_parameter_need_not_be_called_self():
-    src = _ENV.replace("(self, rng)", "(this, rng)") + """
-    def reset(this, rng):
-        target = this._random_target(rng)
-        ball = this._random_ball(rng)  # expect: JAX502
-        return target, ball
-"""
-    assert default_findings(src, "JAX502") == expected(src)
