@@ -100,3 +100,12 @@ def test_jax201_reads_a_host_aux_without_a_sync_and_a_device_one_with():
     lines = textwrap.dedent(NOTEBOOK).splitlines()
     device = 1 + next(i for i, ln in enumerate(lines) if "q.sum() > 0" in ln)
     assert findings(NOTEBOOK, "JAX201") == [(device, "JAX201")]
+
+
+
+def test_an_argnums_that_is_no_literal_proves_no_parameter_differentiated():
+    # `argnums=step` (a name): which parameters are JVP tracers is not shown, so what the aux computes from
+    # a parameter (`q = model(state)`) is not proven a JAX value; with the default argnums it is
+    got = kinds("(l, (reward, q)), g = jax.value_and_grad(loss_fn, argnums=step, has_aux=True)(model, state, game)\n"
+                "use(reward, q)")
+    assert (got["reward"], got["q"]) == (False, False)

@@ -73,8 +73,8 @@ def _differentiated(f, transform: ast.Call) -> set:
         if kw.arg == "argnums":
             try:
                 value = ast.literal_eval(kw.value)
-            except ValueError:
-                return set()  # not a literal: every parameter may be
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return set()  # not a literal: which parameters are differentiated is not shown
             nums = set(value) if isinstance(value, (tuple, list)) else {value}
     params = [a.arg for a in f.node.args.posonlyargs + f.node.args.args]
     return {params[i] for i in nums if isinstance(i, int) and 0 <= i < len(params)}
