@@ -141,15 +141,10 @@ def untraced_subscripts(m) -> list:
         (f.scope, f.subscripts) for f in m.functions if f.loops and not f.traced]
 
 
-def numpy_stores(m, stmts: list) -> list:
-    """The assignments in ``stmts`` (nested blocks included) of a JAX value into a NumPy array by
-    subscript (``samples[i] = params``): NumPy copies the value to the host, which waits for the
-    device (a wait in a timed region)."""
-    out = []
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
-                scope = m.scope_at(node)
-                if V.is_jax(m, node.value, scope) and numpy_array(m, node.targets[0].value, scope):
-                    out.append(node.value)
-    return out
+def numpy_store(m, node: ast.Assign) -> bool:
+    """Whether the assignment stores a JAX value into a NumPy array by subscript (``samples[i] =
+    params``): NumPy copies the value to the host, which waits for the device (a wait in a timed region)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Subscript):
+        return False
+    scope = m.scope_at(node)
+    return V.is_jax(m, node.value, scope) and numpy_array(m, node.targets[0].value, scope)

@@ -263,7 +263,8 @@ def _work_and_waits(m, stmts: list, depth: int) -> tuple:
     """The last call in ``stmts`` that dispatches JAX work (None if none), and every node that
     waits or may wait: ``bool()`` tests of device values and "wait"/"maybe" calls."""
     last_work: Optional[ast.Call] = None
-    waits: list = list(_tests_on_device(m, stmts)) + hostarrays.numpy_stores(m, stmts)  # a NumPy store copies
+    waits: list = list(_tests_on_device(m, stmts))
+    waits += [a.value for a in _calls_in(stmts, ast.Assign) if hostarrays.numpy_store(m, a)]  # a NumPy store copies
     for c in _calls_in(stmts):
         kind = _device_role(m, c, depth)
         if kind == "work":
