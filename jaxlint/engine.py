@@ -110,7 +110,7 @@ def _run_rules(tree: ast.Module, rules: Sequence[Rule], result: Optional[FileRes
                         if facts:
                             found[i] = f.replace(evidence=tuple(facts))
                 if whole_notebook or path:
-                    found = _after_failing_import(model, _in_unreferenced_functions(model, found))
+                    found = _never_running(model, _after_failing_import(model, _in_unreferenced_functions(model, found)))
                 out.extend(found)
             except RecursionError:
                 out.append(_parse_error(1, 0, "too deeply nested to analyze"))
@@ -157,6 +157,23 @@ def _after_failing_import(model, found: list) -> list:
     line, why = failing
     return [f.replace(opt_in=why) if f.opt_in is None and f.code != PARSE_ERROR and f.line > line else f
             for f in found]
+
+
+def _never_running(model, found: list) -> list:
+    """The findings on lines that never run, made opt-in: after a statement in their block that always
+    raises or ends it (:func:`~jaxlint.model.python.certainraise.never_runs`)."""
+    if not any(f.opt_in is None and f.code != PARSE_ERROR for f in found):
+        return found
+    from .model.python.certainraise import never_runs
+
+    out = []
+    for f in found:
+        if f.opt_in is None and f.code != PARSE_ERROR:
+            why = never_runs(model, f.line)
+            if why is not None:
+                f = f.replace(opt_in=why)
+        out.append(f)
+    return out
 
 
 def check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: bool = True,

@@ -140,6 +140,11 @@ class SideEffectInTracedCode(Rule):
                 wrap = f.jit_entry
                 if wrap is None or wrap.kind not in ("jit", "pmap") or callables.wrapper_qualname(model, wrap) not in _PLAIN_JIT:
                     continue
+                stmt = model.stmt_of.get(id(target))
+                if kind == "assign" and isinstance(stmt, ast.Assign) and not V.holds_jax(model, stmt.value, scope):
+                    # what every trace assigns alike (an optimizer built from the config, a shape): no tracer
+                    # escapes and nothing is lost on a cache hit (fresh AA's first look: `self.opt = adam(lr)`)
+                    continue
                 yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
                                            f"`{wrap.spelling}` happens once, at trace time; return the new state "
                                            "instead", facts=[tracers.leaks(model.staging, f)])

@@ -131,6 +131,29 @@ def test_jax601_self_assignment_in_jax_jit_compiled_methods():
 # --------------------------------------------------------------------------- JAX601 negatives
 
 
+def test_jax601_config_values_assigned_to_self_in_a_compiled_method_are_not_reported():
+    # every trace assigns the same non-JAX value (fresh AA: `self.opt = optimizer(lr, eps)` from the
+    # config): no tracer escapes and nothing is lost on a cache hit; a JAX value still is reported
+    assert_marked("""
+    from functools import partial
+
+    import jax
+    import optax
+
+    class Model:
+        def __init__(self, config):
+            self.config = config
+
+        @partial(jax.pmap, axis_name="device", static_broadcasted_argnums=(0,))
+        def init_opt(self, params):
+            lr = self.config.lr if not self.config.warmup else optax.linear_schedule(0.0, self.config.lr, 10)
+            self.opt = optax.adam(lr, eps=self.config.eps)
+            self.n_layers = len(params)
+            self.last_params = params  # expect: JAX601
+            return self.opt.init(params)
+    """)
+
+
 def test_jax601_locals_built_and_returned_are_not_reported():
     assert findings("""
     import jax

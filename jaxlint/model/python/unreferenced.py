@@ -56,6 +56,7 @@ from typing import Optional
 from ... import names as N
 from . import importgraph
 from .importgraph import _closure, _import_graph
+from .certainraise import never_runs
 from .records import runs_as_test
 
 
@@ -193,7 +194,8 @@ def unreferenced_method(m, f) -> Optional[str]:
     if not memo[key]:
         return None
     return (f"nothing in the project refers to the method `{f.cls.node.name}.{f.name}` (no attribute or string "
-            "with its name outside comments and the method itself, and no framework base that could call "
+            "with its name outside comments, the method itself and lines that never run, and no framework base "
+            "that could call "
             "it): whether it runs is not shown")
 
 
@@ -216,6 +218,8 @@ def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
         before = text[line_starts[line - 1]:hit.start()]
         if "#" in before or before.rstrip().endswith("def") or own[0] <= line <= own[1]:
             continue
+        if never_runs(m, line) is not None:
+            continue  # a line after a statement that always raises refers to nothing (fresh Z's JAX-RL)
         holder = enclosing_method(m, line)
         if holder is not None and holder is not f and (id(holder.node) in asking or (
                 holder.cls is not None and _method_dead(m, holder, asking | {id(f.node)}))):
