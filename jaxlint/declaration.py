@@ -7,7 +7,9 @@ For a checked file, the declaration is in the nearest folder at or above it that
 ``extras_require`` as literals, read with ``ast``: a name bound once to a literal counts too),
 ``requirements*.txt`` and ``requirements/*.txt`` (``-r`` includes followed), ``environment*.yml``
 (conda dependencies and its ``pip:`` list). The search stops at the first folder holding one of
-them, or a ``.git``, or the file system's root: no declaration then. Conda environment files one
+them that may require ``jax`` (requirements and environment files that neither spell it nor include
+another file are a folder's own extras: such a folder is the answer only when none above it may), or
+a ``.git``, or the file system's root. Conda environment files one
 folder below that one (``docker/environment_tpu.yaml``) are part of the declaration too: they are
 how such a project says which environment it runs in.
 
@@ -99,7 +101,7 @@ class Finder:
         hit = self._located.get(folder)
         if hit is not None:
             return hit
-        path, walked = folder, []
+        path, walked, fallback = folder, [], None
         while True:
             walked.append(path)
             files, dirs = self._listing(path)
@@ -115,10 +117,17 @@ class Finder:
                         sub, _ = self._listing(os.path.join(path, d))
                         found += [os.path.join(path, d, n) for n in sorted(sub) if _environment_name(n)]
                 hit = (path, tuple(found))
-                break
+                parent = os.path.dirname(path)
+                if any(_mentions_jax(p) for p in found) or ".git" in files or ".git" in dirs or parent == path:
+                    break
+                # a folder's own extras (``model_validation/requirements.txt``: hydra, wandb) beside the
+                # project's JAX requirement above it (fresh AA's first look): the JAX one is asked
+                fallback, hit = fallback or hit, None
+                path = parent
+                continue
             parent = os.path.dirname(path)
             if ".git" in files or ".git" in dirs or parent == path:
-                hit = (None, ())
+                hit = fallback or (None, ())
                 break
             path = parent
         for p in walked:
@@ -135,6 +144,21 @@ class Finder:
         if decl is None:
             decl = self._read[root] = read(root, candidates)
         return decl, ("d", folder, root, candidates, tuple(decl.read))
+
+
+def _mentions_jax(path: str) -> bool:
+    """Whether a packaging file may require ``jax``: it spells it, includes another file (``-r``,
+    ``-c``), is a package's own metadata (``pyproject.toml``, ``setup.py``, ``setup.cfg``, which
+    may read other files), or cannot be read. Only requirements and environment files that do
+    none of these are a folder's own extras."""
+    if os.path.basename(path) in ("pyproject.toml", "setup.py", "setup.cfg"):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read().lower()
+    except OSError:
+        return True
+    return b"jax" in data or re.search(rb"(?m)^\s*(?:-r|-c|--requirement|--constraint)\b", data) is not None
 
 
 def _environment_name(name: str) -> bool:

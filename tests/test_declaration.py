@@ -25,12 +25,28 @@ def _reqs(decl) -> list:
 
 
 def test_the_nearest_folder_with_a_packaging_file_wins_and_the_search_stops_there(tmp_path):
-    _write(tmp_path / "pyproject.toml", '[project]\ndependencies = ["jax>=0.6"]\n')
-    _write(tmp_path / "pkg" / "requirements.txt", "numpy\n")
+    _write(tmp_path / "pyproject.toml", '[project]\ndependencies = ["numpy"]\n')
+    _write(tmp_path / "pkg" / "requirements.txt", "jax>=0.6\n")
     (tmp_path / "pkg" / "sub").mkdir()
     decl = _read(tmp_path / "pkg" / "sub")
-    assert decl.root == str(tmp_path / "pkg") and decl.files == ["requirements.txt"] and _reqs(decl) == []
+    assert decl.root == str(tmp_path / "pkg") and decl.files == ["requirements.txt"] and len(_reqs(decl)) == 1
     assert _read(tmp_path).root == str(tmp_path)
+
+
+def test_a_folders_own_extras_without_jax_leave_the_jax_requirement_above_them(tmp_path):
+    # fresh AA's first look: ``model_validation/requirements.txt`` (hydra, wandb) beside the
+    # project's ``requirements.txt`` pinning jax==0.4.13 one folder up
+    _write(tmp_path / "requirements.txt", "jax==0.4.13\njaxlib==0.4.13\n")
+    _write(tmp_path / "tools" / "requirements.txt", "hydra-core==1.3.2\nwandb\n")
+    decl = _read(tmp_path / "tools")
+    assert decl.root == str(tmp_path) and [r.spec for r in decl.requirements if r.name == "jax"] == ["==0.4.13"]
+    # with no JAX requirement above either, the nearest declaration is the answer
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    assert _read(tmp_path / "tools").root == str(tmp_path / "tools")
+    # nor is a repository's boundary crossed
+    (tmp_path / "requirements.txt").write_text("jax==0.4.13\n")
+    (tmp_path / "tools" / ".git").mkdir()
+    assert _read(tmp_path / "tools").root == str(tmp_path / "tools")
 
 
 def test_a_git_folder_ends_the_search(tmp_path):

@@ -356,3 +356,36 @@ def test_jax204_a_result_stored_into_a_numpy_array_in_the_loop_is_waited_for():
             return x, end - start
     """
     assert_marked(src)
+
+
+# -- what the timed work returned, converted on the host (fresh AA's first look: a DNS optimiser)
+
+_OPTIMISER = """
+import time
+
+import jax
+
+class Optimiser:
+    def __init__(self, flip):
+        if flip:
+            self.inv_fn = lambda x: -x
+        else:
+            self.inv_fn = lambda x: x
+
+    def iterate(self, state):
+        start = time.time()
+        new_value = self.inv_fn(state.value)
+        self.value = new_value
+        log("objective: " + str(new_value))
+        took = time.time() - start  # expect: JAX204
+        return took
+"""
+
+
+def test_jax204_str_of_what_the_timed_work_returned_waits_for_it():
+    src = _OPTIMISER.replace("  # expect: JAX204", "")
+    assert [f.code for f in findings(src)] == []
+    # the same measurement with nothing that reads the result on the host: unwaited
+    assert_marked(_OPTIMISER.replace('        log("objective: " + str(new_value))\n', ""))
+    # a conversion of another name waits for nothing
+    assert_marked(_OPTIMISER.replace("str(new_value)", "str(self.name)"))

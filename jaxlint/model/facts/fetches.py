@@ -92,6 +92,17 @@ def _numpy_names(m) -> set:
 
 
 
+def host_reads(m, calls, names: set) -> list:
+    """The calls among ``calls`` that convert or format one of ``names`` on the host (``str(y)``,
+    ``float(y)``, ``print(y)``): fetches, where the names hold what a call that dispatched JAX work
+    returned (the timing facts ask; fresh AA's first look: ``str(new_value)`` after ``new_value =
+    self.inv_fn(x)`` waited for it, and the measurement was reported unwaited)."""
+    if not names:
+        return []
+    return [c for c in calls if any(isinstance(a, ast.Name) and a.id in names for a in c.args)
+            and m.resolve(c.func, m.scope_at(c)) in _HOST_READS]
+
+
 def host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     """:func:`_host_fetch`, once per call (JAX201, JAX702 and the timing rules all ask)."""
     memo = m.facts.host_fetch
@@ -144,6 +155,7 @@ def _host_fetch(m, call: ast.Call) -> Optional[ast.AST]:
     return None
 
 
+_HOST_READS = frozenset(N.HOST_BUILTINS | N.FORMAT_BUILTINS)
 _LOGGER_METHOD_NAMES = frozenset().union(*N.HOST_LOGGER_METHODS.values())
 
 

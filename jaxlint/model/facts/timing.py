@@ -18,9 +18,9 @@ that do not wait:
 
 A region needs waiting when it dispatches JAX work: a call of a compiled or transformed function,
 a JAX array operation or arithmetic on JAX arrays. It waits when, after its last such work, it blocks
-(``block_until_ready``), fetches a JAX value (``float``, ``np.asarray``, ``.item()``, ``jax.device_get``,
-``samples[i] = x`` into a NumPy array), prints or logs one, or calls a function of this module that does. Calls we cannot see into are neither
-work nor waits (handed a JAX value, they may wait); ``q.put(y)`` on a thread queue waits for nothing.
+(``block_until_ready``), fetches a JAX value (``float``, ``np.asarray``, ``.item()``, ``jax.device_get``, ``str`` of
+what the work returned, ``samples[i] = x`` into a NumPy array), prints or logs one, or calls a function of this module
+that does. Calls we cannot see into are neither work nor waits (handed a JAX value, they may wait).
 """
 
 from __future__ import annotations
@@ -117,8 +117,7 @@ def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
         start = _clock_assignment(m, stmt)
         if start is None:
             continue
-        name, start_call = start
-        order = list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
+        (name, start_call), order = start, list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
         for k, j in enumerate(order):
             later = block[j]
             end, after = _clock_read(m, later, name), [block[x] for x in order[k:]]
@@ -272,6 +271,9 @@ def _work_and_waits(m, stmts: list, depth: int) -> tuple:
                 last_work = c
         elif kind in ("wait", "maybe"):
             waits.append(c)
+    results = {n.id for a in _calls_in(stmts, ast.Assign) if isinstance(a.value, ast.Call) and _device_role(
+        m, a.value, depth) == "work" for t in a.targets for n in walk(t) if isinstance(n, ast.Name)}
+    waits += fetches.host_reads(m, _calls_in(stmts), results)  # ``str(y)`` of a dispatched ``y = f(x)``
     for node in _calls_in(stmts, ast.BinOp):  # eager arithmetic on a JAX array (``O = A + B``): a dispatch
         if (last_work is None or _end(node) > _end(last_work)) and V.is_jax(m, node, m.scope_at(node)):
             last_work = node
@@ -283,8 +285,7 @@ def _tests_on_device(m, stmts: list) -> Iterator[ast.AST]:
     of it waits for the device."""
     for stmt in stmts:
         for node in walk(stmt):
-            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and V.is_jax(m, 
-                    node.test, m.scope_at(node.test)):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and V.is_jax(m, node.test, m.scope_at(node)):
                 yield node.test
 
 
