@@ -72,6 +72,31 @@ def _step(apply_fn, state, batch):
     return state.apply_gradients(grads=grads)
 step = jax.pmap(functools.partial(_step, None), axis_name="i")
 """, "state = step(state, b)", "proven"),
+    # a call of the project's own optimizer, given the parameters and their gradient, in a lax.cond
+    # that skips non-finite steps: its result rebinds the parameters (fresh AA's course)
+    "own_optimizer_in_cond": ("""
+def make_step(optimizer):
+    @jax.jit
+    def step(params, opt_state, batch):
+        value, grads = jax.value_and_grad(loss)(params, batch)
+        def do_update(args):
+            p, s, g = args
+            return optimizer(p, g, s)
+        def skip(args):
+            return args[0], args[1]
+        params, opt_state = jax.lax.cond(jnp.isfinite(value), do_update, skip, (params, opt_state, grads))
+        return params, opt_state, value
+    return step
+step = make_step(None)
+""", "params, opt_state, value = step(params, opt_state, b)", "proven"),
+    # near misses: a call given the parameters and a gradient whose result is not the parameters
+    "grad_norm_only": ("""
+@jax.jit
+def step(params, scale, batch):
+    grads = jax.grad(loss)(params, batch)
+    norm = optax.global_norm((params, grads))
+    return params, scale * norm
+""", "params, scale = step(params, scale, b)", "unknown"),
     # near misses: a key and noise rebound, no update
     "key_only": ("""
 @jax.jit

@@ -12,7 +12,11 @@ values *are* is a fact of the step's body, by JAX's and the optimizer libraries'
 * ``tx.update(grads, opt_state, ...)`` whose first argument is a gradient (the result of
   ``jax.grad``/``jax.value_and_grad`` and their equinox and flax NNX forms): ``opt_state`` is an
   optimizer's state;
-* ``jax.tree.map(f, params, grads)`` with a gradient among its trees: a hand-written gradient step.
+* ``jax.tree.map(f, params, grads)`` with a gradient among its trees: a hand-written gradient step;
+* a call given the step's rebound parameter and a gradient whose result rebinds that parameter
+  (``params, opt_state = optimizer(params, grads, opt_state)``, or through ``lax.cond``): whatever
+  the callee, the new parameters are computed from the old ones and their gradient (fresh AA's
+  first look: a course's own optimizer, called in a ``lax.cond`` that skips non-finite steps).
 
 The fact is proven when one of these operands is computed from a parameter of the step that the
 loop rebinds; unknown otherwise (the step is not a def of this module, or no update of a rebound
@@ -177,12 +181,13 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
     for operand, update in _updated_operands(m, f.node, grads):
         if _reads(operand, derived):
             return operand, update
+    generic = _gradient_step(assigns, computed, seeds, derived, grads)
     if depth < 3 and derived:
         found = _carried_update(m, f, derived, depth)
         if found is not None:
             return found
     if depth >= 2 or not grads:
-        return None
+        return generic
     for c in ast.walk(f.node):
         if not isinstance(c, ast.Call) or any(isinstance(a, ast.Starred) for a in c.args):
             continue
@@ -205,6 +210,21 @@ def update_of(m, f, seeds: set, grads_in: frozenset = frozenset(), depth: int = 
                 tuple(i for i, a in given if _reads(a, grads))) is not None:
             # ``model.update_weights(weights, grads, opt_state)`` of another module: the call is the update
             return next(a for _, a in given if _reads(a, derived)), c
+    return generic
+
+
+def _gradient_step(assigns: list, computed: list, seeds: set, derived: set, grads: set) -> Optional[tuple]:
+    """``(target, call)`` of a call given the parameters a gradient was taken of and that gradient,
+    whose result rebinds those parameters: ``params, opt = lax.cond(ok, do_update, skip, (params, opt,
+    grads))``, ``params = my_sgd(params, grads)``. Asked after the updates whose operand is known."""
+    if not grads:
+        return None
+    differentiated = {n.id for c in computed for n in ast.walk(c.value) if isinstance(n, ast.Name) and n.id in derived}
+    for stmt in assigns:
+        v = stmt.value
+        if (isinstance(v, ast.Call) and isinstance(stmt, ast.Assign) and _names_bound(stmt) & seeds & differentiated
+                and not any(stmt is c for c in computed) and _reads(v, grads) and _reads(v, derived)):
+            return stmt.targets[0], v
     return None
 
 
