@@ -129,13 +129,15 @@ def _in_unreferenced_functions(model, found: list) -> list:
     no cell; in a ``.py`` module of a repository, no code of its module and no other file of the
     project (whether it runs is not shown: dead code, or a package's API no file of the project
     calls)."""
-    from .model.python.unreferenced import enclosing, enclosing_method, unreferenced, unreferenced_method
+    from .model.python.unreferenced import (enclosing, enclosing_method, unimported_method, unreferenced,
+                                            unreferenced_method)
 
     out = []
     for f in found:
         if f.opt_in is None and f.code != PARSE_ERROR:
+            method = enclosing_method(model, f.line)
             why = unreferenced(model, enclosing(model, None, f.line)) \
-                or unreferenced_method(model, enclosing_method(model, f.line))
+                or unreferenced_method(model, method) or unimported_method(model, method)
             if why is not None:
                 f = f.replace(opt_in=why)
         out.append(f)

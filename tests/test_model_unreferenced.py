@@ -290,3 +290,24 @@ def test_a_module_nothing_imports_runs_none_of_its_functions(tmp_path):
     m = _model(tmp_path, "pkg/orphan.py")
     f = next(f for f in m.functions if f.name == "sample")
     assert "nothing in the repository imports `orphan.py`" in unreferenced(m, f)
+
+
+def test_imports_continued_over_lines_reach_their_modules(tmp_path):
+    """Fresh Q's minimax: ``from .ppo import \\`` with the name on the next line was read as no import,
+    and ppo.py as a module nothing imports; a parenthesized list over lines too."""
+    body = "import jax\n\nclass Agent:\n    def update(self, p):\n        return jax.tree_map(abs, p)\n"
+    make_project(tmp_path, {
+        "pkg/__init__.py": "from .ppo import \\\n\tAgent\nfrom . import (\n    dqn,\n)\n",
+        "pkg/ppo.py": body, "pkg/dqn.py": body, "pkg/orphan.py": body,
+        "main.py": "import pkg\n",
+    })
+    (tmp_path / ".git").mkdir()
+    from jaxlint.model.python.unreferenced import _State, unimported_method
+
+    unimported = {name: _State(_model(tmp_path, f"pkg/{name}.py")).unimported() for name in ("ppo", "dqn", "orphan")}
+    assert unimported == {"ppo": False, "dqn": False, "orphan": True}
+    # the methods of a class in a module nothing imports never run, whatever its bases (fresh AA)
+    for name, expected in (("ppo", None), ("orphan", "nothing in the repository imports `orphan.py`")):
+        m = _model(tmp_path, f"pkg/{name}.py")
+        why = unimported_method(m, next(f for f in m.functions if f.name == "update"))
+        assert why == expected if expected is None else why.startswith(expected)

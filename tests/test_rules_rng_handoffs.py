@@ -14,7 +14,7 @@ import textwrap
 
 from jaxlint.model import build_model
 from jaxlint.model.facts import keyhandoffs
-from ruletools import path_codes, default_findings, expected, findings, make_project, opt_in_findings, path_default_codes
+from ruletools import assert_marked, default_findings, expected, findings, make_project, opt_in_findings, path_codes, path_default_codes
 
 
 def test_keyword_key_into_a_module_function_that_draws_every_epoch():
@@ -426,3 +426,33 @@ def test_a_callee_drawing_from_its_key_on_its_loops_first_iteration_counts_as_a_
         return custom_init(shapes, init_key), jax.random.normal(data_key, (n, 4))
     """
     assert default_findings(src, "JAX502") == expected(src)
+
+
+_LOADERS = """
+import jax
+import numpy as np
+
+def get_data_loader(rng, dataset, shuffle=True):
+    if shuffle:
+        idx = jax.random.permutation(rng, len(dataset))
+        dataset = dataset[np.asarray(idx)]
+    return dataset
+
+def train(rng, train_ds, eval_ds, epochs):
+    for epoch in range(epochs):
+        rng, input_rng = jax.random.split(rng)
+        for batch in get_data_loader(input_rng, train_ds):
+            pass
+        for batch in get_data_loader(input_rng, eval_ds, shuffle=False):
+            pass
+"""
+
+
+def test_a_loader_told_not_to_shuffle_draws_nothing_from_its_key():
+    # fresh Y's first look (distil-whisper): the evaluation loader, built with shuffle=False from the key
+    # the training loader shuffled with, was reported as reusing it
+    assert [f.code for f in findings(_LOADERS) if f.code == "JAX502"] == []
+    # told to shuffle too, the second loader draws the same permutation
+    assert_marked(_LOADERS.replace("eval_ds, shuffle=False):", "eval_ds, shuffle=True):  # expect: JAX502"))
+    # a positional literal selects the arm the same way
+    assert [f.code for f in findings(_LOADERS.replace("shuffle=False", "False")) if f.code == "JAX502"] == []

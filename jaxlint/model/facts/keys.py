@@ -227,6 +227,8 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         for i, arg in enumerate(call.args, start=bound):
             if isinstance(arg, ast.Starred):
                 break
+            if i in forwards and _skipped(m, f, i, call, bound):
+                continue  # ``get_data_loader(rng, ds, shuffle=False)``: its draw is under ``if shuffle:``
             if i in forwards:
                 if not direct:  # the first key passed as an argument, as the forwarding always did
                     out.append((forwards[i], arg, _spell(func), f, True))
@@ -238,6 +240,26 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         if out:
             return out
     return []
+
+
+def _skipped(m, f, index: int, call: ast.Call, bound: int) -> bool:
+    """Whether every draw ``f`` makes from its parameter ``index`` is in the arm of an ``if P:`` that
+    ``call`` skips by passing a literal for ``P`` (fresh Y's first look: an evaluation loader built with
+    ``shuffle=False`` from a key the training loader had drawn from was reported as reusing it)."""
+    from .keydraws import name_branches
+
+    draws = [c for i, c in m.facts.key_params_memo.get((id(f), "draws"), ()) if i == index]
+    for d in draws:
+        off = False
+        for name, branch, negate in name_branches(m, f.node, d):
+            value = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and name in f.params and 0 <= f.params.index(name) - bound < len(call.args):
+                value = call.args[f.params.index(name) - bound]
+            if isinstance(value, ast.Constant) and (branch == 0) != (bool(value.value) != negate):
+                off = True
+        if not off:
+            return False
+    return bool(draws)
 
 
 def tuple_key_parameters(m, f) -> dict:
@@ -367,6 +389,7 @@ def key_parameters(m, f) -> dict:
                 # rng += 1``); a split there hands on keys whose draws keyhandoffs proves or not
                 continue
             out.setdefault(f.params.index(first.id), fn)
+            memo.setdefault((id(f), "draws"), []).append((f.params.index(first.id), call))
         elif isinstance(first, ast.Starred) and isinstance(first.value, ast.Name) and first.value.id == vararg:
             out.setdefault(len(f.params), fn)
     return out

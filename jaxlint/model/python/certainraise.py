@@ -43,6 +43,8 @@ import inspect
 import re
 from typing import Optional
 
+from .syntax import _TERMINAL
+
 _IPYTHON = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___"})
 # names of newer Pythons than the one running, so that a verdict does not depend on it
 _NEWER = frozenset({"ExceptionGroup", "BaseExceptionGroup", "EncodingWarning", "aiter", "anext",
@@ -61,7 +63,6 @@ _CALLING = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "
 _PLAIN_BASES = frozenset({"builtins.object", "abc.ABC"})  # bases that give an instance no attribute of a user's name
 _COMPILING = frozenset({"jax.jit", "jax.pmap", "flax.nnx.jit", "equinox.filter_jit"})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_ENDS = {ast.Return: "`return`", ast.Raise: "`raise`", ast.Continue: "`continue`", ast.Break: "`break`"}
 
 
 def never_runs(m, line: int) -> Optional[str]:
@@ -154,9 +155,8 @@ class _State:
         return self.ended[key]
 
     def _ends_now(self, s: ast.stmt, ctx: _Ctx) -> Optional[str]:
-        kind = _ENDS.get(type(s))
-        if kind is not None:
-            return f"{kind} on line {s.lineno} ends the block"
+        if isinstance(s, _TERMINAL):  # as :func:`.syntax.unreachable_spans` reads them
+            return f"`{type(s).__name__.lower()}` on line {s.lineno} ends the block"
         why = self._stmt_raises(s, ctx)
         return f"line {s.lineno} always raises: {why}" if why is not None else None
 

@@ -13,7 +13,10 @@ import ast
 import os
 import re
 
-_IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+([\w., \t(*]+)|import[ \t]+([\w., \t]+))')
+# ``from .ppo import \`` continued on the next line, and a parenthesized list over several lines, count
+# (fresh Q's minimax: ``from .ppo import \`` + ``PPOAgent`` read as no import left ppo.py unimported)
+_IMPORT_LINE = re.compile(rb'\n[ \t]*"?[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[\w., \t*]|\\\r?\n)+)'
+                          rb'|import[ \t]+((?:[\w., \t]|\\\r?\n)+))')
 # [(a listing, (its files' imports, their importers))]: the import graph, once per listing, for the last few
 # repositories (a check of several repositories goes back and forth between them)
 _GRAPHS: list = []
@@ -99,7 +102,7 @@ def _import_specs(path: str, data: bytes, stems: frozenset) -> tuple:
     exact, dotted = set(), set()
     for dots, module, names, plain in _IMPORT_LINE.findall(b"\n" + data):
         if plain:
-            modules = [m.strip() for m in plain.decode().split(",")]
+            modules = [m.strip() for m in plain.decode().replace("\\\n", " ").replace("\\\r\n", " ").split(",")]
         else:
             base = module.decode()
             subs = [n for n in re.findall(r"\w+", names.decode()) if n != "as"]

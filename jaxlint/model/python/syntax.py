@@ -104,6 +104,34 @@ def unreachable_spans(tree: ast.AST) -> list:
     return out
 
 
+def catching_handler(tree: ast.AST, node: ast.AST, errors: frozenset) -> Optional[ast.ExceptHandler]:
+    """The ``except`` clause that catches an exception of one of the classes ``errors`` (builtin names)
+    raised at ``node``: of the innermost ``try`` around it in its own function (not across a ``def``),
+    a handler naming one of them, ``Exception``, ``BaseException``, or none (bare); a ``try`` whose
+    handlers catch none of them lets the exception out to the ``try`` around it. None if none does."""
+    pos = _pos(node)
+    caught = errors | {"Exception", "BaseException"}
+    found: Optional[ast.ExceptHandler] = None
+    block = list(getattr(tree, "body", ()))
+    while block:
+        stmt = next((s for s in block if _pos(s) <= pos <= _end(s)), None)
+        if stmt is None:
+            return found
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found, block = None, stmt.body  # a def's body runs later, outside the try around the def
+            continue
+        if isinstance(stmt, ast.Try) and stmt.body and _pos(stmt.body[0]) <= pos <= _end(stmt.body[-1]):
+            for h in stmt.handlers:
+                types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+                if h.type is None or any(last_name(t) in caught for t in types if t is not None):
+                    found = h
+                    break
+        block = [c for f in ("body", "orelse", "finalbody", "handlers", "cases") for c in getattr(stmt, f, None) or ()
+                 if isinstance(c, (ast.stmt, ast.ExceptHandler)) or type(c).__name__ == "match_case"]
+        block = [x for c in block for x in ([c] if isinstance(c, ast.stmt) else c.body)]
+    return found
+
+
 def _literal_set(node: Optional[ast.AST], kind: type) -> set:
     """Literal values of one type (or one value) from a ``static_argnums``-like argument: a
     constant, a negated int, or a tuple/list/set of them."""

@@ -199,6 +199,23 @@ def unreferenced_method(m, f) -> Optional[str]:
             "it): whether it runs is not shown")
 
 
+def unimported_method(m, f) -> Optional[str]:
+    """Why the method ``f`` never runs because nothing imports its module (:func:`.importgraph.unimported`:
+    its class cannot be reached, whatever its bases), or None (fresh AA's first look: a trainer module
+    its package left out, whose class derives from the package's base trainer)."""
+    if f is None or f.cls is None or getattr(m, "project", None) is None or getattr(m, "path", None) is None \
+            or getattr(m, "notebook", False):
+        return None
+    state = getattr(m, "_unreferenced_state", None)
+    if state is None:
+        state = m._unreferenced_state = _State(m)
+    if not state.unimported():
+        return None
+    return (f"nothing in the repository imports `{os.path.basename(m.path)}` (no import statement reaches it, and it "
+            f"runs nothing of its own as a script), so no instance of `{f.cls.node.name}` is made from it: whether "
+            f"`{f.name}` runs is not shown")
+
+
 def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
     """Whether nothing refers to the method ``f`` (see :func:`unreferenced_method`); ``asking``: the
     methods whose question this one answers part of (methods that only refer to each other are dead)."""
