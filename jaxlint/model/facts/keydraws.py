@@ -15,6 +15,7 @@ from . import frequency, keys
 from . import values as V
 from .frequency import called_once, setup_name
 from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
+from ..python.branches import name_branches  # noqa: F401 - asked here by keyhandoffs
 from ..python.records import Scope
 from ..python.syntax import _pos, call_arg, walk
 
@@ -324,27 +325,6 @@ def skipped_by_default(m, f, node: ast.AST) -> bool:
         if calls and all(_leaves_default(c, name, position) for c in calls):
             return True
     return False
-
-
-def name_branches(m, fn: ast.AST, node: ast.AST) -> list:
-    """``[(name, branch, negated)]`` for each ``if P:`` / ``if not P:`` of the function ``fn``
-    (its node) around ``node`` whose test is a bare name: the branch ``node`` is in (0: the body,
-    1: ``else``) and whether the test is negated."""
-    ctx = m.context(node)
-    if ctx is None or not ctx.branches:
-        return []
-    ifs = {id(n): n for n in walk(fn) if isinstance(n, ast.If)}
-    out = []
-    for if_id, branch in ctx.branches:
-        n = ifs.get(if_id)
-        if n is None:
-            continue
-        test, negate = n.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negate = test.operand, True
-        if isinstance(test, ast.Name):
-            out.append((test.id, branch, negate))
-    return out
 
 
 def _literal_defaults(args: ast.arguments) -> dict:

@@ -28,6 +28,7 @@ from typing import Optional
 
 from ... import names as N
 from . import callables
+from ..python.branches import name_branches
 from ..python.instances import overridden
 from ..python.keyflow import ScopeNames, hides
 from ..python.records import Scope
@@ -246,8 +247,6 @@ def _skipped(m, f, index: int, call: ast.Call, bound: int) -> bool:
     """Whether every draw ``f`` makes from its parameter ``index`` is in the arm of an ``if P:`` that
     ``call`` skips by passing a literal for ``P`` (fresh Y's first look: an evaluation loader built with
     ``shuffle=False`` from a key the training loader had drawn from was reported as reusing it)."""
-    from .keydraws import name_branches
-
     draws = [c for i, c in m.facts.key_params_memo.get((id(f), "draws"), ()) if i == index]
     for d in draws:
         off = False
