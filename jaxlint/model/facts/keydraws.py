@@ -15,7 +15,7 @@ from . import frequency, keys
 from . import values as V
 from .frequency import called_once, setup_name
 from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
-from ..python.branches import name_branches  # noqa: F401 - asked here by keyhandoffs
+from ..python.branches import name_branches
 from ..python.records import Scope
 from ..python.syntax import _pos, call_arg, walk
 

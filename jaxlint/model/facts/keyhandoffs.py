@@ -29,9 +29,10 @@ import ast
 import builtins
 from typing import Optional
 
-from . import callables, keydraws, keys
+from . import callables, keys
 from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
 from ...names import JIT_WRAPPERS
+from ..python.branches import name_branches
 from ..python.syntax import _pos, call_arg, unparse, walk
 
 MAX_DEPTH = 3  # calls followed from the callee to the draw
@@ -416,7 +417,7 @@ def _switched_off(m, g, draw: Draw, call: ast.Call) -> bool:
     in ``g`` itself."""
     if draw.chain[0] is not g or len(draw.chain) != 1:
         return False
-    for name, branch, negate in keydraws.name_branches(m, g.node, draw.call):
+    for name, branch, negate in name_branches(m, g.node, draw.call):
         value = _literal_argument(g, call, name)
         if value is None:
             continue
