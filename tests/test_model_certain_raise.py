@@ -184,6 +184,7 @@ def test_a_misspelt_attribute_no_class_can_have(tmp_path, base):
     # attributes set by computed names
     (("self.critic_params = critic_params", "setattr(self, 'critic_' + 'params', critic_params)"), {}),
     (("self.critic_params = critic_params", "self.__dict__.update(critic_params)"), {}),
+    ((), {"pkg/run.py": "for k, v in cfg.items():\n    setattr(agent, k, v)\n"}),  # another file, any name
     # another class derives from it: the method called through self may be overridden
     (("return (self.ciritc_params * s).sum()\n", "return (self.ciritc_params * s).sum()\n\nclass Sub(Agent):\n    pass\n"),
      {}),

@@ -53,6 +53,7 @@ _BUILTIN = frozenset(dir(builtins)) | _IPYTHON | _NEWER
 # what may bind a name or an attribute out of sight: a namespace written, attribute hooks, a star import
 _DYNAMIC = re.compile(r"(?<![\w.])(?:globals|vars|setattr|exec|eval)\s*\(|__(?:getattr|getattribute|dict|builtins)__"
                       r"|\bimport\s+\*|\bbuiltins\.")
+_SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__dict__|(?<![\w.])vars\s*\(")
 # standard-library modules whose functions are looked up (cheap, side-effect-free imports)
 _FUNCTION_MODULES = ("time", "math", "random", "copy", "json", "pickle", "glob")
 # transforms that call the function they wrap when their result is called
@@ -96,6 +97,7 @@ class _State:
         self.module_bound: Optional[frozenset] = None
         self.declared_global: Optional[frozenset] = None
         self.subclassed: dict = {}
+        self.sets_attributes: Optional[bool] = None
 
     # -- where a line is
 
@@ -307,8 +309,19 @@ class _State:
         project, path = getattr(self.m, "project", None), getattr(self.m, "path", None)
         if project is None or path is None or project.mentioned_elsewhere(path, word, _spelled) is not False:
             return None
+        if self._repository_sets_attributes(project, path):
+            return None
         return (f"`{param}.{word}`: `{cls.name}` and its bases (the project's own classes, up to `object`) have no "
                 f"`{word}`, and no file of the repository assigns it (AttributeError)")
+
+    def _repository_sets_attributes(self, project, path: str) -> bool:
+        """Whether a file of the repository may set attributes by computed names on any object
+        (``setattr(agent, k, v)`` for a config's keys, ``obj.__dict__.update(d)``): then any attribute
+        may exist, whatever is spelled."""
+        if self.sets_attributes is None:
+            files = project.repository_files(path) or ()
+            self.sets_attributes = any(_SETS_ATTRIBUTES.search(data) for p, data in files if p.endswith(".py"))
+        return self.sets_attributes
 
     def _plain_chain(self, cls: ast.ClassDef, model, depth: int) -> bool:
         """Whether ``cls`` and its bases are the project's plain classes: no metaclass, no decorator but
@@ -431,14 +444,10 @@ def _instance_param(f: ast.AST) -> Optional[str]:
 
 
 def _dataclass(d: ast.AST) -> bool:
-    target = d.func if isinstance(d, ast.Call) else d
-    return (isinstance(target, ast.Name) and target.id == "dataclass") or (
-        isinstance(target, ast.Attribute) and target.attr == "dataclass"
-        and isinstance(target.value, ast.Name) and target.value.id == "dataclasses")
+    return ast.unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
 
 
-def _spelled(other: str, data: bytes, name: str, path: str, files) -> bool:
-    """Any spelling of the word in another file may assign it (``mentioned_elsewhere``'s question)."""
+def _spelled(*_) -> bool:  # ``mentioned_elsewhere``'s question: any spelling in another file may assign it
     return True
 
 
