@@ -206,8 +206,7 @@ def test_outside_a_repository_attributes_are_not_known(tmp_path):
 # -- calls, and what ends a block
 
 
-def test_a_call_of_a_function_that_always_raises(tmp_path):
-    src = """
+_STEP = textwrap.dedent("""
     import functools
     import jax
 
@@ -220,8 +219,11 @@ def test_a_call_of_a_function_that_always_raises(tmp_path):
         for x in xs:
             loss = step(x, 2)
             print(float(loss))  # here
-    """
-    why = _dead(tmp_path, src)
+    """)
+
+
+def test_a_call_of_a_function_that_always_raises(tmp_path):
+    why = _dead(tmp_path, _STEP)
     assert why.startswith("line 12 always raises: it calls `step`, which always raises: on line 8, "
                           "`undefined_scale` is defined nowhere (NameError)")
 
@@ -233,21 +235,7 @@ def test_a_call_of_a_function_that_always_raises(tmp_path):
     ("def step(x, n):", "def step(x, n):\n    pass\nstep = jax.jit(print)\ndef other(x, n):"),  # rebound
 ])
 def test_calls_not_known_to_raise(tmp_path, change):
-    src = textwrap.dedent("""
-    import functools
-    import jax
-
-    @functools.partial(jax.jit, static_argnums=1)
-    def step(x, n):
-        y = x * n
-        return y + undefined_scale
-
-    def train(xs):
-        for x in xs:
-            loss = step(x, 2)
-            print(float(loss))  # here
-    """).replace(*change)
-    assert _dead(tmp_path, src) is None
+    assert _dead(tmp_path, _STEP.replace(*change)) is None
 
 
 @pytest.mark.parametrize("stmt", ["return", "raise ValueError('old code')", "continue", "break"])
