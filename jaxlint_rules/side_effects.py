@@ -45,6 +45,9 @@ class SideEffectInTracedCode(Rule):
                  "program and skip every Python side effect. The list gets one entry however many calls are made, "
                  "and that entry is a tracer, which raises an UnexpectedTracerError when used outside the trace. "
                  "Return the values instead (or use `jax.debug.callback`/`io_callback` for real host effects).")
+    opt_in_cases = ("An assignment to `self` in a compiled method of a value not shown to be a JAX value (an "
+                    "optimizer built from the config, a counter loaded from a state argument the model cannot "
+                    "follow): whether a tracer is kept is not known.")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -141,13 +144,14 @@ class SideEffectInTracedCode(Rule):
                 if wrap is None or wrap.kind not in ("jit", "pmap") or callables.wrapper_qualname(model, wrap) not in _PLAIN_JIT:
                     continue
                 stmt = model.stmt_of.get(id(target))
-                if kind == "assign" and isinstance(stmt, ast.Assign) and not V.holds_jax(model, stmt.value, scope):
-                    # what every trace assigns alike (an optimizer built from the config, a shape): no tracer
-                    # escapes and nothing is lost on a cache hit (fresh AA's first look: `self.opt = adam(lr)`)
-                    continue
+                # what every trace assigns alike (an optimizer built from the config, a shape) leaks no tracer
+                # and loses nothing on a cache hit (fresh AA's first look: `self.opt = adam(lr)`, FALSE)
+                unknown = None if kind != "assign" or not isinstance(stmt, ast.Assign) or V.holds_jax(
+                    model, stmt.value, scope) else (f"what `{unparse(target)}` is given is not shown to be a JAX "
+                                                    "value: whether a tracer is kept is not known")
                 yield self.finding(target, f"assigning `{unparse(target)}` in a method compiled with "
                                            f"`{wrap.spelling}` happens once, at trace time; return the new state "
-                                           "instead", facts=[tracers.leaks(model.staging, f)])
+                                           "instead", opt_in=unknown, facts=[tracers.leaks(model.staging, f)])
 
     def _decls(self, model: ModuleModel) -> Iterator[Finding]:
         for decl in model.decls:
