@@ -150,7 +150,10 @@ class MissingDonation(Rule):
                  "optimizer state, twice their size, and on an accelerator one more copy for each step the host "
                  "has dispatched ahead (measured on a TPU v5e: 256 MiB of parameters stepped 20 times peaked at "
                  "5.12 GB undonated, 0.54 GB donated). Donating the arguments the call replaces lets XLA write the "
-                 "results into their buffers. Only donate what nothing reads after the call (JAX804).")
+                 "results into their buffers. Only donate what nothing reads after the call (JAX804), and no "
+                 "array that appears twice in the donated arguments: an optimizer whose `init` puts one zeros "
+                 "tree into two state slots makes JAX refuse (\"Attempt to donate the same buffer twice\"); give "
+                 "each slot its own `zeros_like`, or donate the parameters only.")
     opt_in_cases = ("The step is not a def of this module or of the project (read through its import or factory), "
                     "or applies no optimizer update to a rebound argument (a "
                     "PRNG key, a counter, an environment state: their size is not known, training-state unknown); "
