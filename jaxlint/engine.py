@@ -10,12 +10,14 @@ import ast
 import contextlib
 import gc
 import os
+import re
 import sys
 from typing import Optional, Sequence
 
 from .model import build_model
 from .model.policy.evidence import traced_context
 from .model.facts.model import imports_use_jax
+from .declaration import PYTHON
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
@@ -161,6 +163,19 @@ def _after_failing_import(model, found: list) -> list:
             for f in found]
 
 
+def _newer_python(error: Finding, path: str) -> Finding:
+    """A parse error in a file whose project declares a newer Python than the one running jaxlint
+    (``requires-python = ">=3.12"`` and ``type X = ...`` read on 3.11): the message says so, and how
+    to check the file (fresh AC's first look: a valid 3.12 module reported as unparsable)."""
+    decl = PROJECT.declaration(path) if os.path.isfile(path) else None
+    for r in (decl.requirements if decl is not None else ()):
+        least = re.match(r"\s*(?:>=|\^|~=|==|>)?\s*3\.(\d+)", r.spec) if r.name == PYTHON else None
+        if least is not None and int(least.group(1)) > sys.version_info[1]:
+            return error.replace(message=f"{error.message}; {r.file} requires Python {r.spec}: run jaxlint on "
+                                         "that Python to check this file")
+    return error
+
+
 def _never_running(model, found: list) -> list:
     """The findings on lines that never run, made opt-in: after a statement in their block that always
     raises or ends it (:func:`~jaxlint.model.python.certainraise.never_runs`)."""
@@ -215,7 +230,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None and "%" in text:
         tree, text, error = _percent_script(text, path, tree, error)
     if error is not None:
-        result.findings.append(error.with_path(path))
+        result.findings.append(_newer_python(error, path).with_path(path))
         return result
     findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None, digest)
     result.findings = [f.with_path(path) for f in findings]

@@ -155,3 +155,17 @@ def test_percent_script_with_ipython_syntax_is_read_as_cells():
 def test_ipython_syntax_outside_percent_scripts_or_with_real_errors_stays_unparsable(src):
     res = check_source(src, "explore.py", RULES)
     assert [f.code for f in res.findings] == ["JAX000"]
+
+
+def test_a_parse_error_under_an_older_python_than_the_project_declares_says_so(tmp_path):
+    # fresh AC: `type X = ...` (Python 3.12) in a project requiring >=3.12, read by jaxlint on 3.11
+    from jaxlint.engine import check_path
+    from ruletools import make_project
+
+    root = make_project(tmp_path, {"proj/pyproject.toml": '[project]\nname = "p"\nrequires-python = ">=3.99"\n',
+                                   "proj/m.py": "import jax\nx = = 1\n", "other/m.py": "import jax\nx = = 1\n"})
+    (f,) = check_path(str(root / "proj/m.py"), []).findings
+    assert f.code == "JAX000" and f.message.endswith(
+        "; proj/pyproject.toml requires Python >=3.99: run jaxlint on that Python to check this file")
+    (g,) = check_path(str(root / "other/m.py"), []).findings
+    assert g.code == "JAX000" and "requires Python" not in g.message
