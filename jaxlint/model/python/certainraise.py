@@ -56,6 +56,7 @@ _DYNAMIC = re.compile(r"(?<![\w.])(?:globals|vars|setattr|exec|eval)\s*\(|__(?:g
 _SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__dict__|(?<![\w.])vars\s*\(")
 # standard-library modules whose functions are looked up (cheap, side-effect-free imports)
 _FUNCTION_MODULES = ("time", "math", "random", "copy", "json", "pickle", "glob")
+_FROM_FUNCTION_MODULE = re.compile(r"\bfrom\s+(?:" + "|".join(_FUNCTION_MODULES) + r")\s+import\b")
 # transforms that call the function they wrap when their result is called
 _CALLING = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.pmap", "jax.checkpoint",
                       "jax.remat", "jax.jacfwd", "jax.jacrev", "jax.hessian", "flax.nnx.jit", "flax.nnx.grad",
@@ -98,6 +99,7 @@ class _State:
         self.declared_global: Optional[frozenset] = None
         self.subclassed: dict = {}
         self.sets_attributes: Optional[bool] = None
+        self.function_imports: Optional[dict] = None
 
     # -- where a line is
 
@@ -399,7 +401,7 @@ class _State:
         function nested in it."""
         key = id(node)
         if key not in self.scopes:
-            self.scopes[key] = _bindings(node)
+            self.scopes[key] = _bindings(node, ":=" in self.text or "nonlocal" in self.text)
         return self.scopes[key]
 
     def _rebound(self, f: ast.AST) -> set:
@@ -414,23 +416,24 @@ class _State:
 
     def _globals(self) -> frozenset:
         """Names some function of the module declares ``global`` (it may bind them at any time)."""
-        if self.declared_global is None:
+        if self.declared_global is None:  # the text first: most modules spell no ``global``
             self.declared_global = frozenset(x for n in ast.walk(self.m.tree) if isinstance(n, ast.Global)
-                                             for x in n.names)
+                                             for x in n.names) if re.search(r"\bglobal\b", self.text) else frozenset()
         return self.declared_global
 
     def _only_from_import(self, name: str) -> Optional[tuple]:
         """``(module, function)`` when ``name``'s only binding in the module is ``from module import
         function`` of one of :data:`_FUNCTION_MODULES`."""
-        binds = self._scope(self.m.tree)[0].get(name)
-        if not binds or len(binds) != 1 or name in self._globals():
+        if self.function_imports is None:  # the module's ``from time import time``s, found once (the text first)
+            self.function_imports = {(a.asname or a.name): (s.module, a.name, (s.lineno, s.col_offset))
+                                     for s in ast.walk(self.m.tree) if isinstance(s, ast.ImportFrom) and s.level == 0
+                                     and s.module in _FUNCTION_MODULES for a in s.names} if _FROM_FUNCTION_MODULE.search(
+                                         self.text) else {}
+        found = self.function_imports.get(name)
+        binds = self._scope(self.m.tree)[0].get(name) if found is not None else None
+        if not binds or binds != [found[2]] or name in self._globals():
             return None
-        for s in ast.walk(self.m.tree):
-            if isinstance(s, ast.ImportFrom) and s.level == 0 and s.module in _FUNCTION_MODULES:
-                for a in s.names:
-                    if (a.asname or a.name) == name and (s.lineno, s.col_offset) == binds[0]:
-                        return s.module, a.name
-        return None
+        return found[:2]
 
 
 def _instance_param(f: ast.AST) -> Optional[str]:
@@ -481,9 +484,10 @@ def _own_nodes(node: ast.AST):
         stack.extend(ast.iter_child_nodes(n))
 
 
-def _bindings(scope: ast.AST):
+def _bindings(scope: ast.AST, deep: bool = True):
     """Bindings of a function's (or module's) own scope: name -> sorted positions; and the names
-    declared ``global``/``nonlocal`` in it or ``nonlocal`` in a function nested in it."""
+    declared ``global``/``nonlocal`` in it or ``nonlocal`` in a function nested in it (``deep``: the
+    module's text spells ``:=`` or ``nonlocal``, which the walk of nested code looks for)."""
     binds: dict = {}
     declared: set = set()
 
@@ -513,7 +517,7 @@ def _bindings(scope: ast.AST):
             elif type(n).__name__ == "MatchMapping" and getattr(n, "rest", None):
                 add(n.rest, n)
     # walrus targets in comprehensions bind in this scope; nested functions may declare nonlocal
-    for s in body:
+    for s in body if deep else ():
         for n in ast.walk(s):
             if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
                 add(n.target.id, n)
