@@ -95,11 +95,10 @@ class _State:
         self.ended: dict = {}  # id of a statement -> why it always raises or ends its block, or None
         self.raises: dict = {}  # id of a def -> why it always raises, or None
         self.scopes: dict = {}  # id of a def (or the module) -> (bindings: name -> positions, declared)
-        self.module_bound: Optional[frozenset] = None
-        self.declared_global: Optional[frozenset] = None
         self.subclassed: dict = {}
-        self.sets_attributes: Optional[bool] = None
-        self.function_imports: Optional[dict] = None
+        # found once, when first asked: module-level names, ``global`` names, whether a file of the repository
+        # sets attributes by computed names, ``from time import time``s, top-level defs by name
+        self.module_bound = self.declared_global = self.sets_attributes = self.function_imports = self.top_defs = None
 
     # -- where a line is
 
@@ -239,15 +238,16 @@ class _State:
         """``(def, class or None)`` a call certainly reaches, or None."""
         tree = self.m.tree
         if isinstance(func, ast.Name):
-            if any(func.id in self._scope(f)[0] for f in ctx.chain):
+            if self.top_defs is None:  # the module's top-level defs by name, found once
+                self.top_defs = {}
+                for s in tree.body:
+                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        self.top_defs.setdefault(s.name, []).append(s)
+            defs = self.top_defs.get(func.id, ())
+            if (len(defs) != 1 or not isinstance(defs[0], ast.FunctionDef) or func.id in self._globals()
+                    or any(func.id in self._scope(f)[0] for f in ctx.chain)):
                 return None
-            defs = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                    and s.name == func.id]
-            binds = self._scope(tree)[0].get(func.id, ())
-            if (len(defs) == 1 and len(binds) == 1 and isinstance(defs[0], ast.FunctionDef)
-                    and func.id not in self._globals()):
-                return defs[0], None
-            return None
+            return (defs[0], None) if len(self._scope(tree)[0].get(func.id, ())) == 1 else None
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and ctx.chain
                 and ctx.cls is not None and _instance_param(ctx.chain[-1]) == func.value.id
                 and func.value.id not in self._rebound(ctx.chain[-1])):
@@ -425,10 +425,10 @@ class _State:
         """``(module, function)`` when ``name``'s only binding in the module is ``from module import
         function`` of one of :data:`_FUNCTION_MODULES`."""
         if self.function_imports is None:  # the module's ``from time import time``s, found once (the text first)
-            self.function_imports = {(a.asname or a.name): (s.module, a.name, (s.lineno, s.col_offset))
-                                     for s in ast.walk(self.m.tree) if isinstance(s, ast.ImportFrom) and s.level == 0
-                                     and s.module in _FUNCTION_MODULES for a in s.names} if _FROM_FUNCTION_MODULE.search(
-                                         self.text) else {}
+            nodes = ast.walk(self.m.tree) if _FROM_FUNCTION_MODULE.search(self.text) else ()
+            self.function_imports = {(a.asname or a.name): (s.module, a.name, (s.lineno, s.col_offset)) for s in nodes
+                                     if isinstance(s, ast.ImportFrom) and s.level == 0
+                                     and s.module in _FUNCTION_MODULES for a in s.names}
         found = self.function_imports.get(name)
         binds = self._scope(self.m.tree)[0].get(name) if found is not None else None
         if not binds or binds != [found[2]] or name in self._globals():
