@@ -53,7 +53,7 @@ _BUILTIN = frozenset(dir(builtins)) | _IPYTHON | _NEWER
 # what may bind a name or an attribute out of sight: a namespace written, attribute hooks, a star import
 _DYNAMIC = re.compile(r"(?<![\w.])(?:globals|vars|setattr|exec|eval)\s*\(|__(?:getattr|getattribute|dict|builtins)__"
                       r"|\bimport\s+\*|\bbuiltins\.")
-_SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__dict__|(?<![\w.])vars\s*\(")
+_SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__(?:dict)__|(?<![\w.])vars\s*\(")
 # standard-library modules whose functions are looked up (cheap, side-effect-free imports)
 _FUNCTION_MODULES = ("time", "math", "random", "copy", "json", "pickle", "glob")
 _FROM_FUNCTION_MODULE = re.compile(r"\bfrom\s+(?:" + "|".join(_FUNCTION_MODULES) + r")\s+import\b")
@@ -318,7 +318,7 @@ class _State:
 
     def _repository_sets_attributes(self, project, path: str) -> bool:
         """Whether a file of the repository may set attributes by computed names on any object
-        (``setattr(agent, k, v)`` for a config's keys, ``obj.__dict__.update(d)``): then any attribute
+        (``setattr(agent, k, v)`` for a config's keys, an update of an object's ``__dict__``): then any attribute
         may exist, whatever is spelled."""
         if self.sets_attributes is None:
             files = project.repository_files(path) or ()
