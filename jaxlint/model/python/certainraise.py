@@ -43,7 +43,7 @@ import inspect
 import re
 from typing import Optional
 
-from .syntax import _TERMINAL
+from .syntax import _TERMINAL, assignment_targets, evaluated_parts
 
 _IPYTHON = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___"})
 # names of newer Pythons than the one running, so that a verdict does not depend on it
@@ -90,7 +90,7 @@ class _State:
         self.m = m
         self.text = getattr(m, "source_text", None) or ""
         self.notebook = bool(getattr(m, "notebook", False))
-        self.dynamic = bool(_DYNAMIC.search(self.text)) if self.text else True
+        self._dynamic: Optional[bool] = None
         self.memo: dict = {}  # line -> why
         self.ended: dict = {}  # id of a statement -> why it always raises or ends its block, or None
         self.raises: dict = {}  # id of a def -> why it always raises, or None
@@ -99,6 +99,12 @@ class _State:
         # found once, when first asked: module-level names, ``global`` names, whether a file of the repository
         # sets attributes by computed names, ``from time import time``s, top-level defs by name
         self.module_bound = self.declared_global = self.sets_attributes = self.function_imports = self.top_defs = None
+
+    def dynamic(self) -> bool:
+        """Whether the module may bind names or attributes out of sight (:data:`_DYNAMIC`), asked once."""
+        if self._dynamic is None:
+            self._dynamic = not self.text or bool(_DYNAMIC.search(self.text))
+        return self._dynamic
 
     # -- where a line is
 
@@ -167,9 +173,9 @@ class _State:
 
     def _stmt_raises(self, s: ast.stmt, ctx: _Ctx) -> Optional[str]:
         # an assignment binds its targets after evaluating its value: ``x = x.reshape(...)`` reads first
-        later = {(n.lineno, n.col_offset) for t in _targets(s) for n in ast.walk(t)
+        later = {(n.lineno, n.col_offset) for t in assignment_targets(s) for n in ast.walk(t)
                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for node in _evaluated(s):
+        for node in evaluated_parts(s):
             why = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 why = self._name_fails(node, ctx, later)
@@ -198,7 +204,7 @@ class _State:
             for f in ctx.chain[:-1]:
                 if name in self._scope(f)[0]:
                     return None
-        if self.notebook or self.dynamic or name in _BUILTIN or name in self._module_bound():
+        if self.notebook or name in _BUILTIN or name in self._module_bound() or self.dynamic():
             return None
         return f"`{name}` is defined nowhere (NameError)"
 
@@ -297,7 +303,7 @@ class _State:
 
     def _missing_attribute(self, node: ast.Attribute, ctx: _Ctx) -> Optional[str]:
         word, cls, param = node.attr, ctx.cls, node.value.id
-        if word in dir(object) or param in self._rebound(ctx.chain[-1]) or self.dynamic:
+        if word in dir(object) or param in self._rebound(ctx.chain[-1]) or self.dynamic():
             return None
         # every occurrence of the word in the module is such a read in the class's methods
         spelled = len(re.findall(r"(?<![\w])" + re.escape(word) + r"(?![\w])", self.text))
@@ -526,74 +532,3 @@ def _bindings(scope: ast.AST, deep: bool = True):
     for v in binds.values():
         v.sort()
     return binds, declared
-
-
-def _evaluated(s: ast.stmt):
-    """The nodes of statement ``s`` Python evaluates every time ``s`` runs, in about the order it does."""
-    if isinstance(s, ast.Expr):
-        roots = [s.value]
-    elif isinstance(s, ast.Assign):
-        roots = [s.value, *(_target_reads(t) for t in s.targets)]
-    elif isinstance(s, ast.AugAssign):
-        roots = [s.target if isinstance(s.target, ast.Name) else _target_reads(s.target), s.value]
-    elif isinstance(s, ast.AnnAssign):
-        roots = [s.value, _target_reads(s.target)] if s.value is not None else []
-    elif isinstance(s, (ast.Return, ast.Raise)):
-        roots = [getattr(s, "value", None) or getattr(s, "exc", None)]
-    elif isinstance(s, (ast.If, ast.While)):
-        roots = [s.test]
-    elif isinstance(s, (ast.For, ast.AsyncFor)):
-        roots = [s.iter]
-    elif isinstance(s, (ast.With, ast.AsyncWith)):
-        roots = [s.items[0].context_expr]
-    elif isinstance(s, ast.Assert):
-        roots = [s.test]
-    else:
-        roots = []
-    stack = [r for r in reversed(roots) if r is not None]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, list):
-            stack.extend(reversed(n))
-            continue
-        yield n
-        stack.extend(reversed(_certain_children(n)))
-
-
-def _targets(s: ast.stmt) -> list:
-    if isinstance(s, ast.Assign):
-        return s.targets
-    if isinstance(s, ast.AnnAssign) and s.value is not None:
-        return [s.target]
-    return []
-
-
-def _target_reads(t: ast.AST) -> list:
-    """The parts of an assignment target that are read: ``a[i]``'s ``a`` and ``i``, ``o.x``'s ``o``."""
-    if isinstance(t, ast.Subscript):
-        return [t.value, t.slice]
-    if isinstance(t, ast.Attribute):
-        return [t.value]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return [r for e in t.elts for r in _target_reads(e)]
-    if isinstance(t, ast.Starred):
-        return _target_reads(t.value)
-    return []
-
-
-def _certain_children(n: ast.AST) -> list:
-    if isinstance(n, ast.BoolOp):
-        return [n.values[0]]
-    if isinstance(n, ast.IfExp):
-        return [n.test]
-    if isinstance(n, ast.Compare):
-        return [n.left, n.comparators[0]]
-    if isinstance(n, ast.Lambda):
-        return list(n.args.defaults)
-    if isinstance(n, _COMPREHENSIONS):
-        return [n.generators[0].iter]
-    if isinstance(n, ast.Call):
-        return [n.func, *n.args, *(k.value for k in n.keywords)]
-    if isinstance(n, (ast.Name, ast.Constant)):
-        return []
-    return [c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr)]

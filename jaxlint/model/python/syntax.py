@@ -305,3 +305,78 @@ def least_int(e: ast.AST, loops: tuple) -> Optional[int]:
             return 0 if start is None else least_int(start, ())
         return None
     return None
+
+
+# The nodes Python evaluates every time a statement runs (``certainraise`` asks which of them fail).
+_COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def evaluated_parts(s: ast.stmt):
+    """The nodes of statement ``s`` Python evaluates every time ``s`` runs, in about the order it does."""
+    if isinstance(s, ast.Expr):
+        roots = [s.value]
+    elif isinstance(s, ast.Assign):
+        roots = [s.value, *(_target_reads(t) for t in s.targets)]
+    elif isinstance(s, ast.AugAssign):
+        roots = [s.target if isinstance(s.target, ast.Name) else _target_reads(s.target), s.value]
+    elif isinstance(s, ast.AnnAssign):
+        roots = [s.value, _target_reads(s.target)] if s.value is not None else []
+    elif isinstance(s, (ast.Return, ast.Raise)):
+        roots = [getattr(s, "value", None) or getattr(s, "exc", None)]
+    elif isinstance(s, (ast.If, ast.While)):
+        roots = [s.test]
+    elif isinstance(s, (ast.For, ast.AsyncFor)):
+        roots = [s.iter]
+    elif isinstance(s, (ast.With, ast.AsyncWith)):
+        roots = [s.items[0].context_expr]
+    elif isinstance(s, ast.Assert):
+        roots = [s.test]
+    else:
+        roots = []
+    stack = [r for r in reversed(roots) if r is not None]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(reversed(n))
+            continue
+        yield n
+        stack.extend(reversed(_certain_children(n)))
+
+
+def assignment_targets(s: ast.stmt) -> list:
+    if isinstance(s, ast.Assign):
+        return s.targets
+    if isinstance(s, ast.AnnAssign) and s.value is not None:
+        return [s.target]
+    return []
+
+
+def _target_reads(t: ast.AST) -> list:
+    """The parts of an assignment target that are read: ``a[i]``'s ``a`` and ``i``, ``o.x``'s ``o``."""
+    if isinstance(t, ast.Subscript):
+        return [t.value, t.slice]
+    if isinstance(t, ast.Attribute):
+        return [t.value]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [r for e in t.elts for r in _target_reads(e)]
+    if isinstance(t, ast.Starred):
+        return _target_reads(t.value)
+    return []
+
+
+def _certain_children(n: ast.AST) -> list:
+    if isinstance(n, ast.BoolOp):
+        return [n.values[0]]
+    if isinstance(n, ast.IfExp):
+        return [n.test]
+    if isinstance(n, ast.Compare):
+        return [n.left, n.comparators[0]]
+    if isinstance(n, ast.Lambda):
+        return list(n.args.defaults)
+    if isinstance(n, _COMPREHENSION_NODES):
+        return [n.generators[0].iter]
+    if isinstance(n, ast.Call):
+        return [n.func, *n.args, *(k.value for k in n.keywords)]
+    if isinstance(n, (ast.Name, ast.Constant)):
+        return []
+    return [c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr)]
