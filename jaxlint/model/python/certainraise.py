@@ -56,6 +56,7 @@ _DYNAMIC = re.compile(r"(?<![\w.])(?:globals|vars|setattr|exec|eval)\s*\(|__(?:g
 _SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__(?:dict)__|(?<![\w.])vars\s*\(")
 # standard-library modules whose functions are looked up (cheap, side-effect-free imports)
 _FUNCTION_MODULES = ("time", "math", "random", "copy", "json", "pickle", "glob")
+_GLOBAL_STATEMENT = re.compile(r"(?:^|\n)[ \t]*global[ \t]+\w")  # not the word in a comment or a docstring
 _FROM_FUNCTION_MODULE = re.compile(r"\bfrom\s+(?:" + "|".join(_FUNCTION_MODULES) + r")\s+import\b")
 # transforms that call the function they wrap when their result is called
 _CALLING = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.pmap", "jax.checkpoint",
@@ -303,7 +304,10 @@ class _State:
 
     def _missing_attribute(self, node: ast.Attribute, ctx: _Ctx) -> Optional[str]:
         word, cls, param = node.attr, ctx.cls, node.value.id
-        if word in dir(object) or param in self._rebound(ctx.chain[-1]) or self.dynamic():
+        # a cost bound, not a decision: a word the module spells more than a few times is not asked about
+        # (the walk of the class's methods below is the costly part; a typo is spelled once or twice)
+        if self.text.count(word) > 3 or word in dir(object) or param in self._rebound(ctx.chain[-1]) \
+                or self.dynamic():
             return None
         # every occurrence of the word in the module is such a read in the class's methods
         spelled = len(re.findall(r"(?<![\w])" + re.escape(word) + r"(?![\w])", self.text))
@@ -424,7 +428,7 @@ class _State:
         """Names some function of the module declares ``global`` (it may bind them at any time)."""
         if self.declared_global is None:  # the text first: most modules spell no ``global``
             self.declared_global = frozenset(x for n in ast.walk(self.m.tree) if isinstance(n, ast.Global)
-                                             for x in n.names) if re.search(r"\bglobal\b", self.text) else frozenset()
+                                             for x in n.names) if _GLOBAL_STATEMENT.search(self.text) else frozenset()
         return self.declared_global
 
     def _only_from_import(self, name: str) -> Optional[tuple]:
