@@ -56,8 +56,6 @@ _DYNAMIC = re.compile(r"(?<![\w.])(?:globals|vars|setattr|exec|eval)\s*\(|__(?:g
 _SETS_ATTRIBUTES = re.compile(rb"(?<![\w.])setattr\s*\(|__(?:dict)__|(?<![\w.])vars\s*\(")
 # standard-library modules whose functions are looked up (cheap, side-effect-free imports)
 _FUNCTION_MODULES = ("time", "math", "random", "copy", "json", "pickle", "glob")
-_GLOBAL_STATEMENT = re.compile(r"(?:^|\n)[ \t]*global[ \t]+\w")  # not the word in a comment or a docstring
-_FROM_FUNCTION_MODULE = re.compile(r"\bfrom\s+(?:" + "|".join(_FUNCTION_MODULES) + r")\s+import\b")
 # transforms that call the function they wrap when their result is called
 _CALLING = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.pmap", "jax.checkpoint",
                       "jax.remat", "jax.jacfwd", "jax.jacrev", "jax.hessian", "flax.nnx.jit", "flax.nnx.grad",
@@ -100,6 +98,8 @@ class _State:
         # found once, when first asked: module-level names, ``global`` names, whether a file of the repository
         # sets attributes by computed names, ``from time import time``s, top-level defs by name
         self.module_bound = self.declared_global = self.sets_attributes = self.function_imports = self.top_defs = None
+        self.nonlocals: Optional[set] = None
+        self.lines: Optional[list] = None
 
     def dynamic(self) -> bool:
         """Whether the module may bind names or attributes out of sight (:data:`_DYNAMIC`), asked once."""
@@ -274,7 +274,7 @@ class _State:
             return self.raises[key]
         self.raises[key] = None  # a cycle of calls sees "not known"
         why = None
-        if all(self._calling_decorator(d) for d in fdef.decorator_list) and not _generator(fdef):
+        if all(self._calling_decorator(d) for d in fdef.decorator_list) and not self._generator(fdef):
             ctx = _Ctx((fdef,), cls, 0)
             for s in fdef.body:  # what a statement evaluates first comes before any return in it
                 if isinstance(s, ast.Raise):
@@ -288,6 +288,14 @@ class _State:
                     break
         self.raises[key] = why
         return why
+
+    def _generator(self, fdef: ast.AST) -> bool:
+        """Whether a def may be a generator or coroutine (its lines spell ``yield`` or ``await``): calling it
+        runs nothing. Read from its text (the cheap, conservative side)."""
+        if self.lines is None:
+            self.lines = self.text.splitlines()
+        body = "\n".join(self.lines[fdef.lineno - 1:fdef.end_lineno])
+        return "yield" in body or "await" in body if self.lines else _generator(fdef)
 
     def _calling_decorator(self, d: ast.AST) -> bool:
         if self._resolves(d, _COMPILING):
@@ -407,11 +415,23 @@ class _State:
 
     def _scope(self, node: ast.AST):
         """``(bindings, declared)`` of a function (or the module): name -> sorted positions of its
-        bindings in that scope; names declared ``global``/``nonlocal`` there or ``nonlocal`` in a
-        function nested in it."""
+        bindings in that scope (as the model's walk recorded them: an assignment binds at the end of its
+        statement, an import at the scope's start); names declared ``global`` there or ``nonlocal``
+        anywhere in the module. A module with ``match`` statements (whose captures the model does not
+        record) is read by :func:`_bindings`."""
         key = id(node)
         if key not in self.scopes:
-            self.scopes[key] = _bindings(node, ":=" in self.text or "nonlocal" in self.text)
+            m = self.m
+            scope = m.module_scope if node is m.tree else getattr(m.func_of_node.get(key), "scope", None)
+            if scope is None or ("match" in self.text and "case" in self.text):
+                self.scopes[key] = _bindings(node, ":=" in self.text or "nonlocal" in self.text)
+            else:
+                binds = {name: sorted(b.pos for b in evs) for name, evs in scope.events.items() if evs}
+                for name in scope.imports:
+                    binds.setdefault(name, []).insert(0, (0, 0))
+                if self.nonlocals is None:
+                    self.nonlocals = {x for d in m.decls if isinstance(d, ast.Nonlocal) for x in d.names}
+                self.scopes[key] = binds, set(scope.globals) | self.nonlocals
         return self.scopes[key]
 
     def _rebound(self, f: ast.AST) -> set:
@@ -426,24 +446,27 @@ class _State:
 
     def _globals(self) -> frozenset:
         """Names some function of the module declares ``global`` (it may bind them at any time)."""
-        if self.declared_global is None:  # the text first: most modules spell no ``global``
-            self.declared_global = frozenset(x for n in ast.walk(self.m.tree) if isinstance(n, ast.Global)
-                                             for x in n.names) if _GLOBAL_STATEMENT.search(self.text) else frozenset()
+        if self.declared_global is None:  # as the model's walk recorded them (its ``global`` statements)
+            self.declared_global = frozenset(x for d in self.m.decls if isinstance(d, ast.Global) for x in d.names)
         return self.declared_global
 
     def _only_from_import(self, name: str) -> Optional[tuple]:
         """``(module, function)`` when ``name``'s only binding in the module is ``from module import
         function`` of one of :data:`_FUNCTION_MODULES`."""
-        if self.function_imports is None:  # the module's ``from time import time``s, found once (the text first)
-            nodes = ast.walk(self.m.tree) if _FROM_FUNCTION_MODULE.search(self.text) else ()
-            self.function_imports = {(a.asname or a.name): (s.module, a.name, (s.lineno, s.col_offset)) for s in nodes
-                                     if isinstance(s, ast.ImportFrom) and s.level == 0
-                                     and s.module in _FUNCTION_MODULES for a in s.names}
+        if self.function_imports is None:  # the module's ``from time import time``s, from its imports, once
+            counts: dict = {}
+            found = {}
+            for s in self.m.import_nodes:
+                for a in s.names:
+                    local = a.asname or a.name.split(".")[0]
+                    counts[local] = counts.get(local, 0) + 1
+                    if isinstance(s, ast.ImportFrom) and s.level == 0 and s.module in _FUNCTION_MODULES:
+                        found[local] = (s.module, a.name)
+            self.function_imports = {k: v for k, v in found.items() if counts[k] == 1}
         found = self.function_imports.get(name)
-        binds = self._scope(self.m.tree)[0].get(name) if found is not None else None
-        if not binds or binds != [found[2]] or name in self._globals():
+        if found is None or self.m.module_scope.events.get(name) or name in self._globals():
             return None
-        return found[:2]
+        return found
 
 
 def _instance_param(f: ast.AST) -> Optional[str]:
