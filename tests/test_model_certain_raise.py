@@ -102,6 +102,20 @@ def test_a_notebook_kernel_may_hold_names_no_cell_binds(tmp_path):
     assert _dead(tmp_path, src) is not None
 
 
+def test_a_name_bound_only_as_a_comprehension_target_is_not_the_functions(tmp_path):
+    # `[u * u for u in us]` binds `u` in the comprehension; the function's earlier `u.get_mixup` reads the
+    # module's import (review2's big_vision: read as a local before its assignment, UnboundLocalError)
+    src = """
+    import big_vision.utils as u
+
+    def update_fn(state, us):
+        mix = u.get_mixup(state)
+        total = sum([x * x for x in us]) + sum([u * u for u in us])
+        return mix, total  # here
+    """
+    assert _dead(tmp_path, src) is None
+
+
 def test_a_local_read_before_its_assignment(tmp_path):
     src = """
     def loss_fn(params, image):
@@ -121,6 +135,8 @@ def test_a_local_read_before_its_assignment(tmp_path):
     "    for i in range(3):\n        if i:\n            print(latents)\n        latents = i\n",
     # a nested function may bind it
     "    def fill():\n        nonlocal latents\n        latents = 1\n    fill()\n    print(latents)\n    latents = 2\n",
+    # a comprehension's target is its own: `image` below is the parameter (big_vision's `u * u for u in us`)
+    "    print(image)\n    sizes = [image for image in params]\n",
 ])
 def test_locals_bound_before_the_read_are_not_known_to_fail(tmp_path, body):
     src = "def loss_fn(params, image):\n" + body + "    noise = draw(image)  # here\n    return noise\n"

@@ -426,7 +426,10 @@ class _State:
             if scope is None or ("match" in self.text and "case" in self.text):
                 self.scopes[key] = _bindings(node, ":=" in self.text or "nonlocal" in self.text)
             else:
-                binds = {name: sorted(b.pos for b in evs) for name, evs in scope.events.items() if evs}
+                # a comprehension's target is the comprehension's own (``[u * u for u in us]``), not the scope's
+                binds = {name: sorted(b.pos for b in evs if not (b.kind == "for" and any(
+                    lp.kind == "comprehension" for lp in b.loops))) for name, evs in scope.events.items() if evs}
+                binds = {name: ps for name, ps in binds.items() if ps}
                 for name in scope.imports:
                     binds.setdefault(name, []).insert(0, (0, 0))
                 if self.nonlocals is None:
