@@ -45,18 +45,18 @@ def _dead(tmp_path, source: str, mark: str = "# here", others: dict = None, note
 # -- names
 
 
-def test_a_name_defined_nowhere_ends_its_block(tmp_path):
-    src = """
-    import jax
-
+_TRAIN = textwrap.dedent("""
     def train(xs):
         for x in xs:
             loss = step(x, batch)
             print(float(loss))  # here
     def step(x, b):
         return x
-    """
-    why = _dead(tmp_path, src)
+    """)
+
+
+def test_a_name_defined_nowhere_ends_its_block(tmp_path):
+    why = _dead(tmp_path, "\nimport jax\n" + _TRAIN)
     assert why.startswith("line 6 always raises: `batch` is defined nowhere (NameError)")
     assert "never run" in why
 
@@ -69,15 +69,7 @@ def test_a_name_defined_nowhere_ends_its_block(tmp_path):
     "try:\n    from data import batch\nexcept ImportError:\n    pass\n",
 ])
 def test_names_that_may_be_bound_are_not_known_to_fail(tmp_path, binding):
-    src = binding + textwrap.dedent("""
-    def train(xs):
-        for x in xs:
-            loss = step(x, batch)
-            print(float(loss))  # here
-    def step(x, b):
-        return x
-    """)
-    assert _dead(tmp_path, src) is None
+    assert _dead(tmp_path, binding + _TRAIN) is None
 
 
 def test_builtins_enclosing_functions_dunders_and_ipython_names_are_bound(tmp_path):
