@@ -144,7 +144,9 @@ class MissingDonation(Rule):
                "that line, for a step another module's factory makes: `train_step = create_train_step(model)`). "
                "Also a flax "
                "NNX step (`nnx.jit`) that updates its model and `nnx.Optimizer` in place (`optimizer.update(model, "
-               "grads)`), called with the same objects every iteration: NNX writes the new values back after the call.")
+               "grads)`), called with the same objects every iteration, in the loop or in a method the loop calls "
+               "(a trainer's `train_step` running `self._step(self.model, self.optimizer, batch)`): NNX writes the "
+               "new values back after the call.")
     rationale = ("Without donation, the call's outputs get new buffers while the inputs are still alive, so the "
                  "old and the new state are both in device memory at the peak: for a model's parameters and "
                  "optimizer state, twice their size, and on an accelerator one more copy for each step the host "
@@ -242,14 +244,19 @@ class MissingDonation(Rule):
             seen.add(id(r.wrap))
             names = " and ".join(f"`{n}`" for n in r.names)
             opts = f"donate_argnums={tuple(r.positions)!r}"
+            called = ["is called every iteration (", Line(r.call.lineno), ")"] if r.via is None else [
+                "is called (", Line(r.call.lineno), f") at every call of `{r.via[0].name}`, which the loop on ",
+                Line(r.loop.node.lineno), " makes (", Line(r.via[1].lineno), ")"]
+            where = f"the call on line {r.call.lineno} runs " + (
+                "" if r.via is None else f"at every call of `{r.via[0].name}`, made on line {r.via[1].lineno} ") + (
+                f"in every iteration of the loop on line {r.loop.node.lineno}")
             yield self.finding(
                 r.wrap.site, [f"`{r.func.name}` updates {names} in place (`", unparse(r.update, 40), "` on ",
-                              Line(r.update.lineno), ") and is called every iteration (", Line(r.call.lineno),
-                              "), with no donation: during each call the old and the new parameters and optimizer "
+                              Line(r.update.lineno), ") and ", *called,
+                              ", with no donation: during each call the old and the new parameters and optimizer "
                               f"state are in device memory together; declare `{opts}` on its `{r.wrap.spelling}`"],
                 opt_in=self._short_or_test(model, r),
-                evidence=[f"the call on line {r.call.lineno} runs in every iteration of the loop on line "
-                          f"{r.loop.node.lineno}",
+                evidence=[where,
                           f"NNX writes the step's new values back into {names} after each call; its "
                           f"`{r.wrap.spelling}` declares no donate_argnums/donate_argnames",
                           "the saving is the size of those values (one copy more per step in flight on an "

@@ -669,6 +669,45 @@ def test_jax803_near_misses_of_a_flax_nnx_in_place_step(change, opt_in):
     assert bool(opt_in_findings(src, "JAX803")) is bool(opt_in)
 
 
+_NNX_TRAINER = """
+import optax
+from flax import nnx
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    @staticmethod
+    @nnx.jit
+    def _step(model, optimizer, batch):
+        loss, grads = nnx.value_and_grad(lambda m: (m(batch) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    def train_step(self, batch):
+        return self._step(self.model, self.optimizer, batch)
+
+    def train(self, batches, max_steps):
+        for step in range(max_steps):
+            self.train_step(next(batches))
+"""
+
+
+def test_jax803_a_flax_nnx_step_run_by_a_method_that_a_loop_calls():
+    # fresh AC's nanochat trainers: the step is called in `train_step`, which the training loop calls
+    src = _NNX_TRAINER.replace("    @nnx.jit\n", "    @nnx.jit  # expect: JAX803\n")
+    assert_marked(src)
+    (msg,) = messages(src, "JAX803")
+    assert "is called (line 18) at every call of `train_step`, which the loop on line 21 makes (line 22)" in msg
+    # near misses: the method is called once, not in a loop; or nothing in the module calls it
+    once = _NNX_TRAINER.replace("        for step in range(max_steps):\n            self.train_step(next(batches))",
+                                "        self.train_step(next(batches))")
+    assert findings(once, "JAX803") == []
+    assert findings(_NNX_TRAINER.replace("            self.train_step(next(batches))", "            pass"),
+                    "JAX803") == []
+
+
 def test_jax801_a_fallback_in_the_handler_of_a_backend_query_after_the_backend_started_never_runs():
     # fresh set S: `try: jax.devices() except RuntimeError: os.environ[...] = "cpu"` after the module already
     # called jax.devices(): the backends are cached, the query cannot fail, the handler is dead

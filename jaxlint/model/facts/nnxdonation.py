@@ -1,7 +1,8 @@
 """In-place steps without donation: a flax NNX training step (``@nnx.jit def train_step(model,
 optimizer, batch): ...; optimizer.update(model, grads)``) called in a step loop with the same
-model and optimizer objects every iteration, its ``nnx.jit`` declaring no ``donate_argnums``/
-``donate_argnames``.
+model and optimizer objects every iteration (or in a function that a loop of the module calls: a
+trainer's ``train_step`` method running ``self._step(self.model, self.optimizer, batch)``), its
+``nnx.jit`` declaring no ``donate_argnums``/``donate_argnames``.
 
 NNX updates the objects in place: the compiled program returns the new parameters and optimizer
 state, and NNX writes them back into the objects' variables after the call. Without donation the
@@ -30,11 +31,12 @@ class InPlaceStep:
     (``names``, as the caller spells them); ``fact``: whether they are an NNX optimizer and its model
     ("training-state")."""
 
-    __slots__ = ("call", "wrap", "func", "update", "positions", "names", "loop", "fact")
+    __slots__ = ("call", "wrap", "func", "update", "positions", "names", "loop", "fact", "via")
 
-    def __init__(self, call, wrap, func, update, positions, names, loop, fact):
+    def __init__(self, call, wrap, func, update, positions, names, loop, fact, via=None):
         self.call, self.wrap, self.func, self.update = call, wrap, func, update
         self.positions, self.names, self.loop, self.fact = positions, names, loop, fact
+        self.via = via  # (the function the call is in, its call in ``loop``) when the loop is the caller's
 
 
 def inplace_steps_without_donation(m) -> list:
@@ -44,14 +46,23 @@ def inplace_steps_without_donation(m) -> list:
         return memo
     from . import loops
 
+    from .frequency import repeats
+
     out: list = []
-    for call in (m.loop_calls if m.jit_wraps else ()):
+    calls = list(m.loop_calls) + [c for c in m.calls if c not in m.loop_calls] if m.jit_wraps else ()
+    for call in calls:
         scope = m.scope_at(call)
         step = _nnx_step(m, call)
         if step is None or step[0].donation_declared:
             continue
         ctx = m.context(call)
-        loop = loops.hot_loop(m, ctx) if ctx is not None else None
+        loop, via = loops.hot_loop(m, ctx) if ctx is not None else None, None
+        if loop is None and ctx is not None and not ctx.loops and (f := m.function_at(call)) is not None:
+            # ``self._step(self.model, self.optimizer, batch)`` in a method that a loop of this module calls
+            # (fresh AC's nanochat trainers): the same objects at every call, as in a loop of its own
+            rep = repeats(m, f)
+            if rep is not None and rep.kind == "loop":
+                loop, via = rep.loop, (f, rep.call)
         if loop is None or m.in_traced_code(call):
             continue
         wrap, update, params = step
@@ -67,7 +78,7 @@ def inplace_steps_without_donation(m) -> list:
             if _reads_state(m, loop, names):
                 continue  # ``snapshot = nnx.state(model)`` in the loop: the old arrays may be kept
             out.append(InPlaceStep(call, wrap, wrap.func, update, positions, names, loop,
-                                   _training_state(m, call, update, positions, scope)))
+                                   _training_state(m, call, update, positions, scope), via))
     m.facts.inplace_steps = out
     return out
 
