@@ -49,7 +49,10 @@ def inplace_steps_without_donation(m) -> list:
     from .frequency import repeats
 
     out: list = []
-    calls = list(m.loop_calls) + [c for c in m.calls if c not in m.loop_calls] if m.jit_wraps else ()
+    calls = list(m.loop_calls) if m.jit_wraps else []
+    if any(_nnx_wrapper(m, w) for w in m.jit_wraps):  # and, in a module with an ``nnx.jit``, calls outside loops
+        looped = {id(c) for c in calls}
+        calls += [c for c in m.calls if id(c) not in looped]
     for call in calls:
         scope = m.scope_at(call)
         step = _nnx_step(m, call)
