@@ -50,9 +50,12 @@ def inplace_steps_without_donation(m) -> list:
 
     out: list = []
     calls = list(m.loop_calls) if m.jit_wraps else []
-    if any(_nnx_wrapper(m, w) for w in m.jit_wraps):  # and, in a module with an ``nnx.jit``, calls outside loops
+    # and calls outside loops of the module's ``nnx.jit`` defs, by their names (``self._step(...)``)
+    named = {w.func.name for w in m.jit_wraps if w.func is not None and _nnx_wrapper(m, w)}
+    if named:
         looped = {id(c) for c in calls}
-        calls += [c for c in m.calls if id(c) not in looped]
+        calls += [c for c in m.calls if id(c) not in looped and getattr(c.func, "attr", getattr(c.func, "id", None))
+                  in named]
     for call in calls:
         scope = m.scope_at(call)
         step = _nnx_step(m, call)
