@@ -45,7 +45,6 @@ def inplace_steps_without_donation(m) -> list:
     if memo is not None:
         return memo
     from . import loops
-
     from .frequency import repeats
 
     out: list = []

@@ -195,8 +195,7 @@ def unreferenced_method(m, f) -> Optional[str]:
         return None
     return (f"nothing in the project refers to the method `{f.cls.node.name}.{f.name}` (no attribute or string "
             "with its name outside comments, the method itself and lines that never run, and no framework base "
-            "that could call "
-            "it): whether it runs is not shown")
+            "that could call it): whether it runs is not shown")
 
 
 def unimported_method(m, f) -> Optional[str]:
