@@ -394,22 +394,17 @@ class _State:
         return bool(project.answer(target, ("plain-class", imported), ask, False))
 
     def _subclassed(self, cls: ast.ClassDef) -> Optional[bool]:
-        """Whether a class of the repository names ``cls`` among its bases; None when not known."""
-        if cls.name in self.subclassed:
-            return self.subclassed[cls.name]
-        pattern = re.compile(r"\bclass\s+\w+\s*\((?:[^()]|\([^()]*\))*\b" + re.escape(cls.name) + r"\b")
-        found: Optional[bool] = bool(pattern.search(self.text))
-        project, path = getattr(self.m, "project", None), getattr(self.m, "path", None)
-        if not found:
-            files = project.repository_files(path) if project is not None and path is not None else None
-            if files is None:
-                found = None
-            else:
-                needle = cls.name.encode()
-                found = any(needle in data and pattern.search(data.decode("utf-8", "replace"))
-                            for _, data in files)
-        self.subclassed[cls.name] = found
-        return found
+        """Whether a class of the repository names ``cls`` among its bases; None when not known. Other
+        files are asked through the project resolver (:func:`derives_from`), which records them for the
+        result cache."""
+        if cls.name not in self.subclassed:
+            project, path = getattr(self.m, "project", None), getattr(self.m, "path", None)
+            found: Optional[bool] = derives_from(path, self.text, cls.name, path)
+            if not found:
+                found = None if project is None or path is None else project.mentioned_elsewhere(
+                    path, cls.name, spells=derives_from)
+            self.subclassed[cls.name] = found
+        return self.subclassed[cls.name]
 
     # -- scopes
 
@@ -470,6 +465,14 @@ class _State:
         if found is None or self.m.module_scope.events.get(name) or name in self._globals():
             return None
         return found
+
+
+def derives_from(other: str, data, name: str, owner: str, files=()) -> bool:
+    """Whether a file's text ``data`` derives a class from the class ``name`` (the conservative side:
+    any file, and any class of that name). A ``spells`` question of ``mentioned_elsewhere``, asked here
+    and by :mod:`.unreferenced`."""
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return re.search(r"\bclass\s+\w+\s*\([^)]*\b" + re.escape(name) + r"\b", text) is not None
 
 
 def _instance_param(f: ast.AST) -> Optional[str]:

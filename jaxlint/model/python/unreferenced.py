@@ -56,7 +56,7 @@ from typing import Optional
 from ... import names as N
 from . import importgraph
 from .importgraph import _closure, _import_graph
-from .certainraise import never_runs
+from .certainraise import derives_from as _subclassed, never_runs
 from .records import runs_as_test
 
 
@@ -322,13 +322,6 @@ def _method_spelled(other: str, data, name: str, owner: str, files=()) -> bool:
         if "#" not in before and _attribute_or_string(before, text[hit.end():hit.end() + 3]):
             return True
     return False
-
-
-def _subclassed(other: str, data, name: str, owner: str, files=()) -> bool:
-    """Whether another file's text ``data`` derives a class from the class ``name`` (the conservative
-    side: any file, and any class of that name)."""
-    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-    return re.search(r"\bclass\s+\w+\s*\([^)]*\b" + re.escape(name) + r"\b", text) is not None
 
 
 # An import statement at a line's start (also a notebook's JSON line, ``"from x import y``). The start is
