@@ -106,3 +106,49 @@ def _element_maker(m, name: str, ev) -> Optional[str]:
             return None
         made.add(m.resolve(e.func, m.scope_at(e)))
     return made.pop() if len(made) == 1 and None not in made else None
+
+
+def _is_container_display(m, value, scope) -> bool:
+    """``[...]``, ``{...}``, comprehensions, ``[x] * n``, ``list(...)``/``dict(...)``: a Python container."""
+    if isinstance(value, _CONTAINER_DISPLAYS):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Add)):
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    return isinstance(value, ast.Call) and m.resolve(value.func, scope) in _CONTAINER_TYPES
+
+
+def item_stores(m) -> dict:
+    """``{(id(scope), name): [stored value, ...]}`` for every ``name[...] = value`` of the module
+    (``None`` for a tuple-unpacked store, whose value is not one expression), built once."""
+    index = m.facts.item_stores
+    if index is None:
+        index = {}
+        for target, kind in m.stores:
+            if kind != "assign" or not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+                continue  # ``del n[i]`` stores nothing; ``n[i] += 1`` keeps the element's kind
+            stmt = m.stmt_of.get(id(target))
+            value = stmt.value if isinstance(stmt, ast.Assign) and target in stmt.targets else None
+            scope = m.binding_scope(target.value.id, m.scope_at(target))
+            if scope is not None:
+                index.setdefault((id(scope), target.value.id), []).append(value)
+        m.facts.item_stores = index
+    return index
+
+
+def stored_elements_unproven(m, name: ast.Name, scope, is_jax) -> bool:
+    """Whether an element read ``name[i]`` of a Python container may hold a value not shown to be
+    a JAX value because code stores one into it: ``n = [jnp.array(1.)] * k`` then
+    ``n[l] = x.shape[0]`` (a Python int) in a loop, so ``n[l - 1]`` read on the next iteration is
+    that int. True when the name's binding is a container display or constructor and some
+    ``name[...] = v`` of its scope stores a ``v`` that ``is_jax`` does not prove (or a store that is
+    not one expression); False otherwise (no stores, or every stored value a JAX value)."""
+    home = m.binding_scope(name.id, scope)
+    if home is None:
+        return False
+    stores = item_stores(m).get((id(home), name.id))
+    if not stores:
+        return False
+    evs = home.events.get(name.id, ())
+    if not any(ev.kind == "assign" and _is_container_display(m, ev.value, ev.scope) for ev in evs):
+        return False
+    return any(v is None or not is_jax(m, v, m.scope_at(v)) for v in stores)

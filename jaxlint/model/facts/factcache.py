@@ -48,6 +48,7 @@ _ONCE = (
     "host_fetch",  # fetches, values
     "if_tests",  # periodicity
     "implicit_uploads",  # policy/transfers
+    "item_stores",  # containers: values stored by ``name[...] = v`` per (scope, name)
     "ifs_by_id",  # work
     "key_func_calls_memo",  # keys
     "key_handoffs_memo",  # keyhandoffs

@@ -10,7 +10,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, forwards, gradaux, libraryobjects
+from . import callables, containers, forwards, gradaux, libraryobjects
 from ..python import limits as L
 from .hostvalues import host_cpu_copy
 from ..python.records import _DICT_VIEWS, Binding, FunctionInfo, Scope, _element
@@ -65,6 +65,8 @@ def _kind(m, e: ast.AST, scope: Scope) -> bool:
             return True
         return is_jax(m, e.value, scope)
     if t is ast.Subscript:
+        if type(e.value) is ast.Name and containers.stored_elements_unproven(m, e.value, scope, is_jax):
+            return False  # ``n[l - 1]`` of a list whose elements are overwritten with Python ints
         return is_jax(m, e.value, scope)
     if t is ast.BinOp:
         if isinstance(e.op, ast.Mod) and isinstance(e.left, (ast.Constant, ast.JoinedStr)):
