@@ -246,6 +246,37 @@ def test_calls_not_known_to_raise(tmp_path, change):
     assert _dead(tmp_path, _STEP.replace(*change)) is None
 
 
+_EXITS = """
+import os
+import sys
+import jax
+
+def main(xs):
+    print(len(xs))
+    {call}
+    for x in xs:
+        print(float(x))  # here
+"""
+
+
+@pytest.mark.parametrize("call", ["exit()", "quit()", "sys.exit(0)", "os._exit(1)", "os.abort()"])
+def test_a_call_that_ends_the_program_ends_its_block(tmp_path, call):
+    # fresh AD: a demo's ``__main__`` block calls ``exit()`` after opening a viewer; the loop after it never runs
+    why = _dead(tmp_path, _EXITS.format(call=call))
+    assert why == (f"line 8 always raises: `{call.split('(')[0]}()` ends the program; "
+                   "the lines after it in its block never run")
+
+
+@pytest.mark.parametrize("call", [
+    "exit = print\n    exit()",  # a user's name shadows the builtin
+    "if not xs:\n        sys.exit(0)",  # only in one arm
+    "sys.exit",  # not called
+    "sys.exc_info()",  # another function of sys
+])
+def test_calls_that_do_not_end_the_program(tmp_path, call):
+    assert _dead(tmp_path, _EXITS.format(call=call)) is None
+
+
 @pytest.mark.parametrize("stmt", ["return", "raise ValueError('old code')", "continue", "break"])
 def test_what_ends_a_block(tmp_path, stmt):
     src = f"def train(xs):\n    for x in xs:\n        {stmt}\n        print(float(x))  # here\n"

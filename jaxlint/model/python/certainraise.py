@@ -21,6 +21,8 @@ certainly fails:
   ``AttributeError``;
 * ``t.attr`` where ``t`` is bound only by ``from time import time`` (a standard-library function
   of a few modules) and that function has no ``attr``: ``AttributeError``;
+* a call that ends the program: ``sys.exit()``, the builtins ``exit()``/``quit()`` (``SystemExit``),
+  ``os._exit()``, ``os.abort()``; a name bound by the user (a parameter ``exit``) is not one;
 * a call of a function that always raises: a module-level function called by its name, or the
   class's own method through ``self`` when no class of the repository subclasses it, directly or
   through a JAX transform that calls it (``jax.value_and_grad(self.loss)(...)``), undecorated or
@@ -64,6 +66,8 @@ _CALLING = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "
 _PLAIN_BASES = frozenset({"builtins.object", "abc.ABC"})  # bases that give an instance no attribute of a user's name
 _COMPILING = frozenset({"jax.jit", "jax.pmap", "flax.nnx.jit", "equinox.filter_jit"})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# calls that end the program: SystemExit (``sys.exit``, the site builtins ``exit``/``quit``), or no return at all
+_EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit", "os.abort"})
 
 
 def never_runs(m, line: int) -> Optional[str]:
@@ -231,6 +235,8 @@ class _State:
 
     def _call_raises(self, node: ast.Call, ctx: _Ctx) -> Optional[str]:
         func = node.func
+        if isinstance(func, (ast.Name, ast.Attribute)) and self.m.resolve(func, self.m.scope_at(node)) in _EXITS:
+            return f"`{ast.unparse(func)}()` ends the program"
         if isinstance(func, ast.Call) and func.args and self._resolves(func.func, _CALLING):
             func = func.args[0]  # jax.value_and_grad(loss)(...) calls loss
         target = self._callee(func, ctx)
