@@ -279,6 +279,39 @@ def test_jit_call_binding_a_new_name_and_rebinding_the_same_name():
     assert g.traced and g.static_names() == {"k"} and g.tracer_params == {"x"}
 
 
+_UNREAD_WRAPPER = """
+import jax
+import jax.numpy as jnp
+
+def sample(key, mean, k):
+    return jax.random.normal(key, (k,) + mean.shape)
+
+fast_sample = jax.jit(sample)
+
+def used(x, n):
+    return x
+
+def unused(x, n):
+    return x
+
+def main(x):
+    fast_used = jax.jit(used)
+    fast_unused = jax.jit(unused)
+    return fast_used(x, 3)
+"""
+
+
+@pytest.mark.parametrize("path, sample_traced", [("m.py", True), ("m.ipynb", False)])
+def test_a_jit_wrapper_bound_to_a_name_nothing_reads_traces_nothing(path, sample_traced):
+    # fresh AD: ``fast_sample = jit(sample)`` in a notebook, never called; ``sample``'s shape argument came only
+    # from a jitted caller passing a Python int, and was read as a tracer (JAX303, judged FALSE)
+    m = build_model(ast.parse(_UNREAD_WRAPPER), path=path)
+    assert func(m, "used").tracer_params == {"x", "n"}  # its wrapper is called
+    assert not func(m, "unused").traced  # a local nothing reads
+    # at a .py module's top level another file may import the wrapper; a notebook's names are its own
+    assert func(m, "sample").traced is sample_traced
+
+
 def test_jit_of_a_bound_method():
     _, m = build("""
     import jax

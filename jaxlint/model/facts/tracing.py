@@ -29,6 +29,8 @@ class _TraceAnalysis:
 
     def __init__(self, model: ModuleModel):
         self.m = model
+        self._assigns: dict = {}  # id of a def (None: the module) -> {id(value): the Assign}
+        self._loaded: dict = {}  # id of a def (None: the module) -> names read in it
 
     def run(self) -> None:
         m = self.m
@@ -168,7 +170,9 @@ class _TraceAnalysis:
             if len(targets) == 1:
                 wrap.func = targets[0]
             m.facts.wraps_by_call.setdefault(id(call), []).append(wrap)
-            if targets:
+            if targets and self._bound_unread(call, scope):
+                m.jit_wraps.append(wrap)  # ``fast = jax.jit(f)`` and ``fast`` never read: it traces nothing
+            elif targets:
                 bound = isinstance(target, ast.Attribute)
                 for fi in targets:
                     self._jit_entry(fi, wrap, bound=bound and fi.is_method,
@@ -203,6 +207,26 @@ class _TraceAnalysis:
                         if fi.node.args.vararg is not None and (arity is None or arity > len(free)):
                             tracers.add(fi.node.args.vararg.arg)
                         self._mark(fi, TraceCause("lax", qn), tracers)
+
+    def _bound_unread(self, call: ast.Call, scope: Scope) -> bool:
+        """Whether ``call`` is the value of an assignment to plain names that nothing reads: in a
+        function (its locals are read nowhere else), or at a notebook's top level (no other file
+        imports a notebook's names). Such a wrapper is never called, so it traces nothing (fresh AD:
+        ``fast_sample = jit(sample)``, never used, made a shape argument a traced caller passes as a
+        Python int look like a tracer). A module-level name of a ``.py`` file may be imported elsewhere: not asked."""
+        f = scope.func if scope.kind == "function" else None
+        if f is None and not (scope.kind == "module" and (self.m.path or "").endswith(".ipynb")):
+            return False
+        key = id(f.node) if f is not None else None
+        if key not in self._assigns:
+            root = f.node if f is not None else self.m.tree
+            self._assigns[key] = {id(n.value): n for n in ast.walk(root) if isinstance(n, ast.Assign)}
+            self._loaded[key] = {n.id for n in ast.walk(root) if isinstance(n, ast.Name)
+                                 and not isinstance(n.ctx, ast.Store)}
+        stmt = self._assigns[key].get(id(call))
+        if stmt is None or not all(isinstance(t, ast.Name) for t in stmt.targets):
+            return False
+        return not any(t.id in self._loaded[key] for t in stmt.targets)
 
     def _bound_by_partial(self, expr: ast.AST, fi: FunctionInfo, scope: Scope) -> set:
         """Parameters of ``fi`` fixed by ``functools.partial`` in ``expr`` (constants closed over,

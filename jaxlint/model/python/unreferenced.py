@@ -98,15 +98,18 @@ class _State:
         self._unimported: Optional[bool] = None
         self.by_module: set = set()  # names spelled elsewhere, dead only because nothing imports the module
         text = getattr(m, "source_text", None)
+        # ``fast = jax.jit(f)`` at module level: a mention of ``f`` there keeps it only as ``fast`` is kept
+        self.aliases: dict = _aliases(m, self.candidates) if self.candidates else {}
         if self.candidates and text is not None:
             self._owners_from_text(text)
         elif self.candidates:
+            spelled = set(self.candidates) | {n for a in self.aliases.values() for n in a.names}
             for top in m.tree.body:
                 holder = m.func_of_node.get(id(top)) if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                    else None
+                    else self.aliases.get(id(top))
                 for node in ast.walk(top):
                     name = _mentioned(node)
-                    if name in self.candidates and node is not self.candidates[name].node:
+                    if name in spelled and (name not in self.candidates or node is not self.candidates[name].node):
                         self.owners.setdefault(name, []).append(holder)
 
     def _owners_from_text(self, text: str) -> None:
@@ -122,9 +125,10 @@ class _State:
             # a string statement (a docstring, code parked in triple quotes) holds no reference: skipped
             parked = isinstance(top, ast.Expr) and isinstance(top.value, ast.Constant) and isinstance(top.value.value, str)
             holders.append((top.end_lineno or top.lineno, _PARKED if parked else m.func_of_node.get(id(top))
-                            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None))
+                            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else self.aliases.get(id(top))))
         line_starts = [0] + [nl.end() for nl in re.finditer("\n", text)]
-        word = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, self.candidates)) + r")(?![A-Za-z0-9_])")
+        spelled = set(self.candidates) | {n for a in self.aliases.values() for n in a.names}
+        word = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, spelled)) + r")(?![A-Za-z0-9_])")
         for hit in word.finditer(text):
             line = bisect.bisect_right(line_starts, hit.start())
             before = text[line_starts[line - 1]:hit.start()]
@@ -148,7 +152,7 @@ class _State:
         if name in self.memo:
             return self.memo[name]
         f = self.candidates.get(name)
-        if f is None:
+        if f is None and not any(name in a.names for a in self.aliases.values()):
             return True  # not a candidate: a method, a decorated or nested function
         if name in asking:
             return False  # functions that only refer to each other
@@ -157,9 +161,13 @@ class _State:
             if holder is None:
                 found = True  # module-level code refers to it
                 break
-            if holder is f:
-                continue  # it calls itself
-            sub = self.alive(holder.name, asking | {name})
+            if holder is f or (isinstance(holder, _Alias) and name in holder.names):
+                continue  # it calls itself; an alias's own binding
+            if isinstance(holder, _Alias):  # ``fast = jax.jit(f)``: as alive as the names it binds
+                subs = [self.alive(n, asking | {name}) for n in holder.names]
+                sub = True if any(subs) else None if None in subs else False
+            else:
+                sub = self.alive(holder.name, asking | {name})
             if sub:
                 found = True
                 break
@@ -374,6 +382,33 @@ def enclosing(m, node, line: Optional[int] = None):
 
 
 _PARKED = object()  # a module-level string statement: what it spells is no reference
+
+
+class _Alias:
+    """A module-level ``fast = jax.jit(f)`` (or ``partial``, a transform, ``g = f``): the names it binds."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names: tuple):
+        self.names = names
+
+
+def _aliases(m, candidates: dict) -> dict:
+    """``{id(statement): _Alias}`` for the module-level assignments to plain names whose value only wraps
+    a candidate: the candidate itself, or a jit wrapper, a transform or ``functools.partial`` of one."""
+    out = {}
+    for top in m.tree.body:
+        if not (isinstance(top, ast.Assign) and all(isinstance(t, ast.Name) for t in top.targets)):
+            continue
+        value = top.value
+        while isinstance(value, ast.Call) and value.args:
+            qn = m.resolve(value.func, m.module_scope)
+            if not (qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS):
+                break
+            value = value.args[0]
+        if isinstance(value, ast.Name) and value.id in candidates:
+            out[id(top)] = _Alias(tuple(t.id for t in top.targets))
+    return out
 
 
 def _candidates(m) -> list:
