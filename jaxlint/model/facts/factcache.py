@@ -40,6 +40,7 @@ _ONCE = (
     "applied_memo",  # repetition
     "array_fields",  # pytrees
     "clock_calls",  # policy/looprecord: lines of the calls spelled like a clock
+    "clock_call_ids",  # timing: calls of a clock spelled with a local alias (``timer()``)
     "declared_jax",  # jaxrange: the JAX versions the project's packaging files declare
     "element_read_ids",  # elementwise
     "element_reads",  # elementwise

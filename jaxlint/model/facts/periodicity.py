@@ -242,7 +242,7 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
         # ``done - saved >= every or done >= total``: the end of the run, on the schedule's own counter
         periodic = [v for p, v in zip(parts, test.values) if p]
         return any(parts) and all(p or _run_switch(m, v, names, scope) or _final_clause(v, periodic)
-                                  for p, v in zip(parts, test.values))
+                                  or _rare_clause(v, names) for p, v in zip(parts, test.values))
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         # ``not step % every``: true once per period (``not should_log(...)`` is the opposite)
         return _counting_mod(m, test.operand, names.inner) and not isinstance(test.operand, ast.Call)
@@ -256,6 +256,46 @@ def _periodic_test(m, test: ast.AST, names: "_Names", scope: Scope, depth: int) 
         ev = m.binding(test.id, scope, _pos(test))
         if ev is not None and ev.plain_assign and ev.value is not None:
             return _periodic_test(m, ev.value, names, ev.scope, depth + 1)
+    return False
+
+
+_FEW_FIRST = 100  # ``step <= 5``: a clause true in the first few iterations only, up to this bound
+
+
+def _prefix(test: ast.AST, names: "_Names", after: bool = False) -> bool:
+    """``step <= 5`` (``after``: ``step > 1``, whose negation is such a prefix): a loop counter ordered
+    against a small non-negative literal."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Gt, ast.GtE)):
+        left, right, below = right, left, False
+    elif isinstance(op, (ast.Lt, ast.LtE)):
+        below = True
+    else:
+        return False
+    if after:  # ``step > 1`` is ``1 < step``: the counter on the right of a ``<``
+        left, right, below = right, left, not below
+    return (below and _spelled(left) in names.counters and isinstance(right, ast.Constant)
+            and type(right.value) is int and 0 <= right.value <= _FEW_FIRST)
+
+
+def _rare_clause(test: ast.AST, names: "_Names") -> bool:
+    """A clause of an ``or`` beside a schedule that holds in a bounded number of iterations: the first
+    few (``iteration <= 5``), or the test that ends the loop: ``abs(delta) < tol`` where the loop's body
+    has ``if abs(delta) < tol and iteration > 1: break`` (true once, and in the first few iterations).
+    Fresh AE: an SCF loop printing ``if iteration <= 5 or iteration % 10 == 0 or abs(delta_E) < tol``."""
+    if _prefix(test, names):
+        return True
+    body = getattr(names.loop.node, "body", ()) if names.loop is not None else ()
+    want = ast.dump(test)
+    for stmt in body:
+        if isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Break):
+            t = stmt.test
+            parts = t.values if isinstance(t, ast.BoolOp) and isinstance(t.op, ast.And) else [t]
+            dumps = [ast.dump(p) for p in parts]
+            if want in dumps and all(d == want or _prefix(p, names, after=True) for d, p in zip(dumps, parts)):
+                return True
     return False
 
 

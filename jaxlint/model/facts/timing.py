@@ -35,10 +35,8 @@ from . import values as V
 from .jaxrecords import _waits
 from ..python.syntax import _end, child_nodes, last_name, statement_walk, walk
 from .work import called_functions
+from .clocks import CLOCK_NAMES as _CLOCK_NAMES, CLOCKS, TIMEIT_CALLS, is_clock  # noqa: F401 (timing's API)
 
-TIMEIT_CALLS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
-CLOCKS = frozenset(N.TIMERS - TIMEIT_CALLS)
-_CLOCK_NAMES = frozenset(q.rsplit(".", 1)[1] for q in CLOCKS)
 # Methods of arrays that dispatch an operation (not a fetch: ``item``/``tolist`` are waits).
 ARRAY_METHODS = frozenset({
     "sum", "mean", "max", "min", "std", "var", "prod", "argmax", "argmin", "reshape", "astype", "transpose",
@@ -81,7 +79,7 @@ def unwaited_timings(m) -> list:
         return memo
     out: list = []
     m.facts.timings = out
-    clocks = any(is_clock(m, c) for name in _CLOCK_NAMES for c in m.calls_by_name.get(name, ()))
+    clocks = any(is_clock(m, c) for c in m.calls_named(_CLOCK_NAMES))
     if clocks:  # one walk for the clock pairs; a timer object or a library's timer is a with statement
         for node in statement_walk(m.tree):
             out.extend(r for block, loop_body in _blocks_of(node) for r in _clock_pairs(m, block, loop_body))
@@ -101,11 +99,6 @@ def unwaited_timings(m) -> list:
     return out
 
 # -- the three kinds of measurement
-
-
-def is_clock(m, call: ast.Call) -> bool:
-    return (isinstance(call, ast.Call) and last_name(call.func) in _CLOCK_NAMES
-            and m.resolve(call.func, m.scope_at(call)) in CLOCKS)
 
 
 def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
@@ -292,8 +285,9 @@ def _tests_on_device(m, stmts: list) -> Iterator[ast.AST]:
 def _device_role(m, c: ast.Call, depth: int) -> Optional[str]:
     """"work" (dispatches JAX work: a compiled or transformed call, a JAX array operation or
     array method), "wait" (waits for the device), "maybe" (code we cannot see into that is
-    handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``)
-    or None (neither: host code on host values). Memoized per call and depth."""
+    handed a JAX value, and may wait: ``unreplicate_and_get(metrics)``, ``state.save_svg()``),
+    "upload" (an array made of host values: neither work to time nor a wait) or None (neither:
+    host code on host values). Memoized per call and depth."""
     memo = m.facts.timing_roles
     key = (id(c), depth)
     if key in memo:
@@ -321,6 +315,8 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "work"  # ``sac.train(batch)``, ``agent.update(batch)``: a method of a project class that only dispatches
     if isinstance(f, ast.Attribute) and qn is None and V.is_jax(m, f.value, scope):
         return "work" if f.attr in ARRAY_METHODS else "maybe"
+    if qn in _UPLOADS and c.args and not V.is_jax(m, c.args[0], scope):
+        return "upload"  # ``jnp.array(energies)`` of values not shown on the device: no computation, no wait
     if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope):
         return "work"
     if qn in _DISPATCHING_HELPERS:
@@ -357,6 +353,10 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
 # Library helpers that dispatch JAX work and return at once (flax's pmap helpers: an index or a device_put
 # of each leaf, measured on jax 0.10.2 CPU to return before the indexed value is ready).
 _DISPATCHING_HELPERS = frozenset({"flax.jax_utils.unreplicate", "flax.jax_utils.replicate"})
+
+# Arrays made from what they are given: of host values (not shown to be JAX values) they upload, compute nothing
+# (fresh AE: a scan of SCF runs that each fetch their energy, ending in ``jnp.array(energies)``).
+_UPLOADS = frozenset({"jax.numpy.array", "jax.numpy.asarray", "jax.device_put"})
 
 # Array operations that only dispatch: a helper made of these and compiled calls waits for nothing.
 _DISPATCH_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
@@ -413,7 +413,7 @@ def _ends_in_work(m, func: ast.AST, depth: int) -> bool:
     if any(after(t) for t in _tests_on_device(m, stmts)):
         return False
     for c, role in calls:
-        if role == "work" or not after(c):
+        if role in ("work", "upload") or not after(c):
             continue
         scope = m.scope_at(c)
         qn = m.resolve(c.func, scope)

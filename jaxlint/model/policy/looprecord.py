@@ -206,7 +206,7 @@ def _reads_clock(m, f) -> bool:
     clocks = m.facts.clock_calls
     if clocks is None:
         names = {q.rsplit(".", 1)[1] for q in N.TIMERS}
-        clocks = m.facts.clock_calls = sorted(c.lineno for name in names for c in m.calls_by_name.get(name, ()))
+        clocks = m.facts.clock_calls = sorted(c.lineno for c in m.calls_named(names))  # aliases (``timer()``) too
     node = f.node
     return any(node.lineno <= line <= node.end_lineno for line in clocks)
 
