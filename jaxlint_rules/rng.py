@@ -177,7 +177,8 @@ class KeyReuse(Rule):
                "through `self` that no subclass of the module overrides: `self._random_goal(rng)`; one that only "
                "splits it counts "
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
-               "move), or to a distribution's `sample(seed=key)`; and a key the loop never replaces handed (as an "
+               "move), to a distribution's `sample(seed=key)` or to a flax module's `init(key, x)` (`vqgan.init(key, "
+               "x)` then `disc.init(key, x)`: correlated initial weights); and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
                "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch), or to a function, "
                "or an instance of a class, of another module of the project whose code draws from it "
@@ -212,7 +213,9 @@ class KeyReuse(Rule):
                     "iterations are otherwise the same is reported by default: the loop checks one case over and "
                     "over. Two draws from a key made from a literal seed (`key = jax.random.PRNGKey(0)`, the commonest "
                     "way the bug is written) are reported by default outside tests: they are correlated whatever the "
-                    "seed.")
+                    "seed. "
+                    "Two `init` calls of one flax module spelled alike given one key (`q.init(key, x)` twice): the "
+                    "same weights, as a target network's copy is made on purpose.")
     bad = """
         import jax
 
@@ -354,6 +357,8 @@ class KeyReuse(Rule):
                         continue
                     bound = use.event.pos[0] if use.event is not None and use.event.pos else None
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
+                    if opt_in is None and keypairs.same_module_inits(prev, use):
+                        opt_in = keymessages.SAME_MODULE_INIT
                     # issue 37: a literal seed is how the bug is most often written; the two draws
                     # are identical or correlated whatever the seed, so it is a default finding
                     message, facts = keymessages.pair(prev, use, bound, keydraws.fixed_data(model, prev, use))

@@ -59,3 +59,12 @@ def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
     rest_b = [ast.dump(x) for x in cb.args[2:]] + sorted(
         (k.arg or "", ast.dump(k.value)) for k in cb.keywords if k.arg not in (data, "key"))
     return rest_a == rest_b
+
+
+def same_module_inits(a: KeyUse, b: KeyUse) -> bool:
+    """Two ``init`` calls of one flax module spelled alike (``q.init(key, x)`` twice, ``Generator().init``
+    twice) given one key: the same weights twice. A target network's copy is made so (cleanrl's
+    ``params=q.init(k, x), target_params=q.init(k, x)``); two models meant to differ are too (fresh AD's
+    CycleGAN generators): which, the calls do not show."""
+    return (a.fn == b.fn == "init" and isinstance(a.call.func, ast.Attribute) and isinstance(b.call.func, ast.Attribute)
+            and ast.dump(a.call.func.value) == ast.dump(b.call.func.value))

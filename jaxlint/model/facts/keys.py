@@ -27,7 +27,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables
+from . import callables, flaxmodules
 from ..python.branches import name_branches
 from ..python.instances import overridden
 from ..python.keyflow import ScopeNames, hides
@@ -61,7 +61,7 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 def is_draw(fn: str) -> bool:
     """Whether a key use's function draws from the key (a sampler, or a distribution's
     ``sample(seed=key)``) rather than deriving keys from it."""
-    return fn in SAMPLERS or fn in DIST_SAMPLE
+    return fn in SAMPLERS or fn in DIST_SAMPLE or fn == flaxmodules.INIT
 
 
 class KeyUse:
@@ -191,6 +191,10 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
     ``direct``: the key is the argument itself, and the call's own arguments read as a
     ``split``'s count or ``fold_in``'s data (as the existing forwarding does)."""
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == flaxmodules.INIT:  # ``Net().init(key, x)``: a draw of weights
+        key = call_arg(call, 0, "rngs")
+        return [(func.attr, key, _spell(func), None, True)] if key is not None and flaxmodules.module_instance(
+            m, func.value, scope) else []
     if isinstance(func, ast.Attribute) and func.attr in DIST_SAMPLE:
         for kw in call.keywords:
             if kw.arg == "seed":
@@ -409,7 +413,7 @@ def key_use_groups(m) -> list:
     in), each group in source order; groups in the order of their first use."""
     groups: dict = {}
     calls = list(m.calls_named(KEY_FUNCS))
-    calls.extend(c for name in DIST_SAMPLE for c in m.calls_by_name.get(name, ()))
+    calls.extend(c for name in (*DIST_SAMPLE, flaxmodules.INIT) for c in m.calls_by_name.get(name, ()))
     names = _forwarder_names(m)
     calls.extend(c for name in names for c in m.calls_by_name.get(name, ()))
     calls.extend(c for c in m.calls_by_name.get("", ()) if isinstance(c.func, ast.Call)

@@ -21,6 +21,8 @@ FOLD_IN = "fold_in"
 TEST_INPUTS = "test inputs from one key"
 TEST_LOOP_VARIES = "test loop varies otherwise"
 SAME_CASE = ", and the test checks the same case over and over"
+SAME_MODULE_INIT = ("the same module initialised twice from one key gives the same weights twice, as a target "
+                    "network's copy is made on purpose: whether these two should differ is not shown")
 
 
 def _draws(fn: str) -> bool:

@@ -1,0 +1,75 @@
+"""Instances of flax linen modules: ``Generator().init(key, x)`` draws the module's parameters from
+``key`` (flax.linen ``Module.init`` makes the ``params`` collection from the given PRNG key), so two
+``init`` calls given one key make the same (or, for different architectures, correlated) initial
+weights, and any other draw from that key repeats the bits. Functions of the model (``m``), asked by the
+key facts (facts/keys.py). Fresh AD's CycleGAN (two generators and two discriminators initialised
+from one key each) and fresh K's VQ-GAN trainer (one key for three modules' ``init``) were catalogued
+misses.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import names as N
+from ..python import limits as L
+from ..python.instances import class_named
+from ..python.records import Scope
+from ..python.syntax import _pos
+
+MODULE_BASES = frozenset({"flax.linen.Module", "flax.linen.module.Module"})
+INIT = "init"
+
+
+def module_instance(m, expr: ast.AST, scope: Scope) -> bool:
+    """Whether ``expr`` is proven an instance of a flax linen module: ``Cls(...)``, or a name bound once by a
+    plain assignment to ``Cls(...)``, where ``Cls`` is a flax.linen layer (``nn.Dense``) or a class deriving
+    from ``flax.linen.Module`` (through classes of this module, or a class of another module of the project)."""
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
+            return False
+        expr, scope = ev.value, ev.scope
+    if not isinstance(expr, ast.Call):
+        return False
+    return _module_class(m, expr.func, scope, 0)
+
+
+def _module_class(m, func: ast.AST, scope: Optional[Scope], depth: int) -> bool:
+    if depth > L.CALLABLE_CHAIN or scope is None:
+        return False
+    qn = m.resolve(func, scope)
+    if qn is not None and qn.startswith("flax.linen.") and qn.rsplit(".", 1)[1][:1].isupper():
+        return True  # ``nn.Dense(3)``, ``nn.Module`` subclasses of the library
+    cls = class_named(m, func, scope)
+    if cls is not None:
+        return class_is_module(m, cls.node, depth)
+    if isinstance(func, ast.Name):
+        ev = m.binding(func.id, scope, _pos(func))
+        if ev is not None and ev.plain_assign and len(ev.scope.events.get(func.id, ())) == 1 and isinstance(
+                ev.value, ast.Call) and ev.value.args and m.resolve(ev.value.func, ev.scope) == N.PARTIAL:
+            return _module_class(m, ev.value.args[0], ev.scope, depth + 1)  # ``UNetDefault = partial(UNet, ...)``
+        found = m._imported(func.id, scope)  # a class of another module of the project
+        if found is not None and found[1] is not None:
+            summary, name = found
+            return bool(summary.project.answer(summary.path, ("flax-module", name),
+                                               lambda model: _named_module(model, name, depth + 1), False,
+                                               (b"Module",)))
+    return False
+
+
+def class_is_module(m, node: ast.ClassDef, depth: int = 0) -> bool:
+    """Whether the class ``node`` of this module derives from ``flax.linen.Module``."""
+    outer = m.scope_at(node)
+    return any(m.resolve(b, outer) in MODULE_BASES or _module_class(m, b, outer, depth + 1) for b in node.bases)
+
+
+def _named_module(m, name: str, depth: int) -> bool:
+    """For the project resolver: whether the top-level name ``name`` of this module is a flax linen module class
+    (or a ``functools.partial`` of one)."""
+    node = next((s for s in m.tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+    if node is not None:
+        return class_is_module(m, node, depth)
+    end = ast.Name(name, ast.Load(), lineno=10 ** 9, col_offset=0)  # read after the module's last line
+    return _module_class(m, end, m.module_scope, depth)
