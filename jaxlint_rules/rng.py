@@ -177,8 +177,8 @@ class KeyReuse(Rule):
                "through `self` that no subclass of the module overrides: `self._random_goal(rng)`; one that only "
                "splits it counts "
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
-               "move), to a distribution's `sample(seed=key)` or to a flax module's `init(key, x)` (`vqgan.init(key, "
-               "x)` then `disc.init(key, x)`: correlated initial weights); and a key the loop never replaces handed (as an "
+               "move), to a distribution's `sample(seed=key)`, or to the `init(key, x)` of two flax modules of one class "
+               "(`gen.init(key, z)`, `disc.init(key, x)`: the same weights where the shapes agree); and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
                "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch), or to a function, "
                "or an instance of a class, of another module of the project whose code draws from it "
@@ -214,8 +214,8 @@ class KeyReuse(Rule):
                     "over. Two draws from a key made from a literal seed (`key = jax.random.PRNGKey(0)`, the commonest "
                     "way the bug is written) are reported by default outside tests: they are correlated whatever the "
                     "seed. "
-                    "Two `init` calls of one flax module spelled alike given one key (`q.init(key, x)` twice): the "
-                    "same weights, as a target network's copy is made on purpose.")
+                    "Two `init` calls given one key of one flax module spelled alike (`q.init(key, x)` twice: the same weights, as a "
+                    "target network's copy is made on purpose), or of modules of different classes (flax derives each parameter's key from its path: shared weights only where the paths coincide).")
     bad = """
         import jax
 
@@ -344,7 +344,8 @@ class KeyReuse(Rule):
                     yield self._loop_finding(model, use, loop)
                     continue
                 for prev in uses[:j]:
-                    if not (prev.pairwise and use.pairwise):
+                    init = keypairs.init_pair(model, prev, use)
+                    if not (prev.pairwise and use.pairwise) or init == "skip":
                         continue
                     if keypairs.distinct_derivations(model, prev, use) or loopfacts.exclusive(model, prev.ctx, use.ctx, ifs):
                         continue
@@ -357,8 +358,7 @@ class KeyReuse(Rule):
                         continue
                     bound = use.event.pos[0] if use.event is not None and use.event.pos else None
                     opt_in = _TEST_INPUTS if model.in_test_code(use.call) else None
-                    if opt_in is None and keypairs.same_module_inits(prev, use):
-                        opt_in = keymessages.SAME_MODULE_INIT
+                    opt_in = opt_in or keymessages.MODULE_INITS.get(init)  # flax inits: "same"/"other" pairs
                     # issue 37: a literal seed is how the bug is most often written; the two draws
                     # are identical or correlated whatever the seed, so it is a default finding
                     message, facts = keymessages.pair(prev, use, bound, keydraws.fixed_data(model, prev, use))

@@ -72,6 +72,37 @@ def test_model_a_name_rebound_to_a_device_array_in_one_branch_is_not_proven():
     assert not _numpy(src, "data")
 
 
+_KERAS = """
+import jax.numpy as jnp
+import numpy as np
+from tensorflow.keras.datasets import fashion_mnist
+
+def f(scale, dev):
+    (x_train, y_train), (x_test, y_test) = fashion_mnist.load_data()
+    x_train = x_train.astype("float32") / 255.
+    flat = x_train.reshape((len(x_train), np.prod(x_train.shape[1:])))
+    shifted = -1.0 + flat * 2
+    scaled = flat * scale
+    on_device = flat + dev
+    grown = np.zeros(3)
+    grown = grown + jnp.ones(3)
+"""
+
+
+@pytest.mark.parametrize("expr, numpy", [
+    ("x_train", True),  # Keras's load_data gives NumPy arrays; rebound to itself scaled by a number
+    ("y_test", True),
+    ("flat", True),
+    ("shifted", True),  # arithmetic with numbers keeps a NumPy array
+    ("scaled", False),  # times a parameter: a JAX value would make it one
+    ("on_device", False),
+    ("grown", False),  # a self-rebinding that adds a JAX array is not NumPy, whatever the first binding
+])
+def test_model_keras_datasets_and_arithmetic_with_numbers(expr, numpy):
+    # fresh AD: a notebook's ``x_train_standard[permutation[...]]`` per step, the data from Keras's fashion_mnist
+    assert _numpy(_KERAS, expr) is numpy
+
+
 def test_model_a_function_of_another_module_that_returns_numpy(tmp_path):
     root = make_project(tmp_path, {
         "data.py": """

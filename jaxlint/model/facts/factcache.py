@@ -47,6 +47,7 @@ _ONCE = (
     "fixed_key_memo",  # keydraws
     "forwarder_names_memo",  # keys
     "host_fetch",  # fetches, values
+    "hostarray_visiting",  # hostarrays: the names whose bindings are being followed (a self-rebinding's cycle)
     "if_tests",  # periodicity
     "implicit_uploads",  # policy/transfers
     "item_stores",  # containers: values stored by ``name[...] = v`` per (scope, name)

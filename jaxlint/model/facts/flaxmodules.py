@@ -1,7 +1,8 @@
-"""Instances of flax linen modules: ``Generator().init(key, x)`` draws the module's parameters from
-``key`` (flax.linen ``Module.init`` makes the ``params`` collection from the given PRNG key), so two
-``init`` calls given one key make the same (or, for different architectures, correlated) initial
-weights, and any other draw from that key repeats the bits. Functions of the model (``m``), asked by the
+"""Instances of flax linen modules: ``Generator().init(key, x)`` makes the module's parameters from
+``key``. flax derives each parameter's key from the given key and the parameter's path (the names of the
+submodules leading to it), so a ``jax.random`` draw from the same key shares no bits with the weights
+(JAX's own key-reuse checker agrees), but two ``init`` calls given one key make the same weights wherever
+their parameter paths and shapes coincide: always for two instances of one class built alike. Functions of the model (``m``), asked by the
 key facts (facts/keys.py). Fresh AD's CycleGAN (two generators and two discriminators initialised
 from one key each) and fresh K's VQ-GAN trainer (one key for three modules' ``init``) were catalogued
 misses.
@@ -73,3 +74,25 @@ def _named_module(m, name: str, depth: int) -> bool:
         return class_is_module(m, node, depth)
     end = ast.Name(name, ast.Load(), lineno=10 ** 9, col_offset=0)  # read after the module's last line
     return _module_class(m, end, m.module_scope, depth)
+
+
+def class_key(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
+    """Which module class the instance ``expr`` (``Cls(...)``, or a name bound once to one) is made from, as a
+    comparable key; None when not shown. Two ``init`` calls of instances of one class given one key make the
+    same weights wherever the constructor arguments give them the same shapes (flax derives each parameter's
+    key from the key and the parameter's path, which the class fixes)."""
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
+            return None
+        expr, scope = ev.value, ev.scope
+    if not isinstance(expr, ast.Call):
+        return None
+    cls = class_named(m, expr.func, scope)
+    if cls is not None:
+        return ("class", id(cls.node))
+    qn = m.resolve(expr.func, scope)
+    if qn is not None:
+        return ("name", qn)
+    found = m._imported(expr.func.id, scope) if isinstance(expr.func, ast.Name) else None
+    return ("imported", found[0].path, found[1]) if found is not None and found[1] is not None else None

@@ -8,8 +8,9 @@ the step before it: the host cannot queue the next step while the device runs th
 probe: 0.044 s, the length of the step, against 2e-5 s with a host index).
 
 The proof that a value is a NumPy array follows its data flow: a NumPy array constructor or loader
-(``np.load``, ``np.asarray``, ``np.zeros``, ...), ``tfds.as_numpy(...)`` (every leaf of what it
-returns), a tensor's ``.numpy()``, a slice or ``.copy()`` of one; through names, tuple unpacking,
+(``np.load``, ``np.asarray``, ``np.zeros``, ...), ``tfds.as_numpy(...)`` and Keras's bundled datasets'
+``load_data()`` (every leaf of what they return), a tensor's ``.numpy()``, a slice or ``.copy()`` of one,
+arithmetic of one with numbers or other NumPy arrays (``x.astype("float32") / 255.``); through names, tuple unpacking,
 dict displays read with their string keys and the returns of the module's own functions and of
 the project's other modules' top-level functions. Anything
 else (a parameter, an attribute, a library's return) is not proven, and the subscript is not reported.
@@ -38,7 +39,10 @@ _MAKERS = frozenset("numpy." + n for n in (
     "uint8", "random.rand", "random.randn", "random.randint", "random.uniform", "random.normal", "random.permutation",
     "random.choice",
 ))
-_TO_NUMPY = frozenset({"tensorflow_datasets.as_numpy", "tensorflow_datasets.public_api.as_numpy"})
+_TO_NUMPY = frozenset({"tensorflow_datasets.as_numpy", "tensorflow_datasets.public_api.as_numpy"} | {
+    # Keras's bundled datasets: ``(x_train, y_train), (x_test, y_test) = fashion_mnist.load_data()``, NumPy arrays
+    f"{pkg}.datasets.{name}.load_data" for pkg in ("keras", "tensorflow.keras")
+    for name in ("mnist", "fashion_mnist", "cifar10", "cifar100", "boston_housing", "california_housing")})
 _ARRAY_METHODS = frozenset({"copy", "reshape", "astype", "transpose", "squeeze", "ravel", "flatten"})
 
 
@@ -56,10 +60,26 @@ def _value(m, e: ast.AST, scope: Scope, path: tuple, depth: int) -> bool:
         ev = m.binding(e.id, scope, _pos(e))
         if ev is None:
             return False
-        # every binding of the name in its scope (``if``/``else`` branches, a loop's later rebinding)
+        # every binding of the name in its scope (``if``/``else`` branches, a loop's later rebinding); a
+        # binding that reads the name itself (``x = x.astype("float32") / 255.``) is one when the others are
         events = ev.scope.events.get(e.id) or [ev]
-        return all(b.kind == "assign" and b.value is not None
-                   and _value(m, b.value, b.scope, tuple(b.path or ()) + path, depth + 1) for b in events)
+        visiting = m.facts.hostarray_visiting
+        if visiting is None:
+            visiting = m.facts.hostarray_visiting = set()
+        key = (id(ev.scope), e.id, path)
+        if key in visiting:
+            return True
+        visiting.add(key)
+        try:
+            return all(b.kind == "assign" and b.value is not None
+                       and _value(m, b.value, b.scope, tuple(b.path or ()) + path, depth + 1) for b in events)
+        finally:
+            visiting.discard(key)
+    if isinstance(e, ast.BinOp) and not path and not isinstance(e.op, ast.MatMult):
+        # ``x.astype("float32") / 255.``: a NumPy array and a number (or another NumPy array) give one
+        sides = (e.left, e.right)
+        return any(_value(m, x, scope, (), depth + 1) for x in sides) and all(
+            _number(x) or _value(m, x, scope, (), depth + 1) for x in sides)
     if isinstance(e, ast.IfExp):
         return _value(m, e.body, scope, path, depth + 1) and _value(m, e.orelse, scope, path, depth + 1)
     if isinstance(e, (ast.Tuple, ast.List)):
@@ -101,6 +121,11 @@ def _value(m, e: ast.AST, scope: Scope, path: tuple, depth: int) -> bool:
                 _returns(model, f, path, depth) for f in model.functions
                 if f.name == name and f.parent is None and f.cls is None and not f.traced), False, (b"numpy",))
     return False
+
+
+def _number(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float) or (
+        isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant) and type(e.operand.value) in (int, float))
 
 
 def _returns(m, f, path: tuple, depth: int) -> bool:

@@ -6,7 +6,9 @@ JAX502 (jaxlint_rules/rng.py) for each pair of uses of one binding. Functions of
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
+from . import flaxmodules
 from .keys import FOLD_IN, SPLIT, KeyUse
 from ..python.syntax import call_arg, least_int
 
@@ -61,10 +63,21 @@ def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
     return rest_a == rest_b
 
 
-def same_module_inits(a: KeyUse, b: KeyUse) -> bool:
-    """Two ``init`` calls of one flax module spelled alike (``q.init(key, x)`` twice, ``Generator().init``
-    twice) given one key: the same weights twice. A target network's copy is made so (cleanrl's
-    ``params=q.init(k, x), target_params=q.init(k, x)``); two models meant to differ are too (fresh AD's
-    CycleGAN generators): which, the calls do not show."""
-    return (a.fn == b.fn == "init" and isinstance(a.call.func, ast.Attribute) and isinstance(b.call.func, ast.Attribute)
-            and ast.dump(a.call.func.value) == ast.dump(b.call.func.value))
+
+def init_pair(m, a: KeyUse, b: KeyUse) -> Optional[str]:
+    """How two uses of one key relate when one is a flax module's ``init`` (:mod:`.flaxmodules`): "skip" for an
+    ``init`` beside a ``jax.random`` use (flax draws each parameter from a key derived by its path: no bits
+    shared); "same" for two ``init`` calls of one instance spelled alike (the same weights twice, as a target
+    network's copy is made on purpose); "class" for two instances of one class (the same weights where the
+    shapes agree); "other" for modules whose classes differ or are not shown (shared paths not shown).
+    None when neither is an ``init``."""
+    ia, ib = a.fn == flaxmodules.INIT, b.fn == flaxmodules.INIT
+    if not (ia or ib):
+        return None
+    if ia != ib:
+        return "skip"
+    ra, rb = a.call.func.value, b.call.func.value
+    if ast.dump(ra) == ast.dump(rb):
+        return "same"
+    ka, kb = flaxmodules.class_key(m, ra, a.ctx.scope), flaxmodules.class_key(m, rb, b.ctx.scope)
+    return "class" if ka is not None and ka == kb else "other"

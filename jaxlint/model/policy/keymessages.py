@@ -21,8 +21,13 @@ FOLD_IN = "fold_in"
 TEST_INPUTS = "test inputs from one key"
 TEST_LOOP_VARIES = "test loop varies otherwise"
 SAME_CASE = ", and the test checks the same case over and over"
-SAME_MODULE_INIT = ("the same module initialised twice from one key gives the same weights twice, as a target "
-                    "network's copy is made on purpose: whether these two should differ is not shown")
+# two flax ``init`` calls from one key (facts/keypairs.init_pair): why such a pair is opt-in
+MODULE_INITS = {
+    "same": ("the same module initialised twice from one key gives the same weights twice, as a target network's "
+             "copy is made on purpose: whether these two should differ is not shown"),
+    "other": ("flax derives each parameter's key from the key and the parameter's path: whether the two modules "
+              "share parameter paths (and so weights) is not shown"),
+}
 
 
 def _draws(fn: str) -> bool:
