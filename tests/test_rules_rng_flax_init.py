@@ -7,7 +7,7 @@ copy) and modules of different classes (shared paths not shown) are opt-in."""
 
 from __future__ import annotations
 
-from ruletools import assert_marked, default_findings, make_project, opt_in_findings, path_codes, path_default_codes
+from ruletools import assert_marked, default_findings, make_project, messages, opt_in_findings, path_codes, path_default_codes
 
 _MODULES = """
 import jax
@@ -48,6 +48,8 @@ def setup(key, x, z):
 
 def test_two_instances_of_one_module_class_initialised_from_one_key():
     assert_marked(_MODULES)
+    (default,) = [m for m in messages(_MODULES, "JAX502") if "`discriminator.init`" in m]
+    assert "instances of one class" in default and "same weights wherever their shapes agree" in default
 
 
 def test_one_instance_initialised_twice_is_opt_in():

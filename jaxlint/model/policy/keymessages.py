@@ -89,7 +89,11 @@ def pair(prev, use, bound, seeded) -> tuple:
 def _pair_message(prev, use) -> tuple:
     k = use.shown
     head = (f"PRNG key `{k}` was already used by {spelled(prev)} on ", Line(prev.call.lineno), "; ")
-    if _draws(prev.fn) and _draws(use.fn):
+    if prev.fn == use.fn == "init":  # two instances of one flax module class (facts/keypairs.init_pair)
+        what = ("the two modules are instances of one class, and flax derives each parameter's key from this key "
+                "and the parameter's path, so they start with the same weights wherever their shapes agree; "
+                f"split the key (`k1, k2 = jax.random.split({k})`) and initialise each module from its own subkey")
+    elif _draws(prev.fn) and _draws(use.fn):
         what = ("both draws get the same random bits, so their results are identical or correlated; "
                 f"split the key (`k1, k2 = jax.random.split({k})`) and draw from each subkey once")
     elif prev.fn == FOLD_IN and use.fn == FOLD_IN:
