@@ -361,7 +361,7 @@ class KeyReuse(Rule):
                     opt_in = opt_in or keymessages.MODULE_INITS.get(init)  # flax inits: "same"/"other" pairs
                     # issue 37: a literal seed is how the bug is most often written; the two draws
                     # are identical or correlated whatever the seed, so it is a default finding
-                    message, facts = keymessages.pair(prev, use, bound, keydraws.fixed_data(model, prev, use))
+                    message, facts = keymessages.pair(prev, use, bound, keydraws.fixed_data(model, prev, use), init)
                     yield self.finding(use.call, message, opt_in=opt_in, evidence=facts)
                     break
 

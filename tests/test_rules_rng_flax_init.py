@@ -48,8 +48,9 @@ def setup(key, x, z):
 
 def test_two_instances_of_one_module_class_initialised_from_one_key():
     assert_marked(_MODULES)
-    (default,) = [m for m in messages(_MODULES, "JAX502") if "`discriminator.init`" in m]
-    assert "instances of one class" in default and "same weights wherever their shapes agree" in default
+    gen, critic = messages(_MODULES, "JAX502")  # generator's (one class), then Critic's (another class)
+    assert "instances of one class" in gen and "same weights wherever their shapes agree" in gen
+    assert "instances of one class" not in critic and "parameter paths and shapes coincide" in critic
 
 
 def test_one_instance_initialised_twice_is_opt_in():

@@ -70,9 +70,10 @@ def _same_each_time(fn: str, what: str) -> str:
     return what
 
 
-def pair(prev, use, bound, seeded) -> tuple:
+def pair(prev, use, bound, seeded, init=None) -> tuple:
     """Two uses of one binding of a key: ``bound`` the line it was bound on (or None), ``seeded``
-    the literal-seed key maker it comes from (or None)."""
+    the literal-seed key maker it comes from (or None), ``init`` how two flax ``init`` calls relate
+    (``facts/keypairs.init_pair``: "same", "class" or "other"; None otherwise)."""
     facts = [f"`{prev.spelling}` on line {prev.call.lineno} and `{use.spelling}` on line "
              f"{use.call.lineno} read the same binding of `{use.shown}`"
              + (f" (line {bound})" if bound else "") + ", and no split rebinds it between them "
@@ -83,16 +84,24 @@ def pair(prev, use, bound, seeded) -> tuple:
         facts.append(f"`{use.shown}` comes from `{unparse(seeded, 30)}` on line {seeded.lineno} "
                      "with no loop in between: the two draws are correlated, and the same numbers "
                      "on every run")
-    return _pair_message(prev, use), facts
+    return _pair_message(prev, use, init), facts
 
 
-def _pair_message(prev, use) -> tuple:
+_INITS = {  # two flax ``init`` calls from one key, by how the modules relate
+    "class": "the two modules are instances of one class, and flax derives each parameter's key from this key and the "
+             "parameter's path, so they start with the same weights wherever their shapes agree",
+    "same": "initialising the same module again from this key gives the same weights again",
+    "other": "flax derives each parameter's key from this key and the parameter's path, so the two modules start "
+             "with the same weights wherever their parameter paths and shapes coincide",
+}
+
+
+def _pair_message(prev, use, init=None) -> tuple:
     k = use.shown
     head = (f"PRNG key `{k}` was already used by {spelled(prev)} on ", Line(prev.call.lineno), "; ")
-    if prev.fn == use.fn == "init":  # two instances of one flax module class (facts/keypairs.init_pair)
-        what = ("the two modules are instances of one class, and flax derives each parameter's key from this key "
-                "and the parameter's path, so they start with the same weights wherever their shapes agree; "
-                f"split the key (`k1, k2 = jax.random.split({k})`) and initialise each module from its own subkey")
+    if init in _INITS:  # two flax module inits (facts/keypairs.init_pair)
+        what = (f"{_INITS[init]}; split the key (`k1, k2 = jax.random.split({k})`) and initialise each module "
+                "from its own subkey")
     elif _draws(prev.fn) and _draws(use.fn):
         what = ("both draws get the same random bits, so their results are identical or correlated; "
                 f"split the key (`k1, k2 = jax.random.split({k})`) and draw from each subkey once")
