@@ -90,7 +90,8 @@ class HostTransferInLoop(Rule):
                     "output of an evaluation-style loop (one that carries no state from one iteration to the "
                     "next) into a host list or dict (`preds.append(np.asarray(pred))`) or a total over the pass "
                     "(`ncorrect += int(c)`): moving the fetch after the loop saves only each batch's stall, "
-                    "once per evaluation pass (a list kept on device also costs device memory).")
+                    "once per evaluation pass (a list kept on device also costs device memory). An `if` on the whole "
+                    "result of a call not shown to be one array (`if metrics:`: a pytree's truth reads nothing).")
     bad = """
         import jax
         import jax.numpy as jnp
@@ -202,13 +203,12 @@ class HostTransferInLoop(Rule):
                 spelled = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "a conditional expression",
                            ast.Assert: "`assert`"}[type(node)]
                 finding = self._report(model, test, role, f"{spelled} on the JAX value `{unparse(value, 30)}`",
-                                       kind, statement=node)
+                                       kind, statement=node, unknown=fetches.pytree_truth(model, value, ctx.scope))
                 if finding is not None:
                     yield finding
 
     def _library_loop_syncs(self, model: ModuleModel) -> Iterator[Finding]:
-        """Fetches outside any loop of a method that a library's training loop calls at every step
-        (``train()`` of a stable-baselines3 subclass: ``self.logger.record("loss", loss.item())``)."""
+        """Fetches outside loops of a method a library's training loop calls every step (``train()`` of an SB3 subclass)."""
         for f, library, call, what in transfers.library_loop_fetches(model):
             facts = [f"`{f.name}` is a method of a subclass of `{library}`, whose training loop calls it at "
                      "every training step (library data, jaxlint's names table)",
@@ -219,13 +219,13 @@ class HostTransferInLoop(Rule):
                                       "every N calls, or keep the value on device"], evidence=facts)
 
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
-                statement: Optional[ast.AST] = None) -> Optional[Finding]:
+                statement: Optional[ast.AST] = None, unknown: Optional[str] = None) -> Optional[Finding]:
         loop = role.loop
         if hostneeds.inherent_sync(model, node, loop) is not None:
             return None
         if elementwise.is_element_read(model, statement if statement is not None else node):
             return None  # one element of the same array per iteration: JAX702's, with its fix
-        opt_in = None
+        opt_in = unknown
         if model.in_test_code(node):
             opt_in = _TEST_CODE
         elif kind == "assert" and transfers.in_check_function(model, statement):

@@ -349,6 +349,28 @@ def bound_positionals(m, expr: ast.AST, scope: Scope, depth: int = 0) -> int:
             return inner
     return 0
 
+def bound_self(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[int]:
+    """1 when the callable ``expr`` names is, through names and jit/transform/``partial`` wrappers, an
+    attribute giving a bound method (``update_fn = jax.jit(algo.update_n_times)``: the instance, or the class
+    of a classmethod, binds the first parameter), 0 when it is not an attribute at all or a stored function,
+    None when the attribute's kind is not shown (fresh AG: JAX-CORL's jitted classmethod read one argument off)."""
+    if depth > L.CALLABLE_CHAIN:
+        return None
+    if isinstance(expr, ast.Name):
+        ev = m.binding(expr.id, scope, _pos(expr))
+        if ev is not None and ev.plain_assign and ev.kind != "def":
+            return bound_self(m, ev.value, ev.scope, depth + 1)
+        return 0
+    if isinstance(expr, ast.Call) and expr.args:
+        qn = m.resolve(expr.func, scope)
+        if qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
+            return bound_self(m, expr.args[0], scope, depth + 1)
+        return 0
+    if isinstance(expr, ast.Attribute):
+        kind = attribute_callable(m, expr, scope)
+        return 1 if kind == "bound_method" else 0 if kind == "stored" else None
+    return 0
+
 # ------------------------------------------------------------------ bound methods vs stored functions
 
 

@@ -272,25 +272,29 @@ def rebinding_without_donation(m) -> list:
 
 
 def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
-    """Whether donating what ``r`` rebinds is safe as far as this module shows: unknown when another
-    name or a container keeps one of the values (``best = params``, ``params = avg = init()``,
-    ``history.append(params)``), when another call of the same step passes one without rebinding it
-    (an evaluation call: donating would delete it there), or when the loop's function got the value
-    from a caller of this module that reads what it passed after the call; proven otherwise."""
+    """Whether donating what ``r`` rebinds is safe as far as this module shows: unknown when another name or a
+    container keeps one of the values (``best = params``, ``params = avg = init()``, ``target = params`` or both
+    bound to one source, ``history.append(params)``), when another call of the step passes one without rebinding
+    it, or when a caller of this module reads what it passed after the call; proven otherwise."""
     names = set(r.names)
     f = m.function_at(r.call)
     body = f.node.body if f is not None else m.tree.body
+    # ``model_params = params``, ``target_params = params``: one source, shared buffers (fresh AF's target networks)
+    sources = {_key(st.value) for st in _walk_statements(body) if isinstance(st, ast.Assign) and len(st.targets) == 1
+               and _key(st.targets[0]) in names and _key(st.value) is not None} - names
     for stmt in _walk_statements(body):
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             bound, stored = _plain_targets(targets)
-            root = _refers(stmt.value, names)
+            root = _refers(stmt.value, names) or (_refers(stmt.value, sources) if not _target_keys(targets) & names
+                                                  else None)
             if ((root is not None and not (root in _target_keys(targets) and len(targets) == 1)) or (
                     root is None and not _target_keys(targets) & names and _may_share(stmt.value, names))) \
                     and _alias_read(m, r, stmt, None if stored else bound - names, body):
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} keeps what the step "
                                                    "would donate under another name: donating would delete what it holds")
-            if len(targets) > 1 and bound & names and stmt.value is not r.call:
+            if (len(targets) > 1 and bound & names and stmt.value is not r.call) or (
+                    root is not None and _target_keys(targets) & names - {root} and root in names):
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} binds the same value to "
                                                    "two names: donating one deletes the other's")
         for c in ast.walk(stmt) if isinstance(stmt, (ast.Expr, ast.Assign)) else ():

@@ -237,6 +237,21 @@ def bool_sync(m, test: ast.AST, scope) -> Optional[ast.AST]:
     return test if V.device_or_copy(m, test, scope) else None
 
 
+def pytree_truth(m, value: ast.AST, scope) -> Optional[str]:
+    """Why the truth of ``value`` (what :func:`bool_sync` found) may read no device value, or None: a name
+    holding the whole result of a call (not an element unpacked from it) not shown to be one array. A compiled
+    step returns a pytree as often as an array, and the truth of a dict, a tuple or a train state is its length
+    or ``True`` (fresh AG: a trainer's ``if metrics and type(metrics) == dict:`` after its validation step)."""
+    if not isinstance(value, ast.Name):
+        return None
+    ev = m.binding(value.id, scope, _pos(value))
+    if ev is None or ev.kind != "assign" or ev.path or not isinstance(ev.value, ast.Call) \
+            or m.arrays.certain(value, scope):
+        return None
+    return (f"whether `{value.id}` (the result of `{unparse(ev.value.func, 30)}(...)`) is one array, or a pytree "
+            "whose truth reads nothing on the device, is not shown")
+
+
 _DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp, ast.SetComp)
 
 

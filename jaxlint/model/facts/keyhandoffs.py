@@ -129,6 +129,11 @@ def _handoffs(m, call: ast.Call) -> list:
         if callees:
             draw = None
             shift = callables.bound_positionals(m, call.func, scope) if index is not None else 0
+            if index is not None and not isinstance(call.func, ast.Attribute):  # (``_parameter`` reads ``obj.f(...)``)
+                bound = callables.bound_self(m, call.func, scope)  # ``fn = jax.jit(obj.method)``: obj binds the first
+                if bound is None:
+                    continue
+                shift += bound
             for g in callees:
                 param = _parameter(g, call, None if index is None else index + shift, kw)
                 found = parameter_draw(m, g, param, 0) if param else None

@@ -63,7 +63,9 @@ def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) ->
     branch eagerly, the jitted ``update`` does not); *proven* otherwise. A function traced only
     because traced code calls it is on the path where one of those calls is."""
     for node_if, branch in _branches(st, f, node):
-        tested = _none_test(node_if.test)
+        tested, truth = _none_test(node_if.test), False
+        if tested is None:  # ``if not for_jit:`` with every traced call passing ``for_jit=True`` (fresh AG)
+            tested, truth = _truth_test(node_if.test), True
         if tested is None:
             continue
         name, taken_for = tested
@@ -74,8 +76,13 @@ def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) ->
         if g is not f and not g.traced:
             none = "unknown" if _may_be_none(ev, name) else None  # closed over: concrete when traced
         elif ev.kind == "param":
-            none = _none_when_traced(st, g, name, 0)
+            none = _none_when_traced(st, g, name, 0, truth)
         else:
+            continue
+        if truth:  # a truth test: only a value every traced call fixes decides it
+            if none in (True, False) and taken_for(none) != (branch == 0):
+                return disproven("traced-path", f"`{name}` is {none} whenever `{f.name}` is traced (every traced "
+                                                f"call passes it so), so the `if` on line {node_if.lineno} skips it")
             continue
         if none is None:
             continue  # not a Python value decided at trace time: the branch is traced as written
@@ -145,13 +152,17 @@ def abstract_values(st, f: FunctionInfo) -> Fact:
                                         "are concrete, and a print shows them on every call")
 
 
-def _none_when_traced(st, g: FunctionInfo, name: str, depth: int):
+def _none_when_traced(st, g: FunctionInfo, name: str, depth: int, truth: bool = False):
     """Whether parameter ``name`` of ``g`` is None when ``g`` is traced: True (always), False
     (never), "unknown" (it is a Python value there, None in some entries or not known), or None
-    when the question does not arise (an argument of a jit entry, traced as given)."""
+    when the question does not arise (an argument of a jit entry, traced as given). With ``truth``:
+    whether it is true instead, decided only by literals (an expression is "unknown")."""
+    def outcome(value):
+        return bool(value) if truth else value is None
+
     if name in st._shaky(g):
         fixed = statics.static_constant(st, g, name)
-        return "unknown" if fixed is None else fixed[0] is None
+        return "unknown" if fixed is None else outcome(fixed[0])
     if not g.traced_by_callers_only or depth > L.KIND_CHAIN:
         return None
     outcomes = set()
@@ -165,16 +176,16 @@ def _none_when_traced(st, g: FunctionInfo, name: str, depth: int):
         if given is None:
             return None
         if isinstance(given, ast.Constant):
-            outcomes.add(given.value is None)
+            outcomes.add(outcome(given.value))
             continue
         ev = m.binding(given.id, caller.scope, _pos(given)) if isinstance(given, ast.Name) else None
         if ev is not None and ev.kind == "param" and ev.scope.func is caller:
-            inner = _none_when_traced(st, caller, given.id, depth + 1)
+            inner = _none_when_traced(st, caller, given.id, depth + 1, truth)
             if inner is None:
                 return None
             outcomes.add(inner)
             continue
-        outcomes.add(False)  # an expression (``arr.size``, ``n + 1``, a call): not None
+        outcomes.add("unknown" if truth else False)  # an expression (``arr.size``, ``n + 1``, a call): not None
     if not outcomes:
         return None
     return outcomes.pop() if len(outcomes) == 1 else "unknown"
@@ -235,6 +246,13 @@ def _may_be_none(ev, name: str) -> bool:
         return True
     return any(b.plain_assign and isinstance(b.value, ast.Constant) and b.value.value is None
                for b in ev.scope.events.get(name, ()))
+
+
+def _truth_test(test: ast.AST) -> Optional[tuple]:
+    """``(name, taken)`` for ``if name:`` or ``if not name:``; ``taken(value)`` says whether the test passes."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name):
+        return test.operand.id, lambda v: not v
+    return (test.id, lambda v: bool(v)) if isinstance(test, ast.Name) else None
 
 
 def _none_test(test: ast.AST) -> Optional[tuple]:
