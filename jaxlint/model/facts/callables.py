@@ -330,46 +330,52 @@ def local_functions(m, expr: ast.AST, scope: Scope, depth: int = 0, instances: b
     return []
 
 
+def _wrapper_chain(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
+    """``(bound, target, scope)`` on the way from ``expr`` through names bound once by a plain assignment and
+    jit/transform/``functools.partial`` wrappers: how many leading positionals ``partial`` binds, and the
+    innermost callable expression; None past the chain limit."""
+    bound = 0
+    for _ in range(L.CALLABLE_CHAIN + 1):
+        if isinstance(expr, ast.Name):
+            ev = m.binding(expr.id, scope, _pos(expr))
+            if ev is None or not ev.plain_assign or ev.kind == "def":
+                return bound, expr, scope
+            expr, scope = ev.value, ev.scope
+            continue
+        if isinstance(expr, ast.Call) and expr.args:
+            qn = m.resolve(expr.func, scope)
+            if qn == N.PARTIAL:
+                if any(isinstance(a, ast.Starred) for a in expr.args[1:]):
+                    return None
+                bound += len(expr.args) - 1
+            elif qn not in N.JIT_WRAPPERS and qn not in N.TRANSFORMS:
+                return bound, expr, scope
+            expr = expr.args[0]
+            continue
+        return bound, expr, scope
+    return None
+
+
 def bound_positionals(m, expr: ast.AST, scope: Scope, depth: int = 0) -> int:
     """How many leading positional parameters ``partial`` binds on the way from ``expr`` to the function
     :func:`local_functions` finds (``vmap(partial(f, a))``: 1, the call's first argument is f's second)."""
-    if depth > L.CALLABLE_CHAIN:
-        return 0
-    if isinstance(expr, ast.Name):
-        ev = m.binding(expr.id, scope, _pos(expr))
-        if ev is not None and ev.plain_assign and ev.kind != "def":
-            return bound_positionals(m, ev.value, ev.scope, depth + 1)
-        return 0
-    if isinstance(expr, ast.Call) and expr.args:
-        qn = m.resolve(expr.func, scope)
-        inner = bound_positionals(m, expr.args[0], scope, depth + 1)
-        if qn == N.PARTIAL:
-            return 0 if any(isinstance(a, ast.Starred) for a in expr.args[1:]) else inner + len(expr.args) - 1
-        if qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
-            return inner
-    return 0
+    chain = _wrapper_chain(m, expr, scope)
+    return chain[0] if chain is not None else 0
 
-def bound_self(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[int]:
+
+def bound_self(m, expr: ast.AST, scope: Scope) -> Optional[int]:
     """1 when the callable ``expr`` names is, through names and jit/transform/``partial`` wrappers, an
     attribute giving a bound method (``update_fn = jax.jit(algo.update_n_times)``: the instance, or the class
     of a classmethod, binds the first parameter), 0 when it is not an attribute at all or a stored function,
     None when the attribute's kind is not shown (fresh AG: JAX-CORL's jitted classmethod read one argument off)."""
-    if depth > L.CALLABLE_CHAIN:
+    chain = _wrapper_chain(m, expr, scope)
+    if chain is None:
         return None
-    if isinstance(expr, ast.Name):
-        ev = m.binding(expr.id, scope, _pos(expr))
-        if ev is not None and ev.plain_assign and ev.kind != "def":
-            return bound_self(m, ev.value, ev.scope, depth + 1)
+    _, target, where = chain
+    if not isinstance(target, ast.Attribute):
         return 0
-    if isinstance(expr, ast.Call) and expr.args:
-        qn = m.resolve(expr.func, scope)
-        if qn == N.PARTIAL or qn in N.JIT_WRAPPERS or qn in N.TRANSFORMS:
-            return bound_self(m, expr.args[0], scope, depth + 1)
-        return 0
-    if isinstance(expr, ast.Attribute):
-        kind = attribute_callable(m, expr, scope)
-        return 1 if kind == "bound_method" else 0 if kind == "stored" else None
-    return 0
+    kind = attribute_callable(m, target, where)
+    return 1 if kind == "bound_method" else 0 if kind == "stored" else None
 
 # ------------------------------------------------------------------ bound methods vs stored functions
 

@@ -27,14 +27,19 @@ def module_instance(m, expr: ast.AST, scope: Scope) -> bool:
     """Whether ``expr`` is proven an instance of a flax linen module: ``Cls(...)``, or a name bound once by a
     plain assignment to ``Cls(...)``, where ``Cls`` is a flax.linen layer (``nn.Dense``) or a class deriving
     from ``flax.linen.Module`` (through classes of this module, or a class of another module of the project)."""
+    made = _made_by(m, expr, scope)
+    return made is not None and _module_class(m, made[0].func, made[1], 0)
+
+
+def _made_by(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
+    """``(call, scope)``: the call that made the instance ``expr`` (``Cls(...)`` itself, or the value of the only,
+    plain binding of a name), or None."""
     if isinstance(expr, ast.Name):
         ev = m.binding(expr.id, scope, _pos(expr))
         if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
-            return False
+            return None
         expr, scope = ev.value, ev.scope
-    if not isinstance(expr, ast.Call):
-        return False
-    return _module_class(m, expr.func, scope, 0)
+    return (expr, scope) if isinstance(expr, ast.Call) else None
 
 
 def _module_class(m, func: ast.AST, scope: Optional[Scope], depth: int) -> bool:
@@ -81,13 +86,10 @@ def class_key(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
     comparable key; None when not shown. Two ``init`` calls of instances of one class given one key make the
     same weights wherever the constructor arguments give them the same shapes (flax derives each parameter's
     key from the key and the parameter's path, which the class fixes)."""
-    if isinstance(expr, ast.Name):
-        ev = m.binding(expr.id, scope, _pos(expr))
-        if ev is None or not ev.plain_assign or len(ev.scope.events.get(expr.id, ())) != 1:
-            return None
-        expr, scope = ev.value, ev.scope
-    if not isinstance(expr, ast.Call):
+    made = _made_by(m, expr, scope)
+    if made is None:
         return None
+    expr, scope = made
     cls = class_named(m, expr.func, scope)
     if cls is not None:
         return ("class", id(cls.node))
