@@ -221,8 +221,8 @@ class HostTransferInLoop(Rule):
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None, unknown: Optional[str] = None) -> Optional[Finding]:
         loop = role.loop
-        if hostneeds.inherent_sync(model, node, loop) is not None:
-            return None
+        if hostneeds.inherent_sync(model, node, loop) is not None or transfers.waited_by_guard(model, node, loop, statement):
+            return None  # the host needs it anyway, or an ``if`` around it already waited for what it reads
         if elementwise.is_element_read(model, statement if statement is not None else node):
             return None  # one element of the same array per iteration: JAX702's, with its fix
         opt_in = unknown

@@ -117,3 +117,31 @@ def test_state_aliased_through_a_common_source_is_not_proven_unread():
     assert default_findings(aliased, "JAX803") == []
     copied = _ALIASED.replace("{target}", 'target_params = {"w": jnp.ones(3)}')
     assert [code for _, code in default_findings(copied, "JAX803")] == ["JAX803"]
+
+
+_GUARDED = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(state, batch):
+    loss = jnp.mean((state - batch) ** 2)
+    return state - 0.1 * loss, loss
+
+
+def train(state, batches):
+    for batch in batches:
+        state, loss = step(state, batch)
+        if loss <= 1e-8 or jnp.isnan(loss):  # expect: JAX201
+            print(f"abnormal loss {loss}")  # waited for by the test around it
+            if loss <= 1e-8:
+                loss = 1.0
+            print(f"state {state}"){mark}
+    return state
+"""
+
+
+def test_a_value_the_if_around_it_already_waited_for_is_no_new_sync():
+    # fresh AG: an abnormal-loss branch's prints and re-tests of the loss its `if` already read
+    assert_marked(_GUARDED.replace("{mark}", "  # expect: JAX201"))  # `state` was not read by the test

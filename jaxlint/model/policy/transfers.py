@@ -558,3 +558,36 @@ def library_loop_fetches(m) -> list:
                 continue
             out.append((f, library, call, what))
     return out
+
+
+def waited_by_guard(m, node: ast.AST, loop: Loop, statement: Optional[ast.AST] = None) -> Optional[ast.AST]:
+    """The test of an ``if`` around ``node`` inside ``loop`` that already reads on the host every JAX value
+    ``node`` reads (the same bindings): ``if loss <= 1e-8 or isnan(loss): print(f"... {loss}")``. The test
+    waited for those values in this iteration, and a JAX array keeps its host copy, so reading them again
+    waits for nothing (fresh AG: an abnormal-loss branch's prints and re-tests, judged FALSE). ``statement``:
+    the ``if`` whose test ``node`` is (its context holds the guards around it). None otherwise."""
+    ctx = m.context(statement if statement is not None else node)
+    if ctx is None or loop not in ctx.loops:
+        return None
+    scope = ctx.scope
+    read = _jax_names(m, node, scope)
+    if not read:
+        return None
+    inside = len(ctx.loops) - ctx.loops.index(loop)  # the guards at this loop's depth or deeper
+    for test, depth in ctx.guards:
+        if depth < len(ctx.loops) - inside + 1 or test is node:
+            continue
+        value = fetches.bool_sync(m, test, scope)
+        if value is not None and read <= _jax_names(m, value, scope):
+            return test
+    return None
+
+
+def _jax_names(m, node: ast.AST, scope) -> set:
+    """``(name, binding position)`` of each JAX value a node reads by name."""
+    out = set()
+    for n in walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and V.is_jax(m, n, scope):
+            ev = m.binding(n.id, scope, _pos(n))
+            out.add((n.id, ev.pos if ev is not None else None))
+    return out
