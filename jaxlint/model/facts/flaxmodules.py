@@ -2,10 +2,9 @@
 ``key``. flax derives each parameter's key from the given key and the parameter's path (the names of the
 submodules leading to it), so a ``jax.random`` draw from the same key shares no bits with the weights
 (JAX's own key-reuse checker agrees), but two ``init`` calls given one key make the same weights wherever
-their parameter paths and shapes coincide: always for two instances of one class built alike. Functions of the model (``m``), asked by the
-key facts (facts/keys.py). Fresh AD's CycleGAN (two generators and two discriminators initialised
-from one key each) and fresh K's VQ-GAN trainer (one key for three modules' ``init``) were catalogued
-misses.
+their parameter paths and shapes coincide: always for two instances of one class built alike. Functions
+of the model (``m``), asked by the key facts (facts/keys.py, keypairs.py). Fresh AD's CycleGAN (two
+generators and two discriminators initialised from one key each) was a catalogued miss.
 """
 
 from __future__ import annotations
@@ -52,10 +51,9 @@ def _module_class(m, func: ast.AST, scope: Optional[Scope], depth: int) -> bool:
     if cls is not None:
         return class_is_module(m, cls.node, depth)
     if isinstance(func, ast.Name):
-        ev = m.binding(func.id, scope, _pos(func))
-        if ev is not None and ev.plain_assign and len(ev.scope.events.get(func.id, ())) == 1 and isinstance(
-                ev.value, ast.Call) and ev.value.args and m.resolve(ev.value.func, ev.scope) == N.PARTIAL:
-            return _module_class(m, ev.value.args[0], ev.scope, depth + 1)  # ``UNetDefault = partial(UNet, ...)``
+        made = _made_by(m, func, scope)  # ``UNetDefault = partial(UNet, ...)``
+        if made is not None and made[0].args and m.resolve(made[0].func, made[1]) == N.PARTIAL:
+            return _module_class(m, made[0].args[0], made[1], depth + 1)
         found = m._imported(func.id, scope)  # a class of another module of the project
         if found is not None and found[1] is not None:
             summary, name = found

@@ -63,7 +63,6 @@ def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
     return rest_a == rest_b
 
 
-
 def init_pair(m, a: KeyUse, b: KeyUse) -> Optional[str]:
     """How two uses of one key relate when one is a flax module's ``init`` (:mod:`.flaxmodules`): "skip" for an
     ``init`` beside a ``jax.random`` use (flax draws each parameter from a key derived by its path: no bits

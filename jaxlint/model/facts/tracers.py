@@ -56,7 +56,7 @@ def tracer(st, f: Optional[FunctionInfo], expr: ast.AST, scope: Scope, ctx=None,
 def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) -> Fact:
     """Whether code of staged ``f`` at ``node`` is on the path JAX traces. An ``if P is None``
     (or ``is not None``) around it in its function, on a ``P`` that is a Python value when
-    traced, is decided at trace time (:meth:`_none_when_traced`): *disproven* when the value
+    traced, is decided at trace time (:meth:`_decided_when_traced`): *disproven* when the value
     every staged entry gives ``P`` skips the branch; *unknown* when the entries may give None or
     not (a static argument defaulting to None, a ``functools.partial`` binding of a value not
     known, a variable of an untraced enclosing function: jax-md's ``allocate`` path takes the
@@ -76,7 +76,7 @@ def traced_path(st, f: Optional[FunctionInfo], node: ast.AST, depth: int = 0) ->
         if g is not f and not g.traced:
             none = "unknown" if _may_be_none(ev, name) else None  # closed over: concrete when traced
         elif ev.kind == "param":
-            none = _none_when_traced(st, g, name, 0, truth)
+            none = _decided_when_traced(st, g, name, 0, truth)
         else:
             continue
         if truth:  # a truth test: only a value every traced call fixes decides it
@@ -152,7 +152,7 @@ def abstract_values(st, f: FunctionInfo) -> Fact:
                                         "are concrete, and a print shows them on every call")
 
 
-def _none_when_traced(st, g: FunctionInfo, name: str, depth: int, truth: bool = False):
+def _decided_when_traced(st, g: FunctionInfo, name: str, depth: int, truth: bool = False):
     """Whether parameter ``name`` of ``g`` is None when ``g`` is traced: True (always), False
     (never), "unknown" (it is a Python value there, None in some entries or not known), or None
     when the question does not arise (an argument of a jit entry, traced as given). With ``truth``:
@@ -180,7 +180,7 @@ def _none_when_traced(st, g: FunctionInfo, name: str, depth: int, truth: bool = 
             continue
         ev = m.binding(given.id, caller.scope, _pos(given)) if isinstance(given, ast.Name) else None
         if ev is not None and ev.kind == "param" and ev.scope.func is caller:
-            inner = _none_when_traced(st, caller, given.id, depth + 1, truth)
+            inner = _decided_when_traced(st, caller, given.id, depth + 1, truth)
             if inner is None:
                 return None
             outcomes.add(inner)

@@ -219,10 +219,12 @@ class _TraceAnalysis:
             return False
         key = id(f.node) if f is not None else None
         if key not in self._assigns:
-            root = f.node if f is not None else self.m.tree
-            self._assigns[key] = {id(n.value): n for n in ast.walk(root) if isinstance(n, ast.Assign)}
-            self._loaded[key] = {n.id for n in ast.walk(root) if isinstance(n, ast.Name)
-                                 and not isinstance(n.ctx, ast.Store)}
+            assigns, loaded = self._assigns[key], self._loaded[key] = {}, set()
+            for n in ast.walk(f.node if f is not None else self.m.tree):  # one walk for both
+                if isinstance(n, ast.Assign):
+                    assigns[id(n.value)] = n
+                elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
+                    loaded.add(n.id)
         stmt = self._assigns[key].get(id(call))
         if stmt is None or not all(isinstance(t, ast.Name) for t in stmt.targets):
             return False
