@@ -472,3 +472,74 @@ def test_the_output_waited_on_is_the_smallest_by_its_position_in_the_functions_f
     e = arrays(2, 9, 9)
     assert w._smallest("eval", e) is e[0]
     assert w._smallest("step", []) is None
+
+
+def _parked(ready: threading.Event, release: threading.Event) -> None:
+    ready.set()
+    release.wait(10)  # the line the sample must show
+
+
+def test_a_sample_reads_another_threads_stack_innermost_first_in_one_call():
+    ready, release = threading.Event(), threading.Event()
+    t = threading.Thread(target=_parked, args=(ready, release))
+    t.start()
+    try:
+        assert ready.wait(10)
+        time.sleep(0.05)  # inside release.wait, in threading's own code
+        stack = steps._stack(t.ident)
+        names = [code.co_name for code, _, _ in stack]
+        assert names.index("wait") < names.index("_parked") < names.index("run")
+        code, line, module = stack[names.index("_parked")]
+        assert module == __name__ and code is _parked.__code__
+        assert line == _parked.__code__.co_firstlineno + 2
+        assert stack[0][2] == "threading"
+    finally:
+        release.set()
+        t.join()
+    assert steps._stack(t.ident) == []  # a thread that has ended has no stack
+
+
+def test_sampling_a_thread_that_churns_its_frames_never_breaks():
+    # generators, context managers and exceptions come and go under the sampler: the frames it
+    # reads are the thread's frames at one instant (a Python loop over f_back read popped frames:
+    # CPython 3.11 crashed with SIGSEGV in CI)
+    import contextlib
+
+    @contextlib.contextmanager
+    def managed():
+        yield
+
+    def gen():
+        yield from range(3)
+
+    def churn(depth):
+        with managed():
+            if depth == 0:
+                try:
+                    raise ValueError
+                except ValueError:
+                    return sum(gen())
+            return churn(depth - 1)
+
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            churn(20)
+
+    t = threading.Thread(target=work)
+    t.start()
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        seen = 0
+        deadline = time.perf_counter() + 1.0
+        while time.perf_counter() < deadline:
+            stack = steps._stack(t.ident)
+            seen += any(code.co_name == "churn" for code, _, _ in stack)
+            assert all(isinstance(line, (int, type(None))) for _, line, _ in stack)
+    finally:
+        sys.setswitchinterval(saved)
+        stop.set()
+        t.join()
+    assert seen > 0

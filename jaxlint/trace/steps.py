@@ -21,6 +21,9 @@ does not count those references as the program's (``held``).
 from __future__ import annotations
 
 import collections
+import functools
+import itertools
+import operator
 import os
 import queue
 import sys
@@ -461,11 +464,13 @@ class Watcher:
                 lp.compiled_steps += 1
 
     def _sample(self, samples: list, last: Call) -> None:
-        frame = sys._current_frames().get(last.thread)
-        if frame is None or not last.logs:
+        if not last.logs:
+            return
+        stack = _stack(last.thread)
+        if not stack:
             return
         t = _PERF()
-        samples.append((t, self._classify(frame, last.code, self._user_files(last))))
+        samples.append((t, self._classify(stack, last.code, self._user_files(last))))
 
     def _user_files(self, call: Call):
         for c in self.inst.collectors:
@@ -473,36 +478,53 @@ class Watcher:
                 return c.user_files
         return None
 
-    def _classify(self, frame, loop_code, user_files) -> tuple:
-        """(loop line, file, line, what) of one sample of the dispatching thread's stack."""
+    def _classify(self, stack, loop_code, user_files) -> tuple:
+        """(loop line, file, line, what) of one sample of the dispatching thread's stack (rows of
+        :func:`_stack`, innermost first)."""
         if user_files is None:
             return (None, "<outside user code>", 0, S.PYTHON)
-        innermost = frame
         inner = loop_line = None
         in_jit = False
-        f = frame
-        while f is not None:
-            code = f.f_code
+        for code, lineno, _ in stack:
             if inner is None:
                 if code is self.counted_code:
                     in_jit = True
                 elif user_files(code.co_filename):
-                    inner = (code.co_filename, f.f_lineno)
+                    inner = (code.co_filename, lineno)
             if loop_line is None and code is loop_code:
-                loop_line = f.f_lineno
+                loop_line = lineno
                 if inner is not None:
                     break
-            f = f.f_back
         if inner is None:
             inner = ("<outside user code>", 0)
+        code, _, module = stack[0]
         if in_jit:
             what = S.JIT
-        elif user_files(innermost.f_code.co_filename):
+        elif user_files(code.co_filename):
             what = S.PYTHON
         else:
-            top = str(innermost.f_globals.get("__name__", "?")).split(".", 1)[0]
+            top = str(module).split(".", 1)[0]
             what = {"jax": S.JAX, "jaxlib": S.JAX, "numpy": S.NUMPY, "jaxlint": S.JAX}.get(top, top)
         return (loop_line, inner[0], inner[1], what)
+
+
+# One sample of another thread's stack, read in a single call into C: the thread's frames cannot
+# change while it runs, because no Python bytecode of the watcher runs in between and the GIL is
+# not given up. A loop over ``f_back`` in Python would give the GIL back between its steps, and a
+# frame the other thread popped meanwhile is read afterwards: on CPython 3.11 that crashed the
+# process (SIGSEGV in ``frame.f_code``, seen in CI; CPython issues 99110, 106092, 111363).
+_ROW = operator.attrgetter("f_code", "f_lineno", "f_globals")
+_NOT_NONE = functools.partial(operator.is_not, None)
+_CURRENT = ((),)
+
+
+def _stack(thread: int) -> list:
+    """(code, line, module name) of each frame of ``thread``, innermost first; [] when it has
+    none. Everything from ``sys._current_frames()`` to the last ``f_back`` runs in C."""
+    top = map(operator.methodcaller("get", thread), itertools.starmap(sys._current_frames, _CURRENT))
+    frames = itertools.takewhile(_NOT_NONE, itertools.accumulate(
+        itertools.chain(top, itertools.repeat("f_back")), getattr))
+    return [(code, line, g.get("__name__", "?")) for code, line, g in list(map(_ROW, frames))]
 
 
 def _ready(leaf: Any) -> bool:
