@@ -323,9 +323,20 @@ def test_the_host_bound_fixture_is_host_bound_and_its_file_read_fills_the_idle_t
     assert lp["host_bound"] and lp["idle_share"] >= 0.5 and lp["steps"] == 30, lp
     path = os.path.join(FIX, "host_bound.py")
     top = lp["lines"][0]
-    # the 10 ms sleep "reading the next batch" is the largest; the loop's statement is the batch line
-    assert top["line"] == line_of(path, "time.sleep(0.010)") and top["what"] == S.PYTHON, lp["lines"][:3]
-    assert top["loop_line"] == line_of(path, "batch = augment(read_file(step))")
+    sleep = line_of(path, "time.sleep(0.010)")
+    host_work = {sleep, line_of(path, "return rng.standard_normal"), line_of(path, "return np.clip")}
+    if report["environment"].get("backend") == "cpu":
+        # the 10 ms sleep "reading the next batch" is the largest (the NumPy work is small)
+        assert top["line"] == sleep and top["what"] == S.PYTHON, lp["lines"][:3]
+    else:
+        # on an accelerator the batch is 16x larger: the device's step overlaps the start of the
+        # sleep, and the sleep, the batch's random numbers and its augmentation share the idle time
+        # (TPU v5e: 37%, 32%, 23%); each is named, and they fill most of it
+        named = [x["line"] for x in lp["lines"][:4]]
+        assert host_work <= set(named), lp["lines"][:4]
+        share = sum(x["seconds"] for x in lp["lines"] if x["line"] in host_work) / lp["idle_seconds"]
+        assert share >= 0.75, lp["lines"][:4]
+    assert top["line"] in host_work and top["loop_line"] == line_of(path, "batch = augment(read_file(step))")
     assert lp["lines"] == sorted(lp["lines"], key=lambda x: -x["seconds"])
     assert abs(sum(x["seconds"] for x in lp["lines"]) - lp["idle_seconds"]) < 0.002
     assert "background" in lp["fix"] and "device_put" in lp["fix"]
