@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import (defaultkeys, deviceloops, keydraws, keyhandoffs, keypairs, keyrows, keys, periodicity, repetition,
+from jaxlint.model.facts import (defaultkeys, frequency, keydraws, keyhandoffs, keypairs, keyrows, keys, periodicity, repetition,
                                  mappedkeys, seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
@@ -576,11 +576,10 @@ class ConstantKeyInLoop(Rule):
             return None  # ``fold_in(key(0), step)``: a different key on every call
         if _default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
-        device_loop = deviceloops.loop_running(model, f)
-        if device_loop is not None:
-            why = f"the body of `{unparse(device_loop.func, 30)}` on line {device_loop.lineno}"
-            evidence = [f"`{f.name}` is passed as the body of `{unparse(device_loop.func, 30)}` on line "
-                        f"{device_loop.lineno}: its compiled code runs at every iteration of that loop"]
+        via = frequency.loop_running_via(model, f)
+        if via is not None:
+            device_loop, chain = via
+            why, evidence = keymessages.device_loop_why(f, device_loop, chain)
         else:
             freq = roles.frequency(model, f)
             if freq.kind != roles.PER_STEP_CALLS:

@@ -4489,6 +4489,50 @@ def test_a_device_loop_runs_its_body_function_and_is_its_python_call_site():
     assert [(call.lineno, g.name) for call, g in F.callers(m, func(m, "body"))] == [(14, "rollout")]
 
 
+def test_a_function_a_device_loops_body_calls_runs_at_every_iteration():
+    tree, m = build("""
+    import jax
+    from jax import lax
+
+    def draw(c):
+        return c + 1
+
+    def middle(c):
+        return draw(c)
+
+    def alone(c):
+        return c
+
+    class Agent:
+        def _inner(self, c):
+            return c * 2
+
+        def _step(self, i, c):
+            return self._inner(middle(c))
+
+        def train(self, c, n):
+            alone(c)
+            return lax.fori_loop(0, n, self._step, c)
+
+        def short(self, c):
+            def tiny(i, c):
+                return alone(c)
+            return lax.fori_loop(0, 2, tiny, c)
+    """)
+    from jaxlint.model.facts import frequency as F
+
+    def via(name):
+        found = F.loop_running_via(m, func(m, name))
+        return None if found is None else (found[0].lineno, [g.name for g in found[1]])
+
+    assert via("_step") == (23, [])                       # the body itself
+    assert via("_inner") == (23, ["_step"])               # self._inner(...) in the body
+    assert via("middle") == (23, ["_step"])
+    assert via("draw") == (23, ["_step", "middle"])       # through two calls
+    assert via("alone") is None                           # called once in train, and by a 2-trip loop's body
+    assert via("train") is None
+
+
 def test_loop_role_for_what_repeats_per_iteration():
     from jaxlint.model.policy import roles
 

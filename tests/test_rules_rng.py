@@ -561,6 +561,68 @@ def test_jax503_constant_key_in_the_body_of_a_device_loop():
     assert "the body of `lax.scan` on line 10" in found[0][2]
 
 
+def test_jax503_constant_key_in_a_function_the_body_of_a_device_loop_calls():
+    # fresh AH (a PPO agent): the minibatch shuffle's `PRNGKey(1)` sits in a method the update step
+    # calls, and `lax.fori_loop` runs the update step: the same permutation at every update
+    src = """
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    class Agent:
+        def _loss_input(self, batch):
+            idx = jax.random.choice(jax.random.PRNGKey(1), jnp.arange(128), replace=False, shape=(128,))
+            return jnp.take(batch, idx, axis=0)
+
+        def _update_step(self, i, carry):
+            return carry + self._loss_input(carry)
+
+        def train(self, x, n):
+            return lax.fori_loop(0, n, self._update_step, x)
+
+    def shuffled(batch):
+        return jax.random.permutation(jax.random.PRNGKey(2), batch)
+
+    def folded(batch, i):
+        return jax.random.permutation(jax.random.fold_in(jax.random.PRNGKey(3), i), batch)
+
+    def noise(shape):
+        return jax.random.normal(jax.random.PRNGKey(4), shape)
+
+    def run(x, n):
+        def body(i, c):
+            return shuffled(c) + folded(c, i)
+        def few(i, c):
+            return c + noise(c.shape)
+        x = lax.fori_loop(0, n, body, x)
+        return lax.fori_loop(0, 4, few, x)
+    """
+    found = _found(src, "JAX503")
+    assert [(line, opt_in) for line, opt_in, _ in found] == [
+        (line_of(src, "PRNGKey(1)"), None), (line_of(src, "PRNGKey(2)"), None)]
+    assert f"called from the body of `lax.fori_loop` on line {line_of(src, 'self._update_step, x')}" in found[0][2]
+    assert f"called from the body of `lax.fori_loop` on line {line_of(src, 'n, body, x')}" in found[1][2]
+    # not: a key folded with the iteration (line 20), a helper only a short literal loop runs (line 23)
+
+
+def test_jax503_a_constant_key_in_a_helper_called_outside_device_loops_is_not_a_device_loop_finding():
+    src = """
+    import jax
+    from jax import lax
+
+    def shuffled(batch):
+        return jax.random.permutation(jax.random.PRNGKey(2), batch)
+
+    def body(i, c):
+        return c + 1
+
+    def run(x, n):
+        x = lax.fori_loop(0, n, body, x)
+        return shuffled(x)
+    """
+    assert _found(src, "JAX503") == []
+
+
 def test_jax503_a_draw_whose_result_is_thrown_away_is_not_reported():
     """``jax.random.normal(random.key(0), ()).block_until_ready()`` after each sampling step is a device
     barrier (fresh set Q's flow-matching trainer; the block itself is JAX202's): no number it draws is

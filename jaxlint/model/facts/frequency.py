@@ -186,6 +186,39 @@ def callers(m, f: FunctionInfo) -> list:
     memo[id(f)] = out
     return out
 
+def loop_running_via(m, f: FunctionInfo) -> Optional[tuple]:
+    """``(device loop, chain)`` when ``f``'s compiled code runs at every iteration of a device loop
+    of this module: ``f`` is the loop's body (chain ``[]``), or a body calls it, directly or through
+    functions it calls (chain: those functions, the body first; ``self._loss_input(...)`` from a
+    method ``lax.fori_loop`` runs). A call inside the body runs once per iteration of the compiled
+    loop, whatever Python does at trace time. None when no chain of at most
+    ``REPETITION_CHAIN`` calls of this module reaches a device loop's body (a short literal loop
+    does not count). Memoized per function."""
+    memo = m.facts.callers_memo
+    key = ("loop_running_via", id(f))
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a cycle of calls is no evidence
+    result = _loop_running_via(m, f, 0)
+    memo[key] = result
+    return result
+
+
+def _loop_running_via(m, f: FunctionInfo, depth: int) -> Optional[tuple]:
+    loop = deviceloops.loop_running(m, f)
+    if loop is not None:
+        return loop, []
+    if depth >= L.REPETITION_CHAIN:
+        return None
+    for call, g in callers(m, f):
+        if g is None or g is f or isinstance(g.node, ast.Lambda) or call is deviceloops.loop_running(m, f):
+            continue
+        inner = _loop_running_via(m, g, depth + 1)
+        if inner is not None:
+            return inner[0], [*inner[1], g]
+    return None
+
+
 def repeats(m, f: FunctionInfo, depth: int = 0, project: bool = True) -> Optional[Repetition]:
     """Evidence that ``f`` runs again and again, or None. In order: a per-step method name
     (``step``, ``update``, ``act``, ``__call__``, ``sample``, ``insert``, ``*_step``); a call

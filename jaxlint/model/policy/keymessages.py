@@ -216,6 +216,19 @@ def constant_key_per_step(call, f, why: str) -> str:
             "step, or derive one with `jax.random.fold_in(key, step)`")
 
 
+def device_loop_why(f, loop, chain: list) -> tuple:
+    """(why, evidence) of a function whose compiled code runs at every iteration of the device
+    loop ``loop``: its body, or called from the body through ``chain`` (the body first)."""
+    head = f"`{unparse(loop.func, 30)}` on line {loop.lineno}"
+    if not chain:
+        return (f"the body of {head}", [f"`{f.name}` is passed as the body of {head}: its compiled code runs "
+                                        "at every iteration of that loop"])
+    path = " -> ".join(f"`{g.name}`" for g in (*chain, f))
+    return (f"called from the body of {head}",
+            [f"`{chain[0].name}` is passed as the body of {head}: its compiled code runs at every iteration",
+             f"it calls {path}: the call runs in every iteration too"])
+
+
 def row_key(d) -> tuple:
     """A draw in a vmapped function from a key every row shares (``d`` a keyrows.RowKeyDraw)."""
     k, src, vmap = d.key, d.source, d.vmap
