@@ -4533,6 +4533,44 @@ def test_a_function_a_device_loops_body_calls_runs_at_every_iteration():
     assert via("train") is None
 
 
+def test_an_override_runs_where_the_base_class_calls_it_on_self_in_a_device_loops_body():
+    tree, m = build("""
+    import jax
+    from jax import lax
+
+    class Base:
+        def _input(self, c):
+            raise NotImplementedError
+
+        def _prepare(self, c):
+            raise NotImplementedError
+
+        def _step(self, i, c):
+            return self._input(c) + self._prepare(c)
+
+        def train(self, c, n):
+            return lax.fori_loop(0, n, self._step, c)
+
+    class Agent(Base):
+        def _input(self, c):
+            return c * 2
+
+    class Other(Base):
+        def _prepare(self, c):
+            return c
+
+        def _step(self, i, c):
+            return c
+    """)
+    from jaxlint.model.facts import frequency as F
+
+    methods = {(cls.node.name, name): f for cls in m.classes.values() for name, f in cls.methods.items()}
+    found = F.loop_running_via(m, methods[("Agent", "_input")])
+    assert found is not None and (found[0].lineno, [g.name for g in found[1]]) == (16, ["_step"])
+    # Other overrides the calling method: its own `_step` never calls `_prepare`
+    assert F.loop_running_via(m, methods[("Other", "_prepare")]) is None
+
+
 def test_loop_role_for_what_repeats_per_iteration():
     from jaxlint.model.policy import roles
 

@@ -16,6 +16,7 @@ from typing import Optional
 from ... import names as N
 from . import callables, deviceloops
 from ..python import limits as L
+from ..python.instances import class_named
 from ..python.records import FunctionInfo, runs_as_test
 from .jaxrecords import Repetition
 from ..python.syntax import statement_walk, walk
@@ -210,13 +211,37 @@ def _loop_running_via(m, f: FunctionInfo, depth: int) -> Optional[tuple]:
         return loop, []
     if depth >= L.REPETITION_CHAIN:
         return None
-    for call, g in callers(m, f):
+    for call, g in [*callers(m, f), *_inherited_self_calls(m, f)]:
         if g is None or g is f or isinstance(g.node, ast.Lambda) or call is deviceloops.loop_running(m, f):
             continue
         inner = _loop_running_via(m, g, depth + 1)
         if inner is not None:
             return inner[0], [*inner[1], g]
     return None
+
+
+def _inherited_self_calls(m, f: FunctionInfo) -> list:
+    """``(call, caller)`` for each ``self.<f's name>(...)`` in a method of a base class of ``f``'s class
+    (classes of this module) that the class does not override: on an instance of ``f``'s class, Python's
+    method lookup runs ``f`` there (an abstract ``_loss_input`` in the base, its override in the
+    subclass)."""
+    if f.cls is None or f.parent is not None or isinstance(f.node, ast.Lambda):
+        return []
+    own = f.cls.methods
+    bases, seen, out = list(f.cls.node.bases), {id(f.cls.node)}, []
+    while bases:
+        base = class_named(m, bases.pop(), f.cls.scope.parent if f.cls.scope is not None else None)
+        if base is None or id(base.node) in seen:
+            continue
+        seen.add(id(base.node))
+        bases.extend(base.node.bases)
+        for call in m.calls_by_name.get(f.name, ()):
+            g = m.function_at(call)
+            func = call.func
+            if g is not None and g.cls is base and g.name not in own and isinstance(func, ast.Attribute) \
+                    and isinstance(func.value, ast.Name) and func.value.id == "self" and g.params[:1] == ["self"]:
+                out.append((call, g))
+    return out
 
 
 def repeats(m, f: FunctionInfo, depth: int = 0, project: bool = True) -> Optional[Repetition]:
