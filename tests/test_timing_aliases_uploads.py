@@ -122,3 +122,40 @@ def test_the_break_test_counts_only_with_first_iteration_conjuncts():
     m = build_model(tree)
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "sink")
     assert not periodicity.periodic_guard(m, m.context(call))  # ``tol`` may hold on every iteration without a break
+
+
+# fresh AH (a transformer's training script): the time since a start before the epoch loop is read
+# in every batch iteration, and the epoch loop prints the test loss every epoch (a wait): only the
+# first read could miss the batch of test data stacked before the loop
+_CUMULATIVE = """
+import time
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(params, batch):
+    return params - 0.1 * batch, jnp.sum(batch)
+
+
+def train(params, batches, test_batches, epochs):
+    start = time.time()
+    test_data = jnp.hstack(test_batches)
+    for epoch in range(epochs):
+        for batch in batches:
+            params, loss = step(params, batch)
+            total = time.time() - start{mark}
+            log(total)
+        {tail}
+    return params
+"""
+
+
+def test_a_time_since_before_a_loop_that_waits_every_iteration_is_not_reported():
+    src = _CUMULATIVE.format(mark="", tail='print(f"test {jnp.sum(params * test_data):.3f}")')
+    assert default_findings(src, "JAX204") == []
+
+
+def test_a_time_since_before_a_loop_that_never_waits_is_reported():
+    src = _CUMULATIVE.format(mark="  # expect: JAX204", tail="params = params * 1.0")
+    assert_marked(src)

@@ -33,7 +33,7 @@ from . import callables, containers, fetches, hostarrays, libraryobjects, namedt
 from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
-from ..python.syntax import _end, child_nodes, last_name, statement_walk, walk
+from ..python.syntax import _end, child_nodes, reads_name, rebinds_name, statement_walk, subtracts_name, walk
 from .work import called_functions
 from .clocks import CLOCK_NAMES as _CLOCK_NAMES, CLOCKS, TIMEIT_CALLS, is_clock  # noqa: F401 (timing's API)
 
@@ -114,17 +114,24 @@ def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
         for k, j in enumerate(order):
             later = block[j]
             end, after = _clock_read(m, later, name), [block[x] for x in order[k:]]
-            if end is not None and not any(_subtracts(s, name) for s in after):
+            if end is not None and not any(subtracts_name(s, name) for s in after):
                 break  # a second timestamp, not an elapsed time
             own = _clock_assignment(m, later) if end is not None else None  # ``t1 = time.time()``, ``t1 - t0`` later?
-            if end is None or not (_subtracts(later, name, end) if own is None else any(_subtracts(s, name, own[0]) for s in after[1:])):
-                if _rebinds(later, name):  # a new start, or a clock read that ends another measurement
+            if end is None or not (subtracts_name(later, name, end) if own is None
+                                   else any(subtracts_name(s, name, own[0]) for s in after[1:])):
+                if rebinds_name(later, name):  # a new start, or a clock read that ends another measurement
                     break
                 continue
             work = _unwaited(m, [block[x] for x in order[:k]])
-            if work is not None and not _waits_before(m, later, end):
+            if work is not None and not _waits_before(m, later, end) and not _read_in_waiting_loop(m, later, end):
                 yield TimedRegion("clock", end, work, start_call)
             break
+
+
+def _read_in_waiting_loop(m, stmt: ast.stmt, clock: ast.Call) -> bool:
+    """The clock is read in a loop (within ``stmt``) whose body waits in every iteration: a time since a start
+    before the loop, logged per iteration; only the first read can miss work dispatched before the loop."""
+    return any(isinstance(n, _LOOPS) and _inside(clock, n) and _work_and_waits(m, n.body, 0)[1] for n in walk(stmt))
 
 
 def _clock_read(m, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
@@ -134,7 +141,7 @@ def _clock_read(m, stmt: ast.stmt, name: str) -> Optional[ast.Call]:
     if not isinstance(stmt, _COMPOUND):
         return next((c for c in _calls_in([stmt]) if is_clock(m, c)), None)
     for sub in walk(stmt):
-        if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and _reads(sub, name):
+        if isinstance(sub, ast.stmt) and not isinstance(sub, _COMPOUND) and reads_name(sub, name):
             found = next((c for c in _calls_in([sub]) if is_clock(m, c)), None)
             if found is not None:
                 return found
@@ -582,19 +589,3 @@ def _calls_in(stmts: list, kind=ast.Call) -> Iterator[ast.Call]:
 
 def _inside(node: ast.AST, outer: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and _end(node) <= _end(outer)
-
-
-def _reads(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
-
-
-def _subtracts(node: ast.AST, name: str, end=None) -> bool:
-    """``... - t0`` (``time.time() - t0``, ``end - t0``; ``end``: that name or node): the time since ``t0``."""
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
-               and n.right.id == name and (end is None or n.left is end or isinstance(end, str)
-                                           and isinstance(n.left, ast.Name) and n.left.id == end)
-               for n in walk(node))
-
-
-def _rebinds(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))

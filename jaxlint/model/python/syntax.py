@@ -380,3 +380,21 @@ def _certain_children(n: ast.AST) -> list:
     if isinstance(n, (ast.Name, ast.Constant)):
         return []
     return [c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr)]
+
+
+def reads_name(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` reads the name ``name``."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in walk(node))
+
+
+def subtracts_name(node: ast.AST, name: str, end=None) -> bool:
+    """``... - t0`` (``time.time() - t0``, ``end - t0``; ``end``: that name or node): the time since ``t0``."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Name)
+               and n.right.id == name and (end is None or n.left is end or isinstance(end, str)
+                                           and isinstance(n.left, ast.Name) and n.left.id == end)
+               for n in walk(node))
+
+
+def rebinds_name(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds the name ``name``."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))
