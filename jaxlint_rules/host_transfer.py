@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.model.facts import callbacks, elementwise, fetches, hostarrays, hostneeds, timing, tracers
-from jaxlint.model.policy import evidence, looprecord, roles, transfers
+from jaxlint.model.policy import evidence, helpersyncs, looprecord, roles, transfers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -135,7 +135,7 @@ class HostTransferInLoop(Rule):
                 what, kind = f"`{unparse(call.func)}(...)` of a JAX value", "format"
                 reported.update(id(n) for a in call.args for n in ast.walk(a))
             if what is None:
-                helper = transfers.helper_sync(model, call)
+                helper = helpersyncs.helper_sync(model, call)
                 if helper is None:
                     continue
                 arg, where = helper
@@ -323,7 +323,7 @@ class BlockUntilReadyInLoop(Rule):
         """A plain helper of this module blocking on what it is given, called every step."""
         for call in model.loop_calls:
             helper = None if last_name(call.func) == "block_until_ready" or not fetches.may_sync(model, call) \
-                else transfers.helper_sync(model, call, blocks=True)
+                else helpersyncs.helper_sync(model, call, blocks=True)
             role = roles.block_role(model, model.context(call)) if helper is not None else None
             if role is None or role.kind != roles.PER_STEP or transfers.lagged_sync(model, call, role.loop):
                 continue

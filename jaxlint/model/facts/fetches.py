@@ -64,7 +64,7 @@ def _may_sync(m, call: ast.Call) -> bool:
 def _method_names(m) -> frozenset:
     """Names of the methods of this module's classes whose own body calls something spelled like a
     host fetch or a format (``np.asarray``, ``float``, ``print``, ``.item()``): the only methods a
-    call of which may copy its argument to the host (``transfers.helper_sync``)."""
+    call of which may copy its argument to the host (``helpersyncs.helper_sync``)."""
     names = m.facts.method_names
     if names is None:
         np_names = _numpy_names(m)

@@ -1,0 +1,187 @@
+"""Helpers that copy what they are given to the host: ``log_metrics(step, metrics)``, a plain function
+(or a method of a class of this module) whose body converts or formats a parameter (``float(v)``,
+``v.item()``, ``print(f"{v}")``), called in a loop with a JAX value there, syncs with the device in
+every iteration as if the conversion were written in the loop. Asked by JAX201 (a fetch) and JAX202
+(``blocks``: a ``block_until_ready`` inside the helper). Functions of the model (``m``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ... import names as N
+from ..facts import callables, fetches
+from ..facts import values as V
+from ..facts.loops import mentions
+from ..facts.work import work_memo
+from ..python.records import FunctionInfo
+from ..python.syntax import last_name, unparse, walk
+
+
+def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
+    """``log_metrics(step, metrics)`` where ``log_metrics`` is a plain (not compiled) function
+    of this module, called for its effect (it returns nothing: a helper that returns what
+    it converted, ``four_dig(x)``, is a conversion whose result the caller needs on the
+    host), whose body copies a parameter to the host or formats it (``float(v)``,
+    ``v.item()``, ``print(f"{v}")``, ``logging.info("%s", v)``, on the parameter or on values
+    taken from it: ``for k, v in metrics.items()``, ``metrics["loss"]``), and the call passes
+    a JAX value there: ``(argument, where the helper syncs it, in words)``; with ``blocks``, one that
+    blocks on it (``jax.block_until_ready(x)``), whatever it returns. A sync under an
+    ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
+    inside the helper, and does not count."""
+    if blocks and not m.calls_by_name.get("block_until_ready"):
+        return None  # no helper of this module blocks
+    scope = m.scope_at(call)
+    if isinstance(call.func, ast.Attribute):
+        # ``writer.scalar("loss", loss, step)``: a plain method of an instance of a class of this
+        # module (``writer = Writer()``, an annotated parameter), called for its effect
+        cls = callables.instance_class(m, call.func.value, scope) \
+            if not (isinstance(call.func.value, ast.Name) and call.func.value.id == "self") else None
+        meth = cls.methods.get(call.func.attr) if cls is not None else None
+        funcs = [meth] if meth is not None and not meth.node.decorator_list else []
+        shift = 1
+    elif callables.callable_info(m, call.func, scope) is not None:
+        return None
+    else:
+        funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
+    for f in funcs:
+        if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
+            continue
+        bound = _bind_params(m, call, f, shift)
+        for param, arg in bound:
+            if not V.holds_jax(m, arg, scope):
+                continue
+            inner = _param_sync(m, f, param, blocks)
+            if inner is not None:
+                return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
+    return None
+
+
+def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
+    """``(parameter, argument)`` pairs of a call of ``f`` (``shift``: 1 for a method called on an
+    instance, whose first parameter is ``self``)."""
+    out = []
+    vararg = f.vararg
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            break
+        if i + shift < len(f.params):
+            out.append((f.params[i + shift], a))
+        elif vararg is not None:  # ``def add(self, *args)``: every further positional argument
+            out.append((vararg, a))
+    names = set(f.params) | set(f.kwonly)
+    out += [(kw.arg, kw.value) for kw in call.keywords if kw.arg in names]
+    return out
+
+
+def _param_sync(m, f: FunctionInfo, param: str, blocks: bool = False) -> Optional[ast.AST]:
+    """The first host fetch or format (``blocks``: ``block_until_ready``) in ``f``'s body of a value
+    taken from ``param`` (see :func:`helper_sync`), memoized per function and parameter."""
+    memo = work_memo(m)
+    key = ("param_sync", id(f), param, blocks)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    derived = {param}
+    vararg = f.vararg
+    for _ in range(3):  # names taken from the parameter, and names taken from those
+        for sub in walk(f.node):
+            if not m.work.spend():
+                return None
+            if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
+                for t in sub.targets:
+                    if isinstance(t, ast.Name):
+                        derived.add(t.id)
+            elif isinstance(sub, (ast.For, ast.comprehension)):
+                it, target = sub.iter, sub.target
+                # ``def add(self, *args)``: the tuple holds exactly the values passed, so its elements
+                # are the arguments (``for b in args``, ``for a, b in zip(self.data, args)``); the
+                # elements of another parameter may be a dict's keys
+                if param == vararg and isinstance(it, ast.Name) and it.id == param and isinstance(target, ast.Name):
+                    derived.add(target.id)
+                elif (param == vararg and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                        and it.func.id == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(it.args)):
+                    for arg, elt in zip(it.args, target.elts):
+                        if isinstance(elt, ast.Name) and isinstance(arg, ast.Name) and arg.id == param:
+                            derived.add(elt.id)
+                elif (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                        and it.func.attr in ("items", "values") and _taken_from(it.func.value, derived)):
+                    if it.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                        target = target.elts[1]
+                    if isinstance(target, ast.Name):
+                        derived.add(target.id)
+    others = (set(f.params) | set(f.kwonly)) - {param}
+    found = None
+    for c in f.calls:
+        ctx = m.context(c)
+        if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
+            continue
+        values = _blocked_values(m, c) if blocks else _synced_values(m, c)
+        if any(_taken_from(v, derived) for v in values):
+            found = c
+            break
+    if found is None and not blocks:
+        for node in m.joined_strs:
+            ctx = m.context(node)
+            if ctx is None or ctx.raising or ctx.scope is not f.scope or any(
+                    mentions(t, others) for t, _ in ctx.guards):
+                continue
+            if any(isinstance(v, ast.FormattedValue) and _taken_from(v.value, derived) for v in node.values):
+                found = node
+                break
+    memo[key] = found
+    return found
+
+
+def _blocked_values(m, c: ast.Call) -> list:
+    """What a call in a helper blocks on: ``jax.block_until_ready(x)``, ``x.block_until_ready()``."""
+    func = c.func
+    if last_name(func) != "block_until_ready":
+        return []
+    qn = m.resolve(func, m.scope_at(c))
+    if qn == N.BLOCK_UNTIL_READY:
+        return c.args[:1]
+    return [func.value] if qn is None and isinstance(func, ast.Attribute) else []
+
+
+def _synced_values(m, c: ast.Call) -> list:
+    """What a call in a helper would copy to the host or format, were it a JAX value."""
+    func = c.func
+    qn = m.resolve(func, m.scope_at(c))
+    args = [a for a in c.args if not isinstance(a, ast.Starred)]
+    if qn in N.HOST_BUILTINS or qn in N.NUMPY_FETCH or qn in N.HOST_GATHERS or qn == N.DEVICE_GET:
+        return args[:1]
+    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and qn is None:
+        return [func.value]
+    if fetches._prints(m, c):
+        return [v for v in [*args, *(kw.value for kw in c.keywords
+                                     if kw.arg not in ("sep", "end", "file", "flush"))]
+                if not isinstance(v, ast.JoinedStr)]
+    return []
+
+
+def _taken_from(expr: ast.AST, names: set) -> bool:
+    """``v``, ``metrics["loss"]``, ``aux.loss``, ``v.mean()``, ``-v``, ``v * 100``: the expression
+    is one of ``names`` or read from one (not a metadata attribute, not through another call)."""
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.Attribute):
+        return expr.attr not in N.METADATA_ATTRS and _taken_from(expr.value, names)
+    if isinstance(expr, ast.Subscript):
+        return _taken_from(expr.value, names)
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return _taken_from(expr.operand, names)
+    if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, ast.Mod) and isinstance(expr.left, (ast.Constant, ast.JoinedStr)):
+            return _taken_from(expr.right, names)
+        return _taken_from(expr.left, names) or _taken_from(expr.right, names)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return any(_taken_from(e, names) for e in expr.elts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr in _REDUCING_METHODS and _taken_from(expr.func.value, names)
+    return False
+
+
+# Array methods whose result is still the array's data (``v.mean()``): a fetch of it fetches ``v``.
+_REDUCING_METHODS = frozenset({"mean", "sum", "max", "min", "squeeze", "reshape", "astype", "ravel", "flatten"})
