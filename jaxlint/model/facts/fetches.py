@@ -56,8 +56,24 @@ def _may_sync(m, call: ast.Call) -> bool:
         if root.id in _numpy_names(m):
             return True
         if isinstance(func, ast.Name):
-            return bool(callables.local_functions(m, func, m.scope_at(call)))
+            scope = m.scope_at(call)
+            return bool(callables.local_functions(m, func, scope)) or _object_made_by_class(m, func, scope)
     return False
+
+
+def _object_made_by_class(m, func: ast.Name, scope) -> bool:
+    """``converged`` bound once to ``Convergence(...)``, a class of this module with a ``__call__`` or a name
+    imported from a module (its ``__call__`` may convert what it is given: ``helpersyncs.helper_sync``)."""
+    ev = m.binding(func.id, scope, _pos(func))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call) or not isinstance(ev.value.func, ast.Name):
+        return False
+    made = m.binding(ev.value.func.id, ev.scope, _pos(ev.value.func))
+    if made is not None and isinstance(made.node, ast.ClassDef):
+        return any(isinstance(s, ast.FunctionDef) and s.name == "__call__" for s in made.node.body)
+    if made is not None:
+        return False
+    found = m._imported(ev.value.func.id, ev.scope)  # a class imported from another module of the project
+    return found is not None and found[1] is not None
 
 
 

@@ -8,6 +8,7 @@ every iteration as if the conversion were written in the loop. Asked by JAX201 (
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from ... import names as N
@@ -15,8 +16,9 @@ from ..facts import callables, fetches
 from ..facts import values as V
 from ..facts.loops import mentions
 from ..facts.work import work_memo
+from ..python.instances import class_named
 from ..python.records import FunctionInfo
-from ..python.syntax import last_name, unparse, walk
+from ..python.syntax import _pos, last_name, unparse, walk
 
 
 def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
@@ -29,10 +31,19 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     a JAX value there: ``(argument, where the helper syncs it, in words)``; with ``blocks``, one that
     blocks on it (``jax.block_until_ready(x)``), whatever it returns. A sync under an
     ``if`` on another parameter of the helper (``if step % every == 0:``) is a schedule kept
-    inside the helper, and does not count."""
+    inside the helper, and does not count. A helper that returns a value counts where the call is
+    the test of an ``if`` or ``while`` (``if converged(epoch, coeffs):``): the branch needs what the
+    helper read, as an ``if`` on the value itself would. Also an object's ``__call__`` (``converged =
+    Convergence(...)`` then ``converged(epoch, coeffs)``), its class of this module or imported from
+    another module of the project."""
     if blocks and not m.calls_by_name.get("block_until_ready"):
         return None  # no helper of this module blocks
     scope = m.scope_at(call)
+    tested = blocks or _branch_test(m, call)
+    if isinstance(call.func, ast.Name) and not blocks:
+        found = _object_call_sync(m, call, scope, tested)
+        if found is not None:
+            return found
     if isinstance(call.func, ast.Attribute):
         # ``writer.scalar("loss", loss, step)``: a plain method of an instance of a class of this
         # module (``writer = Writer()``, an annotated parameter), called for its effect
@@ -46,16 +57,81 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
     for f in funcs:
-        if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not blocks):
+        if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not tested):
             continue
         bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
-            if not V.holds_jax(m, arg, scope):
-                continue
             inner = _param_sync(m, f, param, blocks)
-            if inner is not None:
+            if inner is not None and ((id(f), param) in _computed_syncs(m) or V.holds_jax(m, arg, scope)):
                 return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
     return None
+
+
+def _branch_test(m, call: ast.Call) -> bool:
+    """Whether ``call`` is the test of an ``if`` or ``while`` (``if converged(...)``, ``while not done(...)``)."""
+    f = m.function_at(call)
+    for node in walk(f.node if f is not None else m.tree):
+        if isinstance(node, (ast.If, ast.While)):
+            test = node.test.operand if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) \
+                else node.test
+            if test is call:
+                return True
+    return False
+
+
+def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]:
+    """``converged(epoch, coeffs)`` where ``converged = Convergence(...)`` (bound once): the sync of a
+    parameter by the class's plain ``__call__``, the class of this module or imported from another
+    module of the project (asked of that module's model, once per class)."""
+    ev = m.binding(call.func.id, scope, _pos(call.func))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call) or len(
+            ev.scope.events.get(call.func.id, ())) != 1 or not isinstance(ev.value.func, ast.Name):
+        return None
+    cls = class_named(m, ev.value.func, ev.scope)
+    if cls is not None:
+        syncs, where = _call_syncs(m, cls), ""
+    else:
+        found = m._imported(ev.value.func.id, ev.scope)
+        if found is None or found[1] is None:
+            return None
+        summary, name = found
+        syncs = summary.project.answer(summary.path, ("call-syncs", name), lambda model: _class_call_syncs(model, name),
+                                       None, (b"__call__",))
+        where = f" of {os.path.relpath(os.path.abspath(summary.path), os.path.dirname(os.path.abspath(m.path)))}"
+    if not syncs or (syncs[0] and not tested):
+        return None
+    for param, arg in _bind_call(call, syncs[1]):
+        if param in syncs[2] and (syncs[2][param][2] or V.holds_jax(m, arg, scope)):
+            line, text, _ = syncs[2][param]
+            return arg, f"`{text}` on line {line}{where}"
+    return None
+
+
+def _bind_call(call: ast.Call, params: tuple) -> list:
+    """``(parameter, argument)`` of a call of ``__call__`` whose parameters after ``self`` are ``params``."""
+    out = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
+    return out + [(kw.arg, kw.value) for kw in call.keywords if kw.arg in params]
+
+
+def _class_call_syncs(m, name: str) -> Optional[tuple]:
+    """For the project resolver: :func:`_call_syncs` of the top-level class ``name`` of this module."""
+    node = next((s for s in m.tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+    cls = m.classes.get(id(node)) if node is not None else None
+    return _call_syncs(m, cls) if cls is not None else None
+
+
+def _call_syncs(m, cls) -> Optional[tuple]:
+    """``(returns a value, its parameters after self, {parameter: (line, text)} of those it copies to the host)``
+    of the class's plain ``__call__``; None when it has none or it syncs none."""
+    f = cls.methods.get("__call__")
+    if f is None or f.node.decorator_list or f.traced or f.params[:1] != ["self"]:
+        return None
+    syncs = {}
+    for param in f.params[1:]:
+        inner = _param_sync(m, f, param)
+        if inner is not None:
+            syncs[param] = (inner.lineno, unparse(inner, 30), (id(f), param) in _computed_syncs(m))
+    return (bool(f.returns), tuple(f.params[1:]), syncs) if syncs else None
 
 
 def _bind_params(m, call: ast.Call, f: FunctionInfo, shift: int = 0) -> list:
@@ -83,16 +159,17 @@ def _param_sync(m, f: FunctionInfo, param: str, blocks: bool = False) -> Optiona
     if key in memo:
         return memo[key]
     memo[key] = None
-    derived = {param}
+    derived, computed = {param}, set()  # computed: names a JAX function computed from the parameter
     vararg = f.vararg
     for _ in range(3):  # names taken from the parameter, and names taken from those
         for sub in walk(f.node):
             if not m.work.spend():
                 return None
-            if isinstance(sub, ast.Assign) and _taken_from(sub.value, derived):
+            how = _derived(m, sub.value, derived, computed) if isinstance(sub, ast.Assign) else None
+            if how is not None:
                 for t in sub.targets:
                     if isinstance(t, ast.Name):
-                        derived.add(t.id)
+                        (computed if how == _COMPUTED else derived).add(t.id)
             elif isinstance(sub, (ast.For, ast.comprehension)):
                 it, target = sub.iter, sub.target
                 # ``def add(self, *args)``: the tuple holds exactly the values passed, so its elements
@@ -118,8 +195,11 @@ def _param_sync(m, f: FunctionInfo, param: str, blocks: bool = False) -> Optiona
         if ctx is None or ctx.raising or any(mentions(test, others) for test, _ in ctx.guards):
             continue
         values = _blocked_values(m, c) if blocks else _synced_values(m, c)
-        if any(_taken_from(v, derived) for v in values):
+        hows = {_derived(m, v, derived, computed) for v in values} - {None}
+        if hows:
             found = c
+            if hows == {_COMPUTED}:  # only through a JAX computation: it waits whatever the argument is
+                _computed_syncs(m).add((id(f), param))
             break
     if found is None and not blocks:
         for node in m.joined_strs:
@@ -159,6 +239,44 @@ def _synced_values(m, c: ast.Call) -> list:
                                      if kw.arg not in ("sep", "end", "file", "flush"))]
                 if not isinstance(v, ast.JoinedStr)]
     return []
+
+
+def _derived(m, expr: ast.AST, names: set, computed: set) -> Optional[str]:
+    """:data:`_TAKEN` when ``expr`` is taken from ``names`` (:func:`_taken_from`); :data:`_COMPUTED` when it is
+    a JAX computation of such a value or read from a name in ``computed`` (``jnp.linalg.norm(v)``, ``jnp.abs(a -
+    v)``): the device computes it after everything dispatched before, so a host read of it waits for all of that,
+    whether ``v`` was a JAX value or not; None otherwise."""
+    if _taken_from(expr, names):
+        return _TAKEN
+    if _taken_from(expr, computed):
+        return _COMPUTED
+    if isinstance(expr, ast.BinOp):
+        hows = {_derived(m, expr.left, names, computed), _derived(m, expr.right, names, computed)} - {None}
+        return None if not hows else _COMPUTED if _COMPUTED in hows else _TAKEN
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return _derived(m, expr.operand, names, computed)
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _REDUCING_METHODS:
+            return _derived(m, expr.func.value, names, computed)
+        qn = m.resolve(expr.func, m.scope_at(expr)) or ""
+        if qn.startswith(_JAX_FUNCTIONS) and qn not in _NOT_COMPUTATIONS and any(
+                _derived(m, a, names, computed) for a in expr.args):
+            return _COMPUTED
+    return None
+
+
+_TAKEN, _COMPUTED = "taken", "computed"
+# Uploads, not computations: the copy is not queued behind the device's work.
+_NOT_COMPUTATIONS = frozenset({"jax.numpy.array", "jax.numpy.asarray"})
+
+
+def _computed_syncs(m) -> set:
+    """``(id of a helper, parameter)`` whose only sync of the parameter is of a JAX computation of it."""
+    memo = work_memo(m)
+    return memo.setdefault(("computed_syncs",), set())
+
+
+_JAX_FUNCTIONS = ("jax.numpy.", "jax.lax.", "jax.nn.")
 
 
 def _taken_from(expr: ast.AST, names: set) -> bool:
