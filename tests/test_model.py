@@ -13,7 +13,7 @@ from jaxlint.model import ModuleModel, build_model
 from jaxlint.model.facts import (frequency, hostneeds, keydraws, periodicity, pytrees, ragged, refs, statics, timing,
     work)
 from jaxlint.model.facts import callables, fetches, keypairs, keys, returnkinds
-from jaxlint.model.policy import looprecord, transfers
+from jaxlint.model.policy import helpersyncs, looprecord, transfers
 from jaxlint.model.facts import values as V
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import repetition as R
@@ -3477,10 +3477,10 @@ def test_a_models_forward_pass_returns_jax_values_and_names_the_model():
 def test_helper_sync_and_bool_sync():
     tree, m = build(_SYNC_SRC)
     log = call_to(tree, "log_metrics")
-    arg, where = transfers.helper_sync(m, log)
+    arg, where = helpersyncs.helper_sync(m, log)
     line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n) == "float(v)")
     assert ast.unparse(arg) == "m" and where == f"`float(v)` on line {line}"
-    assert transfers.helper_sync(m, call_to(tree, "log_keys")) is None  # keys are host strings
+    assert helpersyncs.helper_sync(m, call_to(tree, "log_keys")) is None  # keys are host strings
     ifs = [n for n in m.ifs if isinstance(n, ast.If)]
     assert ast.unparse(fetches.bool_sync(m, ifs[0].test, m.scope_at(ifs[0]))) == "jnp.allclose(p, b)"
     assert fetches.bool_sync(m, ifs[1].test, m.scope_at(ifs[1])) is None  # ``host and ...``: first operand is host
