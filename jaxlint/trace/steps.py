@@ -510,7 +510,8 @@ class Watcher:
 
 # One sample of another thread's stack, read in a single call into C: the thread's frames cannot
 # change while it runs, because no Python bytecode of the watcher runs in between and the GIL is
-# not given up. A loop over ``f_back`` in Python would give the GIL back between its steps, and a
+# not given up (unless a garbage collection it triggers runs a Python finalizer midway: rare, and
+# then the read is as before). A loop over ``f_back`` in Python would give the GIL back between its steps, and a
 # frame the other thread popped meanwhile is read afterwards: on CPython 3.11 that crashed the
 # process (SIGSEGV in ``frame.f_code``, seen in CI; CPython issues 99110, 106092, 111363).
 _ROW = operator.attrgetter("f_code", "f_lineno", "f_globals")

@@ -197,12 +197,9 @@ def loop_running_via(m, f: FunctionInfo) -> Optional[tuple]:
     does not count). Memoized per function."""
     memo = m.facts.callers_memo
     key = ("loop_running_via", id(f))
-    if key in memo:
-        return memo[key]
-    memo[key] = None  # a cycle of calls is no evidence
-    result = _loop_running_via(m, f, 0)
-    memo[key] = result
-    return result
+    if key not in memo:
+        memo[key] = _loop_running_via(m, f, 0)  # a cycle of calls ends at the chain's length limit
+    return memo[key]
 
 
 def _loop_running_via(m, f: FunctionInfo, depth: int) -> Optional[tuple]:
@@ -212,7 +209,7 @@ def _loop_running_via(m, f: FunctionInfo, depth: int) -> Optional[tuple]:
     if depth >= L.REPETITION_CHAIN:
         return None
     for call, g in [*callers(m, f), *_inherited_self_calls(m, f)]:
-        if g is None or g is f or isinstance(g.node, ast.Lambda) or call is deviceloops.loop_running(m, f):
+        if g is None or g is f or isinstance(g.node, ast.Lambda):
             continue
         inner = _loop_running_via(m, g, depth + 1)
         if inner is not None:
