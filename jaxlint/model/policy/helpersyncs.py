@@ -39,7 +39,7 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     if blocks and not m.calls_by_name.get("block_until_ready"):
         return None  # no helper of this module blocks
     scope = m.scope_at(call)
-    tested = blocks or _branch_test(m, call)
+    tested = True if blocks else None  # asked only of a helper that returns a value (_branch_test)
     if isinstance(call.func, ast.Name) and not blocks:
         found = _object_call_sync(m, call, scope, tested)
         if found is not None:
@@ -57,7 +57,9 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     else:
         funcs, shift = [f for f in callables.local_functions(m, call.func, scope) if not f.is_method], 0
     for f in funcs:
-        if f.traced or isinstance(f.node, ast.Lambda) or (f.returns and not tested):
+        if f.traced or isinstance(f.node, ast.Lambda):
+            continue
+        if f.returns and not (tested if tested is not None else _branch_test(m, call)):
             continue
         bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
@@ -68,15 +70,15 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
 
 
 def _branch_test(m, call: ast.Call) -> bool:
-    """Whether ``call`` is the test of an ``if`` or ``while`` (``if converged(...)``, ``while not done(...)``)."""
-    f = m.function_at(call)
-    for node in walk(f.node if f is not None else m.tree):
-        if isinstance(node, (ast.If, ast.While)):
-            test = node.test.operand if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) \
-                else node.test
-            if test is call:
-                return True
-    return False
+    """Whether ``call`` is the test of an ``if`` or ``while`` (``if converged(...)``, ``while not done(...)``);
+    the module's tests are collected once."""
+    memo = work_memo(m)
+    tests = memo.get(("branch_tests",))
+    if tests is None:
+        tests = memo[("branch_tests",)] = {
+            id(t.operand if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) else t)
+            for t in (n.test for n in walk(m.tree) if isinstance(n, (ast.If, ast.While)))}
+    return id(call) in tests
 
 
 def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]:
@@ -95,16 +97,24 @@ def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]
         if found is None or found[1] is None:
             return None
         summary, name = found
+        data = summary.project.read(summary.path)
+        if data is None or b"def __call__" not in data:
+            return None
         syncs = summary.project.answer(summary.path, ("call-syncs", name), lambda model: _class_call_syncs(model, name),
-                                       None, (b"__call__",))
+                                       None, _CONVERSION_SPELLINGS)
         where = f" of {os.path.relpath(os.path.abspath(summary.path), os.path.dirname(os.path.abspath(m.path)))}"
-    if not syncs or (syncs[0] and not tested):
+    if not syncs or (syncs[0] and not (tested if tested is not None else _branch_test(m, call))):
         return None
     for param, arg in _bind_call(call, syncs[1]):
         if param in syncs[2] and (syncs[2][param][2] or V.holds_jax(m, arg, scope)):
             line, text, _ = syncs[2][param]
             return arg, f"`{text}` on line {line}{where}"
     return None
+
+
+# A module whose text spells none of these converts nothing to the host in a ``__call__``: its model is not
+# built (most classes with a ``__call__`` in a JAX project are models, whose files spell none of them).
+_CONVERSION_SPELLINGS = (b".item(", b"float(", b"int(", b".tolist(", b"np.asarray(", b"np.array(", b"device_get(")
 
 
 def _bind_call(call: ast.Call, params: tuple) -> list:
