@@ -18,7 +18,7 @@ from ..facts.loops import mentions
 from ..facts.work import work_memo
 from ..python.instances import class_named
 from ..python.records import FunctionInfo
-from ..python.syntax import _pos, last_name, unparse, walk
+from ..python.syntax import _pos, last_name, statement_walk, unparse, walk
 
 
 def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
@@ -60,24 +60,40 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
         if f.traced or isinstance(f.node, ast.Lambda):
             continue
         if f.returns and not (tested if tested is not None else _branch_test(m, call)):
-            continue
+            continue  # a conversion whose result the caller needs on the host, unless an ``if`` tests it
         bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
+            jax_arg = V.holds_jax(m, arg, scope)
+            if not jax_arg and (blocks or not _computes(m, f)):
+                continue
             inner = _param_sync(m, f, param, blocks)
-            if inner is not None and ((id(f), param) in _computed_syncs(m) or V.holds_jax(m, arg, scope)):
+            if inner is not None and (jax_arg or (id(f), param) in _computed_syncs(m)):
                 return arg, f"`{unparse(inner, 30)}` on line {inner.lineno}"
     return None
 
 
+def _computes(m, f: FunctionInfo) -> bool:
+    """Whether ``f`` calls a JAX function (``jnp.*``, ``lax.*``, ``jax.nn.*``): only then can it read a JAX
+    computation of a parameter whatever the argument was. Memoized per function."""
+    memo = work_memo(m)
+    key = ("computes", id(f))
+    if key not in memo:
+        memo[key] = any((m.resolve(c.func, m.scope_at(c)) or "").startswith(_JAX_FUNCTIONS) for c in f.calls)
+    return memo[key]
+
+
 def _branch_test(m, call: ast.Call) -> bool:
     """Whether ``call`` is the test of an ``if`` or ``while`` (``if converged(...)``, ``while not done(...)``);
-    the module's tests are collected once."""
+    the tests of the function the call is in are collected once."""
+    f = m.function_at(call)
     memo = work_memo(m)
-    tests = memo.get(("branch_tests",))
-    if tests is None:
-        tests = memo[("branch_tests",)] = {
+    key = ("branch_tests", id(f))
+    tests = memo.get(key)
+    if tests is None:  # statements only: no expression is walked
+        tests = memo[key] = {
             id(t.operand if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) else t)
-            for t in (n.test for n in walk(m.tree) if isinstance(n, (ast.If, ast.While)))}
+            for t in (n.test for n in statement_walk(f.node if f is not None else m.tree)
+                      if isinstance(n, (ast.If, ast.While)))}
     return id(call) in tests
 
 
