@@ -1,7 +1,8 @@
 """Blocks made inside plain helpers the step loop calls: JAX202 through a helper of the module that
 blocks on what it is given (``synchronize_and_clock(params)``). Helpers of other modules are not read
 for syncs or blocks (modelling those modules cost 30% more time on the pinned corpus for one finding
-on the review sets: measured in issue 39's eighth session, left out)."""
+on the review sets: measured in issue 39's eighth session, left out); the one exception is a callable
+object's ``__call__`` whose file spells a host conversion (tests/test_helper_sync_objects.py)."""
 
 from __future__ import annotations
 
