@@ -37,6 +37,7 @@ time, as their dispatch is), and work of other processes on the device.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 MIN_STEPS = 10
@@ -46,6 +47,16 @@ MAX_LINES = 8  # host lines shown per loop in the text report (the JSON has ever
 
 # What a sample found the host doing (the innermost frame of the dispatching thread).
 PYTHON, JIT, NUMPY, JAX, UNSAMPLED = "python", "jit", "numpy", "jax", "unsampled"
+# Whether the watcher samples the dispatching thread's stack while the device waits (steps.py). Not on CPython
+# 3.11: reading another running thread's frames there can crash the process (SIGSEGV; CPython issues 106092 and
+# 111363, the last still open, and 3.11 takes security fixes only), and a `jaxlint trace` run must never crash
+# the program. Seen in this project's CI: in the sampler's frame walk (a Python loop over `f_back`), and again,
+# twice in one run under load, after the walk was made one call into C. The idle time is measured there all
+# the same; which host lines filled it is not (one unsampled row per loop, and a note).
+SAMPLES_STACKS = not (sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11))
+NOT_SAMPLED = ("host lines are not sampled on CPython 3.11 (reading another running thread's frames can crash "
+               "it: CPython issue 111363); the idle time is measured, its lines are not; run on Python 3.10 or "
+               "3.12+ to see them")
 
 
 class Window:
@@ -280,8 +291,8 @@ def loop_fix(r: dict) -> Optional[str]:
 
 
 def backend_note(backend: Optional[str], sync_calls: int, calls: int) -> Optional[str]:
-    """What this backend cannot tell (None on an accelerator)."""
-    notes = []
+    """What this backend (or this Python) cannot tell (None when it can tell everything)."""
+    notes = [] if SAMPLES_STACKS else [NOT_SAMPLED]
     if backend == "cpu":
         notes.append("on the cpu backend the device is this machine's own cores: the idle share is measured the "
                      "same way, but host work and XLA's computation share those cores, so moving host work to a "
@@ -297,7 +308,8 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
     sl = report.get("step_loops")
     if not sl or not sl.get("loops"):
         return []
-    out = ["", "Step loops: device time waiting for the host (idle windows measured; host lines sampled)"]
+    out = ["", "Step loops: device time waiting for the host (idle windows measured; host lines "
+                   + ("sampled)" if SAMPLES_STACKS else "not sampled on this Python)")]
     for r in sl["loops"][:max_rows]:
         verdict = "host-bound" if r["host_bound"] else "not host-bound"
         out.append(f"  {r['function']} called at {where(r['call_file'], r['call_line'])}: {r['steps']} steps in "
@@ -339,7 +351,7 @@ def html_section(report: dict, escape, where, table) -> str:
                      str(r["steps"]), f"{r['seconds']:.3f}", f"{r['idle_seconds']:.3f}", f"{r['idle_share']:.0%}",
                      verdict, lines, escape(r["fix"] or "")])
     note = ('<p class="note">Idle windows are measured (each step\'s result ready time, read by a watcher thread, '
-            'to the next dispatch); the host lines that filled them are sampled every millisecond, so their '
+            'to the next dispatch); the host lines that filled them are sampled while the device waits, so their '
             f'seconds are estimates that add up to the measured idle time. Host-bound: idle at least '
             f'{sl["host_bound_share"]:.0%} of the loop.</p>')
     if sl.get("backend_note"):

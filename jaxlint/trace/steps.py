@@ -464,7 +464,7 @@ class Watcher:
                 lp.compiled_steps += 1
 
     def _sample(self, samples: list, last: Call) -> None:
-        if not last.logs:
+        if not last.logs or not S.SAMPLES_STACKS:
             return
         stack = _stack(last.thread)
         if not stack:
