@@ -364,7 +364,8 @@ class Watcher:
         while True:
             # the device is idle from last's result until the next call (which ends the window, and
             # the sampling: a call the watcher is not given would otherwise leave it sampling on)
-            if last is not None and last.ready is not None and last.next is None:
+            # (where stacks are not sampled, CPython 3.11, it sleeps until the next call instead: no wake-ups)
+            if S.SAMPLES_STACKS and last is not None and last.ready is not None and last.next is None:
                 since = samples[-1][0] if samples else max(last.ready, last.t_r)
                 due = SAMPLE_SECONDS - self._owed - (_PERF() - since)  # the schedule runs across windows
                 try:
