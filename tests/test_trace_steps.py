@@ -11,6 +11,7 @@ docs/trace-on-tpu.md; CI has no accelerator.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ pytest.importorskip("jax")
 
 from jaxlint.trace import memory as M  # noqa: E402
 from jaxlint.trace import memory_report as MR  # noqa: E402
+from jaxlint.trace import ownstack  # noqa: E402
 from jaxlint.trace import steploops as S  # noqa: E402
 from jaxlint.trace import steps  # noqa: E402
 from jaxlint.trace.collector import Collector  # noqa: E402
@@ -94,7 +96,8 @@ def _dispatch(w, key="step"):
     return call, leaf
 
 
-def test_an_idle_window_runs_from_a_result_being_ready_to_the_next_dispatch():
+def _idle_window_with_the_host_sleeping():
+    """One idle window of ~60 ms while this (main) thread sleeps; the window and the sleep's line."""
     inst, w = _watcher()
     try:
         call1, a = _dispatch(w)
@@ -111,22 +114,118 @@ def test_an_idle_window_runs_from_a_result_being_ready_to_the_next_dispatch():
     win = log.windows[0]
     assert 0.045 <= win.end - win.start <= 0.075, win.end - win.start
     assert win.end == call2.t_d  # no compile, no host data: the device got the call at its dispatch
-    # the samples found this test's sleeping line, and add up to the window
-    sleep_line = line_of(__file__, "time.sleep(0.06)")
-    lines = {(k[2], k[3]): s for k, s in win.lines.items()}
     assert abs(sum(win.lines.values()) - (win.end - win.start)) < 1e-9  # what was owed went to the last sample
-    if S.SAMPLES_STACKS:
-        assert lines.get((sleep_line, S.PYTHON), 0) >= 0.8 * (win.end - win.start), win.lines
-    else:  # CPython 3.11: no stack is read; the whole window is one unsampled row at the next call's site
-        assert [k[3] for k in win.lines] == [S.UNSAMPLED], win.lines
     assert inst.errors == []
+    return log, win, line_of(__file__, "time.sleep(0.06)")
 
 
-def test_stacks_are_sampled_except_on_cpython_3_11():
+def test_an_idle_window_runs_from_a_result_being_ready_to_the_next_dispatch():
+    # the samples found this test's sleeping line, and add up to the window: read by the watcher,
+    # or on CPython 3.11 by this (main) thread itself when the watcher signals it
+    log, win, sleep_line = _idle_window_with_the_host_sleeping()
+    lines = {(k[2], k[3]): s for k, s in win.lines.items()}
+    assert lines.get((sleep_line, S.PYTHON), 0) >= 0.8 * (win.end - win.start), win.lines
+    assert log.sampling == {S.SAMPLED_BY_WATCHER if S.SAMPLES_STACKS else S.SAMPLED_BY_SIGNAL}
+
+
+def test_the_main_thread_samples_itself_when_the_watcher_may_not_read_its_frames(monkeypatch):
+    # what CPython 3.11 does, run on every Python: no frame of another thread is read
+    monkeypatch.setattr(S, "SAMPLES_STACKS", False)
+    monkeypatch.setattr(steps, "_stack", None)  # the watcher's own read would fail loudly
+    before = signal.getsignal(ownstack.SIGNAL)
+    log, win, sleep_line = _idle_window_with_the_host_sleeping()
+    lines = {(k[2], k[3]): s for k, s in win.lines.items()}
+    assert lines.get((sleep_line, S.PYTHON), 0) >= 0.8 * (win.end - win.start), win.lines
+    assert log.sampling == {S.SAMPLED_BY_SIGNAL}
+    assert signal.getsignal(ownstack.SIGNAL) == before  # the program's handler is back
+
+
+def test_a_loop_on_another_thread_is_measured_but_not_sampled_where_frames_may_not_be_read(monkeypatch):
+    monkeypatch.setattr(S, "SAMPLES_STACKS", False)
+    monkeypatch.setattr(steps, "_stack", None)
+    out = {}
+
+    def run():
+        try:
+            out["r"] = _idle_window_with_the_host_sleeping()
+        except BaseException as e:  # pragma: no cover - reported below
+            out["e"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(30)
+    assert "e" not in out, out.get("e")
+    log, win, _ = out["r"]
+    assert [k[3] for k in win.lines] == [S.UNSAMPLED], win.lines  # the window is measured, as one row
+    assert log.sampling == {S.NOT_SAMPLED_HERE}
+    note = S.backend_note("tpu", 0, 10, sorted(log.sampling))
+    assert note is not None and "CPython 3.11" in note
+
+
+def test_stacks_are_read_by_the_watcher_except_on_cpython_3_11():
     unsafe = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
     assert S.SAMPLES_STACKS is not unsafe
-    note = S.backend_note("tpu", 0, 10)
-    assert (note is not None and "not sampled on CPython 3.11" in note) is unsafe
+    assert S.backend_note("tpu", 0, 10, [S.SAMPLED_BY_SIGNAL]) is None
+    assert S.backend_note("tpu", 0, 10, [S.SAMPLED_BY_WATCHER]) is None
+
+
+# -- ownstack: the main thread's samples of itself -------------------------------------------
+
+
+@pytest.mark.skipif(ownstack.SIGNAL is None, reason="no SIGURG on this platform")
+def test_own_sampler_leaves_a_handler_of_the_program_alone():
+    mine = []
+    saved = signal.signal(ownstack.SIGNAL, lambda *a: mine.append(a))
+    try:
+        o = ownstack.OwnSampler()
+        assert not o.install() and not o.samples(threading.get_ident())
+        assert not o.ask(threading.get_ident(), 1.0)
+        assert mine == []  # nothing was sent to the program's handler
+    finally:
+        signal.signal(ownstack.SIGNAL, saved)
+
+
+@pytest.mark.skipif(ownstack.SIGNAL is None, reason="no SIGURG on this platform")
+def test_own_sampler_stops_asking_once_the_program_installs_its_own_handler():
+    o = ownstack.OwnSampler()
+    before = signal.getsignal(ownstack.SIGNAL)
+    assert o.install() and o.samples(threading.get_ident())
+    mine = []
+    signal.signal(ownstack.SIGNAL, lambda *a: mine.append(a))
+    try:
+        assert not o.ask(threading.get_ident(), 1.0) and mine == [] and not o.installed
+    finally:
+        signal.signal(ownstack.SIGNAL, before)
+
+
+@pytest.mark.skipif(ownstack.SIGNAL is None, reason="no SIGURG on this platform")
+def test_own_sampler_takes_a_sample_of_the_main_thread_from_another_thread():
+    o = ownstack.OwnSampler()
+    before = signal.getsignal(ownstack.SIGNAL)
+    assert o.install()
+    main = threading.get_ident()
+    asked = []
+    try:
+        other = threading.Thread(target=lambda: (time.sleep(0.02), asked.append(o.ask(main, 123.0))))
+        other.start()
+        deadline = time.perf_counter() + 5
+        while not o.rows and time.perf_counter() < deadline:
+            time.sleep(0.001)  # the handler runs in this thread, here
+        other.join(10)
+        got = o.drain()
+    finally:
+        o.uninstall()
+    assert asked == [True]
+    assert len(got) == 1 and got[0][0] == 123.0
+    code, line, module = got[0][1][0]
+    assert code.co_name == "test_own_sampler_takes_a_sample_of_the_main_thread_from_another_thread"
+    assert line == line_of(__file__, "time.sleep(0.001)  # the handler runs") and module == __name__
+    assert signal.getsignal(ownstack.SIGNAL) == before and not o.installed
+    other_thread = []
+    t = threading.Thread(target=lambda: other_thread.append(o.install()))
+    t.start()
+    t.join(10)
+    assert other_thread == [False]  # handlers are installed from the main thread only
 
 
 def test_no_window_when_the_next_call_comes_while_the_last_one_computes():
@@ -334,10 +433,8 @@ def test_the_host_bound_fixture_is_host_bound_and_its_file_read_fills_the_idle_t
     path = os.path.join(FIX, "host_bound.py")
     top = lp["lines"][0]
     sleep = line_of(path, "time.sleep(0.010)")
-    if not S.SAMPLES_STACKS:  # CPython 3.11: the idle time is measured, its lines are not sampled
-        assert [x["what"] for x in lp["lines"]] == [S.UNSAMPLED] and lp["lines"][0]["fix"] is None, lp["lines"]
-        assert "not sampled on CPython 3.11" in report["step_loops"]["backend_note"]
-        return
+    # sampled by the watcher, or on CPython 3.11 by the program's main thread itself
+    assert report["step_loops"]["sampling"] == [S.SAMPLED_BY_WATCHER if S.SAMPLES_STACKS else S.SAMPLED_BY_SIGNAL]
     host_work = {sleep, line_of(path, "return rng.standard_normal"), line_of(path, "return np.clip")}
     if report["environment"].get("backend") == "cpu":
         # the 10 ms sleep "reading the next batch" is the largest (the NumPy work is small)

@@ -109,7 +109,7 @@ def build(collector: Collector, findings: Optional[Iterable] = None, exit_code: 
     report["step_loops"] = steploops.section(collector, names)
     report["step_loops"]["backend_note"] = steploops.backend_note(
         (environment or {}).get("backend"), report["step_loops"].get("sync_dispatch_calls", 0),
-        report["step_loops"].get("sync_checked_calls", 0))
+        report["step_loops"].get("sync_checked_calls", 0), report["step_loops"].get("sampling", ()))
     _hotspot_fixes(report)
     if findings is not None:
         report["findings"], report["unpredicted"] = cross_check(list(findings), recs, collector, failure_sites)

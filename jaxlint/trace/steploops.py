@@ -51,12 +51,16 @@ PYTHON, JIT, NUMPY, JAX, UNSAMPLED = "python", "jit", "numpy", "jax", "unsampled
 # 3.11: reading another running thread's frames there can crash the process (SIGSEGV; CPython issues 106092 and
 # 111363, the last still open, and 3.11 takes security fixes only), and a `jaxlint trace` run must never crash
 # the program. Seen in this project's CI: in the sampler's frame walk (a Python loop over `f_back`), and again,
-# twice in one run under load, after the walk was made one call into C. The idle time is measured there all
-# the same; which host lines filled it is not (one unsampled row per loop, and a note).
+# twice in one run under load, after the walk was made one call into C. There the main thread samples itself
+# when the watcher signals it (ownstack.py); a loop run by another thread is measured all the same, but which
+# host lines filled its idle time is not (one unsampled row per loop, and a note).
 SAMPLES_STACKS = not (sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11))
-NOT_SAMPLED = ("host lines are not sampled on CPython 3.11 (reading another running thread's frames can crash "
-               "it: CPython issue 111363); the idle time is measured, its lines are not; run on Python 3.10 or "
-               "3.12+ to see them")
+# How a loop's idle windows were sampled (the report's ``step_loops.sampling``).
+SAMPLED_BY_WATCHER, SAMPLED_BY_SIGNAL, NOT_SAMPLED_HERE = "watcher", "signal", "none"
+NOT_SAMPLED = ("host lines are not sampled for step loops run by a thread other than the main one on CPython "
+               "3.11, nor where the program handles SIGURG itself (reading another running thread's frames can "
+               "crash it: CPython issue 111363); the idle time is measured, its lines are not; run on Python "
+               "3.10 or 3.12+ to see them")
 
 
 class Window:
@@ -140,6 +144,7 @@ class StepLog:
         self.sync_dispatch = 0  # calls whose result was ready when the call returned
         self.sync_checked = 0  # calls whose readiness was read when the call returned (not the quick ones)
         self.notes: list = []
+        self.sampling: set = set()  # SAMPLED_BY_* of the calls the watcher was given
 
     def loop(self, key: Any, site: tuple) -> Loop:
         lp = self.loops.get((key, site))
@@ -220,6 +225,7 @@ def section(collector, records_by_key: dict) -> dict:
     return {"loops": rows, "calls": log.calls, "host_bound_share": HOST_BOUND_SHARE, "min_steps": MIN_STEPS,
             "sync_dispatch_calls": log.sync_dispatch, "sync_checked_calls": log.sync_checked,
             "unmeasured_windows": log.unmeasured_windows,
+            "sampling": sorted(log.sampling),
             "notes": list(log.notes)}
 
 
@@ -290,9 +296,10 @@ def loop_fix(r: dict) -> Optional[str]:
             "into the jitted step")
 
 
-def backend_note(backend: Optional[str], sync_calls: int, calls: int) -> Optional[str]:
-    """What this backend (or this Python) cannot tell (None when it can tell everything)."""
-    notes = [] if SAMPLES_STACKS else [NOT_SAMPLED]
+def backend_note(backend: Optional[str], sync_calls: int, calls: int, sampling=()) -> Optional[str]:
+    """What this backend (or this Python) cannot tell (None when it can tell everything);
+    ``sampling``: how the run's idle windows were sampled (``SAMPLED_BY_*``)."""
+    notes = [NOT_SAMPLED] if NOT_SAMPLED_HERE in sampling else []
     if backend == "cpu":
         notes.append("on the cpu backend the device is this machine's own cores: the idle share is measured the "
                      "same way, but host work and XLA's computation share those cores, so moving host work to a "
@@ -308,8 +315,9 @@ def text_lines(report: dict, where, max_rows: int = 20) -> list:
     sl = report.get("step_loops")
     if not sl or not sl.get("loops"):
         return []
+    how = sl.get("sampling") or []
     out = ["", "Step loops: device time waiting for the host (idle windows measured; host lines "
-                   + ("sampled)" if SAMPLES_STACKS else "not sampled on this Python)")]
+                   + ("not sampled on this Python)" if how == [NOT_SAMPLED_HERE] else "sampled)")]
     for r in sl["loops"][:max_rows]:
         verdict = "host-bound" if r["host_bound"] else "not host-bound"
         out.append(f"  {r['function']} called at {where(r['call_file'], r['call_line'])}: {r['steps']} steps in "

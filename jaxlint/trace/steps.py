@@ -32,6 +32,7 @@ import time
 from typing import Any, Optional
 
 from . import steploops as S
+from .ownstack import OwnSampler
 
 SAMPLE_SECONDS = 0.005  # one sample of the host's stack per this much idle time (carried across windows)
 SWITCH_INTERVAL = 0.0002
@@ -119,6 +120,9 @@ class Watcher:
         self._last_key: Any = None  # what the last sample found
         self._last_window: Any = None
         self._last_window_tail: Any = None
+        # CPython 3.11: samples taken by the main thread itself, on the watcher's signal (ownstack.py)
+        self._own: Optional[OwnSampler] = None if S.SAMPLES_STACKS else OwnSampler()
+        self._asked_at = float("-inf")  # when the watcher last asked it for one
 
     # -- the dispatching thread ---------------------------------------------------------
     def before(self, key: Any, caller) -> Any:
@@ -314,6 +318,8 @@ class Watcher:
     def _start(self) -> None:
         if self._thread is not None:
             return
+        if self._own is not None:  # from the dispatching thread: installs only from the main one
+            self._own.install()
         with self._lock:
             if self._thread is not None:
                 return
@@ -345,6 +351,8 @@ class Watcher:
             return
         self._q.put(_STOP)
         thread.join(timeout)
+        if self._own is not None:
+            self._own.uninstall()
         if self._saved_interval is not None and sys.getswitchinterval() == self._interval_read:
             sys.setswitchinterval(self._saved_interval)  # unless the program set its own meanwhile
         self._saved_interval = None
@@ -361,12 +369,14 @@ class Watcher:
         last: Optional[Call] = None
         samples: list = []
         unconfirmed: list = []  # calls passed over (still computing when the next was dispatched)
+        own = self._own
+        sampling = False  # whether idle windows after ``last`` are sampled
         while True:
             # the device is idle from last's result until the next call (which ends the window, and
             # the sampling: a call the watcher is not given would otherwise leave it sampling on)
             # (where stacks are not sampled, CPython 3.11, it sleeps until the next call instead: no wake-ups)
-            if S.SAMPLES_STACKS and last is not None and last.ready is not None and last.next is None:
-                since = samples[-1][0] if samples else max(last.ready, last.t_r)
+            if sampling and last is not None and last.ready is not None and last.next is None:
+                since = max(samples[-1][0] if samples else max(last.ready, last.t_r), self._asked_at)
                 due = SAMPLE_SECONDS - self._owed - (_PERF() - since)  # the schedule runs across windows
                 try:
                     item = q.get(timeout=max(0.0002, due))
@@ -385,12 +395,18 @@ class Watcher:
                 item.set()
                 continue
             try:
+                if own is not None and last is not None:
+                    self._arrived(samples, last)
                 self._window(last, item, samples)
             except Exception as e:
                 self.inst._error(e)
             samples = []
             self._wait(item, unconfirmed)
             last = item
+            sampling = S.SAMPLES_STACKS or (own is not None and own.samples(last.thread))
+            for log, _ in last.logs:
+                log.sampling.add(S.SAMPLED_BY_WATCHER if S.SAMPLES_STACKS else
+                                 S.SAMPLED_BY_SIGNAL if sampling else S.NOT_SAMPLED_HERE)
 
     def _settle(self) -> None:
         """Give the idle time owed to a sample not taken yet to the last sample's line, in the
@@ -465,13 +481,26 @@ class Watcher:
                 lp.compiled_steps += 1
 
     def _sample(self, samples: list, last: Call) -> None:
-        if not last.logs or not S.SAMPLES_STACKS:
+        if not last.logs:
+            return
+        if not S.SAMPLES_STACKS:  # CPython 3.11: the main thread samples itself, when asked
+            if self._own is not None:
+                self._arrived(samples, last)
+                self._asked_at = _PERF()
+                self._own.ask(last.thread, self._asked_at)
             return
         stack = _stack(last.thread)
         if not stack:
             return
         t = _PERF()
         samples.append((t, self._classify(stack, last.code, self._user_files(last))))
+
+    def _arrived(self, samples: list, last: Call) -> None:
+        """The samples the main thread took since the last look (ownstack.py), in time order."""
+        files = self._user_files(last)
+        for t, stack in self._own.drain():
+            if stack and (not samples or t >= samples[-1][0]):
+                samples.append((t, self._classify(stack, last.code, files)))
 
     def _user_files(self, call: Call):
         for c in self.inst.collectors:
