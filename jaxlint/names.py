@@ -318,7 +318,8 @@ HOST_CALLBACKS = frozenset({"jax.debug.print", "jax.debug.callback", "jax.pure_c
 # in ``scalar`` and ``np.array`` in ``image``/``audio``/``histogram``; ``tf.summary`` ops convert
 # their data to a tensor. Not here: writers that convert on a background thread (clu's
 # ``AsyncWriter``, the default of ``create_default_writer``), and loggers that reject JAX arrays
-# (torch's ``SummaryWriter.add_scalar``, ``mlflow.log_metric``): the user converts first there.
+# (torch's ``SummaryWriter.add_scalar``, ``mlflow.log_metric``): the user converts first there. tensorboardX's
+# writer converts on the calling thread: HOST_LOGGER_METHODS.
 HOST_LOGGER_FUNCTIONS = frozenset({"wandb.log", "tensorflow.summary.scalar", "tensorflow.summary.histogram",
                                    "tensorflow.summary.image"})
 # (qualified name of the call that made the object) -> its methods that convert their arguments
@@ -326,8 +327,12 @@ HOST_LOGGER_FUNCTIONS = frozenset({"wandb.log", "tensorflow.summary.scalar", "te
 # (tqdm/std.py): a JAX array is fetched to the host there.
 _TQDM = ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.trange", "tqdm.auto.trange",
          "tqdm.notebook.trange")
+# tensorboardX (2.1 and later) turns a JAX array into NumPy with ``np.array`` in ``make_np``, called by
+# ``add_scalar``/``add_scalars``/``add_histogram``/``add_image(s)`` on the calling thread (x2num.py, writer.py).
+_TBX_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "add_image", "add_images"})
 HOST_LOGGER_METHODS = {"wandb.init": frozenset({"log"}),
                        "flax.metrics.tensorboard.SummaryWriter": frozenset({"scalar", "image", "audio", "histogram"}),
+                       **{t: _TBX_METHODS for t in ("tensorboardX.SummaryWriter", "tensorboardX.writer.SummaryWriter")},
                        **{t: frozenset({"set_postfix"}) for t in _TQDM}}
 # Library objects whose ``__enter__`` returns the object itself: ``with tqdm(total=n) as pbar`` binds the bar.
 ENTER_RETURNS_SELF = frozenset({"wandb.init", *_TQDM})

@@ -215,3 +215,40 @@ def test_jax201_a_scripts_module_level_loop():
         for i in range(order.shape[0]):
             state = step(state, data[order[i]])  # expect: JAX201
     """)
+
+
+_ROWS = """
+import jax
+import numpy as np
+
+@jax.jit
+def step(state, x):
+    return state + x.sum()
+
+def train(state, key, n_steps, path):
+    rays = np.load(path)
+    for it in range(n_steps):
+        index = jax.random.randint(jax.random.fold_in(key, it), (4,), 0, len(rays))
+        batch = rays[tuple(index), ...]  # expect: JAX201
+        state = step(state, batch)
+    return state
+"""
+
+
+def test_jax201_a_numpy_array_indexed_with_the_rows_of_a_jax_array():
+    # ``tuple(index)``: each element is a JAX scalar, which NumPy reads on the host
+    assert_marked(_ROWS)
+    assert "indexed with the JAX value `tuple(index)`" in messages(_ROWS, "JAX201")[0]
+    assert_marked(_ROWS.replace("rays[tuple(index), ...]", "rays[list(index)]"))
+
+
+@pytest.mark.parametrize("change", [
+    ("jax.random.randint(jax.random.fold_in(key, it), (4,), 0, len(rays))",
+     "np.random.randint(0, len(rays), (4,))"),  # drawn on the host
+    ("rays = np.load(path)", "rays = jax.numpy.load(path)"),  # the data on the device
+    ("rays[tuple(index), ...]", "rays[sorted(index)]"),  # not a plain unpacking of the array
+])
+def test_jax201_near_misses_of_rows_of_a_jax_array_as_an_index(change):
+    src = _ROWS.replace(*change)
+    assert src != _ROWS
+    assert [c for _, c in default_findings(src) if c == "JAX201"] == []

@@ -3181,6 +3181,7 @@ def test_jax201_library_loggers_that_copy_their_values_to_the_host():
     import jax
     import jax.numpy as jnp
     import wandb
+    import tensorboardX
     from flax.metrics import tensorboard
 
     step = jax.jit(lambda p, b: (p - 0.1 * b, jnp.mean(b)))
@@ -3188,11 +3189,13 @@ def test_jax201_library_loggers_that_copy_their_values_to_the_host():
     def train(p, batches, logdir):
         writer = tensorboard.SummaryWriter(logdir)
         run = wandb.init(project="x")
+        tbx = tensorboardX.SummaryWriter(logdir)  # converts with np.array on this thread (x2num.make_np)
         for i, b in enumerate(batches):
             p, loss = step(p, b)
             wandb.log({"loss": loss})  # expect: JAX201
             run.log({"loss": loss}, step=i)  # expect: JAX201
             writer.scalar("loss", loss, i)  # expect: JAX201
+            tbx.add_scalar("train/loss", loss, i)  # expect: JAX201
         return p
     """)
 

@@ -146,7 +146,7 @@ def numpy_index_reads(m) -> list:
         for sub in sorted(subscripts, key=_pos):
             parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
             index = next((p for p in parts if not isinstance(p, (ast.Slice, ast.Constant))
-                          and V.is_jax(m, p, scope)), None)
+                          and V.is_jax(m, _unpacked(m, p, scope), scope)), None)
             if index is None or not numpy_array(m, sub.value, scope):  # the index first: asking for the array
                 continue  # may model another module
             # the same index read again in the same loop body copies nothing new (the array keeps its host copy)
@@ -157,6 +157,15 @@ def numpy_index_reads(m) -> list:
                 out.append((sub, index))
     m.facts.numpy_index_reads = out
     return out
+
+
+def _unpacked(m, e: ast.AST, scope: Scope) -> ast.AST:
+    """The array of ``tuple(a)``/``list(a)`` (its elements are the array's rows, JAX arrays when it
+    is one: NumPy reads each with ``__index__`` or ``__array__``, a copy to the host); else ``e``."""
+    if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and not isinstance(e.args[0], ast.Starred) \
+            and m.resolve(e.func, scope) in ("builtins.tuple", "builtins.list"):
+        return e.args[0]
+    return e
 
 
 def untraced_subscripts(m) -> list:
