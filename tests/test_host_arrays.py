@@ -252,3 +252,48 @@ def test_jax201_near_misses_of_rows_of_a_jax_array_as_an_index(change):
     src = _ROWS.replace(*change)
     assert src != _ROWS
     assert [c for _, c in default_findings(src) if c == "JAX201"] == []
+
+
+_CLASS = """
+import jax
+import numpy as np
+
+class Trainer:
+    def __init__(self, path, flag):
+        self.rays = np.stack([np.load(path), np.load(path)])
+        self.maybe = np.load(path) if flag else None
+        self.later = np.zeros(3)
+        self.rows = np.load(path)
+
+    def reset(self, arr):
+        self.later = arr
+        self.rows = self.rows[::2]
+
+    def f(self):
+        probe = {expr}
+
+t = Trainer("x.npy", True)
+t.rows2 = None
+"""
+
+
+@pytest.mark.parametrize("expr, numpy", [
+    ("self.rays", True),  # every store in the class is a NumPy array
+    ("self.rows", True),  # a slice of itself is one too
+    ("self.maybe", False),  # None on one branch
+    ("self.later", False),  # another method stores a parameter
+    ("self.unknown", False),  # never stored here
+])
+def test_model_a_self_attribute_is_numpy_when_every_store_of_it_is(expr, numpy):
+    src = _CLASS.replace("{expr}", expr)
+    m = build_model(ast.parse(src))
+    f = next(fn for fn in m.functions if fn.name == "f")
+    node = f.node.body[-1].value
+    assert hostarrays.numpy_array(m, node, f.scope) is numpy
+
+
+def test_model_a_self_attribute_stored_from_outside_the_class_is_not_proven():
+    src = _CLASS.replace("{expr}", "self.rays").replace("t.rows2 = None", "t.rays = None")
+    m = build_model(ast.parse(src))
+    f = next(fn for fn in m.functions if fn.name == "f")
+    assert not hostarrays.numpy_array(m, f.node.body[-1].value, f.scope)

@@ -48,6 +48,7 @@ _ONCE = (
     "forwarder_names_memo",  # keys
     "host_fetch",  # fetches, values
     "hostarray_visiting",  # hostarrays: the names whose bindings are being followed (a self-rebinding's cycle)
+    "attribute_store_counts",  # hostarrays: attribute name -> how many stores/deletes of it the module makes
     "if_tests",  # periodicity
     "implicit_uploads",  # policy/transfers
     "item_stores",  # containers: values stored by ``name[...] = v`` per (scope, name)

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import ast
 
-from . import callables
+from . import callables, keydraws
 from . import values as V
+from ..python import instances
 from ..python.records import Scope
+from ..python.syntax import walk
 from ..python.syntax import _pos
 
 MAX_DEPTH = 12  # names, unpackings, returns and keys followed from a subscript to where its array is made
@@ -75,6 +77,8 @@ def _value(m, e: ast.AST, scope: Scope, path: tuple, depth: int) -> bool:
                        and _value(m, b.value, b.scope, tuple(b.path or ()) + path, depth + 1) for b in events)
         finally:
             visiting.discard(key)
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+        return _self_attribute(m, e.attr, scope, path, depth)
     if isinstance(e, ast.BinOp) and not path and not isinstance(e.op, ast.MatMult):
         # ``x.astype("float32") / 255.``: a NumPy array and a number (or another NumPy array) give one
         sides = (e.left, e.right)
@@ -121,6 +125,39 @@ def _value(m, e: ast.AST, scope: Scope, path: tuple, depth: int) -> bool:
                 _returns(model, f, path, depth) for f in model.functions
                 if f.name == name and f.parent is None and f.cls is None and not f.traced), False, (b"numpy",))
     return False
+
+
+def _self_attribute(m, attr: str, scope: Scope, path: tuple, depth: int) -> bool:
+    """``self.<attr>`` in a method: every store of it in the class's methods is ``self.<attr> = <NumPy array>``
+    (``self.train_rays = np.stack(...)`` in ``__init__``), and nothing else in the module stores an attribute
+    of that name (``trainer.train_rays = ...`` from outside, ``setattr``)."""
+    method = instances.method_at(m, scope)
+    if method is None:
+        return False
+    stores = keydraws.self_stores(m, method.cls)
+    if not stores:
+        return False
+    mine = [(f, st) for f, st, attrs in stores if attr in attrs]
+    counts = m.facts.attribute_store_counts
+    if counts is None:
+        counts = m.facts.attribute_store_counts = {}
+        for n in walk(m.tree):
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                counts[n.attr] = counts.get(n.attr, 0) + 1
+    if not mine or counts.get(attr, 0) != len(mine):
+        return False
+    visiting = m.facts.hostarray_visiting
+    if visiting is None:
+        visiting = m.facts.hostarray_visiting = set()
+    key = (id(method.cls), "self." + attr, path)
+    if key in visiting:
+        return True
+    visiting.add(key)
+    try:
+        return all(isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Attribute)
+                   and _value(m, st.value, f.scope, path, depth + 1) for f, st in mine)
+    finally:
+        visiting.discard(key)
 
 
 def _number(e: ast.AST) -> bool:

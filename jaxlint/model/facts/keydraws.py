@@ -132,7 +132,7 @@ def _instance_key(m, f, attr: str) -> Optional[ast.AST]:
 
 
 def _instance_key_of(m, cls, attr: str) -> Optional[ast.AST]:
-    stores = _self_stores(m, cls)
+    stores = self_stores(m, cls)
     if stores is None:
         return None  # setattr(self, name, ...): unseen stores
     made = None
@@ -147,7 +147,7 @@ def _instance_key_of(m, cls, attr: str) -> Optional[ast.AST]:
     return made
 
 
-def _self_stores(m, cls) -> Optional[list]:
+def self_stores(m, cls) -> Optional[list]:
     """``(method, statement, attribute names)`` for every assignment in the class's methods
     (nested code included) that stores attributes of the method's first parameter
     (``self.key = ...``), in the methods' order; None when a method calls ``setattr``. One
