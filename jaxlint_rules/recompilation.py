@@ -251,6 +251,7 @@ class JitInLoop(Rule):
                        "(at module level, in `__init__`, or before the loop) and reuse it"]
             yield self.finding(wrap.site, message, opt_in=opt_in)
 
+
 class JitPerCall(Rule):
     code = "JAX102"
     needs = ("repeats", "eager")
@@ -350,6 +351,8 @@ class JitPerCall(Rule):
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
                        "cached factory) and reuse it"]
             own = loopfacts.own_loop(model, outer, uses) if rep is not None and looped is None else None
+            if once is not None and frequency.looped_by_parent(model, outer, rep):
+                once = None  # ``main`` runs once, but calls this nested function in its loop: again and again
             if once is not None:
                 opt_in: Optional[str] = once
             elif named_once:

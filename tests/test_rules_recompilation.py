@@ -2042,3 +2042,46 @@ def test_jax101_in_a_loop_that_times_its_iterations_is_opt_in():
     assert_marked(src)
     (why,) = [why for _, _, why in opt_in_findings(src)]
     assert why.startswith("the loop on line 8 reads the clock in its iterations")
+
+
+_NESTED_IN_MAIN = """
+    import jax
+    import jax.numpy as jnp
+
+    def main(data, n):
+        def apply(x):
+            return jax.jit(lambda y: jnp.tanh(y) * 2)(x)  # HERE
+        for i in range(n):
+            data = apply(data)
+        return data
+"""
+
+
+def test_jax102_a_function_nested_in_main_and_called_in_its_loop_rebuilds_its_jit_every_iteration():
+    # issue 39: `main` runs once, but each of its iterations calls `apply`, which builds a new lambda and jit
+    assert default_findings(_NESTED_IN_MAIN, "JAX102") == [(line_of(_NESTED_IN_MAIN, "# HERE"), "JAX102")]
+
+
+def test_jax102_a_function_nested_in_main_and_called_once_is_still_taken_to_run_once():
+    src = _NESTED_IN_MAIN.replace("        for i in range(n):\n            data = apply(data)\n",
+                                  "        data = apply(data)\n")
+    assert src != _NESTED_IN_MAIN
+    assert default_findings(src, "JAX102") == []
+    assert [why for _, _, why in opt_in_findings(src, "JAX102")] == [
+        "`main` matches the convention `entry-points`: taken to run once per program"]
+
+
+def test_model_a_nested_function_called_in_its_parents_loop_is_looped_by_its_parent():
+    import ast
+    import textwrap
+
+    from jaxlint.model import build_model
+    from jaxlint.model.facts import frequency
+    from jaxlint.model.policy import roles
+
+    for src, looped in ((_NESTED_IN_MAIN, True),
+                        (_NESTED_IN_MAIN.replace("        for i in range(n):\n            data = apply(data)\n",
+                                                 "        data = apply(data)\n"), False)):
+        m = build_model(ast.parse(textwrap.dedent(src)))
+        apply = next(f for f in m.functions if f.name == "apply")
+        assert frequency.looped_by_parent(m, apply, roles.frequency(m, apply).rep) is looped

@@ -365,3 +365,18 @@ def _decorator_names(f: FunctionInfo) -> list:
         elif isinstance(target, ast.Name):
             out.append(target.id)
     return out
+
+
+def looped_by_parent(model, outer, rep) -> bool:
+    """``outer`` is nested in a function that calls it in a loop (``rep``: a call in a loop, made inside a
+    function ``outer`` is nested in): whatever names say about the parent running once, each of its calls
+    runs ``outer`` again and again."""
+    if rep is None or rep.kind != "loop" or rep.call is None or outer.parent is None:
+        return False
+    f = model.function_at(rep.call)
+    parents = set()
+    p = outer.parent
+    while p is not None:
+        parents.add(id(p))
+        p = p.parent
+    return f is not None and id(f) in parents
