@@ -464,3 +464,34 @@ def test_jax701_an_eager_forward_chain_is_opt_in_and_an_evaluation_over_batches_
     ((line, code, reason),) = opt_in_findings(src, "JAX701")
     assert line == line_of(src, "# HERE")
     assert reason.startswith("how many steps the chain runs and how large the model is are not known")
+
+
+_VMAPPED = """
+    import jax
+    import jax.numpy as jnp
+
+    def rollout(params, x):
+        def body(c, _):
+            return c * params, c
+        return jax.lax.scan(body, x, None, length=100)[0].sum()  # expect: JAX102
+
+    def train(params, xs, n):
+        for i in range(n):
+            g = {call}(params, xs)  # expect: JAX701
+            params = params - 0.1 * g.mean()
+        return params
+
+    print(train(1.0, jnp.ones(8), 1000))
+"""
+
+
+def test_jax701_a_vmapped_gradient_outside_jit_every_step():
+    # issue 39: `jax.vmap(jax.grad(f))` outside jit traces `f` again at every call (JAX701), and its scan's
+    # body, a new function each time, is compiled again too (JAX102)
+    assert_marked(_VMAPPED.replace("{call}", "jax.vmap(jax.grad(rollout), in_axes=(None, 0))"))
+
+
+def test_jax701_a_jitted_vmapped_gradient_is_compiled():
+    src = _VMAPPED.replace("{call}", "vg").replace(
+        "    def train(", "    vg = jax.jit(jax.vmap(jax.grad(rollout), in_axes=(None, 0)))\n\n    def train(")
+    assert "vg = jax.jit" in src and default_findings(src) == []

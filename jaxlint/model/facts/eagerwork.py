@@ -248,7 +248,9 @@ def _gradient_transform(m, func: ast.AST, scope: Scope, depth: int):
         qn = m.resolve(func.func, scope)
         if qn in N.EAGER_GRADIENT_TRANSFORMS and func.args:
             return func, scope
-        if qn == N.PARTIAL and func.args:
+        if qn in (N.PARTIAL, "jax.vmap") and func.args:
+            # ``jax.vmap(jax.grad(f))(xs)`` outside jit: vmap keeps no compiled cache either, so each call traces
+            # ``f`` again and runs the batched passes op by op
             return _gradient_transform(m, func.args[0], scope, depth + 1)
         return None
     if not isinstance(func, ast.Name):
