@@ -339,11 +339,16 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
         # its work may wait unseen.
         callees = called_functions(m, f, scope)
         for g, compiled in callees:
+            if isinstance(g.node, ast.Lambda) and not (compiled or g.traced) and isinstance(g.node.body, ast.Call):
+                inner = _device_role(m, g.node.body, depth + 1)  # ``lambda p, s: unpack(p, s, jit=True)``
+                if inner in ("work", "wait"):
+                    return inner
+                continue
             if compiled or g.traced or isinstance(g.node, ast.Lambda):
                 return "work"
             if _waits_last(m, g.node.body, depth + 1):
                 return "wait"
-        if len(callees) == 1 and not isinstance(callees[0][0].node, ast.AsyncFunctionDef) and (  # (a coroutine)
+        if len(callees) == 1 and not isinstance(callees[0][0].node, (ast.AsyncFunctionDef, ast.Lambda)) and (  # (a coroutine)
                 _dispatches_only(m, callees[0][0].node.body, depth + 1) or _ends_in_work(m, callees[0][0].node, depth + 1)):
             return "work"  # a helper that dispatches JAX work and returns: ``render_image(params, x)``
         if callees:

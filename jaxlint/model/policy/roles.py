@@ -88,6 +88,8 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
         return LoopRole(LEAVES, loop, [f"the `if` on line {once[0].lineno} runs only while `{once[1]}` is None, and its "
                                        f"body sets `{once[1]}`: it runs once per run of the loop on line {line}"])
     guard = periodicity.periodic_guard_test(model, ctx, loop)
+    if guard is not None and _outside_a_loop_of_steps(model, ctx, loop, guard):
+        guard = None  # ``if step % every == 0: for _ in range(every): update()``: every step of the inner loop
     step = _gated_step(model, loop, guard, gate) if guard is not None and gate is not None else None
     if guard is not None and step is None:
         return LoopRole(PERIODIC, loop, lambda: [f"the `if {unparse(guard, 40)}` on line {guard.lineno} runs it only "
@@ -114,6 +116,17 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
             f"every compiled update of the state `{unparse(step.func, 40)}` (line {step.lineno}) rebinds, and "
             "this test gates that step, so it runs before every step"], schedule=guard)
     return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
+
+
+def _outside_a_loop_of_steps(model, ctx: Context, loop: Loop, guard: ast.AST) -> bool:
+    """The periodic ``guard`` sits outside ``loop`` (the innermost loop of JAX work around the node), and
+    that loop threads JAX state from one iteration to the next: a burst of training steps every so often
+    (SAC's ``update_every`` gradient steps every ``update_every`` environment steps), each of which runs the
+    node. An evaluation pass under such a guard (it carries no state: each batch on its own) stays periodic."""
+    depth = next((d for t, d in ctx.guards if t is guard), None)
+    if depth is None or loop not in ctx.loops or depth > ctx.loops.index(loop) or loop.kind == "comprehension":
+        return False
+    return bool(work.carried_state(model, loop))
 
 
 def _leaving_branch(model, ctx: Context, loop: Loop) -> Optional[ast.If]:
