@@ -115,3 +115,41 @@ def test_jax204_a_timed_lambda_around_a_compiled_call_does_not_wait():
         "fn = lambda p: unpack(p, use_jit=False)", "fn = lambda p: _unpack(jnp.asarray(p) + 1)")
     assert src != _TIMED
     assert [c for _, c in default_findings(src, "JAX204")] == ["JAX204"]
+
+
+_FIRST = """
+import jax
+import jax.numpy as jnp
+from tqdm import tqdm
+
+
+@jax.jit
+def step(p, x):
+    return p - 0.1 * x, jnp.sum(x)
+
+
+def generate(p, xs, n, show):
+    iterator = range(n)
+    if show:
+        iterator = tqdm(iterator, desc="tokens")
+    for i in iterator:
+        p, loss = step(p, xs[i])
+        if {test}:
+            print(f"token {i}: loss {loss}"){mark}
+    return p
+
+
+if __name__ == "__main__":
+    generate(jnp.ones(3), jnp.ones((1000, 3)), 1000, True)
+"""
+
+
+def test_jax201_a_print_in_the_first_iterations_only_is_not_per_step():
+    # fresh AL's decoder prints timings for its first 3 tokens (`if i < 3`), of a loop counted from 0
+    for test in ("i < 3", "i <= 2", "i == 0", "3 > i", "show and i < 3"):
+        assert default_findings(_FIRST.replace("{test}", test).replace("{mark}", ""), "JAX201") == [], test
+
+
+def test_jax201_a_print_after_the_first_iterations_is_per_step():
+    for test in ("i > 3", "i >= 0", "i < n"):
+        assert_marked(_FIRST.replace("{test}", test).replace("{mark}", "  # expect: JAX201"))
