@@ -449,6 +449,8 @@ class UnrolledLoopInTracedCode(Rule):
             return None
         if any(hostvalues.rank_derived(model, a, scope) for a in rng.args):
             return None  # a loop over the axes of an array: a handful of iterations
+        if hostvalues.walked_structure(model, node, rng.args, scope) is not None:
+            return None  # ``for i in range(len(layers)): w, b = layers[i]``: one pass over a model's layers
         for call in loop.calls:
             call_scope = model.scope_at(call)
             qn = model.resolve(call.func, call_scope)

@@ -1993,3 +1993,49 @@ def test_jax304_an_eager_join_compiles_again_for_every_new_length():
         getattr(jax.monitoring, "unregister_event_duration_listener", lambda cb: None)(listener)
     assert grown.shape == (12,)
     assert per_iteration >= 11 and once <= 1
+
+
+_JAX305_LAYERS = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def relu(x):
+        return jnp.maximum(0, x)
+
+    @jax.jit
+    def predict(model, x, n_steps):
+        n = len(model)
+        mid = n // 2
+        for i in range({bound}):
+            weight, bias = model[i]
+            x = relu(jnp.dot(weight, x) + bias)
+        return x
+"""
+
+
+def test_jax305_a_pass_over_a_models_layers_is_not_an_unrolled_step_loop():
+    # fresh AM's U-Net: `for i in range(0, mid)` with `mid = len(model) // 2`, indexing `model[i]`: as many
+    # copies as the model has layers, which is what a forward pass is
+    for bound in ("0, mid", "n", "len(model)"):
+        src = _JAX305_LAYERS.replace("{bound}", bound)
+        assert check_source(textwrap.dedent(src), "t.py", [UnrolledLoopInTracedCode()]).findings == [], bound
+
+
+def test_jax305_a_step_count_bound_still_unrolls_its_iterations():
+    src = _JAX305_LAYERS.replace("{bound}", "n_steps").replace("model[i]", "model[0]")
+    got = check_source(textwrap.dedent(src), "t.py", [UnrolledLoopInTracedCode()]).findings
+    assert [f.line for f in got] == [line_of(src, "for i in range")] and "feeds the jitted `relu`" in got[0].message
+
+
+def test_model_walked_structure_names_the_structure_a_loop_indexes_by_its_counter():
+    import ast
+
+    from jaxlint.model import build_model
+    from jaxlint.model.facts import hostvalues
+
+    for bound, walked in (("0, mid", "model"), ("len(model)", "model"), ("n_steps", None)):
+        m = build_model(ast.parse(textwrap.dedent(_JAX305_LAYERS.replace("{bound}", bound))))
+        f = next(fn for fn in m.functions if fn.name == "predict")
+        loop = f.loops[0].node
+        assert hostvalues.walked_structure(m, loop, loop.iter.args, f.scope) == walked, bound

@@ -45,6 +45,39 @@ def rank_derived(m, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
     return False
 
 
+def walked_structure(m, loop_node: ast.For, bounds: list, scope: Scope) -> Optional[str]:
+    """The name of a structure a ``for i in range(...)`` loop walks element by element: a bound derives from
+    ``len(s)`` (``n = len(model); mid = n // 2; range(0, mid)``) and the body indexes ``s`` with the loop's
+    counter (``weight, bias = model[i]``): a pass over a model's layers, as many as it has, not a step count."""
+    target = loop_node.target
+    if not isinstance(target, ast.Name):
+        return None
+    measured = set()
+    for b in bounds:
+        measured |= _len_of(m, b, scope, 0)
+    if not measured:
+        return None
+    for n in walk(loop_node):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in measured and any(
+                isinstance(x, ast.Name) and x.id == target.id for x in walk(n.slice)):
+            return n.value.id
+    return None
+
+
+def _len_of(m, e: ast.AST, scope: Scope, depth: int) -> set:
+    """Names ``s`` whose ``len(s)`` the integer expression ``e`` is computed from (through names bound once)."""
+    out: set = set()
+    for n in walk(e):
+        if isinstance(n, ast.Call) and m.resolve(n.func, scope) == "builtins.len" and len(n.args) == 1 \
+                and isinstance(n.args[0], ast.Name):
+            out.add(n.args[0].id)
+        elif isinstance(n, ast.Name) and depth < L.RANK_HORIZON:
+            ev = m.binding(n.id, scope, (n.lineno, n.col_offset))
+            if ev is not None and ev.kind == "assign" and ev.value is not None and ev.scope is scope:
+                out |= _len_of(m, ev.value, scope, depth + 1)
+    return out
+
+
 def reads_internal_helper(m, e: ast.AST, scope: Scope, depth: int = 0) -> bool:
     """Whether ``e`` reads the result of such a helper, directly or through a name bound to one."""
     for n in walk(e):
