@@ -29,7 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, containers, fetches, hostarrays, libraryobjects, namedtuples, timerclasses
+from . import callables, containers, fetches, hostarrays, libraryobjects, namedtuples, setuporder, timerclasses
 from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -95,6 +95,8 @@ def unwaited_timings(m) -> list:
         work = None if any(isinstance(n, _LOOPS) for s in stmts for n in ast.walk(s)) else _unwaited(m, stmts)
         if work is not None:
             out.append(TimedRegion("magic", work, work, magic=magic))
+    checked = setuporder.host_checked_lines(m)  # ``jax_debug_nans`` on: every JAX call waits for its result
+    out[:] = [r for r in out if not any(a <= r.node.lineno <= b for a, b in checked)]
     out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))
     return out
 
