@@ -431,6 +431,8 @@ def hot_loop(m, ctx: Context) -> Optional[Loop]:
     for loop in reversed(ctx.loops):
         if loop.bounded or not loop_runs_jax_work(m, loop):
             continue
+        if loop.kind == "comprehension" and V.is_jax(m, loop_iterable(loop.node), m.scope_at(loop.node)):
+            continue  # ``[float(v) for v in state["pos"]]``: the parts of one array, not steps
         if any(ch.kind != "comprehension" and loop_runs_jax_work(m, ch) and not _now_and_then(m, ch, loop)
                for ch in effective_children(m, loop)):
             return None
