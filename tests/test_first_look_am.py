@@ -8,7 +8,7 @@ import textwrap
 
 from jaxlint.model import build_model
 from jaxlint.model.facts import setuporder
-from ruletools import assert_marked, default_findings, messages
+from ruletools import assert_marked, default_findings, messages, path_default_codes
 
 _TIMED = """
 import time
@@ -85,3 +85,52 @@ def test_jax201_a_comprehension_over_the_elements_of_one_array_is_not_a_step_loo
 def test_jax201_a_comprehension_over_batches_that_runs_a_step_each_is_a_step_loop():
     src = _PARTS.replace("{line}", "out.append([float(update({'x': x, 't': 0.0})['t']) for x in xs])  # expect: JAX201")
     assert_marked(src)
+
+
+_ARITY = """
+import functools
+import jax
+import jax.numpy as jnp
+import optax
+
+def compute_loss(net, params, batch):
+    return jnp.mean((params * batch) ** 2)
+
+def train_epoch(net, params, opt_state, batches):
+    tx = optax.adam(1e-3)
+    loss_fn = functools.partial(compute_loss, net)
+    loss_fn = jax.jit(jax.value_and_grad(loss_fn))
+    for batch, label in batches:
+        loss, grads = loss_fn({args})
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates){mark}
+    return params
+
+if __name__ == "__main__":
+    train_epoch(None, jnp.ones(3), None, [(jnp.ones(3), 0)] * 1000)
+"""
+
+
+def _arity_call(src):
+    m = build_model(ast.parse(textwrap.dedent(src.replace("{mark}", ""))))
+    call = next(n for n in ast.walk(m.tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "loss_fn")
+    from jaxlint.model.python import arity
+    return arity.arity_error(m, call)
+
+
+def test_model_a_partial_called_with_too_many_or_too_few_arguments_raises_typeerror():
+    # fresh AM's gnn-lspe: `partial(compute_loss, net)` jitted and called with (params, graph, label)
+    assert "takes 3 positional arguments, with 4" in _arity_call(_ARITY.replace("{args}", "params, batch, label"))
+    assert "required argument `batch`" in _arity_call(_ARITY.replace("{args}", "params"))
+    assert _arity_call(_ARITY.replace("{args}", "params, batch")) is None
+    assert _arity_call(_ARITY.replace("{args}", "params, batch=batch")) is None
+    assert _arity_call(_ARITY.replace("{args}", "*xs")) is None
+
+
+def test_jax701_after_a_call_that_always_raises_is_opt_in(tmp_path):
+    # (dead code is judged for files on disk: the engine's certain-raise pass needs the module's path)
+    dead, live = tmp_path / "dead.py", tmp_path / "live.py"
+    dead.write_text(_ARITY.replace("{args}", "params, batch, label").replace("{mark}", ""))
+    live.write_text(_ARITY.replace("{args}", "params, batch").replace("{mark}", ""))
+    assert [c for _, c in path_default_codes(dead) if c == "JAX701"] == []
+    assert [c for _, c in path_default_codes(live) if c == "JAX701"] == ["JAX701"]

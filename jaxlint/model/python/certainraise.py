@@ -45,6 +45,7 @@ import inspect
 import re
 from typing import Optional
 
+from . import arity
 from .syntax import _TERMINAL, assignment_targets, evaluated_parts
 
 _IPYTHON = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___"})
@@ -239,6 +240,9 @@ class _State:
             return f"`{ast.unparse(func)}()` ends the program"
         if isinstance(func, ast.Call) and func.args and self._resolves(func.func, _CALLING):
             func = func.args[0]  # jax.value_and_grad(loss)(...) calls loss
+        wrong = arity.arity_error(self.m, node)  # ``partial(f, a)(x, y, z)`` for ``f(a, x, y)``: TypeError
+        if wrong is not None:
+            return wrong
         target = self._callee(func, ctx)
         if target is None:
             return None

@@ -1,0 +1,91 @@
+"""Calls that certainly raise ``TypeError`` for their number of arguments: a call of a function of this
+module, directly or through names bound to ``functools.partial`` of it and to JAX transforms that keep its
+signature (``jax.jit``, ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``), given more positional arguments
+than it takes (and no ``*args``) or leaving a required parameter without a value (fresh AM:
+``partial(compute_loss, net)`` of ``compute_loss(net, params, batch)`` called with three arguments; fresh AE:
+a step called with one argument of three). Python semantics (and those transforms' signatures) only.
+
+Not judged: calls with ``*args`` or ``**kwargs``, functions with decorators, methods, names bound more than
+once where the call reads them in a loop (a later binding may reach it), and anything the bindings do not
+show.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+# Transforms whose product takes the arguments of the function they are given.
+_SAME_SIGNATURE = frozenset({"jax.jit", "jax.grad", "jax.value_and_grad", "jax.vmap", "jax.checkpoint",
+                             "jax.remat"})
+_PARTIAL = frozenset({"functools.partial"})
+_DEPTH = 6
+
+
+def arity_error(m, call: ast.Call) -> Optional[str]:
+    """Why ``call`` raises ``TypeError`` for its arguments, or None."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    found = _target(m, call.func, m.scope_at(call), (call.lineno, call.col_offset), 0)
+    if found is None:
+        return None
+    fdef, bound_pos, bound_kw = found
+    a = fdef.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    given = bound_pos + len(call.args)
+    named = bound_kw | {k.arg for k in call.keywords}
+    spelled = ast.unparse(call.func)[:40]
+    if a.vararg is None and given > len(positional):
+        return (f"`{spelled}` calls `{fdef.name}`, which takes {len(positional)} positional arguments, with {given} "
+                "(TypeError)")
+    required = positional[:len(positional) - len(a.defaults)]
+    missing = [p for p in required[given:] if p not in named]
+    missing += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and p.arg not in named]
+    if missing:
+        return f"`{spelled}` calls `{fdef.name}` without its required argument `{missing[0]}` (TypeError)"
+    return None
+
+
+def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
+    """``(def, positional arguments bound, keywords bound)`` of the function a call of ``func`` runs."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(func, ast.Call):  # ``jax.jit(jax.value_and_grad(f))``
+        return _made_by(m, func, scope, depth)
+    if not isinstance(func, ast.Name):
+        return None
+    ev = m.binding(func.id, scope, pos)
+    if ev is None:
+        return None
+    if ev.kind == "def":
+        node = ev.node
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list or _is_method(m, node):
+            return None
+        if len(ev.scope.events.get(func.id) or ()) != 1:
+            return None  # bound again elsewhere (another def, an assignment): not certain which runs
+        return node, 0, frozenset()
+    if not ev.plain_assign or not isinstance(ev.value, ast.Call) or ev.loops:
+        return None
+    return _made_by(m, ev.value, ev.scope, depth)
+
+
+def _made_by(m, value: ast.Call, scope, depth: int) -> Optional[tuple]:
+    if not value.args or isinstance(value.args[0], ast.Starred):
+        return None
+    qn = m.resolve(value.func, scope)
+    inner_pos = (value.lineno, value.col_offset)
+    if qn in _PARTIAL:
+        if any(isinstance(x, ast.Starred) for x in value.args) or any(k.arg is None for k in value.keywords):
+            return None
+        inner = _target(m, value.args[0], scope, inner_pos, depth + 1)
+        if inner is None:
+            return None
+        return inner[0], inner[1] + len(value.args) - 1, inner[2] | {k.arg for k in value.keywords}
+    if qn in _SAME_SIGNATURE:
+        return _target(m, value.args[0], scope, inner_pos, depth + 1)
+    return None
+
+
+def _is_method(m, node: ast.FunctionDef) -> bool:
+    f = m.function_at(node.body[0]) if node.body else None
+    return f is not None and f.node is node and f.cls is not None
