@@ -134,3 +134,35 @@ def test_jax701_after_a_call_that_always_raises_is_opt_in(tmp_path):
     live.write_text(_ARITY.replace("{args}", "params, batch").replace("{mark}", ""))
     assert [c for _, c in path_default_codes(dead) if c == "JAX701"] == []
     assert [c for _, c in path_default_codes(live) if c == "JAX701"] == ["JAX701"]
+
+
+_EVERY = """
+import jax
+import jax.numpy as jnp
+
+log_interval = {every}
+
+@jax.jit
+def step(p, x):
+    return p - 0.1 * x, jnp.sum(x)
+
+def train(p, batches):
+    for it, x in enumerate(batches):
+        p, loss = step(p, x)
+        if it % log_interval == 0:
+            print(f"step {it}: {loss.item()}"){mark}
+    return p
+
+if __name__ == "__main__":
+    train(jnp.ones(3), [jnp.ones(3)] * 100000)
+"""
+
+
+def test_jax201_a_periodic_guard_whose_period_is_1_runs_every_step():
+    # fresh AK's nanoJAXGPT: `log_interval = 1` at module level, `if iter % log_interval == 0: loss.item()`
+    assert_marked(_EVERY.replace("{every}", "1").replace("{mark}", "  # expect: JAX201"))
+
+
+def test_jax201_a_periodic_guard_with_a_longer_period_stays_periodic():
+    for every in ("10", "int(input())"):
+        assert default_findings(_EVERY.replace("{every}", every).replace("{mark}", ""), "JAX201") == [], every

@@ -26,6 +26,7 @@ import ast
 from typing import Optional
 
 from . import callables
+from . import values as V
 from ..python import limits as L
 from ..python.records import BOUNDED_TRIPS, Context, Loop, Scope
 from ..python.syntax import _pos, last_name, walk
@@ -391,6 +392,9 @@ def _counting_mod(m, expr: ast.AST, inner: set) -> bool:
 def _periodic_compare(m, test: ast.Compare, names: "_Names") -> bool:
     ops = test.ops
     if _mods(test):
+        scope = m.scope_at(test)
+        if all(V.const_int(m, mod.right, scope) == 1 for mod in _mods(test)):
+            return False  # ``step % log_interval == 0`` with ``log_interval = 1``: true at every step
         return all(isinstance(op, _ONCE_PER_PERIOD) for op in ops) and _counting_mod(m, test, names.inner)
     parts = [test.left, *test.comparators]
     if all(isinstance(op, ast.Eq) for op in ops):
