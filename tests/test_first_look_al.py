@@ -151,5 +151,5 @@ def test_jax201_a_print_in_the_first_iterations_only_is_not_per_step():
 
 
 def test_jax201_a_print_after_the_first_iterations_is_per_step():
-    for test in ("i > 3", "i >= 0", "i < n"):
+    for test in ("i > 3", "i >= 0", "i < n", "3 < i", "0 <= i"):
         assert_marked(_FIRST.replace("{test}", test).replace("{mark}", "  # expect: JAX201"))

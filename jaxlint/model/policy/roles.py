@@ -139,7 +139,7 @@ def _first_iterations(ctx: Context, loop: Loop) -> Optional[tuple]:
             left, op, right = part.left, part.ops[0], part.comparators[0]
             if isinstance(left, ast.Constant):  # ``3 > i``
                 left, right = right, left
-                op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
+                op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE(), ast.Lt: ast.Gt(), ast.LtE: ast.GtE()}.get(type(op), op)
             if not (isinstance(left, ast.Name) and left.id == counter and isinstance(right, ast.Constant)
                     and type(right.value) is int and 0 <= right.value <= 100):
                 continue
