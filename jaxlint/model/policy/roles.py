@@ -87,7 +87,7 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
     if once is not None:
         return LoopRole(LEAVES, loop, [f"the `if` on line {once[0].lineno} runs only while `{once[1]}` is None, and its "
                                        f"body sets `{once[1]}`: it runs once per run of the loop on line {line}"])
-    first = _first_iterations(ctx, loop)
+    first = periodicity.first_iterations(ctx, loop)
     if first is not None:
         return LoopRole(FEW, loop, [f"the `if {unparse(first[0], 40)}` on line {first[0].lineno} runs it only in the "
                                     f"first {first[1]} iteration{'s' if first[1] != 1 else ''} of the loop on line {line}"])
@@ -120,68 +120,6 @@ def sync_role(model, ctx: Optional[Context], syncs: bool = True, gate=None) -> L
             f"every compiled update of the state `{unparse(step.func, 40)}` (line {step.lineno}) rebinds, and "
             "this test gates that step, so it runs before every step"], schedule=guard)
     return LoopRole(PER_STEP, loop, lambda: _per_step_evidence(model, loop))
-
-
-def _first_iterations(ctx: Context, loop: Loop) -> Optional[tuple]:
-    """``(test, n)``: an ``if`` inside ``loop`` whose test (or a conjunct of it) holds only in the loop's first
-    ``n`` iterations (at most 100): ``i < 3``, ``i <= 2``, ``i == 0`` on the counter of ``for i in range(n)`` or
-    ``for i, x in enumerate(xs)``, which starts at 0 (a timing print for the first tokens)."""
-    counter = _zero_based_counter(loop, ctx.scope)
-    if counter is None or loop not in ctx.loops:
-        return None
-    inside = ctx.loops.index(loop) + 1
-    for test, depth in ctx.guards:
-        if depth < inside:
-            continue
-        for part in (test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]):
-            if not (isinstance(part, ast.Compare) and len(part.ops) == 1):
-                continue
-            left, op, right = part.left, part.ops[0], part.comparators[0]
-            if isinstance(left, ast.Constant):  # ``3 > i``
-                left, right = right, left
-                op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE(), ast.Lt: ast.Gt(), ast.LtE: ast.GtE()}.get(type(op), op)
-            if not (isinstance(left, ast.Name) and left.id == counter and isinstance(right, ast.Constant)
-                    and type(right.value) is int and 0 <= right.value <= 100):
-                continue
-            n = {ast.Lt: right.value, ast.LtE: right.value + 1, ast.Eq: 1}.get(type(op))
-            if n:
-                return test, n
-    return None
-
-
-def _zero_based_counter(loop: Loop, scope) -> Optional[str]:
-    """The name counting ``loop``'s iterations from 0: ``for i in range(n)`` (``range(0, n)``, ``trange``,
-    through ``tqdm(...)`` and a name every binding of which is one of these), or the index of ``enumerate(xs)``
-    with no start."""
-    node = loop.node
-    if not isinstance(node, ast.For):
-        return None
-    target = node.target
-    if isinstance(target, ast.Name) and _counts_from_zero(node.iter, scope, 0):
-        return target.id
-    it = node.iter
-    if (isinstance(it, ast.Call) and getattr(it.func, "id", None) == "enumerate" and len(it.args) == 1
-            and not it.keywords and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)):
-        return target.elts[0].id
-    return None
-
-
-def _counts_from_zero(it: ast.AST, scope, depth: int, seen: frozenset = frozenset()) -> bool:
-    if depth > 4:
-        return False
-    if isinstance(it, ast.Name) and scope is not None:
-        if it.id in seen:
-            return True  # ``iterator = tqdm(iterator, desc=...)``: the same sequence, wrapped
-        events = scope.events.get(it.id) or []
-        return bool(events) and all(ev.plain_assign and ev.value is not None and _counts_from_zero(
-            ev.value, scope, depth + 1, seen | {it.id}) for ev in events)
-    if not isinstance(it, ast.Call):
-        return False
-    name = it.func.attr if isinstance(it.func, ast.Attribute) else getattr(it.func, "id", None)
-    if name in ("tqdm", "iter") and len(it.args) == 1:
-        return _counts_from_zero(it.args[0], scope, depth + 1, seen)
-    return name in ("range", "trange") and not it.keywords and (len(it.args) == 1 or (
-        len(it.args) == 2 and isinstance(it.args[0], ast.Constant) and it.args[0].value == 0))
 
 
 def _outside_a_loop_of_steps(model, ctx: Context, loop: Loop, guard: ast.AST) -> bool:
