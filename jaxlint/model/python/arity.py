@@ -87,5 +87,5 @@ def _made_by(m, value: ast.Call, scope, depth: int) -> Optional[tuple]:
 
 
 def _is_method(m, node: ast.FunctionDef) -> bool:
-    f = m.function_at(node.body[0]) if node.body else None
-    return f is not None and f.node is node and f.cls is not None
+    f = m.func_of_node.get(id(node))
+    return f is not None and f.cls is not None
