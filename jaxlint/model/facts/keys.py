@@ -169,6 +169,8 @@ def key_uses(m, call: ast.Call) -> list:
         ev = m.binding(arg.id, scope, _pos(arg))
         if ev is None or ev.kind in ("def", "other"):
             continue
+        if ev.scope is scope and ev.pos > _pos(arg) and not any(_within(ev.node, lp.node) for lp in ctx.loops):
+            continue  # read before any binding, outside a loop round to one: unbound (a notebook: the kernel's)
         if ev.scope is not scope:
             # A key from an enclosing scope: only when this scope cannot rebind it.
             if scope.kind != "function" or arg.id in scope.globals or ev.scope.kind == "class":
