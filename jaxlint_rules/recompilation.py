@@ -222,7 +222,7 @@ class JitInLoop(Rule):
                                                "of them"], evidence=facts, opt_in=_benchmark(model, wrap.ctx))
                 continue
             outer = model.function_at(wrap.node)
-            if outer is None or outer.traced or called_once(outer, model.conventions) or cached(outer):
+            if outer is None or outer.traced or called_once(outer, model) or cached(outer):
                 self.quiet(model, wrap.node, "repeats (disproven): the loop is over a few items in module-level code, "
                                              "traced code, a test, an entry point or a cached function: a few compiles, "
                                              "once")
@@ -314,7 +314,7 @@ class JitPerCall(Rule):
                 self.quiet(model, wrap.node, f"repeats (disproven): `{outer.name}` is a cached builder, run once "
                                              "per set of arguments")
                 continue
-            once = frequency.once_by_name(outer, model.conventions)  # opt-in, not silence: a name decides it
+            once = frequency.once_by_name(outer, model)  # opt-in, not silence: a name decides it
             if jit_in_loop(model, wrap) is not None:
                 continue  # JAX101's case
             if wrap.decorator:
@@ -404,7 +404,7 @@ class JitPerCall(Rule):
                                    evidence=facts, facts=[found.eager, found.repeats])
                 continue
             rep = found.rep
-            once = frequency.once_by_name(outer, model.conventions)
+            once = frequency.once_by_name(outer, model)
             if found.eager.status != "proven":
                 opt_in: Optional[str] = found.eager.why
             elif once is not None:

@@ -570,7 +570,7 @@ class ConstantKeyInLoop(Rule):
         f = ctx.scope.func
         if f is None or ctx.loops:
             return None  # in a loop over configurations of its own: one key per case on purpose
-        if called_once(f, model.conventions) or not keydraws.drawn_in_place(model, call):
+        if called_once(f, model) or not keydraws.drawn_in_place(model, call):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
         if keydraws.folded_per_call(model, call):
             return None  # ``fold_in(key(0), step)``: a different key on every call

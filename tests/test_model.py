@@ -2291,6 +2291,29 @@ def test_key_use_names_the_binding_a_random_call_consumes():
     assert [[u.call.lineno for u in g] for g in groups] == [[6, 7], [8], [9], [11]]
 
 
+def test_a_read_before_every_binding_of_its_key_consumes_no_binding():
+    tree, m = build("""
+    import jax
+
+    early = jax.random.normal(key, (3,))
+    key = jax.random.PRNGKey(0)
+    late = jax.random.normal(key, (3,))
+
+    def f(n):
+        for i in range(n):
+            a = jax.random.normal(k, (3,))
+            k = jax.random.PRNGKey(i)
+        b = jax.random.normal(c, (3,))
+        c = jax.random.PRNGKey(n)
+        return a, b
+    """)
+    early, late, looped, unbound = _random_calls(m, "normal")
+    assert keys.key_use(m, early) is None  # unbound in order (a notebook: the kernel's key): unknown
+    assert keys.key_use(m, late).event.kind == "assign"
+    assert keys.key_use(m, looped).event.kind == "assign"  # the loop's back edge brings the later binding round
+    assert keys.key_use(m, unbound) is None
+
+
 def _dead(src: str) -> dict:
     """{line: result_dead} for every jax.random call of ``src``."""
     tree, m = build(src)
@@ -2584,7 +2607,12 @@ def test_test_modules_by_path(path, is_test):
     assert build_model(ast.parse("x = 1"), path=path).is_test_module is is_test
 
 
-def test_test_code_by_function_and_class_name():
+@pytest.mark.parametrize("filename, collected", [("test_train.py", True), ("train.py", False)])
+def test_test_code_by_function_and_class_name(tmp_path, filename, collected):
+    """Test code by its purpose: a function named as a test (or nested in one), a ``Test*`` class's
+    methods, and all of a test file. Whether a runner runs it is another fact: pytest collects
+    ``test*`` functions only from its test files (``tests_collected``), so ``train.py``'s
+    ``test_step`` runs as often as its callers run it."""
     src = textwrap.dedent("""
         import jax
 
@@ -2600,10 +2628,13 @@ def test_test_code_by_function_and_class_name():
         def train():
             d = 4
     """)
-    m = build_model(ast.parse(src), path="train.py")
+    (tmp_path / ".git").mkdir()
+    m = build_model(ast.parse(src), path=str(tmp_path / filename))
     by_name = {n.targets[0].id: n for n in ast.walk(m.tree) if isinstance(n, ast.Assign)}
-    assert m.in_test_code(by_name["a"]) and m.in_test_code(by_name["b"]) and m.in_test_code(by_name["c"])
-    assert not m.in_test_code(by_name["d"])
+    assert m.tests_collected is collected
+    assert m.in_test_code(by_name["a"]) and m.in_test_code(by_name["b"])
+    assert m.in_test_code(by_name["c"])
+    assert m.in_test_code(by_name["d"]) is collected  # a test file is test code as a whole
 
 
 # --------------------------------------------------------------------------- repetition: how often a function runs
@@ -2724,6 +2755,18 @@ def test_a_training_step_parameter_is_evidence_unless_it_is_the_step_function():
             return state
     """, "loop")
     assert rep is None
+
+
+@pytest.mark.parametrize("default, evidence", [
+    ("1.0 / 16", False), ("1e-3", False), ("-0.5", False), ("1 / 16", False),  # a step size (fresh C's annotated S4)
+    ("0", True), ("None", True), ("2 * 3", True), ("START", True),  # a step number, or not known
+])
+def test_a_step_parameter_with_a_float_default_is_a_step_size(default, evidence):
+    _, rep = repetition(f"""
+        def check(n, step={default}):
+            return n * step
+    """, "check")
+    assert (rep is not None and rep.kind == "step_param") is evidence
 
 
 @pytest.mark.parametrize("name", ["initialize_model", "setup", "init", "load_params", "train", "run"])

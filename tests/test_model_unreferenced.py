@@ -7,8 +7,11 @@ from __future__ import annotations
 import ast
 import json
 
+import pytest
+
 from jaxlint.cli import main
 from jaxlint.model import build_model
+from jaxlint.model.python.records import runs_as_test
 from jaxlint.model.python.unreferenced import enclosing, unreferenced
 from jaxlint.project import ProjectResolver
 from ruletools import make_project
@@ -135,7 +138,7 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
         "decorated": False,  # a decorator may register it
         "jitted": True, "jitted_partial": True,  # a JAX transform registers nothing
         "main": False,  # the module's own code calls it
-        "test_tree": False,  # test runners collect it
+        "test_tree": True,  # named as a test, in a file pytest does not collect (lib.py): nothing runs it
         "mentioned_in_a_notebook": False,
         "imported_never_used": True,  # run.py imports it and never uses it: no reference
         "imported_and_used": False,  # imported under another name, and used
@@ -148,6 +151,28 @@ def test_which_top_level_functions_nothing_refers_to(tmp_path):
     }
     f = next(f for f in m.functions if f.name == "helper")
     assert "nothing in the project refers to `helper`" in unreferenced(m, f)
+
+
+@pytest.mark.parametrize("files, referenced", [
+    ({"pkg/lib.py": "def test_tree():\n    return 1\n"}, False),  # pytest collects only test_*.py, *_test.py
+    ({"pkg/test_lib.py": "def test_tree():\n    return 1\n"}, True),
+    ({"pkg/lib_test.py": "def test_tree():\n    return 1\n"}, True),
+    # the project names its own test files: which ones is not read, so any file may be collected
+    ({"pkg/lib.py": "def test_tree():\n    return 1\n", "pytest.ini": "[pytest]\npython_files = *.py\n"}, True),
+    ({"pkg/lib.py": "def test_tree():\n    return 1\n", "pyproject.toml": "[tool.pytest.ini_options]\n"}, False),
+    # a TestCase's test methods run from any module (unittest.main()); a trainer's `test_step` does not
+    ({"pkg/lib.py": "import unittest\nclass T(unittest.TestCase):\n    def test_tree(self):\n        return 1\n"}, True),
+    ({"pkg/lib.py": "class Trainer:\n    def test_step(self):\n        return 1\n"}, False),
+])
+def test_functions_named_as_tests_run_as_tests_only_where_a_runner_collects_them(tmp_path, files, referenced):
+    make_project(tmp_path, files)
+    (tmp_path / ".git").mkdir()
+    rel = next(p for p in files if p.endswith(".py"))
+    m = _model(tmp_path, rel)
+    f = next(f for f in m.functions if f.name.startswith("test"))
+    assert runs_as_test(f, m.tests_collected) is referenced
+    if f.cls is None:
+        assert (unreferenced(m, f) is None) is referenced
 
 
 def test_outside_a_repository_nothing_is_known(tmp_path):
@@ -262,6 +287,32 @@ def test_a_module_of_the_owners_own_package_is_not_foreign(tmp_path):
                          owner)
 
 
+def test_a_file_reading_its_own_function_of_the_name_does_not_refer_to_the_owners(tmp_path):
+    """Fresh AK's JaxFEM: ``local_matrices.py``'s ``main`` is called by nothing, while every other script
+    of the repository defines and calls a ``main`` of its own: those calls are not references."""
+    from jaxlint.model.python.unreferenced import only_imported
+
+    owner = str(tmp_path / "fem/local_matrices.py")
+    other = str(tmp_path / "solve.py")
+
+    def refers(src: str) -> bool:
+        return not only_imported(other, src.encode(), "main", owner)
+
+    assert not refers("def main():\n    pass\n\nif __name__ == '__main__':\n    main()\n")
+    assert not refers("class main:\n    pass\n\nx = main()\n")
+    assert refers("from fem.local_matrices import main\n\ndef main():\n    pass\n\nmain()\n")  # which one: not told
+    assert refers("from fem.local_matrices import *\n\ndef main():\n    pass\n")
+    assert refers("import fem.local_matrices as lm\n\ndef main():\n    lm.main()\n")  # the owner's, by attribute
+    assert refers("def run():\n    def main():\n        pass\n    main()\n\nmain()\n")  # nested: not the module's own
+    assert refers("def main():\n    pass\n\nhandlers = {'main': None}\n")  # a string with the name
+    # fresh G's shortcut-models: the name imported from the owner in one branch, from another module in the
+    # next; a read may be either (the other modules' own defs of the name are no references)
+    owner = str(tmp_path / "targets_shortcut.py")
+    assert not only_imported(other, b"if a:\n    from baselines.naive import main\n    main()\nelse:\n"
+                                    b"    from targets_shortcut import main\n    main()\n", "main", owner)
+    assert only_imported(other, b"from baselines.naive import main\nmain()\n", "main", owner)
+
+
 def test_the_text_pass_finds_the_owners_the_tree_walk_finds(tmp_path):
     """The engine hands the module's text: one pass over it finds the same holders of each candidate's
     name as a walk of the tree, comments, ``def`` names and parked string statements skipped."""
@@ -287,7 +338,7 @@ only_from_dead(x) in code parked in a string
 def test_a_module_nothing_imports_runs_none_of_its_functions(tmp_path):
     """Fresh W's and X's dead modules: nothing in the repository imports `orphan.py` and it runs nothing
     as a script, so its functions are not shown to run, even where another file spells their names (its
-    own `sample`); a module reached by `from .starred import *`, a script, a package's `__init__`, and a
+    `rng.sample`); a module reached by `from .starred import *`, a script, a package's `__init__`, and a
     folder of stand-alone files none of which is imported (jaxlint's own fixtures) stay."""
     body = "import jax\n\ndef sample(key):\n    return jax.random.normal(key)\n"
     make_project(tmp_path, {
@@ -295,7 +346,7 @@ def test_a_module_nothing_imports_runs_none_of_its_functions(tmp_path):
         "pkg/orphan.py": body + "KEY = jax.random.key(0)\n",
         "pkg/starred.py": body,
         "pkg/script.py": body + "\nif __name__ == '__main__':\n    print(1)\n",
-        "pkg/user.py": "def sample(x):\n    return x\n\nprint(sample(1))\n",
+        "pkg/user.py": "import random\n\nrng = random.Random(0)\nprint(rng.sample([1, 2], 1))\n",
         "examples/bad.py": body, "examples/good.py": body,  # stand-alone files, none imported
     })
     (tmp_path / ".git").mkdir()

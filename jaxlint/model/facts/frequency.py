@@ -22,20 +22,22 @@ from .jaxrecords import Repetition
 from ..python.syntax import statement_walk, walk
 
 
-def called_once(f: Optional[FunctionInfo], cur) -> bool:
+def called_once(f: Optional[FunctionInfo], m) -> bool:
     """Entry points and tests (and functions nested in them) run once per process or test: what
-    the test frameworks run (``records.runs_as_test``), and the conventions ``cur`` (the model's
-    ``conventions``): ``entry-points`` and ``demo-functions``."""
-    return once_by_name(f, cur) is not None
+    the test frameworks run (``records.runs_as_test``, where they collect the module ``m``), and
+    the conventions (``m.conventions``) ``entry-points`` and ``demo-functions``."""
+    return once_by_name(f, m) is not None
 
 
-def once_by_name(f: Optional[FunctionInfo], cur) -> Optional[str]:
-    """Why ``f`` is taken to run once per process or test by a name, or None: a test (the test
-    frameworks' discovery rules), or an entry point or demo by the conventions ``cur``, itself or a
-    function it is nested in."""
+def once_by_name(f: Optional[FunctionInfo], m) -> Optional[str]:
+    """Why ``f`` (a function of the module ``m``) is taken to run once per process or test by a
+    name, or None: a test (the test frameworks' discovery rules), or an entry point or demo by the
+    conventions, itself or a function it is nested in."""
+    cur = m.conventions
+    collected = getattr(m, "tests_collected", True)
     while f is not None:
         name = f.name
-        if runs_as_test(f):
+        if runs_as_test(f, collected):
             return f"`{name}` runs as a test (pytest's and unittest's discovery rules)"
         for key in ("entry-points", "demo-functions"):
             if cur.matches(key, name):
@@ -286,12 +288,42 @@ def _repeats(m, f: FunctionInfo, depth: int, project: bool = True) -> Optional[R
         return elsewhere
     if step_name(f.name, m.conventions):
         return Repetition("step_name", f)  # no caller in sight: the conventions' step-methods
-    if setup_name(f.name, m.conventions) or called_once(f, m.conventions):
+    if setup_name(f.name, m.conventions) or called_once(f, m):
         return None
     called = {c.func.id for c in f.calls if isinstance(c.func, ast.Name)}
     for p in list(f.params) + list(f.kwonly):
-        if m.conventions.matches("step-params", p) and p not in called:
+        if m.conventions.matches("step-params", p) and p not in called and not _float_default(f.node, p):
             return Repetition("step_param", f, name=p)
+    return None
+
+
+def _float_default(node: ast.AST, name: str) -> bool:
+    """Whether the parameter ``name`` defaults to a float (``step=1.0 / 16``): a step size, not the
+    number of a training step (fresh C's annotated S4: a test's discretisation step)."""
+    args = getattr(node, "args", None)
+    if args is None:
+        return False
+    positional = list(args.posonlyargs) + list(args.args)
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for arg, default in pairs:
+        if arg.arg == name:
+            return isinstance(_number(default), float)
+    return False
+
+
+def _number(node: ast.AST):
+    """The value of an arithmetic expression of number literals (``1.0 / 16``, ``-1e-3``), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) in (int, float) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _number(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        a, b = _number(node.left), _number(node.right)
+        if a is None or b is None or (isinstance(node.op, ast.Div) and b == 0):
+            return None
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(node.op), a / b if b else None)
     return None
 
 def escapes(m, f: FunctionInfo, name: str) -> bool:
@@ -320,7 +352,7 @@ def runs_once_by_facts(m, f: FunctionInfo) -> bool:
 def _runs_once(m, f: FunctionInfo, depth: int, names: bool = True) -> bool:
     if cached(f) or f.name in _CONSTRUCTORS:
         return True
-    if names and (called_once(f, m.conventions) or setup_name(f.name, m.conventions)):
+    if names and (called_once(f, m) or setup_name(f.name, m.conventions)):
         return True
     if f.parent is not None and not isinstance(f.node, ast.Lambda) and _runs_once(m, f.parent, depth + 1, names) \
             and not escapes(m, f.parent, f.name) and depth < L.REPETITION_CHAIN:
@@ -342,7 +374,7 @@ def compute_helper(m, f: FunctionInfo, uses: list) -> bool:
     set-up code. Such a helper is used like an array function, once per batch wherever its
     callers are, and every call of it pays for the compile. A primitive's eager rule
     (``p.def_impl``) runs only when the primitive is bound outside jit, and is not one."""
-    if isinstance(f.node, ast.Lambda) or f.loops or setup_name(f.name, m.conventions) or called_once(f, m.conventions):
+    if isinstance(f.node, ast.Lambda) or f.loops or setup_name(f.name, m.conventions) or called_once(f, m):
         return False
     if "def_impl" in _decorator_names(f):
         return False

@@ -190,7 +190,7 @@ def runs_again(m, f) -> Optional[tuple]:
             return ("loop", call, ctx.loops[-1])
     if len(sites) >= 2:
         return ("sites", [c for c, _ in sites])
-    if called_once(f, m.conventions):
+    if called_once(f, m):
         return None
     rep = frequency.repeats(m, f)
     if rep is not None and rep.kind != "factory":

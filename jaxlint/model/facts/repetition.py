@@ -171,7 +171,7 @@ def compiled_once(m, f: FunctionInfo) -> bool:
         if ctx is None or ctx.loops:
             return False
         outer = m.function_at(calls[0])
-        if outer is not None and not called_once(outer, m.conventions):
+        if outer is not None and not called_once(outer, m):
             return False
     return True
 

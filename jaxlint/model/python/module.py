@@ -15,6 +15,7 @@ from . import limits as L
 from .limits import Work
 from .records import Binding, ClassInfo, Context, FunctionInfo, Loop, Scope, runs_as_test
 from .syntax import _end, _pos
+from .testdiscovery import collects_tests
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -53,6 +54,7 @@ class ModuleModel:
         self.timed_magics: list = []  # a notebook's (magic, first, last line) that %time/%timeit time
         self.notebook = False  # the module is a notebook's cells (set by the engine)
         self.path: Optional[str] = None
+        self._collected: Optional[bool] = None  # tests_collected, once the path is known
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
         self._rebinding_memo: dict = {}
@@ -72,6 +74,15 @@ class ModuleModel:
         if self.path is None or conventions is None or not self.importable:
             return False
         return conventions.matches("test-files", self.path)
+
+    @property
+    def tests_collected(self) -> bool:
+        """Whether pytest may collect this module's top-level ``test*`` functions
+        (:func:`.testdiscovery.collects_tests`), found once."""
+        found = self._collected
+        if found is None:
+            found = self._collected = collects_tests(self.path, self.is_test_module)
+        return found
 
     @property
     def importable(self) -> bool:
@@ -94,7 +105,7 @@ class ModuleModel:
         ``get_fake_batch`` that only ``test_trace`` reaches."""
         g = f
         while g is not None:
-            if runs_as_test(g):
+            if runs_as_test(g):  # named as a test: its purpose, whether or not a runner collects it
                 return True
             g = g.parent
         if f is None or depth > 3 or isinstance(f.node, ast.Lambda) or f.cls is not None:

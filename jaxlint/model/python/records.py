@@ -173,13 +173,27 @@ class FunctionInfo:
         return None
 
 
-def runs_as_test(f: "FunctionInfo") -> bool:
+def runs_as_test(f: "FunctionInfo", collected: bool = True) -> bool:
     """Whether the test frameworks run ``f`` as a test or a fixture, by their discovery rules (the
     one definition jaxlint uses): pytest's and unittest's ``test*`` functions and methods, ``*_test``
-    functions, ``setUp*`` fixtures, and every method of a ``Test*`` class."""
+    functions, ``setUp*`` fixtures, and every method of a ``Test*`` class. ``collected``: whether
+    pytest collects the module's functions (:func:`.testdiscovery.collects_tests`); where it does
+    not, only the methods of a ``Test*`` class or of a class derived from a ``*TestCase`` (unittest
+    runs those from any module) are tests."""
     name = f.name
-    return (name.startswith(("test", "setUp")) or name.endswith("_test")
-            or (f.cls is not None and f.cls.node.name.startswith("Test")))
+    named = name.startswith(("test", "setUp")) or name.endswith("_test")
+    if f.cls is None:
+        return named and collected
+    cls = f.cls.node
+    if cls.name.startswith("Test"):
+        return True
+    if not named:
+        return False
+    return collected or any(_last_name(b).endswith(("TestCase", "Test")) for b in cls.bases)
+
+
+def _last_name(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 class ClassInfo:

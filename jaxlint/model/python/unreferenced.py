@@ -227,7 +227,7 @@ def _method_dead(m, f, asking: frozenset = frozenset()) -> bool:
     """Whether nothing refers to the method ``f`` (see :func:`unreferenced_method`); ``asking``: the
     methods whose question this one answers part of (methods that only refer to each other are dead)."""
     name, cls = f.name, f.cls.node
-    if (name.startswith("__") and name.endswith("__")) or runs_as_test(f) or cls not in m.tree.body:
+    if (name.startswith("__") and name.endswith("__")) or runs_as_test(f, m.tests_collected) or cls not in m.tree.body:
         return False
     if not all(_plain_method_decorator(m, d) for d in f.node.decorator_list) or not _plain_class(m, cls, set()):
         return False
@@ -416,7 +416,7 @@ def _candidates(m) -> list:
     for f in m.functions:
         if f.parent is not None or f.cls is not None or not isinstance(f.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if runs_as_test(f) or f.name.startswith("__") or not all(_transform(m, d) for d in f.node.decorator_list):
+        if runs_as_test(f, m.tests_collected) or f.name.startswith("__") or not all(_transform(m, d) for d in f.node.decorator_list):
             continue
         out.append(f)
     return out
@@ -456,7 +456,8 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     ``name`` without referring to the function of the module ``owner`` (its path) that bears it:
     only to import it and never use it (``from utils import all_gather``: an unused import), or
     only as another module's name (``jax.random.uniform``, ``from numpy.random import uniform``,
-    when ``owner``'s module is ``init.py`` and this file imports no module of that name).
+    when ``owner``'s module is ``init.py`` and this file imports no module of that name), or only
+    as its own top-level function of that name (a script's own ``main``, no import of the name).
     Anything else, a notebook or a file that does not parse included, counts as a use."""
     if path.endswith(".ipynb"):  # the project resolver hands a notebook's code cells as their text
         try:
@@ -473,11 +474,20 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
     stem = os.path.splitext(os.path.basename(owner))[0] if owner else ""
     foreign = _foreign_modules(tree, stem, _packages(owner)) if stem else {}
     imported = False
+    # a file with a top-level def of its own of the name (its own ``main``) that imports no such name
+    # reads its own function where it reads the plain name (fresh AK's JaxFEM: every script has a ``main``)
+    own = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name]
+    shadowed = bool(own) and not any(isinstance(n, (ast.ImportFrom, ast.Import)) and any(
+        (a.asname or a.name.split(".")[0]) == name or a.name == "*" for a in n.names) for n in ast.walk(tree))
+    # imported from the owner's module too (``from targets_shortcut import get_targets`` in one branch,
+    # ``from baselines.targets_naive import get_targets`` in another): a plain read may be the owner's
+    from_owner = any(isinstance(n, ast.ImportFrom) and not _other_module(n, stem) and any(
+        a.name == name and a.asname in (None, name) for a in n.names) for n in ast.walk(tree))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == name or alias.asname == name:
-                    if stem and node.module and node.level == 0 and node.module.split(".")[-1] != stem:
+                    if _other_module(node, stem):
                         foreign[alias.asname or alias.name] = node.module  # another module's function
                         continue
                     if alias.asname not in (None, name):
@@ -490,12 +500,18 @@ def only_imported(path: str, data: bytes, name: str, owner: str = "") -> bool:
             if not (isinstance(root, ast.Name) and root.id in foreign):
                 return False  # an attribute of something that may be the owner's module
         elif isinstance(node, ast.Name) and node.id == name:
-            if name not in foreign:
+            if (name not in foreign or from_owner) and not shadowed:
                 return False
         elif name == getattr(node, "value", None) \
-                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name):
-            return False  # a string, or a definition of its own
-    return True if foreign else imported
+                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
+                    and not (shadowed and node in own)):
+            return False  # a string, or a definition of its own (nested: the reads may be the owner's)
+    return True if (foreign or shadowed) else imported
+
+
+def _other_module(node: ast.ImportFrom, stem: str) -> bool:
+    """Whether ``from M import ...`` names a module other than the owner's (its last part is not ``stem``)."""
+    return bool(stem and node.module and node.level == 0 and node.module.split(".")[-1] != stem)
 
 
 def _packages(owner: str) -> frozenset:
