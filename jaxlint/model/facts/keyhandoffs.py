@@ -12,7 +12,8 @@ time it gets the same key. Three facts make the finding:
   module whose body passes the parameter, or a key derived from it by ``split``/``fold_in``, to a
   ``jax.random`` sampler or a distribution's ``sample(seed=...)``, directly or through more
   functions of the module; unknown when the key (or a key derived from it) reaches a function
-  that is not the module's (a library's ``update_fn``, ``model.apply(rngs=...)``). A callee that
+  that is not the module's (a library's ``update_fn``, ``model.apply(rngs=...)``); a haiku
+  transform's ``apply(params, rng, ...)`` draws where :func:`.haikurng.apply_draw` proves it. A callee that
   ignores the key, or only derives keys and returns them, does not draw (no finding).
 
 For a callee of another module of the project, the same: its draw from the parameter is read
@@ -29,7 +30,7 @@ import ast
 import builtins
 from typing import Optional
 
-from . import callables, keys
+from . import callables, haikurng, keys
 from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
 from ...names import JIT_WRAPPERS
 from ..python.branches import name_branches
@@ -317,6 +318,9 @@ def _parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
             continue
         callees = [g for g in callables.local_functions(m, call.func, scope) if g is not f]
         if not callees:
+            drawn = haikurng.apply_draw(m, call, scope, passed)
+            if drawn is not None:  # ``net.apply(params, rng, x)`` of a haiku transform that draws
+                return Draw(True, drawn, "hk.next_rng_key", [f])
             if unknown is None and _outside(m, call, scope):
                 unknown = Draw(False, call, None, [f])
             continue
