@@ -144,9 +144,10 @@ CONVENTIONS = (
         "emptied: no default finding changes; measured 2026-12-02 by bench/conventions.py"),
     Convention(
         "benchmark-names", ("measure", "benchmark", "bench", "timeit", "time_fn", "profile", "autotune"), SUBSTRING,
-        "timing: a loop that calls a helper whose name contains one of these in its iterations, or that runs in a "
-        "function so named, measures time: blocking every iteration is the point (JAX202), and a compile per "
-        "configuration may be (JAX101, JAX503 opt-in)",
+        "timing: a loop that calls a helper whose name contains one of these in its iterations (not under a "
+        "periodic `if`, and not a function of the module that reads no clock: `measure_current_performance` "
+        "evaluating accuracy every 1,000 steps), or that runs in a function so named, measures time: blocking "
+        "every iteration is the point (JAX202), and a compile per configuration may be (JAX101, JAX503 opt-in)",
         "timing helpers of other libraries and projects (``benchmark(fn)``, ``profile_step``) do not show that "
         "they read the clock; a function named for benchmarking says it is one",
         "emptied: no default finding changes on either review set (issue 37 moved it here from a table in "

@@ -4426,6 +4426,21 @@ def test_block_role_of_a_timing_loop_is_a_benchmark():
     assert roles.block_role(m, m.context(block)).kind == "benchmark"
 
 
+@pytest.mark.parametrize("helper, call, benchmark", [
+    ("import time\ndef measure_step(f):\n    t = time.perf_counter()\n    f()\n    return time.perf_counter() - t\n",
+     "measure_step(run)", True),  # the module's helper reads the clock
+    ("", "measure_step(run)", True),  # another library's helper: its name says timing
+    # fresh AN: `measure_current_performance` evaluates accuracy; it reads no clock
+    ("def measure_current_performance(p):\n    return p.mean()\n", "measure_current_performance(state)", False),
+    ("", "if i % 1000 == 0:\n        measure_step(run)", False),  # now and then: an evaluation, not the loop's timing
+])
+def test_a_loop_calling_a_helper_named_for_timing_is_a_benchmark_only_where_it_may_time(helper, call, benchmark):
+    from jaxlint.model.policy import looprecord
+    tree, m = build(helper + "\nstate = 0\nfor i in range(10000):\n    state = step(state)\n    " + call + "\n")
+    loop = next(lp for lp in m.loops if isinstance(lp.node, ast.For))
+    assert (looprecord.record(m, loop).benchmark is not None) is benchmark
+
+
 @pytest.mark.parametrize("name, kind", [
     ("train", "once-by-name"),  # called from main only: names say once (main, train)
     ("main", "once-by-name"),
