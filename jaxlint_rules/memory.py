@@ -6,7 +6,7 @@ import os
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import donation, nnxdonation, setuporder, trainingstate
+from jaxlint.model.facts import donation, eqxdonation, nnxdonation, setuporder, trainingstate
 from jaxlint.model.policy import looprecord
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -131,9 +131,12 @@ class MissingDonation(Rule):
     needs = ("training-state", "old-unread")
     short = "A jitted training step whose results rebind its own parameters every iteration, with no donation."
     summary = ("Finds, in a step loop (the innermost loop that runs JAX work), an assignment whose value is a "
-               "call of a `jax.jit`/`jax.pmap` function declaring no `donate_argnums`/`donate_argnames` and whose "
+               "call of a `jax.jit`/`jax.pmap` function declaring no `donate_argnums`/`donate_argnames` (or an "
+               "equinox `filter_jit` one declaring no `donate`) and whose "
                "targets rebind names passed to it (`state = train_step(state, batch)`, `params, opt_state, loss = "
-               "update(params, opt_state, batch)`). Static arguments are not counted. Reported by default when the "
+               "update(params, opt_state, batch)`). Static arguments are not counted. Equinox donates all array "
+               "arguments (`donate=\"all\"`) or all but the first's (`\"all-except-first\"`): the batch too, so "
+               "an argument the loop reads after the call makes that finding opt-in. Reported by default when the "
                "step applies an optimizer update to a rebound argument (`state.apply_gradients`, "
                "`optax.apply_updates(params, ...)`, an optimizer's `update(grads, opt_state)`, `opt_update(i, grads, "
                "opt_state)` of JAX's example optimizers, a `jax.tree.map` "
@@ -205,6 +208,9 @@ class MissingDonation(Rule):
             facts = [trainingstate.training_state(model, r.call, r.wrap, r.positions, r.keywords)]
             if facts[0].status == "proven":
                 facts.append(donation.old_values_unread(model, r))
+                if r.wrap.kind == "filter_jit" and facts[-1].status == "proven":
+                    option, other_read = eqxdonation.donate_option(model, r)
+                    facts[-1] = other_read or facts[-1]
             opt_in = self._short_or_test(model, r)
             key = id(r.wrap) if id(r.wrap) in own else id(r.call)
             rank = (any(f.status != "proven" for f in facts), opt_in is not None)
@@ -212,9 +218,11 @@ class MissingDonation(Rule):
                 seen[key] = (rank, r, facts, opt_in, key != id(r.call))
         for _, r, facts, opt_in, at_site in sorted(seen.values(), key=lambda v: (v[1].call.lineno, v[1].call.col_offset)):
             opts = []
-            if r.positions:
+            if r.wrap.kind == "filter_jit":  # equinox donates all array arguments, or all but the first's
+                opts.append(f'donate="{eqxdonation.donate_option(model, r)[0]}"')
+            elif r.positions:
                 opts.append(f"donate_argnums={tuple(r.positions)!r}")
-            if r.keywords:
+            if r.keywords and r.wrap.kind != "filter_jit":
                 opts.append(f"donate_argnames={tuple(r.keywords)!r}")
             names = ", ".join(f"`{n}`" for n in r.names)
             where = ["here"] if at_site else [f"on its `{r.wrap.spelling}`{_origin(model, r.wrap)}"]

@@ -519,10 +519,6 @@ def test_jax803_near_misses_donated_static_not_rebound_once_bounded_and_library_
     def nnx_step(model, batch):
         return model
 
-    @eqx.filter_jit
-    def eqx_step(model, batch):
-        return model
-
     @jax.jit
     def rollout(s, batches):
         for b in batches:  # a Python loop in traced code: runs once, while tracing
@@ -540,10 +536,51 @@ def test_jax803_near_misses_donated_static_not_rebound_once_bounded_and_library_
             out = step(s, b)  # the result does not rebind what was passed
             x, n = scaled(s, n)  # n is static
             model = nnx_step(model, b)
-            model = eqx_step(model, b)
         return s, out, x
     """
     assert findings(src, "JAX803") == []
+
+
+EQX_STEP = """
+import equinox as eqx
+import optax
+
+optimizer = optax.adamw(1e-3)
+
+@eqx.filter_jit{declared}
+def make_step(model, opt_state, x, y):
+    loss, grads = eqx.filter_value_and_grad(compute_loss)(model, x, y)
+    updates, opt_state = optimizer.update(grads, opt_state, model)
+    model = eqx.apply_updates(model, updates)
+    return model, opt_state, loss
+
+def train(model, opt_state, loader, steps):
+    for step in range(steps):
+        x, y = next(loader)
+        model, opt_state, loss = make_step(model, opt_state, x, y){after}
+    return model
+"""
+
+
+def test_jax803_an_equinox_filter_jit_step_advises_its_donate_option():
+    """Fresh AK's nanoJAXGPT and AA's `make_step`: a 124M-parameter GPT and its AdamW state kept twice."""
+    src = EQX_STEP.format(declared="", after="")
+    assert default_findings(src, "JAX803") == [(7, "JAX803")]
+    assert 'declare `donate="all"` here' in messages(src, "JAX803")[0]
+
+
+@pytest.mark.parametrize("declared, after, default, opt_in", [
+    ('(donate="all")', "", [], []),  # donation declared
+    ('(donate="none")', "", [], []),  # declared not to: the user's choice
+    # the batch is read after the call: equinox's donate="all" would delete it too
+    ("", "\n        print(evaluate(model, x, y))", [], [7]),
+    ("", "\n        del x, y", [(7, "JAX803")], []),  # gone before any read: the old batch is not needed
+    ("", "\n        x = augment(x)", [], [7]),  # a read of the old batch
+])
+def test_jax803_near_misses_of_an_equinox_filter_jit_step(declared, after, default, opt_in):
+    src = EQX_STEP.format(declared=declared, after=after)
+    assert default_findings(src, "JAX803") == default
+    assert [line for line, _, _ in opt_in_findings(src, "JAX803")] == opt_in
 
 
 def test_jax803_renamed_identifiers_change_nothing():
@@ -735,3 +772,34 @@ def test_jax801_a_fallback_in_the_handler_of_a_backend_query_after_the_backend_s
         other()
     """
     assert_marked(src)
+
+
+@pytest.mark.parametrize("call, option, unknown", [
+    ("model, opt_state, loss = make_step(model, opt_state, x, y)", "all", False),
+    ("model, opt_state, loss = make_step(x, model, opt_state, y)", "all-except-first", False),  # x kept
+    ("model, opt_state, loss = make_step(x, model, opt_state, y)\n            log(y)", "all-except-first", True),
+    ("model, opt_state, loss = make_step(x, model, opt_state, y)\n            log(x)", "all-except-first", False),
+])
+def test_the_donate_option_of_an_equinox_step(call, option, unknown):
+    import ast
+    import textwrap
+    from jaxlint.model import build_model
+    from jaxlint.model.facts import donation, eqxdonation
+
+    src = textwrap.dedent(f"""
+    import equinox as eqx
+
+    @eqx.filter_jit
+    def make_step(a, b, c, d):
+        return a, b, c
+
+    def train(model, opt_state, loader):
+        for x, y in loader:
+            {call}
+    """)
+    m = build_model(ast.parse(src))
+    [r] = donation.rebinding_without_donation(m)
+    chosen, fact = eqxdonation.donate_option(m, r)
+    assert chosen == option and (fact is not None) is unknown
+    if unknown:
+        assert fact.status == "unknown" and "`y`" in fact.why

@@ -27,13 +27,13 @@ class UseAfterDonation:
         self.call, self.name, self.read, self.wrap = call, name, read, wrap
 
 
-_DELETING = frozenset({"jax.jit", "jax.pmap"})
+_DELETING = frozenset({"jax.jit", "jax.pmap", "equinox.filter_jit"})  # filter_jit compiles through jax.jit
 
 
 def deletes_donated(m, wrap: JitWrap) -> bool:
-    """Whether the wrapper is ``jax.jit``/``jax.pmap`` itself, which deletes a donated array. Not
-    flax's ``nnx.jit`` (it writes the new state back into the module object passed in) nor
-    equinox's wrappers. (A step summarized from another module's factory carries the answer.)"""
+    """Whether the wrapper is ``jax.jit``/``jax.pmap`` or equinox's ``filter_jit``, which delete a
+    donated array. Not flax's ``nnx.jit`` (it writes the new state back into the module object
+    passed in). (A step summarized from another module's factory carries the answer.)"""
     if wrap.deletes_donated is not None:
         return wrap.deletes_donated
     node = wrap.node

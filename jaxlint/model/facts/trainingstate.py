@@ -8,7 +8,8 @@ values *are* is a fact of the step's body, by JAX's and the optimizer libraries'
 
 * ``state.apply_gradients(...)`` (flax's ``TrainState``): ``state`` holds parameters and
   optimizer state;
-* ``optax.apply_updates(params, updates)``: ``params`` are parameters;
+* ``optax.apply_updates(params, updates)`` (and ``equinox.apply_updates(model, updates)``): ``params``
+  are parameters;
 * ``tx.update(grads, opt_state, ...)`` whose first argument is a gradient (the result of
   ``jax.grad``/``jax.value_and_grad`` and their equinox and flax NNX forms): ``opt_state`` is an
   optimizer's state;
@@ -93,7 +94,7 @@ def _updated_operands(m, node: ast.AST, grads: set):
             yield f.value, c
             continue
         qn = m.resolve(f, m.scope_at(c))
-        if qn == "optax.apply_updates" and c.args:
+        if qn in ("optax.apply_updates", "equinox.apply_updates") and c.args:
             yield c.args[0], c
         elif (qn is None and len(c.args) >= 3 and grads and _reads(c.args[1], grads)
               and libraryobjects.example_optimizer_update(m, f, m.scope_at(c)) is not None):
