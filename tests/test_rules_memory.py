@@ -576,6 +576,7 @@ def test_jax803_an_equinox_filter_jit_step_advises_its_donate_option():
     ("", "\n        print(evaluate(model, x, y))", [], [7]),
     ("", "\n        del x, y", [(7, "JAX803")], []),  # gone before any read: the old batch is not needed
     ("", "\n        x = augment(x)", [], [7]),  # a read of the old batch
+    ("", "\n    print(evaluate(model, x, y))", [], [7]),  # the last batch, read after the loop
 ])
 def test_jax803_near_misses_of_an_equinox_filter_jit_step(declared, after, default, opt_in):
     src = EQX_STEP.format(declared=declared, after=after)
@@ -779,6 +780,9 @@ def test_jax801_a_fallback_in_the_handler_of_a_backend_query_after_the_backend_s
     ("model, opt_state, loss = make_step(x, model, opt_state, y)", "all-except-first", False),  # x kept
     ("model, opt_state, loss = make_step(x, model, opt_state, y)\n            log(y)", "all-except-first", True),
     ("model, opt_state, loss = make_step(x, model, opt_state, y)\n            log(x)", "all-except-first", False),
+    ("model, opt_state, loss = make_step(model, opt_state, data, y)", "all", True),  # the whole data set, again
+    ("model, opt_state, loss = make_step(model, opt_state, key, y)", "all", True),  # a key passed again
+    ("model, opt_state, loss = make_step(model, opt_state, batch['x'], y)", "all", False),  # an item of a new batch
 ])
 def test_the_donate_option_of_an_equinox_step(call, option, unknown):
     import ast
@@ -793,8 +797,9 @@ def test_the_donate_option_of_an_equinox_step(call, option, unknown):
     def make_step(a, b, c, d):
         return a, b, c
 
-    def train(model, opt_state, loader):
+    def train(model, opt_state, loader, data, key):
         for x, y in loader:
+            batch = next(loader)
             {call}
     """)
     m = build_model(ast.parse(src))
@@ -802,4 +807,4 @@ def test_the_donate_option_of_an_equinox_step(call, option, unknown):
     chosen, fact = eqxdonation.donate_option(m, r)
     assert chosen == option and (fact is not None) is unknown
     if unknown:
-        assert fact.status == "unknown" and "`y`" in fact.why
+        assert fact.status == "unknown" and ("`y`" in fact.why or "passes again" in fact.why)

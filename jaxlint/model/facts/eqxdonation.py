@@ -7,8 +7,11 @@ measured with equinox 0.13.8 on CPU: reading a donated argument after the call r
 
 :func:`donate_option` picks the option (``"all"``, or ``"all-except-first"`` where the first
 argument is the one not rebound) and says, as an unknown fact, where an argument that option
-would donate is read again after the call (in the rest of the loop's body, or at the top of the
-next iteration before it is bound again). Functions of the model (``m``).
+would donate is needed again: one the iteration does not bind anew (a whole data set, a key, passed
+again at the next call: measured, the second call fails with "Buffer has been deleted or
+donated"), or one read after the call (in the rest of the loop's body, or after the loop). Judged on
+29 such steps of the review sets: 10 of the first version's advice would have crashed there.
+Functions of the model (``m``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import ast
 from . import proof
 from .donation import RebindingCall, _first_read, _key, _walk_statements
+from ..python.syntax import unparse
 
 
 def donate_option(m, r: RebindingCall) -> tuple:
@@ -35,22 +39,43 @@ def donate_option(m, r: RebindingCall) -> tuple:
     after, before = flat[at + 1:], flat[:at]
     target = getattr(r.loop.node, "target", None)
     renewed = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
+    renewed |= {n.id for st in before for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     for a in others:
-        name = a.id if isinstance(a, ast.Name) else None
-        if name is None or name in rebound:
+        if isinstance(a, ast.Constant) or _key(a) in rebound:
             continue
-        read = _first_read(after, name)
-        if read is None and name not in renewed and not _binds(after, name):
-            read = _first_read(before, name)  # the next iteration, before anything binds it again
+        root = a
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value  # ``batch["x"]``: an item of a value the iteration binds anew
+        name = root.id if isinstance(root, ast.Name) else None
+        if name is None or name not in renewed:
+            # the same array again at the next call (a whole data set, a key, a configuration's arrays)
+            return option, proof.unknown("old-unread", f"equinox's `donate=\"{option}\"` would also donate "
+                                                       f"`{unparse(a, 30)}`, which the next iteration passes again")
+        read = _first_read(after, name) or _read_after_loop(m, r.loop.node, name)
         if read is not None:
             return option, proof.unknown("old-unread", f"equinox's `donate=\"{option}\"` would also donate `{name}`, "
                                                        f"which line {read.lineno} reads after the call")
     return option, None
 
 
+def _read_after_loop(m, loop: ast.AST, name: str):
+    """A read of ``name`` after ``loop`` in the block around it, before a statement binds it again."""
+    stmt = m.stmt_of.get(id(loop), loop)
+    for block in _blocks_holding(m, stmt):
+        i = next((k for k, s in enumerate(block) if s is stmt), None)
+        if i is not None:
+            return _first_read(block[i + 1:], name)
+    return None
+
+
+def _blocks_holding(m, stmt: ast.stmt):
+    f = m.function_at(stmt)
+    root = f.node if f is not None else m.tree
+    for node in ast.walk(root):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and any(s is stmt for s in block):
+                yield block
+
+
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
-
-
-def _binds(stmts: list, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-               for s in stmts for n in ast.walk(s))
