@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 from jaxlint import names as N
 from jaxlint.model import FETCH_OR_FORMAT_NAMES, ModuleModel, last_name
 from jaxlint.model.facts import callbacks, elementwise, fetches, hostarrays, hostneeds, timing, tracers
-from jaxlint.model.policy import evidence, helpersyncs, looprecord, roles, transfers
+from jaxlint.model.policy import evidence, helpersyncs, looprecord, roles, stepfunctions, transfers
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.facts import values as V
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -19,27 +19,6 @@ _CHECK_FUNCTION = "an assert in a check/verify function, which must see the valu
 _COLLECTED = ("collects each output of an evaluation-style loop (no state carried between iterations) on "
               "the host, in a container or a total over the pass; moving the fetch after the loop saves only "
               "each batch's stall, once per evaluation pass")
-
-# What each kind of sync is for, and how to avoid it: (what the host waits for, the fix).
-_FIX = {
-    "fetch": ("so the host waits for each step before it can dispatch the next",
-              "keep it on device and fetch every N steps or once after the loop"),
-    "format": ("so the host waits for each step before it can dispatch the next",
-               "print or log every N steps, or keep the values on device and report them after the loop"),
-    "if": ("to pick a branch", "test it every N steps, or branch on device with `jnp.where`/`lax.cond`"),
-    "while": ("to decide whether to go on",
-              "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
-    "slice": ("so the host waits for each value before it can dispatch the slice",
-              "take the bounds from host integers (`range(0, n, size)`), or slice on device with "
-              "`jax.lax.dynamic_slice`"),
-    "index": ("so the host waits for the previous step to finish before it can index",
-              "convert the index to NumPy once before the loop (`np.asarray(perm)`), or keep the data on the "
-              "device and index it there"),
-    "shape": ("so the host waits for each step before it can size the result",
-              "give the operation a static `size=` (and a `fill_value`), or move it into the jitted step"),
-    "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
-}
-
 
 def _step_role(model: ModuleModel, ctx, rule: Optional[Rule] = None, node: Optional[ast.AST] = None, gate=None):
     """The loop role around a sync when it runs at every step (:func:`roles.sync_role`; ``gate``: the
@@ -148,6 +127,19 @@ class HostTransferInLoop(Rule):
                 if finding is not None:
                     yield finding
         yield from self._library_loop_syncs(model)
+        for sync in stepfunctions.step_function_syncs(model):
+            loop, name = sync.role.loop, sync.func.name
+            if id(sync.node) in reported or hostneeds.inherent_sync(model, sync.node, loop) is not None:
+                continue
+            why, fix = transfers.SYNC_FIX[sync.kind]
+            facts = sync.role.evidence + [
+                f"`{name}` runs at every iteration of it (called on line {sync.site.lineno}, by the call graph), and "
+                "the sync at every call of it (no loop or `if` around it there)",
+                f"the value is made in `{name}` and nothing keeps it on the host (a statement of its own, or a result "
+                "the loop drops)"]
+            yield self.finding(sync.node, [f"{sync.what} syncs with the device at every call of `{name}`, which the loop "
+                                           "on ", Line(loop.node.lineno), f" runs in every iteration, {why}; {fix}"],
+                               evidence=facts + evidence.logger(model, sync.node))
         for node in model.joined_strs:
             if id(node) in reported:
                 continue
@@ -232,7 +224,7 @@ class HostTransferInLoop(Rule):
             opt_in = _CHECK_FUNCTION
         elif kind == "fetch" and isinstance(node, ast.Call) and transfers.collects_output(model, node, loop):
             opt_in = _COLLECTED
-        why, fix = _FIX[kind]
+        why, fix = transfers.SYNC_FIX[kind]
         facts = role.evidence + [
             "it reads this iteration's values, and nothing shows the host needs them every iteration (no host "
             "consumer, pacing or hand-off)"] + evidence.logger(model, node)

@@ -536,3 +536,24 @@ class _Transformed(JitWrap):
 # Stands for "a callable made by a transform whose wrapper we did not record" (e.g. jax.grad(f)).
 _TRANSFORMED = _Transformed(node=ast.Pass(), kind="transform", spelling="", target=None, func=None,
                             ctx=Context(scope=Scope(ast.Module(body=[], type_ignores=[]), "module", None)))
+
+
+def dispatches_compiled(m, call: ast.Call, depth: int = 0) -> bool:
+    """A call of a plain function of this module whose body calls a compiled function once per
+    call, in no loop of its own (``train_step(params, batch)`` running the jitted update), directly
+    or through one more such function. A helper that loops over its own steps (``train_epoch``)
+    is an epoch, not one step: not counted."""
+    if isinstance(call.func, ast.Lambda) or depth > 1:
+        return False
+    for g in local_functions(m, call.func, m.scope_at(call)):
+        if isinstance(g.node, ast.Lambda) or g.traced:
+            continue
+        for c in g.calls:
+            if not m.work.spend():
+                return False
+            ctx = m.context(c)
+            if ctx is None or ctx.loops:
+                continue
+            if callable_info(m, c.func, m.scope_at(c)) is not None or dispatches_compiled(m, c, depth + 1):
+                return True
+    return False

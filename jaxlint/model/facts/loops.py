@@ -371,6 +371,9 @@ def _direct_work(m, loop: Loop) -> bool:
             if eager_counts and (V.is_jax(m, call) or _eager_step(m, call)):
                 work = True
                 break
+            if callables.dispatches_compiled(m, call):
+                work = True
+                break
         if not work:
             work = any(_iterates_array(m, it, sc) for it, sc in loop.iter_nodes)
         if not work:

@@ -419,3 +419,24 @@ def _jax_names(m, node: ast.AST, scope) -> set:
             ev = m.binding(n.id, scope, _pos(n))
             out.add((n.id, ev.pos if ev is not None else None))
     return out
+
+
+# What each kind of sync is for, and how to avoid it: (what the host waits for, the fix).
+SYNC_FIX = {
+    "fetch": ("so the host waits for each step before it can dispatch the next",
+              "keep it on device and fetch every N steps or once after the loop"),
+    "format": ("so the host waits for each step before it can dispatch the next",
+               "print or log every N steps, or keep the values on device and report them after the loop"),
+    "if": ("to pick a branch", "test it every N steps, or branch on device with `jnp.where`/`lax.cond`"),
+    "while": ("to decide whether to go on",
+              "test it every N iterations, or run the whole loop on device with `lax.while_loop`"),
+    "slice": ("so the host waits for each value before it can dispatch the slice",
+              "take the bounds from host integers (`range(0, n, size)`), or slice on device with "
+              "`jax.lax.dynamic_slice`"),
+    "index": ("so the host waits for the previous step to finish before it can index",
+              "convert the index to NumPy once before the loop (`np.asarray(perm)`), or keep the data on the "
+              "device and index it there"),
+    "shape": ("so the host waits for each step before it can size the result",
+              "give the operation a static `size=` (and a `fill_value`), or move it into the jitted step"),
+    "assert": ("to check it", "check every N steps or after the loop, or inside the step with `checkify`"),
+}
