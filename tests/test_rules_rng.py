@@ -2097,3 +2097,31 @@ def test_jax502_the_same_row_of_a_key_array_read_twice():
             out.append(jax.random.normal(rng[1], shape))
         return out
     """)
+
+
+# --------------------------------------------------------------------------- keys imported from another module
+
+
+@pytest.mark.parametrize("body, reported", [
+    # fresh X's dit_flow: `from dit import randkey`, drawn from twice in one step: the same bits
+    ("    x0 = jrand.normal(randkey, shape)\n    t = jrand.uniform(randkey, (n,))\n    return x0, t\n", [7]),
+    ("    k1, k2 = jrand.split(randkey)\n    return jrand.normal(k1, shape), jrand.uniform(k2, (n,))\n", []),
+    ("    return jrand.normal(randkey, shape)\n", []),  # one draw
+])
+def test_jax502_a_key_imported_from_another_module_is_one_object(body, reported):
+    src = "import jax.random as jrand\nfrom dit import randkey\n\n\ndef noise(shape, n):\n" + body
+    assert [line for line, _ in default_findings(src, "JAX502")] == reported
+
+
+def test_an_import_binding_is_the_key_every_read_sees_unless_the_scope_rebinds_it():
+    import ast as _ast
+    from jaxlint.model import build_model
+
+    m = build_model(_ast.parse("from dit import randkey, config\nimport jax.random as jr\n"
+                               "def f():\n    return randkey\n"
+                               "config = config.copy()\n"))
+    f = next(g for g in m.functions if g.name == "f")
+    ev = m.imported_binding("randkey", f.scope)
+    assert ev is not None and ev.kind == "import" and ev.pos == (1, 0) and ev.scope is m.module_scope
+    assert m.imported_binding("config", f.scope) is None  # also assigned at module level
+    assert m.imported_binding("jr", f.scope) is None  # a module, not a value

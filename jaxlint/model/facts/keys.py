@@ -166,7 +166,7 @@ def key_uses(m, call: ast.Call) -> list:
             continue
         if any(lp.kind == "comprehension" and arg.id in lp.target_names() for lp in ctx.loops):
             continue  # ``[draw(k) for k in keys]``: the element, bound (and scoped) per item
-        ev = m.binding(arg.id, scope, _pos(arg))
+        ev = m.binding(arg.id, scope, _pos(arg)) or m.imported_binding(arg.id, scope)
         if ev is None or ev.kind in ("def", "other"):
             continue
         if ev.scope is scope and ev.pos > _pos(arg) and not any(_within(ev.node, lp.node) for lp in ctx.loops):

@@ -55,6 +55,7 @@ class ModuleModel:
         self.notebook = False  # the module is a notebook's cells (set by the engine)
         self.path: Optional[str] = None
         self._collected: Optional[bool] = None  # tests_collected, once the path is known
+        self._import_bindings: dict = {}  # (id(scope), name) -> imported_binding's answer
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
         self._rebinding_memo: dict = {}
@@ -318,6 +319,21 @@ class ModuleModel:
         imports and unbound names)."""
         found = self._lookup(name, scope, pos)
         return found[0] if found is not None else None
+
+    def imported_binding(self, name: str, scope: Scope) -> Optional[Binding]:
+        """A binding of kind ``import`` for a name that ``from module import name`` binds in the scope a
+        read in ``scope`` sees, where no statement of that scope binds it too: one object at every read
+        (:meth:`binding` answers None for imports). None for a module import or ``import *``."""
+        s = self.binding_scope(name, scope)
+        src = s.import_src.get(name) if s is not None and not s.events.get(name) else None
+        if src is None or src[1] is None:
+            return None
+        memo = self._import_bindings
+        if (id(s), name) not in memo:
+            node = next((n for n in self.import_nodes if isinstance(n, ast.ImportFrom) and self.scope_at(n) is s
+                         and any((a.asname or a.name) == name for a in n.names)), None)
+            memo[(id(s), name)] = None if node is None else Binding(_pos(node), "import", None, None, node, s)
+        return memo[(id(s), name)]
 
     def binding_over_import(self, name: str, scope: Scope, pos: tuple) -> Optional[Binding]:
         """The binding of ``name`` that reaches ``pos`` in ``scope`` itself where the name is also
