@@ -33,11 +33,14 @@ def hand(path: str, steps: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def traced(path: str, steps: int) -> dict:
+def traced(path: str, steps: int, variant: str = "full") -> dict:
+    """``variant``: one of bench/trace_overhead_parts.py's (``gap30``: the watcher handed a call per 30 ms)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        proc = subprocess.run([sys.executable, "-m", "jaxlint", "trace", "--no-static", "--format", "json", "-o", out,
-                               path, str(steps)], capture_output=True, text=True, timeout=600)
+        head = [sys.executable, "-m", "jaxlint", "trace", "--no-static"] if variant == "full" else \
+            [sys.executable, os.path.join(HERE, "trace_overhead_parts.py"), "--child", variant]
+        proc = subprocess.run([*head, "--format", "json", "-o", out, path, str(steps)], capture_output=True,
+                              text=True, timeout=600)
         if not os.path.exists(out):
             raise RuntimeError(proc.stderr[-2000:])
         report = json.load(open(out))
@@ -53,12 +56,13 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--runs", type=int, default=1, help="traced runs per program (the median share is shown)")
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--variant", default="full", help="a variant of bench/trace_overhead_parts.py to trace with")
     args = ap.parse_args()
     rows, bad = [], 0
     for name, expect in PROGRAMS.items():
         path = os.path.join(FIX, name)
         h = hand(path, args.steps)
-        runs = [traced(path, args.steps) for _ in range(args.runs)]
+        runs = [traced(path, args.steps, args.variant) for _ in range(args.runs)]
         shares = [r["loop"]["idle_share"] for r in runs if r["loop"]]
         share = statistics.median(shares) if shares else None
         lp = runs[-1]["loop"]

@@ -17,6 +17,8 @@ jaxlint itself):
                 without the per-call hooks)
     nostale     no JAX603 watch (what traces read from globals, closures and self is not recorded,
                 so no call checks it)
+    gapN        past a function's first calls, hand the watcher at most one call per N ms (steps.WATCH_GAP;
+                shipped: 10)
 Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
 """
 
@@ -64,6 +66,8 @@ def _switch_off(variant: str) -> None:
         hooks.host_bytes = lambda value, python_data=True: None
     elif variant == "nostale":
         stale.watch = lambda watches, key, fun, user_file: None
+    elif variant.startswith("gap"):
+        steps.WATCH_GAP = float(variant[3:]) / 1000
 
 
 def _loop_seconds(cmd: list) -> float:
