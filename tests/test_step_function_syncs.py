@@ -84,6 +84,12 @@ def test_a_returned_sync_counts_only_where_every_call_drops_it(call, reported):
         default_findings(src, "JAX201") == []
 
 
+def test_a_second_sync_of_the_same_value_waits_for_nothing():
+    """Fresh U's DQN agent: `self.losses.append(float(loss))`, then `return float(loss)`: the first waited."""
+    src = RETURNS.replace("    return float(q)", "    print(float(q))\n    return float(q)").format(call="act(params, obs)")
+    assert default_findings(src, "JAX201") == [(_line(src, "print(float(q))"), "JAX201")]
+
+
 def test_a_method_called_through_an_instance_and_a_chain_of_calls():
     src = HEAD + """
 class Agent:
