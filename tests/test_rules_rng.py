@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from jaxlint_rules.rng import ConstantKeyInLoop, GlobalRngInTracedCode, KeyReuse
-from ruletools import assert_marked, default_findings, expected, findings, messages, opt_in_findings, line_of
+from ruletools import _check, assert_marked, default_findings, expected, findings, messages, opt_in_findings, line_of
 
 RULES = [GlobalRngInTracedCode, KeyReuse, ConstantKeyInLoop]
 
@@ -2125,3 +2125,38 @@ def test_an_import_binding_is_the_key_every_read_sees_unless_the_scope_rebinds_i
     assert ev is not None and ev.kind == "import" and ev.pos == (1, 0) and ev.scope is m.module_scope
     assert m.imported_binding("config", f.scope) is None  # also assigned at module level
     assert m.imported_binding("jr", f.scope) is None  # a module, not a value
+
+
+NESTED_DRAW = """
+import jax
+
+KEY = jax.random.PRNGKey(0)
+
+
+@jax.jit
+def step(params, x):
+    def loss_fn(p):
+        noise = jax.random.normal(KEY, x.shape)
+        return ((p * x + noise) ** 2).sum()
+{grad}
+    return params
+
+
+params = jax.numpy.ones(3)
+for i in range(100):
+    params = step(params, jax.numpy.ones(3))
+"""
+
+
+def test_jax502_module_key_drawn_in_a_loss_the_step_differentiates_every_call():
+    src = NESTED_DRAW.format(grad="    params = params - 0.1 * jax.grad(loss_fn)(params)")
+    lines = src.splitlines()
+    [finding] = [f for f in _check(src) if f.code == "JAX502"]
+    assert finding.line == next(i for i, t in enumerate(lines) if "jax.random.normal(KEY" in t) + 1
+    assert "`step` is called in the loop on line" in finding.message
+    assert "runs `loss_fn` on every call" in finding.message
+
+
+def test_jax502_near_miss_a_loss_differentiated_only_under_an_if():
+    src = NESTED_DRAW.format(grad="    if x.ndim > 3:\n        params = params - 0.1 * jax.grad(loss_fn)(params)")
+    assert findings(src, "JAX502") == []

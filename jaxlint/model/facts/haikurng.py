@@ -50,7 +50,7 @@ def apply_draw(m, call: ast.Call, scope: Scope, passed: list) -> Optional[ast.Ca
     rest = ast.Call(func=func, args=call.args[position + 1:],
                     keywords=[k for k in call.keywords if k.arg not in ("params", "state", "rng")])
     seen: set = set()
-    todo = [(transformed, _bind(transformed, rest, {}, False))]
+    todo = [(transformed, bind_literals(transformed, rest, {}, False))]
     while todo and len(seen) < _MAX_FUNCTIONS:
         f, env = todo.pop()
         if id(f) in seen:
@@ -60,18 +60,36 @@ def apply_draw(m, call: ast.Call, scope: Scope, passed: list) -> Optional[ast.Ca
             if not m.work.spend():
                 return None
             cscope = m.scope_at(c)
-            if m.resolve(c.func, cscope) in _CONSUMERS and _opened(m, f, c, env):
+            if m.resolve(c.func, cscope) in _CONSUMERS and opened(m, f, c, env):
                 return c
             for g in callables.local_functions(m, c.func, cscope):
-                todo.append((g, _bind(g, c, env, g.is_method and isinstance(c.func, ast.Attribute))))
-            for method, cls in _classes_called(m, c, cscope):
+                todo.append((g, bind_literals(g, c, env, g.is_method and isinstance(c.func, ast.Attribute))))
+            for method, cls in classes_called(m, c, cscope):
                 meth = cls.methods.get(method)
                 if meth is not None:
-                    todo.append((meth, _bind(meth, c, env, True)))
+                    todo.append((meth, bind_literals(meth, c, env, True)))
     return None
 
 
-def _bind(g, call: ast.Call, env: dict, bound_self: bool) -> dict:
+UNKNOWN = object()  # :func:`literal_value` could not tell
+
+
+def literal_value(expr: ast.AST, env: dict):
+    """The value of ``expr`` when it is a literal, a name (or ``self.<field>``) with a known literal in
+    ``env``, or ``not`` of one of those (``deterministic=not training``); :data:`UNKNOWN` otherwise."""
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return env.get(expr.id, UNKNOWN)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return env.get("self." + expr.attr, UNKNOWN)  # a flax module's field (facts/flaxrng.py)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = literal_value(expr.operand, env)
+        return UNKNOWN if inner is UNKNOWN else not inner
+    return UNKNOWN
+
+
+def bind_literals(g, call: ast.Call, env: dict, bound_self: bool) -> dict:
     """``{parameter of g: literal value}`` for the arguments of ``call`` that are literals, or
     parameters of the caller with a known literal (``env``)."""
     params = list(g.params)[1 if bound_self else 0:]
@@ -80,10 +98,9 @@ def _bind(g, call: ast.Call, env: dict, bound_self: bool) -> dict:
         return out  # ``f(*args)``, ``f(**kw)``: which parameter gets what is not followed
     pairs = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
     for name, value in pairs:
-        if isinstance(value, ast.Constant):
-            out[name] = value.value
-        elif isinstance(value, ast.Name) and value.id in env:
-            out[name] = env[value.id]
+        known = literal_value(value, env)
+        if known is not UNKNOWN:
+            out[name] = known
     passed = {name for name, _ in pairs}
     for name in params + list(g.kwonly):
         default = g.default(name) if name not in passed and not isinstance(g.node, ast.Lambda) else None
@@ -103,7 +120,7 @@ def _transformed(m, receiver: ast.AST, scope: Scope):
     return found[0] if len(found) == 1 else None
 
 
-def _classes_called(m, call: ast.Call, scope: Scope) -> list:
+def classes_called(m, call: ast.Call, scope: Scope) -> list:
     """``[(method, class)]``: ``__init__`` of a class of this module ``call`` instantiates
     (``Block(cfg)``), ``__call__`` of one whose instance it calls (``Block(cfg)(x)``, ``layer(x)``
     with ``layer = Block(cfg)``)."""
@@ -118,7 +135,7 @@ def _classes_called(m, call: ast.Call, scope: Scope) -> list:
     return out
 
 
-def _opened(m, f, call: ast.Call, literals: dict) -> bool:
+def opened(m, f, call: ast.Call, literals: dict) -> bool:
     """Whether every ``if`` of ``f`` around ``call``, and every ``if ...: return`` of ``f``'s body
     before it, tests a bare name (a parameter) whose literal value in ``literals`` lets the call run."""
     ifs = {id(n) for n in ast.walk(f.node) if isinstance(n, ast.If)}

@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from . import frequency, keys
+from . import flaxrng, frequency, keys
 from . import values as V
 from .frequency import called_once, setup_name
 from .keys import DERIVERS, DIST_SAMPLE, FOLD_IN, KEY_FUNCS, KEY_MAKERS
+from ...names import GRADIENT_TRANSFORMS
 from ..python.branches import name_branches
 from ..python.records import Scope
 from ..python.syntax import _pos, call_arg, walk
@@ -26,9 +27,9 @@ class FixedKeyDraw:
     (``self.<attr>`` set in set-up methods only); ``made``: the statement storing the key;
     ``how``: why ``func`` runs more than once (:func:`runs_again`)."""
 
-    __slots__ = ("call", "fn", "key", "where", "made", "func", "how")
+    __slots__ = ("call", "fn", "key", "where", "made", "func", "how", "via")
 
-    def __init__(self, call, fn, key, where, made, func, how):
+    def __init__(self, call, fn, key, where, made, func, how, via=None):
         self.call = call
         self.fn = fn
         self.key = key
@@ -36,6 +37,7 @@ class FixedKeyDraw:
         self.made = made
         self.func = func
         self.how = how
+        self.via = via  # a flax module's ``apply(rngs=...)``: the dropout (or make_rng) call that draws
 
 
 def fixed_key_draws(m) -> list:
@@ -52,6 +54,8 @@ def fixed_key_draws(m) -> list:
     m.facts.fixed_key_memo = out
     calls = list(m.calls_named(KEY_FUNCS))
     calls.extend(c for name in DIST_SAMPLE for c in m.calls_by_name.get(name, ()))
+    calls.extend(c for name in ("apply", "apply_fn") for c in m.calls_by_name.get(name, ())
+                 if any(k.arg == "rngs" and isinstance(k.value, ast.Dict) for k in c.keywords))
     for call in calls:
         if not m.work.spend():
             break
@@ -73,26 +77,50 @@ def _fixed_key_draw(m, call: ast.Call) -> Optional["FixedKeyDraw"]:
     elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
         fn = call.func.attr
         arg = next((kw.value for kw in call.keywords if kw.arg == "seed"), None)
+    elif isinstance(call.func, ast.Attribute) and call.func.attr in ("apply", "apply_fn"):
+        return _fixed_flax_draw(m, call, f, scope)
     else:
         return None
     if fn == FOLD_IN:
         data = call_arg(call, 1, "data")
         if data is None or not isinstance(data, ast.Constant):
             return None  # fold_in(KEY, step): a new key per call
-    made = None
-    if isinstance(arg, ast.Name):
-        made = _module_key(m, arg, scope)
-        where = "module"
-    elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
-          and f.params and arg.value.id == f.params[0]):
-        made = _instance_key(m, f, arg.attr)
-        where = "instance"
+    made, where = _fixed_key(m, f, arg, scope)
     if made is None or skipped_by_default(m, f, call):
         return None
     how = runs_again(m, f)
     if how is None:
         return None
     return FixedKeyDraw(call, fn, arg, where, made, f, how)
+
+
+def _fixed_key(m, f, arg: Optional[ast.AST], scope: Scope) -> tuple:
+    """``(statement making the key, "module" or "instance")`` when ``arg`` reads a key that is the same
+    on every call of ``f``; ``(None, None)`` otherwise."""
+    if isinstance(arg, ast.Name):
+        return _module_key(m, arg, scope), "module"
+    if (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
+            and f.params and arg.value.id == f.params[0]):
+        return _instance_key(m, f, arg.attr), "instance"
+    return None, None
+
+
+def _fixed_flax_draw(m, call: ast.Call, f, scope: Scope) -> Optional["FixedKeyDraw"]:
+    """``model.apply(params, x, rngs={"dropout": KEY})`` with ``KEY`` the same on every call of ``f`` and
+    a dropout (or ``make_rng``) of the module proven to draw from it (facts/flaxrng.py)."""
+    rngs = next(k.value for k in call.keywords if k.arg == "rngs")
+    for value in rngs.values:
+        made, where = _fixed_key(m, f, value, scope)
+        if made is None:
+            continue
+        drawn = flaxrng.apply_draw(m, call, scope, lambda v, value=value: v is value)
+        if drawn is None or skipped_by_default(m, f, call):
+            continue
+        how = runs_again(m, f)
+        if how is None:
+            return None
+        return FixedKeyDraw(call, "apply", value, where, made, f, how, via=drawn)
+    return None
 
 
 def _module_key(m, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
@@ -181,9 +209,15 @@ def runs_again(m, f) -> Optional[tuple]:
     """Why ``f`` runs more than once in this program: ``("sites", [call, call, ...])`` for two
     or more calls of it in this module, ``("loop", call, loop)`` for a call in any loop (a loop
     over a few literal names repeats it too), or ``("repeats", Repetition)`` for the evidence of
-    :func:`~jaxlint.model.frequency.repeats` (a per-step name, a call from a function that repeats). None otherwise,
-    and for entry points and tests, which run once."""
+    :func:`~jaxlint.model.frequency.repeats` (a per-step name, a call from a function that repeats), or
+    ``("via", outer, how)`` for a function nested in ``outer`` and differentiated there on every call
+    of it. None otherwise, and for entry points and tests, which run once."""
     sites = frequency.callers(m, f)
+    if not sites:
+        outer = _differentiated_in(m, f)
+        if outer is not None:  # ``jax.value_and_grad(loss_fn)(params)`` in the step that defines it
+            how = runs_again(m, outer)
+            return ("via", outer, how) if how is not None else None
     for call, _ in sites:
         ctx = m.context(call)
         if ctx is not None and ctx.loops:
@@ -346,3 +380,23 @@ def _leaves_default(call: ast.Call, name: str, position) -> bool:
     if position is not None and len(call.args) > position:
         return False
     return all(k.arg != name for k in call.keywords)
+
+
+def _differentiated_in(m, f):
+    """The function ``f`` is nested in, when that function's body (outside any loop or ``if``)
+    calls a gradient transform of ``f`` (``jax.value_and_grad(loss_fn)(params)``): ``f`` then runs
+    (traced) on every call of it. None otherwise."""
+    outer = m.function_at(f.node)
+    if outer is None or outer is f or isinstance(f.node, ast.Lambda):
+        return None
+    for call in outer.calls:
+        inner = call.func
+        if not (isinstance(inner, ast.Call) and inner.args and isinstance(inner.args[0], ast.Name)
+                and inner.args[0].id == f.name):
+            continue
+        ctx = m.context(call)
+        if ctx is None or ctx.scope.func is not outer or ctx.loops or ctx.branches:
+            continue
+        if m.resolve(inner.func, ctx.scope) in GRADIENT_TRANSFORMS:
+            return outer
+    return None

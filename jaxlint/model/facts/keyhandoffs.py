@@ -13,7 +13,8 @@ time it gets the same key. Three facts make the finding:
   ``jax.random`` sampler or a distribution's ``sample(seed=...)``, directly or through more
   functions of the module; unknown when the key (or a key derived from it) reaches a function
   that is not the module's (a library's ``update_fn``, ``model.apply(rngs=...)``); a haiku
-  transform's ``apply(params, rng, ...)`` draws where :func:`.haikurng.apply_draw` proves it. A callee that
+  transform's ``apply(params, rng, ...)`` draws where :func:`.haikurng.apply_draw` proves it, a flax
+  module's ``apply(..., rngs={"dropout": rng})`` where :func:`.flaxrng.apply_draw` does. A callee that
   ignores the key, or only derives keys and returns them, does not draw (no finding).
 
 For a callee of another module of the project, the same: its draw from the parameter is read
@@ -30,7 +31,7 @@ import ast
 import builtins
 from typing import Optional
 
-from . import callables, haikurng, keys
+from . import callables, flaxrng, haikurng, keys
 from .keys import DERIVERS, DIST_SAMPLE, SAMPLERS
 from ...names import JIT_WRAPPERS
 from ..python.branches import name_branches
@@ -321,6 +322,9 @@ def _parameter_draw(m, f, param: str, depth: int) -> Optional[Draw]:
             drawn = haikurng.apply_draw(m, call, scope, passed)
             if drawn is not None:  # ``net.apply(params, rng, x)`` of a haiku transform that draws
                 return Draw(True, drawn, "hk.next_rng_key", [f])
+            drawn = flaxrng.apply_draw(m, call, scope, lambda v: _reads(v, derived))
+            if drawn is not None:  # ``model.apply(params, x, rngs={"dropout": rng})`` that drops out
+                return Draw(True, drawn, unparse(drawn.func, 30), [f])
             if unknown is None and _outside(m, call, scope):
                 unknown = Draw(False, call, None, [f])
             continue

@@ -178,8 +178,11 @@ def fixed_key(draw, method: str) -> tuple:
     that runs more than once (``draw`` a keydraws.FixedKeyDraw)."""
     k = unparse(draw.key)
     where = "at module level" if draw.where == "module" else f"in `{method}`"
-    how = draw.how
-    name = f"`{draw.func.name}`"
+    how, func, via = draw.how, draw.func, ""
+    if how[0] == "via":  # nested and differentiated by ``how[1]`` on every call of it
+        func, how = how[1], how[2]
+        via = f" and runs `{draw.func.name}` on every call"
+    name = f"`{func.name}`"
     if how[0] == "sites":
         every_line = sorted({c.lineno for c in how[1]})
         lines = every_line[:3]
@@ -193,11 +196,18 @@ def fixed_key(draw, method: str) -> tuple:
         runs = (f"{name} is called in the loop on ", Line(how[2].node.lineno))
     else:
         runs = (f"{name} runs again and again ({why_repeats(how[1])})",)
+    runs += ((via,) if via else ())
     what = _same_each_time(draw.fn, "every call draws the same random numbers")
+    if draw.via is not None:
+        what += f" (the same masks of `{unparse(draw.via.func, 40)}` on line {draw.via.lineno})"
     fix = ("pass a key in and split it for each call" if draw.where == "module" else
            f"split it on each call and store one half back (`{k}, sub = jax.random.split({k})`)")
     facts = [f"`{k}` is made once {where} (line {draw.made.lineno}) and no code replaces it",
              f"`{draw.func.name}` draws from it and runs more than once"]
+    if draw.via is not None:
+        facts.append(f"`{unparse(draw.call.func, 30)}` hands it to the flax module, whose "
+                     f"`{unparse(draw.via.func, 40)}` (line {draw.via.lineno}) draws from it: proven "
+                     "from the values known along the calls from `apply`")
     return ((f"PRNG key `{k}` is made once ", where, " (", Line(draw.made.lineno), ") and never replaced, and ")
             + runs + (f", so {what}; {fix}",), facts)
 
