@@ -107,6 +107,11 @@ LIBRARY_DISPATCH_METHODS = {"evosax.": frozenset({"ask", "tell", "init", "initia
 # they return dispatches a compiled program. QDax's ``DistributedMAPElites.get_distributed_init_fn``
 # and ``get_distributed_update_fn`` return ``jax.pmap(...)`` of the init and update loops (qdax
 # 0.5.0, qdax/core/distributed_map_elites.py).
+# Of those, the methods of class instances, where looking the method up makes a new bound-method object
+# every time (``jax.jit(strategy.ask)`` in a loop misses jit's cache: fresh AP's meta-evolution notebook, 20
+# traces in 20 generations). Not optax's: a GradientTransformation is a NamedTuple of functions, so
+# ``tx.update`` is the same stored function at every lookup.
+LIBRARY_BOUND_METHODS = {k: v for k, v in LIBRARY_DISPATCH_METHODS.items() if k != "optax."}
 LIBRARY_COMPILED_FACTORY_METHODS = {
     "qdax.core.distributed_map_elites.DistributedMAPElites": frozenset({
         "get_distributed_init_fn", "get_distributed_update_fn"}),

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import (defaultkeys, frequency, keydraws, keyhandoffs, keypairs, keyrows, keys, periodicity, repetition,
+from jaxlint.model.facts import (defaultkeys, frequency, keydraws, keyhandoffs, keypairs, keptdraws, keyrows, keys, periodicity, repetition,
                                  mappedkeys, seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
@@ -266,7 +266,7 @@ class KeyReuse(Rule):
             role = roles.loop_role(model, loop, h.ctx).kind
             if h.event.scope is h.ctx.scope and loopfacts.rebound_each_iteration(model, k, h.event, loop):
                 continue
-            if role not in (roles.PER_STEP, roles.BENCHMARK) and not keys.kept_per_iteration(model, h.call, loop):
+            if role not in (roles.PER_STEP, roles.BENCHMARK) and not keptdraws.kept_per_iteration(model, h.call, loop):
                 continue  # (before the callee's draw is read: that may read another module)
             if singleiteration.single_iteration_guard(model, h.ctx, loop) is not None:
                 continue  # ``if n == 1:`` around it: one iteration hands the key over
@@ -274,7 +274,7 @@ class KeyReuse(Rule):
             if not h.key_proven and not proven:
                 return  # neither the argument's data flow nor the callee shows a key
             # a timed loop whose iterations carry state repeats its draws too; asked only where the draw is unknown
-            kept = proven and role != roles.BENCHMARK and keys.kept_per_iteration(model, h.call, loop)
+            kept = proven and role != roles.BENCHMARK and keptdraws.kept_per_iteration(model, h.call, loop)
             if role != roles.PER_STEP and not kept and (
                     proven or role != roles.BENCHMARK or loopfacts.iterations_alike(model, loop)):
                 continue
@@ -409,7 +409,7 @@ class KeyReuse(Rule):
         by side: ``for name in ("w1", "w2"): params[name] = normal(key, shape)``. The draws are
         equal; in a loop over configurations whose draws are only used within the iteration, one
         key for comparable inputs is deliberate."""
-        return (_draws(use.fn) and keys.kept_per_iteration(model, use.call, loop)
+        return (_draws(use.fn) and keptdraws.kept_per_iteration(model, use.call, loop)
                 and roles.loop_role(model, loop, use.ctx).kind != roles.BENCHMARK)
 
 

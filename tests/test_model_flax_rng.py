@@ -211,3 +211,52 @@ def test_jax502_a_key_handed_unchanged_to_a_step_whose_module_drops_out():
 def test_jax502_near_misses_of_a_handed_dropout_key(train, passed):
     src = HANDED.format(train=train, passed=passed)
     assert default_findings(src, "JAX502") == []
+
+
+PAIRS = MODEL + """
+g_a = Stored()
+g_b = Stored()
+other = Always()
+
+
+@jax.jit
+def generator_step(pa, pb, x, key):
+    key, dropout_key = jax.random.split(key)
+    fake = g_a.apply(pa, x, rngs={{"dropout": dropout_key}})
+    back = {second}
+    return fake, back, key
+"""
+
+
+@pytest.mark.parametrize("second, expected", [
+    ('g_b.apply(pb, fake, rngs={{"dropout": dropout_key}})', "default"),  # two instances of one class
+    ('g_a.apply(pa, fake, rngs={{"dropout": dropout_key}})', "default"),  # the same module again
+    ('other.apply(pb, fake, rngs={{"dropout": dropout_key}})', "opt-in"),  # other classes: shared paths not shown
+    ('g_b.apply(pb, fake, train=False, rngs={{"dropout": dropout_key}})', None),  # no dropout there
+    ('jax.random.normal(dropout_key, x.shape)', None),  # flax derives the layer's key by its path
+    ('g_b.apply(pb, fake, rngs={{"dropout": key}})', None),  # its own key
+])
+def test_jax502_one_dropout_key_for_two_applies(second, expected):
+    src = PAIRS.format(second=second.replace("{{", "{").replace("}}", "}"))
+    lines = src.splitlines()
+    line = next(i for i, t in enumerate(lines) if t.startswith("    back = ")) + 1
+    default = [n for n, _ in default_findings(src, "JAX502")]
+    opt_in = [n for n, _, _ in opt_in_findings(src, "JAX502")]
+    assert (default, opt_in) == {"default": ([line], []), "opt-in": ([], [line]), None: ([], [])}[expected]
+
+
+def test_jax502_a_direct_apply_in_a_step_loop_with_a_key_never_split():
+    src = MODEL + """
+model = Stored()
+
+
+def run(params, x, n):
+    key = jax.random.PRNGKey(0)
+    for i in range(n):
+        x = model.apply(params, x, rngs={"dropout": key})
+    return x
+"""
+    lines = src.splitlines()
+    line = next(i for i, t in enumerate(lines) if "x = model.apply(params, x" in t) + 1
+    assert default_findings(src, "JAX502") == [(line, "JAX502")]
+    assert default_findings(src.replace('rngs={"dropout": key}', 'train=False, rngs={"dropout": key}'), "JAX502") == []

@@ -2085,3 +2085,29 @@ def test_model_a_nested_function_called_in_its_parents_loop_is_looped_by_its_par
         m = build_model(ast.parse(textwrap.dedent(src)))
         apply = next(f for f in m.functions if f.name == "apply")
         assert frequency.looped_by_parent(m, apply, roles.frequency(m, apply).rep) is looped
+
+
+LIBRARY_METHOD = """
+import jax
+import optax
+from evosax import OpenES
+
+strategy = OpenES(popsize=8, num_dims=4)
+tx = optax.adam(1e-3)
+state = strategy.initialize(jax.random.PRNGKey(0))
+for gen in range(100):
+    x, state = jax.jit({wrapped})(jax.random.PRNGKey(gen), state)
+"""
+
+
+def test_jax101_jit_of_a_library_objects_method_rebuilt_every_generation():
+    # an evosax strategy is a class instance: ``strategy.ask`` is a new bound method at every lookup
+    src = LIBRARY_METHOD.format(wrapped="strategy.ask")
+    found = [(line, code) for line, code in default_findings(src) if code.startswith("JAX10")]
+    assert found == [(10, "JAX101")]
+
+
+def test_jax101_near_miss_optax_update_is_a_stored_function():
+    # an optax GradientTransformation is a NamedTuple of functions: the same object at every lookup
+    src = LIBRARY_METHOD.format(wrapped="tx.update")
+    assert [(line, code) for line, code in findings(src) if code.startswith("JAX10")] == []

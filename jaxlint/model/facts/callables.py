@@ -409,9 +409,22 @@ def attribute_callable(m, expr: ast.AST, scope: Scope) -> Optional[str]:
     cls = instance_class(m, base, scope)
     if cls is not None:
         return _member(m, cls, attr, True, 0)
-    if library_instance(m, base, scope) is not None:
+    if library_instance(m, base, scope) is not None or _library_method(m, base, attr, scope):
         return "bound_method"
     return None
+
+
+def _library_method(m, base: ast.AST, attr: str, scope: Scope) -> bool:
+    """``strategy.ask`` with ``strategy`` bound once to a call of a library class whose ``ask`` is a
+    method (``names.LIBRARY_BOUND_METHODS``: evosax's strategies, gymnax's ``RolloutWrapper``)."""
+    if not isinstance(base, ast.Name):
+        return False
+    ev = m.binding(base.id, scope, _pos(base))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return False
+    qn = m.resolve(ev.value.func, ev.scope)
+    return qn is not None and any((qn.startswith(k) if k.endswith(".") else qn == k) and attr in methods
+                                  for k, methods in N.LIBRARY_BOUND_METHODS.items())
 
 
 def library_instance(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[str]:

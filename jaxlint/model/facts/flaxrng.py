@@ -38,6 +38,8 @@ from ..python.syntax import _pos, call_arg
 
 _DROPOUT = "flax.linen.Dropout"
 _SEQUENTIAL = "flax.linen.Sequential"
+APPLY = "apply"  # the key use a flax module's ``apply`` makes (facts/keys.py)
+APPLIES = ("apply", "apply_fn")
 _APPLY_ONLY = ("variables", "rngs", "mutable", "method", "capture_intermediates")
 _MAX_FUNCTIONS = 64  # (function, known values) pairs followed from ``__call__``
 
@@ -47,7 +49,7 @@ def apply_draw(m, call: ast.Call, scope: Scope, carries: Callable[[ast.AST], boo
     whose key ``carries`` (a predicate on the dict's values), when ``call`` is the ``apply`` of a flax
     linen module and the draw is proven (see the module's text); None otherwise."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in ("apply", "apply_fn"):
+    if not isinstance(func, ast.Attribute) or func.attr not in APPLIES:
         return None
     rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)
     if not isinstance(rngs, ast.Dict) or any(k.arg in ("method", None) for k in call.keywords):
@@ -67,6 +69,23 @@ def apply_draw(m, call: ast.Call, scope: Scope, carries: Callable[[ast.AST], boo
     env = bind_literals(meth, rest, {}, True)
     env.update(_fields(m, cls, made, {}))
     return _reach(m, meth, env, streams)
+
+
+def apply_key(m, call: ast.Call, scope: Scope) -> Optional[ast.Name]:
+    """The key (a name) of ``call``'s ``rngs={"dropout": key}`` its module is proven to draw from."""
+    rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)
+    if not isinstance(rngs, ast.Dict):
+        return None
+    for value in rngs.values:
+        if isinstance(value, ast.Name) and apply_draw(m, call, scope, lambda v, value=value: v is value):
+            return value
+    return None
+
+
+def applied_class(m, call: ast.Call, scope: Scope) -> Optional[int]:
+    """An id of the module class whose instance ``call`` (``model.apply``, ``state.apply_fn``) applies."""
+    found = _applied(m, call.func, scope) if isinstance(call.func, ast.Attribute) else None
+    return id(found[0]) if found is not None else None
 
 
 def _reach(m, start, env: dict, streams: set) -> Optional[ast.Call]:

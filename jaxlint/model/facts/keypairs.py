@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from . import flaxmodules
+from . import flaxmodules, flaxrng
 from .keys import FOLD_IN, SPLIT, KeyUse
 from ..python.syntax import call_arg, least_int
 
@@ -69,14 +69,21 @@ def init_pair(m, a: KeyUse, b: KeyUse) -> Optional[str]:
     shared); "same" for two ``init`` calls of one instance spelled alike (the same weights twice, as a target
     network's copy is made on purpose); "class" for two instances of one class (the same weights where the
     shapes agree); "other" for modules whose classes differ or are not shown (shared paths not shown).
-    None when neither is an ``init``."""
+    None when neither is an ``init``. The same for two ``apply`` calls proven to draw dropout masks from the key
+    (facts/flaxrng.py), prefixed "apply-"; an ``apply`` beside any other use is "skip" (flax derives the
+    layer's key from the stream's key and the layer's path)."""
     ia, ib = a.fn == flaxmodules.INIT, b.fn == flaxmodules.INIT
-    if not (ia or ib):
+    pa, pb = a.fn == flaxrng.APPLY, b.fn == flaxrng.APPLY
+    if not (ia or ib or pa or pb):
         return None
-    if ia != ib:
+    if ia != ib or pa != pb:
         return "skip"
     ra, rb = a.call.func.value, b.call.func.value
+    prefix = "apply-" if pa else ""
     if ast.dump(ra) == ast.dump(rb):
-        return "same"
-    ka, kb = flaxmodules.class_key(m, ra, a.ctx.scope), flaxmodules.class_key(m, rb, b.ctx.scope)
-    return "class" if ka is not None and ka == kb else "other"
+        return prefix + "same"
+    if pa:
+        ka, kb = flaxrng.applied_class(m, a.call, a.ctx.scope), flaxrng.applied_class(m, b.call, b.ctx.scope)
+    else:
+        ka, kb = flaxmodules.class_key(m, ra, a.ctx.scope), flaxmodules.class_key(m, rb, b.ctx.scope)
+    return prefix + ("class" if ka is not None and ka == kb else "other")

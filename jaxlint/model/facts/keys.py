@@ -27,7 +27,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, flaxmodules
+from . import callables, flaxmodules, flaxrng
 from ..python.branches import name_branches
 from ..python.instances import overridden
 from ..python.keyflow import ScopeNames, hides
@@ -61,7 +61,7 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 def is_draw(fn: str) -> bool:
     """Whether a key use's function draws from the key (a sampler, or a distribution's
     ``sample(seed=key)``) rather than deriving keys from it."""
-    return fn in SAMPLERS or fn in DIST_SAMPLE or fn == flaxmodules.INIT
+    return fn in SAMPLERS or fn in DIST_SAMPLE or fn in (flaxmodules.INIT, flaxrng.APPLY)
 
 
 class KeyUse:
@@ -193,6 +193,9 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
     ``direct``: the key is the argument itself, and the call's own arguments read as a
     ``split``'s count or ``fold_in``'s data (as the existing forwarding does)."""
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in flaxrng.APPLIES:  # ``net.apply(p, x, rngs={"dropout": k})``
+        key = flaxrng.apply_key(m, call, scope)
+        return [(flaxrng.APPLY, key, _spell(func), None, True)] if key is not None else []
     if isinstance(func, ast.Attribute) and func.attr == flaxmodules.INIT:  # ``Net().init(key, x)``: a draw of weights
         key = call_arg(call, 0, "rngs")
         return [(func.attr, key, _spell(func), None, True)] if key is not None and flaxmodules.module_instance(
@@ -416,6 +419,8 @@ def key_use_groups(m) -> list:
     groups: dict = {}
     calls = list(m.calls_named(KEY_FUNCS))
     calls.extend(c for name in (*DIST_SAMPLE, flaxmodules.INIT) for c in m.calls_by_name.get(name, ()))
+    calls.extend(c for name in flaxrng.APPLIES for c in m.calls_by_name.get(name, ())
+                 if any(k.arg == "rngs" and isinstance(k.value, ast.Dict) for k in c.keywords))
     names = _forwarder_names(m)
     calls.extend(c for name in names for c in m.calls_by_name.get(name, ()))
     calls.extend(c for c in m.calls_by_name.get("", ()) if isinstance(c.func, ast.Call)
@@ -518,57 +523,6 @@ def advances_key(m, use: KeyUse) -> bool:
     for t in stmt.targets:
         _plain_names(t, bound)
     return use.name in bound
-
-
-def kept_per_iteration(m, call: ast.Call, loop) -> bool:
-    """Whether each iteration of ``loop`` keeps what ``call`` returns beside the others: the
-    call (under arithmetic, ``.astype``/``.reshape``-style methods) is the value stored into an
-    item named by the loop variable (``params[name] = normal(key, s) * 0.02``, a dict entry
-    ``{name: crop(x, key)}``), appended (``ws.append(normal(key, s))``), or the element of the
-    comprehension ``loop`` is. Then the results live side by side, and a key that does not change
-    makes them equal (several layers with the same weights, even over a few literal names)."""
-    node, targets = loop.node, loop.target_names()
-    if isinstance(node, _COMPREHENSIONS):
-        return any(_carries(e, call) for e in ([node.value] if isinstance(node, ast.DictComp) else [node.elt]))
-    ctx = m.context(call)
-    if ctx is None or ctx.scope.kind == "class":
-        return False
-    stmt = _key_names(m, ctx.scope).statement(call)
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _carries(stmt.value, call):
-        ts = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if any(isinstance(t, ast.Subscript) and any(
-                isinstance(n, ast.Name) and n.id in targets for n in walk(t.slice)) for t in ts):
-            return True
-    f = stmt.value.func if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
-    if isinstance(f, ast.Attribute) and f.attr in ("append", "insert", "add"):
-        return any(_carries(a, call) for a in stmt.value.args)
-    return stmt is not None and any(isinstance(d, ast.Dict) and any(
-        isinstance(k, ast.Name) and k.id in targets and _carries(v, call) for k, v in zip(d.keys, d.values))
-        for d in walk(stmt))
-
-
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_KEEPS_VALUES = frozenset({"astype", "reshape", "T", "squeeze", "ravel", "flatten"})
-
-
-def _carries(expr: ast.AST, call: ast.Call) -> bool:
-    """Whether ``expr`` is ``call`` or arithmetic on it (``normal(k, s) * 0.02 + b``,
-    ``normal(k, s).astype(dt)``), so that equal calls give equal values."""
-    for _ in range(16):
-        if expr is call:
-            return True
-        if isinstance(expr, ast.BinOp):
-            if _carries(expr.left, call):
-                return True
-            expr = expr.right
-        elif isinstance(expr, ast.UnaryOp):
-            expr = expr.operand
-        elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
-              and expr.func.attr in _KEEPS_VALUES):
-            expr = expr.func.value
-        else:
-            return False
-    return False
 
 
 def _spell(expr: ast.AST) -> str:

@@ -27,6 +27,8 @@ MODULE_INITS = {
              "copy is made on purpose: whether these two should differ is not shown"),
     "other": ("flax derives each parameter's key from the key and the parameter's path: whether the two modules "
               "share parameter paths (and so weights) is not shown"),
+    "apply-other": ("flax derives each dropout key from the key and the layer's path: whether the two modules share "
+                    "layer paths (and so masks) is not shown"),
 }
 
 
@@ -96,10 +98,22 @@ _INITS = {  # two flax ``init`` calls from one key, by how the modules relate
 }
 
 
+_APPLIES = {  # two flax ``apply`` calls that drop out with one key, by how the modules relate
+    "apply-same": "applying the same module again with this dropout key drops the same units again",
+    "apply-class": "the two modules are instances of one class, and flax derives each dropout key from this key and "
+                   "the layer's path, so both passes drop the same units wherever their shapes agree",
+    "apply-other": "flax derives each dropout key from this key and the layer's path, so the two passes drop the "
+                   "same units wherever their layer paths and shapes coincide",
+}
+
+
 def _pair_message(prev, use, init=None) -> tuple:
     k = use.shown
     head = (f"PRNG key `{k}` was already used by {spelled(prev)} on ", Line(prev.call.lineno), "; ")
-    if init in _INITS:  # two flax module inits (facts/keypairs.init_pair)
+    if init in _APPLIES:  # two flax module applies that drop out (facts/keypairs.init_pair)
+        what = (f"{_APPLIES[init]}; split the key (`k1, k2 = jax.random.split({k})`) and give each `apply` its own "
+                "subkey")
+    elif init in _INITS:  # two flax module inits (facts/keypairs.init_pair)
         what = (f"{_INITS[init]}; split the key (`k1, k2 = jax.random.split({k})`) and initialise each module "
                 "from its own subkey")
     elif _draws(prev.fn) and _draws(use.fn):
