@@ -12,7 +12,7 @@ import pytest
 from jaxlint.model import ModuleModel, build_model
 from jaxlint.model.facts import (frequency, hostneeds, keydraws, periodicity, pytrees, ragged, refs, statics, timing,
     work)
-from jaxlint.model.facts import callables, fetches, keypairs, keys, returnkinds
+from jaxlint.model.facts import callables, fetches, keypairs, keptdraws, keys, returnkinds
 from jaxlint.model.policy import helpersyncs, looprecord, transfers
 from jaxlint.model.facts import values as V
 from jaxlint.model.facts import loops as loopfacts
@@ -3744,13 +3744,13 @@ def test_kept_per_iteration():
     """)
     calls = {keys.random_function(m, c): c for c in ast.walk(tree) if isinstance(c, ast.Call) and keys.random_function(m, c)}
     loop_of = lambda c: m.context(c).loops[-1]
-    assert keys.kept_per_iteration(m, calls["normal"], loop_of(calls["normal"]))
-    assert keys.kept_per_iteration(m, calls["uniform"], loop_of(calls["uniform"]))
-    assert keys.kept_per_iteration(m, calls["laplace"], loop_of(calls["laplace"]))
-    assert not keys.kept_per_iteration(m, calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
-    assert not keys.kept_per_iteration(m, calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
-    assert keys.kept_per_iteration(m, calls["cauchy"], loop_of(calls["cauchy"]))  # a dict entry keyed by the item
-    assert not keys.kept_per_iteration(m, calls["logistic"], loop_of(calls["logistic"]))  # one constant key
+    assert keptdraws.kept_per_iteration(m, calls["normal"], loop_of(calls["normal"]))
+    assert keptdraws.kept_per_iteration(m, calls["uniform"], loop_of(calls["uniform"]))
+    assert keptdraws.kept_per_iteration(m, calls["laplace"], loop_of(calls["laplace"]))
+    assert not keptdraws.kept_per_iteration(m, calls["bernoulli"], loop_of(calls["bernoulli"]))  # used within the iteration
+    assert not keptdraws.kept_per_iteration(m, calls["gamma"], loop_of(calls["gamma"]))  # one item, overwritten
+    assert keptdraws.kept_per_iteration(m, calls["cauchy"], loop_of(calls["cauchy"]))  # a dict entry keyed by the item
+    assert not keptdraws.kept_per_iteration(m, calls["logistic"], loop_of(calls["logistic"]))  # one constant key
 
 
 def test_drawn_in_place_tells_a_drawn_key_from_one_handed_to_other_code():
