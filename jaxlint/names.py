@@ -107,6 +107,11 @@ LIBRARY_DISPATCH_METHODS = {"evosax.": frozenset({"ask", "tell", "init", "initia
 # they return dispatches a compiled program. QDax's ``DistributedMAPElites.get_distributed_init_fn``
 # and ``get_distributed_update_fn`` return ``jax.pmap(...)`` of the init and update loops (qdax
 # 0.5.0, qdax/core/distributed_map_elites.py).
+# rlax's distributions whose ``sample(key, ...)`` draws from its first argument (rlax 0.1.9,
+# rlax/_src/distributions.py: each ``sample_fn(key, ...)`` returns a distrax distribution's
+# ``sample(seed=key)``). ``rlax.greedy`` is left out: its sample is the argmax, whatever the key.
+RLAX_SAMPLERS = frozenset({"rlax.softmax", "rlax.clipped_entropy_softmax", "rlax.epsilon_greedy",
+                           "rlax.gaussian_diagonal", "rlax.squashed_gaussian"})
 # Of those, the methods of class instances, where looking the method up makes a new bound-method object
 # every time (``jax.jit(strategy.ask)`` in a loop misses jit's cache: fresh AP's meta-evolution notebook, 20
 # traces in 20 generations). Not optax's: a GradientTransformation is a NamedTuple of functions, so

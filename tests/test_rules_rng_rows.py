@@ -123,3 +123,53 @@ def test_row_key_draws_records_the_source_and_how_it_is_shared():
     m = build_model(tree)
     got = [(d.call.lineno, d.key, d.source, d.how, d.func.name) for d in keyrows.row_key_draws(m)]
     assert got == [(7, "b", "k", "unmapped", "g"), (7, "key", "key", "closed", "g")]
+
+
+def test_an_rlax_distribution_sampled_per_row_with_a_closed_over_key():
+    # fresh AP's baselax DQN: every environment of the vector env takes the same exploration decision
+    src = """
+    import jax
+    import rlax
+
+    def select_action(q, epsilon, key):
+        act = jax.vmap(lambda x: rlax.epsilon_greedy(epsilon).sample(key, x))  # expect: JAX502
+        return act(q)
+    """
+    assert default_findings(src, "JAX502") == expected(src)
+
+
+def test_a_distribution_sampled_per_row_with_seed_given_a_closed_over_key():
+    src = """
+    import jax
+    import distrax
+
+    def sample(logits, key):
+        return jax.vmap(lambda l: distrax.Categorical(logits=l).sample(seed=key))(logits)  # expect: JAX502
+    """
+    assert default_findings(src, "JAX502") == expected(src)
+
+
+def test_near_misses_of_library_samples_per_row():
+    per_row = """
+    import jax
+    import rlax
+
+    def select_action(q, epsilon, key):
+        keys = jax.random.split(key, q.shape[0])
+        return jax.vmap(lambda k, x: rlax.epsilon_greedy(epsilon).sample(k, x))(keys, q)
+    """
+    greedy = """
+    import jax
+    import rlax
+
+    def select_action(q, key):
+        return jax.vmap(lambda x: rlax.greedy().sample(key, x))(q)
+    """
+    other = """
+    import jax
+
+    def select_action(q, key, policy):
+        return jax.vmap(lambda x: policy.sample(key, x))(q)
+    """
+    for src in (per_row, greedy, other):  # a key per row; greedy's sample is the argmax; an unknown policy
+        assert findings(src, "JAX502") == [] and opt_in_findings(src, "JAX502") == []

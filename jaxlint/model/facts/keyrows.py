@@ -9,7 +9,8 @@ every row the same random numbers (the same Gumbel noise for every sampled row, 
 mask for every example). The facts:
 
 * the mapped function is a function of this module (a def or lambda: its body is read);
-* its draw (a ``jax.random`` sampler) reads a key that is the same for every row: a name bound
+* its draw (a ``jax.random`` sampler, a distribution's ``sample(seed=key)``, an rlax distribution's
+  ``sample(key, ...)``) reads a key that is the same for every row: a name bound
   outside the function, or a parameter that ``in_axes`` does not map (``None`` at its position;
   a bare ``in_axes=None`` maps nothing), or a key split from one of these inside the function
   (``split`` of one key gives the same subkeys on every row); a key folded with row data
@@ -25,6 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ... import names as N
 from . import callables, keys
 from .keyhandoffs import _code
 from .keys import SAMPLERS
@@ -56,7 +58,7 @@ def row_key_draws(m) -> list:
     if memo is not None:
         return memo
     out: list = []
-    if keys.may_call_jax_random(m):
+    if keys.may_call_jax_random(m) or "sample" in m.attr_names:  # a draw of jax.random or a distribution
         seen: set = set()
         applied: Optional[dict] = None
         for vmap in m.calls_named(("vmap",)):
@@ -116,15 +118,38 @@ def _draws(m, g, vmap: ast.Call, applied: Optional[ast.Call]) -> list:
                                 split_from[x.id] = base
         if not isinstance(n, ast.Call):
             continue
-        if keys.random_function(m, n, m.scope_at(n)) not in SAMPLERS:
+        arg = _drawn_key(m, n)
+        if arg is None:
             continue
-        arg = call_arg(n, 0, "key")
         base = _shared(m, arg, g, applied, own, unmapped, split_from)
         if base is None or keys.result_dead(m, n):
             continue
         name, how = base
         out.append(RowKeyDraw(n, _name(arg), name, how, vmap, g))
     return out
+
+
+def _drawn_key(m, call: ast.Call) -> Optional[ast.AST]:
+    """The key a draw reads: a ``jax.random`` sampler's, a distribution's ``sample(seed=key)``, or the
+    positional key of an rlax distribution's ``sample(key, ...)`` (``rlax.epsilon_greedy(eps).sample(key,
+    q)``: ``names.RLAX_SAMPLERS``); None for any other call."""
+    scope = m.scope_at(call)
+    if keys.random_function(m, call, scope) in SAMPLERS:
+        return call_arg(call, 0, "key")
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in keys.DIST_SAMPLE):
+        return None
+    seed = next((k.value for k in call.keywords if k.arg == "seed"), None)
+    if seed is not None:
+        return seed
+    maker = func.value
+    if isinstance(maker, ast.Name):
+        ev = m.binding(maker.id, scope, _pos(maker))
+        maker = ev.value if ev is not None and ev.plain_assign else None
+        scope = ev.scope if ev is not None else scope
+    if isinstance(maker, ast.Call) and m.resolve(maker.func, scope) in N.RLAX_SAMPLERS and call.args:
+        return call.args[0]
+    return None
 
 
 def _name(expr) -> Optional[str]:
