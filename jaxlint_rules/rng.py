@@ -177,8 +177,10 @@ class KeyReuse(Rule):
                "through `self` that no subclass of the module overrides: `self._random_goal(rng)`; one that only "
                "splits it counts "
                "when it gets the same key on every iteration of a loop: `jax.jit(run_mcts)(key, state)` per "
-               "move), to a distribution's `sample(seed=key)`, or to the `init(key, x)` of two flax modules of one class "
-               "(`gen.init(key, z)`, `disc.init(key, x)`: the same weights where the shapes agree); and a key the loop never replaces handed (as an "
+               "move), to a distribution's `sample(seed=key)` (an rlax one's `sample(key, x)`), to the `init(key, x)` of two "
+               "flax modules of one class (`gen.init(key, z)`, `disc.init(key, x)`: the same weights where the shapes agree), or "
+               "to the `apply(..., rngs={'dropout': key})` of a flax module whose dropout is proven to run (the same masks); "
+               "and a key the loop never replaces handed (as an "
                "argument or a keyword) to a function of the module that draws from it, after splits in a loop of its "
                "own or through more calls (`train_epoch(state, train_rng, ...)` per epoch), or to a function, "
                "or an instance of a class, of another module of the project whose code draws from it "
@@ -425,43 +427,6 @@ def _items_unknown(model: ModuleModel, loop: Loop, ctx) -> Optional[str]:
     return f"how many items the loop on line {loop.node.lineno} walks is unknown: with one, the key draws once"
 
 
-def _default_for_none(ctx, model: Optional[ModuleModel] = None) -> bool:
-    """Under a test of what the caller passed (``if rng is None:``, ``if rng is not None: ...
-    else:``, ``if isinstance(generator, jax.Array): ... else:``): a fallback key for an argument
-    the caller left out or gave in another form, not a key made at every step."""
-    tests = [test for test, _ in ctx.guards]
-    if model is not None and any(branch == 1 for _, branch in ctx.branches):
-        by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
-        tests += [by_id[i].test for i, branch in ctx.branches if branch == 1 and i in by_id]
-    for test in tests:
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test = test.operand
-        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-            return True
-        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "callable")
-                and test.args and isinstance(test.args[0], ast.Name)):
-            return True
-    return False
-
-
-def _discarded_draw(model: ModuleModel, maker: ast.Call) -> bool:
-    """Whether the key ``maker`` makes goes straight into a draw whose result nothing reads: the draw is
-    a statement of its own, or only waited on (``jax.random.normal(key(0), ()).block_until_ready()``, a
-    device barrier): no random number it gives is used, so repeating them repeats nothing. Found from
-    the module's indexes of calls and statements, not by walking the function."""
-    for block in model.calls_by_name.get("block_until_ready", ()):
-        draw = block.func.value if isinstance(block.func, ast.Attribute) else None
-        if isinstance(draw, ast.Call) and call_arg(draw, 0, "key") is maker and not block.args \
-                and isinstance(model.stmt_of.get(id(block)), ast.Expr) \
-                and keys.random_function(model, draw) in keys.SAMPLERS:
-            return True
-    for draw in model.calls_named(keys.SAMPLERS):
-        if call_arg(draw, 0, "key") is maker and isinstance(model.stmt_of.get(id(draw)), ast.Expr):
-            return keys.random_function(model, draw) in keys.SAMPLERS
-    return False
-
-
 def _method_name(model: ModuleModel, stmt: ast.AST) -> str:
     f = model.function_at(stmt)
     return f.name if f is not None else "the class"
@@ -524,7 +489,7 @@ class ConstantKeyInLoop(Rule):
             # a literal int seed, or a module-level name bound once to one
             if V.const_int(model, seed, ctx.scope, fold=False, local=False) is None:
                 continue
-            if _discarded_draw(model, call):
+            if keydraws.discarded_draw(model, call):
                 self.quiet(model, call, "same numbers each step (disproven): the one draw from this key is thrown away "
                                         "(a statement of its own, or only waited on: a device barrier)")
                 continue
@@ -574,7 +539,7 @@ class ConstantKeyInLoop(Rule):
             return None  # a test or entry point; a key handed to other code (a dummy init key)
         if keydraws.folded_per_call(model, call):
             return None  # ``fold_in(key(0), step)``: a different key on every call
-        if _default_for_none(ctx, model):
+        if keydraws.default_for_none(ctx, model):
             return None  # ``if rng is None: rng = PRNGKey(42)``: a default when the caller gives none
         via = frequency.loop_running_via(model, f)
         if via is not None:

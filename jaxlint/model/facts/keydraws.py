@@ -400,3 +400,40 @@ def _differentiated_in(m, f):
         if m.resolve(inner.func, ctx.scope) in GRADIENT_TRANSFORMS:
             return outer
     return None
+
+
+def default_for_none(ctx, model=None) -> bool:
+    """Under a test of what the caller passed (``if rng is None:``, ``if rng is not None: ...
+    else:``, ``if isinstance(generator, jax.Array): ... else:``): a fallback key for an argument
+    the caller left out or gave in another form, not a key made at every step."""
+    tests = [test for test, _ in ctx.guards]
+    if model is not None and any(branch == 1 for _, branch in ctx.branches):
+        by_id = {id(n): n for n in model.ifs if isinstance(n, ast.If)}
+        tests += [by_id[i].test for i, branch in ctx.branches if branch == 1 and i in by_id]
+    for test in tests:
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return True
+        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "callable")
+                and test.args and isinstance(test.args[0], ast.Name)):
+            return True
+    return False
+
+
+def discarded_draw(model, maker: ast.Call) -> bool:
+    """Whether the key ``maker`` makes goes straight into a draw whose result nothing reads: the draw is
+    a statement of its own, or only waited on (``jax.random.normal(key(0), ()).block_until_ready()``, a
+    device barrier): no random number it gives is used, so repeating them repeats nothing. Found from
+    the module's indexes of calls and statements, not by walking the function."""
+    for block in model.calls_by_name.get("block_until_ready", ()):
+        draw = block.func.value if isinstance(block.func, ast.Attribute) else None
+        if isinstance(draw, ast.Call) and call_arg(draw, 0, "key") is maker and not block.args \
+                and isinstance(model.stmt_of.get(id(block)), ast.Expr) \
+                and keys.random_function(model, draw) in keys.SAMPLERS:
+            return True
+    for draw in model.calls_named(keys.SAMPLERS):
+        if call_arg(draw, 0, "key") is maker and isinstance(model.stmt_of.get(id(draw)), ast.Expr):
+            return keys.random_function(model, draw) in keys.SAMPLERS
+    return False
