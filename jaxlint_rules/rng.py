@@ -392,6 +392,8 @@ class KeyReuse(Rule):
         return self.finding(use.call, message, opt_in=opt_in, evidence=facts)
 
     def _loop_reuse(self, model: ModuleModel, use: KeyUse) -> Optional[Loop]:
+        if use.remote:
+            return None  # handed to another module's function in a loop: the hand-off check's (keyhandoffs)
         for loop in use.ctx.loops:
             if roles.loop_role(model, loop, use.ctx).kind != roles.PER_STEP and not self._kept_draws(model, use, loop):
                 continue

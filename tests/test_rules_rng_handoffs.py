@@ -456,3 +456,45 @@ def test_a_loader_told_not_to_shuffle_draws_nothing_from_its_key():
     assert_marked(_LOADERS.replace("eval_ds, shuffle=False):", "eval_ds, shuffle=True):  # expect: JAX502"))
     # a positional literal selects the arm the same way
     assert [f.code for f in findings(_LOADERS.replace("shuffle=False", "False")) if f.code == "JAX502"] == []
+
+
+TIMES = """
+import jax
+
+
+def get_t_samples(key, n, law="uniform"):
+    if law == "normal":
+        return 0.3 * jax.random.normal(key, (n, 1)) + 0.5
+    return jax.random.uniform(key, (n, 1))
+
+
+def ignore_key(key, n):
+    return jax.numpy.zeros((n, 1))
+"""
+
+FLOW = """
+import jax
+from pkg.times import {name}
+
+
+def train_tuple(z0, z1, key):
+    t = {name}({key}, z0.shape[0])
+    noise = jax.random.normal(key, z0.shape)
+    return z0 * (1 - t) + z1 * t + noise
+"""
+
+
+def test_a_key_drawn_again_after_a_function_of_another_module_drew_from_it(tmp_path):
+    # fresh AO's flow matching: the times and the noise from one key, the first draw in another module
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/times.py": TIMES,
+                            "pkg/flow.py": FLOW.format(name="get_t_samples", key="key")})
+    assert path_default_codes(tmp_path / "pkg/flow.py") == [(8, "JAX502")]
+
+
+def test_near_misses_of_a_key_drawn_by_a_function_of_another_module(tmp_path):
+    split = FLOW.replace("    t = ", "    key, t_key = jax.random.split(key)\n    t = ")
+    make_project(tmp_path, {"pkg/__init__.py": "", "pkg/times.py": TIMES,
+                            "pkg/a.py": FLOW.format(name="ignore_key", key="key"),  # draws nothing
+                            "pkg/b.py": split.format(name="get_t_samples", key="t_key")})  # its own subkey
+    assert path_default_codes(tmp_path / "pkg/a.py") == []
+    assert path_default_codes(tmp_path / "pkg/b.py") == []

@@ -54,6 +54,7 @@ _ONCE = (
     "item_stores",  # containers: values stored by ``name[...] = v`` per (scope, name)
     "ifs_by_id",  # work
     "key_func_calls_memo",  # keys
+    "imported_key_calls_memo",  # keys: ids of the calls that may hand a drawn key to another module
     "key_handoffs_memo",  # keyhandoffs
     "row_key_draws_memo",  # keyrows
     "seed_key_draws_memo",  # seedkeys

@@ -116,8 +116,8 @@ def _handoffs(m, call: ast.Call) -> list:
     if not named:
         return []
     scope = ctx.scope
-    if keys.random_function(m, call, scope) is not None or keys.key_uses(m, call):
-        return []
+    if keys.random_function(m, call, scope) is not None or any(not u.remote for u in keys.key_uses(m, call)):
+        return []  # (a key handed to another module's drawing function is a hand-off here too)
     if isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
         return []
     callees = [g for g in callables.local_functions(m, call.func, scope) if g.node is not None]

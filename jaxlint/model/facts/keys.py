@@ -78,13 +78,17 @@ class KeyUse:
     against another use of the same key (False for a function of the module that only derives
     keys from its parameter: ``_, k = split(key); choice(k, ...)`` there and ``uniform`` of the
     caller's own ``split(key)`` draw different bits, as ``choice``/``randint`` split their key
-    again; the same key handed to it on every iteration of a loop still repeats its draws)."""
+    again; the same key handed to it on every iteration of a loop still repeats its draws);
+    ``remote``: the call hands the key to a function of another module of the project that draws
+    from it (counted against other uses; a loop handing it on is facts/keyhandoffs.py's)."""
 
-    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via", "pairwise", "index")
+    __slots__ = ("call", "name", "fn", "ctx", "event", "data", "num", "spelling", "via", "pairwise", "index",
+                 "remote")
 
     def __init__(self, call, name, fn, ctx, event, data=None, num=None, spelling=None, via=None,
-                 pairwise=True, index=None):
+                 pairwise=True, index=None, remote=False):
         self.call = call
+        self.remote = remote  # handed to a function of another module of the project that draws from it
         self.name = name
         self.index = index  # ``rng[0]``: the constant row of the key array ``name`` the call reads
         self.fn = fn
@@ -158,7 +162,7 @@ def key_uses(m, call: ast.Call) -> list:
     else:
         found = _forwarded_keys(m, call, scope)
     out = []
-    for fn, arg, spelling, via, direct in found:
+    for fn, arg, spelling, via, direct, *remote in found:
         index = None  # ``normal(rng[0], ...)``: a constant row of a key array, the same key at every read
         if isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant) and type(arg.slice.value) is int:
             index, arg = arg.slice.value, arg.value
@@ -179,7 +183,7 @@ def key_uses(m, call: ast.Call) -> list:
         num = call_arg(call, 1, "num") if fn == SPLIT and direct else None
         module_fn = via is not None and via.parent is None and not isinstance(via.node, ast.Lambda)
         out.append(KeyUse(call, arg.id, fn, ctx, ev, data, num, spelling, via,
-                          pairwise=not (module_fn and direct and not is_draw(fn)), index=index))
+                          pairwise=not (module_fn and direct and not is_draw(fn)), index=index, remote=bool(remote)))
     return out
 
 
@@ -205,6 +209,10 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
             if kw.arg == "seed":
                 return [(func.attr, kw.value, _spell(func), None, True)]
         return []
+    if m.project is not None and id(call) in _imported_calls(m):
+        found = _imported_draw(m, call, scope)
+        if found:
+            return found  # ``get_t_samples(key, n)`` of another module of the project, which draws from ``key``
     if (isinstance(func, ast.Call) and len(func.args) == 1 and isinstance(func.args[0], ast.Name)
             and m.resolve(func.func, scope) in N.JIT_WRAPPERS):
         func = func.args[0]  # ``jax.jit(run_mcts)(key, state)``: the key goes to ``run_mcts``
@@ -250,6 +258,39 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
         if out:
             return out
     return []
+
+
+def _imported_draw(m, call: ast.Call, scope: Scope) -> list:
+    """The first key argument (a name) that a top-level function of another module of the project
+    draws from (:meth:`~jaxlint.model.facts.summary.ModuleSummary.key_draw`), as a forwarded key."""
+    target = callables.imported_function(m, call.func, scope)
+    if target is None:
+        return []
+    summary, name = target
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        found = summary.key_draw(name, None, i, None) if isinstance(arg, ast.Name) else None
+        if found is not None:
+            return [(found[0], arg, _spell(call.func), None, True, True)]
+    return []
+
+
+def _imported_calls(m) -> dict:
+    """``{id: call}`` for the calls that may hand a key to another module's function: a call of a plain
+    or dotted name with a name argument that is also the key of a ``jax.random`` call of the module
+    (only those ask the other module, and only when their key uses are asked). Memoized."""
+    memo = m.facts.imported_key_calls_memo
+    if memo is not None:
+        return memo
+    memo = m.facts.imported_key_calls_memo = {}
+    if m.project is None:
+        return memo
+    drawn = {a.id for c in m.calls_named(KEY_FUNCS) for a in [call_arg(c, 0, "key")] if isinstance(a, ast.Name)}
+    if drawn:
+        memo.update((id(c), c) for c in m.calls if isinstance(c.func, (ast.Name, ast.Attribute))
+                    and any(isinstance(a, ast.Name) and a.id in drawn for a in c.args))
+    return memo
 
 
 def _skipped(m, f, index: int, call: ast.Call, bound: int) -> bool:
@@ -423,6 +464,7 @@ def key_use_groups(m) -> list:
                  if any(k.arg == "rngs" and isinstance(k.value, ast.Dict) for k in c.keywords))
     names = _forwarder_names(m)
     calls.extend(c for name in names for c in m.calls_by_name.get(name, ()))
+    calls.extend(_imported_calls(m).values())
     calls.extend(c for c in m.calls_by_name.get("", ()) if isinstance(c.func, ast.Call)
                  and len(c.func.args) == 1 and isinstance(c.func.args[0], ast.Name)
                  and c.func.args[0].id in names)  # ``jax.jit(helper)(key, ...)``
