@@ -317,14 +317,18 @@ class KeyReuse(Rule):
                  f"`{first.fn}` on line {first.call.lineno} already drew from that key, and no `if` runs one draw "
                  "without the other"]
         meet = seedkeys.results_meet(model, draw)
-        if meet is not None:
+        if draw.loop is not None:  # ``PRNGKey(step)`` twice in one iteration: that step's key, used twice
+            facts[0] = (f"`{maker}` (line {draw.maker.lineno}) and `{unparse(first.maker, 40)}` (line "
+                        f"{first.maker.lineno}) read the same value of `{draw.seed}`: nothing stores it between them")
+            opt_in = _TEST_INPUTS if model.in_test_code(draw.call) else None
+        elif meet is not None:
             facts.append(f"line {meet.lineno} computes with both draws' results: the shared bits change what it computes")
             opt_in = _TEST_INPUTS if model.in_test_code(draw.call) else None
         else:
             opt_in = ("the two draws' results are never used together in this code: whether the shared bits change "
                       "what it computes (two inputs of one computation, or two unrelated demos) is not shown")
         return self.finding(draw.call, [f"PRNG key `{maker}` is the key `{first.fn}` drew from on ",
-                                        Line(first.call.lineno), f" (made from the same seed {draw.seed}); {what}; "
+                                        Line(first.call.lineno), f" (made from the same seed `{draw.seed}`); {what}; "
                                         "make one key and split it into a subkey for each draw"],
                             opt_in=opt_in, evidence=facts)
 

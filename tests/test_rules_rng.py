@@ -2160,3 +2160,36 @@ def test_jax502_module_key_drawn_in_a_loss_the_step_differentiates_every_call():
 def test_jax502_near_miss_a_loss_differentiated_only_under_an_if():
     src = NESTED_DRAW.format(grad="    if x.ndim > 3:\n        params = params - 0.1 * jax.grad(loss_fn)(params)")
     assert findings(src, "JAX502") == []
+
+
+MALA = """
+import jax
+import jax.numpy as jnp
+
+def chain(x, n):
+    step = 0
+    for i in range(n):
+        proposal = x + 0.1 * jax.random.normal(jax.random.PRNGKey(step), (2,))
+        {between}accept = jax.random.uniform(jax.random.PRNGKey({seed})) < jnp.exp(-jnp.sum(proposal ** 2))
+        x = jnp.where(accept, proposal, x)
+        step += 1
+    return x
+"""
+
+
+def test_jax502_one_iterations_key_made_twice_from_a_variable_seed():
+    # fresh AO's MALA chain: the proposal's noise and the acceptance test's uniform from PRNGKey(step_count)
+    src = MALA.format(between="", seed="step")
+    lines = src.splitlines()
+    [finding] = [f for f in _check(src) if f.code == "JAX502"]
+    assert finding.line == next(i for i, t in enumerate(lines) if "accept = " in t) + 1
+    assert finding.opt_in is None and "the same seed `step`" in finding.message
+
+
+@pytest.mark.parametrize("between, seed", [
+    ("step += 1\n        ", "step"),  # a new value of the seed in between
+    ("", "step + 1"),  # another seed
+    ("", "i"),  # another variable
+])
+def test_jax502_near_misses_of_a_variable_seed_made_twice(between, seed):
+    assert findings(MALA.format(between=between, seed=seed), "JAX502") == []

@@ -13,7 +13,10 @@ What makes a pair (a draw or a ``split``/``fold_in`` from each key, both outside
   two different maker calls (one maker used twice is the variable-based reuse's);
 * no ``if`` runs one and not the other (:func:`~jaxlint.model.facts.loops.exclusive`).
 
-In a loop, a literal seed repeats per iteration: JAX503's (a constant key in a loop).
+In a loop, a literal seed repeats per iteration: JAX503's (a constant key in a loop). A variable seed
+(``PRNGKey(step)``, a new key per iteration) made twice in one iteration from the same value of the
+name, nothing storing it in between, makes that iteration's key twice (fresh AO's MALA chain: the
+proposal's noise and the acceptance test's uniform from one key): its pairs are :attr:`SeedDraw.loop`'s.
 
 Whether the shared bits change what the program computes is a second fact, :func:`results_meet`:
 the two draws' results (the names or attributes their statements bind, not rebound since) are
@@ -41,14 +44,15 @@ class SeedDraw:
     """A draw (``call``, the ``jax.random`` function ``fn``) from a key made by ``maker`` with the
     literal ``seed``; ``first``: the earlier draw from another key of that seed."""
 
-    __slots__ = ("call", "fn", "maker", "seed", "first")
+    __slots__ = ("call", "fn", "maker", "seed", "first", "loop")
 
-    def __init__(self, call: ast.Call, fn: str, maker: ast.Call, seed: int):
+    def __init__(self, call: ast.Call, fn: str, maker: ast.Call, seed, loop=None):
         self.call = call
         self.fn = fn
         self.maker = maker
-        self.seed = seed
+        self.seed = seed  # the literal seed; in a loop, the name of the variable seed
         self.first: Optional["SeedDraw"] = None
+        self.loop = loop  # in a loop: both makers read the same value of ``seed`` in one iteration of it
 
 
 def seed_key_draws(m) -> list:
@@ -65,9 +69,16 @@ def seed_key_draws(m) -> list:
             if fn is None or fn not in keys.KEY_FUNCS:
                 continue
             ctx = m.context(call)
-            if ctx is None or ctx.loops:
+            if ctx is None:
                 continue
             scope = m.scope_at(call)
+            if ctx.loops:
+                made = _variable_seed(m, call_arg(call, 0, "key"), scope)
+                if made is not None:
+                    loop = ctx.loops[-1]
+                    groups.setdefault((id(scope), id(loop.node), id(made[2])), []).append(
+                        (SeedDraw(call, fn, made[0], made[1], loop), ctx))
+                continue
             made = _constant_key(m, call_arg(call, 0, "key"), scope)
             if made is not None:
                 groups.setdefault((id(scope), made[1]), []).append((SeedDraw(call, fn, made[0], made[1]), ctx))
@@ -75,8 +86,8 @@ def seed_key_draws(m) -> list:
         for draws in groups.values():
             draws.sort(key=lambda d: _pos(d[0].call))
             for j, (draw, ctx) in enumerate(draws):
-                first = next((d for d, c in draws[:j] if d.maker is not draw.maker and not exclusive(m, c, ctx, ifs)),
-                             None)
+                first = next((d for d, c in draws[:j] if d.maker is not draw.maker and not exclusive(m, c, ctx, ifs)
+                              and (d.loop is None or _unchanged(m, d.maker, draw.maker))), None)
                 if first is not None:
                     draw.first = first
                     out.append(draw)
@@ -187,3 +198,24 @@ def _constant_key(m, key: Optional[ast.AST], scope) -> Optional[tuple]:
     if not (isinstance(seed, ast.Constant) and type(seed.value) is int):
         return None
     return (key, seed.value) if m.resolve(key.func, scope) in _MAKERS else None
+
+
+def _variable_seed(m, key: Optional[ast.AST], scope) -> Optional[tuple]:
+    """``(maker call, seed name, binding)`` for ``PRNGKey(step)`` (or ``jax.random.key``) with a plain
+    name as its seed, the maker itself the draw's key (in a loop: ``normal(PRNGKey(step), s)`` and
+    ``uniform(PRNGKey(step))`` in one iteration make one key twice)."""
+    if not (isinstance(key, ast.Call) and len(key.args) == 1 and not key.keywords
+            and isinstance(key.args[0], ast.Name) and m.resolve(key.func, scope) in _MAKERS):
+        return None
+    seed = key.args[0]
+    ev = m.binding(seed.id, scope, _pos(seed))
+    return (key, seed.id, ev) if ev is not None and ev.kind != "other" else None
+
+
+def _unchanged(m, a: ast.Call, b: ast.Call) -> bool:
+    """Whether nothing stores the seed name of maker ``a`` between it and maker ``b`` (so both read
+    one value)."""
+    name = a.args[0].id
+    scope = m.scope_at(a)
+    start, end = _pos(a), _pos(b)
+    return not any(start < ev.pos < end for ev in scope.events.get(name, ()) if ev.pos is not None)
