@@ -97,6 +97,21 @@ def test_jax_core_canonicalize_shape_removed_in_0_4_31():
     assert "removed in JAX 0.4.31" in msg
 
 
+def test_jax_random_shuffle_removed_in_0_4_31():
+    """Read from PyPI's wheels: 0.4.30 imports it with a warning, 0.4.31 maps it to None (fresh set AO)."""
+    assert_marked("""
+        import random as pyrandom
+        from jax import random
+
+        def epoch(i, data, items):
+            random.shuffle(random.PRNGKey(i), data, axis=0)  # expect: JAX404
+            pyrandom.shuffle(items)
+            return random.permutation(random.PRNGKey(i), data, axis=0, independent=True)
+    """)
+    [msg] = messages("import jax\nx = jax.random.shuffle(jax.random.PRNGKey(0), jax.numpy.ones(3))\n", "JAX404")
+    assert "removed in JAX 0.4.31" in msg and "independent=True" in msg
+
+
 def test_the_jax_api_module_removed_in_0_2_21():
     assert_marked("""
         from jax.api import jit, grad  # expect: JAX404

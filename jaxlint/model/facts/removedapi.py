@@ -131,6 +131,10 @@ def _tree(old: str, new: str) -> Removed:
 #   (changelog 0.4.31, "From jax.core: removed canonicalize_shape, ..."; the ``_deprecations`` entry is None at
 #   jax-v0.4.31); read from the git tags of jax-ml/jax on 2026-12-06. Found on fresh set L's blind catalogue
 #   (a module's parameter initializers call it on every shape).
+# - jax.random.shuffle: deprecated in favour of ``permutation(key, x, axis, independent=True)``; removed in 0.4.31
+#   (jax/random.py of the 0.4.31 wheel maps ``shuffle`` to None in ``_deprecations``, "Finalized Jul 26 2024": the
+#   lookup raises AttributeError; the 0.4.30 wheel still imports it with a warning); read from PyPI's wheels on
+#   2026-12-07. Found on fresh set AO's blind catalogue (an SGLD script and its notebook copy).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -176,6 +180,7 @@ TABLE = {e.name: e for e in (
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.random.KeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.random.shuffle", (0, 4, 31), "`jax.random.permutation(key, x, axis, independent=True)`"),
     Removed("jax.core.canonicalize_shape", (0, 4, 31), "a tuple of Python ints (`tuple(int(d) for d in shape)`)"),
     Removed("jax.lib.xla_bridge.get_backend", (0, 8, 0), "`jax.extend.backend.get_backend()` "
             "(`jax.default_backend()` for its `.platform`)"),
