@@ -389,3 +389,39 @@ def test_jax204_str_of_what_the_timed_work_returned_waits_for_it():
     assert_marked(_OPTIMISER.replace('        log("objective: " + str(new_value))\n', ""))
     # a conversion of another name waits for nothing
     assert_marked(_OPTIMISER.replace("str(new_value)", "str(self.name)"))
+
+
+RENDER = """
+import time
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def render_fn(rng, rays):
+    return jnp.sin(rays) * 2
+
+
+def render_image(parts, rng):
+    chunks = {made}
+    for part in parts:
+        chunks.append(render_fn(rng, part))
+    return jnp.concatenate(chunks)
+
+
+def evaluate(parts, rng):
+    t0 = time.time()
+    img = render_image(parts, rng)
+    eval_time = time.time() - t0{marker}
+    return img, eval_time
+"""
+
+
+def test_jax204_a_helper_that_collects_dispatched_chunks_in_a_list_and_concatenates_them():
+    # review3's multinerf: the render time is read right after render_image, which only dispatches
+    assert_marked(RENDER.format(made="[]", marker="  # expect: JAX204"))
+
+
+def test_jax204_near_miss_chunks_collected_in_an_object_it_cannot_see_into():
+    # ``chunks`` made by a call of unknown code: its ``append`` may read (and wait for) what it is given
+    assert findings(RENDER.format(made="make_buffer()", marker=""), "JAX204") == []

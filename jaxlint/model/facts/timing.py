@@ -466,8 +466,8 @@ _STORING_METHODS = frozenset({"put", "put_nowait", "append", "appendleft"})
 
 
 def _stores_only(m, c: ast.Call, scope) -> bool:
-    """``q.put(x)``/``d.append(x)`` on a name bound to a standard-library thread queue or deque,
-    or on an element of a list of them (``qs[i].put(x)``, :func:`containers.element_maker`)."""
+    """``q.put(x)``/``d.append(x)`` on a standard-library thread queue or deque (a name bound to one,
+    an element of a list of them: :func:`containers.element_maker`), or on a list display (``xs = []``)."""
     f = c.func
     if not (isinstance(f, ast.Attribute) and f.attr in _STORING_METHODS):
         return False
@@ -477,6 +477,8 @@ def _stores_only(m, c: ast.Call, scope) -> bool:
     if not isinstance(receiver, ast.Name):
         return False
     ev = m.binding(receiver.id, scope, (receiver.lineno, receiver.col_offset))
+    if ev is not None and ev.plain_assign and isinstance(ev.value, ast.List) and f.attr == "append":
+        return True  # ``chunks.append(out)`` on a list: keeps a reference, reads nothing
     if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
         return False
     return m.resolve(ev.value.func, ev.scope) in _QUEUE_TYPES
