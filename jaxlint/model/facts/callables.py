@@ -417,14 +417,20 @@ def attribute_callable(m, expr: ast.AST, scope: Scope) -> Optional[str]:
 def _library_method(m, base: ast.AST, attr: str, scope: Scope) -> bool:
     """``strategy.ask`` with ``strategy`` bound once to a call of a library class whose ``ask`` is a
     method (``names.LIBRARY_BOUND_METHODS``: evosax's strategies, gymnax's ``RolloutWrapper``)."""
-    if not isinstance(base, ast.Name):
-        return False
-    ev = m.binding(base.id, scope, _pos(base))
-    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
-        return False
-    qn = m.resolve(ev.value.func, ev.scope)
+    qn = plain_maker(m, base, scope)
     return qn is not None and any((qn.startswith(k) if k.endswith(".") else qn == k) and attr in methods
                                   for k, methods in N.LIBRARY_BOUND_METHODS.items())
+
+
+def plain_maker(m, name: ast.AST, scope: Scope) -> Optional[str]:
+    """The qualified name of the callable whose call the name ``name`` is bound to by a plain
+    assignment reaching it (``envs = gym.vector.SyncVectorEnv(...)``), or None."""
+    if not isinstance(name, ast.Name):
+        return None
+    ev = m.binding(name.id, scope, _pos(name))
+    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
+        return None
+    return m.resolve(ev.value.func, ev.scope)
 
 
 def library_instance(m, expr: ast.AST, scope: Scope, depth: int = 0) -> Optional[str]:

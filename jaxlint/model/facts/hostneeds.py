@@ -165,12 +165,7 @@ def _consumes(m, c: ast.Call) -> bool:
 def _host_object(m, recv: ast.AST, scope) -> bool:
     """A name bound once in reach to an object a host library made (``envs =
     gym.vector.SyncVectorEnv(...)``, ``envs = envpool.make(...)``): its methods run on the host."""
-    if not isinstance(recv, ast.Name):
-        return False
-    ev = m.binding(recv.id, scope, _pos(recv))
-    if ev is None or not ev.plain_assign or not isinstance(ev.value, ast.Call):
-        return False
-    qn = m.resolve(ev.value.func, ev.scope)
+    qn = callables.plain_maker(m, recv, scope)
     return qn is not None and qn.startswith(HOST_LIBRARIES)
 
 
