@@ -56,6 +56,7 @@ class ModuleModel:
         self.path: Optional[str] = None
         self._collected: Optional[bool] = None  # tests_collected, once the path is known
         self._import_bindings: dict = {}  # (id(scope), name) -> imported_binding's answer
+        self._called_globals: dict = {}  # (id(function), name) -> the module binding its calls see
         self.project = None  # a ProjectResolver, for names imported from the project's modules
         self._resolve_memo: dict[int, Optional[str]] = {}
         self._rebinding_memo: dict = {}
@@ -379,9 +380,42 @@ class ModuleModel:
                         if cand.pos > pos:
                             return (self._reaching(evs, i, pos) if i else evs[-1]), evs[i:]
                     return self._reaching(evs, len(evs), pos), ()
+                if s is self.module_scope and len(evs) > 1:
+                    return self._global_at_calls(name, evs, scope), ()
                 return evs[-1], ()
             s, own = s.parent, False
         return None
+
+    def _global_at_calls(self, name: str, evs: list, scope: Scope):
+        """The module binding of ``name`` that a function (in ``scope``) sees when the module binds the
+        name more than once: the one reaching the module-level calls of the top-level function around
+        ``scope``, made before the module rebinds that function's own name, when all of them see the same
+        one (a notebook's NumPy ``solve_model`` called in its cell, before a later cell redefines ``T``
+        with ``jax.jit``); the last binding otherwise, as a call after the module ran sees."""
+        top = scope
+        while top.parent is not None and top.parent is not self.module_scope:
+            top = top.parent
+        f = top.func if top.kind == "function" else None
+        if f is None or top.parent is not self.module_scope or isinstance(f.node, ast.Lambda):
+            return evs[-1]
+        key = (id(f), name)
+        if key not in self._called_globals:
+            start = _pos(f.node)
+            own = [e.pos for e in self.module_scope.events.get(f.name, ()) if e.pos > start]
+            end = min(own) if own else None
+            seen, found = set(), None
+            for call in self.calls_by_name.get(f.name, ()):
+                ctx = self.ctx.get(id(call))
+                at = _pos(call)
+                if ctx is None or ctx.scope is not self.module_scope or not isinstance(call.func, ast.Name):
+                    continue
+                if at < start or (end is not None and at > end):
+                    continue
+                before = [e for e in evs if e.pos < at]
+                seen.add(id(before[-1]) if before else None)
+                found = before[-1] if before else None
+            self._called_globals[key] = found if len(seen) == 1 and found is not None else evs[-1]
+        return self._called_globals[key]
 
     def _reaching(self, evs: list, i: int, pos: tuple):
         """The last of ``evs[:i]`` (bindings before ``pos``) not in the other arm of an ``if`` whose
