@@ -118,10 +118,14 @@ def test_apply_draws_from_its_dropout_key(made, call, drawn):
     (["train_state.TrainState.create(apply_fn=model.apply, params=p, tx=tx)",
       "train_state.TrainState.create(apply_fn=other.apply, params=p, tx=tx)"], False),  # two modules: not known
     (["train_state.TrainState.create(apply_fn=forward, params=p, tx=tx)"], False),  # not a module's apply
+    (["train_state.TrainState.create(apply_fn=model.apply, params=p, tx=tx)",
+      "s0.replace(apply_fn=forward)"], False),  # replaced by another function
+    (["train_state.TrainState.create(apply_fn=model.apply, params=p, tx=tx)",
+      "s0.apply_fn = forward"], False),  # stored by other code
     ([], False),
 ])
 def test_a_train_states_apply_fn_is_the_one_module_it_was_created_with(creates, drawn):
-    body = "\n".join(f"s{i} = {c}" for i, c in enumerate(creates))
+    body = "\n".join(c if " = " in c else f"s{i} = {c}" for i, c in enumerate(creates))
     src = (MODEL + "\nmodel = Net()\nother = Always()\n" + body +
            '\n\ndef step(state, x, key):\n    return state.apply_fn(state.params, x, True, rngs={"dropout": key})\n')
     m = build_model(ast.parse(textwrap.dedent(src)))

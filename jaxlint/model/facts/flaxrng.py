@@ -8,8 +8,8 @@ AO's nanoGPT: one module-level ``dropout_rng`` read by the jitted ``train_step``
 d2l notebooks: one key handed to the jitted step every iteration).
 
 Proven when the applied module is an instance of a flax linen module class of this module (``model =
-GPT(...)``, then ``model.apply``; or a ``TrainState``'s ``apply_fn`` where every ``apply_fn=`` of the module
-is the ``apply`` of instances of that one class) and, from its ``__call__`` through the module's own
+GPT(...)``, then ``model.apply``; or a ``TrainState``'s ``apply_fn`` where every ``apply_fn=`` of the module,
+in any call, is the ``apply`` of instances of that one class, and no code stores an ``apply_fn`` attribute) and, from its ``__call__`` through the module's own
 functions, methods and module classes (instantiated and called: ``Block(cfg)(x, training=training)``, a
 submodule stored in ``setup``, the first layer of an ``nn.Sequential``), a draw is reached:
 
@@ -129,8 +129,10 @@ def _applied(m, func: ast.Attribute, scope: Scope) -> Optional[tuple]:
         if cls is None or not flaxmodules.class_is_module(m, cls.node):
             return None
         return cls, call, made_scope
+    if any(isinstance(t, ast.Attribute) and t.attr == "apply_fn" for t, _ in m.stores):
+        return None  # ``obj.apply_fn = ...``: stored by other code than a constructor
     found = set()
-    for c in m.calls_by_name.get("create", ()):
+    for c in m.calls:
         for k in c.keywords:
             if k.arg != "apply_fn":
                 continue
