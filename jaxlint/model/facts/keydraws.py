@@ -54,7 +54,7 @@ def fixed_key_draws(m) -> list:
     m.facts.fixed_key_memo = out
     calls = list(m.calls_named(KEY_FUNCS))
     calls.extend(c for name in DIST_SAMPLE for c in m.calls_by_name.get(name, ()))
-    calls.extend(c for name in ("apply", "apply_fn") for c in m.calls_by_name.get(name, ())
+    calls.extend(c for name in flaxrng.APPLIES for c in m.calls_by_name.get(name, ())
                  if any(k.arg == "rngs" and isinstance(k.value, ast.Dict) for k in c.keywords))
     for call in calls:
         if not m.work.spend():
@@ -77,7 +77,7 @@ def _fixed_key_draw(m, call: ast.Call) -> Optional["FixedKeyDraw"]:
     elif isinstance(call.func, ast.Attribute) and call.func.attr in DIST_SAMPLE:
         fn = call.func.attr
         arg = next((kw.value for kw in call.keywords if kw.arg == "seed"), None)
-    elif isinstance(call.func, ast.Attribute) and call.func.attr in ("apply", "apply_fn"):
+    elif isinstance(call.func, ast.Attribute) and call.func.attr in flaxrng.APPLIES:
         return _fixed_flax_draw(m, call, f, scope)
     else:
         return None
