@@ -209,10 +209,9 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
             if kw.arg == "seed":
                 return [(func.attr, kw.value, _spell(func), None, True)]
         return []
-    if m.project is not None and id(call) in _imported_calls(m):
-        found = _imported_draw(m, call, scope)
-        if found:
-            return found  # ``get_t_samples(key, n)`` of another module of the project, which draws from ``key``
+    remote = _imported_draw(m, call, scope) if m.project is not None and id(call) in _imported_calls(m) else None
+    if remote:
+        return remote  # ``get_t_samples(key, n)`` of another module of the project, which draws from ``key``
     if (isinstance(func, ast.Call) and len(func.args) == 1 and isinstance(func.args[0], ast.Name)
             and m.resolve(func.func, scope) in N.JIT_WRAPPERS):
         func = func.args[0]  # ``jax.jit(run_mcts)(key, state)``: the key goes to ``run_mcts``
@@ -261,8 +260,7 @@ def _forwarded_keys(m, call: ast.Call, scope: Scope) -> list:
 
 
 def _imported_draw(m, call: ast.Call, scope: Scope) -> list:
-    """The first key argument (a name) that a top-level function of another module of the project
-    draws from (:meth:`~jaxlint.model.facts.summary.ModuleSummary.key_draw`), as a forwarded key."""
+    """The first name argument a top-level function of another module of the project draws from, as a forwarded key."""
     target = callables.imported_function(m, call.func, scope)
     if target is None:
         return []
@@ -277,19 +275,24 @@ def _imported_draw(m, call: ast.Call, scope: Scope) -> list:
 
 
 def _imported_calls(m) -> dict:
-    """``{id: call}`` for the calls that may hand a key to another module's function: a call of a plain
-    or dotted name with a name argument that is also the key of a ``jax.random`` call of the module
-    (only those ask the other module, and only when their key uses are asked). Memoized."""
+    """``{id: call}`` for the calls that may hand a key to another module's function: a call of a plain or
+    dotted name with a name argument that reads the binding a ``jax.random`` call of the same scope reads
+    as its key (only those ask the other module, when their key uses are asked: two such calls with no
+    draw of their own between them are not asked, a cost measured on the pinned corpus). Memoized."""
     memo = m.facts.imported_key_calls_memo
     if memo is not None:
         return memo
     memo = m.facts.imported_key_calls_memo = {}
     if m.project is None:
         return memo
-    drawn = {a.id for c in m.calls_named(KEY_FUNCS) for a in [call_arg(c, 0, "key")] if isinstance(a, ast.Name)}
-    if drawn:
-        memo.update((id(c), c) for c in m.calls if isinstance(c.func, (ast.Name, ast.Attribute))
-                    and any(isinstance(a, ast.Name) and a.id in drawn for a in c.args))
+    keyed = [(c, a) for c in m.calls_named(KEY_FUNCS) for a in [call_arg(c, 0, "key")] if isinstance(a, ast.Name)]
+    drawn = {(id(m.scope_at(c)), a.id) for c, a in keyed}
+    candidates = [c for c in m.calls if isinstance(c.func, (ast.Name, ast.Attribute)) and any(
+        isinstance(a, ast.Name) and (id(m.scope_at(c)), a.id) in drawn for a in c.args)] if drawn else []
+    if candidates:
+        events = {id(m.binding(a.id, m.scope_at(c), _pos(a))) for c, a in keyed}
+        memo.update((id(c), c) for c in candidates if any(
+            isinstance(a, ast.Name) and id(m.binding(a.id, m.scope_at(c), _pos(a))) in events for a in c.args))
     return memo
 
 
