@@ -26,11 +26,11 @@ def module_instance(m, expr: ast.AST, scope: Scope) -> bool:
     """Whether ``expr`` is proven an instance of a flax linen module: ``Cls(...)``, or a name bound once by a
     plain assignment to ``Cls(...)``, where ``Cls`` is a flax.linen layer (``nn.Dense``) or a class deriving
     from ``flax.linen.Module`` (through classes of this module, or a class of another module of the project)."""
-    made = _made_by(m, expr, scope)
+    made = made_by(m, expr, scope)
     return made is not None and _module_class(m, made[0].func, made[1], 0)
 
 
-def _made_by(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
+def made_by(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
     """``(call, scope)``: the call that made the instance ``expr`` (``Cls(...)`` itself, or the value of the only,
     plain binding of a name), or None."""
     if isinstance(expr, ast.Name):
@@ -51,7 +51,7 @@ def _module_class(m, func: ast.AST, scope: Optional[Scope], depth: int) -> bool:
     if cls is not None:
         return class_is_module(m, cls.node, depth)
     if isinstance(func, ast.Name):
-        made = _made_by(m, func, scope)  # ``UNetDefault = partial(UNet, ...)``
+        made = made_by(m, func, scope)  # ``UNetDefault = partial(UNet, ...)``
         if made is not None and made[0].args and m.resolve(made[0].func, made[1]) == N.PARTIAL:
             return _module_class(m, made[0].args[0], made[1], depth + 1)
         found = m._imported(func.id, scope)  # a class of another module of the project
@@ -84,7 +84,7 @@ def class_key(m, expr: ast.AST, scope: Scope) -> Optional[tuple]:
     comparable key; None when not shown. Two ``init`` calls of instances of one class given one key make the
     same weights wherever the constructor arguments give them the same shapes (flax derives each parameter's
     key from the key and the parameter's path, which the class fixes)."""
-    made = _made_by(m, expr, scope)
+    made = made_by(m, expr, scope)
     if made is None:
         return None
     expr, scope = made

@@ -121,7 +121,7 @@ def _applied(m, func: ast.Attribute, scope: Scope) -> Optional[tuple]:
     """``(class, construction call or None, its scope)``: the flax module class of this module whose
     instance ``func`` (``model.apply``, ``state.apply_fn``) applies."""
     if func.attr == "apply":
-        made = flaxmodules._made_by(m, func.value, scope)
+        made = flaxmodules.made_by(m, func.value, scope)
         if made is None:
             return None
         call, made_scope = _through_partial(m, made[0], made[1])
@@ -154,7 +154,7 @@ def _through_partial(m, call: ast.Call, scope: Scope) -> tuple:
     ``Net(c)`` the construction it makes, ``Cls(a, c, b=1)`` (in the partial's scope)."""
     if not isinstance(call.func, ast.Name):
         return call, scope
-    made = flaxmodules._made_by(m, call.func, scope)
+    made = flaxmodules.made_by(m, call.func, scope)
     if made is None or not made[0].args or m.resolve(made[0].func, made[1]) != N.PARTIAL:
         return call, scope
     partial = made[0]
@@ -221,7 +221,7 @@ def _construction(m, f, expr: ast.AST, scope: Scope) -> Optional[ast.Call]:
     if isinstance(expr, ast.Call):
         return expr
     if isinstance(expr, ast.Name):
-        made = flaxmodules._made_by(m, expr, scope)
+        made = flaxmodules.made_by(m, expr, scope)
         return made[0] if made is not None else None
     if (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and f.cls is not None
             and f.params and expr.value.id == f.params[0]):
