@@ -175,7 +175,9 @@ class RemovedApi(Rule):
                "`optimizers` and `loops` (0.3.16), `jax.experimental.maps` "
                "and `xmap` (0.4.31), `jax.xla_computation` (0.4.34), `jax.sharding.use_mesh` (0.7.1), "
                "`jax.experimental.host_callback` and the compilation cache's `initialize_cache` (0.8.0), "
-               "`jax.device_put_replicated`/`device_put_sharded` (0.10.0), `jax.lib.xla_bridge` (its functions "
+               "`jax.device_put_replicated`/`device_put_sharded` (0.10.0), `jnp.clip`'s `a_min`/`a_max`/`a` "
+               "keywords (0.10.0), `jax.tools.colab_tpu` (`setup_tpu` raises since 0.4.7, the module 0.9.2), "
+               "`jax.lib.xla_bridge` (its functions "
                "0.8.0, the module 0.9.0), `jax.sharding.PositionalSharding`/`GSPMDSharding` (0.7.0); and "
                "configuration options JAX has removed, set with `jax.config.update` (`jax_array` 0.4.14, "
                "`jax_spmd_mode` 0.6.1, `jax_cpu_enable_gloo_collectives` 0.8.0, ...). An import of a removed name is "
@@ -244,6 +246,10 @@ class RemovedApi(Rule):
             if ref.kind == "option":
                 message = (f"the config option `{entry.name}` was removed in JAX {_version(entry.removed)}: on "
                            f"current JAX {self._fails(ref)}; {entry.replacement}")
+            elif ref.kind == "keyword":
+                message = (f"the keyword `{entry.name}=` of `{ref.base_name}` was removed in JAX "
+                           f"{_version(entry.removed)}: on current JAX {self._fails(ref)}; use "
+                           f"{entry.replacement}{note}")
             else:
                 message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
                            f"{self._fails(ref)}; use {entry.replacement}{note}")
@@ -261,7 +267,9 @@ class RemovedApi(Rule):
     @staticmethod
     def _fails(ref) -> str:
         if ref.kind == "use":
-            return "looking it up raises AttributeError"
+            return ref.entry.fails or "looking it up raises AttributeError"
+        if ref.kind == "keyword":
+            return "the call raises TypeError (an unexpected keyword argument)"
         if ref.kind == "option":
             return "setting it raises AttributeError (an unrecognized config option)"
         stmt = ref.statement
@@ -277,7 +285,7 @@ class RemovedApi(Rule):
         the base name kept as the user spelled it, when the entry's rewrite is mechanical and the
         replacement exists in the oldest JAX the project supports."""
         entry = ref.entry
-        if entry.fix is None or ref.kind != "use":
+        if entry.fix is None or ref.kind not in ("use", "keyword"):
             return None, ""
         oldest, source = getattr(model, "jax_version", None), "jax-version"
         if oldest is None:  # the configured jax-version wins; else the oldest the packaging files allow
@@ -294,6 +302,14 @@ class RemovedApi(Rule):
     @_never_raises
     def _edit(ref) -> Optional[Fix]:
         entry, base = ref.entry, ref.base_name
+        if ref.kind == "keyword":  # jnp.clip(x, a_min=0) -> jnp.clip(x, min=0): the keyword's name only
+            from jaxlint.edits import Edit, Fix
+
+            kw = ref.node
+            if any(k.arg == entry.fix for k in ref.statement.keywords):
+                return None  # jnp.clip(x, a_min=0, min=1): renaming would repeat a keyword
+            return Fix((Edit((kw.lineno, kw.col_offset), (kw.lineno, kw.col_offset + len(entry.name)),
+                             (entry.fix,)),))
         if not (entry.name.startswith(base + ".") and entry.fix.startswith(base + ".")):
             return None  # the user's import does not reach the replacement (from jax import tree_util)
         from jaxlint.edits import Edit, Fix, end_of

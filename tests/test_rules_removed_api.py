@@ -839,3 +839,89 @@ def test_jax404_the_experimental_partition_spec_removed_in_0_4_11():
     """
     assert_marked(src)
     assert "jax.sharding.PartitionSpec" in messages(src, "JAX404")[0]
+
+
+# --------------------------------------------------------------------------- removed keywords, colab_tpu
+
+
+def test_jnp_clip_keywords_removed_in_0_10_0():
+    """Set AQ's catalogue: a mel filter's `jnp.clip(x, a_min=..., a_max=None)` inside every training loss
+    raises TypeError on JAX 0.10 (the 0.9.2 wheel takes the keywords with a warning, 0.10.0's does not)."""
+    src = """
+        import jax.numpy as jnp
+        from jax.numpy import clip as jclip
+        import numpy as np
+
+        def loss(x):
+            y = jnp.clip(x, a_min=1e-5, a_max=None)  # expect: JAX404, JAX404
+            z = jclip(a=x, max=1.0)  # expect: JAX404
+            return y + z
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert msgs[0].startswith("the keyword `a_min=` of `jax.numpy.clip` was removed in JAX 0.10.0: on current JAX "
+                              "the call raises TypeError")
+    assert "`min=`" in msgs[0] and "`max=`" in msgs[1] and "positional first argument" in msgs[2]
+
+
+@pytest.mark.parametrize("src", [
+    # NumPy's clip keeps the keywords; the new keywords; positional arguments; the array method
+    "import numpy as np\nimport jax.numpy as jnp\ny = np.clip(np.ones(3), a_min=0, a_max=1)\n",
+    "import jax.numpy as jnp\ny = jnp.clip(jnp.ones(3), min=0, max=1)\nz = jnp.clip(jnp.ones(3), 0, 1)\n",
+    "import jax.numpy as jnp\ny = jnp.ones(3).clip(min=0)\n",
+    # a local function named clip; a guard that knows
+    "import jax.numpy as jnp\n\ndef clip(x, a_min=0):\n    return x\n\ny = clip(jnp.ones(3), a_min=1)\n",
+    "import jax.numpy as jnp\ntry:\n    y = jnp.clip(jnp.ones(3), a_min=0)\nexcept TypeError:\n    pass\n"
+    "except AttributeError:\n    pass\n",
+])
+def test_jnp_clip_keyword_near_misses(src):
+    assert findings(src) == [] and opt_in_findings(src, "JAX404") == []
+
+
+def test_jnp_clip_keywords_fixed_to_the_new_names(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.clip(x, a_min=0.0, a_max=1.0) + "
+                    "jnp.clip(x, a_min=0.0, min=1.0)\n")
+    assert main(["check", "--no-cache", "--fix", "--select", "JAX404", str(path)]) == 1
+    assert path.read_text().endswith("return jnp.clip(x, min=0.0, max=1.0) + jnp.clip(x, a_min=0.0, min=1.0)\n")
+
+
+def test_jnp_clip_fix_waits_for_a_project_older_than_the_new_keywords(tmp_path):
+    (tmp_path / "requirements.txt").write_text("jax>=0.4.20\n")
+    path = tmp_path / "m.py"
+    path.write_text("import jax.numpy as jnp\n\ny = jnp.clip(jnp.ones(3), a_min=0.0)\n")
+    assert main(["check", "--no-cache", "--fix", "--select", "JAX404", str(path)]) == 1
+    assert "a_min=0.0" in path.read_text()
+
+
+def test_jnp_clip_keywords_against_the_installed_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    installed = _version(jax.__version__)
+    for (function, keyword), entry in removedapi.KEYWORDS.items():
+        assert function == "jax.numpy.clip" and entry.name == keyword
+        if entry.removed <= installed:
+            with pytest.raises(TypeError):
+                jnp.clip(jnp.ones(3), **{keyword: 0.5})
+        if entry.fix is not None and entry.since <= installed:
+            bound = {"min": 2.0, "max": 0.5}[entry.fix]  # each bites on ones: 3 * bound
+            assert float(jnp.clip(jnp.ones(3), **{entry.fix: bound}).sum()) == 3 * bound
+
+
+def test_colab_tpu_import_and_setup_call():
+    """Set AQ's catalogue: two training scripts `import jax.tools.colab_tpu` at module level (gone in 0.9.2);
+    `setup_tpu()` raises RuntimeError from 0.4.7 on."""
+    src = """
+        import jax
+        import jax.tools.colab_tpu  # expect: JAX404
+
+        def main():
+            jax.tools.colab_tpu.setup_tpu()  # expect: JAX404
+            print(jax.local_devices())
+    """
+    assert_marked(src)
+    msgs = messages(src, "JAX404")
+    assert "removed in JAX 0.9.2" in msgs[0] and "importing it raises ImportError" in msgs[0]
+    assert "from 0.4.7 on calling it raised RuntimeError" in msgs[1]
+    assert_clean("import jax\ntry:\n    import jax.tools.colab_tpu\nexcept ImportError:\n    pass\n")

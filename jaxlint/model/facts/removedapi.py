@@ -34,11 +34,11 @@ class Removed:
     (the name is a module: importing it fails) and ``deprecated`` (still present in current JAX:
     reported only on request)."""
 
-    __slots__ = ("name", "removed", "replacement", "fix", "since", "portable", "module", "deprecated")
+    __slots__ = ("name", "removed", "replacement", "fix", "since", "portable", "module", "deprecated", "fails")
 
     def __init__(self, name: str, removed: tuple, replacement: str, fix: Optional[str] = None,
                  since: tuple = (0, 0, 0), portable: Optional[str] = None, module: bool = False,
-                 deprecated: bool = False):
+                 deprecated: bool = False, fails: Optional[str] = None):
         self.name = name
         self.removed = removed
         self.replacement = replacement
@@ -47,6 +47,7 @@ class Removed:
         self.portable = portable
         self.module = module
         self.deprecated = deprecated
+        self.fails = fails  # how a use fails where it is not a missing name (a function that raises)
 
     def __repr__(self) -> str:
         return f"Removed({self.name!r}, {self.removed!r})"
@@ -135,6 +136,11 @@ def _tree(old: str, new: str) -> Removed:
 #   (jax/random.py of the 0.4.31 wheel maps ``shuffle`` to None in ``_deprecations``, "Finalized Jul 26 2024": the
 #   lookup raises AttributeError; the 0.4.30 wheel still imports it with a warning); read from PyPI's wheels on
 #   2026-12-07. Found on fresh set AO's blind catalogue (an SGLD script and its notebook copy).
+# - jax.tools.colab_tpu (the module) and its setup_tpu: read from PyPI's releases on 2026-12-07. setup_tpu
+#   raises RuntimeError ("JAX only supports TPU VMs, not the older Colab TPUs") from the 0.4.7 sdist on (0.4.6
+#   still connects to the TPU driver); the module is in the 0.9.1 wheel, not in 0.9.2's (`import
+#   jax.tools.colab_tpu` raises ModuleNotFoundError on 0.10.2, probed). Found on fresh set AQ's blind
+#   catalogue (two training scripts import it at module level).
 # - Deprecated, still present in 0.10.2 (opt-in): jax.experimental.shard_map.shard_map and
 #   jax.experimental.pjit.pjit, deprecated in 0.8.0 (changelog 0.8.0, Deprecations).
 TABLE = {e.name: e for e in (
@@ -187,6 +193,13 @@ TABLE = {e.name: e for e in (
     Removed("jax.lib.xla_bridge.get_compile_options", (0, 8, 0), "`jax.extend.backend.get_compile_options`"),
     Removed("jax.lib.xla_bridge", (0, 9, 0), "`jax.extend.backend` (`get_backend`, `backends`, ...) or "
             "`jax.default_backend()`", module=True),
+    Removed("jax.tools.colab_tpu", (0, 9, 2), "`jax.devices()` as it is: JAX finds a TPU VM's chips without a "
+            "set-up call (Colab's old TPU nodes are unsupported since JAX 0.4); drop the import and the "
+            "`setup_tpu()` call", module=True),
+    Removed("jax.tools.colab_tpu.setup_tpu", (0, 4, 7), "`jax.devices()` as it is: JAX finds a TPU VM's chips "
+            "without a set-up call (Colab's old TPU nodes are unsupported since JAX 0.4); drop the call",
+            fails="it is gone with its module (0.9.2), and from 0.4.7 on calling it raised RuntimeError (\"JAX "
+                  "only supports TPU VMs\")"),
     Removed("jax.config.config", (0, 4, 25), "`from jax import config` (the configuration object is `jax.config`)"),
     Removed("jax.experimental.shard_map.shard_map", (0, 8, 0), "`jax.shard_map` (JAX 0.6.1 and later)",
             deprecated=True),
@@ -214,6 +227,23 @@ OPTIONS = {e.name: e for e in (
             "`jax.config.update('jax_cpu_collectives_implementation', 'gloo')`"),
     Removed("jax_dynamic_shapes", (0, 8, 2), "drop the call, and keep shapes static (pad to a few bucket sizes)"),
 )}
+# Keyword arguments JAX has removed from a function that is still there: ``jnp.clip(x, a_min=0)`` raises
+# TypeError (an unexpected keyword argument) from the release given. ``fix`` is the keyword to write
+# instead, ``since`` the first release that takes it; positional arguments work on every version.
+# - jax.numpy.clip's a, a_min, a_max: deprecated in 0.4.27 (its signature gains ``min``/``max`` and the
+#   old names become ``DeprecatedArg`` keywords: the 0.4.26 and 0.4.27 wheels), removed in 0.10.0 (the
+#   0.9.2 wheel still takes them, with a warning; 0.10.0's signature is ``clip(arr, /, min, max)``), read
+#   from PyPI's wheels on 2026-12-07; ``jnp.clip(x, a_min=1.0)`` raises TypeError on 0.10.2 (probed). The
+#   array method ``x.clip`` took only ``min``/``max`` in both. Found on fresh set AQ's blind catalogue (a
+#   mel filter inside every training loss, a board game's step).
+KEYWORDS = {("jax.numpy.clip", e.name): e for e in (
+    Removed("a_min", (0, 10, 0), "`min=` (JAX 0.4.27 and later; a positional argument on every version)",
+            "min", (0, 4, 27), "positional arguments (`jnp.clip(x, lo, hi)`)"),
+    Removed("a_max", (0, 10, 0), "`max=` (JAX 0.4.27 and later; a positional argument on every version)",
+            "max", (0, 4, 27), "positional arguments (`jnp.clip(x, lo, hi)`)"),
+    Removed("a", (0, 10, 0), "a positional first argument (`jnp.clip(x, ...)`)"),
+)}
+_KEYWORD_FUNCTIONS = frozenset(f.rsplit(".", 1)[1] for f, _ in KEYWORDS)
 _CONFIG_CALLS = frozenset({"jax.config.update", "jax.config.config.update", "jax._src.config.config.update"})
 
 # The last part of every name: a reference spells it (an attribute chain reaches the removed name; an
@@ -300,6 +330,12 @@ class _Walk:
             self._attribute(node)
         for call in self.model.calls_by_name.get("update", ()):
             self._option(call)
+        lasts = set(_KEYWORD_FUNCTIONS)  # and the names a module-level import binds them to (clip as jclip)
+        lasts.update(name for name, (_, attr, _) in self.model.module_scope.import_src.items()
+                     if attr in _KEYWORD_FUNCTIONS)
+        for last in lasts:
+            for call in self.model.calls_by_name.get(last, ()):
+                self._keywords(call)
         out = []
         # an attribute chain inside another reported one (``jax.lib.xla_bridge`` of
         # ``jax.lib.xla_bridge.get_backend``): the outer reference is the one reported
@@ -437,13 +473,28 @@ class _Walk:
         if self.model.resolve(call.func, self.model.scope_at(call)) in _CONFIG_CALLS:
             self._add(arg, OPTIONS[arg.value], "option", call, statement=call)
 
+    def _keywords(self, call: ast.Call) -> None:
+        """``jnp.clip(x, a_min=0.0)``: a keyword argument JAX has removed from the function called."""
+        if not call.keywords:
+            return
+        qn = None
+        for kw in call.keywords:
+            if kw.arg is None:
+                continue
+            if qn is None:
+                qn = self.model.resolve(call.func, self.model.scope_at(call)) or ""
+            entry = KEYWORDS.get((qn, kw.arg))
+            if entry is not None:
+                self._add(kw, entry, "keyword", call, statement=call, base_name=qn)
+
     def _add(self, node, entry: Removed, kind: str, where, **more) -> None:
         guard = self.guard_at(where)
         if guard is not None:
             fact = proof.disproven("removed", guard)
         else:
             what = "deprecated" if entry.deprecated else "removed"
-            fact = proof.proven("removed", f"`{entry.name}` is JAX's (through the module's imports), {what} in "
+            name = f"{more.get('base_name')}({entry.name}=...)" if kind == "keyword" else entry.name
+            fact = proof.proven("removed", f"`{name}` is JAX's (through the module's imports), {what} in "
                                            f"JAX {'.'.join(map(str, entry.removed))}, and no compatibility check "
                                            "guards the reference")
         self.refs.append(Reference(node, entry, kind, fact, **more))
