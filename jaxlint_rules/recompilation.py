@@ -1,4 +1,5 @@
-"""JAX1xx: code that makes JAX trace and compile again and again."""
+"""JAX1xx: code that makes JAX trace and compile again and again (JAX101, JAX102; JAX103 is in
+static_args.py, JAX104 in rewrap.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import ast
 import os
 from typing import Iterator, Optional
 
-from jaxlint.model import (Churn, JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
+from jaxlint.model import (JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint.model.facts import callables, frequency, guards, periodicity, proof, repetition
+from jaxlint.model.facts import frequency, periodicity, proof, repetition, warmups
 from jaxlint.model.policy import evidence, freshbodies, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -49,6 +50,11 @@ def why_repeated(rep: Repetition) -> list:
         return [f"{name} is called in a loop of a base class in `{os.path.basename(rep.name)}`"]
     if rep.kind == "step_param":
         return [f"{name} takes the training step `{rep.name}`, so it runs at steps of a loop"]
+    if rep.kind == "timed":  # a warm-up call, then a measured one (facts/warmups.py)
+        if rep.warm is None:
+            return [f"{name} is called on ", Line(rep.call.lineno), f" under {rep.name}, which runs it again and again"]
+        return [f"{name} is called on ", Line(rep.warm.lineno), ", then again on ", Line(rep.call.lineno),
+                f" under {rep.name}"]
     return [f"{name} does little but this compiled call, so whatever calls it per batch compiles per batch"]
 
 
@@ -74,7 +80,7 @@ def jit_in_loop(model: ModuleModel, wrap: JitWrap) -> Optional[str]:
     return what
 
 
-def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
+def benchmark(model: ModuleModel, ctx) -> Optional[str]:
     """Why the innermost loop around a node measures time (its loop record's ``benchmark``), as
     the reason a compile per iteration there is reported only with ``--pedantic``: compiling per
     configuration may be what it measures. None when it does not measure."""
@@ -82,37 +88,6 @@ def _benchmark(model: ModuleModel, ctx) -> Optional[str]:
     if role is None or role.kind != roles.BENCHMARK:
         return None
     return f"{role.evidence[0]}: compiling per configuration may be what it measures"
-
-
-def _callables_made_in(f) -> Optional[frozenset]:
-    """The names a function binds to a def, a lambda or a ``partial(...)``: callables made anew at
-    each call (a cheap filter before ``repetition.new_callable``); None when the function makes no
-    lambda, partial or nested def at all (then no call in it can be given one it made)."""
-    names = set()
-    for name, evs in f.scope.events.items():
-        for ev in evs:
-            if ev.kind == "def" or (ev.plain_assign and (isinstance(ev.value, ast.Lambda) or _is_partial(ev.value))):
-                names.add(name)
-    if names:
-        return frozenset(names)
-    return frozenset() if any(isinstance(c, ast.Call) and any(
-        isinstance(a, ast.Lambda) or _is_partial(a) for a in (*c.args, *(k.value for k in c.keywords)))
-        for c in f.calls) else None
-
-
-def _is_partial(e: ast.AST) -> bool:
-    return isinstance(e, ast.Call) and (getattr(e.func, "id", None) or getattr(e.func, "attr", None)) == "partial"
-
-
-def _may_filter_jit(model: ModuleModel) -> bool:
-    """A cheap gate: the module builds a ``filter_jit`` wrapper itself or imports the libraries that
-    make them (equinox, haliax). A filter_jit function imported from another module of the project
-    into a module that imports neither is not looked at (asking every call of every module what it
-    runs cost more than 1% of a cold check of the pinned libraries)."""
-    if any(w.kind == "filter_jit" for w in model.jit_wraps):
-        return True
-    return any((module or "").split(".", 1)[0] in ("equinox", "haliax")
-               for module, _, _ in model.module_scope.import_src.values())
 
 
 class JitInLoop(Rule):
@@ -188,7 +163,7 @@ class JitInLoop(Rule):
                          "the same iteration calls it, and the loop runs steps (not a few literal items)"]
                 if captured:
                     facts.append(f"it closes over {_names(captured)}, which change every iteration")
-                opt_in = _benchmark(model, wrap.ctx)
+                opt_in = benchmark(model, wrap.ctx)
                 guard = periodicity.periodic_guard_test(model, wrap.ctx, hot)
                 if guard is not None and opt_in is None:
                     # an evaluation every N steps, a teacher refreshed per section: one compile per period
@@ -219,7 +194,7 @@ class JitInLoop(Rule):
                                                f"{items} numbers of the loop on ", Line(loops[-1].node.lineno),
                                                f" because it binds {_names(captured)}; pass {_names(captured)} as "
                                                "an argument of one jitted function, which compiles once for all "
-                                               "of them"], evidence=facts, opt_in=_benchmark(model, wrap.ctx))
+                                               "of them"], evidence=facts, opt_in=benchmark(model, wrap.ctx))
                 continue
             outer = model.function_at(wrap.node)
             if outer is None or outer.traced or called_once(outer, model) or cached(outer):
@@ -235,8 +210,8 @@ class JitInLoop(Rule):
             name = repetition.bound_name(model, wrap)
             reused = any(len(model.context(c).loops) > len(loops) for c in outer.calls
                          if repetition.calls_wrapper(model, [c], wrap.node, name))
-            if _benchmark(model, wrap.ctx) is not None:
-                opt_in: Optional[str] = _benchmark(model, wrap.ctx)
+            if benchmark(model, wrap.ctx) is not None:
+                opt_in: Optional[str] = benchmark(model, wrap.ctx)
             elif rep is None:
                 opt_in = f"no evidence that `{outer.name}` runs more than once"
             elif reused and not per_step(rep):
@@ -321,8 +296,11 @@ class JitPerCall(Rule):
                 what = f"the nested function `{wrap.node.name}`"  # type: ignore[attr-defined]
             else:  # the same function rewrapped per call (no recompile) is JAX104's
                 what = describe(repetition.rebuilt_callable(model, wrap, outer))
-            if what is None or repetition.wraps_callable_param(model, wrap, outer):
+            if what is None:
                 continue
+            # a helper jitting around a function it is given has no cache to reuse: not a finding, unless a
+            # warm-up call and a measured one show the measurement timing the compile (below)
+            given = repetition.wraps_callable_param(model, wrap, outer)
             name = repetition.bound_name(model, wrap)
             # a call of it, or a lax loop or branch outside jit that traces it (each call, a new trace)
             uses = [c for c in outer.calls if repetition.calls_wrapper(model, [c], wrap.node, name, bodies=True)]
@@ -331,10 +309,14 @@ class JitPerCall(Rule):
             if name is not None and frequency.escapes(model, outer, name):
                 continue
             freq = roles.frequency(model, outer)
-            if freq.kind == roles.ONCE:
+            # called once to warm up, then again inside a measurement: the timed call compiles again
+            timed = warmups.repetition(model, outer, frequency.callers(model, outer)) if freq.rep is None else None
+            if freq.kind == roles.ONCE and timed is None:
                 self.quiet(model, wrap.node, "repeats (disproven): " + "; ".join(freq.evidence))
                 continue  # every call of it is made once (or it is a constructor or cached)
-            rep = freq.rep
+            if given and timed is None:
+                continue
+            rep = freq.rep or timed
             if rep is None and frequency.compute_helper(model, outer, uses):
                 rep = Repetition("helper", outer)
             named_once = rep is None and freq.kind == roles.ONCE_BY_NAME  # only names say it runs once
@@ -346,6 +328,8 @@ class JitPerCall(Rule):
                         Line(model.context(looped).loops[0].node.lineno), " runs"]
             else:
                 cost = ["so every call traces and compiles it again"]
+            if rep is not None and rep.kind == "timed":
+                cost = [*cost, ": the measured call on ", Line(rep.call.lineno), " times a compile"]
             message = [f"`{wrap.spelling}` of {what} is rebuilt on every call of `{outer.name}`",
                        *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                        ", ", *cost, "; create the jitted function once (at module level, in `__init__` or a "
@@ -363,7 +347,7 @@ class JitPerCall(Rule):
                 opt_in = f"no evidence that `{outer.name}` runs more than once"
             elif own is not None:
                 opt_in = f"`{outer.name}` also runs a loop of its own; one compile per call is small next to it"
-            elif looped is not None and not per_step(rep):
+            elif looped is not None and not per_step(rep) and rep.kind != "timed":
                 opt_in = (f"one compile per call of `{outer.name}`, reused in its loop, and `{outer.name}` is not "
                           "known to run at every step")
             else:
@@ -417,176 +401,11 @@ class JitPerCall(Rule):
                                       f"call of `{outer.name}`",
                                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                                       f": {spelled} is defined inside `{outer.name}`, a new function each call, so the "
-                                      f"compile cache misses; {fix}"],
+                                      "compile cache misses",
+                                      *((" and the measured call on ", Line(rep.call.lineno), " times a compile")
+                                        if rep is not None and rep.kind == "timed" else ()),
+                                      f"; {fix}"],
                                opt_in=opt_in, evidence=facts, facts=[found.eager, found.repeats])
 
 
-class StaticArgChurn(Rule):
-    code = "JAX103"
-    short = "A jitted function given a static argument that changes every iteration of a loop, so it recompiles."
-    confirmed_by = "compiles"
-    name = "static-arg-churn"
-    summary = ("Finds calls, inside a loop, of a jitted function whose static argument "
-               "(`static_argnums`/`static_argnames`) takes a new value on every iteration: the loop counter, "
-               "the item of a loop over a sequence, a value incremented in the loop, or one computed from "
-               "those. Values that stay the same or take a few values (literal options, a short constant "
-               "range, comparisons, `i % k`) are not reported, nor are values returned by other functions.")
-    rationale = ("Static arguments are part of the compilation cache key: every new value compiles a new "
-                 "program. A step counter or loop index passed as static compiles once per iteration. Pass it "
-                 "as a traced array, or keep static arguments to a handful of fixed values.")
-    bad = """
-        from functools import partial
-        import jax
-        import jax.numpy as jnp
-
-        @partial(jax.jit, static_argnums=1)
-        def scale(x, step):
-            return x * (0.99 ** step)
-
-        def run(x):
-            for step in range(1000):
-                x = scale(x, step)
-            return x
-    """
-    good = """
-        import jax
-        import jax.numpy as jnp
-
-        @jax.jit
-        def scale(x, step):
-            return x * (0.99 ** step)
-
-        def run(x):
-            for step in range(1000):
-                x = scale(x, jnp.asarray(step))
-            return x
-    """
-
-    def check(self, model: ModuleModel) -> Iterator[Finding]:
-        for call in (c for loop in model.loops for c in loop.calls):
-            ctx = model.context(call)
-            if ctx is None or not ctx.loops or model.in_traced_code(call):
-                continue
-            wrap = callables.callable_info(model, call.func, ctx.scope)
-            if wrap is None or not (wrap.static_argnums or wrap.static_argnames):
-                continue
-            bench = _benchmark(model, ctx)
-            guard = guards.new_key_guard(ctx, ctx.loops[-1])
-            if guard is not None:  # ``if n not in cache:``: the call runs once per new value, as the jit cache would
-                self.quiet(model, call, f"per-step (disproven): the `if {unparse(guard, 40)}` on line {guard.lineno} "
-                                        "runs it once per new value, not at every iteration")
-                continue
-            params, shift, static_pos, static_names = wrap.static_layout(call)
-            for i, arg in enumerate(call.args):
-                if isinstance(arg, ast.Starred):
-                    break
-                idx = i + shift
-                pname = params[idx] if idx < len(params) else None
-                if idx in static_pos or (pname is not None and pname in static_names):
-                    churn = repetition.churn(model, arg, ctx.loops, ctx.scope)
-                    if churn is not None:
-                        yield self._report(arg, pname or f"#{idx}", call, churn, bench)
-            for kw in call.keywords:
-                if kw.arg in static_names:
-                    churn = repetition.churn(model, kw.value, ctx.loops, ctx.scope)
-                    if churn is not None:
-                        yield self._report(kw.value, kw.arg, call, churn, bench)
-        yield from self._filter_jit_callables(model)
-
-    def _filter_jit_callables(self, model: ModuleModel) -> Iterator[Finding]:
-        """equinox's ``filter_jit`` (and haliax's) treats every argument that is not an array as
-        static, hashed into the cache key: a lambda, closure or partial made anew on every
-        iteration, or on every call of a function that runs at every step, compiles every time."""
-        for wrap_call in self._filter_jit_calls(model):
-            call, wrap = wrap_call
-            ctx = model.context(call)
-            if ctx is None or model.in_traced_code(call):
-                continue
-            outer = model.function_at(call)
-            inside = ctx.loops if ctx.loops else outer
-            if inside is None or (outer is not None and outer.traced):
-                continue
-            news = [(arg, repetition.new_callable(model, arg, inside, ctx.scope))
-                    for arg in [*call.args, *(kw.value for kw in call.keywords)]]
-            news = [(arg, new) for arg, new in news if new is not None]
-            if not news:
-                continue  # asked first: how often the code runs is the costly question
-            if ctx.loops:
-                if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK or many_trips(ctx.loops) is None:
-                    continue
-                where = ["every iteration of the loop on ", Line(ctx.loops[-1].node.lineno)]
-            else:
-                freq = roles.frequency(model, outer)
-                if freq.rep is None or not per_step(freq.rep):
-                    continue
-                where = [f"every call of `{outer.name}` (", *why_repeated(freq.rep), ")"]
-            for arg, new in news:
-                what = describe(new)
-                facts = [f"`{unparse(call.func, 40)}` is compiled by `{wrap.spelling}`, which treats every argument that "
-                         "is not an array as static: hashed into the cache key",
-                         f"the argument is {what}, a new object each time"]
-                yield self.finding(arg, [f"{what} passed to the `{wrap.spelling}` function `{unparse(call.func, 40)}` "
-                                         "is static (not an array) and new on ", *where, ", so every time is a cache "
-                                         "miss and a new compile; define the function once, or pass the values it "
-                                         "closes over as array arguments"], evidence=facts)
-                break
-
-    def _filter_jit_calls(self, model: ModuleModel):
-        if not _may_filter_jit(model):
-            return
-        made = {id(f): _callables_made_in(f) for f in model.functions}
-        top = (c for c in model.loop_calls if model.function_at(c) is None)  # a script's loops
-        for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):
-            f = model.function_at(call)
-            names = made[id(f)] if f is not None else None
-            args = (*call.args, *(k.value for k in call.keywords))
-            if not any(isinstance(a, ast.Lambda) or _is_partial(a) or (
-                    names and isinstance(a, ast.Name) and a.id in names) for a in args):
-                continue  # a cheap filter first: no argument is a callable made in the function
-            wrap = callables.callable_info(model, call.func, model.scope_at(call))
-            if wrap is not None and wrap.kind == "filter_jit":
-                yield call, wrap
-
-    def _report(self, arg: ast.AST, pname: str, call: ast.Call, churn: Churn, bench: Optional[str] = None) -> Finding:
-        source = {"counter": f"the loop counter `{churn.name}`", "item": f"the loop item `{churn.name}`",
-                  "accumulated": f"`{churn.name}`, updated on every iteration",
-                  "data": f"a number read from the loop item `{churn.name}`"}[churn.kind]
-        how = f"is {source}" if unparse(arg) == churn.name else f"is computed from {source}"
-        if churn.kind == "data":
-            facts = [f"`{pname}` is a static argument of the jitted `{unparse(call.func, 40)}`: each new value is a "
-                     "new cache key",
-                     f"it {how} (a count or value of this iteration's data), which changes with the data of the "
-                     f"loop on line {churn.loop.node.lineno}"]
-            return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it changes with the "
-                                      "data of each iteration of the loop on ", Line(churn.loop.node.lineno),
-                                      ", and every new value compiles a new program; pass it as a traced argument "
-                                      "(a mask or a traced count), or pad the data to a few fixed sizes"],
-                                evidence=facts, opt_in=bench)
-        facts = [f"`{pname}` is a static argument of the jitted `{unparse(call.func, 40)}`: each new value is a "
-                 "new cache key",
-                 f"it {how}, which changes on every iteration of the loop on line {churn.loop.node.lineno} (not "
-                 "a few literal options)"]
-        parts = _parts_walked(churn) if churn.kind == "counter" else None
-        if parts is not None and bench is None:
-            bench = (f"the loop on line {churn.loop.node.lineno} walks the indices of `{parts}` "
-                     "(`range(len(...))`): the static argument takes the same values each time the loop runs, so it "
-                     "compiles once per part, not once per step")
-        return self.finding(arg, [f"static argument `{pname}` of `{unparse(call.func)}` {how}: it takes a new value "
-                                  "on every iteration of the loop on ", Line(churn.loop.node.lineno), ", so every "
-                                  "iteration compiles a new program; pass it as a traced argument (not static), "
-                                  "or keep it to a few fixed values"], evidence=facts, opt_in=bench)
-
-
-def _parts_walked(churn: Churn) -> Optional[str]:
-    """The collection a counter loop walks the indices of (``for i in range(len(agents))``), spelled;
-    None for other loops (a step count, a ``while``)."""
-    it = getattr(churn.loop.node, "iter", None)
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1:
-        inner = it.args[0]
-        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "len" \
-                and len(inner.args) == 1:
-            return unparse(inner.args[0], 30)
-    return None
-
-
-RULES = [JitInLoop, JitPerCall, StaticArgChurn]
+RULES = [JitInLoop, JitPerCall]

@@ -663,3 +663,35 @@ def test_a_notebooks_names_are_not_importable_so_a_split_never_read_is_dead(tmp_
     as_module = write(tmp_path, "mod.py", "\n".join(cells) + "\n")
     code, found = rows(capsys, as_module)
     assert [(f["line"], f["code"]) for f in found] == [(4, "JAX502")]
+
+
+def test_a_warm_up_cell_then_a_timed_cell_that_compiles_again(tmp_path, capsys):
+    """Fresh set AQ (a lecture's Newton solver): `%%time` over a second call of a function that jits a
+    function it defines around the callable it is given: the "without compile" figure is a compile."""
+    nb = notebook("""
+        import jax
+        import jax.numpy as jnp
+
+        def newton(f, x_0):
+            f_jac = jax.jacobian(f)
+            @jax.jit
+            def q(x):
+                return x - jnp.linalg.solve(f_jac(x), f(x))
+            x = x_0
+            for _ in range(20):
+                x = q(x)
+            return x
+    """, """
+        %%time
+        p = newton(lambda p: p ** 2 - 2.0, jnp.ones(3)).block_until_ready()
+    """, """
+        # Now time it without compile
+        %time p = newton(lambda p: p ** 2 - 2.0, jnp.ones(3)).block_until_ready()
+    """)
+    code, found = rows(capsys, "--select", "JAX102", write(tmp_path, "n.ipynb", nb))
+    assert code == 1 and len(found) == 1 and "opt_in" not in found[0]
+    assert "cell 1" in found[0]["message"] and "then again on line 2 of cell 3 under %time" in found[0]["message"]
+    # without the timed rerun (one call): the helper jits around a function it is given, no cache to reuse
+    nb["cells"] = nb["cells"][:2]
+    code, found = rows(capsys, "--select", "JAX102", "--pedantic", write(tmp_path, "one.ipynb", nb))
+    assert code == 0 and found == []

@@ -2111,3 +2111,212 @@ def test_jax101_near_miss_optax_update_is_a_stored_function():
     # an optax GradientTransformation is a NamedTuple of functions: the same object at every lookup
     src = LIBRARY_METHOD.format(wrapped="tx.update")
     assert [(line, code) for line, code in findings(src) if code.startswith("JAX10")] == []
+
+
+# --------------------------------------------------------------------------- a warm-up, then a timed call
+# (fresh set AQ: lecture notebooks that time a solver "without compile time" after a first call, where every
+# call builds a new compiled program, so the second figure is a compile again)
+
+
+def test_jax102_nested_jit_called_again_under_a_clock_pair():
+    src = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def newton(f, x0):
+            f_prime = jax.grad(f)
+            @jax.jit  # expect: JAX102
+            def q(x):
+                return x - f(x) / f_prime(x)
+            x = x0
+            for _ in range(50):
+                x = q(x)
+            return x
+
+        newton(lambda x: jnp.sin(x) - 0.5, 0.2)
+        start = time.time()
+        r = newton(lambda x: jnp.sin(x) - 0.5, 0.2).block_until_ready()
+        print(time.time() - start)
+    """
+    assert_marked(src)
+    msg = messages(src, "JAX102")[0]
+    assert "`newton` is called on line 16, then again on line 18 under the clock pair on lines 17-19" in msg
+    assert "the measured call on line 18 times a compile" in msg
+
+
+def test_jax102_nested_jit_near_misses_without_a_measured_rerun():
+    once = """
+        import time
+        import jax
+
+        def newton(f, x0):
+            @jax.jit
+            def q(x):
+                return x - f(x)
+            return q(x0)
+
+        start = time.time()
+        newton(lambda x: x * 2.0, 0.2).block_until_ready()
+        print(time.time() - start)
+    """
+    assert default_findings(once) == []  # timed, but the only call: the figure says "with compile"
+    untimed = once.replace("start = time.time()", "newton(lambda x: x * 3.0, 0.1)").replace(
+        "print(time.time() - start)", "")
+    assert default_findings(untimed) == []  # two calls, nothing measured: one compile each, by design
+
+
+def test_jax102_fresh_lax_body_then_timed_call():
+    src = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def train(theta, epochs):
+            def update(i, t):
+                return t - 0.1 * jax.grad(lambda u: jnp.sum(u ** 2))(t)
+            return jax.lax.fori_loop(0, epochs, update, theta)  # expect: JAX102
+
+        train(jnp.ones(3), 10)  # warm-up
+        t0 = time.perf_counter()
+        out = train(jnp.ones(3), 10)
+        out.block_until_ready()
+        elapsed = time.perf_counter() - t0
+    """
+    assert_marked(src)
+    assert "the measured call on line 13 times a compile" in messages(src, "JAX102")[0]
+
+
+def test_jax103_fresh_lambda_as_a_static_argument_timed_after_a_warm_up():
+    src = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def successive(T, x0):
+            return jax.lax.fori_loop(0, 100, lambda i, x: T(x), x0)
+
+        successive = jax.jit(successive, static_argnums=(0,))
+
+        def solve(a, b):
+            _T = lambda v: a * v + b
+            return successive(_T, jnp.zeros(3))  # expect: JAX103
+
+        solve(0.5, 1.0)
+        start = time.time()
+        solve(0.5, 1.0).block_until_ready()
+        print(f"without compile: {time.time() - start}")
+    """
+    assert_marked(src)
+    msg = messages(src, "JAX103")[0]
+    assert msg.startswith("static argument `T` of `successive` is `_T`")
+    assert "a function equals only itself" in msg and "times a compile" in msg
+
+
+def test_jax103_fresh_callable_as_a_static_argument_every_step():
+    src = """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+        @partial(jax.jit, static_argnums=(1,))
+        def apply(x, fn):
+            return fn(x)
+
+        def train(x, steps):
+            for step in range(steps):
+                x = apply(x, lambda v: v * 0.99)  # expect: JAX103
+                x = apply(x, partial(jnp.multiply, 0.5))  # expect: JAX103
+            return x
+    """
+    assert_marked(src)
+
+
+@pytest.mark.parametrize("src", [
+    # the same module-level function object every time: equal, the cache hits
+    """
+    from functools import partial
+    import jax
+
+    def double(v):
+        return v * 2
+
+    @partial(jax.jit, static_argnums=(1,))
+    def apply(x, fn):
+        return fn(x)
+
+    def train(x, steps):
+        for step in range(steps):
+            x = apply(x, double)
+        return x
+    """,
+    # a bound method of one instance: equal to the next one, the cache hits
+    """
+    from functools import partial
+    import jax
+
+    class Model:
+        def f(self, v):
+            return v * 2
+
+    @partial(jax.jit, static_argnums=(1,))
+    def apply(x, fn):
+        return fn(x)
+
+    def train(model, x, steps):
+        for step in range(steps):
+            x = apply(x, model.f)
+        return x
+    """,
+    # the lambda at a traced (non-static) position: not a static argument at all
+    """
+    import jax
+
+    @jax.jit
+    def apply(x, y):
+        return x + y
+
+    def train(x, steps):
+        for step in range(steps):
+            x = apply(x, (lambda: 1.0)())
+        return x
+    """,
+    # made once, outside the loop
+    """
+    from functools import partial
+    import jax
+
+    @partial(jax.jit, static_argnums=(1,))
+    def apply(x, fn):
+        return fn(x)
+
+    def train(x, steps):
+        fn = lambda v: v * 2
+        for step in range(steps):
+            x = apply(x, fn)
+        return x
+    """,
+])
+def test_jax103_fresh_static_callable_near_misses(src):
+    assert [f for f in default_findings(src) if f.code == "JAX103"] == []
+
+
+def test_jax103_fresh_lambda_in_a_function_of_a_few_configurations_is_opt_in():
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        def successive(T, x0):
+            return T(x0)
+
+        successive = jax.jit(successive, static_argnums=(0,))
+
+        def solve(a):
+            return successive(lambda v: a * v, jnp.zeros(3))
+
+        for a in (0.5, 0.7):
+            solve(a)
+    """
+    assert [f for f in default_findings(src) if f.code == "JAX103"] == []
+    assert [(line, why) for line, _, why in opt_in_findings(src, "JAX103")] == [
+        (11, "no evidence that `solve` runs at the steps of a loop, or again after a first call")]

@@ -185,12 +185,14 @@ class Repetition:
     "elsewhere" / "inherited" (called in a loop of another module of the project, ``name`` its
     ``file:line``; "inherited": as ``self.f(...)`` in a base class's method), "helper" (a helper whose whole work is one compiled call on its arguments, the kind of
     function that is called once per batch) or "step_param" (it takes the training step number,
-    parameter ``name``: it is called at a step of a loop)."""
+    parameter ``name``: it is called at a step of a loop) or "timed" (called on line ``warm.lineno``, then
+    again at ``call`` inside the measurement ``name``: facts/warmups.py)."""
 
-    __slots__ = ("kind", "func", "call", "loop", "via", "inner", "name")
+    __slots__ = ("kind", "func", "call", "loop", "via", "inner", "name", "warm")
 
     def __init__(self, kind: str, func: "FunctionInfo", call: Optional[ast.AST] = None, loop: Optional[Loop] = None,
-                 via: Optional["FunctionInfo"] = None, inner: Optional["Repetition"] = None, name: str = ""):
+                 via: Optional["FunctionInfo"] = None, inner: Optional["Repetition"] = None, name: str = "",
+                 warm: Optional[ast.AST] = None):
         self.kind = kind
         self.func = func
         self.call = call
@@ -198,6 +200,7 @@ class Repetition:
         self.via = via
         self.inner = inner
         self.name = name
+        self.warm = warm
 
     def __repr__(self) -> str:
         return f"Repetition({self.kind!r}, {self.func.qualname!r})"

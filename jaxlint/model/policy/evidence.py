@@ -44,6 +44,10 @@ def repetition(rep, cur) -> list:
             key = "step-methods" if cur.matches("step-methods", rep.func.name) else "step-affixes"
             out.append(f"{name} is called nowhere in this module; its name matches the convention `{key}` "
                        "(a method called once per step)")
+        elif kind == "timed":
+            first = f"on line {rep.warm.lineno}, then again " if rep.warm is not None else ""
+            out.append(f"{name} is called {first}on line {rep.call.lineno} under {rep.name}: the measured call "
+                       "runs after a first one (or is repeated by `%timeit`)")
         elif kind == "step_param":
             out.append(f"{name} is called nowhere that says how often; it takes `{rep.name}`, which matches the "
                        "convention `step-params` (the training step)")

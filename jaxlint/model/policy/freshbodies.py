@@ -15,7 +15,8 @@ A finding needs two facts beside the fresh body:
   there is no finding (asked first, it also spares the project-wide search for callers);
 * **repeats**: the function runs again and again at the steps of a loop (a loop over a few
   configurations, where each call may have new shapes and compile anyway, is not enough: measured on
-  the review sets, a notebook timing 19 window sizes).
+  the review sets, a notebook timing 19 window sizes), or it is called once and then again inside a
+  measurement (:mod:`~jaxlint.model.facts.warmups`: the warm-up warmed nothing, the figure is a compile).
 
 A function traced only by an eager transform (``jax.vmap(rollout)(x)`` outside jit) is traced anew at
 each call of the transform, its body with it: the same finding, at a transform call proven eager at
@@ -28,8 +29,8 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from ..facts import callables, deviceloops, eagerwork
-from ..facts.frequency import cached, per_step
+from ..facts import callables, deviceloops, eagerwork, warmups
+from ..facts.frequency import cached, callers, per_step
 from ..facts.proof import Fact, proven, unknown
 from . import evidence, roles
 
@@ -76,9 +77,11 @@ def fresh_body_loops(m) -> list:
         if eager.status != "proven":
             continue  # a library function a caller may jit: not shown to run eagerly at all
         freq = roles.frequency(m, outer)
-        if freq.kind == roles.ONCE:
+        # called once to warm up, then again inside a measurement: the timed call compiles again
+        timed = warmups.repetition(m, outer, callers(m, outer)) if not per_step(freq.rep) else None
+        if freq.kind == roles.ONCE and timed is None:
             continue
-        rep = freq.rep if per_step(freq.rep) else None
+        rep = freq.rep if per_step(freq.rep) else timed
         repeats = (proven("repeats", "; ".join(evidence.repetition(rep, m.conventions))) if rep is not None else
                    unknown("repeats", f"no evidence that `{outer.name}` runs at the steps of a loop"))
         out.append(FreshBodyLoop(call, outer, fresh[0], eager, repeats, rep))
