@@ -28,6 +28,7 @@ import ast
 import configparser
 import os
 import re
+import sys
 from typing import Optional
 
 from .source import content_hash
@@ -68,6 +69,15 @@ class Declaration:
         self.requirements: list = []
         self.problems: list = []
         self.read: list = []
+
+    def newer_python(self, running: tuple = sys.version_info[:2]) -> Optional[Requirement]:
+        """The requirement on Python that the running one is older than (``requires-python =
+        ">=3.13"`` read on 3.11), or None: a file that does not parse here may be valid there."""
+        for r in self.requirements:
+            least = re.match(r"\s*(?:>=|\^|~=|==|>)?\s*3\.(\d+)", r.spec) if r.name == PYTHON else None
+            if least is not None and int(least.group(1)) > running[1]:
+                return r
+        return None
 
 
 class Finder:

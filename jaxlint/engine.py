@@ -10,14 +10,12 @@ import ast
 import contextlib
 import gc
 import os
-import re
 import sys
 from typing import Optional, Sequence
 
 from .model import build_model
 from .model.policy.evidence import traced_context
 from .model.facts.model import imports_use_jax
-from .declaration import PYTHON
 from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
@@ -168,11 +166,10 @@ def _newer_python(error: Finding, path: str) -> Finding:
     (``requires-python = ">=3.12"`` and ``type X = ...`` read on 3.11): the message says so, and how
     to check the file (fresh AC's first look: a valid 3.12 module reported as unparsable)."""
     decl = PROJECT.declaration(path) if os.path.isfile(path) else None
-    for r in (decl.requirements if decl is not None else ()):
-        least = re.match(r"\s*(?:>=|\^|~=|==|>)?\s*3\.(\d+)", r.spec) if r.name == PYTHON else None
-        if least is not None and int(least.group(1)) > sys.version_info[1]:
-            return error.replace(message=f"{error.message}; {r.file} requires Python {r.spec}: run jaxlint on "
-                                         "that Python to check this file")
+    r = decl.newer_python() if decl is not None else None
+    if r is not None:
+        return error.replace(message=f"{error.message}; {r.file} requires Python {r.spec}: run jaxlint on "
+                                     "that Python to check this file")
     return error
 
 

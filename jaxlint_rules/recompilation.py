@@ -7,9 +7,10 @@ import ast
 import os
 from typing import Iterator, Optional
 
+from jaxlint import names as N
 from jaxlint.model import (JitWrap, ModuleModel, NewCallable, Repetition, cached, called_once, many_trips,
     per_step, varying_names)
-from jaxlint.model.facts import frequency, periodicity, proof, repetition, warmups
+from jaxlint.model.facts import callables, frequency, periodicity, proof, repetition, warmups
 from jaxlint.model.policy import evidence, freshbodies, roles
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -92,7 +93,8 @@ def benchmark(model: ModuleModel, ctx) -> Optional[str]:
 
 class JitInLoop(Rule):
     code = "JAX101"
-    short = "A jit or pmap wrapper built in a loop around a new callable, so every iteration recompiles."
+    short = ("A jit or pmap wrapper built in a loop around a new callable (or the caches cleared there), so every "
+             "iteration recompiles.")
     confirmed_by = "compiles"
     name = "jit-in-loop"
     summary = ("Finds `jax.jit`/`jax.pmap` wrappers created inside a loop around a callable that is new on "
@@ -101,7 +103,9 @@ class JitInLoop(Rule):
                "a dict it is reported when the function around the loop is known to run again and again; a "
                "wrapper around a different function each iteration (a method of an environment made in the "
                "loop) is not reported. A wrapper rebuilt every step around the same function (`jax.jit(jax.random.split)(key)`, "
-               "a module-level function) does not recompile: JAX104 reports it.")
+               "a module-level function) does not recompile: JAX104 reports it. Also `jax.clear_caches()` as a "
+               "statement of a loop's body (not under an `if`) whose iterations call a compiled function: each "
+               "iteration drops the program, and the next call compiles it again.")
     rationale = ("JAX caches compiled programs per function object. A new lambda, partial or nested function "
                  "each iteration is a new key, so every iteration traces and compiles from scratch: seconds of "
                  "compile time per step instead of microseconds of dispatch. A method looked up on an instance "
@@ -225,6 +229,41 @@ class JitInLoop(Rule):
                        f", so every call traces and compiles it again; {fix}create the jitted function once "
                        "(at module level, in `__init__`, or before the loop) and reuse it"]
             yield self.finding(wrap.site, message, opt_in=opt_in)
+        yield from self._cleared_caches(model)
+
+    def _cleared_caches(self, model: ModuleModel) -> Iterator[Finding]:
+        """``jax.clear_caches()`` in every iteration of a loop that calls a compiled function: the
+        compiled programs are dropped, so the next iteration's call traces and compiles again (fresh set
+        AR: a trainer clearing the caches after every step to save host memory)."""
+        for call in model.calls_by_name.get("clear_caches", ()):
+            ctx = model.context(call)
+            if ctx is None or not ctx.loops or model.in_traced_code(call):
+                continue
+            if model.resolve(call.func, ctx.scope) != "jax.clear_caches":
+                continue
+            loop = ctx.loops[-1]
+            if not any(isinstance(st, ast.Expr) and st.value is call for st in loop.node.body):
+                continue  # under an ``if`` or a ``try``: not shown to run at every iteration
+            hot = many_trips(ctx.loops)
+            if hot is None:
+                continue
+            compiled = next((c for c in loop.all_calls() if c is not call and not model.in_traced_code(c)
+                             and (w := callables.callable_info(model, c.func, model.scope_at(c))) is not None
+                             and w.kind in _COMPILING), None)
+            if compiled is None:
+                continue  # nothing compiled in the loop: clearing costs nothing here
+            facts = [f"`jax.clear_caches()` is a statement of the loop body on line {loop.node.lineno}: it runs in every "
+                     "iteration and drops every compiled program and trace",
+                     f"the same loop calls the compiled `{unparse(compiled.func, 40)}` on line {compiled.lineno}"]
+            yield self.finding(call, ["`jax.clear_caches()` runs in every iteration of the loop on ",
+                                      Line(loop.node.lineno), f", which calls the compiled `{unparse(compiled.func, 40)}` "
+                                      "(", Line(compiled.lineno), "): every iteration traces and compiles it again; "
+                                      "clear the caches once after the loop (or every N steps if host memory grows)"],
+                               evidence=facts, opt_in=benchmark(model, ctx))
+
+
+# The wrappers whose result is a compiled program (not a transform that runs op by op outside jit)
+_COMPILING = frozenset(N.JIT_WRAPPERS.values())
 
 
 class JitPerCall(Rule):

@@ -47,17 +47,27 @@ def _may_filter_jit(model: ModuleModel) -> bool:
 
 class StaticArgChurn(Rule):
     code = "JAX103"
-    short = "A jitted function given a static argument that changes every iteration of a loop, so it recompiles."
+    short = ("A jitted function given a static argument that changes every iteration or call (a counter, a new "
+             "lambda), so it recompiles.")
     confirmed_by = "compiles"
     name = "static-arg-churn"
     summary = ("Finds calls, inside a loop, of a jitted function whose static argument "
                "(`static_argnums`/`static_argnames`) takes a new value on every iteration: the loop counter, "
                "the item of a loop over a sequence, a value incremented in the loop, or one computed from "
                "those. Values that stay the same or take a few values (literal options, a short constant "
-               "range, comparisons, `i % k`) are not reported, nor are values returned by other functions.")
+               "range, comparisons, `i % k`) are not reported, nor are values returned by other functions. "
+               "Also a lambda, `functools.partial`, nested def or transformed function passed as a static "
+               "argument and made anew at every iteration of a loop, or at every call of a function that runs "
+               "at every step or is called once and then again inside a time measurement (a warm-up, then a "
+               "timed call: the figure is a compile); equinox's `filter_jit` treats every non-array argument "
+               "this way.")
     rationale = ("Static arguments are part of the compilation cache key: every new value compiles a new "
                  "program. A step counter or loop index passed as static compiles once per iteration. Pass it "
                  "as a traced array, or keep static arguments to a handful of fixed values.")
+    opt_in_cases = ("A loop that measures time (a benchmark over configurations: compiling per configuration may be "
+                    "what it measures). A new callable passed as a static argument in a function with no evidence "
+                    "that it runs at every step or again after a first, timed call (a loop over a few configurations: "
+                    "each may compile anyway).")
     bad = """
         from functools import partial
         import jax

@@ -99,3 +99,17 @@ def test_findings_above_the_failing_import_stay(tmp_path):
                                    "run.py": "import jax\nprint(jax.tree_map(abs, [1]))\nfrom pkg.losses import y\n"
                                              "print(jax.tree_map(abs, [2]))\n"})
     assert _findings(root, "run.py") == [(2, "JAX404", False), (4, "JAX404", True)]
+
+
+def test_a_module_unparsable_here_but_written_for_the_newer_python_its_project_requires(tmp_path):
+    """Fresh set AR (a Pixtral inference script): `forward_common.py` uses Python 3.12's f-strings and its
+    project requires Python >= 3.13; read on an older Python it does not parse, but the import is not known
+    to fail where the project runs, so the findings below it stay default."""
+    newer = 'import jax\nstep = jax.jit(f)\nx = f"{"nested"}"\ndef f():\n    """open\n'
+    files = {"pkg/__init__.py": "", "pkg/training.py": newer,
+             "pkg/training_test.py": "import jax\nfrom pkg import training\n" + _BODY}
+    root = make_project(tmp_path, {**files, "pyproject.toml": '[project]\nname = "p"\nrequires-python = ">=3.99"\n'})
+    assert _failing(root, "pkg/training_test.py") is None
+    older = make_project(tmp_path / "older", {**files, "pyproject.toml": '[project]\nname = "p"\n'
+                                                                           'requires-python = ">=3.8"\n'})
+    assert "`training.py` is not valid Python" in _failing(older, "pkg/training_test.py")[1]

@@ -2320,3 +2320,139 @@ def test_jax103_fresh_lambda_in_a_function_of_a_few_configurations_is_opt_in():
     assert [f for f in default_findings(src) if f.code == "JAX103"] == []
     assert [(line, why) for line, _, why in opt_in_findings(src, "JAX103")] == [
         (11, "no evidence that `solve` runs at the steps of a loop, or again after a first call")]
+
+
+# --------------------------------------------------------------------------- jax.clear_caches() every step
+
+
+def test_jax101_clear_caches_in_every_iteration_of_a_loop_that_calls_a_compiled_step():
+    # fresh set AR: a DiT trainer clears the caches after every step "to save memory"
+    src = """
+        import gc
+        import jax
+        import jax.numpy as jnp
+        from flax import nnx
+
+        @nnx.jit
+        def train_step(model, batch):
+            return jnp.mean(batch)
+
+        def train(model, loader, epochs):
+            for epoch in range(epochs):
+                for step, batch in enumerate(loader):
+                    loss = train_step(model, batch)
+                    if step % 5000 == 0:
+                        print("checkpoint")
+                    jax.clear_caches()  # expect: JAX101
+                    gc.collect()
+    """
+    assert_marked(src)
+    msg = messages(src, "JAX101")[0]
+    assert msg.startswith("`jax.clear_caches()` runs in every iteration of the loop on line 13, which calls the "
+                          "compiled `train_step` (line 14)")
+
+
+@pytest.mark.parametrize("src", [
+    # periodic, under an ``if``
+    """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def train(x, steps):
+        for i in range(steps):
+            x = step(x)
+            if i % 1000 == 0:
+                jax.clear_caches()
+        return x
+    """,
+    # after the loop
+    """
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def train(x, steps):
+        for i in range(steps):
+            x = step(x)
+        jax.clear_caches()
+        return x
+    """,
+    # nothing compiled in the loop (one eager op, a host function)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def sweep(configs):
+        for c in configs:
+            print(jnp.ones(3) * c)
+            jax.clear_caches()
+    """,
+    # a loop over a few literal items
+    """
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def run(x):
+        for scale in (1, 2, 3):
+            x = step(x * scale)
+            jax.clear_caches()
+        return x
+    """,
+    # another object's clear_caches
+    """
+    import jax
+
+    @jax.jit
+    def step(x):
+        return x * 2
+
+    def train(x, steps, cache):
+        for i in range(steps):
+            x = step(x)
+            cache.clear_caches()
+        return x
+    """,
+])
+def test_jax101_clear_caches_near_misses(src):
+    assert [f for f in default_findings(src) if f.code == "JAX101"] == []
+
+
+def test_jax101_clear_caches_drops_the_compiled_program_at_runtime():
+    """What the finding states, under the installed jax: after `jax.clear_caches()` the next call
+    of a jitted function compiles again (counted with jax's own compile events)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    compiles = [0]
+
+    def listen(event, _secs, **_kw):
+        if "backend_compile" in event:
+            compiles[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        @jax.jit
+        def step(x):
+            return x * 2.0 + 1.0
+
+        x = jnp.ones(4)
+        x = step(x)
+        start = compiles[0]
+        for _ in range(3):
+            x = step(x)
+        assert compiles[0] == start  # the cache hits
+        for _ in range(3):
+            jax.clear_caches()
+            x = step(x)
+        assert compiles[0] - start == 3  # one compile per iteration
+    finally:
+        getattr(jax.monitoring, "unregister_event_duration_listener", lambda cb: None)(listen)

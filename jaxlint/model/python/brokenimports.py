@@ -113,7 +113,11 @@ def _unparsable(project, target: Optional[str]) -> Optional[str]:
             ast.parse(data, filename=target)
             _PARSED[key] = None
         except SyntaxError as e:
-            _PARSED[key] = f"`{os.path.basename(target)}` is not valid Python (line {e.lineno}): SyntaxError"
+            decl = project.declaration(target) if hasattr(project, "declaration") else None
+            if decl is not None and decl.newer_python() is not None:
+                _PARSED[key] = None  # valid, perhaps, on the newer Python its project requires: not known to fail
+            else:
+                _PARSED[key] = f"`{os.path.basename(target)}` is not valid Python (line {e.lineno}): SyntaxError"
         except (ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
             _PARSED[key] = None
     return _PARSED[key]
