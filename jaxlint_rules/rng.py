@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 from jaxlint.model import (KEY_MAKERS, FixedKeyDraw, FunctionInfo, KeyUse, Loop, ModuleModel, call_arg, called_once,
     is_draw)
-from jaxlint.model.facts import (defaultkeys, frequency, keydraws, keyhandoffs, keypairs, keptdraws, keyrows, keys, periodicity, repetition,
+from jaxlint.model.facts import (clocks, defaultkeys, frequency, keydraws, keyhandoffs, keypairs, keptdraws, keyrows, keys, periodicity, repetition,
                                  mappedkeys, seedkeys, singleiteration)
 from jaxlint.model.policy import keymessages, roles
 from jaxlint.model.facts import loops as loopfacts
@@ -55,7 +55,8 @@ class GlobalRngInTracedCode(Rule):
     confirmed_by = "trace_time"
     name = "global-rng-in-traced-code"
     summary = ("Finds NumPy (`np.random.*`) and Python (`random.*`) random number calls, and methods of host "
-               "generators created outside, inside jitted (or otherwise traced) code.")
+               "generators created outside, inside jitted (or otherwise traced) code; and a `jax.random` key "
+               "seeded there from the clock (`jax.random.PRNGKey(int(time.time()))`), read once at trace.")
     rationale = ("Host random number generators run in Python, once, while JAX traces the function. The value "
                  "drawn then is baked into the compiled program as a constant, so every later call reuses the "
                  "same \"random\" numbers (and every row of a vmap or every step of a scan gets the same ones). "
@@ -94,6 +95,14 @@ class GlobalRngInTracedCode(Rule):
                 if _is_constructor(qn) or name in _STATE_CALLS or name[:1] == "_":
                     continue
                 what = f"`{unparse(func)}()`"
+            elif qn in KEY_MAKERS or qn == "jax.random.fold_in":
+                # ``jax.random.PRNGKey(int(time.time()))`` in traced code: the clock is read once, at trace
+                seed = call.args[-1] if call.args else None
+                clock = next((n for n in ast.walk(seed) if isinstance(n, ast.Call) and clocks.is_clock(model, n)),
+                             None) if seed is not None else None
+                if clock is None:
+                    continue
+                what = f"the key's seed `{unparse(seed, 40)}` reads the clock (`{unparse(clock.func)}()`): it"
             elif qn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 if func.attr in _STATE_CALLS:
                     continue

@@ -2193,3 +2193,44 @@ def test_jax502_one_iterations_key_made_twice_from_a_variable_seed():
 ])
 def test_jax502_near_misses_of_a_variable_seed_made_twice(between, seed):
     assert findings(MALA.format(between=between, seed=seed), "JAX502") == []
+
+
+def test_jax501_a_key_seeded_from_the_clock_inside_traced_code():
+    # fresh set AR: a transformer's jitted sampler seeds its key with the time, read once at trace
+    src = """
+        import time
+        import jax
+        import jax.random as jrand
+
+        @jax.jit
+        def inference(probs):
+            get_token = lambda p: jrand.choice(jrand.PRNGKey(int(1000 * time.time())), p.shape[-1], p=p)  # expect: JAX501
+            return jax.vmap(get_token)(probs)
+
+        @jax.jit
+        def noise(x, step):
+            key = jax.random.fold_in(jax.random.key(0), time.time_ns())  # expect: JAX501
+            return x + jax.random.normal(key, x.shape)
+
+        def loop(probs, x):
+            for i in range(100):
+                probs = inference(probs)
+                x = noise(x, i)
+    """
+    assert_marked(src)
+    assert messages(src, "JAX501")[0].startswith("the key's seed `int(1000 * time.time())` reads the clock "
+                                                 "(`time.time()`): it runs in Python while JAX traces")
+
+
+@pytest.mark.parametrize("src", [
+    # outside traced code: a new seed every call
+    "import time\nimport jax\n\ndef sample(x):\n    key = jax.random.PRNGKey(int(time.time()))\n"
+    "    return jax.random.normal(key, x.shape)\n",
+    # inside jit, a seed passed in
+    "import jax\n\n@jax.jit\ndef sample(x, seed):\n    key = jax.random.PRNGKey(seed)\n"
+    "    return jax.random.normal(key, x.shape)\n\nfor i in range(10):\n    sample(1.0, i)\n",
+    # a clock read in traced code that is not a seed (a timing print at trace)
+    "import time\nimport jax\n\n@jax.jit\ndef f(x):\n    t = time.time()\n    return x * 2\n",
+])
+def test_jax501_clock_seed_near_misses(src):
+    assert [f for f in findings(src) if f.code == "JAX501"] == []
