@@ -3703,6 +3703,35 @@ def test_fixed_key_draws_module_and_instance_keys_in_functions_that_run_again():
     assert agent.made.lineno == 26 and agent.how[1].kind == "step_name"
 
 
+def test_fixed_key_draws_through_a_parameter_default_no_call_passes():
+    tree, m = build("""
+    import jax
+
+    KEY = jax.random.PRNGKey(0)
+
+    def mask(n, key=KEY):
+        return jax.random.uniform(key, (n,))
+
+    def passed(n, key=KEY):
+        return jax.random.uniform(key, (n,))
+
+    def rebound(n, key=KEY):
+        key = jax.random.fold_in(key, n)
+        return jax.random.uniform(key, (n,))
+
+    def kwonly(n, *, key=KEY):
+        return jax.random.uniform(key, (n,))
+
+    for i in range(10):
+        mask(3)
+        passed(3, jax.random.PRNGKey(i))
+        rebound(i)
+        kwonly(2)
+    """)
+    found = {(d.func.name, d.where, d.made.lineno) for d in keydraws.fixed_key_draws(m)}
+    assert found == {("mask", "default", 4), ("kwonly", "default", 4)}
+
+
 def test_runs_again_counts_bounded_loops_and_two_call_sites():
     tree, m = build("""
     def a(): pass

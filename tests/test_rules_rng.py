@@ -2234,3 +2234,63 @@ def test_jax501_a_key_seeded_from_the_clock_inside_traced_code():
 ])
 def test_jax501_clock_seed_near_misses(src):
     assert [f for f in findings(src) if f.code == "JAX501"] == []
+
+
+def test_jax502_a_module_key_as_a_parameter_default_that_no_call_passes():
+    # fresh set AR: a DiT's masking helper `get_mask(n, length, ratio, key=randkey)`, called from the model's
+    # `__call__` without a key: every training step masks the same tokens
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        randkey = jax.random.key(0)
+
+        def get_mask(batch, length, key=randkey):
+            noise = jax.random.uniform(key, (batch, length))  # expect: JAX502
+            return jnp.argsort(noise, axis=1)
+
+        class Model:
+            def __call__(self, x):
+                return x[:, get_mask(x.shape[0], x.shape[1])[0]]
+    """
+    assert_marked(src)
+    assert ("made once at module level as the default of `get_mask`'s parameter `key`, which no call passes"
+            in messages(src, "JAX502")[0])
+
+
+@pytest.mark.parametrize("call", [
+    "get_mask(x.shape[0], x.shape[1], self.key)",      # passed positionally
+    "get_mask(x.shape[0], x.shape[1], key=self.key)",  # passed by keyword
+    "get_mask(*x.shape)",                               # spread: unknown
+])
+def test_jax502_parameter_default_key_near_misses(call):
+    src = f"""
+import jax
+import jax.numpy as jnp
+
+randkey = jax.random.key(0)
+
+def get_mask(batch, length, key=randkey):
+    noise = jax.random.uniform(key, (batch, length))
+    return jnp.argsort(noise, axis=1)
+
+class Model:
+    def __call__(self, x):
+        return x[:, {call}[0]]
+"""
+    assert [f for f in findings(src) if f.code == "JAX502"] == []
+
+
+def test_jax502_parameter_default_key_is_not_a_module_key():
+    # the default is a literal seed's key made per call (``key=None`` then a fresh key) or a number
+    src = """
+        import jax
+
+        def sample(n, seed=0):
+            return jax.random.normal(jax.random.key(seed), (n,))
+
+        class Model:
+            def __call__(self, x):
+                return sample(3)
+    """
+    assert [f for f in findings(src) if f.code == "JAX502"] == []

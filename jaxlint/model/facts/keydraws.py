@@ -23,8 +23,9 @@ from ..python.syntax import _pos, call_arg, walk
 
 class FixedKeyDraw:
     """A draw from a key that is the same on every call of the function ``func`` it is in
-    (:func:`fixed_key_draws`). ``where``: "module" (a module-level name) or "instance"
-    (``self.<attr>`` set in set-up methods only); ``made``: the statement storing the key;
+    (:func:`fixed_key_draws`). ``where``: "module" (a module-level name), "default" (a parameter whose
+    default is a module-level key, passed by no call) or "instance" (``self.<attr>`` set in set-up
+    methods only); ``made``: the statement storing the key;
     ``how``: why ``func`` runs more than once (:func:`runs_again`)."""
 
     __slots__ = ("call", "fn", "key", "where", "made", "func", "how", "via")
@@ -98,7 +99,11 @@ def _fixed_key(m, f, arg: Optional[ast.AST], scope: Scope) -> tuple:
     """``(statement making the key, "module" or "instance")`` when ``arg`` reads a key that is the same
     on every call of ``f``; ``(None, None)`` otherwise."""
     if isinstance(arg, ast.Name):
-        return _module_key(m, arg, scope), "module"
+        made = _module_key(m, arg, scope)
+        if made is None and arg.id in f.params + f.kwonly:
+            made = _default_key(m, f, arg)
+            return made, "default"
+        return made, "module"
     if (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and f.is_method
             and f.params and arg.value.id == f.params[0]):
         return _instance_key(m, f, arg.attr), "instance"
@@ -134,6 +139,43 @@ def _module_key(m, name: ast.Name, scope: Scope) -> Optional[ast.AST]:
             name.id in s.globals for s in m.scopes if s.kind == "function"):
         return None
     return ev.node if _makes_key(m, ev.value, ev.scope) else None
+
+
+def _default_key(m, f, arg: ast.Name) -> Optional[ast.AST]:
+    """``def get_mask(n, key=KEY): ... jax.random.uniform(key, ...)`` with ``KEY`` a module-level key
+    (:func:`_module_key`) and no call of ``f`` in this module passing that parameter: every call draws
+    from the one default key (fresh set AR: a masking helper of a DiT, called in every training step).
+    The statement making the key, or None (the parameter rebound in ``f``, a call that passes it or
+    spreads ``*args``/``**kwargs``, no call at all)."""
+    name = arg.id
+    if isinstance(f.node, ast.Lambda) or len(f.scope.events.get(name, ())) > 1:
+        return None  # rebound in the body: not the default where it is read
+    a = f.node.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    if name in positional:
+        i = positional.index(name)
+        k = i - (len(positional) - len(a.defaults))
+        default = a.defaults[k] if k >= 0 else None
+    else:
+        i = None
+        names = [p.arg for p in a.kwonlyargs]
+        default = a.kw_defaults[names.index(name)] if name in names else None
+    if not isinstance(default, ast.Name):
+        return None
+    made = _module_key(m, default, m.module_scope)
+    if made is None:
+        return None
+    sites = frequency.callers(m, f)
+    if not sites:
+        return None
+    shift = 1 if f.is_method else 0  # ``self.get_mask(n)``: the instance is the first parameter
+    for call, _ in sites:
+        if not isinstance(call, ast.Call) or any(isinstance(x, ast.Starred) for x in call.args) or any(
+                k.arg is None or k.arg == name for k in call.keywords):
+            return None
+        if i is not None and len(call.args) > i - shift:
+            return None
+    return made
 
 
 def _makes_key(m, value: Optional[ast.AST], scope: Scope) -> bool:

@@ -191,7 +191,8 @@ def fixed_key(draw, method: str) -> tuple:
     """A key made once (at module level, or in ``method`` on ``self``) and drawn from by a function
     that runs more than once (``draw`` a keydraws.FixedKeyDraw)."""
     k = unparse(draw.key)
-    where = "at module level" if draw.where == "module" else f"in `{method}`"
+    where = {"module": "at module level", "default": f"at module level as the default of `{draw.func.name}`'s "
+             f"parameter `{k}`, which no call passes"}.get(draw.where, f"in `{method}`")
     how, func, via = draw.how, draw.func, ""
     if how[0] == "via":  # nested and differentiated by ``how[1]`` on every call of it
         func, how = how[1], how[2]
@@ -214,7 +215,7 @@ def fixed_key(draw, method: str) -> tuple:
     what = _same_each_time(draw.fn, "every call draws the same random numbers")
     if draw.via is not None:
         what += f" (the same masks of `{unparse(draw.via.func, 40)}` on line {draw.via.lineno})"
-    fix = ("pass a key in and split it for each call" if draw.where == "module" else
+    fix = ("pass a key in and split it for each call" if draw.where in ("module", "default") else
            f"split it on each call and store one half back (`{k}, sub = jax.random.split({k})`)")
     facts = [f"`{k}` is made once {where} (line {draw.made.lineno}) and no code replaces it",
              f"`{draw.func.name}` draws from it and runs more than once"]
