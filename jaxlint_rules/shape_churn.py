@@ -160,6 +160,22 @@ class ShapeChurn(Rule):
                                                      f"`{size}` and slices one batch per step, to the end"])
                     reported = True
                     continue
+                grown = _grown_argument(model, arg, ctx)
+                if grown is not None:
+                    g, bound = grown
+                    upto = f" until it reaches `{bound}`" if bound else ""
+                    facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
+                             f"`{g.name}` grows by `{unparse(g.call.func, 30)}` in every iteration of the loop on line "
+                             f"{g.loop.node.lineno} (line {g.call.lineno}), and `{unparse(arg, 30)}` "
+                             f"{'is' if bound is None else 'is a slice of'} it"]
+                    yield self.finding(arg, [f"`{unparse(arg, 30)}` is {'' if bound is None else 'a slice of '}`{g.name}`, "
+                                             f"which grows by `{unparse(g.call.func, 30)}` in every iteration of the "
+                                             "loop on ", Line(g.loop.node.lineno), " (", Line(g.call.lineno),
+                                             f"), so its shape changes every iteration{upto} and `{unparse(call.func, 40)}` "
+                                             "is traced and compiled again each time; keep a fixed-size buffer "
+                                             "(`buf.at[:, t].set(token)`) and pass the current length as an array"],
+                                       evidence=facts)
+                    continue
                 src = churn.shape_source(arg, ctx)
                 if src is not None:
                     facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
@@ -167,6 +183,40 @@ class ShapeChurn(Rule):
                     if src.proof is not None:
                         facts.append(src.proof)
                     yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src), evidence=facts)
+
+
+def _grown_argument(model: ModuleModel, arg: ast.AST, ctx):
+    """``(growth, bound)`` when the argument is an array grown by an eager join in every iteration of a
+    loop around the call (:func:`growth.grown_in_loops`), or a slice of one whose bound is not a literal
+    (``idx[:, -self.maxlen:]``: a new shape each iteration until the bound), directly or through a name
+    bound once in that loop; ``bound`` is None for the array itself. None otherwise (a slice with a
+    literal bound, ``idx[:, -1:]``, keeps a fixed size once it is reached)."""
+    loops = {id(lp) for lp in ctx.loops}
+    grown = {g.name: g for g in growth.grown_in_loops(model) if id(g.loop) in loops}
+    if not grown:
+        return None
+    expr = arg
+    if isinstance(arg, ast.Name) and arg.id not in grown:
+        ev = model.binding(arg.id, ctx.scope, (arg.lineno, arg.col_offset))
+        loop = ctx.loops[-1].node
+        if ev is None or not ev.plain_assign or ev.value is None or not (
+                loop.lineno <= ev.node.lineno <= (loop.end_lineno or loop.lineno)):
+            return None
+        expr = ev.value
+    if isinstance(expr, ast.Name):
+        g = grown.get(expr.id)
+        return (g, None) if g is not None and g.call.lineno != arg.lineno else None
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id in grown:
+        parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                bounds = [b for b in (part.lower, part.upper) if b is not None]
+                loose = [b for b in bounds if not isinstance(b, ast.Constant) and not (
+                    isinstance(b, ast.UnaryOp) and isinstance(b.operand, ast.Constant))]
+                if loose:
+                    return grown[expr.value.id], unparse(loose[0], 30).lstrip("-")
+        return None
+    return None
 
 
 _RAGGED = ("a shorter last batch compiles once more, once per program: the shorter shape is cached for the "

@@ -496,3 +496,53 @@ def test_a_factory_of_a_nested_nnx_step_is_summarized_with_what_it_updates_in_pl
     assert (train.spelling, train.in_place) == ("nnx.jit", (0, 1))  # the model and the optimizer
     assert (plain.spelling, plain.in_place) == ("jax.jit", ())
     assert summary.factory_callable("not_a_factory") is None
+
+
+def test_a_star_import_brings_in_a_compiled_function_of_the_project(tmp_path):
+    """Fresh set AR (a LoRA trainer): `from forward_training import *` brings in `@jax.jit def loss_fn`;
+    `jax.value_and_grad(loss_fn)(...)` in the loop runs the compiled passes (no eager-gradient finding), and
+    the hand-written update after it is the eager work of the step."""
+    root = make(tmp_path, {
+        "forward_training.py": """
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def loss_fn(base, lora, x):
+                return jnp.sum((x @ base + x @ lora) ** 2)
+
+            def helper(x):
+                return x
+        """,
+        "train.py": """
+            import jax
+            import jax.numpy as jnp
+            from forward_training import *
+
+            base, lora, x = jnp.ones((4, 4)), jnp.zeros((4, 4)), jnp.ones((2, 4))
+            for i in range(1000):
+                loss, grads = jax.value_and_grad(loss_fn, argnums=1)(base, lora, x)
+                lora = jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, lora, grads)
+        """,
+    })
+    assert path_default_codes(root / "train.py") == [(9, "JAX701")]
+    # the same loop with the loss defined without jit: the gradient is eager, reported first (one per loop)
+    plain = make(tmp_path / "plain", {
+        "forward_training.py": (root / "forward_training.py").read_text().replace("@jax.jit\n", ""),
+        "train.py": (root / "train.py").read_text()})
+    assert path_default_codes(plain / "train.py") == [(8, "JAX701")]
+
+
+def test_a_star_import_of_a_library_leaves_the_gradient_unknown(tmp_path):
+    root = make(tmp_path, {"train.py": """
+        import jax
+        import jax.numpy as jnp
+        from somelib.losses import *
+
+        x = jnp.ones(3)
+        for i in range(1000):
+            g = jax.grad(loss_fn)(x)
+            x = x - 0.1 * g
+    """})
+    assert (8, "JAX701") not in path_default_codes(root / "train.py")
+    assert (8, "JAX701") in codes(root / "train.py")  # opt-in: whether `loss_fn` is compiled is unknown

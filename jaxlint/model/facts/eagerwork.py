@@ -221,6 +221,12 @@ def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
     if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
         fact = disproven("eager-gradient", f"`{ast.unparse(target)}` is compiled (`{wrap.spelling}`): the passes "
                                            "run as compiled programs")
+    elif isinstance(target, ast.Name) and m.star_imports() and m.binding(target.id, tscope, _pos(target)) is None \
+            and m.binding_over_import(target.id, tscope, _pos(target)) is None and m._imported(target.id, tscope) is None \
+            and m.star_plain(target.id) is None:
+        module = m.star_imports()[-1][0] or "."
+        fact = unknown("eager-gradient", f"`{target.id}` is bound nowhere in this module: it comes from a star import "
+                                         f"(`from {module} import *`), which may compile it")
     else:
         fact = proven("eager-gradient", f"{what} differentiates `{ast.unparse(target)}` in no jitted or transformed "
                                         "function of this module: outside a trace, each call traces it again and "

@@ -475,7 +475,52 @@ class ModuleModel:
             if name in s.events:
                 return None
             s = s.parent
-        return None
+        return self._star_imported(name)
+
+    def star_imports(self) -> list:
+        """``(module, level)`` of every ``from X import *`` run at module level, in source order."""
+        memo = self._imported_memo.get("*")
+        if memo is None:
+            memo = self._imported_memo["*"] = [
+                (n.module, n.level) for n in self.import_nodes
+                if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                and self.scope_at(n) is self.module_scope]
+        return memo
+
+    def _star_imported(self, name: str):
+        """``(model, name)`` when a ``from X import *`` of one of the project's modules brings in ``name``:
+        a compiled callable it exports (``@jax.jit def loss_fn``) or a top-level name its summary lists;
+        the last such import wins, as in Python. None when no star import of the project binds it (a
+        library's, or a module whose names are not known)."""
+        stars = self.star_imports()
+        if not stars:
+            return None
+        key = ("*", name)
+        if key not in self._imported_memo:
+            found = None
+            for module, level in reversed(stars):
+                other = self.project.imported(self.path, module, None, level)
+                if other is not None and (other[0].exported_callable(name) is not None
+                                          or name in (getattr(other[0], "names", None) or ())):
+                    found = (other[0], name)
+                    break
+            self._imported_memo[key] = found
+        return self._imported_memo[key]
+
+
+    def star_plain(self, name: str) -> Optional[str]:
+        """Why ``name``, bound nowhere in the module, is no compiled callable: every ``from X import *`` of
+        the module is of a project module that exports no compiled ``name`` (the name comes from one
+        of them, or the code raises NameError). None when a star import is a library's or unreadable."""
+        stars = self.star_imports()
+        if not stars or self.project is None or self.path is None:
+            return None
+        for module, level in stars:
+            other = self.project.imported(self.path, module, None, level)
+            if other is None or other[0].exported_callable(name) is not None:
+                return None
+        spelled = ", ".join(f"`from {'.' * level}{module or ''} import *`" for module, level in stars)
+        return f"`{name}` comes from {spelled}: a module of the project that compiles no `{name}`"
 
 
 def _enclosing(m: "ModuleModel", node: ast.AST) -> Optional[FunctionInfo]:
