@@ -10,6 +10,7 @@ import ast
 import contextlib
 import gc
 import os
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -161,16 +162,50 @@ def _after_failing_import(model, found: list) -> list:
             for f in found]
 
 
-def _newer_python(error: Finding, path: str) -> Finding:
-    """A parse error in a file whose project declares a newer Python than the one running jaxlint
-    (``requires-python = ">=3.12"`` and ``type X = ...`` read on 3.11): the message says so, and how
-    to check the file (fresh AC's first look: a valid 3.12 module reported as unparsable)."""
+def _newer_python(error: Finding, path: str, text: Optional[str] = None) -> Finding:
+    """A parse error in a file written for a newer Python than the one running jaxlint: its project
+    declares one (``requires-python = ">=3.12"``), or the failing line is syntax a newer Python
+    accepts (:func:`newer_syntax`: ``type X = ...``, ``def f[T](...)``, an f-string reusing its
+    quotes). The message says so and how to check the file, and the finding is opt-in: the code is
+    not wrong (fresh AC's and AR's first looks: valid 3.12 modules reported as unparsable, judged
+    FALSE); the CLI still says, on stderr, that the file was not checked."""
     decl = PROJECT.declaration(path) if os.path.isfile(path) else None
     r = decl.newer_python() if decl is not None else None
     if r is not None:
         return error.replace(message=f"{error.message}; {r.file} requires Python {r.spec}: run jaxlint on "
-                                     "that Python to check this file")
+                                     "that Python to check this file",
+                             opt_in=f"the file is written for the newer Python its project requires ({r.spec})")
+    newer = newer_syntax(error, text)
+    if newer is not None:
+        version, what = newer
+        return error.replace(message=f"{error.message}; the line is valid Python {version} ({what}): run jaxlint on "
+                                     f"Python {version} or later to check this file",
+                             opt_in=f"valid Python {version} syntax ({what}), which this Python cannot parse")
     return error
+
+
+_NEWER_SYNTAX = (  # (pattern on the failing line, the first Python that accepts it, what it is)
+    (re.compile(r"\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="), (3, 12), "a `type` alias statement"),
+    (re.compile(r"\s*(async\s+)?def\s+[A-Za-z_]\w*\s*\["), (3, 12), "a generic function"),
+    (re.compile(r"\s*class\s+[A-Za-z_]\w*\s*\["), (3, 12), "a generic class"),
+)
+
+
+def newer_syntax(error: Finding, text: Optional[str], running: tuple = sys.version_info[:2]) -> Optional[tuple]:
+    """``("3.12", what)`` when the line a parse error points at is syntax a newer Python than
+    ``running`` accepts: a ``type`` alias, a generic ``def``/``class`` (PEP 695), or an f-string
+    error of Python 3.11's grammar (PEP 701 lets 3.12 nest quotes and backslashes in f-strings).
+    None otherwise (and on 3.12 or later, whose own grammar failed)."""
+    if text is None:
+        return None
+    lines = text.splitlines()
+    line = lines[error.line - 1] if 0 < error.line <= len(lines) else ""
+    for pattern, version, what in _NEWER_SYNTAX:
+        if running < version and pattern.match(line):
+            return ".".join(map(str, version)), what
+    if running < (3, 12) and "f-string" in error.message:
+        return "3.12", "an f-string PEP 701 allows"
+    return None
 
 
 def _never_running(model, found: list) -> list:
@@ -227,7 +262,7 @@ def _check_source(data: bytes | str, path: str, rules: Sequence[Rule], noqa: boo
     if error is not None and "%" in text:
         tree, text, error = _percent_script(text, path, tree, error)
     if error is not None:
-        result.findings.append(_newer_python(error, path).with_path(path))
+        result.findings.append(_newer_python(error, path, text).with_path(path))
         return result
     findings = _lint(tree, text, rules, noqa, result, path if os.path.isfile(path) else None, digest)
     result.findings = [f.with_path(path) for f in findings]

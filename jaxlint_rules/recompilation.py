@@ -93,8 +93,7 @@ def benchmark(model: ModuleModel, ctx) -> Optional[str]:
 
 class JitInLoop(Rule):
     code = "JAX101"
-    short = ("A jit or pmap wrapper built in a loop around a new callable (or the caches cleared there), so every "
-             "iteration recompiles.")
+    short = "A jit wrapper built in a loop around a new callable (or caches cleared there): every iteration recompiles."
     confirmed_by = "compiles"
     name = "jit-in-loop"
     summary = ("Finds `jax.jit`/`jax.pmap` wrappers created inside a loop around a callable that is new on "

@@ -167,5 +167,44 @@ def test_a_parse_error_under_an_older_python_than_the_project_declares_says_so(t
     (f,) = check_path(str(root / "proj/m.py"), []).findings
     assert f.code == "JAX000" and f.message.endswith(
         "; proj/pyproject.toml requires Python >=3.99: run jaxlint on that Python to check this file")
+    assert f.opt_in == "the file is written for the newer Python its project requires (>=3.99)"
     (g,) = check_path(str(root / "other/m.py"), []).findings
-    assert g.code == "JAX000" and "requires Python" not in g.message
+    assert g.code == "JAX000" and "requires Python" not in g.message and g.opt_in is None
+
+
+@pytest.mark.parametrize("line, what", [
+    ("type Batch = dict[str, int]", "a `type` alias statement"),
+    ("def first[T](xs: list[T]) -> T:\n    return xs[0]", "a generic function"),
+    ("class Box[T]:\n    pass", "a generic class"),
+])
+def test_syntax_of_a_newer_python_is_said_so_and_opt_in(line, what):
+    # fresh AR: a project allowing Python ^3.11 whose module uses a 3.12 `type` alias: valid code, not checked here
+    from jaxlint.engine import newer_syntax
+
+    res = check_source(f"import jax\n{line}\n", "m.py", RULES)
+    (f,) = res.findings
+    if sys.version_info >= (3, 12):
+        assert res.findings == [] or f.code != "JAX000"
+        return
+    assert f.code == "JAX000" and f.opt_in is not None and what in f.message
+    assert f.message.endswith("run jaxlint on Python 3.12 or later to check this file")
+    assert newer_syntax(f, f"import jax\n{line}\n", running=(3, 12)) is None
+
+
+def test_a_plain_syntax_error_stays_a_default_finding():
+    (f,) = check_source("import jax\ntype = = 3\n", "m.py", RULES).findings
+    assert f.code == "JAX000" and f.opt_in is None
+
+
+def test_the_cli_says_on_stderr_that_a_newer_python_file_was_not_checked(tmp_path, capsys):
+    from jaxlint.cli import main
+
+    path = tmp_path / "m.py"
+    path.write_text("import jax\ntype Batch = dict[str, int]\n")
+    code = main(["check", "--no-cache", str(path)])
+    err = capsys.readouterr().err
+    if sys.version_info >= (3, 12):
+        assert code == 0
+        return
+    assert code == 0 and f"{path}: not checked: could not parse" in err and "--pedantic reports it as JAX000" in err
+    assert main(["check", "--no-cache", "--pedantic", str(path)]) == 1
