@@ -47,8 +47,7 @@ def _may_filter_jit(model: ModuleModel) -> bool:
 
 class StaticArgChurn(Rule):
     code = "JAX103"
-    short = ("A jitted function given a static argument that changes every iteration or call (a counter, a new "
-             "lambda), so it recompiles.")
+    short = "A static argument new every iteration or call (a loop counter, a new lambda): the jitted function recompiles."
     confirmed_by = "compiles"
     name = "static-arg-churn"
     summary = ("Finds calls, inside a loop, of a jitted function whose static argument "
