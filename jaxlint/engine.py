@@ -131,14 +131,15 @@ def _in_unreferenced_functions(model, found: list) -> list:
     project (whether it runs is not shown: dead code, or a package's API no file of the project
     calls)."""
     from .model.python.unreferenced import (enclosing, enclosing_method, unimported_method, unreferenced,
-                                            unreferenced_method)
+                                            unreferenced_class, unreferenced_method)
 
     out = []
     for f in found:
         if f.opt_in is None and f.code != PARSE_ERROR:
             method = enclosing_method(model, f.line)
             why = unreferenced(model, enclosing(model, None, f.line)) \
-                or unreferenced_method(model, method) or unimported_method(model, method)
+                or unreferenced_method(model, method) or unimported_method(model, method) \
+                or unreferenced_class(model, f.line)
             if why is not None:
                 f = f.replace(opt_in=why)
         out.append(f)
@@ -166,16 +167,17 @@ def _newer_python(error: Finding, path: str, text: Optional[str] = None) -> Find
     """A parse error in a file written for a newer Python than the one running jaxlint: its project
     declares one (``requires-python = ">=3.12"``), or the failing line is syntax a newer Python
     accepts (:func:`newer_syntax`: ``type X = ...``, ``def f[T](...)``, an f-string reusing its
-    quotes). The message says so and how to check the file, and the finding is opt-in: the code is
-    not wrong (fresh AC's and AR's first looks: valid 3.12 modules reported as unparsable, judged
+    quotes). The message says so and how to check the file; where the line is such syntax the finding
+    is opt-in (a declaration alone does not make a missing right-hand side valid): the code is not wrong (fresh AC's and AR's first looks: valid 3.12 modules reported as unparsable, judged
     FALSE); the CLI still says, on stderr, that the file was not checked."""
     decl = PROJECT.declaration(path) if os.path.isfile(path) else None
     r = decl.newer_python() if decl is not None else None
-    if r is not None:
+    newer = newer_syntax(error, text)
+    if r is not None:  # opt-in only where the line is newer syntax: a plain error fails on every Python
         return error.replace(message=f"{error.message}; {r.file} requires Python {r.spec}: run jaxlint on "
                                      "that Python to check this file",
-                             opt_in=f"the file is written for the newer Python its project requires ({r.spec})")
-    newer = newer_syntax(error, text)
+                             opt_in=None if newer is None else f"valid Python {newer[0]} syntax ({newer[1]}) in a "
+                                                               f"project requiring Python {r.spec}")
     if newer is not None:
         version, what = newer
         return error.replace(message=f"{error.message}; the line is valid Python {version} ({what}): run jaxlint on "

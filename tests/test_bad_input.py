@@ -167,7 +167,7 @@ def test_a_parse_error_under_an_older_python_than_the_project_declares_says_so(t
     (f,) = check_path(str(root / "proj/m.py"), []).findings
     assert f.code == "JAX000" and f.message.endswith(
         "; proj/pyproject.toml requires Python >=3.99: run jaxlint on that Python to check this file")
-    assert f.opt_in == "the file is written for the newer Python its project requires (>=3.99)"
+    assert f.opt_in is None  # `x = = 1` is no newer syntax: an error on every Python
     (g,) = check_path(str(root / "other/m.py"), []).findings
     assert g.code == "JAX000" and "requires Python" not in g.message and g.opt_in is None
 
@@ -189,6 +189,17 @@ def test_syntax_of_a_newer_python_is_said_so_and_opt_in(line, what):
     assert f.code == "JAX000" and f.opt_in is not None and what in f.message
     assert f.message.endswith("run jaxlint on Python 3.12 or later to check this file")
     assert newer_syntax(f, f"import jax\n{line}\n", running=(3, 12)) is None
+
+
+def test_newer_syntax_in_a_project_requiring_a_newer_python_is_opt_in(tmp_path):
+    from jaxlint.engine import check_path
+    from ruletools import make_project
+
+    root = make_project(tmp_path, {"pyproject.toml": '[project]\nname = "p"\nrequires-python = ">=3.99"\n',
+                                   "m.py": "import jax\nx = f\"{'a'}{\"b\"}\"\n"})
+    (f,) = check_path(str(root / "m.py"), []).findings
+    if sys.version_info < (3, 12):
+        assert f.code == "JAX000" and f.opt_in.startswith("valid Python 3.12 syntax (an f-string PEP 701 allows)")
 
 
 def test_a_plain_syntax_error_stays_a_default_finding():

@@ -381,3 +381,77 @@ def test_imports_continued_over_lines_reach_their_modules(tmp_path):
         m = _model(tmp_path, f"pkg/{name}.py")
         why = unimported_method(m, next(f for f in m.functions if f.name == "update"))
         assert why == expected if expected is None else why.startswith(expected)
+
+
+CLASSES = """
+import jax
+from flax import nnx
+from dataclasses import dataclass
+
+KEY = jax.random.key(0)
+
+class Unused(nnx.Module):
+    def __call__(self, x):
+        return x + jax.random.normal(KEY, x.shape)
+
+class Used(nnx.Module):
+    def __call__(self, x):
+        return x
+
+class Base:
+    pass
+
+class Derived(Base):
+    pass
+
+@register
+class Registered(nnx.Module):
+    pass
+
+@dataclass
+class Config:
+    lr: float = 0.1
+
+class Named:
+    pass
+
+class Meta(metaclass=Registry):
+    pass
+
+model = Used()
+name = "Named"  # a string spelling it
+"""
+
+
+def _class_states(root, rel):
+    from jaxlint.model.python.unreferenced import unreferenced_class
+
+    m = _model(root, rel)
+    m.source_text = (root / rel).read_text()
+    return {c.name: unreferenced_class(m, c.lineno + 1) is not None for c in m.tree.body
+            if isinstance(c, ast.ClassDef)}
+
+
+def test_which_classes_nothing_instantiates(tmp_path):
+    """Fresh set AR: draws in `__call__` of `nnx.Module` classes nothing makes (judged FALSE: dead code)."""
+    make_project(tmp_path, {"pkg/models.py": CLASSES, "run.py": "from pkg.models import Config\ncfg = Config()\n"})
+    (tmp_path / ".git").mkdir()
+    assert _class_states(tmp_path, "pkg/models.py") == {
+        "Unused": True, "Used": False, "Base": False, "Derived": True, "Registered": False, "Config": False,
+        "Named": False, "Meta": False}
+    # another file spelling the name keeps it (a user of the package may instantiate it); outside a
+    # repository nothing is known
+    (tmp_path / "other.py").write_text("from pkg.models import Unused\nnet = Unused()\n")
+    assert _class_states(tmp_path, "pkg/models.py")["Unused"] is False
+    (tmp_path / "other.py").unlink()
+    (tmp_path / ".git").rmdir()
+    assert not any(_class_states(tmp_path, "pkg/models.py").values())
+
+
+def test_findings_in_a_class_nothing_instantiates_are_opt_in(tmp_path, capsys):
+    make_project(tmp_path, {"pkg/models.py": CLASSES})
+    (tmp_path / ".git").mkdir()
+    main(["check", "--no-cache", "--select", "JAX502", "--pedantic", "--format", "json", str(tmp_path / "pkg/models.py")])
+    found = json.loads(capsys.readouterr().out)
+    assert [f["line"] for f in found] == [10] and found[0]["opt_in"].startswith(
+        "nothing in the project refers to the class `Unused`")

@@ -206,6 +206,48 @@ def unreferenced_method(m, f) -> Optional[str]:
             "that could call it): whether it runs is not shown")
 
 
+def unreferenced_class(m, line: int) -> Optional[str]:
+    """Why the module-level class whose body holds ``line`` is never instantiated: its name is spelled
+    nowhere outside its own body (no call, base, annotation, string or attribute with it, comments
+    aside) in its module, nor in any other file of the project (a notebook: in no cell), and nothing
+    can register it (no decorator but a dataclass's, no metaclass or class keyword, no attribute read
+    by a computed name). Then none of its methods runs, ``__call__`` of a framework's module included
+    (fresh AR's first look: three draws in two ``nnx.Module`` classes nothing made, judged FALSE).
+    None otherwise."""
+    cls = next((c for c in m.tree.body if isinstance(c, ast.ClassDef) and c.lineno <= line <= (c.end_lineno or 0)),
+               None)
+    notebook = bool(getattr(m, "notebook", False))
+    if cls is None or cls.keywords or (not notebook and (getattr(m, "project", None) is None
+                                                           or getattr(m, "path", None) is None)):
+        return None
+    memo = m.__dict__.setdefault("_unreferenced_classes", {})
+    if id(cls) not in memo:
+        memo[id(cls)] = _class_dead(m, cls, notebook)
+    if not memo[id(cls)]:
+        return None
+    where = "no cell of the notebook" if notebook else "nothing in the project"
+    return (f"{where} refers to the class `{cls.name}` (its name appears nowhere outside its own body, comments "
+            "aside): no instance of it is made, so whether its methods run is not shown")
+
+
+def _class_dead(m, cls: ast.ClassDef, notebook: bool) -> bool:
+    if any(m.resolve(d.func if isinstance(d, ast.Call) else d, m.module_scope) not in _DATACLASSES
+           for d in cls.decorator_list):
+        return False  # a decorator may register it
+    text = getattr(m, "source_text", None)
+    if text is None or _COMPUTED_GETATTR.search(text) or "__subclasses__" in text or "globals()" in text:
+        return False
+    first = cls.lineno - len(cls.decorator_list)
+    line_starts = [0] + [nl.end() for nl in re.finditer("\n", text)]
+    for hit in _words(cls.name, text):
+        line = bisect.bisect_right(line_starts, hit.start())
+        before = text[line_starts[line - 1]:hit.start()]
+        if "#" in before or first <= line <= (cls.end_lineno or cls.lineno):
+            continue
+        return False
+    return notebook or m.project.mentioned_elsewhere(m.path, cls.name) is False
+
+
 def unimported_method(m, f) -> Optional[str]:
     """Why the method ``f`` never runs because nothing imports its module (:func:`.importgraph.unimported`:
     its class cannot be reached, whatever its bases), or None (fresh AA's first look: a trainer module
