@@ -376,3 +376,52 @@ def test_a_method_referred_to_only_on_lines_that_never_run(tmp_path):
     m = _model(root, "agent.py")
     soft = next(f for f in m.functions if f.name == "soft_update")
     assert unreferenced_method(m, soft) is None
+
+
+# --------------------------------------------------------------------------- arms a constant test never takes
+
+
+@pytest.mark.parametrize("source, expect", [
+    # fresh AR: a flag set to True just above its `if`: the `else` (a per-step print of the loss) never runs
+    ("""
+     def train(step, xs):
+         for i in range(1000):
+             loss = step(xs)
+             show_output = True
+             if show_output:
+                 print("ok")
+             else:
+                 print(float(loss))  # here
+     """, "the test on line 6 is always true (`show_output` is only ever bound to `True`): its `else` never runs"),
+    ("""
+     DEBUG = False
+
+     def train(step, xs):
+         for i in range(1000):
+             loss = step(xs)
+             if DEBUG:
+                 print(float(loss))  # here
+     """, "the test on line 7 is always false (`DEBUG` is only ever bound to `False`): its body never runs"),
+    ("""
+     def train(step, xs):
+         if not 1:
+             print(step(xs))  # here
+     """, "the test on line 3 is always false (`not 1` is a constant): its body never runs"),
+])
+def test_an_arm_a_constant_test_never_takes(tmp_path, source, expect):
+    assert _dead(tmp_path, source) == expect
+
+
+@pytest.mark.parametrize("source", [
+    # bound to two truth values, a parameter, a loop target, declared global and rebound, an expression
+    "import os\nFLAG = True\nif os.environ:\n    FLAG = False\nif FLAG:\n    pass\nelse:\n    print(1)  # here\n",
+    "def f(show):\n    if show:\n        pass\n    else:\n        print(1)  # here\n",
+    "for show in (True, False):\n    if show:\n        pass\n    else:\n        print(1)  # here\n",
+    "SHOW = True\n\ndef off():\n    global SHOW\n    SHOW = False\n\nif SHOW:\n    pass\nelse:\n    print(1)  # here\n",
+    "SHOW = bool(1)\nif SHOW:\n    pass\nelse:\n    print(1)  # here\n",
+    "SHOW = True\nSHOW += 0\nif SHOW:\n    pass\nelse:\n    print(1)  # here\n",
+    # the arm that does run
+    "SHOW = True\nif SHOW:\n    print(1)  # here\n",
+])
+def test_arms_not_known_dead(tmp_path, source):
+    assert _dead(tmp_path, source) is None
