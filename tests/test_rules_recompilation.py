@@ -2298,7 +2298,7 @@ def test_jax103_fresh_callable_as_a_static_argument_every_step():
     """,
 ])
 def test_jax103_fresh_static_callable_near_misses(src):
-    assert [f for f in default_findings(src) if f.code == "JAX103"] == []
+    assert default_findings(src, "JAX103") == []
 
 
 def test_jax103_fresh_lambda_in_a_function_of_a_few_configurations_is_opt_in():
@@ -2317,7 +2317,7 @@ def test_jax103_fresh_lambda_in_a_function_of_a_few_configurations_is_opt_in():
         for a in (0.5, 0.7):
             solve(a)
     """
-    assert [f for f in default_findings(src) if f.code == "JAX103"] == []
+    assert default_findings(src, "JAX103") == []
     assert [(line, why) for line, _, why in opt_in_findings(src, "JAX103")] == [
         (11, "no evidence that `solve` runs at the steps of a loop, or again after a first call")]
 
@@ -2423,7 +2423,7 @@ def test_jax101_clear_caches_in_every_iteration_of_a_loop_that_calls_a_compiled_
     """,
 ])
 def test_jax101_clear_caches_near_misses(src):
-    assert [f for f in default_findings(src) if f.code == "JAX101"] == []
+    assert default_findings(src, "JAX101") == []
 
 
 def test_jax101_clear_caches_drops_the_compiled_program_at_runtime():

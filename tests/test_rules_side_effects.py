@@ -1086,3 +1086,27 @@ def test_jax603_a_rebinding_after_break_or_to_the_same_value_each_pass_is_not_pr
     dead_only = same.replace("            opt_init, opt_update, get_params = optimizers.adam(lr)\n            opt_state",
                              "            opt_init, _, get_params = optimizers.adam(lr)\n            opt_state")
     assert opt_in_findings(dead_only, "JAX603") == [] and default_findings(dead_only, "JAX603") == []
+
+
+def test_jax603_a_global_read_only_for_its_structure_is_opt_in():
+    """Fresh set AR: a jitted update unflattens its parameters with `range(len(params))`, reading the global
+    list only for its length, which the loop's rebinding keeps (judged FALSE); a value read stays default."""
+    src = """
+        import jax
+        import jax.numpy as jnp
+
+        params = [jnp.ones(3), jnp.ones(3)]
+        scale = 1.0
+
+        @jax.jit
+        def update(flat):
+            return [flat[i] * scale for i in range(len(params))]
+
+        for step in range(100):
+            params = update(params)
+            scale = scale * 0.99
+    """
+    assert default_findings(src, "JAX603") == [(10, "JAX603")]
+    opt = [(line, why) for line, _, why in opt_in_findings(src, "JAX603")]
+    assert opt == [(10, "new-value unknown: only the structure of `params` is read (`len(params)`): whether the "
+                        "rebinding changes it is not known")]

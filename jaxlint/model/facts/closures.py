@@ -286,10 +286,13 @@ def stale_reads(m, f: FunctionInfo) -> list:
     bodies = traced_bodies(m, f)
     inside = {id(g.scope) for g in bodies}
     out: list = []
+    structural = None
     for body, read, owner in free_reads(m, f):
         sites = rebinding_sites(m, owner, read.id)
         if not sites:
             continue
+        if structural is None:
+            structural = _structural_reads(bodies)
         best = None
         for b in sites:
             if id(b.scope) in inside:
@@ -298,6 +301,12 @@ def stale_reads(m, f: FunctionInfo) -> list:
                 facts = _facts(m, f, read, b, call, wrap, calls)
                 if facts is None:
                     continue
+                if id(read) in structural and facts[-1].status == "proven":
+                    # ``range(len(params))``: the trace keeps only the structure, which a rebinding of the
+                    # values may not change (fresh AR: a notebook's unflatten helper, judged FALSE)
+                    facts[-1] = unknown("new-value", f"only the structure of `{read.id}` is read "
+                                                     f"({structural[id(read)]}): whether the rebinding changes it is "
+                                                     "not known")
                 score = sum(fact.status != "proven" for fact in facts)
                 if best is None or score < best[0]:
                     best = (score, StaleRead(f, body, read, owner, b, call, wrap, facts))
@@ -305,6 +314,23 @@ def stale_reads(m, f: FunctionInfo) -> list:
                 break
         if best is not None:
             out.append(best[1])
+    return out
+
+
+_STRUCTURE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
+
+
+def _structural_reads(bodies: list) -> dict:
+    """id of a Name node -> how its structure alone is read (``len(x)``, ``x.shape``) in the traced
+    bodies: what the trace keeps of such a read is the length, shape or dtype, not the values."""
+    out: dict = {}
+    for g in bodies:
+        for n in ast.walk(g.node):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1 \
+                    and isinstance(n.args[0], ast.Name):
+                out[id(n.args[0])] = f"`len({n.args[0].id})`"
+            elif isinstance(n, ast.Attribute) and n.attr in _STRUCTURE_ATTRS and isinstance(n.value, ast.Name):
+                out[id(n.value)] = f"`{n.value.id}.{n.attr}`"
     return out
 
 
