@@ -10,7 +10,6 @@ import ast
 import contextlib
 import gc
 import os
-import re
 import sys
 from typing import Optional, Sequence
 
@@ -21,6 +20,7 @@ from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
 from .source import PARSE_ERROR, FileResult, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
+from .source import newer_syntax as source_newer_syntax
 
 if sys.version_info >= (3, 11):
     # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and
@@ -186,28 +186,9 @@ def _newer_python(error: Finding, path: str, text: Optional[str] = None) -> Find
     return error
 
 
-_NEWER_SYNTAX = (  # (pattern on the failing line, the first Python that accepts it, what it is)
-    (re.compile(r"\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="), (3, 12), "a `type` alias statement"),
-    (re.compile(r"\s*(async\s+)?def\s+[A-Za-z_]\w*\s*\["), (3, 12), "a generic function"),
-    (re.compile(r"\s*class\s+[A-Za-z_]\w*\s*\["), (3, 12), "a generic class"),
-)
-
-
 def newer_syntax(error: Finding, text: Optional[str], running: tuple = sys.version_info[:2]) -> Optional[tuple]:
-    """``("3.12", what)`` when the line a parse error points at is syntax a newer Python than
-    ``running`` accepts: a ``type`` alias, a generic ``def``/``class`` (PEP 695), or an f-string
-    error of Python 3.11's grammar (PEP 701 lets 3.12 nest quotes and backslashes in f-strings).
-    None otherwise (and on 3.12 or later, whose own grammar failed)."""
-    if text is None:
-        return None
-    lines = text.splitlines()
-    line = lines[error.line - 1] if 0 < error.line <= len(lines) else ""
-    for pattern, version, what in _NEWER_SYNTAX:
-        if running < version and pattern.match(line):
-            return ".".join(map(str, version)), what
-    if running < (3, 12) and "f-string" in error.message:
-        return "3.12", "an f-string PEP 701 allows"
-    return None
+    """:func:`~jaxlint.source.newer_syntax` of a JAX000 finding (its line and message)."""
+    return source_newer_syntax(error.line, error.message, text, running)
 
 
 def _never_running(model, found: list) -> list:

@@ -105,7 +105,7 @@ def test_a_module_unparsable_here_but_written_for_the_newer_python_its_project_r
     """Fresh set AR (a Pixtral inference script): `forward_common.py` uses Python 3.12's f-strings and its
     project requires Python >= 3.13; read on an older Python it does not parse, but the import is not known
     to fail where the project runs, so the findings below it stay default."""
-    newer = 'import jax\nstep = jax.jit(f)\nx = f"{"nested"}"\ndef f():\n    """open\n'
+    newer = 'import jax\nstep = jax.jit(f)\nx = f"{"nested"}"\n'
     files = {"pkg/__init__.py": "", "pkg/training.py": newer,
              "pkg/training_test.py": "import jax\nfrom pkg import training\n" + _BODY}
     root = make_project(tmp_path, {**files, "pyproject.toml": '[project]\nname = "p"\nrequires-python = ">=3.99"\n'})
@@ -113,3 +113,7 @@ def test_a_module_unparsable_here_but_written_for_the_newer_python_its_project_r
     older = make_project(tmp_path / "older", {**files, "pyproject.toml": '[project]\nname = "p"\n'
                                                                            'requires-python = ">=3.8"\n'})
     assert "`training.py` is not valid Python" in _failing(older, "pkg/training_test.py")[1]
+    # a plain error in a project requiring a newer Python fails on every Python: still a failing import
+    plain = make_project(tmp_path / "plain", {**files, "pkg/training.py": "import jax\nstep = jax.jit(f)\nx = = 1\n",
+                                              "pyproject.toml": '[project]\nname = "p"\nrequires-python = ">=3.99"\n'})
+    assert "`training.py` is not valid Python" in _failing(plain, "pkg/training_test.py")[1]

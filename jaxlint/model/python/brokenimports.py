@@ -20,6 +20,8 @@ import re
 import sys
 from typing import Optional
 
+from ...source import decode_source, newer_syntax
+
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))  # Python 3.10+
 _DYNAMIC = re.compile(rb"\b(?:globals|vars|setattr|exec)\s*\(|\bdef\s+__getattr__\b|\bimport\s+\*")
@@ -114,7 +116,8 @@ def _unparsable(project, target: Optional[str]) -> Optional[str]:
             _PARSED[key] = None
         except SyntaxError as e:
             decl = project.declaration(target) if hasattr(project, "declaration") else None
-            if decl is not None and decl.newer_python() is not None:
+            if decl is not None and decl.newer_python() is not None and newer_syntax(
+                    e.lineno or 0, str(e.msg), decode_source(data)) is not None:
                 _PARSED[key] = None  # valid, perhaps, on the newer Python its project requires: not known to fail
             else:
                 _PARSED[key] = f"`{os.path.basename(target)}` is not valid Python (line {e.lineno}): SyntaxError"
