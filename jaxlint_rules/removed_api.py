@@ -247,9 +247,16 @@ class RemovedApi(Rule):
                 message = (f"the config option `{entry.name}` was removed in JAX {_version(entry.removed)}: on "
                            f"current JAX {self._fails(ref)}; {entry.replacement}")
             elif ref.kind == "keyword":
-                message = (f"the keyword `{entry.name}=` of `{ref.base_name}` was removed in JAX "
-                           f"{_version(entry.removed)}: on current JAX {self._fails(ref)}; use "
-                           f"{entry.replacement}{note}")
+                kws = [e for _, e in ref.chain]
+                if len(kws) == 1:
+                    message = (f"the keyword `{entry.name}=` of `{ref.base_name}` was removed in JAX "
+                               f"{_version(entry.removed)}: on current JAX {self._fails(ref)}; use "
+                               f"{entry.replacement}{note}")
+                else:
+                    spelled = " and ".join(f"`{e.name}=`" for e in kws)
+                    uses = "; ".join(f"for `{e.name}=`, {e.replacement}" for e in kws)
+                    message = (f"the keywords {spelled} of `{ref.base_name}` were removed in JAX "
+                               f"{_version(entry.removed)}: on current JAX {self._fails(ref)}; {uses}{note}")
             else:
                 message = (f"`{entry.name}` was removed in JAX {_version(entry.removed)}: on current JAX "
                            f"{self._fails(ref)}; use {entry.replacement}{note}")
@@ -302,14 +309,15 @@ class RemovedApi(Rule):
     @_never_raises
     def _edit(ref) -> Optional[Fix]:
         entry, base = ref.entry, ref.base_name
-        if ref.kind == "keyword":  # jnp.clip(x, a_min=0) -> jnp.clip(x, min=0): the keyword's name only
+        if ref.kind == "keyword":  # jnp.clip(x, a_min=0) -> jnp.clip(x, min=0): the keywords' names only
             from jaxlint.edits import Edit, Fix
 
-            kw = ref.node
-            if any(k.arg == entry.fix for k in ref.statement.keywords):
-                return None  # jnp.clip(x, a_min=0, min=1): renaming would repeat a keyword
-            return Fix((Edit((kw.lineno, kw.col_offset), (kw.lineno, kw.col_offset + len(entry.name)),
-                             (entry.fix,)),))
+            edits = []
+            for kw, e in ref.chain:
+                if e.fix is None or any(k.arg == e.fix for k in ref.statement.keywords):
+                    return None  # ``a=`` (no keyword replaces it), or renaming would repeat a keyword
+                edits.append(Edit((kw.lineno, kw.col_offset), (kw.lineno, kw.col_offset + len(e.name)), (e.fix,)))
+            return Fix(tuple(edits))
         if not (entry.name.startswith(base + ".") and entry.fix.startswith(base + ".")):
             return None  # the user's import does not reach the replacement (from jax import tree_util)
         from jaxlint.edits import Edit, Fix, end_of

@@ -478,6 +478,7 @@ class _Walk:
         if not call.keywords:
             return
         qn = None
+        found = []
         for kw in call.keywords:
             if kw.arg is None:
                 continue
@@ -485,7 +486,9 @@ class _Walk:
                 qn = self.model.resolve(call.func, self.model.scope_at(call)) or ""
             entry = KEYWORDS.get((qn, kw.arg))
             if entry is not None:
-                self._add(kw, entry, "keyword", call, statement=call, base_name=qn)
+                found.append((kw, entry))
+        if found:  # one reference per call, at its first removed keyword: ``chain`` lists them all
+            self._add(found[0][0], found[0][1], "keyword", call, statement=call, base_name=qn, chain=found)
 
     def _add(self, node, entry: Removed, kind: str, where, **more) -> None:
         guard = self.guard_at(where)
