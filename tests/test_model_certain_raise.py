@@ -425,3 +425,33 @@ def test_an_arm_a_constant_test_never_takes(tmp_path, source, expect):
 ])
 def test_arms_not_known_dead(tmp_path, source):
     assert _dead(tmp_path, source) is None
+
+
+@pytest.mark.parametrize("decorator, dead", [
+    ("@jax.jit", True),
+    ("@partial(jax.jit, static_argnames=['vocab_size'])", True),
+    ("@functools.partial(jax.jit, static_argnums=(1,))", True),
+    ("@jax.vmap", True),
+    ("@register", False),          # a decorator that may change the signature: not judged
+    ("@partial(register, x=1)", False),
+])
+def test_a_call_of_a_jitted_function_without_a_required_argument_always_raises(tmp_path, decorator, dead):
+    # fresh AR: a transformer's jitted `forward(key, params, x, vocab_size)` called without `vocab_size`: the
+    # sampler's line after it never runs
+    source = f"""
+    import functools
+    from functools import partial
+    import jax
+
+    {decorator}
+    def forward(key, params, x, vocab_size):
+        return x
+
+    def sample(params, x):
+        logits = forward(None, params, x)
+        print(float(logits))  # here
+    """
+    why = _dead(tmp_path, source)
+    assert (why is not None) == dead
+    if dead:
+        assert "without its required argument `vocab_size` (TypeError)" in why

@@ -5,7 +5,8 @@ than it takes (and no ``*args``) or leaving a required parameter without a value
 ``partial(compute_loss, net)`` of ``compute_loss(net, params, batch)`` called with three arguments; fresh AE:
 a step called with one argument of three). Python semantics (and those transforms' signatures) only.
 
-Not judged: calls with ``*args`` or ``**kwargs``, functions with decorators, methods, names bound more than
+Not judged: calls with ``*args`` or ``**kwargs``, functions with decorators other than those transforms
+(``@jax.jit``, ``@partial(jax.jit, static_argnames=...)``), methods, names bound more than
 once where the call reads them in a loop (a later binding may reach it), and anything the bindings do not
 show.
 """
@@ -59,7 +60,8 @@ def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
         return None
     if ev.kind == "def":
         node = ev.node
-        if not isinstance(node, ast.FunctionDef) or node.decorator_list or _is_method(m, node):
+        if not isinstance(node, ast.FunctionDef) or _is_method(m, node) or not all(
+                _keeps_signature(m, d, ev.scope) for d in node.decorator_list):
             return None
         if len(ev.scope.events.get(func.id) or ()) != 1:
             return None  # bound again elsewhere (another def, an assignment): not certain which runs
@@ -84,6 +86,17 @@ def _made_by(m, value: ast.Call, scope, depth: int) -> Optional[tuple]:
     if qn in _SAME_SIGNATURE:
         return _target(m, value.args[0], scope, inner_pos, depth + 1)
     return None
+
+
+def _keeps_signature(m, dec: ast.AST, scope) -> bool:
+    """A decorator whose product takes the function's own arguments: ``@jax.jit``, ``@jax.vmap``, or
+    ``@partial(jax.jit, static_argnames=...)`` (static arguments and donation change no signature;
+    fresh AR: a jitted ``forward`` called without its required ``vocab_size``)."""
+    if isinstance(dec, ast.Call):
+        if m.resolve(dec.func, scope) not in _PARTIAL or not dec.args:
+            return False
+        dec = dec.args[0]
+    return m.resolve(dec, scope) in _SAME_SIGNATURE
 
 
 def _is_method(m, node: ast.FunctionDef) -> bool:
