@@ -20,7 +20,7 @@ from .prefilter import mentions_jax, too_large
 from .project import ProjectResolver
 from .rule import Finding, Rule
 from .source import PARSE_ERROR, FileResult, _parse_error, content_hash, decode_source, parse_source  # noqa: F401
-from .source import newer_syntax as source_newer_syntax
+from .model.python.grammar import newer_syntax as source_newer_syntax
 
 if sys.version_info >= (3, 11):
     # CPython 3.11+ runs Python-to-Python calls without C recursion, so a deep limit is safe and

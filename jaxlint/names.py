@@ -407,6 +407,11 @@ CHILD_PROCESS_PREFIXES = ("subprocess.", "multiprocessing.", "concurrent.futures
 # Library calls that run a function of the program as its entry point, outside any trace (the position of
 # that function): absl's ``app.run(main)``, python-fire's ``fire.Fire(main)``.
 ENTRY_RUNNERS = {"absl.app.run": 0, "fire.Fire": 0}
+# Decorators that make a function a command-line command, run by its library from ``main``, never under a trace:
+# click's ``@click.command()``/``@click.group()`` and the ``.command()`` of a group made so; typer's
+# ``@app.command()`` of ``app = typer.Typer()``.
+CLI_COMMANDS = frozenset({"click.command", "click.group"})
+CLI_APPS = frozenset({"typer.Typer", "click.Group", "click.group"})
 
 # Builtins that pull a value to the host.
 HOST_BUILTINS = {"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"}

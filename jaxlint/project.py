@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Optional
 
 from .declaration import Finder
+from .project_questions import Questions
 from .locate import FileListing, _project_root, locate_from, nearest_with
 from .source import content_hash, decode_source
 
@@ -35,7 +36,7 @@ _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-pa
 _PROJECT_KINDS = (".py", ".ipynb", "pyproject.toml", "setup.cfg")  # files that may refer to a project's function
 
 
-class ProjectResolver:
+class ProjectResolver(Questions):
     def __init__(self) -> None:
         self._models: "OrderedDict[str, object]" = OrderedDict()
         self._files: dict = {}
@@ -257,47 +258,6 @@ class ProjectResolver:
             self._deps[path] = self._deps[path] | deps
         self._note(deps)
         return found
-
-    def runs_program(self, path: str, name: str) -> bool:
-        """Whether calling the top-level function ``name`` of the project file ``path`` runs many
-        steps on its own (:func:`~jaxlint.model.work.function_runs_program`: a jitted
-        device loop, a Python loop of compiled steps, a library solve): asked only where a loop
-        of the checking module calls it, so the file is read and fully modelled then, once per
-        process. What that consults is recorded for the result cache."""
-        from .model.facts.work import function_runs_program
-
-        return self._full_answer(path, (name,), lambda model: function_runs_program(model, name), False)
-
-    def key_draw(self, path: str, name: str, cls: Optional[str], index: Optional[int], kw: Optional[str]):
-        """Where the function ``name`` (a method of the top-level class ``cls``) of the project file
-        ``path`` draws from the key its argument ``index`` (or keyword ``kw``) binds:
-        ``(fn, line, spelling, chain)`` (:func:`~jaxlint.model.keyhandoffs.remote_draw`), or None
-        when it does not or it is unknown, as :meth:`answer`: a module that draws spells `random` (jax.random,
-        however imported) or `sample` (a distribution's sample(seed=...)); one that spells neither is not modelled."""
-        from .model.facts.keyhandoffs import remote_draw
-
-        return self.answer(path, ("key", name, cls, index, kw), lambda model: remote_draw(model, name, cls, index, kw),
-                           None, (b"random", b"sample"))
-
-    def training_update(self, path: str, name: str, positions: tuple, keywords: tuple, grads: tuple = ()):
-        """Where the top-level function ``name`` of the project file ``path`` applies an optimizer update to
-        a value computed from its parameters at ``positions``/``keywords`` (``grads``: those given a gradient):
-        ``(name, operand, update, line)`` (:func:`~jaxlint.model.facts.trainingstate.remote_update`), or None;
-        as :meth:`answer`. A file that spells no update is not modelled."""
-        from .model.facts.trainingstate import remote_update
-
-        return self.answer(path, ("update", name, positions, keywords, grads), lambda model: remote_update(
-            model, name, positions, keywords, grads), None, (b"update", b"apply_gradients"))
-
-    def timer_method(self, path: str, cls: str, method: str) -> bool:
-        """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a timer's context
-        manager (:func:`~jaxlint.model.facts.timerclasses.timer_method`), as :meth:`answer`."""
-        from .model.facts import timing
-        from .model.facts.timerclasses import timer_method_named
-
-        ops = (timing.is_clock, timing._calls_in, timing._device_role)
-        return self.answer(path, ("timer", cls, method), lambda model: timer_method_named(model, cls, method, ops),
-                           False, (b"contextmanager", b"__exit__"))
 
     def answer(self, path: str, key: tuple, ask, default, needles: tuple = ()):
         """``ask`` of a full model of the project file ``path``, memoized per process by ``key`` (as

@@ -183,7 +183,22 @@ class EagerUpdateInLoop(Rule):
         loop of steps outside any trace (``state, loss = train_step(state, batch)`` with no
         ``@jax.jit`` on ``train_step``): the whole step runs op by op every iteration."""
         for step, role, facts in self._per_loop(model, eagerwork.eager_step, loops):
-            call, loop, name = step.call, role.loop, step.function.name
+            call, loop = step.call, role.loop
+            loops.add(id(loop))
+            if step.remote is not None:
+                name, where, line, transform, target, decorated = step.remote
+                how = (f"is decorated with `@{transform}` (line {line} there), so calling it computes a gradient, "
+                       "here outside jit" if decorated else
+                       f"is not jitted, and its body computes a gradient (`{transform}(...)` on line {line} there)")
+                yield self.finding(call, [f"`{name}` (of `{where}`) {how}, in every iteration of the loop on ",
+                                          Line(loop.node.lineno), f": each call traces "
+                                          f"`{target}` again and runs the forward and backward passes and everything "
+                                          "else in it op by op; jit the step (the gradient and the update) and call "
+                                          "that in the loop"],
+                                   opt_in=_TEST_CODE if model.in_test_code(call) else None,
+                                   evidence=role.evidence[1:], facts=facts)
+                continue
+            name = step.function.name
             target = unparse(step.transform.args[0], 30)
             yield self.finding(call, [f"`{name}` is not jitted, and its body computes a gradient (`",
                                       unparse(step.transform.func, 30), "(...)` on ", Line(step.inner.lineno),

@@ -546,3 +546,77 @@ def test_a_star_import_of_a_library_leaves_the_gradient_unknown(tmp_path):
     """})
     assert (8, "JAX701") not in path_default_codes(root / "train.py")
     assert (8, "JAX701") in codes(root / "train.py")  # opt-in: whether `loss_fn` is compiled is unknown
+
+
+_LOSSES = """
+import jax
+import jax.numpy as jnp
+import equinox as eqx
+
+@eqx.filter_value_and_grad
+def compute_loss(model, x):
+    return jnp.mean(model(x) ** 2)
+
+def loss_and_grads(params, x):
+    return jax.value_and_grad(lambda p: jnp.sum((p * x) ** 2))(params)
+
+@jax.jit
+def jitted_loss_and_grads(params, x):
+    return jax.value_and_grad(lambda p: jnp.sum((p * x) ** 2))(params)
+"""
+
+_TRAIN = """
+import click
+import jax.numpy as jnp
+import optax
+import pkg.losses as losses
+from pkg.losses import loss_and_grads, jitted_loss_and_grads
+
+@click.group()
+def cli():
+    pass
+
+@cli.command()
+@click.option("--steps", default=1000)
+def train(steps):
+    model, params, x = None, jnp.ones(3), jnp.ones(3)
+    for step in range(steps):
+        loss, grads = losses.compute_loss(model, x)
+        loss, grads = loss_and_grads(params, x)
+        params = params - 0.1 * grads
+    for step in range(steps):
+        loss, grads = jitted_loss_and_grads(params, x)
+        params = params - 0.1 * grads
+
+if __name__ == "__main__":
+    cli()
+"""
+
+
+def test_an_eager_gradient_of_another_modules_function_in_a_click_command(tmp_path):
+    """Fresh set AT (a diffusion trainer): `image.compute_loss(...)`, decorated with `@eqx.filter_value_and_grad`
+    in another module, called every step of a click command's loop: the gradient runs outside jit. The command
+    is run by click, outside any trace. A function of the other module that is jitted is no finding."""
+    root = make(tmp_path, {"pkg/__init__.py": "", "pkg/losses.py": _LOSSES, "train.py": _TRAIN})
+    assert [c for c in path_default_codes(root / "train.py") if c[1] == "JAX701"] == [(17, "JAX701")]
+    # the same loop without the click decorators: nothing calls `train` in the module, so eager is unknown
+    plain = make(tmp_path / "plain", {"pkg/__init__.py": "", "pkg/losses.py": _LOSSES,
+                                      "train.py": _TRAIN.replace("@cli.command()\n", "").replace(
+                                          '@click.option("--steps", default=1000)\n', "")})
+    assert [c for c in path_default_codes(plain / "train.py") if c[1] == "JAX701"] == []
+    assert (15, "JAX701") in codes(plain / "train.py")  # opt-in (two decorator lines fewer)
+
+
+def test_cli_commands_are_entry_points():
+    import ast
+
+    from jaxlint.model import build_model
+    from jaxlint.model.facts.eagerwork import cli_command
+
+    src = ("import click\nimport typer\n\napp = typer.Typer()\n\n@click.group()\ndef cli():\n    pass\n\n"
+           "@cli.command()\ndef a():\n    pass\n\n@app.command()\ndef b():\n    pass\n\n@click.command()\ndef c():\n"
+           "    pass\n\n@other.command()\ndef d():\n    pass\n\ndef e():\n    pass\n")
+    m = build_model(ast.parse(src))
+    found = {f.name: cli_command(m, f) for f in m.functions}
+    assert found == {"cli": "`@click.group()`", "a": "`@cli.command()`", "b": "`@app.command()`",
+                     "c": "`@click.command()`", "d": None, "e": None}

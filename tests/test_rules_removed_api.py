@@ -928,3 +928,19 @@ def test_colab_tpu_import_and_setup_call():
     assert "removed in JAX 0.9.2" in msgs[0] and "importing it raises ImportError" in msgs[0]
     assert "from 0.4.7 on calling it raised RuntimeError" in msgs[1]
     assert_clean("import jax\ntry:\n    import jax.tools.colab_tpu\nexcept ImportError:\n    pass\n")
+
+
+def test_colab_tpu_under_a_colab_tpu_runtime_test_is_no_finding():
+    """The shared dev set (evojax's notebooks): `if 'COLAB_TPU_ADDR' in os.environ:` around the import and the
+    call: the branch runs only on Colab's old TPU-node runtime, which current JAX cannot use (judged FALSE)."""
+    assert_clean("""
+import os
+import jax
+
+if 'COLAB_TPU_ADDR' in os.environ:
+    import jax.tools.colab_tpu
+    jax.tools.colab_tpu.setup_tpu()
+""")
+    # the module-level import stays a finding (it fails at import on every runtime); the guarded call does not
+    assert findings("import os\nimport jax\nimport jax.tools.colab_tpu as ct\n\n"
+                    "if os.environ.get('COLAB_TPU_ADDR'):\n    ct.setup_tpu()\n") == [(3, "JAX404")]

@@ -12,6 +12,7 @@ more: it traces ``f`` again at every call and runs the forward and backward pass
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from ... import names as N
@@ -293,7 +294,11 @@ def outside_trace(m, node: ast.AST) -> Fact:
 
 def _entry_point(m, f) -> Optional[str]:
     """Why ``f`` runs outside any trace when module-level code hands it to an entry runner
-    (``names.ENTRY_RUNNERS``: ``app.run(main)``, ``fire.Fire(main)``), else None."""
+    (``names.ENTRY_RUNNERS``: ``app.run(main)``, ``fire.Fire(main)``), or it is a command-line command
+    (:func:`cli_command`), else None."""
+    command = cli_command(m, f)
+    if command is not None:
+        return f"`{f.name}` is a command-line command ({command}), run by its library outside any trace"
     for qn, index in N.ENTRY_RUNNERS.items():
         for c in m.calls_by_name.get(qn.rsplit(".", 1)[1], ()):
             arg = call_arg(c, index, "main")
@@ -301,6 +306,31 @@ def _entry_point(m, f) -> Optional[str]:
                     g is f for g in callables.local_functions(m, arg, m.scope_at(c))):
                 return (f"`{f.name}` is the program's entry point (`{ast.unparse(c)}` on line {c.lineno}), run "
                         "outside any trace")
+    return None
+
+
+def cli_command(m, f) -> Optional[str]:
+    """The decorator, spelled, that makes the top-level ``f`` a command-line command: ``@click.command()``,
+    ``@click.group()``, ``@cli.command()`` of a group ``cli`` made by ``@click.group()`` (a def of this
+    module) or ``cli = click.Group(...)``, ``@app.command()`` of ``app = typer.Typer()``; else None (fresh AT:
+    a diffusion trainer's click commands, whose eager steps were unknown for want of a caller)."""
+    if f.parent is not None or f.cls is not None or isinstance(f.node, ast.Lambda):
+        return None
+    scope = m.module_scope
+    for d in f.node.decorator_list:
+        func = d.func if isinstance(d, ast.Call) else d
+        if m.resolve(func, scope) in N.CLI_COMMANDS:
+            return f"`@{ast.unparse(d)}`"
+        if isinstance(func, ast.Attribute) and func.attr in ("command", "group") and isinstance(func.value, ast.Name):
+            ev = m.binding(func.value.id, scope, (f.node.lineno, 0))
+            if ev is None:
+                continue
+            if ev.kind == "def":
+                g = m.func_of_node.get(id(ev.node))
+                if g is not None and cli_command(m, g) is not None:
+                    return f"`@{ast.unparse(d)}`"
+            elif ev.plain_assign and isinstance(ev.value, ast.Call) and m.resolve(ev.value.func, ev.scope) in N.CLI_APPS:
+                return f"`@{ast.unparse(d)}`"
     return None
 
 
@@ -329,10 +359,13 @@ class EagerStep:
     ``inner`` (the call in its body, or in a function it calls, that runs the gradient's product),
     ``transform`` (the ``jax.grad(...)`` call) and ``fact`` ("eager-gradient", with its evidence)."""
 
-    __slots__ = ("call", "function", "inner", "transform", "fact")
+    __slots__ = ("call", "function", "inner", "transform", "fact", "remote")
 
-    def __init__(self, call: ast.Call, function, inner: ast.Call, transform: ast.Call, fact: Fact):
+    def __init__(self, call: ast.Call, function, inner: ast.Call, transform: ast.Call, fact: Fact, remote=None):
         self.call, self.function, self.inner, self.transform, self.fact = call, function, inner, transform, fact
+        # a function of another module of the project: ``(name, file, line, transform, target)`` spelled, and
+        # ``function``/``inner``/``transform`` are None
+        self.remote = remote
 
 
 def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
@@ -344,7 +377,7 @@ def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
     also handed to ``jax.pmap`` elsewhere still runs eagerly here)."""
     f = _plain_callee(m, call)
     if f is None:
-        return None
+        return _remote_step(m, call)
     found = _gradient_in(m, f, 0)
     if found is None:
         return None
@@ -359,6 +392,55 @@ def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
                                     f"{inner.lineno}{where}: each call traces `{ast.unparse(target)}` again and runs its "
                                     "forward and backward passes op by op")
     return EagerStep(call, f, inner, transform, fact)
+
+
+def _remote_step(m, call: ast.Call) -> Optional[EagerStep]:
+    """``image.compute_loss(model, key, t, batch)`` of another module of the project whose top-level function
+    is plain Python and computes a gradient eagerly in its body (:func:`remote_eager_step`, asked of that
+    module through the project resolver; fresh AT: a diffusion trainer's loss-and-gradient helper)."""
+    if not isinstance(call.func, (ast.Name, ast.Attribute)) or m.in_traced_code(call) or runs_compiled(m, call):
+        return None
+    other = callables.imported_function(m, call.func, m.scope_at(call))
+    project = getattr(other[0], "project", None) if other is not None else None
+    path = getattr(other[0], "path", None) if other is not None else None
+    if project is None or path is None:
+        return None
+    found = project.eager_gradient_step(path, other[1])
+    if found is None:
+        return None
+    line, transform, target, decorated = found
+    name, where = ast.unparse(call.func), os.path.basename(path)
+    how = (f"is decorated with `@{transform}` (line {line} there)" if decorated else
+           f"body runs `{transform}({target})` (line {line} there)")
+    fact = proven("eager-gradient", f"`{other[1]}` of `{where}` is called here directly, not through `jit`, and "
+                                    f"{'it' if decorated else 'its'} {how}: each call traces `{target}` again and runs "
+                                    "its forward and backward passes op by op")
+    return EagerStep(call, None, None, None, fact, remote=(name, where, line, transform, target, decorated))
+
+
+def remote_eager_step(m, name: str) -> Optional[tuple]:
+    """For the project resolver: ``(line, transform, target, decorated)`` spelled when the top-level function
+    ``name`` of this module is decorated with a gradient transform and nothing that may compile it
+    (``decorated``), or has no such decorator and its body (or a plain function of this module it calls)
+    computes the gradient of a function that is not compiled; None otherwise."""
+    f = next((g for g in m.functions if g.name == name and g.parent is None and g.cls is None
+              and not isinstance(g.node, ast.Lambda)), None)
+    if f is None or len(f.node.decorator_list) != len(f.decorators):
+        return None
+    grads = [d for d in f.decorators if d in N.EAGER_GRADIENT_TRANSFORMS]
+    if grads and all(d in N.EAGER_GRADIENT_TRANSFORMS or d in _PLAIN_DECORATORS for d in f.decorators):
+        # ``@eqx.filter_value_and_grad def compute_loss(...)``: calling it runs the gradient, outside jit here
+        return f.node.lineno, grads[0].rsplit(".", 1)[-1], f.name, True
+    if any(d not in _PLAIN_DECORATORS for d in f.decorators):
+        return None
+    found = _gradient_in(m, f, 0)
+    if found is None:
+        return None
+    inner, transform, tscope = found
+    wrap = callables.callable_info(m, transform.args[0], tscope)
+    if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+        return None
+    return inner.lineno, ast.unparse(transform.func), ast.unparse(transform.args[0]), False
 
 
 def _plain_callee(m, call: ast.Call):

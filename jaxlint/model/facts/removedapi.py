@@ -545,6 +545,10 @@ class _Walk:
         why = self._checks(test, scope, depth=0)
         if why is not None:
             return f"the test on line {node.lineno} checks {why}: a compatibility shim for JAX versions"
+        if any(isinstance(n, ast.Constant) and n.value == "COLAB_TPU_ADDR" for n in ast.walk(test)):
+            # set only by Colab's TPU-node runtime, which JAX 0.4 and later cannot use (and Colab retired)
+            return (f"the test on line {node.lineno} checks `COLAB_TPU_ADDR`: the branch runs only on Colab's "
+                    "old TPU-node runtime, which current JAX does not support")
         return None
 
     def _checks(self, expr, scope, depth: int) -> Optional[str]:

@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Optional
 
-from ...source import decode_source, newer_syntax
+from .grammar import newer_syntax
 
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))  # Python 3.10+
@@ -117,7 +117,7 @@ def _unparsable(project, target: Optional[str]) -> Optional[str]:
         except SyntaxError as e:
             decl = project.declaration(target) if hasattr(project, "declaration") else None
             if decl is not None and decl.newer_python() is not None and newer_syntax(
-                    e.lineno or 0, str(e.msg), decode_source(data)) is not None:
+                    e.lineno or 0, str(e.msg), data.decode("utf-8", "replace")) is not None:
                 _PARSED[key] = None  # valid, perhaps, on the newer Python its project requires: not known to fail
             else:
                 _PARSED[key] = f"`{os.path.basename(target)}` is not valid Python (line {e.lineno}): SyntaxError"

@@ -46,6 +46,7 @@ import re
 from typing import Optional
 
 from . import arity
+from .constbranches import dead_arm
 from .syntax import _TERMINAL, assignment_targets, evaluated_parts
 
 _IPYTHON = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___"})
@@ -134,68 +135,12 @@ class _State:
                         return f"{why}; the lines after it in its block never run"
             s = block[i]
             if isinstance(s, ast.If):
-                why = self._dead_arm(s, line)
+                why = dead_arm(self.m, s, line, self.dynamic)
                 if why is not None:
                     return why
             block, ctx = self._inner(s, line, ctx)
             top = False
         return None
-
-    def _dead_arm(self, s: ast.If, line: int) -> Optional[str]:
-        """Why the arm of ``if`` statement ``s`` that holds ``line`` never runs: its test is a constant
-        (``if False:``), or a bare name (``if show_output:``, ``if not debug:``) that every binding in its
-        scope binds to a constant of one truth value (``show_output = True``; not a parameter, an import,
-        a loop target, a name some function declares ``global``, nor in a module that may bind names out
-        of sight). None otherwise (fresh AR: an ``else`` of a flag set to ``True`` just above it)."""
-        in_body = bool(s.body) and s.body[0].lineno <= line <= (s.body[-1].end_lineno or s.body[-1].lineno)
-        in_else = bool(s.orelse) and s.orelse[0].lineno <= line <= (s.orelse[-1].end_lineno or s.orelse[-1].lineno)
-        if not (in_body or in_else):
-            return None
-        test, negate = s.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negate = test.operand, True
-        if isinstance(test, ast.Constant):
-            value, how = bool(test.value), f"`{ast.unparse(s.test)}` is a constant"
-        elif isinstance(test, ast.Name):
-            found = self._constant_name(test)
-            if found is None:
-                return None
-            value, bound = found
-            how = f"`{test.id}` is only ever bound to `{bound}`"
-        else:
-            return None
-        value = value != negate
-        if value and in_else:
-            return f"the test on line {s.lineno} is always true ({how}): its `else` never runs"
-        if not value and in_body:
-            return f"the test on line {s.lineno} is always false ({how}): its body never runs"
-        return None
-
-    def _constant_name(self, name: ast.Name) -> Optional[tuple]:
-        """``(truth, spelled)`` when every binding of ``name`` in the scope it is read from is an
-        assignment of a constant of one truth value; None otherwise."""
-        m = self.m
-        if self.dynamic():
-            return None
-        scope = m.scope_at(name)
-        while scope is not None and (scope.kind == "class" or name.id not in scope.events):
-            if scope.kind == "function" and (name.id in scope.globals or name.id in getattr(scope, "nonlocals", ())):
-                scope = m.module_scope
-                continue
-            scope = scope.parent
-        if scope is None:
-            return None
-        if scope.kind == "module" and any(name.id in s.globals for s in m.scopes if s.kind == "function"):
-            return None  # a function may rebind it
-        truths, spelled = set(), None
-        for ev in scope.events.get(name.id, ()):
-            value = getattr(ev, "value", None)
-            if ev.kind != "assign" or not ev.plain_assign or not isinstance(value, ast.Constant) \
-                    or not isinstance(getattr(ev, "node", None), ast.Name):
-                return None
-            truths.add(bool(value.value))
-            spelled = ast.unparse(value)
-        return (truths.pop(), spelled) if len(truths) == 1 else None
 
     def _inner(self, s: ast.stmt, line: int, ctx: _Ctx):
         """The block of ``s`` that holds ``line``, and its context."""

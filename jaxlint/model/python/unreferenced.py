@@ -95,6 +95,7 @@ class _State:
         self.owners: dict = {}  # name -> the top-level functions (None: module level) its occurrences are in
         self.memo: dict = {}
         self.methods: dict = {}  # id of a method's node -> whether nothing refers to it (unreferenced_method)
+        self.classes: dict = {}  # id of a class's node -> whether nothing names it (unreferenced_class)
         self._unimported: Optional[bool] = None
         self.by_module: set = set()  # names spelled elsewhere, dead only because nothing imports the module
         text = getattr(m, "source_text", None)
@@ -207,20 +208,21 @@ def unreferenced_method(m, f) -> Optional[str]:
 
 
 def unreferenced_class(m, line: int) -> Optional[str]:
-    """Why the module-level class whose body holds ``line`` is never instantiated: its name is spelled
-    nowhere outside its own body (no call, base, annotation, string or attribute with it, comments
-    aside) in its module, nor in any other file of the project (a notebook: in no cell), and nothing
-    can register it (no decorator but a dataclass's, no metaclass or class keyword, no attribute read
-    by a computed name). Then none of its methods runs, ``__call__`` of a framework's module included
-    (fresh AR's first look: three draws in two ``nnx.Module`` classes nothing made, judged FALSE).
-    None otherwise."""
+    """Why the module-level class around ``line`` is never instantiated: its name is spelled nowhere outside
+    its own body (comments aside) in its module nor in another file of the project (a notebook: in no cell),
+    and nothing can register it (no decorator but a dataclass's, no class keyword, no computed ``getattr``):
+    none of its methods runs, a framework module's ``__call__`` included (fresh AR: draws in two
+    ``nnx.Module`` classes nothing made, judged FALSE). None otherwise."""
     cls = next((c for c in m.tree.body if isinstance(c, ast.ClassDef) and c.lineno <= line <= (c.end_lineno or 0)),
                None)
     notebook = bool(getattr(m, "notebook", False))
     if cls is None or cls.keywords or (not notebook and (getattr(m, "project", None) is None
                                                            or getattr(m, "path", None) is None)):
         return None
-    memo = m.__dict__.setdefault("_unreferenced_classes", {})
+    state = getattr(m, "_unreferenced_state", None)
+    if state is None:
+        state = m._unreferenced_state = _State(m)
+    memo = state.classes
     if id(cls) not in memo:
         memo[id(cls)] = _class_dead(m, cls, notebook)
     if not memo[id(cls)]:
