@@ -724,6 +724,23 @@ def test_known_trips_of_aranges_and_conditional_bounds():
         assert loopfacts.known_trips(m, loop.node.iter, m.context(loop.node).scope) == trips, name
 
 
+def test_known_trips_of_ranges_with_sums_of_known_bounds():
+    # fresh AT: `for epoch in range(1, num_epochs + 1)` with `def main(num_epochs=5)` called as `main()`
+    tree, m = build("""
+    STEPS = 10
+    def main(num_epochs=5, n=None):
+        for e in range(1, num_epochs + 1): default_sum_body(e)
+        for e in range(STEPS - 2): constant_difference_body(e)
+        for e in range(1, n + 1): unknown_sum_body(e)
+        for e in range(num_epochs * 2): product_body(e)
+    main()
+    """)
+    for name, trips in (("default_sum_body", 5), ("constant_difference_body", 8), ("unknown_sum_body", None),
+                        ("product_body", None)):
+        (loop,) = m.context(call_to(tree, name)).loops
+        assert loopfacts.known_trips(m, loop.node.iter, m.context(loop.node).scope, defaults=True) == trips, name
+
+
 _FEW = """
 import jax
 

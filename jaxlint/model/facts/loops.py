@@ -299,6 +299,12 @@ def _range_bound(m, e: ast.AST, scope: Scope, depth: int, defaults: bool = False
     v = V.const_int(m, e, scope)
     if v is None and defaults and isinstance(e, ast.Name):
         v = param_default_int(m, e, scope)
+    if v is None and isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        # ``range(1, num_epochs + 1)``: a known bound plus or minus a known one
+        a = _range_bound(m, e.left, scope, depth + 1, defaults)
+        b = _range_bound(m, e.right, scope, depth + 1, defaults) if a is not None else None
+        if a is not None and b is not None:
+            v = a + b if isinstance(e.op, ast.Add) else a - b
     return v
 
 
