@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
 from pathlib import Path
@@ -113,3 +114,20 @@ def without_closing_line(err: str) -> str:
     line when present (tests that check what else goes to stderr use this)."""
     m = CLOSING_LINE.search(err)
     return err[:m.start()] if m and (m.start() == 0 or err[m.start() - 1] == "\n") else err
+
+
+@contextlib.contextmanager
+def compile_counter(jax):
+    """A one-element list counting the XLA compiles JAX reports (its ``backend_compile`` events) while
+    the block runs: the runtime tests' evidence that a call compiled again, or did not."""
+    compiles = [0]
+
+    def listen(event, _secs, **_kw):
+        if "backend_compile" in event:
+            compiles[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield compiles
+    finally:
+        getattr(jax.monitoring, "unregister_event_duration_listener", lambda cb: None)(listen)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import jaxlint_rules
-from ruletools import assert_marked, default_findings, findings, line_of, messages, opt_in_findings
+from ruletools import assert_marked, compile_counter, default_findings, findings, line_of, messages, opt_in_findings
 
 RULES = [r() for r in jaxlint_rules.ALL_RULES]
 
@@ -2432,14 +2432,7 @@ def test_jax101_clear_caches_drops_the_compiled_program_at_runtime():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    compiles = [0]
-
-    def listen(event, _secs, **_kw):
-        if "backend_compile" in event:
-            compiles[0] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
+    with compile_counter(jax) as compiles:
         @jax.jit
         def step(x):
             return x * 2.0 + 1.0
@@ -2454,5 +2447,29 @@ def test_jax101_clear_caches_drops_the_compiled_program_at_runtime():
             jax.clear_caches()
             x = step(x)
         assert compiles[0] - start == 3  # one compile per iteration
-    finally:
-        getattr(jax.monitoring, "unregister_event_duration_listener", lambda cb: None)(listen)
+
+
+def test_jax103_a_new_lambda_as_a_static_argument_compiles_again_at_runtime():
+    """What JAX103 states of a callable made anew (fresh AQ's solvers): static arguments are keyed by hash and
+    equality, and a lambda equals only itself, so each new one compiles; the same function object does not."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def successive(T, x0):
+        return jax.lax.fori_loop(0, 10, lambda i, x: T(x), x0)
+
+    solve = jax.jit(successive, static_argnums=(0,))
+
+    def half(v):
+        return 0.5 * v + 1.0
+
+    with compile_counter(jax) as compiles:
+        x = jnp.zeros(3)
+        solve(half, x).block_until_ready()
+        first = compiles[0]
+        for _ in range(3):
+            solve(half, x).block_until_ready()
+        assert compiles[0] == first  # the same function object: the cache hits
+        for a in (0.5, 0.5, 0.5):
+            solve(lambda v, a=a: a * v + 1.0, x).block_until_ready()
+        assert compiles[0] - first == 3  # a new lambda each time: a compile each time
