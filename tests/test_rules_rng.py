@@ -2294,3 +2294,19 @@ def test_jax502_parameter_default_key_is_not_a_module_key():
                 return sample(3)
     """
     assert [f for f in findings(src) if f[1] == "JAX502"] == []
+
+
+def test_jax501_a_clock_seed_is_frozen_at_trace_at_runtime():
+    """What the clock-seed finding states, under the installed jax: the seed is read once, while tracing, so
+    later calls (a millisecond apart or more) draw the same numbers."""
+    jax = pytest.importorskip("jax")
+    import time
+
+    @jax.jit
+    def draw(x):
+        return x + jax.random.normal(jax.random.PRNGKey(int(1000 * time.time())), x.shape)
+
+    x = jax.numpy.zeros(4)
+    first = draw(x)
+    time.sleep(0.01)
+    assert bool((draw(x) == first).all())
