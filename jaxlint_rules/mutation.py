@@ -243,8 +243,8 @@ class DiscardedFunctionalUpdate(Rule):
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
                  "the result: `x = x.at[i].set(v)`. The same holds for NumPy's in-place habits ported to "
                  "`jax.numpy`: `jnp.nan_to_num(x, copy=False)` and `jnp.fill_diagonal(x, v, inplace=False)` return "
-                 "the new array and leave `x` as it was. (At module level a bare call may be a notebook cell's "
-                 "displayed value: not reported there.)")
+                 "the new array and leave `x` as it was. (At a notebook's top level a bare expression may be its "
+                 "cell's displayed value: not reported there.)")
     bad = """
         import jax.numpy as jnp
 
@@ -274,6 +274,8 @@ class DiscardedFunctionalUpdate(Rule):
             scope = model.scope_at(call)
             if refs.looks_like_ref(model, receiver, scope):
                 continue
+            if getattr(model, "notebook", False) and scope is model.module_scope:
+                continue  # a notebook cell's bare expression may be its displayed value (fresh AS: a demo's output)
             x = unparse(receiver, 30)
             yield self.finding(call, f"`.at[].{func.attr}()` returns a new array and leaves `{x}` unchanged "
                                      f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`",

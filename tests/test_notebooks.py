@@ -695,3 +695,20 @@ def test_a_warm_up_cell_then_a_timed_cell_that_compiles_again(tmp_path, capsys):
     nb["cells"] = nb["cells"][:2]
     code, found = rows(capsys, "--select", "JAX102", "--pedantic", write(tmp_path, "one.ipynb", nb))
     assert code == 0 and found == []
+
+
+def test_a_functional_update_a_cell_shows_is_no_discarded_update(tmp_path, capsys):
+    """Fresh set AS (a sharding notebook): `x.at[...].set(1)` as a cell's last expression is displayed, not
+    thrown away (judged FALSE); the same update inside a function of the notebook is still a finding."""
+    nb = notebook("""
+        import jax.numpy as jnp
+        x = jnp.zeros((4, 4))
+        x.at[0, :].set(1)
+    """, """
+        def pad(y):
+            y.at[0].set(0.0)
+            return y
+        pad(x)
+    """)
+    code, found = rows(capsys, "--select", "JAX403", write(tmp_path, "n.ipynb", nb))
+    assert [(f["code"], f["line"]) for f in found] == [("JAX403", 5)]
