@@ -45,6 +45,7 @@ _ONCE = (
     "element_read_ids",  # elementwise
     "element_reads",  # elementwise
     "fixed_key_memo",  # keydraws
+    "grown_memo",  # growth: the arrays grown by a join in a loop
     "forwarder_names_memo",  # keys
     "host_fetch",  # fetches, values
     "hostarray_visiting",  # hostarrays: the names whose bindings are being followed (a self-rebinding's cycle)

@@ -40,8 +40,13 @@ def grown_in_loops(m) -> list:
     loop body (not under an ``if``: a join every N steps or on a condition compiles once per
     occurrence, not per iteration), outside traced code, where no other statement of the loop binds
     ``x`` (a buffer reset in each iteration does not grow across iterations). The join is the
-    statement's whole value: ``x = jnp.concatenate([x, y])[-k:]`` keeps a window of fixed size."""
+    statement's whole value: ``x = jnp.concatenate([x, y])[-k:]`` keeps a window of fixed size.
+    Found once per module (three rules ask)."""
+    memo = m.facts.grown_memo
+    if memo is not None:
+        return memo
     out: list = []
+    m.facts.grown_memo = out
     for loop in m.loops:
         node = loop.node
         if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
