@@ -132,6 +132,8 @@ class StaticArgChurn(Rule):
         function made anew at every iteration of a loop, or at every call of a function that runs
         again and again: static arguments are keyed by hash and equality, and these objects equal
         only themselves (a bound method equals the next one of the same instance: not reported)."""
+        if not any(w.static_argnums or w.static_argnames for w in model.jit_wraps):
+            return  # no jit with static arguments made here (one imported from another module is not asked)
         made = {id(f): _callables_made_in(f) for f in model.functions}
         top = (c for c in model.loop_calls if model.function_at(c) is None)
         for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):

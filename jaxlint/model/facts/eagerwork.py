@@ -396,10 +396,14 @@ def eager_step(m, call: ast.Call) -> Optional[EagerStep]:
 
 def _remote_step(m, call: ast.Call) -> Optional[EagerStep]:
     """``image.compute_loss(model, key, t, batch)`` of another module of the project whose top-level function
-    is plain Python and computes a gradient eagerly in its body (:func:`remote_eager_step`, asked of that
-    module through the project resolver; fresh AT: a diffusion trainer's loss-and-gradient helper)."""
+    is decorated with a gradient transform and nothing that compiles it (:func:`remote_eager_step`, asked of
+    that module through the project resolver only where its summary shows a transform on the function: a
+    full model of the other file per question costs; fresh AT: a diffusion trainer's loss-and-gradient helper)."""
     if not isinstance(call.func, (ast.Name, ast.Attribute)) or m.in_traced_code(call) or runs_compiled(m, call):
         return None
+    wrap = callables.callable_info(m, call.func, m.scope_at(call))
+    if wrap is None or wrap.kind != "transform":
+        return None  # the other module's summary shows no transform on it: not asked (a full model of that file)
     other = callables.imported_function(m, call.func, m.scope_at(call))
     project = getattr(other[0], "project", None) if other is not None else None
     path = getattr(other[0], "path", None) if other is not None else None
