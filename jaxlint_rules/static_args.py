@@ -30,6 +30,20 @@ def _callables_made_in(f) -> Optional[frozenset]:
         for c in f.calls) else None
 
 
+def _given_made_callables(model: ModuleModel) -> Iterator[ast.Call]:
+    """The calls (in a script's loops, or in a function that makes a callable) given a lambda, a
+    ``partial(...)`` or a name its function binds to one: a cheap filter before the questions of
+    ``callable_info`` and ``repetition.new_callable``."""
+    made = {id(f): _callables_made_in(f) for f in model.functions}
+    top = (c for c in model.loop_calls if model.function_at(c) is None)  # a script's loops
+    for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):
+        f = model.function_at(call)
+        names = made[id(f)] if f is not None else None
+        if any(isinstance(a, ast.Lambda) or _is_partial(a) or (names and isinstance(a, ast.Name) and a.id in names)
+               for a in (*call.args, *(k.value for k in call.keywords))):
+            yield call
+
+
 def _is_partial(e: ast.AST) -> bool:
     return isinstance(e, ast.Call) and (getattr(e.func, "id", None) or getattr(e.func, "attr", None)) == "partial"
 
@@ -134,14 +148,8 @@ class StaticArgChurn(Rule):
         only themselves (a bound method equals the next one of the same instance: not reported)."""
         if not any(w.static_argnums or w.static_argnames for w in model.jit_wraps):
             return  # no jit with static arguments made here (one imported from another module is not asked)
-        made = {id(f): _callables_made_in(f) for f in model.functions}
-        top = (c for c in model.loop_calls if model.function_at(c) is None)
-        for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):
+        for call in _given_made_callables(model):
             f = model.function_at(call)
-            names = made[id(f)] if f is not None else None
-            if not any(isinstance(a, ast.Lambda) or _is_partial(a) or (names and isinstance(a, ast.Name) and a.id in names)
-                       for a in (*call.args, *(k.value for k in call.keywords))):
-                continue  # a cheap filter first: no argument is a callable made here
             ctx = model.context(call)
             if ctx is None or model.in_traced_code(call) or (f is not None and f.traced):
                 continue
@@ -231,15 +239,7 @@ class StaticArgChurn(Rule):
     def _filter_jit_calls(self, model: ModuleModel):
         if not _may_filter_jit(model):
             return
-        made = {id(f): _callables_made_in(f) for f in model.functions}
-        top = (c for c in model.loop_calls if model.function_at(c) is None)  # a script's loops
-        for call in (*top, *(c for f in model.functions if made[id(f)] is not None for c in f.calls)):
-            f = model.function_at(call)
-            names = made[id(f)] if f is not None else None
-            args = (*call.args, *(k.value for k in call.keywords))
-            if not any(isinstance(a, ast.Lambda) or _is_partial(a) or (
-                    names and isinstance(a, ast.Name) and a.id in names) for a in args):
-                continue  # a cheap filter first: no argument is a callable made in the function
+        for call in _given_made_callables(model):
             wrap = callables.callable_info(model, call.func, model.scope_at(call))
             if wrap is not None and wrap.kind == "filter_jit":
                 yield call, wrap

@@ -109,7 +109,7 @@ def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
     iteration's step (the region is the rest of the body, then its start up to the read)."""
     n = len(block)
     for i, stmt in enumerate(block):
-        start = _clock_assignment(m, stmt)
+        start = clock_assignment(m, stmt)
         if start is None:
             continue
         (name, start_call), order = start, list(range(i + 1, n)) + (list(range(0, i)) if loop_body else [])
@@ -118,7 +118,7 @@ def _clock_pairs(m, block: list, loop_body: bool) -> Iterator[TimedRegion]:
             end, after = _clock_read(m, later, name), [block[x] for x in order[k:]]
             if end is not None and not any(subtracts_name(s, name) for s in after):
                 break  # a second timestamp, not an elapsed time
-            own = _clock_assignment(m, later) if end is not None else None  # ``t1 = time.time()``, ``t1 - t0`` later?
+            own = clock_assignment(m, later) if end is not None else None  # ``t1 = time.time()``, ``t1 - t0`` later?
             if end is None or not (subtracts_name(later, name, end) if own is None
                                    else any(subtracts_name(s, name, own[0]) for s in after[1:])):
                 if rebinds_name(later, name):  # a new start, or a clock read that ends another measurement
@@ -568,7 +568,7 @@ def _blocks_of(node: ast.AST) -> Iterator[tuple]:
             yield stmts, field == "body" and isinstance(node, (ast.For, ast.AsyncFor, ast.While))
 
 
-def _clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
+def clock_assignment(model, stmt: ast.stmt) -> Optional[tuple]:
     """``t0 = time.perf_counter()`` -> ("t0", the call)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target, value = stmt.targets[0], stmt.value

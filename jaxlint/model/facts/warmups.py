@@ -20,6 +20,7 @@ import ast
 from typing import Optional
 
 from .clocks import is_clock
+from .timing import clock_assignment
 from .jaxrecords import Repetition
 from ..python.syntax import rebinds_name, subtracts_name, walk
 
@@ -75,9 +76,10 @@ def _measured(m, call: ast.Call) -> Optional[str]:
     if block is None:
         return None
     for i in range(index - 1, -1, -1):
-        name = _clock_name(m, block[i])
-        if name is None:
+        found = clock_assignment(m, block[i])
+        if found is None:
             continue
+        name = found[0]
         if any(subtracts_name(st, name) for st in block[i + 1:index]):
             return None  # that measurement ended before the call
         for later in block[index + 1:]:
@@ -86,14 +88,6 @@ def _measured(m, call: ast.Call) -> Optional[str]:
             if rebinds_name(later, name):
                 return None  # a new start: the first one's elapsed time is never taken
         return None
-    return None
-
-
-def _clock_name(m, stmt: ast.stmt) -> Optional[str]:
-    """``t0 = time.perf_counter()`` -> ``t0``."""
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-            and isinstance(stmt.value, ast.Call) and is_clock(m, stmt.value):
-        return stmt.targets[0].id
     return None
 
 
