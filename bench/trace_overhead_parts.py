@@ -19,6 +19,8 @@ jaxlint itself):
                 so no call checks it)
     gapN        past a function's first calls, hand the watcher at most one call per N ms (steps.WATCH_GAP;
                 shipped: 10)
+    at=DIR      jaxlint as shipped, imported from DIR (another commit's checkout, e.g. made with
+                `git archive COMMIT jaxlint | tar -x -C DIR`): two versions compared in one interleaved run
 Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
 """
 
@@ -35,6 +37,8 @@ VARIANTS = ("full", "nowatch", "keepswitch", "nosample", "noquick", "noeager", "
 
 
 def _child(variant: str, rest: list) -> int:
+    sys.path.remove(HERE)  # this folder goes first on the path: jaxlint is found where PYTHONPATH says
+    sys.path.append(HERE)
     from jaxlint.trace import eager, hooks, stale, steps
 
     if "+" in variant:  # several parts off at once
@@ -70,8 +74,8 @@ def _switch_off(variant: str) -> None:
         steps.WATCH_GAP = float(variant[3:]) / 1000
 
 
-def _loop_seconds(cmd: list) -> float:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def _loop_seconds(cmd: list, env=None) -> float:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])["loop_seconds"]
@@ -88,12 +92,18 @@ def main() -> None:
     args = ap.parse_args()
     script = args.script
     cmds = {"python": [sys.executable, script, str(args.steps)]}
+    envs: dict = {}
     for v in args.variants.split(","):
+        if v.startswith("at="):  # the shipped variant of another checkout, found first on the path
+            where = os.path.abspath(v[3:])
+            envs[v] = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
+            cmds[v] = [sys.executable, os.path.abspath(__file__), "--child", "full", script, str(args.steps)]
+            continue
         cmds[v] = [sys.executable, os.path.abspath(__file__), "--child", v, script, str(args.steps)]
     got: dict = {k: [] for k in cmds}
     for _ in range(args.runs):  # interleaved, so drift in machine load hits every way alike
         for k, cmd in cmds.items():
-            got[k].append(_loop_seconds(cmd))
+            got[k].append(_loop_seconds(cmd, envs.get(k)))
             print(f"  {k}: {got[k][-1]:.3f} s", flush=True)
     base = statistics.median(got["python"])
     print(f"training loop, {args.steps} jitted steps, median of {args.runs} runs")

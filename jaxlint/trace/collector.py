@@ -254,6 +254,16 @@ def _ref(obj: Any):
         return None
 
 
+class EagerSlot:
+    """Eager dispatches of one JAX operation at one instruction of a user's code (see
+    ``Collector.eager_slot``)."""
+
+    __slots__ = ("code", "line", "name", "n", "seconds")
+
+    def __init__(self, code, line: int, name: str):
+        self.code, self.line, self.name, self.n, self.seconds = code, line, name, 0, 0.0
+
+
 class Collector:
     """Receives events from the hooks; one per ``jaxlint trace`` run or ``audit()`` block."""
 
@@ -268,9 +278,13 @@ class Collector:
         self.clock_reads: Counter = Counter()  # (file, line) -> clock reads after a jitted call
         self.clock_reads_pending: Counter = Counter()  # (file, line) -> of those, with its result not ready
         self.callbacks: Counter = Counter()  # (file, line) -> host callbacks run, by the line that made them
-        self.eager: dict = {}  # (file, line) -> eager dispatches made from that user line
-        self.eager_seconds: dict = {}  # (file, line) -> wall seconds inside those dispatches
-        self.eager_ops: dict = {}  # (file, line) -> {primitive or JAX function name: dispatches}
+        # eager dispatches, counted by the hook per (id(code), instruction, name): EagerSlot (see
+        # eager_slot); eager_dispatched adds to the per-line dicts directly. Read them through
+        # `eager`, `eager_seconds` and `eager_ops`, which add the two up.
+        self.eager_slots: dict = {}
+        self._eager: dict = {}
+        self._eager_seconds: dict = {}
+        self._eager_ops: dict = {}
         self.internal_compiles = 0
         self.internal_traces = 0
         self.call_rows: dict = {}  # CallKey of a library's jitted function -> the key of its row
@@ -381,12 +395,49 @@ class Collector:
     def eager_dispatched(self, file: str, line: int, name: str, seconds: float) -> None:
         """One JAX operation dispatched eagerly (outside any trace) from a user line."""
         key = (file, line)
-        self.eager[key] = self.eager.get(key, 0) + 1
-        self.eager_seconds[key] = self.eager_seconds.get(key, 0.0) + seconds
-        ops = self.eager_ops.get(key)
+        self._eager[key] = self._eager.get(key, 0) + 1
+        self._eager_seconds[key] = self._eager_seconds.get(key, 0.0) + seconds
+        ops = self._eager_ops.get(key)
         if ops is None:
-            ops = self.eager_ops[key] = {}
+            ops = self._eager_ops[key] = {}
         ops[name] = ops.get(name, 0) + 1
+
+    def eager_slot(self, frame, name: str) -> "EagerSlot":
+        """The counter of the eager dispatches named ``name`` made at ``frame``'s instruction (a user
+        frame), which the hook adds to itself: one lookup per dispatch instead of a line number and
+        three dictionaries (eager.py)."""
+        code = frame.f_code
+        slot = EagerSlot(code, self.user_files.line(frame), name)
+        self.eager_slots[(id(code), frame.f_lasti, name)] = slot  # the slot holds the code: its id stays its own
+        return slot
+
+    def _eager_totals(self) -> tuple:
+        counts, seconds = dict(self._eager), dict(self._eager_seconds)
+        ops = {k: dict(v) for k, v in self._eager_ops.items()}
+        for slot in list(self.eager_slots.values()):
+            if not slot.n:
+                continue
+            key = (slot.code.co_filename, slot.line)
+            counts[key] = counts.get(key, 0) + slot.n
+            seconds[key] = seconds.get(key, 0.0) + slot.seconds
+            named = ops.setdefault(key, {})
+            named[slot.name] = named.get(slot.name, 0) + slot.n
+        return counts, seconds, ops
+
+    @property
+    def eager(self) -> dict:
+        """(file, line) -> eager dispatches made from that user line (a new dict at each read)."""
+        return self._eager_totals()[0]
+
+    @property
+    def eager_seconds(self) -> dict:
+        """(file, line) -> wall seconds inside those dispatches."""
+        return self._eager_totals()[1]
+
+    @property
+    def eager_ops(self) -> dict:
+        """(file, line) -> {primitive or JAX function name: dispatches}."""
+        return self._eager_totals()[2]
 
     def callback_ran(self, site: tuple) -> None:
         """A host callback (``jax.debug.print``/``callback``, ``pure_callback``, ``io_callback``)

@@ -65,6 +65,8 @@ def install(inst, patch) -> list:
         from jax._src import core as jcore
 
         clean = jcore.trace_state_clean
+        if set(clean.__code__.co_names) == {"trace_ctx", "is_top_level"}:  # jax 0.5+: one call less per dispatch
+            clean = jcore.trace_ctx.is_top_level
     except Exception:
         clean = lambda: True  # noqa: E731
     from . import frames
@@ -76,15 +78,21 @@ def install(inst, patch) -> list:
         per-filename answers of each collector's ``UserFiles`` are cached)."""
         for c in inst.collectors:
             uf = c.user_files
-            cache = uf._cache
+            lib = uf.not_user
             f = frame
             while f is not None:
-                name_ = f.f_code.co_filename
-                hit = cache.get(name_)
-                if hit is None:
-                    hit = uf(name_)
-                if hit:
-                    c.eager_dispatched(name_, f.f_lineno, name, seconds)
+                try:  # past the files known not to be the user's (JAX's own, most of the walk), in few steps
+                    while f.f_code.co_filename in lib:
+                        f = f.f_back
+                except AttributeError:  # walked past the outermost frame
+                    break
+                code = f.f_code
+                if uf(code.co_filename):
+                    slot = c.eager_slots.get((id(code), f.f_lasti, name))
+                    if slot is None or slot.code is not code:
+                        slot = c.eager_slot(f, name)
+                    slot.n += 1
+                    slot.seconds += seconds
                     break
                 f = f.f_back
 
@@ -120,13 +128,31 @@ def install(inst, patch) -> list:
         def process_primitive(self, primitive, *rest):
             __tracebackhide__ = True  # noqa: F841
             try:
-                if (getattr(tls, "inside", False) or not inst.collectors or inst._token is not token or not clean()
-                        or (skip_calls and getattr(primitive, "name", None) in CALL_PRIMITIVES)):
-                    # Before jnp.ufunc, JAX's array operators hold jitted functions jaxlint cannot
-                    # wrap: only their slow first call reaches here (the others run in C++), so a
-                    # count of those would be a wrong number; none is made (a partial note says so)
+                if getattr(tls, "inside", False) or not inst.collectors or inst._token is not token or not clean():
                     return original(self, primitive, *rest)
-                return counting(original, (self, primitive, *rest), {}, _primitive_name(primitive, rest))
+                name = getattr(primitive, "name", None)
+                if name in CALL_PRIMITIVES:
+                    if skip_calls:
+                        # Before jnp.ufunc, JAX's array operators hold jitted functions jaxlint cannot
+                        # wrap: only their slow first call reaches here (the others run in C++), so a
+                        # count of those would be a wrong number; none is made (a partial note says so)
+                        return original(self, primitive, *rest)
+                    name = _primitive_name(primitive, rest)
+                elif not name:
+                    name = str(primitive)
+                # what counting() does, inline: this is the hook most eager operations reach
+                tls.inside = True
+                start = perf()
+                try:
+                    out = original(self, primitive, *rest)
+                finally:
+                    tls.inside = False
+                seconds = perf() - start
+                try:
+                    record(getframe(1), name, seconds)
+                except Exception as e:  # never break the program for a count
+                    inst._error(e)
+                return out
             except BaseException as e:  # the program's traceback gets no jaxlint frame
                 hide(e)
                 raise
@@ -274,10 +300,11 @@ def rows(collector) -> list:
     """``[{file, line, count, seconds, primitives}]`` for every line that dispatched eagerly, most
     dispatches first; ``primitives``: ``{name: count}``, most frequent first."""
     out = []
-    for (file, line), n in collector.eager.items():
-        ops = collector.eager_ops.get((file, line), {})
+    eager, eager_seconds, eager_ops = collector.eager, collector.eager_seconds, collector.eager_ops
+    for (file, line), n in eager.items():
+        ops = eager_ops.get((file, line), {})
         out.append({"file": file, "line": line, "count": n,
-                    "seconds": round(collector.eager_seconds.get((file, line), 0.0), 6),
+                    "seconds": round(eager_seconds.get((file, line), 0.0), 6),
                     "primitives": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))})
     out.sort(key=lambda r: (-r["count"], -r["seconds"], str(r["file"]), r["line"]))
     return out

@@ -38,6 +38,7 @@ from .steps import Call, Watcher
 from .tracing import INTERNAL, TLS, TraceHooks
 
 _MISSING = object()
+_ARRAY_KINDS: set = set()  # types of jitted calls' outputs seen to be jax.Array subclasses
 _PERF = eager._PERF  # the clock as it was before jaxlint wrapped it
 
 
@@ -60,6 +61,7 @@ class Counted(Forwarding):
         self._jaxlint_real = real
         self._jaxlint_key = key
         self._jaxlint_maker = maker  # "jit" or "pmap": the jax function that made it
+        self._jaxlint_state: Optional[_Steady] = None  # what each call would otherwise look up again
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide the frame)
@@ -69,8 +71,17 @@ class Counted(Forwarding):
             entered = _PERF()
             key = self._jaxlint_key
             caller = sys._getframe(1)
-            for c in collectors:
-                c.called(key)
+            steady = self._jaxlint_state
+            if steady is None or steady.collectors is not collectors:
+                steady = self._jaxlint_state = _Steady(collectors)
+            if steady.events != INSTRUMENTATION.compile_events:
+                steady.refresh(key)
+            if steady.records is None:
+                for c in collectors:
+                    c.called(key)
+            else:
+                for rec in steady.records:
+                    rec.calls += 1
             try:
                 nbytes = host_bytes((args, kwargs), python_data=False)
             except Exception:  # never break the program for a count
@@ -78,14 +89,20 @@ class Counted(Forwarding):
             if nbytes is not None:
                 for c in collectors:
                     c.uploaded(caller, "jit argument", nbytes)
-            watched = _watch_donation(collectors, self, args, kwargs) if type(key) is types.CodeType else ()
+            if steady.donation_watched or type(key) is not types.CodeType:
+                watched = ()
+            else:
+                watched = _watch_donation(collectors, self, args, kwargs)
+                steady.donation_watched = not watched  # every collector has seen its calls
             try:
-                call = INSTRUMENTATION.watcher.before(key, caller)
+                if not steady.settled:
+                    steady.settled = INSTRUMENTATION.watcher.settled(key)
+                call = INSTRUMENTATION.watcher.before(key, caller, steady.settled)
             except Exception as e:  # never break the program for a figure
                 INSTRUMENTATION._error(e)
             if type(call) is Call:
                 timed = call
-        prev = eager.inside()
+        prev = getattr(eager._TLS, "inside", False)  # eager.inside(), without a call
         eager._TLS.inside = True  # a compiled call: what JAX does inside is not an eager dispatch
         calling = getattr(TLS, "calling", None)
         TLS.calling = self._jaxlint_key  # a trace this call makes tells whose row its calls are
@@ -115,7 +132,10 @@ class Counted(Forwarding):
                     memory.after_call(state, out)
                 except Exception as e:  # never break the program for a figure
                     INSTRUMENTATION._error(e)
-            w = INSTRUMENTATION.stale_watches.get(key)
+            if steady.watch_events != INSTRUMENTATION.compile_events:  # a trace may have made one
+                steady.watch = INSTRUMENTATION.stale_watches.get(key)
+                steady.watch_events = INSTRUMENTATION.compile_events
+            w = steady.watch
             if w is not None:  # JAX603: did this call run a program traced with an older value?
                 try:
                     w.check(_stale_call, collectors, key)
@@ -124,6 +144,37 @@ class Counted(Forwarding):
             if timed is not None:  # jaxlint's own time in this call: the donation advice's depth
                 INSTRUMENTATION.watcher.spent(timed, (dispatching - entered) + (_PERF() - returned))
         return out
+
+
+class _Steady:
+    """What a :class:`Counted` wrapper's calls would otherwise look up again at every call, for
+    one set of collectors (a new set starts afresh). Each entry is checked against what can change
+    it: the collectors' records and the stale-value watch are looked up again after any trace or
+    compile (``compile_events``); the donation watch and the watcher's first calls end for good
+    (a new install of the instrumentation has new collectors)."""
+
+    __slots__ = ("collectors", "events", "records", "donation_watched", "settled", "watch", "watch_events")
+
+    def __init__(self, collectors: list):
+        self.collectors = collectors
+        self.events = -1
+        self.records: Optional[list] = None  # each collector's record of this function, when all have one
+        self.donation_watched = False  # memory.before_call has seen enough calls for every collector
+        self.settled = False  # the watcher has had this function's first calls (steps.WATCH_ALL)
+        self.watch = None
+        self.watch_events = -1
+
+    def refresh(self, key: Any) -> None:
+        self.events = INSTRUMENTATION.compile_events
+        records = []
+        for c in self.collectors:
+            rec = c.records.get(c.call_rows.get(key, key))
+            if rec is None or rec.calls is None:
+                self.records = None
+                break
+            records.append(rec)
+        else:
+            self.records = records
 
 
 def _stale_call(collectors, key, slot, now) -> None:
@@ -175,9 +226,13 @@ class Instrumentation(TraceHooks, HostHooks):
         whether it is still being computed; return its arrays."""
         try:
             leaves = jax.tree_util.tree_leaves(out)
-            # one type test per distinct type, not per leaf (a step returns hundreds of arrays)
+            # one type test per distinct type, not per leaf (a step returns hundreds of arrays),
+            # and none for the types already seen to be arrays
             kinds = set(map(type, leaves))
-            if all(issubclass(k, jax.Array) for k in kinds):
+            if kinds <= _ARRAY_KINDS:
+                arrays = leaves
+            elif all(issubclass(k, jax.Array) for k in kinds):
+                _ARRAY_KINDS.update(kinds)
                 arrays = leaves
             else:
                 arrays = [leaf for leaf in leaves if isinstance(leaf, jax.Array)]

@@ -16,6 +16,7 @@ import time
 from typing import Any, Optional
 
 import jax
+import numpy
 
 TLS = threading.local()  # .busy: a counted conversion runs; .staging_callback: a callback is being staged
 TRANSFER_METHODS = {
@@ -52,7 +53,7 @@ class HostHooks:
         for name in ("asarray", "array", "asanyarray", "ascontiguousarray"):
             original = getattr(numpy, name, None)
             if original is not None:
-                self._patch(numpy, name, self._transfer_hook(original, "numpy", lambda a: type(a) is ArrayImpl))
+                self._patch(numpy, name, self._transfer_hook(original, "numpy", of_type=ArrayImpl))
 
     # -- host-to-device copies ----------------------------------------------
     def _hook_uploads(self) -> None:
@@ -214,13 +215,16 @@ class HostHooks:
         return hooked
 
 
-    def _transfer_hook(self, original, kind: str, applies=None):
-        """Wrap a conversion so that each call from outside JAX on a jax.Array counts once."""
+    def _transfer_hook(self, original, kind: str, applies=None, of_type=None):
+        """Wrap a conversion so that each call from outside JAX on a jax.Array counts once
+        (``applies``: a test of the value; ``of_type``: the value's exact type, tested without a
+        call: NumPy's entry points run many times per eager operation inside JAX)."""
         inst, token = self, self._token
 
         @functools.wraps(original)
         def hooked(value, *args, **kwargs):
-            if (getattr(TLS, "busy", False) or not inst.collectors or inst._token is not token
+            if ((of_type is not None and type(value) is not of_type) or getattr(TLS, "busy", False)
+                    or not inst.collectors or inst._token is not token
                     or (applies is not None and not applies(value))):
                 return original(value, *args, **kwargs)
             caller = sys._getframe(1)
@@ -249,21 +253,28 @@ class _CountedFormat(str):
         return str.format(self, *args, **kwargs)
 
 
+_NOT_HOST: set = set()  # leaf types seen not to be NumPy arrays or scalars
+
+
 def host_bytes(value: Any, python_data: bool = True) -> Optional[int]:
     """Bytes of host array data (NumPy arrays and scalars; with ``python_data``, also a list or
     tuple of Python numbers) in a value that JAX copies to the device; None when there is none
     (JAX arrays, tracers, static Python objects)."""
-    import numpy
-
     total, host = 0, False
     leaves = jax.tree_util.tree_leaves(value)
     host_kinds = (numpy.ndarray, numpy.generic)
-    # one type test per distinct type, not per leaf (a step's arguments hold hundreds of arrays)
-    if any(issubclass(k, host_kinds) for k in set(map(type, leaves))):
+    # one type test per distinct type, not per leaf (a step's arguments hold hundreds of arrays),
+    # and none for the types already seen not to be host arrays
+    kinds = set(map(type, leaves))
+    if kinds <= _NOT_HOST:
+        pass
+    elif any(issubclass(k, host_kinds) for k in kinds):
         for leaf in leaves:
             if isinstance(leaf, host_kinds):
                 total += leaf.nbytes
                 host = True
+    else:
+        _NOT_HOST.update(kinds)
     if not host and python_data and isinstance(value, (list, tuple)) and value and all(
             isinstance(v, (int, float, bool, complex)) for v in jax.tree_util.tree_leaves(value)):
         return numpy.asarray(value).nbytes

@@ -106,6 +106,7 @@ class Watcher:
         self._observed: dict = {}  # function key -> calls whose device peak was read
         self._handed: dict = {}  # function key -> its calls handed to the watcher thread
         self._pick: dict = {}  # function key -> (number of outputs, position of the one waited on)
+        self._loops_kept: dict = {}  # (id(key), id(code), instruction) -> what _quick_loops found there
         self._stretch: dict = {}  # function key -> its steploops.Stretch (the device busy with its calls)
         self._handed_at = float("-inf")  # when the last call was handed over (its return)
         self._memory: Optional[bool] = None  # whether the device reports memory statistics
@@ -125,11 +126,16 @@ class Watcher:
         self._asked_at = float("-inf")  # when the watcher last asked it for one
 
     # -- the dispatching thread ---------------------------------------------------------
-    def before(self, key: Any, caller) -> Any:
-        """What :meth:`after` is given back: a ``Call``, a ``Quick`` one, or None (no watcher)."""
+    def settled(self, key: Any) -> bool:
+        """Whether ``key``'s first calls, each handed to the watcher, are over (for good)."""
+        return self._observed.get(key, 0) >= WATCH_ALL
+
+    def before(self, key: Any, caller, settled: bool = False) -> Any:
+        """What :meth:`after` is given back: a ``Call``, a ``Quick`` one, or None (no watcher).
+        ``settled``: the caller knows :meth:`settled` is true for ``key``."""
         if _FORKS[0] != self._fork:  # a forked child: no watcher there
             return None
-        if QUICK and self._observed.get(key, 0) >= WATCH_ALL:
+        if QUICK and (settled or self._observed.get(key, 0) >= WATCH_ALL):
             last = self._last
             now = _PERF()
             if last is not None and last.done and not last.handed and now - self._handed_at < WATCH_GAP:
@@ -204,10 +210,8 @@ class Watcher:
         t_r = _PERF()
         if type(call) is Quick:
             if self.inst.compile_events == call.events and not uploaded and t_r - self._handed_at < WATCH_GAP:
-                for c in self.inst.collectors:
-                    log = c.steps
+                for log, lp in self._quick_loops(call.key, call.caller):
                     log.calls += 1
-                    lp = log.loop(call.key, c.user_files.site(call.caller))
                     lp.unwatched += 1
                     if t_r > (lp.last_return or 0.0):
                         lp.last_return = t_r
@@ -281,6 +285,22 @@ class Watcher:
             lp.unwatched += 1
             if call.t_r > (lp.last_return or 0.0):
                 lp.last_return = call.t_r
+
+    def _quick_loops(self, key: Any, caller) -> list:
+        """``[(log, loop)]``: each collector's step log and the loop of ``key`` called from
+        ``caller``. Where ``caller`` is itself in every collector's user files, the answer depends
+        only on its code and the instruction it is at, and is kept (for the collectors of now): a
+        quick call then costs two small lookups instead of a walk and a line number per collector."""
+        collectors = self.inst.collectors
+        code = caller.f_code
+        where = (id(key), id(code), caller.f_lasti)
+        kept = self._loops_kept.get(where)
+        if kept is not None and kept[0] is collectors and kept[1] is key and kept[2] is code:
+            return kept[3]
+        out = [(c.steps, c.steps.loop(key, c.user_files.site(caller))) for c in collectors]
+        if all(c.user_files(code.co_filename) for c in collectors):
+            self._loops_kept[where] = (collectors, key, code, out)  # holds key and code: their ids stay theirs
+        return out
 
     def _drop(self, call: Call) -> None:
         leaf, call.leaf = call.leaf, None
@@ -360,6 +380,7 @@ class Watcher:
         self._pending.clear()
         self._observed.clear()
         self._pick.clear()
+        self._loops_kept.clear()
         self._stretch.clear()
         self._q = queue.SimpleQueue()
         self._owed, self._last_key, self._last_window = 0.0, None, None

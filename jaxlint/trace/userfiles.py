@@ -68,13 +68,31 @@ class UserFiles:
         self.roots = [os.path.realpath(r).rstrip(os.sep) + os.sep for r in roots] if roots else None
         self._libs = _library_dirs()
         self._cache: dict = {}
+        self.not_user: set = set()  # the file names decided not to be user code (a quick test in walks)
         self._installed: dict = {}  # sys.path entry -> _installed_files(entry)
+        self._lines: dict = {}  # id(code) -> (code, {instruction offset: line}): see line()
 
     def __call__(self, filename: str) -> bool:
         hit = self._cache.get(filename)
         if hit is None:
             hit = self._cache[filename] = self._decide(filename)
+            if not hit:
+                self.not_user.add(filename)
         return hit
+
+    def line(self, frame) -> int:
+        """``frame.f_lineno`` of a user frame, kept per code object and instruction: Python finds a
+        line by scanning the code's line table up to the instruction, a cost that grows with the
+        length of the function (a long ``main()`` with the step loop in it) and is paid per event."""
+        code = frame.f_code
+        kept = self._lines.get(id(code))
+        if kept is None or kept[0] is not code:  # kept holds the code object: its id stays its own
+            kept = self._lines[id(code)] = (code, {})
+        offset = frame.f_lasti
+        line = kept[1].get(offset)
+        if line is None:
+            line = kept[1][offset] = frame.f_lineno
+        return line
 
     def _decide(self, filename: str) -> bool:
         if not filename:
@@ -112,9 +130,14 @@ class UserFiles:
 
     def site(self, frame) -> tuple:
         """(file, line) of the innermost frame, from ``frame`` outwards, in user code."""
-        f = frame
+        f, lib = frame, self.not_user
         while f is not None:
+            try:  # past the files known not to be the user's, in few steps
+                while f.f_code.co_filename in lib:
+                    f = f.f_back
+            except AttributeError:  # walked past the outermost frame
+                break
             if self(f.f_code.co_filename):
-                return (f.f_code.co_filename, f.f_lineno)
+                return (f.f_code.co_filename, self.line(f))
             f = f.f_back
         return ("<outside user code>", 0)
