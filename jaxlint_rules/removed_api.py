@@ -176,7 +176,7 @@ class RemovedApi(Rule):
                "and `xmap` (0.4.31), `jax.xla_computation` (0.4.34), `jax.sharding.use_mesh` (0.7.1), "
                "`jax.experimental.host_callback` and the compilation cache's `initialize_cache` (0.8.0), "
                "`jax.device_put_replicated`/`device_put_sharded` (0.10.0), `jnp.clip`'s `a_min`/`a_max`/`a` "
-               "keywords (0.10.0), `jax.tools.colab_tpu` (`setup_tpu` raises since 0.4.7, the module 0.9.2), "
+               "keywords (0.10.0), `pjit`'s `in_axis_resources`/`out_axis_resources` keywords (0.4.14), `jax.tools.colab_tpu` (`setup_tpu` raises since 0.4.7, the module 0.9.2), "
                "`jax.lib.xla_bridge` (its functions "
                "0.8.0, the module 0.9.0), `jax.sharding.PositionalSharding`/`GSPMDSharding` (0.7.0); and "
                "configuration options JAX has removed, set with `jax.config.update` (`jax_array` 0.4.14, "

@@ -22,7 +22,7 @@ from jaxlint.cli import main
 from jaxlint.model import build_model
 from jaxlint.model.facts import proof, removedapi
 from jaxlint_rules.removed_api import RemovedApi
-from ruletools import assert_marked, findings, messages, opt_in_findings
+from ruletools import assert_marked, default_findings, findings, messages, opt_in_findings
 
 
 @pytest.fixture(autouse=True)
@@ -922,13 +922,86 @@ def test_jnp_clip_keywords_against_the_installed_jax():
 
     installed = _version(jax.__version__)
     for (function, keyword), entry in removedapi.KEYWORDS.items():
-        assert function == "jax.numpy.clip" and entry.name == keyword
+        assert entry.name == keyword
+        if function != "jax.numpy.clip":
+            continue
         if entry.removed <= installed:
             with pytest.raises(TypeError):
                 jnp.clip(jnp.ones(3), **{keyword: 0.5})
         if entry.fix is not None and entry.since <= installed:
             bound = {"min": 2.0, "max": 0.5}[entry.fix]  # each bites on ones: 3 * bound
             assert float(jnp.clip(jnp.ones(3), **{entry.fix: bound}).sum()) == 3 * bound
+
+
+def test_pjit_axis_resources_keywords_removed_in_0_4_14():
+    """Fresh set AS's catalogue: `pjit(..., in_axis_resources=..., out_axis_resources=...)` raises TypeError
+    from JAX 0.4.14 (the 0.4.13 sdist still takes them, deprecated; 0.4.14's signature has neither)."""
+    src = """
+        from jax.experimental.pjit import pjit
+        from jax.experimental import pjit as pjit_module
+        from jax.sharding import PartitionSpec as P
+
+        def make(step):
+            a = pjit(step, in_axis_resources=(P("dp"),), out_axis_resources=P())  # expect: JAX404
+            b = pjit_module.pjit(step, P("dp"), out_axis_resources=None)  # expect: JAX404
+            return a, b
+    """
+    marked = [n for n, line in enumerate(textwrap.dedent(src).splitlines(), 1) if "# expect: JAX404" in line]
+    # the import of pjit itself is an opt-in finding (deprecated in 0.8.0, still there): not among these
+    assert default_findings(src, "JAX404") == [(n, "JAX404") for n in marked]
+    msgs = [m for m in messages(src, "JAX404") if "axis_resources" in m]
+    assert msgs[0].startswith("the keywords `in_axis_resources=` and `out_axis_resources=` of "
+                              "`jax.experimental.pjit.pjit` were removed in JAX 0.4.14: on current JAX the call "
+                              "raises TypeError")
+    assert "for `in_axis_resources=`, `in_shardings=`" in msgs[0]
+    assert msgs[1].startswith("the keyword `out_axis_resources=` of `jax.experimental.pjit.pjit` was removed")
+
+
+@pytest.mark.parametrize("src", [
+    # the keywords that replaced them; positional specs; a local function named pjit; jax.jit's own keywords
+    "from jax.experimental.pjit import pjit\nf = pjit(abs, in_shardings=None, out_shardings=None)\n",
+    "from jax.experimental.pjit import pjit\nf = pjit(abs, None, None)\n",
+    "def pjit(f, in_axis_resources=None):\n    return f\n\nf = pjit(abs, in_axis_resources=1)\n",
+    "import jax\nf = jax.jit(abs, in_shardings=None)\n",
+])
+def test_pjit_keyword_near_misses(src):
+    assert default_findings(src) == []
+    assert not [m for m in messages(src, "JAX404") if "axis_resources" in m]  # at most the deprecated import
+
+
+def test_pjit_keywords_in_a_project_pinned_before_their_removal_are_opt_in(tmp_path):
+    (tmp_path / "requirements.txt").write_text("jax==0.4.13\n")
+    path = tmp_path / "m.py"
+    path.write_text("from jax.experimental.pjit import pjit\n\nf = pjit(abs, in_axis_resources=None)\n")
+    assert main(["check", "--no-cache", "--select", "JAX404", str(path)]) == 0
+    assert main(["check", "--no-cache", "--pedantic", "--select", "JAX404", str(path)]) == 1
+
+
+def test_pjit_keywords_fixed_to_the_shardings_keywords(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from jax.experimental.pjit import pjit\n\n"
+                    "f = pjit(abs, in_axis_resources=None, out_axis_resources=None)\n")
+    assert main(["check", "--no-cache", "--fix", "--select", "JAX404", str(path)]) == 0  # nothing left
+    assert path.read_text().endswith("f = pjit(abs, in_shardings=None, out_shardings=None)\n")
+
+
+def test_pjit_keywords_against_the_installed_jax():
+    jax = pytest.importorskip("jax")
+    import warnings
+
+    installed = _version(jax.__version__)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # jax.experimental.pjit.pjit: deprecated in 0.8.0
+        from jax.experimental.pjit import pjit
+    entries = [e for (function, _), e in removedapi.KEYWORDS.items() if function == "jax.experimental.pjit.pjit"]
+    assert {e.name for e in entries} == {"in_axis_resources", "out_axis_resources"}
+    for entry in entries:
+        if entry.removed <= installed:
+            with pytest.raises(TypeError):
+                pjit(abs, **{entry.name: None})
+        if entry.since <= installed:
+            f = pjit(lambda x: x * 2, **{entry.fix: None})
+            assert float(f(jax.numpy.ones(2)).sum()) == 4.0
 
 
 def test_colab_tpu_import_and_setup_call():

@@ -243,7 +243,20 @@ KEYWORDS = {("jax.numpy.clip", e.name): e for e in (
             "max", (0, 4, 27), "positional arguments (`jnp.clip(x, lo, hi)`)"),
     Removed("a", (0, 10, 0), "a positional first argument (`jnp.clip(x, ...)`)"),
 )}
+# - jax.experimental.pjit.pjit's in_axis_resources, out_axis_resources: the 0.4.3 sdist has only these; 0.4.4
+#   adds ``in_shardings``/``out_shardings`` before them; 0.4.13 still takes them (deprecated: setting both
+#   raises); 0.4.14's signature has neither (read from PyPI's sdists and wheels on 2026-12-07). Positional
+#   specs mean the same on every version. ``pjit(f, in_axis_resources=None)`` raises TypeError on 0.4.30 and
+#   0.10.2 (probed). Seen in fresh set AS's blind catalogue (kept out of its first look).
+KEYWORDS.update({("jax.experimental.pjit.pjit", e.name): e for e in (
+    Removed("in_axis_resources", (0, 4, 14), "`in_shardings=` (JAX 0.4.4 and later; the same specs)",
+            "in_shardings", (0, 4, 4), "positional specs (`pjit(f, in_specs, out_specs)`)"),
+    Removed("out_axis_resources", (0, 4, 14), "`out_shardings=` (JAX 0.4.4 and later; the same specs)",
+            "out_shardings", (0, 4, 4), "positional specs (`pjit(f, in_specs, out_specs)`)"),
+)})
 _KEYWORD_FUNCTIONS = frozenset(f.rsplit(".", 1)[1] for f, _ in KEYWORDS)
+# what the model's names resolve those functions to, where that is another function (names.CANONICAL_NAMES)
+_CANONICAL_KEYWORD_FUNCTIONS = frozenset({"jax.jit"})
 _CONFIG_CALLS = frozenset({"jax.config.update", "jax.config.config.update", "jax._src.config.config.update"})
 
 # The last part of every name: a reference spells it (an attribute chain reaches the removed name; an
@@ -297,6 +310,20 @@ _VERSIONS = frozenset({"jax.__version__", "jax.__version_info__", "jax.version._
                        "jax.lib.__version__", "jax.lib.version"})
 _METADATA = frozenset({"importlib.metadata.version", "importlib_metadata.version", "pkg_resources.get_distribution"})
 _CHECKS = frozenset({"builtins.hasattr", "builtins.getattr"})
+
+
+def _spelled(model, func, scope) -> Optional[str]:
+    """The qualified name a call's function is spelled as, through the module's imports but not JAX's
+    aliases (``pjit`` after ``from jax.experimental.pjit import pjit`` is ``jax.experimental.pjit.pjit``,
+    which the model's names resolve to ``jax.jit``), or None."""
+    attrs = []
+    while isinstance(func, ast.Attribute):
+        attrs.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    base = _import_source(model, func.id, scope)
+    return ".".join([base, *reversed(attrs)]) if base else None
 
 
 def _import_source(model, name: str, scope) -> Optional[str]:
@@ -483,7 +510,10 @@ class _Walk:
             if kw.arg is None:
                 continue
             if qn is None:
-                qn = self.model.resolve(call.func, self.model.scope_at(call)) or ""
+                scope = self.model.scope_at(call)
+                qn = self.model.resolve(call.func, scope) or ""
+                if qn in _CANONICAL_KEYWORD_FUNCTIONS:  # pjit resolves to jax.jit, which never took them
+                    qn = _spelled(self.model, call.func, scope) or qn
             entry = KEYWORDS.get((qn, kw.arg))
             if entry is not None:
                 found.append((kw, entry))
