@@ -20,12 +20,19 @@ What it changes for the program, and how that is kept from mattering:
 A sample is stamped with the time the watcher asked for it: a thread inside a long C call (a NumPy
 operation, a file read) runs the handler only when the call returns, and its line is still the
 line that made that call.
+
+Where reading another thread's frames is safe (CPython 3.10, 3.12+), the watcher reads them itself,
+with :func:`other_thread_stack` (here with the rest of the stack reading).
 """
 
 from __future__ import annotations
 
 import collections
+import functools
+import itertools
+import operator
 import signal
+import sys
 import threading
 from typing import Any, Optional
 
@@ -112,3 +119,23 @@ class OwnSampler:
         self._installed = False
         self._asked = None
         self.rows.clear()
+
+
+# One sample of another thread's stack, read in a single call into C: the thread's frames cannot
+# change while it runs, because no Python bytecode of the watcher runs in between and the GIL is
+# not given up (unless a garbage collection it triggers runs a Python finalizer midway: rare, and
+# then the read is as before). A loop over ``f_back`` in Python would give the GIL back between its steps, and a
+# frame the other thread popped meanwhile is read afterwards: on CPython 3.11 that crashed the
+# process (SIGSEGV in ``frame.f_code``, seen in CI; CPython issues 99110, 106092, 111363).
+_ROW = operator.attrgetter("f_code", "f_lineno", "f_globals")
+_NOT_NONE = functools.partial(operator.is_not, None)
+_CURRENT = ((),)
+
+
+def other_thread_stack(thread: int) -> list:
+    """(code, line, module name) of each frame of ``thread``, innermost first; [] when it has
+    none. Everything from ``sys._current_frames()`` to the last ``f_back`` runs in C."""
+    top = map(operator.methodcaller("get", thread), itertools.starmap(sys._current_frames, _CURRENT))
+    frames = itertools.takewhile(_NOT_NONE, itertools.accumulate(
+        itertools.chain(top, itertools.repeat("f_back")), getattr))
+    return [(code, line, g.get("__name__", "?")) for code, line, g in list(map(_ROW, frames))]

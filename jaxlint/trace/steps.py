@@ -21,9 +21,6 @@ does not count those references as the program's (``held``).
 from __future__ import annotations
 
 import collections
-import functools
-import itertools
-import operator
 import os
 import queue
 import sys
@@ -33,6 +30,7 @@ from typing import Any, Optional
 
 from . import steploops as S
 from .ownstack import OwnSampler
+from .ownstack import other_thread_stack as _stack
 
 SAMPLE_SECONDS = 0.005  # one sample of the host's stack per this much idle time (carried across windows)
 SWITCH_INTERVAL = 0.0002
@@ -557,26 +555,6 @@ class Watcher:
             top = str(module).split(".", 1)[0]
             what = {"jax": S.JAX, "jaxlib": S.JAX, "numpy": S.NUMPY, "jaxlint": S.JAX}.get(top, top)
         return (loop_line, inner[0], inner[1], what)
-
-
-# One sample of another thread's stack, read in a single call into C: the thread's frames cannot
-# change while it runs, because no Python bytecode of the watcher runs in between and the GIL is
-# not given up (unless a garbage collection it triggers runs a Python finalizer midway: rare, and
-# then the read is as before). A loop over ``f_back`` in Python would give the GIL back between its steps, and a
-# frame the other thread popped meanwhile is read afterwards: on CPython 3.11 that crashed the
-# process (SIGSEGV in ``frame.f_code``, seen in CI; CPython issues 99110, 106092, 111363).
-_ROW = operator.attrgetter("f_code", "f_lineno", "f_globals")
-_NOT_NONE = functools.partial(operator.is_not, None)
-_CURRENT = ((),)
-
-
-def _stack(thread: int) -> list:
-    """(code, line, module name) of each frame of ``thread``, innermost first; [] when it has
-    none. Everything from ``sys._current_frames()`` to the last ``f_back`` runs in C."""
-    top = map(operator.methodcaller("get", thread), itertools.starmap(sys._current_frames, _CURRENT))
-    frames = itertools.takewhile(_NOT_NONE, itertools.accumulate(
-        itertools.chain(top, itertools.repeat("f_back")), getattr))
-    return [(code, line, g.get("__name__", "?")) for code, line, g in list(map(_ROW, frames))]
 
 
 def _ready(leaf: Any) -> bool:
