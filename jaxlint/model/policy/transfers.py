@@ -117,7 +117,8 @@ def implicit_uploads(m) -> list:
             continue
         scope = m.scope_at(call)
         wrap = callables.callable_info(m, call.func, scope)  # memoized per callee: the cheap question first
-        if wrap is None or wrap.kind not in ("jit", "pmap") or not any(_host_binding(m, a, scope) for a in named):
+        if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit") or not any(
+                _host_binding(m, a, scope, arrays_only=wrap.kind == "filter_jit") for a in named):
             continue
         loop = None
         _, shift, static_pos, static_names = wrap.static_layout(call)
@@ -133,7 +134,7 @@ def implicit_uploads(m) -> list:
             if loop is False:
                 break
             ev = _invariant_host_data(m, arg, scope, loop)
-            if ev is not None:
+            if ev is not None and not (wrap.kind == "filter_jit" and _display(ev)):
                 out.append((call, arg, loop, ev, wrap))
         for kw in call.keywords:
             if kw.arg is None or kw.arg in static_names or not isinstance(kw.value, ast.Name) or loop is False:
@@ -143,15 +144,23 @@ def implicit_uploads(m) -> list:
                 if loop is False:
                     break
             ev = _invariant_host_data(m, kw.value, scope, loop)
-            if ev is not None:
+            if ev is not None and not (wrap.kind == "filter_jit" and _display(ev)):
                 out.append((call, kw.value, loop, ev, wrap))
     m.facts.implicit_uploads = out
     return out
 
 
-def _host_binding(m, x: ast.Name, scope) -> bool:
+def _display(ev) -> bool:
+    return isinstance(ev.value, (ast.List, ast.Tuple, ast.ListComp))
+
+
+def _host_binding(m, x: ast.Name, scope, arrays_only: bool = False) -> bool:
+    """``x`` is bound to host data (:func:`_host_data`); ``arrays_only``: to a NumPy array, not a list or
+    tuple of Python values (equinox's ``filter_jit`` traces NumPy arrays, and holds other leaves static)."""
     ev = m.binding(x.id, scope, _pos(x))
-    return ev is not None and ev.plain_assign and ev.value is not None and _host_data(m, ev)
+    if ev is None or ev.kind != "assign" or ev.value is None or not _host_data(m, ev):
+        return False
+    return not (arrays_only and _display(ev))
 
 
 def _invariant_host_data(m, x: ast.Name, scope, loop: Loop):
@@ -168,7 +177,11 @@ def _host_data(m, ev) -> bool:
     """The binding that reaches the upload binds host data: a NumPy call's result (and array
     methods of one: ``np.load(p).astype(np.float32)``), a NumPy random Generator's draw
     (``np.random.default_rng(0).normal(size=n)``, or ``rng.normal(...)`` with ``rng`` bound once to
-    a generator), a list or tuple display, a list comprehension."""
+    a generator), a list or tuple display, a list comprehension; a NumPy array made by
+    scikit-learn's toy-data generators (``X, y = make_moons(n)``) and what NumPy's own indexing and
+    arithmetic with a number make of one (``x = 0.13 * x[:, [0, 2]]``)."""
+    if ev.kind == "assign" and ev.value is not None and _numpy_array(m, ev.value, ev.scope, 0):
+        return True  # a NumPy array, whole or one of a tuple of them (``X, y = make_moons(...)``)
     if not ev.plain_assign or ev.value is None:
         return False
     v = ev.value
@@ -194,6 +207,38 @@ def _host_data(m, ev) -> bool:
 
 
 _NUMPY_GENERATORS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"})
+# scikit-learn's toy-data generators: each returns NumPy arrays (``X``, or a tuple ``(X, y)`` / ``(X, t)`` of
+# them; scikit-learn's API reference, sklearn.datasets). Diffusion and score-matching tutorials train on them.
+_SKLEARN_ARRAYS = frozenset("sklearn.datasets." + n for n in (
+    "make_moons", "make_circles", "make_blobs", "make_swiss_roll", "make_s_curve", "make_classification",
+    "make_regression", "make_gaussian_quantiles", "make_friedman1", "make_friedman2", "make_friedman3"))
+_NUMBER_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
+
+
+def _numpy_array(m, v: ast.AST, scope, depth: int) -> bool:
+    """``v`` evaluates to NumPy arrays (or a tuple of them), on the host: a scikit-learn toy-data call, an
+    index of one (NumPy indexing of a host array gives a host array), arithmetic of one with a Python
+    number, or a name bound to one of these (followed through at most :data:`limits.CONST_CHAIN` bindings).
+    A list, a tuple display or a NumPy call is :func:`_host_data`'s own case; anything else is unknown."""
+    if depth > L.CONST_CHAIN:
+        return False
+    if isinstance(v, ast.Subscript):
+        return _numpy_array(m, v.value, scope, depth + 1)
+    if isinstance(v, ast.BinOp) and isinstance(v.op, _NUMBER_OPS):
+        for this, other in ((v.left, v.right), (v.right, v.left)):
+            if isinstance(other, ast.Constant) and type(other.value) in (int, float):
+                return _numpy_array(m, this, scope, depth + 1)
+        return False
+    if isinstance(v, ast.Name):
+        ev = m.binding(v.id, scope, _pos(v))
+        if ev is None or ev.kind != "assign" or ev.value is None or ev.value is v:
+            return False
+        return (_numpy_array(m, ev.value, ev.scope, depth + 1)
+                or (ev.plain_assign and isinstance(ev.value, ast.Call) and _host_data(m, ev)
+                    and not isinstance(ev.value, (ast.List, ast.Tuple, ast.ListComp))))
+    if isinstance(v, ast.Call):
+        return m.resolve(v.func, scope) in _SKLEARN_ARRAYS
+    return False
 
 
 def _numpy_generator(m, recv: ast.AST, scope) -> bool:
