@@ -2280,6 +2280,42 @@ def test_may_call_jax_random_is_false_only_where_no_call_can_be_a_jax_random_one
     assert keys.may_call_jax_random(m) is (expected is not None)
 
 
+def test_an_initializer_made_by_a_random_factory_draws_from_its_first_argument():
+    """jax.nn.initializers' random factories return ``init(key, shape, dtype)``, a draw from ``key``;
+    ``zeros``/``ones``/``constant`` ignore it; a name bound twice is unknown."""
+    from jaxlint.model.facts import initializers
+
+    tree, m = build("""
+    import jax
+    from jax.nn import initializers as I
+    from flax import linen as nn
+
+    glorot = jax.nn.initializers.glorot_normal()
+    zeros = I.zeros
+    lecun = nn.initializers.lecun_normal()
+
+    def f(key, n):
+        a = glorot(key, (3, 4))
+        b = I.he_uniform()(key, (4,))
+        c = zeros(key, (4,))
+        d = lecun(key, (4, 4))
+        e = nn.initializers.constant(1.0)(key, (2,))
+        again = I.normal()
+        if n:
+            again = I.uniform()
+        g = again(key, (2,))
+        return a, b, c, d, e, g
+    """)
+    calls = {ast.unparse(c.func): c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.args
+             and isinstance(c.args[0], ast.Name) and c.args[0].id == "key"}
+    spelled = {k: initializers.draw_spelling(m, c, m.scope_at(c)) for k, c in calls.items()}
+    assert spelled == {"glorot": "glorot", "I.he_uniform()": "I.he_uniform()", "zeros": None, "lecun": "lecun",
+                       "nn.initializers.constant(1.0)": None, "again": None}
+    use = keys.key_use(m, calls["glorot"])
+    assert (use.name, use.spelling, keys.is_draw(use.fn)) == ("key", "glorot", True)
+    assert sorted(c.lineno for c in initializers.calls(m)) == [11, 12, 14]
+
+
 def test_key_use_names_the_binding_a_random_call_consumes():
     tree, m = build("""
     import jax

@@ -202,6 +202,58 @@ def test_jax502_key_used_after_split_and_subkey_used_twice():
     """)
 
 
+def test_jax502_two_weights_from_one_key_through_an_initializer():
+    """Fresh AU's MNIST model: `initializer(rngs, (784, 256))` and `initializer(rngs, (256, 10))` with
+    `initializer = jax.nn.initializers.glorot_normal()`: the second weight is a rescaled copy of the first
+    2,560 values of the first (probed on jax 0.10.2)."""
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    class MLP:
+        @staticmethod
+        def params(rngs):
+            initializer = jax.nn.initializers.glorot_normal()
+            return [
+                [initializer(rngs, (784, 256)), jnp.zeros(256)],
+                [initializer(rngs, (256, 10)), jnp.zeros(10)],  # expect: JAX502
+            ]
+    """)
+    assert messages("""
+    import jax
+
+    def params(rngs):
+        init = jax.nn.initializers.glorot_normal()
+        w1 = init(rngs, (4, 4))
+        w2 = init(rngs, (4, 2))
+        return w1, w2
+    """, "JAX502")[0].startswith("PRNG key `rngs` was already used by `init` on line 6; both draws get the same")
+
+
+def test_jax502_initializer_near_misses():
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def params(key):
+        init = jax.nn.initializers.glorot_normal()
+        k1, k2 = jax.random.split(key)
+        w1 = init(k1, (4, 4))
+        w2 = init(k2, (4, 2))
+        b1 = jax.nn.initializers.zeros(key, (4,))  # zeros ignores its key
+        b2 = jax.nn.initializers.zeros(key, (2,))
+        return w1, w2, b1, b2
+
+    def layers(key, sizes):
+        init = jax.nn.initializers.he_normal()
+        out = []
+        for n in sizes:
+            key, sub = jax.random.split(key)
+            out.append(init(sub, (n, n)))
+        return out
+    """, "JAX502") == []
+
+
 def test_jax502_keyword_key_and_aliased_module_in_jit():
     assert_marked("""
     import jax

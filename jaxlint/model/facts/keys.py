@@ -27,12 +27,12 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, flaxmodules, flaxrng
+from . import callables, flaxmodules, flaxrng, initializers
 from ..python.branches import name_branches
 from ..python.instances import overridden
 from ..python.keyflow import ScopeNames, hides
 from ..python.records import Scope
-from ..python.syntax import _end, _pos, call_arg, walk
+from ..python.syntax import _end, _pos, call_arg, plain_target_names, walk, within
 
 JAX_RANDOM = "jax.random."
 # jax.random functions that draw from a key (consume it). Key constructors and converters
@@ -157,8 +157,11 @@ def key_uses(m, call: ast.Call) -> list:
         return []
     scope = ctx.scope
     fn = random_function(m, call, scope)
+    init = None if fn in KEY_FUNCS else initializers.draw_spelling(m, call, scope)
     if fn in KEY_FUNCS:
         found = [(fn, call_arg(call, 0, "key"), None, None, True)]
+    elif init is not None:  # ``init(key, shape)`` of ``init = jax.nn.initializers.glorot_normal()``: a draw
+        found = [("normal", call_arg(call, 0, "key"), init, None, True)]
     else:
         found = _forwarded_keys(m, call, scope)
     out = []
@@ -173,7 +176,7 @@ def key_uses(m, call: ast.Call) -> list:
         ev = m.binding(arg.id, scope, _pos(arg)) or m.imported_binding(arg.id, scope)
         if ev is None or ev.kind in ("def", "other"):
             continue
-        if ev.scope is scope and ev.pos > _pos(arg) and not any(_within(ev.node, lp.node) for lp in ctx.loops):
+        if ev.scope is scope and ev.pos > _pos(arg) and not any(within(ev.node, lp.node) for lp in ctx.loops):
             continue  # read before any binding, outside a loop round to one: unbound (a notebook: the kernel's)
         if ev.scope is not scope:
             # A key from an enclosing scope: only when this scope cannot rebind it.
@@ -389,7 +392,7 @@ def _forwarder_names(m) -> set:
                 if isinstance(stmt, ast.Assign):
                     out: list = []
                     for t in stmt.targets:
-                        _plain_names(t, out)
+                        plain_target_names(t, out)
                     memo.update(out)
             else:
                 memo.add(f.name)
@@ -468,6 +471,7 @@ def key_use_groups(m) -> list:
     names = _forwarder_names(m)
     calls.extend(c for name in names for c in m.calls_by_name.get(name, ()))
     calls.extend(_imported_calls(m).values())
+    calls.extend(initializers.calls(m))
     calls.extend(c for c in m.calls_by_name.get("", ()) if isinstance(c.func, ast.Call)
                  and len(c.func.args) == 1 and isinstance(c.func.args[0], ast.Name)
                  and c.func.args[0].id in names)  # ``jax.jit(helper)(key, ...)``
@@ -503,12 +507,12 @@ def result_dead(m, call: ast.Call) -> bool:
         return stmt.value is call
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
         return False
-    if not _within(call, stmt.value):
+    if not within(call, stmt.value):
         return False
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     bound: list = []
     for t in targets:
-        if not _plain_names(t, bound):
+        if not plain_target_names(t, bound):
             return False  # x.attr = ..., x[i] = ...: stored in an object, read elsewhere
     if not bound:
         return False
@@ -566,7 +570,7 @@ def advances_key(m, use: KeyUse) -> bool:
         return False
     bound: list = []
     for t in stmt.targets:
-        _plain_names(t, bound)
+        plain_target_names(t, bound)
     return use.name in bound
 
 
@@ -576,22 +580,3 @@ def _spell(expr: ast.AST) -> str:
     except Exception:  # pragma: no cover - unparse of a parsed tree does not fail
         return "the call"
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _within(node: ast.AST, outer: ast.AST) -> bool:
-    return _pos(outer) <= _pos(node) and _end(node) <= _end(outer)
-
-
-def _plain_names(t: ast.AST, out: list) -> bool:
-    """Append the names a target binds; False when part of it is not a plain name."""
-    if isinstance(t, ast.Name):
-        out.append(t.id)
-        return True
-    if isinstance(t, (ast.Tuple, ast.List)):
-        ok = True
-        for elt in t.elts:
-            ok = _plain_names(elt, out) and ok
-        return ok
-    if isinstance(t, ast.Starred):
-        return _plain_names(t.value, out)
-    return False

@@ -398,3 +398,23 @@ def subtracts_name(node: ast.AST, name: str, end=None) -> bool:
 def rebinds_name(node: ast.AST, name: str) -> bool:
     """Whether ``node`` binds the name ``name``."""
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))
+
+
+def within(node: ast.AST, outer: ast.AST) -> bool:
+    """``node`` lies inside ``outer``'s source span."""
+    return _pos(outer) <= _pos(node) and _end(node) <= _end(outer)
+
+
+def plain_target_names(t: ast.AST, out: list) -> bool:
+    """Append the names a target binds; False when part of it is not a plain name."""
+    if isinstance(t, ast.Name):
+        out.append(t.id)
+        return True
+    if isinstance(t, (ast.Tuple, ast.List)):
+        ok = True
+        for elt in t.elts:
+            ok = plain_target_names(elt, out) and ok
+        return ok
+    if isinstance(t, ast.Starred):
+        return plain_target_names(t.value, out)
+    return False
