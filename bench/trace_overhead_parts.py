@@ -7,6 +7,8 @@ Variants (each patches jaxlint in the traced process before the run starts; noth
 jaxlint itself):
     full        jaxlint trace as shipped
     nowatch     no device watcher (no ready times, in-flight depth, idle windows or samples)
+    nothread    the watcher's work on the dispatching thread as shipped, but no watcher thread (its calls
+                queue up unread: no idle windows; what the thread's GIL hand-offs cost)
     keepswitch  the watcher never lowers Python's switch interval
     nosample    the watcher takes no stack samples of the idle host
     noquick     every call takes the watcher's full path (steps.QUICK off)
@@ -58,6 +60,8 @@ def _switch_off(variant: str) -> None:
         hooks.Counted.__call__ = lambda self, *a, **k: self._jaxlint_real(*a, **k)
     elif variant == "nowatch":
         steps.Watcher.before = lambda self, *a, **k: None
+    elif variant == "nothread":  # the dispatching thread's watcher work as shipped, no watcher thread to wake
+        steps.Watcher._start = lambda self: None
     elif variant == "keepswitch":
         steps.SWITCH_INTERVAL = None
     elif variant == "nosample":
