@@ -5,7 +5,6 @@ fresh lookup gives, also after what can change it: a retrace, a rebound global, 
 a long function, a code object freed and its id reused."""
 
 import sys
-import textwrap
 
 import pytest
 
@@ -106,6 +105,18 @@ def test_calls_counted_on_the_kept_record_survive_a_retrace_and_a_rebound_global
     assert rec.stale["scale"][0] == 5
 
 
+def _calls_per_marked_line(c, tmp_path) -> dict:
+    """{mark: calls} of the step loops whose call site is a `# mark NAME` line of prog.py."""
+    src = (tmp_path / "prog.py").read_text().splitlines()
+    marked = {n: text.split("# mark ")[1] for n, text in enumerate(src, 1) if "# mark " in text}
+    by_line: dict = {}
+    for lp in c.steps.loops.values():
+        file, line = lp.site
+        if file.endswith("prog.py") and line in marked:
+            by_line[marked[line]] = by_line.get(marked[line], 0) + lp.steps + lp.unwatched
+    return by_line
+
+
 def test_two_call_sites_of_one_jitted_function_keep_their_own_loops(tmp_path):
     n = steps.WATCH_ALL + 100
     c, _ = run(tmp_path, f"""
@@ -122,14 +133,7 @@ def test_two_call_sites_of_one_jitted_function_keep_their_own_loops(tmp_path):
             w = step(w)  # mark second
         w.block_until_ready()
     """)
-    src = (tmp_path / "prog.py").read_text().splitlines()
-    marked = {n_: text.split("# mark ")[1] for n_, text in enumerate(src, 1) if "# mark " in text}
-    by_line = {}
-    for lp in c.steps.loops.values():
-        file, line = lp.site
-        if file.endswith("prog.py") and line in marked:
-            by_line[marked[line]] = by_line.get(marked[line], 0) + lp.steps + lp.unwatched
-    assert by_line == {"first": n, "second": n}
+    assert _calls_per_marked_line(c, tmp_path) == {"first": n, "second": n}
     assert row(c, "step").calls == 2 * n
 
 
@@ -162,11 +166,4 @@ def test_a_quick_call_from_a_library_frame_is_counted_at_the_users_line_each_tim
     finally:
         sys.path.remove(str(lib.parent))
         sys.modules.pop("somelib", None)
-    src = (tmp_path / "prog.py").read_text().splitlines()
-    marked = {n_: text.split("# mark ")[1] for n_, text in enumerate(src, 1) if "# mark " in text}
-    by_line = {}
-    for lp in c.steps.loops.values():
-        file, line = lp.site
-        if file.endswith("prog.py") and line in marked:
-            by_line[marked[line]] = by_line.get(marked[line], 0) + lp.steps + lp.unwatched
-    assert by_line == {"first": n, "second": n}
+    assert _calls_per_marked_line(c, tmp_path) == {"first": n, "second": n}

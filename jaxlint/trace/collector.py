@@ -404,14 +404,17 @@ class Collector:
 
     def eager_slot(self, frame, name: str) -> "EagerSlot":
         """The counter of the eager dispatches named ``name`` made at ``frame``'s instruction (a user
-        frame), which the hook adds to itself: one lookup per dispatch instead of a line number and
-        three dictionaries (eager.py)."""
+        frame), which the hook adds to: one lookup per dispatch instead of a line number and three
+        dictionaries (eager.py)."""
         code = frame.f_code
-        slot = EagerSlot(code, self.user_files.line(frame), name)
-        self.eager_slots[(id(code), frame.f_lasti, name)] = slot  # the slot holds the code: its id stays its own
+        key = (id(code), frame.f_lasti, name)
+        slot = self.eager_slots.get(key)
+        if slot is None or slot.code is not code:  # the slot holds the code: its id stays its own
+            slot = self.eager_slots[key] = EagerSlot(code, self.user_files.line(frame), name)
         return slot
 
-    def _eager_totals(self) -> tuple:
+    def eager_totals(self) -> tuple:
+        """(``eager``, ``eager_seconds``, ``eager_ops``) added up once."""
         counts, seconds = dict(self._eager), dict(self._eager_seconds)
         ops = {k: dict(v) for k, v in self._eager_ops.items()}
         for slot in list(self.eager_slots.values()):
@@ -427,17 +430,17 @@ class Collector:
     @property
     def eager(self) -> dict:
         """(file, line) -> eager dispatches made from that user line (a new dict at each read)."""
-        return self._eager_totals()[0]
+        return self.eager_totals()[0]
 
     @property
     def eager_seconds(self) -> dict:
         """(file, line) -> wall seconds inside those dispatches."""
-        return self._eager_totals()[1]
+        return self.eager_totals()[1]
 
     @property
     def eager_ops(self) -> dict:
         """(file, line) -> {primitive or JAX function name: dispatches}."""
-        return self._eager_totals()[2]
+        return self.eager_totals()[2]
 
     def callback_ran(self, site: tuple) -> None:
         """A host callback (``jax.debug.print``/``callback``, ``pure_callback``, ``io_callback``)

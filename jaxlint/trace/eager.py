@@ -77,24 +77,12 @@ def install(inst, patch) -> list:
         """Attribute one dispatch to the innermost user frame from ``frame`` outwards (the
         per-filename answers of each collector's ``UserFiles`` are cached)."""
         for c in inst.collectors:
-            uf = c.user_files
-            lib = uf.not_user
-            f = frame
-            while f is not None:
-                try:  # past the files known not to be the user's (JAX's own, most of the walk), in few steps
-                    while f.f_code.co_filename in lib:
-                        f = f.f_back
-                except AttributeError:  # walked past the outermost frame
-                    break
-                code = f.f_code
-                if uf(code.co_filename):
-                    slot = c.eager_slots.get((id(code), f.f_lasti, name))
-                    if slot is None or slot.code is not code:
-                        slot = c.eager_slot(f, name)
-                    slot.n += 1
-                    slot.seconds += seconds
-                    break
-                f = f.f_back
+            f = c.user_files.user_frame(frame)
+            if f is None:
+                continue
+            slot = c.eager_slot(f, name)
+            slot.n += 1
+            slot.seconds += seconds
 
     def counting(fn, args, kwargs, name):
         """``fn(*args, **kwargs)`` run as one counted eager dispatch named ``name``; the frame
@@ -128,31 +116,13 @@ def install(inst, patch) -> list:
         def process_primitive(self, primitive, *rest):
             __tracebackhide__ = True  # noqa: F841
             try:
-                if getattr(tls, "inside", False) or not inst.collectors or inst._token is not token or not clean():
+                if (getattr(tls, "inside", False) or not inst.collectors or inst._token is not token or not clean()
+                        or (skip_calls and getattr(primitive, "name", None) in CALL_PRIMITIVES)):
+                    # Before jnp.ufunc, JAX's array operators hold jitted functions jaxlint cannot
+                    # wrap: only their slow first call reaches here (the others run in C++), so a
+                    # count of those would be a wrong number; none is made (a partial note says so)
                     return original(self, primitive, *rest)
-                name = getattr(primitive, "name", None)
-                if name in CALL_PRIMITIVES:
-                    if skip_calls:
-                        # Before jnp.ufunc, JAX's array operators hold jitted functions jaxlint cannot
-                        # wrap: only their slow first call reaches here (the others run in C++), so a
-                        # count of those would be a wrong number; none is made (a partial note says so)
-                        return original(self, primitive, *rest)
-                    name = _primitive_name(primitive, rest)
-                elif not name:
-                    name = str(primitive)
-                # what counting() does, inline: this is the hook most eager operations reach
-                tls.inside = True
-                start = perf()
-                try:
-                    out = original(self, primitive, *rest)
-                finally:
-                    tls.inside = False
-                seconds = perf() - start
-                try:
-                    record(getframe(1), name, seconds)
-                except Exception as e:  # never break the program for a count
-                    inst._error(e)
-                return out
+                return counting(original, (self, primitive, *rest), {}, _primitive_name(primitive, rest))
             except BaseException as e:  # the program's traceback gets no jaxlint frame
                 hide(e)
                 raise
@@ -300,7 +270,7 @@ def rows(collector) -> list:
     """``[{file, line, count, seconds, primitives}]`` for every line that dispatched eagerly, most
     dispatches first; ``primitives``: ``{name: count}``, most frequent first."""
     out = []
-    eager, eager_seconds, eager_ops = collector.eager, collector.eager_seconds, collector.eager_ops
+    eager, eager_seconds, eager_ops = collector.eager_totals()
     for (file, line), n in eager.items():
         ops = eager_ops.get((file, line), {})
         out.append({"file": file, "line": line, "count": n,

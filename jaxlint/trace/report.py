@@ -249,9 +249,10 @@ def cross_check(findings: list, recs: list, collector: Collector, failure_sites:
             else:
                 evidence = "not observed: no host-to-device copy from this line"
         elif kind == "eager":
-            n = sum(c for (f, l), c in collector.eager.items() if _real(f) == file and l == line)
+            counts, _, by_line = collector.eager_totals()
+            n = sum(c for (f, l), c in counts.items() if _real(f) == file and l == line)
             ops: dict = {}
-            for (f, l), o in collector.eager_ops.items():
+            for (f, l), o in by_line.items():
                 if _real(f) == file and l == line:
                     for k, v in o.items():
                         ops[k] = ops.get(k, 0) + v

@@ -128,16 +128,21 @@ class UserFiles:
                 return True
         return False
 
-    def site(self, frame) -> tuple:
-        """(file, line) of the innermost frame, from ``frame`` outwards, in user code."""
+    def user_frame(self, frame):
+        """The innermost frame, from ``frame`` outwards, in user code; None when there is none."""
         f, lib = frame, self.not_user
         while f is not None:
             try:  # past the files known not to be the user's, in few steps
                 while f.f_code.co_filename in lib:
                     f = f.f_back
             except AttributeError:  # walked past the outermost frame
-                break
+                return None
             if self(f.f_code.co_filename):
-                return (f.f_code.co_filename, self.line(f))
+                return f
             f = f.f_back
-        return ("<outside user code>", 0)
+        return None
+
+    def site(self, frame) -> tuple:
+        """(file, line) of the innermost frame, from ``frame`` outwards, in user code."""
+        f = self.user_frame(frame)
+        return (f.f_code.co_filename, self.line(f)) if f is not None else ("<outside user code>", 0)

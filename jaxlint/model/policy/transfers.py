@@ -234,8 +234,7 @@ def _numpy_array(m, v: ast.AST, scope, depth: int) -> bool:
         if ev is None or ev.kind != "assign" or ev.value is None or ev.value is v:
             return False
         return (_numpy_array(m, ev.value, ev.scope, depth + 1)
-                or (ev.plain_assign and isinstance(ev.value, ast.Call) and _host_data(m, ev)
-                    and not isinstance(ev.value, (ast.List, ast.Tuple, ast.ListComp))))
+                or (ev.plain_assign and isinstance(ev.value, ast.Call) and _host_data(m, ev)))  # a NumPy call
     if isinstance(v, ast.Call):
         return m.resolve(v.func, scope) in _SKLEARN_ARRAYS
     return False
