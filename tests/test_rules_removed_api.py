@@ -673,6 +673,30 @@ def test_device_array_and_the_config_submodule_also_in_annotations():
     """)
 
 
+def test_the_key_array_annotations_removed_in_0_4_24():
+    """Fresh set AV: `PRNGKeyArray` (an alias of `KeyArray`, both gone at jax-v0.4.24) imported, and
+    evaluated in a def's annotations at import; the string annotation and the postponed module are not."""
+    assert_marked("""
+    from jax.random import PRNGKeyArray  # expect: JAX404
+    import jax.random as jr
+
+    def make(key: jr.PRNGKeyArray, n: int):  # expect: JAX404
+        return jr.normal(key, (n,))
+
+    def older(key: jr.KeyArray):  # expect: JAX404
+        return key
+
+    def quoted(key: "jr.PRNGKeyArray"):
+        return key
+
+    def body(key):
+        k: jr.PRNGKeyArray = key  # a local's annotation is never evaluated, even with a value
+        return k
+    """)
+    [msg] = messages("import jax\ndef f(k: jax.random.PRNGKeyArray):\n    return k\n", "JAX404")
+    assert "removed in JAX 0.4.24" in msg and "`jax.Array`" in msg
+
+
 def test_postponed_annotations_are_not_evaluated():
     assert findings("""
     from __future__ import annotations
@@ -1036,3 +1060,18 @@ if 'COLAB_TPU_ADDR' in os.environ:
     # the module-level import stays a finding (it fails at import on every runtime); the guarded call does not
     assert findings("import os\nimport jax\nimport jax.tools.colab_tpu as ct\n\n"
                     "if os.environ.get('COLAB_TPU_ADDR'):\n    ct.setup_tpu()\n") == [(3, "JAX404")]
+
+
+def test_a_class_in_a_function_evaluates_its_field_annotations():
+    """A class body's annotated fields are evaluated when the class statement runs, also where the
+    class is defined inside a function; the function's own annotated locals are not."""
+    assert_marked("""
+    import jax.numpy as jnp
+
+    def build():
+        local: jnp.DeviceArray = jnp.ones(3)
+
+        class Field:
+            value: jnp.DeviceArray = None  # expect: JAX404
+        return Field, local
+    """)

@@ -86,6 +86,9 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.random.KeyArray: deprecated in 0.4.16 (JEP 9263: `jax.Array` is the annotation for keys), removed in
 #   0.4.24 (changelog 0.4.24; downstream fixes cite it: jax-md PR 299, scib-metrics "JAX 0.4.24 removed
 #   random.KeyArray"); absent in 0.10.2. Found on fresh set C (an annotation raising at import).
+#   jax.random.PRNGKeyArray, its alias, went with it (changelog 0.4.24, "From jax.random: PRNGKeyArray,
+#   KeyArray, ..."; in jax/random.py's ``_deprecations`` at jax-v0.4.23, absent at jax-v0.4.24). Found on
+#   fresh set AV's blind catalogue (an import and annotations evaluated at import).
 # - jax.lib.xla_bridge.get_backend, get_compile_options: deprecated in 0.4.32 and 0.7.0 (changelog), removed
 #   in 0.8.0 (jax commit 66760f71ad, 2025-09-22, between the 0.7.2 and 0.8.0 releases: "Remove deprecated
 #   symbols from ... jax.lib.xla_bridge"; changelog 0.8.0, "The deprecated functions in jax.lib.xla_bridge
@@ -168,6 +171,7 @@ TABLE = {e.name: e for e in (
             "migrate_pmap.html#drop-in-replacements)"),
     Removed("jax.numpy.DeviceArray", (0, 4, 14), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.random.KeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
+    Removed("jax.random.PRNGKeyArray", (0, 4, 24), "`jax.Array`", "jax.Array", (0, 4, 1)),
     Removed("jax.random.shuffle", (0, 4, 31), "`jax.random.permutation(key, x, axis, independent=True)`"),
     Removed("jax.core.canonicalize_shape", (0, 4, 31), "a tuple of Python ints (`tuple(int(d) for d in shape)`)"),
     Removed("jax.lib.xla_bridge.get_backend", (0, 8, 0), "`jax.extend.backend.get_backend()` "

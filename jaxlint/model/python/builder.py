@@ -284,8 +284,10 @@ class _Builder:
         self.m.watched_attrs.extend(annotation_attributes(exprs, self.annotation_attrs))
 
     def v_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if self.watch_annotations and (self.func is None or node.value is not None):
-            self._annotations([node.annotation])  # a local's bare annotation is never evaluated
+        if self.watch_annotations and self.scope.kind != "function":
+            # a function's annotated assignments never evaluate their annotation, with a value or without
+            # (PEP 526; ``x: undefined = 1`` in a def runs): only module and class level ones do
+            self._annotations([node.annotation])
         if node.value is not None:
             self.visit(node.value)
             self.visit(node.target)
