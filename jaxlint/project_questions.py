@@ -43,13 +43,15 @@ class Questions:
         return self.answer(path, ("update", name, positions, keywords, grads), lambda model: remote_update(
             model, name, positions, keywords, grads), None, (b"update", b"apply_gradients"))
 
-    def eager_gradient_step(self, path: str, name: str):
+    def eager_gradient_step(self, path: str, name: str, plain: bool = False):
         """Where the top-level function ``name`` of the project file ``path``, plain Python, computes a
         gradient eagerly: ``(line, transform, target)`` (:func:`~jaxlint.model.facts.eagerwork.remote_eager_step`),
-        or None; as :meth:`answer`. A file that spells no ``grad`` is not modelled."""
+        or None; as :meth:`answer`. A file that spells no ``grad`` is not modelled; asked of a function whose
+        summary shows no gradient transform on it (``plain``), nor one that calls no ``grad(``."""
         from .model.facts.eagerwork import remote_eager_step
 
-        return self.answer(path, ("eager-step", name), lambda model: remote_eager_step(model, name), None, (b"grad",))
+        return self.answer(path, ("eager-step", name), lambda model: remote_eager_step(model, name), None,
+                           (b"grad(",) if plain else (b"grad",))
 
     def timer_method(self, path: str, cls: str, method: str) -> bool:
         """Whether ``method`` of the top-level class ``cls`` of the project file ``path`` is a timer's context

@@ -620,3 +620,79 @@ def test_cli_commands_are_entry_points():
     found = {f.name: cli_command(m, f) for f in m.functions}
     assert found == {"cli": "`@click.group()`", "a": "`@cli.command()`", "b": "`@app.command()`",
                      "c": "`@click.command()`", "d": None, "e": None}
+
+
+_SARSA_UTILS = """
+import jax
+from flax import nnx
+
+def loss(model, obs, target):
+    return (model(obs) - target) ** 2
+
+def update(model, obs, target, optimizer):
+    grads = nnx.grad(loss)(model, obs, target)
+    optimizer.update(model, grads)
+
+@nnx.jit
+def jitted_update(model, obs, target, optimizer):
+    grads = nnx.grad(loss)(model, obs, target)
+    optimizer.update(model, grads)
+
+@jax.jit
+def compiled_loss(params, x):
+    return (params * x).sum()
+
+def update_of_compiled(params, x):
+    return jax.grad(compiled_loss)(params, x)
+
+def act(model, obs):
+    return model(obs)
+"""
+
+_SARSA_TRAIN = """
+import jax
+from utils import update, jitted_update, update_of_compiled, act
+
+def train(model, optimizer, env, episodes):
+    for episode in range(episodes):
+        obs = env.reset()
+        for t in range(500):
+            target = act(model, obs)
+            update(model, obs, target, optimizer)
+        for t in range(500):
+            jitted_update(model, obs, target, optimizer)
+        step = jax.jit(update)
+        for t in range(500):
+            step(model, obs, target, optimizer)
+        for t in range(500):
+            update_of_compiled(model, obs)
+
+train(None, None, None, 1000)
+"""
+
+
+def test_a_plain_helper_of_another_module_that_computes_a_gradient_runs_eagerly_in_the_loop(tmp_path):
+    """Fresh set AV (SARSA): `update(...)` of a sibling `utils.py`, a plain function whose body runs
+    `nnx.grad(loss)(...)` and the optimizer's update, called every environment step: the whole step runs op
+    by op. Near misses in the same loop: the helper compiled there (`@nnx.jit`), or wrapped where it is
+    called (`jax.jit(update)`), a helper whose gradient is of a jitted function, and a helper with no
+    gradient at all."""
+    root = make(tmp_path, {"utils.py": _SARSA_UTILS, "train.py": _SARSA_TRAIN})
+    got = path_default_codes(root / "train.py")
+    assert [c for c in got if c[1] == "JAX701"] == [(10, "JAX701")]
+    # without the gradient call the helper is not modelled, and nothing is reported
+    plain = make(tmp_path / "nograd", {
+        "utils.py": _SARSA_UTILS.replace("nnx.grad(loss)(model, obs, target)", "model"),
+        "train.py": _SARSA_TRAIN})
+    assert [c for c in path_default_codes(plain / "train.py") if c[1] == "JAX701"] == []
+
+
+def test_a_file_that_calls_no_gradient_transform_is_not_modelled_for_a_plain_helper(tmp_path):
+    root = make(tmp_path, {"helpers.py": """
+        import jax
+        def step(params, grads):
+            return jax.tree_util.tree_map(lambda p, g: p - g, params, grads)  # no gradient transform called here
+    """})
+    resolver = ProjectResolver()
+    assert resolver.eager_gradient_step(str(root / "helpers.py"), "step", plain=True) is None
+    assert not resolver._full_models  # answered from the bytes: no full model built

@@ -402,14 +402,17 @@ def _remote_step(m, call: ast.Call) -> Optional[EagerStep]:
     if not isinstance(call.func, (ast.Name, ast.Attribute)) or m.in_traced_code(call) or runs_compiled(m, call):
         return None
     wrap = callables.callable_info(m, call.func, m.scope_at(call))
-    if wrap is None or wrap.kind != "transform":
-        return None  # the other module's summary shows no transform on it: not asked (a full model of that file)
+    if wrap is not None and wrap.kind != "transform":
+        return None  # compiled there (or another known callable): its passes are not eager
     other = callables.imported_function(m, call.func, m.scope_at(call))
     project = getattr(other[0], "project", None) if other is not None else None
     path = getattr(other[0], "path", None) if other is not None else None
     if project is None or path is None:
         return None
-    found = project.eager_gradient_step(path, other[1])
+    # a plain function there (its summary shows no transform): asked only of a file that calls a gradient
+    # transform (``grad(``): a full model of that file per question costs (fresh AV: a SARSA helper's
+    # ``nnx.grad(loss)(...)`` and ``optimizer.update`` run per environment step from another module)
+    found = project.eager_gradient_step(path, other[1], plain=wrap is None)
     if found is None:
         return None
     line, transform, target, decorated = found
