@@ -24,6 +24,8 @@ class ShapeChurn(Rule):
                "loop), built with a size from the loop (`f(jnp.ones(n))`, `f(jnp.arange(t))`, `f(jnp.zeros((n, "
                "d)))`), stacked from a list that grows each iteration (`buf.append(x); f(jnp.stack(buf))`), "
                "converted from per-item data of varying length (`f(jnp.array([vocab[w] for w in s.split()]))`), "
+               "collected by a loop that ends on data (an episode's `rewards.append(r)` in `while not done:`, then "
+               "`f(rewards)` or `f(jnp.stack(rewards))`), "
                "drawn from a list of arrays built with different sizes (`for x in [make(n) for n in sizes]`), or "
                "selected by a boolean mask the loop recomputes (`f(x[x[:, 0] > 0])`, a rollout's `obs = "
                "next_obs[~dones]` before the next iteration's call); "
@@ -34,7 +36,7 @@ class ShapeChurn(Rule):
                "(`idx = generate_step(params, idx)` returning `jnp.concatenate([idx, token])`).")
     rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
                  "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
-                 "buffer, a tokenized sentence, the rows a boolean mask keeps) is traced and compiled again for every new "
+                 "buffer, a tokenized sentence, an episode's rewards, the rows a boolean mask keeps) is traced and compiled again for every new "
                  "shape: every iteration "
                  "when it grows with a counter, once per distinct length when it follows the data, once per size "
                  "when the sizes are listed. Pad to a fixed length (or a few bucket sizes) and pass the valid "
@@ -232,6 +234,8 @@ _CHURN_FIX = {
     "sized": "pass size= (and fill_value=) so the result has a fixed size, and mask the fill",
     "converted": "pad every item to a fixed length (or a few bucket lengths) and pass the length or a mask",
     "drawn": "pad them to one size (or a few bucket sizes) and pass the lengths or masks",
+    "collected": ("pad it to a fixed length (the longest run, or a few bucket lengths) and pass the length or a "
+                  "mask, or collect into a fixed-size device buffer (`buf.at[t].set(x)`)"),
     "masked": ("keep every row and pass the mask into the jitted function (weight or `jnp.where` the dropped "
                "rows), so every call has the same shape"),
 }

@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from ... import names as N
-from . import callables, rowmasks
+from . import callables, collected, rowmasks
 from ..python import limits as L
 from . import loops as loopfacts
 from .loops import loop_iterable
@@ -248,7 +248,7 @@ class ShapeVariance:
                 return self._drawn(ev.value, depth + 1)
             return None
         if ev.plain_assign and any(lp in self.loops for lp in ev.loops):
-            return self._source(ev.value, depth + 1)
+            return self._source(ev.value, depth + 1) or collected.collected_list(self, name, ev)
         carried = rowmasks.carried_selection(self, name)
         if carried is not None:
             return carried
@@ -276,6 +276,10 @@ class ShapeVariance:
                     return ShapeSource("stacked", f"is `{func}` of `{src.id}`, a list that gets "
                                                   f"{'an item' if every else 'items'} in the loop", every,
                                        f"length of `{src.id}`")
+                ev = self.m.binding(src.id, self.scope, _pos(src))
+                found = collected.collected_list(self, src, ev, func) if ev is not None else None
+                if found is not None:
+                    return found
             ragged = self._ragged_list(src, depth + 1)
             if ragged is not None:
                 return ShapeSource("converted", f"is `{func}` of a list made from {ragged}, whose length changes from item to item",
