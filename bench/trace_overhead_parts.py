@@ -21,6 +21,7 @@ jaxlint itself):
                 so no call checks it)
     gapN        past a function's first calls, hand the watcher at most one call per N ms (steps.WATCH_GAP;
                 shipped: 10)
+    sampleN     one sample of the idle host's stack per N ms of idle time (steps.SAMPLE_SECONDS; shipped: 5)
     at=DIR      jaxlint as shipped, imported from DIR (another commit's checkout, e.g. made with
                 `git archive COMMIT jaxlint | tar -x -C DIR`): two versions compared in one interleaved run
 Prints each variant's loop seconds (median of the runs, interleaved) and its ratio to plain python.
@@ -76,6 +77,8 @@ def _switch_off(variant: str) -> None:
         stale.watch = lambda watches, key, fun, user_file: None
     elif variant.startswith("gap"):
         steps.WATCH_GAP = float(variant[3:]) / 1000
+    elif variant.startswith("sample"):
+        steps.SAMPLE_SECONDS = float(variant[6:]) / 1000
 
 
 def _loop_seconds(cmd: list, env=None) -> float:
