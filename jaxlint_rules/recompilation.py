@@ -281,7 +281,9 @@ class JitPerCall(Rule):
                "given the training step, or a small helper whose result is the compiled call. Also a `lax` loop or "
                "branch outside jit whose body is a function the enclosing function defines (`def body(c, x): ...; "
                "jax.lax.scan(body, ...)`, or a lambda) in a function proven to run outside any trace and again "
-               "and again: the body is a new object each call, so the loop is traced and compiled each time.")
+               "and again, or a lambda or `def` made in every iteration of a step loop around the call; and a bound method "
+               "of the instance (`lax.cond(pred, self._explore, self._exploit)` in a per-step method): the body is a "
+               "new object each call, so the loop is traced and compiled each time.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
                  "wrapped callable is a new object each call (a bound method of any instance of a class of the "
                  "module included, for `jax.jit`), so every call retraces and recompiles. Jit once "
@@ -409,10 +411,15 @@ class JitPerCall(Rule):
         (:mod:`~jaxlint.model.facts.freshbodies`): every call traces and compiles the loop again."""
         for found in freshbodies.fresh_body_loops(model):
             call, outer, body = found.call, found.outer, found.body
-            spelled = "a lambda" if isinstance(body.node, ast.Lambda) else f"`{body.name}`"
-            facts = [f"{spelled} is defined inside `{outer.name}`: a new function object on every call, and the "
+            bound = body.parent is None and body.cls is not None  # ``self.method``: a new bound method each read
+            spelled = ("a lambda" if isinstance(body.node, ast.Lambda) else
+                       f"`self.{body.name}`" if bound else f"`{body.name}`")
+            facts = [(f"{spelled} is a bound method, made anew at every read" if bound else
+                      f"{spelled} is defined inside `{outer.name}`") + ": a new function object each time, and the "
                      "loop's trace is cached by that object"]
-            fix = (f"define it once (at module level, taking what it closes over as arguments or carry) or jit "
+            fix = ((f"pass a module-level function (or a staticmethod) instead, given what it reads from `self` as "
+                    f"operands, or jit `{outer.name}`") if bound else
+                   f"define it once (at module level, taking what it closes over as arguments or carry) or jit "
                    f"`{outer.name}`")
             if found.site is not None:  # ``jax.vmap(outer)(x)`` outside jit, every step
                 transform = unparse(found.site.func.func, 30)
@@ -423,6 +430,13 @@ class JitPerCall(Rule):
                                           f"{spelled} is a new function each time, so the compile cache misses; "
                                           f"jit the transformed function once (`jax.jit({transform}({outer.name}))`) "
                                           "or define the body at module level"],
+                                   evidence=facts, facts=[found.eager, found.repeats])
+                continue
+            if found.loop is not None:  # made anew in every iteration of a step loop of ``outer`` itself
+                yield self.finding(call, [f"`{unparse(call.func, 30)}` traces and compiles its body {spelled} again in "
+                                          "every iteration of the loop on ", Line(found.loop.node.lineno),
+                                          f": {spelled} is made anew in each iteration, so the compile cache misses; "
+                                          f"{fix}"],
                                    evidence=facts, facts=[found.eager, found.repeats])
                 continue
             rep = found.rep
@@ -438,8 +452,9 @@ class JitPerCall(Rule):
             yield self.finding(call, [f"`{unparse(call.func, 30)}` traces and compiles its body {spelled} again on every "
                                       f"call of `{outer.name}`",
                                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
-                                      f": {spelled} is defined inside `{outer.name}`, a new function each call, so the "
-                                      "compile cache misses",
+                                      (f": {spelled} is a bound method, a new object each call, so the " if bound else
+                                       f": {spelled} is defined inside `{outer.name}`, a new function each call, so the ")
+                                      + "compile cache misses",
                                       *((" and the measured call on ", Line(rep.call.lineno), " times a compile")
                                         if rep is not None and rep.kind == "timed" else ()),
                                       f"; {fix}"],
