@@ -7,7 +7,8 @@ import ast
 from typing import Iterator
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import callables, growth, ragged
+from jaxlint.model.facts import callables, eagerwork, growth, ragged
+from jaxlint.model.facts.proof import DISPROVEN
 from jaxlint.model.facts import loops as loopfacts
 from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -134,6 +135,16 @@ class ShapeChurn(Rule):
             if not loops:
                 continue
             wrap = callables.callable_info(model, call.func, ctx.scope)
+            jitted = f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile"
+            if wrap is not None and wrap.kind == "transform":
+                # ``grad_func(model, obs)`` with ``grad_func = nnx.value_and_grad(loss)`` and ``loss`` jitted: the
+                # passes run as ``loss``'s compiled programs, one per input shape (fresh set AV)
+                grad = eagerwork.eager_gradient(model, call)
+                target = grad.transform.args[0] if grad is not None and grad.fact.status == DISPROVEN else None
+                wrap = (callables.callable_info(model, target, model.scope_at(grad.transform))
+                        if target is not None else None)
+                jitted = (f"`{unparse(call.func, 40)}` differentiates the jitted `{unparse(target, 30)}`: its passes "
+                          "are compiled for each new input shape") if wrap is not None else jitted
             if wrap is None or wrap.kind not in ("jit", "pmap", "filter_jit"):
                 continue
             if roles.loop_role(model, ctx.loops[-1], ctx).kind == roles.BENCHMARK:
@@ -147,7 +158,7 @@ class ShapeChurn(Rule):
                 if i not in static_pos:
                     args.append(arg)
             args += [kw.value for kw in call.keywords if kw.arg is not None and kw.arg not in static_names]
-            reported = False
+            reported = collected_reported = False
             for arg in args:
                 size = ragged.ragged_batch(churn, arg, ctx)
                 if size is not None:
@@ -166,7 +177,7 @@ class ShapeChurn(Rule):
                 if grown is not None:
                     g, bound = grown
                     upto = f" until it reaches `{bound}`" if bound else ""
-                    facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
+                    facts = [jitted,
                              f"`{g.name}` grows by `{unparse(g.call.func, 30)}` in every iteration of the loop on line "
                              f"{g.loop.node.lineno} (line {g.call.lineno}), and `{unparse(arg, 30)}` "
                              f"{'is' if bound is None else 'is a slice of'} it"]
@@ -180,8 +191,10 @@ class ShapeChurn(Rule):
                     continue
                 src = churn.shape_source(arg, ctx)
                 if src is not None:
-                    facts = [f"`{unparse(call.func, 40)}` is jitted: each new input shape is a new compile",
-                             f"`{unparse(arg, 30)}` {src.origin}, in the loop on line {loops[-1].node.lineno}"]
+                    if src.kind == "collected" and collected_reported:
+                        continue  # the batch's other lists, filled by the same loop: the same compiles
+                    collected_reported = collected_reported or src.kind == "collected"
+                    facts = [jitted, f"`{unparse(arg, 30)}` {src.origin}, in the loop on line {loops[-1].node.lineno}"]
                     if src.proof is not None:
                         facts.append(src.proof)
                     yield self.finding(arg, _churn_message(unparse(arg, 30), unparse(call.func), src), evidence=facts)

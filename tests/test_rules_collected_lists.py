@@ -95,6 +95,28 @@ def train(env, policy, episodes):
                 break
         value = loss(jnp.stack(observations))  # expect: JAX304
 """,
+
+
+    # a batch of episodes: each episode's list extends the batch's; the gradient of a jitted loss compiles per
+    # shape (fresh set AV: `grad_func = nnx.value_and_grad(loss)` with `loss` under `nnx.jit`); one finding a call
+    _HEAD + """
+def train(env, policy, iterations):
+    grad_fn = jax.value_and_grad(loss)
+    for it in range(iterations):
+        batch_obs, batch_act = [], []
+        for _ in range(10):
+            episode_obs, episode_act = [], []
+            done = False
+            obs = env.reset()
+            while not done:
+                act = policy(obs)
+                episode_obs.append(obs)
+                episode_act.append(act)
+                obs, reward, done, info = env.step(act)
+            batch_obs.extend(episode_obs)
+            batch_act.extend(episode_act)
+        value, grads = grad_fn(jnp.stack(batch_obs) + jnp.stack(batch_act))  # expect: JAX304
+""",
 ]
 
 
@@ -165,6 +187,22 @@ def train(env, policy, episodes):
                 rewards.pop(0)
         g = returns_of(rewards)
 """,
+    # the gradient of a plain function: no compiled program to compile again (its eager ops are JAX701's)
+    _HEAD + """
+def plain_loss(obs):
+    return jnp.sum(obs ** 2)
+
+def train(env, policy, episodes):
+    grad_fn = jax.grad(plain_loss)
+    for episode in range(episodes):
+        observations = []
+        done = False
+        obs = env.reset()
+        while not done:
+            observations.append(obs)
+            obs, reward, done, info = env.step(policy(obs))
+        g = grad_fn(jnp.stack(observations))
+""",
 ]
 
 
@@ -177,7 +215,7 @@ def test_jax304_collected_list_message_and_evidence():
     src = textwrap.dedent(_POSITIVE[0])
     result = check_source(src, "t.py", [ShapeChurn()])
     (f,) = [f for f in result.findings if f.code == "JAX304"]
-    assert "a list a `while` loop fills until `done` (which that loop computes) ends it" in f.message
+    assert "is a list filled by a loop that `done` ends (a value that loop computes)" in f.message
     assert "once per distinct length of `rewards`" in f.message
     assert any("a new empty list in every iteration" in e and "stops when `done` says so" in e
                for e in f.evidence), f.evidence

@@ -19,6 +19,55 @@ _GROW = ("append", "extend", "insert")
 _SHRINK = ("pop", "popleft", "clear", "remove")
 
 
+def _filler(m, scope, name: str, ev, inner, depth: int) -> Optional[tuple]:
+    """``(loop, name)``: the loop that ends on data and fills the list ``name`` (bound by ``ev`` to an empty
+    list at the start of each iteration of ``inner``), directly or through a list it extends ``name`` with that
+    such a loop fills (``batch.extend(episode)`` per episode of a batch); None when nothing shows the length
+    follows the data, or something in ``inner`` shortens the list."""
+    if depth > 2 or not _new_empty_list(m, ev, scope):
+        return None
+    if not ev.loops or ev.loops[-1] is not inner:
+        return None
+    filler = None
+    for method in (*_GROW, *_SHRINK):
+        for c in m.calls_by_name.get(method, ()):
+            f = c.func
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name):
+                continue
+            cctx = m.context(c)
+            if cctx is None or cctx.scope is not scope or inner not in cctx.loops:
+                continue
+            if m.binding(name, scope, _pos(f.value)) is not ev:
+                continue
+            if method in _SHRINK:
+                return None
+            for w in cctx.loops[cctx.loops.index(inner) + 1:]:
+                until = ends_on_data(m, w, scope)
+                if until is not None:
+                    filler = filler or (w, until)
+            part = c.args[0] if method == "extend" and len(c.args) == 1 else None
+            if filler is None and isinstance(part, ast.Name) and cctx.loops[-1] is not inner:
+                ev2 = m.binding(part.id, scope, _pos(part))
+                if ev2 is not None and ev2.scope is scope:
+                    filler = _filler(m, scope, part.id, ev2, cctx.loops[-1], depth + 1)
+    return filler
+
+
+def _new_empty_list(m, ev, scope) -> bool:
+    """Whether ``ev`` binds its name to a new empty list: ``xs = []``, ``xs = list()``, or one element of a
+    tuple of them (``obs, acts = [], []``)."""
+    if ev.kind != "assign":
+        return False
+    value = ev.value
+    if ev.path is not None:
+        if len(ev.path) != 1 or not isinstance(value, (ast.Tuple, ast.List)) or ev.path[0] >= len(value.elts):
+            return False
+        value = value.elts[ev.path[0]]
+    return (isinstance(value, ast.List) and not value.elts) or (
+        isinstance(value, ast.Call) and not value.args and not value.keywords
+        and m.resolve(value.func, scope) == "builtins.list")
+
+
 def ends_on_data(m, loop, scope) -> Optional[str]:
     """The name whose value, computed by a call in the body of the ``while`` loop ``loop``, decides when
     it stops: the loop's test reads it (``while not done:``), or a ``break`` under an ``if`` that reads it
@@ -60,43 +109,20 @@ def _rebound_by_call(scope, name: str, loop) -> bool:
 
 
 def collected_list(sv, name: ast.Name, ev, via: str = "") -> Optional[ShapeSource]:
-    """When the list ``name`` (``via``: the function that stacks it, as spelled, or empty when it is passed whole) (bound by ``ev`` to an empty list in the innermost loop around the call,
-    before it, so each iteration starts a new one) is filled by a loop nested in that iteration which
-    ends on data (:func:`ends_on_data`), and nothing in that iteration shortens it: its
-    :class:`ShapeSource` ("collected", one shape per distinct length). None otherwise."""
+    """When the list ``name`` (bound by ``ev`` to an empty list in the innermost loop around the call, before
+    it, so each iteration starts a new one) is filled by a loop nested in that iteration which ends on data
+    (:func:`ends_on_data`), directly or through lists it is extended with, and nothing in that iteration
+    shortens it: its :class:`ShapeSource` ("collected", one shape per distinct length). ``via``: the
+    function that stacks it, as spelled, or empty when the list is passed whole. None otherwise."""
     m, ctx = sv.m, sv._call_ctx
     if ctx is None or not ctx.loops or not sv.loops or ev.scope is not sv.scope:
         return None
-    value = ev.value if ev.plain_assign else None
-    if not (isinstance(value, ast.List) and not value.elts or (
-            isinstance(value, ast.Call) and not value.args and not value.keywords
-            and m.resolve(value.func, sv.scope) == "builtins.list")):
-        return None
     inner = ctx.loops[-1]
-    if not ev.loops or ev.loops[-1] is not inner:
-        return None
-    filler = None
-    for method in (*_GROW, *_SHRINK):
-        for c in m.calls_by_name.get(method, ()):
-            f = c.func
-            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name.id):
-                continue
-            cctx = m.context(c)
-            if cctx is None or cctx.scope is not sv.scope or inner not in cctx.loops:
-                continue
-            if m.binding(name.id, sv.scope, _pos(f.value)) is not ev:
-                continue
-            if method in _SHRINK:
-                return None
-            deeper = cctx.loops[cctx.loops.index(inner) + 1:]
-            for w in deeper:
-                until = ends_on_data(m, w, sv.scope)
-                if until is not None:
-                    filler = filler or (w, until)
+    filler = _filler(m, sv.scope, name.id, ev, inner, 0)
     if filler is None:
         return None
     w, until = filler
-    what = f"a list {'a `while`' if isinstance(w.node, ast.While) else 'a'} loop fills until `{until}` (which that loop computes) ends it"
+    what = f"a list filled by a loop that `{until}` ends (a value that loop computes)"
     return ShapeSource("collected", f"is `{via}` of `{name.id}`, {what}" if via else f"is {what}",
                        False, f"length of `{name.id}`",
                        proof=f"`{name.id}` is a new empty list in every iteration of the loop on line "

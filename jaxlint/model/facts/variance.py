@@ -247,8 +247,11 @@ class ShapeVariance:
             if lp is not None and ev.path is None and loop_iterable(lp.node) is ev.value:
                 return self._drawn(ev.value, depth + 1)
             return None
-        if ev.plain_assign and any(lp in self.loops for lp in ev.loops):
-            return self._source(ev.value, depth + 1) or collected.collected_list(self, name, ev)
+        if ev.kind == "assign" and any(lp in self.loops for lp in ev.loops):
+            found = (self._source(ev.value, depth + 1) if ev.plain_assign else None) or collected.collected_list(
+                self, name, ev)
+            if found is not None or ev.plain_assign:
+                return found
         carried = rowmasks.carried_selection(self, name)
         if carried is not None:
             return carried
