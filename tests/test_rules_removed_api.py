@@ -123,6 +123,20 @@ def test_the_jax_api_module_removed_in_0_2_21():
     assert "removed in JAX 0.2.21" in messages("from jax.api import jit\n", "JAX404")[0]
 
 
+def test_jax_experimental_optix_removed_in_0_2_7():
+    """Fresh set AX: haiku/rlax notebooks of 2020 import `jax.experimental.optix`, deleted in 0.2.7 for optax."""
+    assert_marked("""
+        from jax.experimental import optix  # expect: JAX404
+        import jax.experimental.optix as ox  # expect: JAX404
+        import optax
+
+        opt = optix.adam(1e-3)
+        tx = optax.adam(1e-3)
+    """)
+    [msg] = messages("from jax.experimental import optix\n", "JAX404")
+    assert "removed in JAX 0.2.7" in msg and "`optax`" in msg
+
+
 def test_jax_partial_removed_in_0_2_21_is_still_read_as_functools_partial():
     # fresh set Z: `from jax import random, partial, jit, lax` (an MCMC benchmark pinned to jax 0.2.5); the
     # `@partial(jit, ...)` kernel it decorates is a jitted function (its per-step call, JAX803 with --pedantic)

@@ -104,6 +104,10 @@ def _tree(old: str, new: str) -> Removed:
 # - jax.api (the module; its names moved to jax._src.api and are exported by jax itself): jax/api.py is in the
 #   0.2.20 sdist, not in 0.2.21's; `import jax.api` raises ModuleNotFoundError on 0.10.2 (probed). Found by the
 #   reviewer of fresh set F's findings (fourier-feature-networks' kernel_spreading notebook).
+# - jax.experimental.optix (the optimizer library that became optax): deleted in 0.2.7 (changelog 0.2.7,
+#   "`jax.experimental.optix` has been deleted, in favor of the standalone `optax` Python package";
+#   jax/experimental/optix.py at jax-v0.2.6, not at jax-v0.2.7). Found on fresh set AX's blind catalogue (two
+#   notebooks importing it with haiku and rlax).
 # - jax.partial (a re-export of functools.partial, "TODO(phawkins): update callers to use functools.partial"):
 #   in jax/__init__.py at jax-v0.2.20, not at jax-v0.2.21 (read from the git tags on 2026-12-06). Found on
 #   fresh set Z (an MCMC benchmark's `from jax import random, partial, jit, lax`: the import fails).
@@ -146,6 +150,8 @@ TABLE = {e.name: e for e in (
             "flax/equinox", module=True),
     Removed("jax.experimental.optimizers", (0, 3, 16), "`jax.example_libraries.optimizers` (JAX 0.2.25 and "
             "later), or optax", module=True),
+    Removed("jax.experimental.optix", (0, 2, 7), "`optax` (the same transformations: `optax.adam`, "
+            "`optax.chain`, ...)", module=True),
     Removed("jax.experimental.loops", (0, 3, 16), "`jax.lax.fori_loop`, `jax.lax.scan` or `jax.lax.while_loop`",
             module=True),
     Removed("jax.experimental.maps", (0, 4, 31), "`jax.shard_map` (or `jax.vmap` with `spmd_axis_name`) for "
