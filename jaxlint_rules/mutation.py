@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the edit library is imported where a fix is built: a plain 
 from jaxlint.model import ModuleModel, at_update, is_str_key
 from jaxlint.model.python import rebinding
 from jaxlint.model.python.syntax import catching_handler
-from jaxlint.model.facts import refs
+from jaxlint.model.facts import immutablestate, refs
 from jaxlint.rule import Finding, Rule, unparse
 from jaxlint.model.facts import values as V
 
@@ -238,13 +238,16 @@ class DiscardedFunctionalUpdate(Rule):
     fixable = True
     summary = ("Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused; and a "
                "`jax.numpy` function called as a statement inside a function (`jnp.nan_to_num(x, copy=False)`), "
-               "whose result is the only thing it makes.")
+               "whose result is the only thing it makes; and `state.replace(...)` as a statement on a flax `TrainState` "
+               "or struct dataclass the module shows (the result of `apply_gradients`, `TrainState.create`, or a "
+               "parameter annotated with such a class).")
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
                  "the result: `x = x.at[i].set(v)`. The same holds for NumPy's in-place habits ported to "
                  "`jax.numpy`: `jnp.nan_to_num(x, copy=False)` and `jnp.fill_diagonal(x, v, inplace=False)` return "
-                 "the new array and leave `x` as it was. (At a notebook's top level a bare expression may be its "
-                 "cell's displayed value: not reported there.)")
+                 "the new array and leave `x` as it was; flax's `TrainState` and struct dataclasses are frozen, and "
+                 "`state.replace(rngs=new_keys)` returns a new state. (At a notebook's top level a bare expression "
+                 "may be its cell's displayed value: not reported there.)")
     bad = """
         import jax.numpy as jnp
 
@@ -281,6 +284,41 @@ class DiscardedFunctionalUpdate(Rule):
                                      f"(JAX arrays are immutable); assign it back: `{x} = {unparse(call, 50)}`",
                                self._fix(model, call))
         yield from self._discarded_numpy(model, unused)
+        yield from self._discarded_replace(model, unused)
+
+    def _discarded_replace(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
+        """``state.replace(rngs=...)`` as a statement on a flax ``TrainState`` (or another flax struct):
+        it returns a new object and leaves ``state`` as it was, so the update is lost."""
+        for call in model.calls_named({"replace"}):
+            func = call.func
+            if id(call) not in unused or not isinstance(func, ast.Attribute) or func.attr != "replace" \
+                    or not isinstance(func.value, ast.Name) or call.args:
+                continue
+            scope = model.scope_at(call)
+            if getattr(model, "notebook", False) and scope is model.module_scope:
+                continue  # a notebook cell's bare expression may be its displayed value
+            why = immutablestate.immutable_state(model, func.value, scope)
+            if why is None:
+                continue
+            x = func.value.id
+            facts = [why, "flax's struct dataclasses are frozen: `.replace(...)` returns a new object and changes "
+                          "nothing", "the call is a statement of its own: its result is not used"]
+            yield self.finding(call, f"`{x}.replace(...)` returns a new object and leaves `{x}` unchanged (flax's "
+                                     f"`TrainState` and struct dataclasses are immutable), so the update is lost; "
+                                     f"assign it: "
+                                     f"`{x} = {unparse(call, 50)}`", self._fix_replace(model, call), evidence=facts)
+
+    @staticmethod
+    @_never_raises
+    def _fix_replace(model: ModuleModel, call: ast.Call) -> Optional[Fix]:
+        """``state.replace(...)`` as an expression statement -> ``state = state.replace(...)``."""
+        stmt = rebinding.statement_of(model, call)
+        receiver = call.func.value
+        if not isinstance(stmt, ast.Expr) or stmt.value is not call or not _rebinding_is_safe(model, receiver.id, stmt):
+            return None
+        from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+
+        return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
 
     def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
         """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy

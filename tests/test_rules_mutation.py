@@ -749,3 +749,100 @@ def test_jax401_an_assignment_whose_error_is_caught_is_opt_in():
         pass
     """
     assert_marked(src)
+
+
+# --------------------------------------------------------------------------- JAX403: a discarded state.replace
+
+
+def test_jax403_a_discarded_replace_of_a_flax_train_state():
+    """Fresh set AX (a NeRF): `state.replace(rngs=...)` as a statement in the jitted step, after `state =
+    state.apply_gradients(...)`: flax's TrainState is frozen, so the new keys are lost and every step samples
+    with the same ones. Also a parameter annotated with a TrainState subclass, a `TrainState.create` result,
+    a `flax.struct.dataclass` and a `PyTreeNode`."""
+    assert_marked("""
+    import jax
+    from flax import struct
+    from flax.training import train_state
+
+    class TrainState(train_state.TrainState):
+        rngs: jax.Array = None
+
+    @struct.dataclass
+    class Carry:
+        step: int
+
+    class Node(struct.PyTreeNode):
+        count: int
+
+    @jax.jit
+    def train_step(state, grads):
+        state = state.apply_gradients(grads=grads)
+        state.replace(rngs=jax.random.split(state.rngs[1]))  # expect: JAX403
+        return state
+
+    def bump(state: TrainState, carry: Carry, node: Node):
+        state.replace(step=state.step + 1)  # expect: JAX403
+        carry.replace(step=carry.step + 1)  # expect: JAX403
+        node.replace(count=node.count + 1)  # expect: JAX403
+        return state
+
+    def make(apply_fn, params, tx):
+        state = TrainState.create(apply_fn=apply_fn, params=params, tx=tx)
+        state.replace(rngs=None)  # expect: JAX403
+        return state
+    """)
+
+
+def test_jax403_replace_near_misses():
+    """Not reported: the result used, a string's `replace` (positional arguments), an object of unknown type,
+    a class of the module with its own (mutating) `replace`, a notebook's top-level value."""
+    assert_clean("""
+    import jax
+
+    class Config:
+        def replace(self, **kw):
+            self.__dict__.update(kw)
+            return self
+
+    def f(state, text, cfg: Config, other):
+        state = state.apply_gradients(grads=None)
+        state = state.replace(step=1)
+        new = state.replace(step=2)
+        text.replace("a", "b")
+        cfg.replace(lr=0.1)
+        other.replace(step=3)
+        return state, new
+    """)
+
+
+def test_jax403_replace_message_and_fix(tmp_path, capsys):
+    src = textwrap.dedent("""
+    import jax
+
+    @jax.jit
+    def train_step(state, grads):
+        state = state.apply_gradients(grads=grads)
+        state.replace(rngs=jax.random.split(state.rngs[1]))
+        return state
+    """)
+    (msg,) = messages(src, "JAX403")
+    assert msg.startswith("`state.replace(...)` returns a new object and leaves `state` unchanged")
+    assert "so the update is lost; assign it: `state = state.replace(rngs=jax.random.split(" in msg
+    from jaxlint.cli import main
+
+    p = tmp_path / "m.py"
+    p.write_text(src)
+    main(["check", "--no-cache", "--fix", "--select", "JAX403", str(p)])
+    assert "\n    state = state.replace(rngs=jax.random.split(state.rngs[1]))\n" in p.read_text()
+
+
+def test_runtime_a_train_state_replace_changes_nothing():
+    pytest.importorskip("flax")
+    import jax.numpy as jnp
+    import optax
+    from flax.training import train_state
+
+    state = train_state.TrainState.create(apply_fn=None, params={"w": jnp.ones(2)}, tx=optax.sgd(0.1))
+    state.replace(step=5)
+    assert int(state.step) == 0
+    assert int(state.replace(step=5).step) == 5
