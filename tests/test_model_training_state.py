@@ -331,6 +331,26 @@ def train(params, epochs, batches, save):
     return params
 """, "proven")
 
+# a target network given the step's parameters by a struct's `replace` now and then, and passed to the same
+# step (fresh set AX's DQN notebooks): the next call would donate buffers the target also passes
+UNREAD["target_replaced_from_the_state"] = ("""
+def train(params, target, batches):
+    for i, b in enumerate(batches):
+        params = step(params, b + target.params.sum())
+        if i % 100 == 0:
+            target = target.replace(params=params)
+    return params
+""", "unknown")
+# `replace` given a value computed from the state (a new array) keeps nothing of it
+UNREAD["target_replaced_from_a_computation"] = ("""
+def train(params, target, batches):
+    for i, b in enumerate(batches):
+        params = step(params, b + target.params.sum())
+        if i % 100 == 0:
+            target = target.replace(params=params * 0.5)
+    return params
+""", "proven")
+
 
 @pytest.mark.parametrize("case", sorted(UNREAD))
 def test_old_values_unread_fact(case):

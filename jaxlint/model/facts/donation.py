@@ -333,10 +333,10 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
 
 
 _KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "setdefault"})
-# Calls that may give back their argument's own buffers (device_put, unreplicate, a tree map, asarray), or the
-# same leaves in a new container (fresh AJ's target network `hk.data_structures.to_immutable_dict(params)`).
-_PASS_THROUGH = frozenset({"device_put", "unreplicate", "tree_map", "map", "asarray", "block_until_ready", "dict",
-                           "copy", "to_immutable_dict", "to_mutable_dict", "freeze", "unfreeze", "FrozenDict"})
+# Calls that may give back their argument's own buffers (device_put, a tree map, asarray), or the same leaves in a
+# new container (fresh AJ's `hk.data_structures.to_immutable_dict(params)`, AX's `t.replace(params=opt.target.params)`).
+_PASS_THROUGH = frozenset({"device_put", "unreplicate", "tree_map", "map", "asarray", "block_until_ready", "dict", "copy",
+                           "to_immutable_dict", "to_mutable_dict", "freeze", "unfreeze", "FrozenDict", "replace"})
 
 
 def _may_share(e: ast.AST, names: set) -> bool:
@@ -346,8 +346,8 @@ def _may_share(e: ast.AST, names: set) -> bool:
     if isinstance(e, ast.Call):
         f = e.func
         last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        return last in _PASS_THROUGH and (any(_may_share(a, names) for a in e.args) or (
-            isinstance(f, ast.Attribute) and _may_share(f.value, names)))  # ``params.copy()``
+        return last in _PASS_THROUGH and (any(_may_share(a, names) for a in [*e.args, *(k.value for k in e.keywords)])
+                                           or (isinstance(f, ast.Attribute) and _may_share(f.value, names)))
     if isinstance(e, (ast.Tuple, ast.List)):
         return any(_may_share(x, names) for x in e.elts)
     if isinstance(e, ast.Dict):
