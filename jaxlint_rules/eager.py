@@ -152,6 +152,12 @@ class EagerUpdateInLoop(Rule):
             if item is None:
                 continue
             role = roles.sync_role(model, model.context(call))
+            through = eagerwork.gradient_through_loop(model, item) if role.kind == roles.PROGRAM else None
+            if through is not None:  # the gradient compiles the loop's derivative at every call: not small beside it
+                role = roles.LoopRole(roles.PER_STEP, role.loop, [
+                    f"the loop on line {role.loop.node.lineno} runs it in every iteration",
+                    f"the function it differentiates runs `{unparse(through.func, 30)}` (line {through.lineno}): "
+                    "outside jit, each call compiles the loop's derivative again, whatever else the iteration runs"])
             if role.kind != roles.PER_STEP:
                 self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
                 continue

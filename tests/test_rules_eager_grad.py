@@ -495,3 +495,112 @@ def test_jax701_a_jitted_vmapped_gradient_is_compiled():
     src = _VMAPPED.replace("{call}", "vg").replace(
         "    def train(", "    vg = jax.jit(jax.vmap(jax.grad(rollout), in_axes=(None, 0)))\n\n    def train(")
     assert "vg = jax.jit" in src and default_findings(src) == []
+
+
+_THROUGH_SCAN = """
+    import jax
+    import jax.numpy as jnp
+    from jax import grad
+
+    def body(c, x):
+        return c * 0.9 + jnp.sin(x) * c, c
+
+    def paths(p, xs):
+        return jax.lax.scan(body, p, xs)[1]
+
+    def loss_function(p, xs):
+        return jnp.sum(paths(p, xs) ** 2)
+
+    @jax.jit
+    def jitted_loss(p, xs):
+        return jnp.sum(paths(p, xs) ** 2)
+
+    def loss_via_jit(p, xs):
+        return jitted_loss(p, xs)
+
+    def update(p, xs):
+        return p - 0.01 * grad(loss_function)(p, xs)
+
+    def update_via_jit(p, xs):
+        return p - 0.01 * grad(loss_via_jit)(p, xs)
+
+    def train(p, xs, n_iter):
+        for it in range(n_iter):
+            p = update(p, xs)  # THROUGH
+            loss = loss_function(p, xs)
+        for it in range(n_iter):
+            p = update_via_jit(p, xs)
+            loss = loss_function(p, xs)
+        return p
+
+    train(jnp.ones(16), jnp.arange(50.0), 2000)
+"""
+
+
+def test_jax701_an_eager_gradient_through_a_scan_beside_a_program_per_iteration():
+    """Fresh set AX (deep BSDE solvers): the loss runs `lax.scan`, and each iteration also evaluates the loss
+    (a whole program per iteration, which hides a small eager update); but an eager gradient of a function
+    that runs a scan compiles the scan's derivative at every call (105 ms a call against 0.02 ms jitted on
+    CPU): reported. The gradient of a function that reaches the scan only through a jitted call is not (its
+    derivative is cached with the compiled function)."""
+    src = _THROUGH_SCAN
+    assert default_findings(src, "JAX701") == [(line_of(src, "# THROUGH"), "JAX701")]
+
+
+def test_loop_under_finds_the_device_loop_a_function_runs():
+    import ast
+    import textwrap
+
+    from jaxlint.model import build_model
+    from jaxlint.model.facts import deviceloops
+
+    src = textwrap.dedent(_THROUGH_SCAN)
+    m = build_model(ast.parse(src), src)
+    by_name = {f.name: f for f in m.functions}
+    scan_line = 1 + src.splitlines().index("    return jax.lax.scan(body, p, xs)[1]")
+    assert deviceloops.loop_under(m, by_name["paths"]).lineno == scan_line
+    assert deviceloops.loop_under(m, by_name["loss_function"]).lineno == scan_line  # one call down
+    assert deviceloops.loop_under(m, by_name["loss_via_jit"]) is None  # only through a compiled function
+    assert deviceloops.loop_under(m, by_name["body"]) is None
+
+
+def test_runtime_an_eager_gradient_through_a_scan_compiles_every_call():
+    """Each eager call of the gradient compiles the scan's derivative again (the body is traced once, but the
+    derivative's program is new at every call); jitted, it compiles once."""
+    jax = __import__("pytest").importorskip("jax")
+    from jax._src import monitoring
+
+    jnp = jax.numpy
+    compiles = []
+
+    def listener(event, duration, **kw):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(event)
+
+    def body(c, x):
+        return c * 0.9 + jnp.sin(x) * c, c
+
+    def loss(p, xs):
+        return jnp.sum(jax.lax.scan(body, p, xs)[1] ** 2)
+
+    g = jax.grad(loss)
+    p, xs = jnp.ones(4), jnp.arange(5.0)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        g(p, xs)
+        warm = len(compiles)
+        g(p, xs)
+        g(p, xs)
+        eager_more = len(compiles) - warm
+        jg = jax.jit(g)
+        jg(p, xs)
+        settled = len(compiles)
+        jg(p, xs)
+        jg(p, xs)
+        jitted_more = len(compiles) - settled
+    finally:
+        drop = getattr(monitoring, "unregister_event_duration_listener", None) or getattr(
+            monitoring, "_unregister_event_duration_listener_by_callback")
+        drop(listener)
+    assert eager_more >= 2  # each later eager call compiled again
+    assert jitted_more == 0

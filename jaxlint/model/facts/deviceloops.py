@@ -105,3 +105,37 @@ def lax_calls(m) -> tuple:
     """The calls spelled like a lax control-flow call (``scan``, ``fori_loop``, ``cond``, ...): a cheap
     pre-filter before :func:`traced_bodies` resolves them."""
     return m.calls_named(_BODY_SHORT_NAMES)
+
+
+def loop_under(m, f: FunctionInfo, depth: int = 0) -> Optional[ast.Call]:
+    """The device loop (``lax.scan``/``fori_loop``/``while_loop``/``map``, flax nnx's) that calling ``f`` runs:
+    in its own body or in a function of this module it calls (three levels down); None when the module shows
+    none. Differentiated outside jit, such a function's gradient traces and compiles the loop's derivative at
+    every call (measured on CPU: 105 ms a call for a 50-step scan, 0.02 ms jitted): the loop's own cache
+    holds the forward program only."""
+    if depth > 3 or f is None or isinstance(f.node, ast.Lambda) and depth > 0:
+        return None
+    memo = m.facts.eager_memo
+    key = ("loop-under", id(f))
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a recursive call sees "none" meanwhile
+    found = None
+    for c in f.calls:
+        if m.resolve(c.func, m.scope_at(c)) in DEVICE_LOOPS:
+            found = c
+            break
+    if found is None:
+        for c in f.calls:
+            wrap = callables.callable_info(m, c.func, m.scope_at(c))
+            if wrap is not None and wrap.kind in ("jit", "pmap", "filter_jit"):
+                continue  # a compiled function's derivative is cached with it
+            for g in callables.local_functions(m, c.func, m.scope_at(c)):
+                if g is not f:
+                    found = loop_under(m, g, depth + 1)
+                    if found is not None:
+                        break
+            if found is not None:
+                break
+    memo[key] = found
+    return found

@@ -16,7 +16,7 @@ import os
 from typing import Optional
 
 from ... import names as N
-from . import callables, libraryobjects
+from . import callables, deviceloops, libraryobjects
 from . import values as V
 from .proof import DISPROVEN, Fact, disproven, proven, unknown
 from ..python.records import Scope
@@ -233,6 +233,21 @@ def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
                                         "function of this module: outside a trace, each call traces it again and "
                                         "runs its forward and backward passes op by op")
     return EagerGradient(call, transform, what, fact)
+
+
+def gradient_through_loop(m, item) -> Optional[ast.Call]:
+    """The device loop the function an eager gradient differentiates runs (:func:`deviceloops.loop_under`), for
+    an :class:`EagerGradient` or a local :class:`EagerStep`; None otherwise. Such a gradient compiles the loop's
+    derivative at every call, whatever else the iteration runs."""
+    transform = getattr(item, "transform", None)
+    if transform is None or not transform.args:
+        return None
+    scope = m.scope_at(transform)
+    for f in callables.local_functions(m, transform.args[0], scope):
+        found = deviceloops.loop_under(m, f)
+        if found is not None:
+            return found
+    return None
 
 
 def runs_compiled(m, call: ast.Call) -> bool:
