@@ -801,6 +801,36 @@ def test_jax603_learning_rate_rebound_in_the_loop_that_calls_the_jitted_step():
     """)
 
 
+_SWEEP = """
+import jax
+import jax.numpy as jnp
+from jax.example_libraries import optimizers
+
+@jax.jit
+def update(i, opt_state, x):
+    params = get_params(opt_state)  # STALE
+    return opt_update(i, jax.grad(lambda p: jnp.sum((p * x) ** 2))(params), opt_state)  # STALE TOO
+
+step_sizes = STEP_SIZES
+for step_size in step_sizes:
+    opt_init, opt_update, get_params = optimizers.adam(step_size)
+    opt_state = opt_init(jnp.ones(3))
+    for i in range(1000):
+        opt_state = update(i, opt_state, jnp.ones(3))
+"""
+
+
+def test_jax603_a_loop_of_one_iteration_never_rebinds_after_a_call():
+    """Fresh set AX (deep BSDE solvers): `for step_size in [0.001]:` rebinds `opt_update` before the inner
+    loop's first call of the jitted `update`, and never again (one item): no stale read (judged FALSE before).
+    With two step sizes the second iteration's optimizer is never used by the compiled update."""
+    one = _SWEEP.replace("STEP_SIZES", "[0.001]")
+    assert [f for f in findings(one) if f[1] == "JAX603"] == []
+    two = _SWEEP.replace("STEP_SIZES", "[0.001, 0.0001]")
+    assert sorted({line for line, code in findings(two) if code == "JAX603"}) == [
+        line_of(two, "get_params(opt_state)  # STALE"), line_of(two, "# STALE TOO")]
+
+
 def test_jax603_wrapped_once_module_loop_enclosing_function_and_callee():
     assert_marked("""
     import jax

@@ -20,7 +20,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from . import callables, repetition
+from . import callables, loops, repetition
 from .jaxrecords import JitWrap
 from .proof import Fact, disproven, proven, unknown
 from ..python.records import Binding, Context, FunctionInfo, Loop, Scope
@@ -365,6 +365,10 @@ def _facts(m, f, read: ast.Name, b: Binding, call: ast.Call, wrap: JitWrap, call
             break
     bpos = b.pos
     if shared is not None:
+        it = loops.loop_iterable(shared.node)
+        trips = loops.known_trips(m, it, cctx.scope) if it is not None else None
+        if trips is not None and trips <= 1:
+            return None  # ``for lr in [0.001]:``: one iteration, the rebinding is never after a call (fresh AX)
         line = shared.node.lineno
         after = proven("rebound-after-call", f"the loop on line {line} calls `{fname}` and rebinds `{name}` "
                                              "(line {0}): every call after the first runs the first trace".format(
