@@ -7,7 +7,7 @@ import ast
 from typing import Iterator, Optional
 
 from jaxlint.model import Churn, ModuleModel, many_trips, per_step
-from jaxlint.model.facts import callables, frequency, guards, repetition, warmups
+from jaxlint.model.facts import callables, frequency, guards, repetition, staticself, warmups
 from jaxlint.model.policy import roles
 from jaxlint.rule import Finding, Line, Rule, unparse
 
@@ -73,7 +73,8 @@ class StaticArgChurn(Rule):
                "argument and made anew at every iteration of a loop, or at every call of a function that runs "
                "at every step or is called once and then again inside a time measurement (a warm-up, then a "
                "timed call: the figure is a compile); equinox's `filter_jit` treats every non-array argument "
-               "this way.")
+               "this way. And a method jitted with `self` static (`static_argnums=0`) called on an instance made "
+               "anew in every iteration of a class that compares by identity (no `__eq__`/`__hash__`).")
     rationale = ("Static arguments are part of the compilation cache key: every new value compiles a new "
                  "program. A step counter or loop index passed as static compiles once per iteration. Pass it "
                  "as a traced array, or keep static arguments to a handful of fixed values.")
@@ -140,6 +141,32 @@ class StaticArgChurn(Rule):
                         yield self._report(kw.value, kw.arg, call, churn, bench)
         yield from self._filter_jit_callables(model)
         yield from self._fresh_static_callables(model)
+        yield from self._fresh_static_self(model)
+
+    def _fresh_static_self(self, model: ModuleModel) -> Iterator[Finding]:
+        """``model.update(params, batch)`` of a method jitted with ``self`` static, on an instance made anew
+        in every iteration (``model = Net(new_params)``) of a class that compares by identity: every call is
+        a cache miss (:mod:`~jaxlint.model.facts.staticself`)."""
+        if not any(w.decorator and (w.static_argnums or w.static_argnames) for w in model.jit_wraps):
+            return
+        for call in model.loop_calls:
+            found = staticself.fresh_static_self(model, call)
+            if found is None:
+                continue
+            x, cname, meth = found.receiver.id, found.cls.node.name, found.method.name
+            facts = [f"`{meth}` is jitted with `self` static (line {found.wrap.node.lineno}): the instance is hashed "
+                     "into the cache key and compared by equality",
+                     f"`{x}` is a new `{cname}` in every iteration of the loop on line {found.loop.node.lineno} "
+                     f"(line {found.binding.node.lineno})",
+                     f"`{cname}` defines neither `__eq__` nor `__hash__` (nor inherits them from a base the module "
+                     "does not show): a new instance equals only itself"]
+            yield self.finding(call, [f"`{x}.{meth}(...)` is jitted with `self` static, and `{x}` is a new `{cname}` "
+                                      "in every iteration of the loop on ", Line(found.loop.node.lineno), " (",
+                                      Line(found.binding.node.lineno), f"): `{cname}` compares by identity, so every "
+                                      "call is a cache miss and traces and compiles again; keep one instance (pass "
+                                      f"the arrays that change as arguments), or give `{cname}` `__eq__` and "
+                                      "`__hash__` over the fields that matter"],
+                               evidence=facts, opt_in=benchmark(model, model.context(call)))
 
     def _fresh_static_callables(self, model: ModuleModel) -> Iterator[Finding]:
         """``jax.jit(solve, static_argnums=0)`` given a lambda, partial, nested def or transformed
