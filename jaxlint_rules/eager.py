@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Optional
 
 from jaxlint.model import ModuleModel
-from jaxlint.model.facts import eagerwork, elementwise, forwardchains, growth
+from jaxlint.model.facts import callables, eagerwork, elementwise, forwardchains, growth
 from jaxlint.model.facts.proof import disproven, proven, unknown
 from jaxlint.model.policy import looprecord, roles
 from jaxlint.rule import Finding, Line, Rule, unparse
@@ -18,6 +18,30 @@ _TEST_ELEMENTS = "in test code, which checks small arrays element by element"
 def _compiled(model: ModuleModel, call: ast.Call) -> bool:
     """``call`` runs compiled programs (:func:`eagerwork.runs_compiled`)."""
     return eagerwork.runs_compiled(model, call)
+
+
+def _not_small_beside_the_program(model: ModuleModel, item, loop) -> Optional[str]:
+    """Why an eager gradient in a loop whose iteration runs a whole program is not small beside it, or None:
+    the function it differentiates runs a device loop itself (outside jit its derivative compiles at every
+    call), or is the function whose call is the iteration's program (the gradient does that work again, op by
+    op around what is compiled)."""
+    through = eagerwork.gradient_through_loop(model, item)
+    if through is None:
+        return None
+    loop_call, compiled = through
+    ran = f"the function it differentiates runs `{unparse(loop_call.func, 30)}` (line {loop_call.lineno})"
+    if compiled is None:
+        return ran + ": outside jit, each call compiles the loop's derivative again, whatever else the iteration runs"
+    program = looprecord.record(model, loop).program
+    transform = item.transform
+    if program is None or not transform.args:
+        return None
+    mine = {id(f) for f in callables.local_functions(model, transform.args[0], model.scope_at(transform))}
+    if not any(id(f) in mine for f in callables.local_functions(model, program.func, model.scope_at(program))):
+        return None
+    return (ran + f" through the compiled `{compiled}`, and is the function the iteration's program calls "
+            f"(`{unparse(program.func, 30)}` on line {program.lineno}): the gradient does that work again, op by op "
+            "around what is compiled, at every call")
 
 
 class EagerUpdateInLoop(Rule):
@@ -152,12 +176,11 @@ class EagerUpdateInLoop(Rule):
             if item is None:
                 continue
             role = roles.sync_role(model, model.context(call))
-            through = eagerwork.gradient_through_loop(model, item) if role.kind == roles.PROGRAM else None
-            if through is not None:  # the gradient compiles the loop's derivative at every call: not small beside it
-                role = roles.LoopRole(roles.PER_STEP, role.loop, [
-                    f"the loop on line {role.loop.node.lineno} runs it in every iteration",
-                    f"the function it differentiates runs `{unparse(through.func, 30)}` (line {through.lineno}): "
-                    "outside jit, each call compiles the loop's derivative again, whatever else the iteration runs"])
+            if role.kind == roles.PROGRAM:
+                why = _not_small_beside_the_program(model, item, role.loop)
+                if why is not None:  # the gradient is the program's work again, or compiles at every call
+                    role = roles.LoopRole(roles.PER_STEP, role.loop, [
+                        f"the loop on line {role.loop.node.lineno} runs it in every iteration", why])
             if role.kind != roles.PER_STEP:
                 self.quiet(model, call, f"{role.kind}: " + "; ".join(role.evidence))
                 continue

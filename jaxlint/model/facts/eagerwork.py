@@ -235,10 +235,10 @@ def eager_gradient(m, call: ast.Call) -> Optional[EagerGradient]:
     return EagerGradient(call, transform, what, fact)
 
 
-def gradient_through_loop(m, item) -> Optional[ast.Call]:
-    """The device loop the function an eager gradient differentiates runs (:func:`deviceloops.loop_under`), for
-    an :class:`EagerGradient` or a local :class:`EagerStep`; None otherwise. Such a gradient compiles the loop's
-    derivative at every call, whatever else the iteration runs."""
+def gradient_through_loop(m, item) -> Optional[tuple]:
+    """``(loop call, compiled)``: the device loop the function an eager gradient differentiates runs
+    (:func:`deviceloops.loop_under`), for an :class:`EagerGradient` or a local :class:`EagerStep`; None
+    otherwise. Such a gradient is the loop's work again, derivative and all, done eagerly at every call."""
     transform = getattr(item, "transform", None)
     if transform is None or not transform.args:
         return None
