@@ -238,7 +238,8 @@ class DiscardedFunctionalUpdate(Rule):
     fixable = True
     summary = ("Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused; and a "
                "`jax.numpy` function called as a statement inside a function (`jnp.nan_to_num(x, copy=False)`), "
-               "whose result is the only thing it makes; and `state.replace(...)` as a statement on a flax `TrainState` "
+               "whose result is the only thing it makes; and `state.replace(...)` as a statement on a flax "
+               "`TrainState` "
                "or struct dataclass the module shows (the result of `apply_gradients`, `TrainState.create`, or a "
                "parameter annotated with such a class).")
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
@@ -312,13 +313,7 @@ class DiscardedFunctionalUpdate(Rule):
     @_never_raises
     def _fix_replace(model: ModuleModel, call: ast.Call) -> Optional[Fix]:
         """``state.replace(...)`` as an expression statement -> ``state = state.replace(...)``."""
-        stmt = rebinding.statement_of(model, call)
-        receiver = call.func.value
-        if not isinstance(stmt, ast.Expr) or stmt.value is not call or not _rebinding_is_safe(model, receiver.id, stmt):
-            return None
-        from jaxlint.edits import Edit, Fix, Span, end_of, start_of
-
-        return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
+        return _assign_back(model, call, call.func.value)
 
     def _discarded_numpy(self, model: ModuleModel, unused: set) -> Iterator[Finding]:
         """``jnp.nan_to_num(x, copy=False)`` as a statement in a function, on a variable (the NumPy
@@ -351,15 +346,20 @@ class DiscardedFunctionalUpdate(Rule):
     def _fix(model: ModuleModel, call: ast.Call) -> Optional[Fix]:
         """``x.at[i].set(v)`` as an expression statement -> ``x = x.at[i].set(v)``, ``x`` a local
         plain name."""
-        stmt = rebinding.statement_of(model, call)
-        if not isinstance(stmt, ast.Expr) or stmt.value is not call:
-            return None
-        receiver = call.func.value.value.value  # check() matched ``<receiver>.at[...].<method>(...)``
-        if not (isinstance(receiver, ast.Name) and _rebinding_is_safe(model, receiver.id, stmt)):
-            return None
-        from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+        return _assign_back(model, call, call.func.value.value.value)  # ``<receiver>.at[...].<method>(...)``
 
-        return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
+
+def _assign_back(model: ModuleModel, call: ast.Call, receiver: ast.AST) -> Optional[Fix]:
+    """The fix that assigns an expression statement's result back to its receiver (``x.at[i].set(v)`` ->
+    ``x = x.at[i].set(v)``), where the receiver is a plain local name that may be rebound there."""
+    stmt = rebinding.statement_of(model, call)
+    if not isinstance(stmt, ast.Expr) or stmt.value is not call:
+        return None
+    if not (isinstance(receiver, ast.Name) and _rebinding_is_safe(model, receiver.id, stmt)):
+        return None
+    from jaxlint.edits import Edit, Fix, Span, end_of, start_of
+
+    return Fix((Edit(start_of(stmt), start_of(stmt), (Span(start_of(receiver), end_of(receiver)), " = ")),))
 
 
 RULES = [InplaceItemAssignment, DiscardedFunctionalUpdate]

@@ -281,9 +281,9 @@ class JitPerCall(Rule):
                "given the training step, or a small helper whose result is the compiled call. Also a `lax` loop or "
                "branch outside jit whose body is a function the enclosing function defines (`def body(c, x): ...; "
                "jax.lax.scan(body, ...)`, or a lambda) in a function proven to run outside any trace and again "
-               "and again, or a lambda or `def` made in every iteration of a step loop around the call; and a bound method "
-               "of the instance (`lax.cond(pred, self._explore, self._exploit)` in a per-step method): the body is a "
-               "new object each call, so the loop is traced and compiled each time.")
+               "and again, or a lambda or `def` made in every iteration of a step loop around the call; and a "
+               "bound method of the instance (`lax.cond(pred, self._explore, self._exploit)` in a per-step method): "
+               "the body is a new object each call, so the loop is traced and compiled each time.")
     rationale = ("The wrapper and its cache live only as long as one call of the outer function, and the "
                  "wrapped callable is a new object each call (a bound method of any instance of a class of the "
                  "module included, for `jax.jit`), so every call retraces and recompiles. Jit once "
@@ -453,8 +453,8 @@ class JitPerCall(Rule):
                                       f"call of `{outer.name}`",
                                       *((" (", *why_repeated(rep), ")") if rep is not None else ()),
                                       (f": {spelled} is a bound method, a new object each call, so the " if bound else
-                                       f": {spelled} is defined inside `{outer.name}`, a new function each call, so the ")
-                                      + "compile cache misses",
+                                       f": {spelled} is defined inside `{outer.name}`, a new function each call, "
+                                       "so the ") + "compile cache misses",
                                       *((" and the measured call on ", Line(rep.call.lineno), " times a compile")
                                         if rep is not None and rep.kind == "timed" else ()),
                                       f"; {fix}"],

@@ -37,8 +37,8 @@ class ShapeChurn(Rule):
                "(`idx = generate_step(params, idx)` returning `jnp.concatenate([idx, token])`).")
     rationale = ("A jitted function is compiled once per distinct input shape. An argument whose shape follows "
                  "the loop (a growing prefix, a ragged window, an array sized by the loop counter, a growing "
-                 "buffer, a tokenized sentence, an episode's rewards, the rows a boolean mask keeps) is traced and compiled again for every new "
-                 "shape: every iteration "
+                 "buffer, a tokenized sentence, an episode's rewards, the rows a boolean mask keeps) is traced and "
+                 "compiled again for every new shape: every iteration "
                  "when it grows with a counter, once per distinct length when it follows the data, once per size "
                  "when the sizes are listed. Pad to a fixed length (or a few bucket sizes) and pass the valid "
                  "length or a mask as an array; take fixed-size windows with `jax.lax.dynamic_slice`; give "

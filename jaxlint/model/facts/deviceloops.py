@@ -115,7 +115,7 @@ def loop_under(m, f: FunctionInfo, depth: int = 0) -> Optional[tuple]:
     at every call (measured on CPU: 105 ms a call for a 50-step scan, 0.02 ms jitted): the loop's own cache
     holds the forward program only. Through a compiled function the derivative is cached with it, and the
     gradient re-traces and runs op by op what is around it."""
-    if depth > 3 or f is None or isinstance(f.node, ast.Lambda) and depth > 0:
+    if depth > 3 or f is None or (isinstance(f.node, ast.Lambda) and depth > 0):
         return None
     memo = m.facts.eager_memo
     key = ("loop-under", id(f))

@@ -335,8 +335,8 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
 _KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "setdefault"})
 # Calls that may give back their argument's own buffers (device_put, a tree map, asarray), or the same leaves in a
 # new container (fresh AJ's `hk.data_structures.to_immutable_dict(params)`, AX's `t.replace(params=opt.target.params)`).
-_PASS_THROUGH = frozenset({"device_put", "unreplicate", "tree_map", "map", "asarray", "block_until_ready", "dict", "copy",
-                           "to_immutable_dict", "to_mutable_dict", "freeze", "unfreeze", "FrozenDict", "replace"})
+_PASS_THROUGH = frozenset({"device_put", "unreplicate", "tree_map", "map", "asarray", "block_until_ready", "dict",
+                           "copy", "to_immutable_dict", "to_mutable_dict", "freeze", "unfreeze", "FrozenDict", "replace"})
 
 
 def _may_share(e: ast.AST, names: set) -> bool:

@@ -69,10 +69,10 @@ def fresh_body_loops(m) -> list:
             continue
         fresh = [g for g, _ in made]
         if outer.traced:
-            if made[0][1] is None:
-                found = _transform_site(m, call, outer, fresh[0])
-                if found is not None:
-                    out.append(found)
+            defined = [g for g, expr in made if expr is None]  # a transform traces what ``outer`` defines anew
+            found = _transform_site(m, call, outer, defined[0]) if defined else None
+            if found is not None:
+                out.append(found)
             continue
         eager = eagerwork.outside_trace(m, call)  # asked first: this module's own calls only
         if eager.status != "proven":
