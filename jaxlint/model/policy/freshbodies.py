@@ -29,7 +29,7 @@ import ast
 from typing import Optional
 
 from ... import names as N
-from ..facts import callables, deviceloops, eagerwork, warmups
+from ..facts import callables, deviceloops, eagerwork, jaxrange, warmups
 from ..facts.frequency import cached, callers, per_step
 from ..facts.proof import Fact, proven, unknown
 from . import evidence, roles
@@ -96,6 +96,22 @@ def fresh_body_loops(m) -> list:
     return out
 
 
+# From this JAX release on, a bound method handed to a lax loop or branch outside jit is traced anew at every
+# call (probed with the wheels of every release between: 0.4.30 reuses the first trace, 0.4.31 to 0.10.2 trace
+# both branches of a `lax.cond` again at each of three calls); before it, equal bound methods shared one trace.
+BOUND_METHOD_RETRACE = (0, 4, 31)
+
+
+def _bound_methods_retrace(m) -> bool:
+    """Whether the project may run on a JAX that traces a bound method anew at every call: its configured
+    ``jax-version`` or its declared range reaches :data:`BOUND_METHOD_RETRACE` (no declaration: current JAX)."""
+    found = jaxrange.of_model(m)
+    configured = m.jax_version
+    if configured is not None and tuple(configured) >= BOUND_METHOD_RETRACE:
+        return True
+    return found.range is None or found.range.includes_from(BOUND_METHOD_RETRACE)
+
+
 def _fresh_bodies(m, bodies: list, scope, outer) -> list:
     """``(function, expression)`` for each body a new object at each call of ``outer``: a lambda or ``def``
     ``outer`` defines (expression None), or ``self.method`` of ``outer``'s instance, evaluated where the
@@ -110,7 +126,7 @@ def _fresh_bodies(m, bodies: list, scope, outer) -> list:
             if g.parent is outer:
                 out.append((g, None))
             elif (g.cls is not None and g.parent is None and outer.cls is not None and isinstance(b, ast.Attribute)
-                  and isinstance(b.value, ast.Name) and b.value.id == "self"):
+                  and isinstance(b.value, ast.Name) and b.value.id == "self" and _bound_methods_retrace(m)):
                 out.append((g, b))
     return out
 
