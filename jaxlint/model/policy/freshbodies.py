@@ -125,10 +125,17 @@ def _fresh_bodies(m, bodies: list, scope, outer) -> list:
                 continue  # a staticmethod is one function; other decorators make what they make
             if g.parent is outer:
                 out.append((g, None))
-            elif (g.cls is not None and g.parent is None and outer.cls is not None and isinstance(b, ast.Attribute)
-                  and isinstance(b.value, ast.Name) and b.value.id == "self" and _bound_methods_retrace(m)):
+            elif (g.cls is not None and g.parent is None and isinstance(b, ast.Attribute)
+                  and _instance_param(outer, b.value) and _bound_methods_retrace(m)):
                 out.append((g, b))
     return out
+
+
+def _instance_param(outer, expr: ast.AST) -> bool:
+    """``expr`` is the instance parameter of the method ``outer`` (its first parameter, in a method of a class
+    that is neither a static nor a class method): reading a method off it makes a new bound method."""
+    return (outer.cls is not None and bool(outer.params) and isinstance(expr, ast.Name) and expr.id == outer.params[0]
+            and not {"builtins.staticmethod", "builtins.classmethod"} & set(outer.decorators))
 
 
 def _made_per_iteration(m, call: ast.Call, made: list) -> Optional[tuple]:
