@@ -213,8 +213,15 @@ class HostTransferInLoop(Rule):
     def _report(self, model: ModuleModel, node: ast.AST, role, what: str, kind: str,
                 statement: Optional[ast.AST] = None, unknown: Optional[str] = None) -> Optional[Finding]:
         loop = role.loop
-        if hostneeds.inherent_sync(model, node, loop) is not None or transfers.waited_by_guard(model, node, loop, statement):
-            return None  # the host needs it anyway, or an ``if`` around it already waited for what it reads
+        needed = hostneeds.inherent_sync(model, node, loop)
+        if needed is not None:  # the host needs it anyway
+            self.quiet(model, node, f"a wait this sync adds (disproven): {needed}")
+            return None
+        guard = transfers.waited_by_guard(model, node, loop, statement)
+        if guard is not None:  # an ``if`` around it already waited for what it reads
+            self.quiet(model, node, f"a wait this sync adds (disproven): the `if` on line {guard.lineno} already "
+                                    "read the same values on the host in this iteration")
+            return None
         if elementwise.is_element_read(model, statement if statement is not None else node):
             return None  # one element of the same array per iteration: JAX702's, with its fix
         opt_in = unknown

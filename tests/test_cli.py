@@ -872,3 +872,36 @@ def test_explain_finding_says_why_a_line_has_no_finding(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "no finding on line 2" in captured.err and "no rule looked at it" in captured.err
+
+
+def test_explain_finding_names_the_wait_a_loop_already_has(tmp_path, capsys):
+    # a fetch in a loop that already waits for the device every iteration (the action a host environment
+    # needs) adds no wait: JAX201 stays quiet, and "why not" says so instead of "no rule looked at it"
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def policy(p, obs):
+            return jnp.argmax(p @ obs)
+
+        @jax.jit
+        def train_step(p, obs):
+            loss = jnp.sum(p @ obs)
+            return p - 0.1 * loss, loss
+
+        def run(env, p, obs, n):
+            losses = []
+            for i in range(n):
+                action = policy(p, obs)
+                obs = env.step(int(action))
+                p, loss = train_step(p, obs)
+                losses.append(float(loss))
+            return losses
+    """))
+    assert main(["check", "--no-cache", "--explain-finding", f"{path}:20"]) == 0
+    out = capsys.readouterr().out
+    assert out == (f"{path}:20: rules that looked at this line and made no finding, and why:\n"
+                   "  JAX201 host-transfer-in-loop: a wait this sync adds (disproven): the loop already waits for "
+                   "the device on line 18\n")
