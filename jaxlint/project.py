@@ -34,6 +34,7 @@ OFFER_CHARS = 50_000  # modules this large are summarized while checked (Project
 MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
 _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
 _PROJECT_KINDS = (".py", ".ipynb", "pyproject.toml", "setup.cfg")  # files that may refer to a project's function
+_CALLER_KINDS = (".py", ".ipynb")  # files whose loops may call a project's function (a notebook: its code cells)
 
 
 class ProjectResolver(Questions):
@@ -48,6 +49,7 @@ class ProjectResolver(Questions):
         self._full_models: "OrderedDict[str, tuple]" = OrderedDict()  # path -> (digest, full model, what it consulted)
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
+        self._notebook_lines: dict = {}  # a notebook indexed there -> notebook.Module.lines
         self._project_listing: dict = {}  # project root -> (its files, its .py files), with their bytes
         self._file_bytes: dict = {}  # path -> bytes of a project file a key question read
         self._declarations = Finder()  # packaging files declaring the JAX version, per folder
@@ -60,7 +62,7 @@ class ProjectResolver(Questions):
         self._abs.clear()
         self._listing = FileListing()
         for memo in (self._deps, self._programs, self._full_models, self._loop_callers, self._loop_indexes,
-                     self._project_listing, self._file_bytes):
+                     self._notebook_lines, self._project_listing, self._file_bytes):
             memo.clear()
         self._declarations = Finder()
 
@@ -345,7 +347,7 @@ class ProjectResolver(Questions):
             found, deps = memo[key]
             self._note(deps)
             return found
-        root = root or _project_root(path)  # a subclass is looked up in its base class's project
+        root = root or _caller_root(path)  # a subclass is looked up in its base class's project
         deps: set = set()
         found = None
         # a file that imports the function (or its module) spells the module's name
@@ -353,8 +355,8 @@ class ProjectResolver(Questions):
         if stem == "__init__":
             stem = os.path.basename(os.path.dirname(path))
         needles = [name.encode(), stem.encode()] + ([cls.encode()] if cls else [])
-        for other, data in self._project_texts(root):
-            if other == path or not all(n in data for n in needles):
+        for other, data in self._project_texts(root, every_kind=True):
+            if other == path or not other.endswith(_CALLER_KINDS) or not all(n in data for n in needles):
                 continue
             deps.add(("f", other, content_hash(data)))
             index = self.index(other, data)
@@ -376,16 +378,38 @@ class ProjectResolver(Questions):
         return found
 
     def index(self, path: str, data: bytes):
-        """A project file's :class:`~jaxlint.model.python.callgraph.LoopCalls`, once (None: it does not parse)."""
+        """A project file's :class:`~jaxlint.model.python.callgraph.LoopCalls`, once (None: it does not parse).
+        A notebook's are those of its code cells as jaxlint reads them (its lines the joined cells')."""
         if path not in self._loop_indexes:
             from .model.python.callgraph import LoopCalls  # loaded with the first cross-module caller search
 
-            try:
-                text = decode_source(data)
-            except (SyntaxError, UnicodeError, LookupError):
-                text = None
+            text = None
+            if path.endswith(".ipynb"):
+                from .notebook import join, read_cells  # only for a notebook: flake8 never loads it
+
+                try:
+                    module = join(read_cells(data))
+                except Exception:  # not a notebook jaxlint reads (notebook.notebook_code's rule): no callers there
+                    module = None
+                if module is not None:
+                    self._notebook_lines[path] = module.lines
+                    text = module.text
+            else:
+                try:
+                    text = decode_source(data)
+                except (SyntaxError, UnicodeError, LookupError):
+                    text = None
             self._loop_indexes[path] = LoopCalls.of(path, text) if text is not None else None
         return self._loop_indexes[path]
+
+    def cite(self, path: str, line: int) -> str:
+        """How evidence names line ``line`` of the project file ``path`` that :meth:`loop_caller` found:
+        ``path:line``, or for a notebook the cell and the line in it (``path`` line 3 of cell 7)."""
+        lines = self._notebook_lines.get(path)
+        if lines and 1 <= line <= len(lines):
+            cell, in_cell, _ = lines[line - 1]
+            return f"{path}, line {in_cell} of cell {cell}"
+        return f"{path}:{line}"
 
     def inherited_loop_caller(self, path: str, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
         """``(file, line, ranged)`` of a ``self.name(...)`` call in a loop of a method, not in
@@ -502,6 +526,13 @@ _FACTORY_RETURN = re.compile(r"\n[ \t]+(?:return[ \t]+[\w.]*\b(?:jit|pmap|filter
 
 
 _VCS = (".git", ".hg")
+
+
+def _caller_root(path: str) -> str:
+    """Where :meth:`ProjectResolver.loop_caller` looks for the callers of a function of ``path``: the
+    repository around it (a notebook or script beside a folder of modules without ``__init__.py``
+    imports them as ``folder.module``), else the folder above its top package."""
+    return _repository_root(path) or _project_root(path)
 
 
 def _repository_root(path: str) -> Optional[str]:

@@ -408,6 +408,63 @@ def test_the_evidence_names_the_loop_in_the_other_module(tmp_path, capsys):
     assert [(f["fact"], f["status"]) for f in row["facts"]] == [("repeats", "proven")]
 
 
+EVAL_MODULE = textwrap.dedent("""
+    import jax
+
+    def evaluate(params, batches):
+        @jax.jit
+        def loss(p, b):
+            return (p * b).sum()
+        return [loss(params, b) for b in batches]
+""")
+
+
+def _notebook(*cells: str) -> str:
+    import json
+
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {"language_info": {"name": "python"}},
+                       "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": textwrap.dedent(c).lstrip("\n")} for c in cells]})
+
+
+def test_a_notebook_of_the_repository_that_calls_the_function_in_a_loop_makes_it_repeat(tmp_path, capsys):
+    import json
+
+    from jaxlint.cli import main
+
+    # a folder of modules without __init__.py (a namespace package) that a notebook beside it drives:
+    # the callers are looked for in the whole repository, notebooks' code cells included
+    make(tmp_path, {".git/HEAD": "", "modular/evaluation.py": EVAL_MODULE,
+                    "run.ipynb": _notebook("from modular.evaluation import evaluate\n",
+                                           """
+                                           for epoch in range(num_epochs):
+                                               params = train(params)
+                                               print(evaluate(params, batches))
+                                           """)})
+    assert main(["check", "--no-cache", "--format", "json", str(tmp_path / "modular/evaluation.py")]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["line"], row["code"]) == (5, "JAX102")
+    assert "(`evaluate` is called in a loop in `run.ipynb, line 3 of cell 2`)" in row["message"]
+    assert row["evidence"] == [f"repeats (proven): `evaluate` is called in a loop in another module of the project "
+                               f"({tmp_path / 'run.ipynb'}, line 3 of cell 2)"]
+
+
+def test_a_notebook_that_calls_the_function_once_or_no_repository_around_it_proves_nothing(tmp_path):
+    once = _notebook("from modular.evaluation import evaluate\n", "print(evaluate(params, batches))\n")
+    looped = _notebook("from modular.evaluation import evaluate\n",
+                       "for epoch in range(n):\n    print(evaluate(params, batches))\n")
+    make(tmp_path / "a", {".git/HEAD": "", "modular/evaluation.py": EVAL_MODULE, "run.ipynb": once})
+    assert path_default_codes(tmp_path / "a/modular/evaluation.py") == []
+    # no repository: the folder above the module's top package (here its own folder) is the project
+    make(tmp_path / "b", {"modular/evaluation.py": EVAL_MODULE, "run.ipynb": looped})
+    assert path_default_codes(tmp_path / "b/modular/evaluation.py") == []
+    # a notebook that is not one (broken JSON) is no caller, and nothing fails
+    make(tmp_path / "c", {".git/HEAD": "", "modular/evaluation.py": EVAL_MODULE, "run.ipynb": looped[:-9]})
+    assert path_default_codes(tmp_path / "c/modular/evaluation.py") == []
+    make(tmp_path / "d", {".git/HEAD": "", "modular/evaluation.py": EVAL_MODULE, "run.ipynb": looped})
+    assert path_default_codes(tmp_path / "d/modular/evaluation.py") == [(5, "JAX102")]
+
+
 EVALS = textwrap.dedent("""
     import functools
     import jax

@@ -86,7 +86,7 @@ def _project_loop_caller(m, f: FunctionInfo) -> Optional[Repetition]:
     if found is None:
         return None
     other, line, ranged = found
-    return Repetition("elsewhere", f, name=f"{other}:{line}", loop=None, call=None,
+    return Repetition("elsewhere", f, name=m.project.cite(other, line), loop=None, call=None,
                       inner=Repetition("ranged", f) if ranged else None)
 
 
