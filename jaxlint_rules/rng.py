@@ -531,6 +531,11 @@ class ConstantKeyInLoop(Rule):
                     tail = _SAME_CASE
                 else:
                     opt_in = _TEST_LOOP_VARIES
+            apply = keydraws.only_to_undrawn_apply(model, call)
+            if apply is not None and opt_in is None:
+                opt_in = (f"draws (unknown): the key goes only to the `rngs` of `{unparse(apply.func, 30)}(...)` on "
+                          f"line {apply.lineno}, and this module does not show the applied module drawing from it "
+                          "(its dropout may be off: `deterministic=True`, `training=False`, a rate of 0)")
             yield self.finding(call, keymessages.constant_key_in_loop(call, loop, tail), opt_in=opt_in)
 
     def _default_keys(self, model: ModuleModel) -> Iterator[Finding]:

@@ -694,6 +694,51 @@ def test_jax503_a_draw_whose_result_is_thrown_away_is_not_reported():
     """)
 
 
+_PREDICT = """
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class Net(nn.Module):
+    rate: float = 0.1
+
+    @nn.compact
+    def __call__(self, x, training: bool):
+        x = nn.Dense(16)(x)
+        x = nn.Dropout(self.rate, deterministic=not training)(x)
+        return nn.Dense(2)(x)
+
+
+def predict(variables, batches, n):
+    model = Net()
+    out = []
+    for i in range(n):
+        images = batches[i]
+        dummy_rng = jax.random.PRNGKey(0)
+        logits = model.apply(variables, images, training={training}, rngs={{"dropout": dummy_rng}})
+        out.append(jnp.argmax(logits, axis=-1))
+    return out
+"""
+
+
+def test_jax503_a_constant_key_only_for_an_apply_that_may_not_draw_is_opt_in():
+    """Fresh AY (judged FALSE): ``dummy_rng = PRNGKey(0)`` per batch of an inference loop, handed only to
+    ``model.apply(..., training=False, rngs={"dropout": dummy_rng})``: with dropout off nothing draws, so
+    whether the iterations repeat numbers is unknown; where the module's dropout is shown to run
+    (``training=True``), the same mask every iteration is proven and reported."""
+    off = _PREDICT.format(training="False")
+    assert default_findings(off, "JAX503") == []
+    ((line, code, why),) = opt_in_findings(off, "JAX503")
+    assert (line, code) == (22, "JAX503")
+    assert why.startswith("draws (unknown): the key goes only to the `rngs` of `model.apply(...)` on line 23")
+    assert default_findings(_PREDICT.format(training="True"), "JAX503") == [(22, "JAX503")]
+    # a draw of its own besides the apply: proven, reported
+    drawn = off.replace("        out.append(", "        logits = logits + jax.random.normal(dummy_rng, logits.shape)\n"
+                                              "        out.append(")
+    assert default_findings(drawn, "JAX503") == [(22, "JAX503")]
+
+
 def test_jax503_seed_from_the_loop_variable_is_not_reported():
     assert findings("""
     import jax

@@ -479,3 +479,52 @@ def discarded_draw(model, maker: ast.Call) -> bool:
         if call_arg(draw, 0, "key") is maker and isinstance(model.stmt_of.get(id(draw)), ast.Expr):
             return keys.random_function(model, draw) in keys.SAMPLERS
     return False
+
+
+def only_to_undrawn_apply(m, maker: ast.Call) -> Optional[ast.Call]:
+    """The flax ``apply`` call that gets the key ``maker`` makes, when that is all that happens to it: the
+    key (the call itself, or a name bound once to it whose every read in the function is this) is a value of
+    the ``rngs={...}`` of a module's ``apply``, and what the module's code shows does not prove a draw from
+    that stream (``flaxrng.apply_draw``: dropout off with ``deterministic=True``/``training=False``, a rate
+    of zero, or a module this file does not show). Whether anything draws from the key is then unknown
+    (fresh AY: a ``dummy_rng = PRNGKey(0)`` per batch of an inference loop, ``training=False``, judged
+    FALSE). None otherwise: the key is drawn, split or handed on elsewhere too."""
+    ctx = m.context(maker)
+    if ctx is None:
+        return None
+    scope = ctx.scope
+    body = scope.node if scope.func is not None else m.tree
+    stmt = next((n for n in walk(body) if isinstance(n, ast.Assign) and n.value is maker), None)
+    name = None
+    if stmt is not None:
+        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            return None
+        name = stmt.targets[0].id
+    reads = [maker] if name is None else [
+        n for n in walk(body) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        and m.scope_at(n) is scope and _bound_to(m, n, scope, maker)]
+    if not reads:
+        return None
+    found = None
+    for read in reads:
+        apply = _rngs_apply(m, read)
+        if apply is None or found is not None and apply is not found:
+            return None
+        found = apply
+    if flaxrng.apply_draw(m, found, scope, lambda v: any(v is r for r in reads)) is not None:
+        return None
+    return found
+
+
+def _bound_to(m, read: ast.Name, scope: Scope, maker: ast.Call) -> bool:
+    ev = m.binding(read.id, scope, _pos(read))
+    return ev is not None and ev.plain_assign and ev.value is maker
+
+
+def _rngs_apply(m, value: ast.AST) -> Optional[ast.Call]:
+    """The ``apply`` call whose ``rngs={...}`` dict holds ``value`` as one of its values."""
+    for call in (c for n in flaxrng.APPLIES for c in m.calls_by_name.get(n, ())):
+        rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)
+        if isinstance(rngs, ast.Dict) and any(v is value for v in rngs.values):
+            return call
+    return None
