@@ -602,6 +602,63 @@ def test_jax803_renamed_identifiers_change_nothing():
     assert a == b == [(3, "JAX803")]
 
 
+_RUNNER = """
+import jax
+
+
+def update(runner_state, task):
+    x, y, x_eval, y_eval, state, rng = runner_state
+    grads = jax.grad(lambda p: ((p * x).sum() - y.sum()) ** 2)(state.params)
+    state = state.apply_gradients(grads=grads)
+    return (x, y, state, rng), {{"eval": (state.params * x_eval).sum() - y_eval.sum()}}
+
+
+def train(state, rng, x, y, x_eval, y_eval, num_epochs, task):
+    step = jax.jit(update)
+    for epoch in range(num_epochs):
+        rng, sub = jax.random.split(rng)
+        runner_state = ({parts})
+        runner_state, info = step(runner_state, task)
+        {unpack} = runner_state
+    return state
+"""
+
+
+def test_jax803_a_container_with_a_part_the_loop_does_not_rebind_is_opt_in():
+    """Fresh AY (four copies of one script): ``runner_state = (x, y, x_eval, y_eval, state, rng)`` rebuilt in
+    every epoch and rebound from the jitted step's results. Donating it deletes ``x_eval``/``y_eval`` too, which
+    the loop does not rebind and puts in again next epoch: JAX raises on the deleted buffer (the runtime test
+    below), so the advice ``donate_argnums=(0,)`` is not proven safe: opt-in, the part named. Where every part
+    is rebound from the results, or the part is a Python constant, the finding stays default."""
+    kept = _RUNNER.format(parts="x, y, x_eval, y_eval, state, sub", unpack="x, y, state, rng")
+    assert default_findings(kept, "JAX803") == []
+    ((line, code, why),) = opt_in_findings(kept, "JAX803")
+    assert (line, code) == (13, "JAX803")
+    assert why.startswith("old-unread unknown: `runner_state = (x, y, x_eval, y_eval, state, sub)` on line 16 puts "
+                          "`x_eval`, which the loop does not rebind")
+    # near misses: every part rebound from the results; Python constants as the other parts
+    rebound = _RUNNER.format(parts="x, y, state, sub", unpack="x, y, state, rng").replace(
+        "x, y, x_eval, y_eval, state, rng = runner_state", "x, y, state, rng = runner_state\n    x_eval = y_eval = x")
+    assert default_findings(rebound, "JAX803") == [(14, "JAX803")]  # one line more in `update`
+    constants = _RUNNER.format(parts="x, y, 0.5, 2, state, sub", unpack="x, y, state, rng")
+    assert default_findings(constants, "JAX803") == [(13, "JAX803")]
+
+
+@pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")
+def test_runtime_donating_a_container_deletes_the_part_passed_again():
+    """Why the case above is not safe to donate: the part the loop puts in again is deleted by the first call,
+    and the second call raises (jax 0.4.30 and 0.10.2, CPU)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda rs: ((rs[0], rs[2] + rs[1].sum()), rs[2].sum()), donate_argnums=(0,))
+    x, x_eval, w = jnp.ones(4), jnp.ones(4), jnp.zeros(4)
+    (x, w), _ = step((x, x_eval, w))
+    assert x_eval.is_deleted()
+    with pytest.raises(Exception, match="deleted or donated"):
+        step((x, x_eval, w))
+
+
 def test_jax803_donating_lowers_what_the_compiled_program_needs():
     """memory_analysis of the same step with and without donate_argnums=0: the donated parameters
     are aliased to the outputs (jax 0.4.30 and 0.10.2, CPU), and XLA's own peak, where this jaxlib

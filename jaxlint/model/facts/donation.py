@@ -12,10 +12,11 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, proof
+from . import callables, donatedparts, proof
 from . import values as V
 from .jaxrecords import JitWrap
 from ..python.syntax import unparse
+from ..python.syntax import walk_statements as _walk_statements
 
 
 class UseAfterDonation:
@@ -310,6 +311,11 @@ def old_values_unread(m, r: RebindingCall) -> "proof.Fact":
             if twice is not None:
                 return proof.unknown("old-unread", f"`{unparse(stmt, 50)}` on line {stmt.lineno} puts `{twice}` in "
                                                    "twice: JAX refuses to donate the same buffer twice")
+    kept = donatedparts.kept_part(m, names, r.loop.node, body)
+    if kept is not None:
+        return proof.unknown("old-unread", f"`{unparse(kept[0], 50)}` on line {kept[0].lineno} puts `{kept[1]}`, which "
+                                           "the loop does not rebind, into what the step would donate: donating "
+                                           "would delete it before the next iteration passes it again")
     for c in m.calls_by_name.get(_last(r.call.func), ()):
         if c is r.call or callables.callable_info(m, c.func, m.scope_at(c)) is not r.wrap:
             continue
@@ -486,20 +492,6 @@ def _rebound_before(body: list, read: ast.Name, after: int) -> bool:
 
 def _last(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-
-
-def _walk_statements(body: list) -> Iterator[ast.stmt]:
-    """The statements of a body, nested blocks included, not those of nested defs or classes."""
-    stack = list(reversed(body))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield n
-        for field in ("body", "orelse", "finalbody"):
-            stack.extend(reversed(getattr(n, field, None) or []))
-        for h in getattr(n, "handlers", ()):
-            stack.extend(reversed(h.body))
 
 
 def _statement_block(m, node: ast.AST) -> Optional[tuple]:

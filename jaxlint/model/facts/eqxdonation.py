@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import ast
 from . import proof
-from .donation import RebindingCall, _first_read, _key, _walk_statements
+from .donation import RebindingCall, _first_read, _key
+from ..python.syntax import walk_statements as _walk_statements
 from ..python.syntax import unparse
 
 

@@ -418,3 +418,17 @@ def plain_target_names(t: ast.AST, out: list) -> bool:
     if isinstance(t, ast.Starred):
         return plain_target_names(t.value, out)
     return False
+
+
+def walk_statements(body: list) -> Iterator[ast.stmt]:
+    """The statements of a body, nested blocks included, not those of nested defs or classes."""
+    stack = list(reversed(body))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield n
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend(reversed(getattr(n, field, None) or []))
+        for h in getattr(n, "handlers", ()):
+            stack.extend(reversed(h.body))
