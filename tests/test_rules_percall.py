@@ -495,6 +495,29 @@ def test_jax102_a_bound_method_body_is_not_reported_where_the_project_pins_an_ol
                                                              (line_of(src, "# LAMBDA"), "JAX102")])
 
 
+def test_jax102_a_bound_method_finding_names_the_jax_it_assumes(tmp_path):
+    """The bound-method case holds from JAX 0.4.31 on: its evidence says which JAX the project runs on and how
+    that is known (the declared range, or no declaration: current JAX assumed, an assumption it names)."""
+    from jaxlint.engine import check_path
+    import jaxlint_rules
+    from ruletools import make_project
+
+    def evidence(path):
+        res = check_path(str(path), [r() for r in jaxlint_rules.ALL_RULES])
+        (found,) = [f for f in res.findings if f.code == "JAX102" and f.line == line_of(FRESH_EACH_ITERATION, "# BOUND")]
+        return found.evidence[-1]
+
+    declared = make_project(tmp_path / "a", {"pyproject.toml": '[project]\nname = "b"\ndependencies = ["jax>=0.4"]\n',
+                                             "bandit.py": FRESH_EACH_ITERATION})
+    assert evidence(declared / "bandit.py") == (
+        "JAX 0.4.31 and later trace a bound method anew at every call (earlier releases reuse one trace); "
+        "a/pyproject.toml requires jax >=0.4: the declared range includes JAX 0.4.31 or later")
+    bare = make_project(tmp_path / "b", {"bandit.py": FRESH_EACH_ITERATION})
+    assert evidence(bare / "bandit.py").endswith("(earlier releases reuse one trace); no packaging file (pyproject.toml, "
+                                                 "setup.cfg, setup.py, requirements*.txt, environment*.yml) in the "
+                                                 "file's folder or above it: current JAX assumed")
+
+
 def test_runtime_a_bound_method_branch_compiles_every_call_a_module_function_once():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

@@ -112,6 +112,19 @@ def _bound_methods_retrace(m) -> bool:
     return found.range is None or found.range.includes_from(BOUND_METHOD_RETRACE)
 
 
+def bound_method_release(m) -> str:
+    """The evidence for :func:`_bound_methods_retrace`: which JAX the project runs on, and how that is known."""
+    when = jaxrange.text(BOUND_METHOD_RETRACE)
+    configured = m.jax_version
+    if configured is not None and tuple(configured) >= BOUND_METHOD_RETRACE:
+        why = f"jax-version {jaxrange.text(configured)} is configured (the oldest JAX the project supports)"
+    else:
+        found = jaxrange.of_model(m)
+        why = (f"{found.why}: current JAX assumed" if found.range is None else
+               f"{found.where}: the declared range includes JAX {when} or later")
+    return f"JAX {when} and later trace a bound method anew at every call (earlier releases reuse one trace); {why}"
+
+
 def _fresh_bodies(m, bodies: list, scope, outer) -> list:
     """``(function, expression)`` for each body a new object at each call of ``outer``: a lambda or ``def``
     ``outer`` defines (expression None), or ``self.method`` of ``outer``'s instance, evaluated where the
