@@ -23,8 +23,9 @@ from collections import OrderedDict
 from typing import Optional
 
 from .declaration import Finder
+from .project_callers import Callers, _repository_root
 from .project_questions import Questions
-from .locate import FileListing, _project_root, locate_from, nearest_with
+from .locate import FileListing, locate_from
 from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
@@ -34,10 +35,9 @@ OFFER_CHARS = 50_000  # modules this large are summarized while checked (Project
 MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
 _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
 _PROJECT_KINDS = (".py", ".ipynb", "pyproject.toml", "setup.cfg")  # files that may refer to a project's function
-_CALLER_KINDS = (".py", ".ipynb")  # files whose loops may call a project's function (a notebook: its code cells)
 
 
-class ProjectResolver(Questions):
+class ProjectResolver(Questions, Callers):
     def __init__(self) -> None:
         self._models: "OrderedDict[str, object]" = OrderedDict()
         self._files: dict = {}
@@ -50,6 +50,7 @@ class ProjectResolver(Questions):
         self._loop_callers: dict = {}  # (path, name, cls) -> ((file, line) or None, what it consulted)
         self._loop_indexes: dict = {}  # project file -> its LoopCalls (None when it does not parse)
         self._notebook_lines: dict = {}  # a notebook indexed there -> notebook.Module.lines
+        self._notebook_modules: dict = {}  # (notebook, content hash) -> its joined cells (or None)
         self._project_listing: dict = {}  # project root -> (its files, its .py files), with their bytes
         self._file_bytes: dict = {}  # path -> bytes of a project file a key question read
         self._declarations = Finder()  # packaging files declaring the JAX version, per folder
@@ -62,7 +63,7 @@ class ProjectResolver(Questions):
         self._abs.clear()
         self._listing = FileListing()
         for memo in (self._deps, self._programs, self._full_models, self._loop_callers, self._loop_indexes,
-                     self._notebook_lines, self._project_listing, self._file_bytes):
+                     self._notebook_lines, self._notebook_modules, self._project_listing, self._file_bytes):
             memo.clear()
         self._declarations = Finder()
 
@@ -331,111 +332,6 @@ class ProjectResolver(Questions):
         self._note(deps)
         return found
 
-    def loop_caller(self, path: str, name: str, cls: Optional[str] = None, root: Optional[str] = None,
-                    subclass: bool = False) -> Optional[tuple]:
-        """``(file, line, ranged)`` of a call, in another module of the project (the folder above the file's top
-        package, or a script's folder), of the top-level function ``name`` of the project file ``path`` in a
-        loop there (not over a literal collection), through ``from mod import name`` or ``import mod`` /
-        ``m.name(...)``; None when the project shows none. The files that mention the name are recorded for
-        the result cache. With ``cls``, ``name`` is a method of the file's top-level class ``cls``, called on
-        an instance the other module makes (``ev = mod.EvalManager(...)``, or stored on ``self``), or on one
-        of a subclass not overriding it (``subclass``: for one, in the base's project ``root``)."""
-        path = self._abspath(path)
-        key = (path, name, cls, root)
-        memo = self._loop_callers
-        if key in memo:
-            found, deps = memo[key]
-            self._note(deps)
-            return found
-        root = root or _caller_root(path)  # a subclass is looked up in its base class's project
-        deps: set = set()
-        found = None
-        # a file that imports the function (or its module) spells the module's name
-        stem = os.path.splitext(os.path.basename(path))[0]
-        if stem == "__init__":
-            stem = os.path.basename(os.path.dirname(path))
-        needles = [name.encode(), stem.encode()] + ([cls.encode()] if cls else [])
-        for other, data in self._project_texts(root, every_kind=True):
-            if other == path or not other.endswith(_CALLER_KINDS) or not all(n in data for n in needles):
-                continue
-            deps.add(("f", other, content_hash(data)))
-            index = self.index(other, data)
-            hit = index.find(path, name, self, cls) if index is not None else None
-            if hit is not None:
-                found = (other, *hit)
-                break
-        if found is None and cls is not None and not subclass:  # on an instance of a subclass not overriding it
-            from .model.python.callgraph import subclasses
-
-            for sub_path, sub_cls in subclasses(self, path, cls, name, root,
-                                                lambda o, d: deps.add(("f", o, content_hash(d)))):
-                found = self.loop_caller(sub_path, name, sub_cls, root, subclass=True)
-                deps |= memo[(sub_path, name, sub_cls, root)][1]
-                if found is not None:
-                    break
-        memo[key] = (found, frozenset(deps))
-        self._note(deps)
-        return found
-
-    def index(self, path: str, data: bytes):
-        """A project file's :class:`~jaxlint.model.python.callgraph.LoopCalls`, once (None: it does not parse).
-        A notebook's are those of its code cells as jaxlint reads them (its lines the joined cells')."""
-        if path not in self._loop_indexes:
-            from .model.python.callgraph import LoopCalls  # loaded with the first cross-module caller search
-
-            text = None
-            if path.endswith(".ipynb"):
-                from .notebook import join, read_cells  # only for a notebook: flake8 never loads it
-
-                try:
-                    module = join(read_cells(data))
-                except Exception:  # not a notebook jaxlint reads (notebook.notebook_code's rule): no callers there
-                    module = None
-                if module is not None:
-                    self._notebook_lines[path] = module.lines
-                    text = module.text
-            else:
-                try:
-                    text = decode_source(data)
-                except (SyntaxError, UnicodeError, LookupError):
-                    text = None
-            self._loop_indexes[path] = LoopCalls.of(path, text) if text is not None else None
-        return self._loop_indexes[path]
-
-    def cite(self, path: str, line: int) -> str:
-        """How evidence names line ``line`` of the project file ``path`` that :meth:`loop_caller` found:
-        ``path:line``, or for a notebook the cell and the line in it (``path`` line 3 of cell 7)."""
-        lines = self._notebook_lines.get(path)
-        if lines and 1 <= line <= len(lines):
-            cell, in_cell, _ = lines[line - 1]
-            return f"{path}, line {in_cell} of cell {cell}"
-        return f"{path}:{line}"
-
-    def inherited_loop_caller(self, path: str, cls: str, name: str, overridden: frozenset) -> Optional[tuple]:
-        """``(file, line, ranged)`` of a ``self.name(...)`` call in a loop of a method, not in
-        ``overridden``, of the top-level class ``cls`` of the file ``path``: a base class's loop runs
-        its subclass's ``name`` at every iteration. None when there is none."""
-        path = self._abspath(path)
-        key = ("inherited", path, cls, name, overridden)
-        memo = self._loop_callers
-        if key in memo:
-            found, deps = memo[key]
-            self._note(deps)
-            return found
-        deps: set = set()
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-            deps.add(("f", path, content_hash(data)))
-            index = self.index(path, data)
-        except OSError:
-            index = None
-        hit = index.inherited(cls, name, overridden) if index is not None else None
-        found = (path, *hit) if hit is not None else None
-        memo[key] = (found, frozenset(deps))
-        self._note(deps)
-        return found
-
     def repository_files(self, path: str) -> Optional[list]:
         """``_project_texts`` (every kind) of the repository around ``path``; None outside one."""
         return None if (root := _repository_root(self._abspath(path))) is None else self._project_texts(root, True)
@@ -481,8 +377,8 @@ class ProjectResolver(Questions):
             if other != path and needle in data and word.search(data):
                 self._note([("f", other, content_hash(data))])
                 if other.endswith(".ipynb"):
-                    from .notebook import notebook_code  # only for a notebook: flake8 never loads the adapter
-                    data = notebook_code(data)
+                    module = self._notebook_module(other, data)
+                    data = module.text.encode() if module is not None else None
                 if data is None or (spells or _not_only_imported)(other, data, name, path, texts):
                     return True
         return False
@@ -525,20 +421,8 @@ _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
 _FACTORY_RETURN = re.compile(r"\n[ \t]+(?:return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(|@[^\n]*\b(?:jit|pmap|filter_jit|filter_pmap)\b)")
 
 
-_VCS = (".git", ".hg")
 
 
-def _caller_root(path: str) -> str:
-    """Where :meth:`ProjectResolver.loop_caller` looks for the callers of a function of ``path``: the
-    repository around it (a notebook or script beside a folder of modules without ``__init__.py``
-    imports them as ``folder.module``), else the folder above its top package."""
-    return _repository_root(path) or _project_root(path)
-
-
-def _repository_root(path: str) -> Optional[str]:
-    """The repository around ``path``: the nearest folder above it with ``.git`` or ``.hg``; None
-    when there is none (then what else refers to a function is not known)."""
-    return nearest_with(os.path.dirname(os.path.abspath(path)), _VCS)
 
 
 def _may_export_compiled(text: str, path: str) -> bool:
