@@ -163,7 +163,9 @@ class MissingDonation(Rule):
                     "or applies no optimizer update to a rebound argument (a "
                     "PRNG key, a counter, an environment state: their size is not known, training-state unknown); "
                     "something may still need the old values (another name or a list keeps them, another call of "
-                    "the step does not rebind them, a caller reads what it passed: old-unread unknown); the loop is "
+                    "the step does not rebind them, a caller reads what it passed, a container rebuilt every iteration holds "
+                    "a part the loop does not rebind and passes again, such as an evaluation set: old-unread "
+                    "unknown); the loop is "
                     "in test code, or runs a literal count of at most 100 steps.")
     bad = """
         import jax

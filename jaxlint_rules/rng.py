@@ -466,7 +466,9 @@ class ConstantKeyInLoop(Rule):
     opt_in_cases = ("In test code, a constant key in a loop whose iterations differ anyway (the loop variable or "
                     "state from the previous iteration is used): a fixed key per step keeps such a test "
                     "deterministic. Where the iterations are otherwise the same it is reported by default: the "
-                    "loop checks one case over and over.")
+                    "loop checks one case over and over. A key that goes only to the `rngs` of a flax module's "
+                    "`apply` whose draw from that stream the module does not show (dropout off with "
+                    "`training=False`/`deterministic=True`, or a module defined elsewhere): nothing may draw.")
     bad = """
         import jax
 
