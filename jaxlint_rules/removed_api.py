@@ -41,15 +41,28 @@ def _fails(model: ModuleModel, ref: ast.AST, qn: str, scope) -> str:
     return "on current JAX looking it up raises AttributeError"
 
 
+# jax/ops/__init__.py at jax-v0.3.1 still exports index_update and the rest, at jax-v0.3.2 not (read from the tags)
+_OPS_REMOVED = (0, 3, 2)
+
+
+def _reach(model: ModuleModel, qn: str) -> tuple:
+    """``(opt_in, evidence)`` of a removed ``jax.ops`` name: reported by default where the project may run on JAX
+    0.3.2 or later (its declared range, its configured jax-version, or none declared: current JAX assumed)."""
+    reaches = jaxrange.reaches(jaxrange.of_model(model), _OPS_REMOVED, model.jax_version)
+    facts = [f"removed (proven): `{qn}` is JAX's (through the module's imports), removed in JAX 0.3.2",
+             f"{reaches.name} ({reaches.status}): {reaches.why}"]
+    return (f"{reaches.name} {reaches.status}: {reaches.why}" if reaches.status != "proven" else None), facts
+
+
 class RemovedIndexUpdateApi(Rule):
     code = "JAX402"
-    fails_at_runtime = True  # removed in JAX 0.3: AttributeError (from jax.ops import: ImportError)
+    fails_at_runtime = True  # removed in JAX 0.3.2: AttributeError (from jax.ops import: ImportError)
     short = "A call of the removed jax.ops.index_update family."
     name = "removed-index-update-api"
     fixable = True
     summary = ("Finds calls of `jax.ops.index_update`/`index_add`/`index_mul`/`index_min`/`index_max` and uses "
                "of `jax.ops.index[...]`.")
-    rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3: on any current JAX "
+    rationale = ("These functions were deprecated in JAX 0.2.22 and removed in JAX 0.3.2: on any current JAX "
                  "they raise AttributeError (ImportError for `from jax.ops import ...`). The `.at` property "
                  "replaces them: `jax.ops.index_update(x, jax.ops.index[i], v)` is `x.at[i].set(v)`, "
                  "`index_add` is `.at[i].add`, `index_mul` `.at[i].multiply`, `index_min`/`index_max` "
@@ -94,7 +107,9 @@ class RemovedIndexUpdateApi(Rule):
                 fix = f"`x.at[idx].{method}(v)`"
                 auto = None
             fails = _fails(model, call.func, qn, scope)
-            yield self.finding(call, f"`{qn}` was removed in JAX 0.3: {fails}; use {fix}", auto)
+            opt_in, facts = _reach(model, qn)
+            yield self.finding(call, f"`{qn}` was removed in JAX 0.3.2: {fails}; use {fix}", auto, opt_in=opt_in,
+                               evidence=facts)
         if "ops" not in model.attr_names and not any(
                 qn.startswith("jax.ops") for qn in model.module_scope.imports.values()):
             return  # jax.ops.index is spelled through ``jax.ops`` or imported from it
@@ -108,8 +123,9 @@ class RemovedIndexUpdateApi(Rule):
                 covered.add(id(sub))
                 at = _at(ast.Subscript(value=ast.Name("x"), slice=sub.slice))
                 fails = _fails(model, sub.value, _INDEX, scope)
-                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3: {fails}; index through `.at` "
-                                        f"instead: `{at}.set(v)`")
+                opt_in, facts = _reach(model, _INDEX)
+                yield self.finding(sub, f"`jax.ops.index` was removed in JAX 0.3.2: {fails}; index through `.at` "
+                                        f"instead: `{at}.set(v)`", opt_in=opt_in, evidence=facts)
 
     @staticmethod
     @_never_raises

@@ -538,7 +538,14 @@ class ConstantKeyInLoop(Rule):
                 opt_in = (f"draws (unknown): the key goes only to the `rngs` of `{unparse(apply.func, 30)}(...)` on "
                           f"line {apply.lineno}, and this module does not show the applied module drawing from it "
                           "(its dropout may be off: `deterministic=True`, `training=False`, a rate of 0)")
-            yield self.finding(call, keymessages.constant_key_in_loop(call, loop, tail), opt_in=opt_in)
+            role = next(r for r in role_of if r.loop is loop)
+            facts = [f"the seed `{unparse(seed, 30)}` is a constant (a literal, or a module-level name bound once to "
+                     "one): a key depends only on its seed, so the key is the same every time it is made",
+                     *role.evidence,
+                     "a `jax.random` call in the same function draws from it or splits it" if
+                     keydraws.drawn_in_place(model, call) else "it is handed to other code (where it is drawn from "
+                     "is not followed)"]
+            yield self.finding(call, keymessages.constant_key_in_loop(call, loop, tail), opt_in=opt_in, evidence=facts)
 
     def _default_keys(self, model: ModuleModel) -> Iterator[Finding]:
         """A key made once as a parameter's default and drawn from by calls that do not pass it."""

@@ -406,6 +406,30 @@ def test_jax402_index_helper_on_its_own():
     """)
 
 
+def test_jax402_evidence_and_a_project_pinned_before_the_removal(tmp_path):
+    """JAX402 asks the project's declared JAX as JAX404 does: `jax.ops.index_update` exists up to 0.3.1 (read from
+    JAX's tags), so a project pinning `jax<0.3.2` gets an opt-in finding naming the pin; with no declaration current
+    JAX is assumed, and the evidence says so."""
+    from jaxlint.engine import check_path
+    import jaxlint_rules
+    from ruletools import make_project
+
+    src = "import jax\n\ndef reset(x):\n    return jax.ops.index_update(x, 0, 0.0)\n"
+
+    def found(root):
+        res = check_path(str(root / "m.py"), [r() for r in jaxlint_rules.ALL_RULES])
+        return [(f.line, f.opt_in, f.evidence) for f in res.findings if f.code == "JAX402"]
+
+    pinned = make_project(tmp_path / "a", {"requirements.txt": "jax==0.2.28\n", "m.py": src})
+    ((line, opt_in, evidence),) = found(pinned)
+    assert line == 4 and opt_in.startswith("reaches disproven: ") and "0.3.2" in opt_in
+    bare = make_project(tmp_path / "b", {"m.py": src})
+    ((line, opt_in, evidence),) = found(bare)
+    assert opt_in is None
+    assert evidence[0] == "removed (proven): `jax.ops.index_update` is JAX's (through the module's imports), removed in JAX 0.3.2"
+    assert evidence[1].startswith("reaches (proven): ") and "current JAX assumed" in evidence[1]
+
+
 def test_jax402_message_spells_the_at_form():
     msgs = messages("""
     import jax
@@ -413,7 +437,7 @@ def test_jax402_message_spells_the_at_form():
     def f(x, v):
         return jax.ops.index_add(x, jax.ops.index[1:, 0], v)
     """, "JAX402")
-    assert msgs == ["`jax.ops.index_add` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+    assert msgs == ["`jax.ops.index_add` was removed in JAX 0.3.2: on current JAX looking it up raises AttributeError; "
                     "use `x.at[1:, 0].add(v)`"]
 
 
@@ -436,15 +460,15 @@ def test_jax402_message_says_how_each_spelling_fails():
         return set_item(x, 3, v)
     """, "JAX402")
     assert msgs == [
-        "`jax.ops.index` was removed in JAX 0.3: on current JAX `from jax.ops import index` raises ImportError; "
+        "`jax.ops.index` was removed in JAX 0.3.2: on current JAX `from jax.ops import index` raises ImportError; "
         "index through `.at` instead: `x.at[:2].set(v)`",
-        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+        "`jax.ops.index_update` was removed in JAX 0.3.2: on current JAX looking it up raises AttributeError; "
         "use `x.at[0].set(v)`",
-        "`jax.ops.index_add` was removed in JAX 0.3: on current JAX `from jax.ops import index_add` raises "
+        "`jax.ops.index_add` was removed in JAX 0.3.2: on current JAX `from jax.ops import index_add` raises "
         "ImportError; use `x.at[2].add(v)`",
-        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX `from jax.ops import index_update` raises "
+        "`jax.ops.index_update` was removed in JAX 0.3.2: on current JAX `from jax.ops import index_update` raises "
         "ImportError; use `x.at[1].set(v)`",
-        "`jax.ops.index_update` was removed in JAX 0.3: on current JAX looking it up raises AttributeError; "
+        "`jax.ops.index_update` was removed in JAX 0.3.2: on current JAX looking it up raises AttributeError; "
         "use `x.at[3].set(v)`",
     ]
 

@@ -739,6 +739,29 @@ def test_jax503_a_constant_key_only_for_an_apply_that_may_not_draw_is_opt_in():
     assert default_findings(drawn, "JAX503") == [(22, "JAX503")]
 
 
+def test_jax503_a_constant_key_in_a_loop_says_why_in_its_evidence():
+    """The facts a loop finding rests on, in its JSON evidence: the constant seed, the loop's role, and whether
+    the function itself draws from the key or hands it on (not followed)."""
+    from ruletools import _check
+
+    src = """
+    import jax
+
+    def sample(params, n, run):
+        out = []
+        for i in range(n):
+            noise = jax.random.normal(jax.random.PRNGKey(0), (3,))
+            out.append(run(params, jax.random.PRNGKey(1)) + noise)
+        return out
+    """
+    found = {f.line: f.evidence for f in _check(src) if f.code == "JAX503"}
+    assert sorted(found) == [7, 8]
+    assert found[7][0].startswith("the seed `0` is a constant")
+    assert found[7][-1] == "a `jax.random` call in the same function draws from it or splits it"
+    assert found[8][-1] == "it is handed to other code (where it is drawn from is not followed)"
+    assert any("the loop on line 6" in e for e in found[7])
+
+
 def test_jax503_seed_from_the_loop_variable_is_not_reported():
     assert findings("""
     import jax
