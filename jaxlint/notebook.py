@@ -405,11 +405,3 @@ def parse(text: str, path: str):
     """(tree, None) or (None, JAX000 finding): ``source.parse_source`` with top-level ``await``."""
     return parse_source(text, path, FLAGS)
 
-
-def notebook_code(data: bytes) -> Optional[bytes]:
-    """A notebook's code cells as jaxlint reads them (IPython syntax made Python), or None when it
-    is not a notebook jaxlint can read."""
-    try:
-        return join(read_cells(data)).text.encode()
-    except Exception:
-        return None

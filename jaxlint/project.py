@@ -421,10 +421,6 @@ _COMPILED_EXPORT = re.compile("\n" + _EXPORT_LINE)
 _FACTORY_RETURN = re.compile(r"\n[ \t]+(?:return[ \t]+[\w.]*\b(?:jit|pmap|filter_jit|filter_pmap)\(|@[^\n]*\b(?:jit|pmap|filter_jit|filter_pmap)\b)")
 
 
-
-
-
-
 def _may_export_compiled(text: str, path: str) -> bool:
     """Whether a module can define or re-export a jitted or transformed callable at module level;
     most modules of a large project cannot, and skipping their parse is most of the cost of

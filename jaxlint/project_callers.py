@@ -22,11 +22,11 @@ class Callers:
 
     def loop_caller(self, path: str, name: str, cls: Optional[str] = None, root: Optional[str] = None,
                     subclass: bool = False) -> Optional[tuple]:
-        """``(file, line, ranged)`` of a call, in another module of the project (the folder above the file's top
-        package, or a script's folder), of the top-level function ``name`` of the project file ``path`` in a
-        loop there (not over a literal collection), through ``from mod import name`` or ``import mod`` /
-        ``m.name(...)``; None when the project shows none. The files that mention the name are recorded for
-        the result cache. With ``cls``, ``name`` is a method of the file's top-level class ``cls``, called on
+        """``(file, line, ranged)`` of a call, in another file of the project (the repository around the file, or
+        without one the folder above its top package; a notebook's code cells count), of the top-level function
+        ``name`` of the project file ``path`` in a loop there (not over a literal collection), through ``from mod
+        import name`` or ``import mod`` / ``m.name(...)``; None when the project shows none. The files that spell
+        the call and the module's name are recorded for the result cache. With ``cls``, ``name`` is a method of the file's top-level class ``cls``, called on
         an instance the other module makes (``ev = mod.EvalManager(...)``, or stored on ``self``), or on one
         of a subclass not overriding it (``subclass``: for one, in the base's project ``root``)."""
         path = self._abspath(path)
@@ -101,7 +101,7 @@ class Callers:
 
             try:
                 self._notebook_modules[key] = join(read_cells(data))
-            except Exception:  # not a notebook jaxlint reads (notebook.notebook_code's rule)
+            except Exception:  # not a notebook jaxlint can read: no code cells to search
                 self._notebook_modules[key] = None
         return self._notebook_modules[key]
 

@@ -263,9 +263,9 @@ def test_another_modules_function_of_the_same_name_is_no_reference(tmp_path):
     # a notebook's cells are read the same way
     nb = json.dumps({"cells": [{"cell_type": "code", "source": "%matplotlib inline\nimport jax\njax.random.uniform(k)"}],
                      "nbformat": 4, "nbformat_minor": 5, "metadata": {}})
-    from jaxlint.notebook import notebook_code
+    from jaxlint.notebook import join, read_cells
 
-    assert only_imported(str(tmp_path / "demo.ipynb"), notebook_code(nb.encode()), "uniform", owner)
+    assert only_imported(str(tmp_path / "demo.ipynb"), join(read_cells(nb.encode())).text.encode(), "uniform", owner)
 
 
 def test_a_module_of_the_owners_own_package_is_not_foreign(tmp_path):

@@ -23,11 +23,12 @@ def kept_part(m, names: set, loop_node: ast.AST, body: list) -> Optional[tuple]:
     no statement of the loop rebinds ``name`` and it is not known to hold only a Python constant; None when
     there is none."""
     rebound = _bound_in(loop_node)
+    in_loop = {id(n) for n in walk_statements(getattr(loop_node, "body", []))}
     for stmt in walk_statements(body):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and stmt.targets[0].id in names and isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))):
             continue
-        if not any(n is stmt for n in walk_statements(getattr(loop_node, "body", []))):
+        if id(stmt) not in in_loop:
             continue
         parts = stmt.value.values if isinstance(stmt.value, ast.Dict) else stmt.value.elts
         scope = m.scope_at(stmt.value)
