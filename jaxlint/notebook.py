@@ -47,6 +47,9 @@ from .source import TOP_LEVEL_AWAIT, parse_source
 
 # Cell magics whose body is Python that runs in the user's namespace.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "jaxlint_trace"})
+# Cell magics that run their body as a cell of its own (IPython's ``%%capture``: ``shell.run_cell(cell)``), so
+# a cell magic on the body's first line is that cell's magic: ``%%capture cap`` then ``%%time`` times the rest.
+_CELL_RUNNING_MAGICS = frozenset({"capture"})
 # Line magics whose argument is a Python statement that runs.
 PYTHON_LINE_MAGICS = frozenset({"time", "timeit"})
 
@@ -141,7 +144,7 @@ def cell_lines(source: str) -> list:
         return list(zip(lines, deltas))
     _dedent(lines, deltas, first)
     first = _cell_magic_after_comments(lines, first)
-    if lines[first].startswith("%%"):
+    while lines[first].startswith("%%"):
         name = re.match(r"%%(\S*)", lines[first]).group(1)
         if name not in PYTHON_CELL_MAGICS:
             return [("", 0)] * len(lines)
@@ -151,6 +154,8 @@ def cell_lines(source: str) -> list:
             return list(zip(lines, deltas))
         _dedent(lines, deltas, body)
         first = body
+        if name not in _CELL_RUNNING_MAGICS:
+            break
     _blank_escapes(lines, deltas, first)
     return list(zip(lines, deltas))
 
@@ -370,9 +375,12 @@ def timed_lines(source: str) -> list:
         return []
     first = _cell_magic_after_comments(lines, first)
     head = lines[first].strip()
-    if head.startswith("%%"):
+    while head.startswith("%%"):
         name = re.match(r"%%(\S*)", head).group(1)
         body = _first_code_line(lines, first + 1)
+        if name in _CELL_RUNNING_MAGICS and body is not None and lines[body].startswith("%%"):
+            first, head = body, lines[body].strip()  # ``%%capture cap`` then ``%%time``: the inner magic times
+            continue
         return [("%%" + name, body + 1, len(lines))] if name in ("time", "timeit") and body is not None else []
     return [(line.split(None, 1)[0], i + 1, i + 1) for i, line in enumerate(lines)
             if line.startswith(("%time ", "%timeit "))]

@@ -29,7 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import callables, containers, fetches, hostarrays, libraryobjects, namedtuples, setuporder, timerclasses
+from . import callables, containers, fetches, hostarrays, keys, libraryobjects, namedtuples, setuporder, timerclasses
 from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -324,8 +324,8 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "work"  # ``sac.train(batch)``, ``agent.update(batch)``: a method of a project class that only dispatches
     if isinstance(f, ast.Attribute) and qn is None and V.is_jax(m, f.value, scope):
         return "work" if f.attr in ARRAY_METHODS else "maybe"
-    if qn in _UPLOADS and c.args and not V.is_jax(m, c.args[0], scope):
-        return "upload"  # ``jnp.array(energies)`` of values not shown on the device: no computation, no wait
+    if (qn in _UPLOADS or qn in keys.KEY_MAKERS) and c.args and not V.is_jax(m, c.args[0], scope):
+        return "upload"  # ``jnp.array(energies)``, ``PRNGKey(0)``: an array of host values, no work to time, no wait
     if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope):
         return "work"
     if qn in _DISPATCHING_HELPERS:
