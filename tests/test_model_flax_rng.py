@@ -264,3 +264,26 @@ def run(params, x, n):
     line = next(i for i, t in enumerate(lines) if "x = model.apply(params, x" in t) + 1
     assert default_findings(src, "JAX502") == [(line, "JAX502")]
     assert default_findings(src.replace('rngs={"dropout": key}', 'train=False, rngs={"dropout": key}'), "JAX502") == []
+
+
+@pytest.mark.parametrize("call, keyed", [
+    ("model.apply(params, x, rngs={'dropout': jax.random.PRNGKey(0)})", True),  # a key made in place
+    ("model.apply(params, x, rngs={'dropout': key, 'noise': sub})", True),  # keys split before
+    ("state.apply_fn({'params': p}, x, rngs={'dropout': key})", True),
+    ("model.apply(params, x)", False),  # no keys: nothing says it is a JAX module's apply
+    ("model.apply(params, x, rngs=rngs)", False),  # not a dict of keys shown here
+    ("model.apply(params, x, rngs={'dropout': 0})", False),  # a Python int is no key
+    ("model.predict(params, x, rngs={'dropout': key})", False),  # not an apply
+])
+def test_keyed_apply_is_a_modules_apply_given_prng_keys(call, keyed):
+    src = textwrap.dedent(f"""
+        import jax
+
+        def run(model, state, params, p, x, seed):
+            key, sub = jax.random.split(jax.random.PRNGKey(seed))
+            rngs = {{'dropout': key}}
+            return {call}
+    """)
+    m = build_model(ast.parse(src))
+    node = next(n for n in ast.walk(m.tree) if isinstance(n, ast.Return)).value
+    assert flaxrng.keyed_apply(m, node, m.scope_at(node)) is keyed
