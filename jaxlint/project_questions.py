@@ -62,3 +62,13 @@ class Questions:
         ops = (timing.is_clock, timing._calls_in, timing._device_role)
         return self.answer(path, ("timer", cls, method), lambda model: timer_method_named(model, cls, method, ops),
                            False, (b"contextmanager", b"__exit__"))
+
+    def signature(self, path: str, name: str) -> Optional[tuple]:
+        """The signature (:func:`~jaxlint.model.python.arity.signature`) of the top-level function ``name`` of the
+        project file ``path`` when a call of it runs that ``def`` (:func:`~jaxlint.model.python.arity.
+        module_function_signature`), or None; asked for a call's arity where a finding's line may never run, and
+        only of a file that spells ``def name``."""
+        from .model.python.arity import module_function_signature
+
+        return self.answer(path, ("signature", name), lambda model: module_function_signature(model, name), None,
+                           needles=(f"def {name}".encode(),))

@@ -455,3 +455,35 @@ def test_a_call_of_a_jitted_function_without_a_required_argument_always_raises(t
     assert (why is not None) == dead
     if dead:
         assert "without its required argument `vocab_size` (TypeError)" in why
+
+
+@pytest.mark.parametrize("callee, args, dead", [
+    ("def step(regrets, strategy, key, config):", "regrets, strategy, key, config, a, b, c", True),  # 7 for 4
+    ("def step(regrets, strategy, key, config):", "regrets, strategy", True),  # `key` missing
+    ("def step(regrets, strategy, key, config):", "regrets, strategy, key, config", False),
+    ("def step(regrets, strategy, *rest):", "regrets, strategy, key, config, a, b, c", False),  # *args
+    ("@register\ndef step(regrets, strategy, key, config):", "regrets, strategy", False),  # may change it
+    ("@jax.jit\ndef step(regrets, strategy, key, config):", "regrets, strategy", True),
+])
+def test_a_call_of_another_modules_function_with_the_wrong_arguments_always_raises(tmp_path, callee, args, dead):
+    """Fresh AZ: scripts time `_cfr_step_pure(...)`, imported from the project's trainer, with seven arguments
+    for its four, inside a `try` that catches the TypeError: the clock read after it never runs. The callee's
+    `def` is read from its module (a signature-keeping transform kept, other decorators not judged)."""
+    trainer = f"import jax\n\n{callee}\n    return regrets, strategy\n"
+    source = f"""
+    import time
+    import jax
+    from pkg.trainer import step
+
+    def bench(regrets, strategy, key, config, a, b, c):
+        try:
+            start = time.time()
+            out = step({args})
+            elapsed = time.time() - start  # here
+        except Exception as e:
+            print(e)
+    """
+    why = _dead(tmp_path, source, others={"pkg/trainer.py": trainer})
+    assert (why is not None) == dead
+    if dead:
+        assert "(TypeError)" in why and "`step` calls `step`" in why

@@ -1067,6 +1067,35 @@ def test_jax502_fold_in_past_the_split_count_and_paired_index_draws_are_not_repo
     """) == []
 
 
+def test_jax502_the_same_index_draw_indexing_two_arrays_pairs_them():
+    """Fresh AZ (judged FALSE twice): ``data[permutation(key, arange(n))]`` and ``masks[permutation(key,
+    arange(n))]`` draw the same indices on purpose, so every sample keeps its mask. The same draw indexing one
+    array twice, or two equal draws kept as arrays, is still a reuse."""
+    assert findings("""
+    import jax
+    import jax.numpy as jnp
+
+    def shuffle_with_masks(key, data, masks, n):
+        data_shuffled = data[jax.random.permutation(key, jnp.arange(n))]
+        masks_shuffled = masks[jax.random.permutation(key, jnp.arange(n))]
+        return data_shuffled, masks_shuffled
+    """) == []
+    assert_marked("""
+    import jax
+    import jax.numpy as jnp
+
+    def twice(key, data, n):
+        a = data[jax.random.permutation(key, jnp.arange(n))]
+        b = data[jax.random.permutation(key, jnp.arange(n))]  # expect: JAX502
+        return a, b
+
+    def kept(key, n):
+        p1 = jax.random.permutation(key, jnp.arange(n))
+        p2 = jax.random.permutation(key, jnp.arange(n))  # expect: JAX502
+        return p1, p2
+    """)
+
+
 def test_jax502_fold_in_with_a_loop_index_offset_past_the_split_count_is_not_reported():
     # fold_in(key, 100 + i) is never split(key, 3)[d]: its data is at least 100; fold_in(key, i) is, for i < 3
     assert_marked("""

@@ -10,7 +10,7 @@ from typing import Optional
 
 from . import flaxmodules, flaxrng
 from .keys import FOLD_IN, SPLIT, KeyUse
-from ..python.syntax import call_arg, least_int
+from ..python.syntax import call_arg, least_int, walk
 
 # Draws of indices: with one key they pick the same indices for arrays of the same length, which
 # is how a dataset's inputs and labels are shuffled or subsampled together. Name of the data argument.
@@ -44,7 +44,8 @@ def distinct_derivations(m, a: KeyUse, b: KeyUse) -> bool:
 
 def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
     """Two draws of indices with one key and the same arguments but the data
-    (``choice(key, x, (n,))`` and ``choice(key, y, (n,))``): the same indices on purpose, to
+    (``choice(key, x, (n,))`` and ``choice(key, y, (n,))``), or the same draw indexing two different
+    arrays (``x[permutation(key, n)]``, ``y[permutation(key, n)]``): the same indices on purpose, to
     keep two arrays paired."""
     if a.fn != b.fn or a.fn not in _INDEX_DRAWS:
         return False
@@ -54,13 +55,29 @@ def paired_draws(m, a: KeyUse, b: KeyUse) -> bool:
         return False
     data = _INDEX_DRAWS[a.fn]
     da, db = call_arg(ca, 1, data), call_arg(cb, 1, data)
-    if da is None or db is None or ast.dump(da) == ast.dump(db):
+    if da is None or db is None:
         return False
+    if ast.dump(da) == ast.dump(db):  # the same indices drawn twice: paired if they index two different arrays
+        ia, ib = _indexed(m, ca), _indexed(m, cb)
+        return (ast.dump(ca) == ast.dump(cb) and ia is not None and ib is not None
+                and ast.dump(ia) != ast.dump(ib))
     rest_a = [ast.dump(x) for x in ca.args[2:]] + sorted(
         (k.arg or "", ast.dump(k.value)) for k in ca.keywords if k.arg not in (data, "key"))
     rest_b = [ast.dump(x) for x in cb.args[2:]] + sorted(
         (k.arg or "", ast.dump(k.value)) for k in cb.keywords if k.arg not in (data, "key"))
     return rest_a == rest_b
+
+
+def _indexed(m, draw: ast.Call) -> Optional[ast.AST]:
+    """The array a draw of indices indexes in place (``data[jax.random.permutation(key, n)]``): the subscript's
+    value, or None. Fresh AZ: ``data[permutation(key, arange(n))]`` and ``masks[permutation(key, arange(n))]``
+    shuffle a dataset and its masks together (judged FALSE twice as key reuse)."""
+    scope = m.scope_at(draw)
+    body = scope.node if scope is not None and scope.func is not None else m.tree
+    for node in walk(body):
+        if isinstance(node, ast.Subscript) and node.slice is draw:
+            return node.value
+    return None
 
 
 def init_pair(m, a: KeyUse, b: KeyUse) -> Optional[str]:

@@ -5,7 +5,9 @@ than it takes (and no ``*args``) or leaving a required parameter without a value
 ``partial(compute_loss, net)`` of ``compute_loss(net, params, batch)`` called with three arguments; fresh AE:
 a step called with one argument of three). Python semantics (and those transforms' signatures) only.
 
-Not judged: calls with ``*args`` or ``**kwargs``, functions with decorators other than those transforms
+A function imported from another module of the project (``from .mod import f``) is judged from that module's
+``def`` (``ProjectResolver.signature``). Not judged: calls with ``*args`` or ``**kwargs``, functions with decorators
+other than those transforms
 (``@jax.jit``, ``@partial(jax.jit, static_argnames=...)``), methods, names bound more than
 once where the call reads them in a loop (a later binding may reach it), and anything the bindings do not
 show.
@@ -30,21 +32,41 @@ def arity_error(m, call: ast.Call) -> Optional[str]:
     found = _target(m, call.func, m.scope_at(call), (call.lineno, call.col_offset), 0)
     if found is None:
         return None
-    fdef, bound_pos, bound_kw = found
-    a = fdef.args
-    positional = [p.arg for p in a.posonlyargs + a.args]
+    sig, bound_pos, bound_kw = found
+    name, positional, n_defaults, vararg, required_kw = sig
     given = bound_pos + len(call.args)
     named = bound_kw | {k.arg for k in call.keywords}
     spelled = ast.unparse(call.func)[:40]
-    if a.vararg is None and given > len(positional):
-        return (f"`{spelled}` calls `{fdef.name}`, which takes {len(positional)} positional arguments, with {given} "
+    if not vararg and given > len(positional):
+        return (f"`{spelled}` calls `{name}`, which takes {len(positional)} positional arguments, with {given} "
                 "(TypeError)")
-    required = positional[:len(positional) - len(a.defaults)]
-    missing = [p for p in required[given:] if p not in named]
-    missing += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and p.arg not in named]
+    required = positional[:len(positional) - n_defaults]
+    missing = [p for p in required[given:] if p not in named] + [p for p in required_kw if p not in named]
     if missing:
-        return f"`{spelled}` calls `{fdef.name}` without its required argument `{missing[0]}` (TypeError)"
+        return f"`{spelled}` calls `{name}` without its required argument `{missing[0]}` (TypeError)"
     return None
+
+
+def signature(node: ast.FunctionDef) -> tuple:
+    """``(name, positional parameter names, how many have defaults, whether it takes *args, required
+    keyword-only names)``: what decides whether a call's arguments fit (a tuple of plain values, so that
+    another module's answer outlives its model)."""
+    a = node.args
+    return (node.name, tuple(p.arg for p in a.posonlyargs + a.args), len(a.defaults), a.vararg is not None,
+            tuple(p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None))
+
+
+def module_function_signature(m, name: str) -> Optional[tuple]:
+    """The :func:`signature` of the top-level function ``name`` of the module ``m`` when a call of that name
+    runs it as written: bound once at module level, by a ``def`` undecorated or decorated only by transforms
+    that keep its signature. Asked of another module of the project (``ProjectResolver.signature``)."""
+    events = m.module_scope.events.get(name) or ()
+    if len(events) != 1 or events[0].kind != "def" or not isinstance(events[0].node, ast.FunctionDef):
+        return None
+    node = events[0].node
+    if not all(_keeps_signature(m, d, m.module_scope) for d in node.decorator_list):
+        return None
+    return signature(node)
 
 
 def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
@@ -57,7 +79,7 @@ def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
         return None
     ev = m.binding(func.id, scope, pos)
     if ev is None:
-        return None
+        return _imported_target(m, func.id, scope)
     if ev.kind == "def":
         node = ev.node
         if not isinstance(node, ast.FunctionDef) or _is_method(m, node) or not all(
@@ -65,10 +87,22 @@ def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
             return None
         if len(ev.scope.events.get(func.id) or ()) != 1:
             return None  # bound again elsewhere (another def, an assignment): not certain which runs
-        return node, 0, frozenset()
+        return signature(node), 0, frozenset()
     if not ev.plain_assign or not isinstance(ev.value, ast.Call) or ev.loops:
         return None
     return _made_by(m, ev.value, ev.scope, depth)
+
+
+def _imported_target(m, name: str, scope) -> Optional[tuple]:
+    """A function ``from .mod import name`` brings from another module of the project (fresh AZ: scripts calling
+    an imported step with seven arguments for its four, inside a ``try`` that catches the TypeError and skips
+    the timing after it)."""
+    other = m._imported(name, scope)
+    path = getattr(other[0], "path", None) if other is not None and other[1] is not None else None
+    if path is None or m.project is None:
+        return None
+    sig = m.project.signature(path, other[1])
+    return (sig, 0, frozenset()) if sig is not None else None
 
 
 def _made_by(m, value: ast.Call, scope, depth: int) -> Optional[tuple]:
