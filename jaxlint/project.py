@@ -24,14 +24,13 @@ from typing import Optional
 
 from .declaration import Finder
 from .project_callers import Callers, _repository_root
-from .project_questions import Questions
+from .project_questions import OFFER_CHARS, Questions
 from .locate import FileListing, locate_from
 from .source import content_hash, decode_source
 
 MAX_MODELS = 4096  # module summaries kept per process (a few KiB each: no syntax trees)
 MAX_DEPTH = 2  # how many import hops a query may follow
 FULL_MODELS = 4  # full models of project files kept for their next question (ProjectResolver._full_answer)
-OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
 MAX_PROJECT_FILES = 5_000  # files a search for a function's callers in the project reads at most
 _SKIP_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv", "env"})
 _PROJECT_KINDS = (".py", ".ipynb", "pyproject.toml", "setup.cfg")  # files that may refer to a project's function

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
+
 
 class Questions:
     """A mixin of :class:`~jaxlint.project.ProjectResolver`: each method names its question and asks it with
@@ -66,9 +68,34 @@ class Questions:
     def signature(self, path: str, name: str) -> Optional[tuple]:
         """The signature (:func:`~jaxlint.model.python.arity.signature`) of the top-level function ``name`` of the
         project file ``path`` when a call of it runs that ``def`` (:func:`~jaxlint.model.python.arity.
-        module_function_signature`), or None; asked for a call's arity where a finding's line may never run, and
-        only of a file that spells ``def name``."""
-        from .model.python.arity import module_function_signature
+        tree_function_signature`: read from the file's syntax tree, no model built), or None; asked for a call's
+        arity where a finding's line may never run, only of a file that spells ``def name`` and is not one of the
+        large modules a check summarizes from its own tree (they are not read again)."""
+        import ast
+        import os
 
-        return self.answer(path, ("signature", name), lambda model: module_function_signature(model, name), None,
-                           needles=(f"def {name}".encode(),))
+        from .model.python.arity import tree_function_signature
+        from .source import content_hash, decode_source
+
+        path = self._abspath(path)
+        key = (path, "signature", name)
+        if key in self._programs:
+            found, deps = self._programs[key]
+            self._note(deps)
+            return found
+        found, deps = None, set()
+        try:
+            small = os.path.getsize(path) <= OFFER_CHARS
+        except OSError:
+            small = False
+        data = self._bytes(path) if small else None
+        if data is not None:
+            deps.add(("f", path, content_hash(data)))
+            if f"def {name}".encode() in data:
+                try:
+                    found = tree_function_signature(ast.parse(decode_source(data), filename=path), name)
+                except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
+                    found = None
+        self._programs[key] = (found, frozenset(deps))
+        self._note(deps)
+        return found

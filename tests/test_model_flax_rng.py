@@ -286,4 +286,6 @@ def test_keyed_apply_is_a_modules_apply_given_prng_keys(call, keyed):
     """)
     m = build_model(ast.parse(src))
     node = next(n for n in ast.walk(m.tree) if isinstance(n, ast.Return)).value
-    assert flaxrng.keyed_apply(m, node, m.scope_at(node)) is keyed
+    from jaxlint.model.facts import keys
+
+    assert keys.keyed_apply(m, node, m.scope_at(node)) is keyed

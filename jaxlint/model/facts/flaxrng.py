@@ -71,23 +71,6 @@ def apply_draw(m, call: ast.Call, scope: Scope, carries: Callable[[ast.AST], boo
     return _reach(m, meth, env, streams)
 
 
-def keyed_apply(m, call: ast.Call, scope: Scope) -> bool:
-    """``model.apply(params, x, rngs={"dropout": key})``: a module's ``apply`` given a dict of PRNG keys as ``rngs``
-    (a JAX key, or one made in place), flax's signature: it runs the module's JAX operations and returns JAX
-    arrays, whatever module it is (one defined in a module this file does not resolve)."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in APPLIES:
-        return False
-    rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)
-    if not isinstance(rngs, ast.Dict) or not rngs.values:
-        return False
-    from . import values as V  # values and keys read flax facts: imported when asked
-    from .keys import KEY_MAKERS
-
-    return all(isinstance(v, ast.Call) and m.resolve(v.func, scope) in KEY_MAKERS or V.is_jax(m, v, scope)
-               for v in rngs.values if v is not None)
-
-
 def apply_key(m, call: ast.Call, scope: Scope) -> Optional[ast.Name]:
     """The key (a name) of ``call``'s ``rngs={"dropout": key}`` its module is proven to draw from."""
     rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)

@@ -580,3 +580,19 @@ def _spell(expr: ast.AST) -> str:
     except Exception:  # pragma: no cover - unparse of a parsed tree does not fail
         return "the call"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def keyed_apply(m, call: ast.Call, scope: Scope) -> bool:
+    """``model.apply(params, x, rngs={"dropout": key})``: a module's ``apply`` given a dict of PRNG keys as ``rngs``
+    (a JAX key, or one made in place), flax's signature: it runs the module's JAX operations and returns JAX
+    arrays, whatever module it is (one defined in a module this file does not resolve)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in flaxrng.APPLIES:
+        return False
+    rngs = next((k.value for k in call.keywords if k.arg == "rngs"), None)
+    if not isinstance(rngs, ast.Dict) or not rngs.values:
+        return False
+    from . import values as V  # values reads key facts: imported when asked
+
+    return all(isinstance(v, ast.Call) and m.resolve(v.func, scope) in KEY_MAKERS or V.is_jax(m, v, scope)
+               for v in rngs.values if v is not None)

@@ -29,8 +29,7 @@ import ast
 from typing import Iterator, Optional
 
 from ... import names as N
-from . import (callables, containers, fetches, flaxrng, hostarrays, keys, libraryobjects, namedtuples, setuporder,
-               timerclasses)
+from . import callables, containers, fetches, hostarrays, keys, libraryobjects, namedtuples, setuporder, timerclasses
 from ..python import instances, limits as L
 from . import values as V
 from .jaxrecords import _waits
@@ -326,7 +325,7 @@ def _role(m, c: ast.Call, depth: int) -> Optional[str]:
         return "work" if f.attr in ARRAY_METHODS else "maybe"
     if (qn in _UPLOADS or qn in keys.KEY_MAKERS) and c.args and not V.is_jax(m, c.args[0], scope):
         return "upload"  # ``jnp.array(energies)``, ``PRNGKey(0)``: an array of host values, no work to time, no wait
-    if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope) or flaxrng.keyed_apply(m, c, scope):
+    if qn is not None and qn.startswith("jax.") and V.is_jax(m, c, scope) or keys.keyed_apply(m, c, scope):
         return "work"  # a JAX call giving arrays, or a module's ``apply(params, x, rngs={"dropout": key})``
     if qn in _DISPATCHING_HELPERS:
         return "work"  # ``unreplicate(state)`` indexes the device axis, asynchronously: it waits for nothing

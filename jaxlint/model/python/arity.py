@@ -56,17 +56,47 @@ def signature(node: ast.FunctionDef) -> tuple:
             tuple(p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None))
 
 
-def module_function_signature(m, name: str) -> Optional[tuple]:
-    """The :func:`signature` of the top-level function ``name`` of the module ``m`` when a call of that name
-    runs it as written: bound once at module level, by a ``def`` undecorated or decorated only by transforms
-    that keep its signature. Asked of another module of the project (``ProjectResolver.signature``)."""
-    events = m.module_scope.events.get(name) or ()
-    if len(events) != 1 or events[0].kind != "def" or not isinstance(events[0].node, ast.FunctionDef):
+def tree_function_signature(tree: ast.Module, name: str) -> Optional[tuple]:
+    """The :func:`signature` of the top-level function ``name`` of a module's tree when a call of that name runs it
+    as written: no other top-level statement binds the name, and its decorators are only transforms that keep its
+    signature, spelled through the module's own top-level imports (``@jax.jit``, ``@jit`` after ``from jax import
+    jit``, ``@partial(jax.jit, ...)``). Asked of another module of the project (``ProjectResolver.signature``)."""
+    found, binds, imports = None, 0, {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for a in stmt.names:
+                local = a.asname or a.name.split(".")[0]
+                full = a.name if isinstance(stmt, ast.Import) and a.asname else (
+                    a.name.split(".")[0] if isinstance(stmt, ast.Import) else f"{stmt.module}.{a.name}")
+                imports[local] = full
+                binds += local == name
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if stmt.name == name:
+                binds += 1
+                found = stmt if isinstance(stmt, ast.FunctionDef) else None
+        else:
+            binds += any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+                         for n in ast.walk(stmt))
+    if found is None or binds != 1:
         return None
-    node = events[0].node
-    if not all(_keeps_signature(m, d, m.module_scope) for d in node.decorator_list):
-        return None
-    return signature(node)
+
+    def resolved(e: ast.AST) -> Optional[str]:
+        parts = []
+        while isinstance(e, ast.Attribute):
+            parts.append(e.attr)
+            e = e.value
+        if not isinstance(e, ast.Name) or e.id not in imports:
+            return None
+        return ".".join([imports[e.id], *reversed(parts)])
+
+    for dec in found.decorator_list:
+        if isinstance(dec, ast.Call):
+            if resolved(dec.func) not in _PARTIAL or not dec.args:
+                return None
+            dec = dec.args[0]
+        if resolved(dec) not in _SAME_SIGNATURE:
+            return None
+    return signature(found)
 
 
 def _target(m, func: ast.AST, scope, pos: tuple, depth: int) -> Optional[tuple]:
