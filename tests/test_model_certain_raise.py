@@ -464,6 +464,9 @@ def test_a_call_of_a_jitted_function_without_a_required_argument_always_raises(t
     ("def step(regrets, strategy, *rest):", "regrets, strategy, key, config, a, b, c", False),  # *args
     ("@register\ndef step(regrets, strategy, key, config):", "regrets, strategy", False),  # may change it
     ("@jax.jit\ndef step(regrets, strategy, key, config):", "regrets, strategy", True),
+    # bound again in a module-level block: which `step` runs is not certain
+    ("try:\n    from fast import step\nexcept ImportError:\n    pass\ndef step(regrets, strategy, key, config):",
+     "regrets, strategy", False),
 ])
 def test_a_call_of_another_modules_function_with_the_wrong_arguments_always_raises(tmp_path, callee, args, dead):
     """Fresh AZ: scripts time `_cfr_step_pure(...)`, imported from the project's trainer, with seven arguments

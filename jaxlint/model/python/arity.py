@@ -74,8 +74,10 @@ def tree_function_signature(tree: ast.Module, name: str) -> Optional[tuple]:
             if stmt.name == name:
                 binds += 1
                 found = stmt if isinstance(stmt, ast.FunctionDef) else None
-        else:
+        else:  # ``if``/``try`` blocks at module level: an assignment, import or def of the name there binds it too
             binds += any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+                         or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+                         or isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name
                          for n in ast.walk(stmt))
     if found is None or binds != 1:
         return None
