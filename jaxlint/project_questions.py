@@ -5,7 +5,11 @@ optimizer update, computes a gradient outside jit, or is a timer's context manag
 
 from __future__ import annotations
 
+import ast
+import os
 from typing import Optional
+
+from .source import content_hash, decode_source
 
 OFFER_CHARS = 50_000  # modules this large are summarized while checked (ProjectResolver.offer)
 
@@ -71,11 +75,7 @@ class Questions:
         tree_function_signature`: read from the file's syntax tree, no model built), or None; asked for a call's
         arity where a finding's line may never run, only of a file that spells ``def name`` and is not one of the
         large modules a check summarizes from its own tree (they are not read again)."""
-        import ast
-        import os
-
         from .model.python.arity import tree_function_signature
-        from .source import content_hash, decode_source
 
         path = self._abspath(path)
         key = (path, "signature", name)

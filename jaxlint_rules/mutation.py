@@ -239,9 +239,8 @@ class DiscardedFunctionalUpdate(Rule):
     summary = ("Finds `x.at[i].set(v)` (or `.add`, `.multiply`, ...) used as a statement, its result unused; and a "
                "`jax.numpy` function called as a statement inside a function (`jnp.nan_to_num(x, copy=False)`), "
                "whose result is the only thing it makes; and `state.replace(...)` as a statement on a flax "
-               "`TrainState` "
-               "or struct dataclass the module shows (the result of `apply_gradients`, `TrainState.create`, or a "
-               "parameter annotated with such a class).")
+               "`TrainState` or struct dataclass the module shows (the result of `apply_gradients`, "
+               "`TrainState.create`, or a parameter annotated with such a class).")
     rationale = ("JAX arrays are immutable: `x.at[i].set(v)` returns a new array and leaves `x` unchanged. As a "
                  "statement on its own the update does nothing (and under jit is removed as dead code). Assign "
                  "the result: `x = x.at[i].set(v)`. The same holds for NumPy's in-place habits ported to "
@@ -306,8 +305,8 @@ class DiscardedFunctionalUpdate(Rule):
                           "nothing", "the call is a statement of its own: its result is not used"]
             yield self.finding(call, f"`{x}.replace(...)` returns a new object and leaves `{x}` unchanged (flax's "
                                      f"`TrainState` and struct dataclasses are immutable), so the update is lost; "
-                                     f"assign it: "
-                                     f"`{x} = {unparse(call, 50)}`", self._fix_replace(model, call), evidence=facts)
+                                     f"assign it: `{x} = {unparse(call, 50)}`", self._fix_replace(model, call),
+                               evidence=facts)
 
     @staticmethod
     @_never_raises

@@ -416,7 +416,7 @@ class JitPerCall(Rule):
                        f"`self.{body.name}`" if bound else f"`{body.name}`")
             facts = [(f"{spelled} is a bound method, made anew at every read" if bound else
                       f"{spelled} is defined inside `{outer.name}`") + ": a new function object each time, and the "
-                     "loop's trace is cached by that object"] + ([freshbodies.bound_method_release(model)] if bound else [])
+                     "loop's trace is cached by that object"] + ([freshbodies.bound_method_release(model)[1]] if bound else [])
             fix = ((f"pass a module-level function (or a staticmethod) instead, given what it reads from `self` as "
                     f"operands, or jit `{outer.name}`") if bound else
                    f"define it once (at module level, taking what it closes over as arguments or carry) or jit "

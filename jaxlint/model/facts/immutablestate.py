@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..python.instances import class_named
 from ..python.syntax import _pos
 
 _BASES = frozenset({"flax.training.train_state.TrainState", "flax.struct.PyTreeNode"})
@@ -68,12 +69,9 @@ def _struct_class(m, expr: ast.AST, scope, depth: int) -> bool:
     qn = m.resolve(expr, scope)
     if qn in _BASES:
         return True
-    if not isinstance(expr, ast.Name):
+    c = class_named(m, expr, scope)
+    if c is None:
         return False
-    for c in m.classes.values():
-        if c.node.name != expr.id:
-            continue
-        if any(m.resolve(d, m.module_scope) in _DECORATORS for d in c.node.decorator_list):
-            return True
-        return any(_struct_class(m, b, m.module_scope, depth + 1) for b in c.node.bases)
-    return False
+    if any(m.resolve(d, m.module_scope) in _DECORATORS for d in c.node.decorator_list):
+        return True
+    return any(_struct_class(m, b, m.module_scope, depth + 1) for b in c.node.bases)

@@ -13,6 +13,7 @@ import ast
 from typing import Optional
 
 from . import callables
+from ..python.instances import class_named
 from ..python.syntax import _pos
 
 _IDENTITY_OVERRIDES = frozenset({"__eq__", "__hash__"})
@@ -49,7 +50,7 @@ def fresh_static_self(m, call: ast.Call) -> Optional[FreshSelf]:
     for ev in scope.events.get(func.value.id, ()):
         if loop not in ev.loops or not ev.plain_assign or not isinstance(ev.value, ast.Call):
             continue
-        if isinstance(ev.value.func, ast.Name) and ev.value.func.id == cls.node.name \
+        if class_named(m, ev.value.func, scope) is cls \
                 and m.binding(func.value.id, scope, _pos(func.value)) is not None:
             return FreshSelf(call, func.value, cls, method, wrap, ev, loop)
     return None
@@ -76,7 +77,7 @@ def _identity_equality(m, cls) -> bool:
         for b in c.node.bases:
             if isinstance(b, ast.Name) and b.id == "object":
                 continue
-            base = next((o for o in m.classes.values() if isinstance(b, ast.Name) and o.node.name == b.id), None)
+            base = class_named(m, b, m.module_scope)
             if base is None:
                 return False  # a base the module does not show may define equality
             todo.append(base)

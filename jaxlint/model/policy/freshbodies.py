@@ -102,27 +102,22 @@ def fresh_body_loops(m) -> list:
 BOUND_METHOD_RETRACE = (0, 4, 31)
 
 
-def _bound_methods_retrace(m) -> bool:
-    """Whether the project may run on a JAX that traces a bound method anew at every call: its configured
-    ``jax-version`` or its declared range reaches :data:`BOUND_METHOD_RETRACE` (no declaration: current JAX)."""
-    found = jaxrange.of_model(m)
-    configured = m.jax_version
-    if configured is not None and tuple(configured) >= BOUND_METHOD_RETRACE:
-        return True
-    return found.range is None or found.range.includes_from(BOUND_METHOD_RETRACE)
-
-
-def bound_method_release(m) -> str:
-    """The evidence for :func:`_bound_methods_retrace`: which JAX the project runs on, and how that is known."""
+def bound_method_release(m) -> tuple:
+    """``(retraces, why)``: whether the project may run on a JAX that traces a bound method anew at every call
+    (its configured ``jax-version`` or its declared range reaches :data:`BOUND_METHOD_RETRACE`; no declaration:
+    current JAX), and that as evidence."""
     when = jaxrange.text(BOUND_METHOD_RETRACE)
     configured = m.jax_version
     if configured is not None and tuple(configured) >= BOUND_METHOD_RETRACE:
+        retraces = True
         why = f"jax-version {jaxrange.text(configured)} is configured (the oldest JAX the project supports)"
     else:
         found = jaxrange.of_model(m)
+        retraces = found.range is None or found.range.includes_from(BOUND_METHOD_RETRACE)
         why = (f"{found.why}: current JAX assumed" if found.range is None else
                f"{found.where}: the declared range includes JAX {when} or later")
-    return f"JAX {when} and later trace a bound method anew at every call (earlier releases reuse one trace); {why}"
+    return retraces, (f"JAX {when} and later trace a bound method anew at every call (earlier releases reuse one "
+                      f"trace); {why}")
 
 
 def _fresh_bodies(m, bodies: list, scope, outer) -> list:
@@ -139,7 +134,7 @@ def _fresh_bodies(m, bodies: list, scope, outer) -> list:
             if g.parent is outer:
                 out.append((g, None))
             elif (g.cls is not None and g.parent is None and isinstance(b, ast.Attribute)
-                  and _instance_param(outer, b.value) and _bound_methods_retrace(m)):
+                  and _instance_param(outer, b.value) and bound_method_release(m)[0]):
                 out.append((g, b))
     return out
 
